@@ -1,0 +1,128 @@
+//! The tag array of a set-associative cache with sectored lines, valid and dirty bits.
+//!
+//! Follows Dinero IV's reference semantics: a request misses when its line is absent or any
+//! requested sector is invalid; a write that misses a line is only placed in the cache with
+//! write-allocate; a hit (also a write hit without allocation) updates the replacement state.
+
+use super::replacement::Policy;
+use crate::config::Replacement;
+use rustc_hash::FxHashMap;
+
+/// Wide sets (fully associative shadows) find lines through a hash index instead of a scan.
+const SCAN_WAYS: usize = 16;
+
+/// What one access did to the array.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArrayOutcome {
+    /// The line and every requested sector were present.
+    pub hit: bool,
+    /// The line was present (some sectors may have been invalid).
+    pub line_hit: bool,
+    /// Sectors of an evicted dirty line that must be written back (0 if none).
+    pub writeback_sectors: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct CacheArray {
+    sets: usize,
+    ways: usize,
+    /// line + 1 per slot; 0 = invalid.
+    tags: Vec<u64>,
+    valid: Vec<u32>,
+    dirty: Vec<u32>,
+    /// Valid ways per set: ways `0..fill` hold lines (nothing is ever invalidated).
+    fill: Vec<u32>,
+    policy: Policy,
+    index: Option<FxHashMap<u64, u32>>,
+}
+
+impl CacheArray {
+    pub fn new(sets: usize, ways: usize, replacement: Replacement, seed: u64) -> Self {
+        CacheArray {
+            sets,
+            ways,
+            tags: vec![0; sets * ways],
+            valid: vec![0; sets * ways],
+            dirty: vec![0; sets * ways],
+            fill: vec![0; sets],
+            policy: Policy::new(replacement, sets, ways, seed),
+            index: (ways > SCAN_WAYS).then(FxHashMap::default),
+        }
+    }
+
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+
+    #[inline]
+    fn find(&self, set: usize, line: u64) -> Option<usize> {
+        if let Some(index) = &self.index {
+            return index
+                .get(&line)
+                .map(|&slot| slot as usize - set * self.ways);
+        }
+        let base = set * self.ways;
+        let n = self.fill[set] as usize;
+        let tag = line + 1;
+        self.tags[base..base + n].iter().position(|&t| t == tag)
+    }
+
+    /// True when `line` is present with all of `sectors` valid (no state change).
+    pub fn contains(&self, set: usize, line: u64, sectors: u32) -> bool {
+        self.find(set, line)
+            .is_some_and(|w| self.valid[set * self.ways + w] & sectors == sectors)
+    }
+
+    /// One access. `allocate` says whether a missing line is brought in (false only for a
+    /// write without write-allocate); `dirty` marks the written sectors dirty (write-back).
+    #[inline]
+    pub fn access(
+        &mut self,
+        set: usize,
+        line: u64,
+        sectors: u32,
+        allocate: bool,
+        dirty: bool,
+    ) -> ArrayOutcome {
+        let base = set * self.ways;
+        let mut out = ArrayOutcome::default();
+        match self.find(set, line) {
+            Some(way) => {
+                let slot = base + way;
+                out.line_hit = true;
+                out.hit = self.valid[slot] & sectors == sectors;
+                self.policy.touch(set, way);
+                self.valid[slot] |= sectors;
+                if dirty {
+                    self.dirty[slot] |= sectors;
+                }
+            }
+            None if allocate => {
+                let n = self.fill[set] as usize;
+                let way = if n < self.ways {
+                    self.fill[set] += 1;
+                    n
+                } else {
+                    let v = self.policy.victim(set);
+                    let slot = base + v;
+                    let d = self.valid[slot] & self.dirty[slot];
+                    out.writeback_sectors = d.count_ones();
+                    if let Some(index) = &mut self.index {
+                        index.remove(&(self.tags[slot] - 1));
+                    }
+                    v
+                };
+                let slot = base + way;
+                self.tags[slot] = line + 1;
+                self.valid[slot] = sectors;
+                self.dirty[slot] = if dirty { sectors } else { 0 };
+                if let Some(index) = &mut self.index {
+                    index.insert(line, slot as u32);
+                }
+                self.policy.insert(set, way);
+            }
+            None => {}
+        }
+        out
+    }
+}

@@ -1,0 +1,68 @@
+//! Least recently used, as a doubly linked recency list per set: O(1) per event even for
+//! fully associative caches of thousands of ways.
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct Lru {
+    ways: usize,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// Most recently used way per set.
+    head: Vec<u32>,
+    /// Least recently used way per set.
+    tail: Vec<u32>,
+    linked: Vec<bool>,
+}
+
+impl Lru {
+    pub fn new(sets: usize, ways: usize) -> Self {
+        Lru {
+            ways,
+            prev: vec![NIL; sets * ways],
+            next: vec![NIL; sets * ways],
+            head: vec![NIL; sets],
+            tail: vec![NIL; sets],
+            linked: vec![false; sets * ways],
+        }
+    }
+
+    /// Makes `way` the most recently used of `set` (inserting it if new).
+    #[inline]
+    pub fn touch(&mut self, set: usize, way: usize) {
+        let base = set * self.ways;
+        let slot = base + way;
+        let w = way as u32;
+        if self.head[set] == w {
+            return;
+        }
+        if self.linked[slot] {
+            // unlink
+            let p = self.prev[slot];
+            let n = self.next[slot];
+            if p != NIL {
+                self.next[base + p as usize] = n;
+            }
+            if n != NIL {
+                self.prev[base + n as usize] = p;
+            } else {
+                self.tail[set] = p;
+            }
+        }
+        self.linked[slot] = true;
+        let h = self.head[set];
+        self.prev[slot] = NIL;
+        self.next[slot] = h;
+        if h != NIL {
+            self.prev[base + h as usize] = w;
+        } else {
+            self.tail[set] = w;
+        }
+        self.head[set] = w;
+    }
+
+    #[inline]
+    pub fn victim(&self, set: usize) -> usize {
+        self.tail[set] as usize
+    }
+}

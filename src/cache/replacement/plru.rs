@@ -1,0 +1,59 @@
+//! Tree pseudo-LRU: `ways - 1` direction bits per set form a binary tree; an access points
+//! every node on its path away from it, and the victim is found by following the bits.
+
+#[derive(Clone, Debug)]
+pub struct Plru {
+    ways: usize,
+    /// Node bits per set, heap order (node i has children 2i+1, 2i+2); 1 = victim on the right.
+    bits: Vec<u8>,
+}
+
+impl Plru {
+    pub fn new(sets: usize, ways: usize) -> Self {
+        Plru {
+            ways,
+            bits: vec![0; sets * ways.saturating_sub(1).max(1)],
+        }
+    }
+    fn nodes(&self) -> usize {
+        self.ways.saturating_sub(1).max(1)
+    }
+    #[inline]
+    pub fn touch(&mut self, set: usize, way: usize) {
+        if self.ways < 2 {
+            return;
+        }
+        let base = set * self.nodes();
+        let (mut node, mut lo, mut span) = (0usize, 0usize, self.ways);
+        while span > 1 {
+            span /= 2;
+            let right = way >= lo + span;
+            // Point away from the accessed half.
+            self.bits[base + node] = (!right) as u8;
+            if right {
+                lo += span;
+                node = 2 * node + 2;
+            } else {
+                node = 2 * node + 1;
+            }
+        }
+    }
+    #[inline]
+    pub fn victim(&self, set: usize) -> usize {
+        if self.ways < 2 {
+            return 0;
+        }
+        let base = set * self.nodes();
+        let (mut node, mut lo, mut span) = (0usize, 0usize, self.ways);
+        while span > 1 {
+            span /= 2;
+            if self.bits[base + node] == 1 {
+                lo += span;
+                node = 2 * node + 2;
+            } else {
+                node = 2 * node + 1;
+            }
+        }
+        lo
+    }
+}

@@ -1,0 +1,113 @@
+//! Cache statistics: the counters every report shows, per SM, per instruction and per CTA.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a request missed (Dinero IV's three Cs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissClass {
+    Compulsory,
+    Capacity,
+    Conflict,
+}
+
+impl MissClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            MissClass::Compulsory => "compulsory",
+            MissClass::Capacity => "capacity",
+            MissClass::Conflict => "conflict",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissClasses {
+    pub compulsory: u64,
+    pub capacity: u64,
+    pub conflict: u64,
+}
+
+impl MissClasses {
+    pub fn total(&self) -> u64 {
+        self.compulsory + self.capacity + self.conflict
+    }
+}
+
+/// The statistics of a set of requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Thread-level memory accesses that reached the L1 (before coalescing).
+    pub accesses: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub read_misses: u64,
+    pub write_misses: u64,
+    pub writebacks: u64,
+    pub bytes_from_memory: u64,
+    pub bytes_to_memory: u64,
+    pub requests: u64,
+    pub transactions: u64,
+    pub miss_classes: MissClasses,
+}
+
+impl Counters {
+    /// Records one request's outcome.
+    #[inline]
+    pub fn record(&mut self, write: bool, o: &super::Outcome) {
+        self.requests += 1;
+        if write {
+            self.writes += 1;
+        } else {
+            self.reads += 1;
+        }
+        if o.hit {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+            if write {
+                self.write_misses += 1;
+            } else {
+                self.read_misses += 1;
+            }
+        }
+        match o.class {
+            Some(MissClass::Compulsory) => self.miss_classes.compulsory += 1,
+            Some(MissClass::Capacity) => self.miss_classes.capacity += 1,
+            Some(MissClass::Conflict) => self.miss_classes.conflict += 1,
+            None => {}
+        }
+        self.writebacks += o.writeback as u64;
+        self.bytes_from_memory += o.bytes_from_memory;
+        self.bytes_to_memory += o.bytes_to_memory;
+    }
+
+    pub fn add(&mut self, o: &Counters) {
+        self.accesses += o.accesses;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.read_misses += o.read_misses;
+        self.write_misses += o.write_misses;
+        self.writebacks += o.writebacks;
+        self.bytes_from_memory += o.bytes_from_memory;
+        self.bytes_to_memory += o.bytes_to_memory;
+        self.requests += o.requests;
+        self.transactions += o.transactions;
+        self.miss_classes.compulsory += o.miss_classes.compulsory;
+        self.miss_classes.capacity += o.miss_classes.capacity;
+        self.miss_classes.conflict += o.miss_classes.conflict;
+    }
+
+    /// Misses per request (0 when there were no requests).
+    pub fn miss_rate(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.misses as f64 / self.requests as f64
+        }
+    }
+}

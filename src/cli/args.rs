@@ -1,0 +1,182 @@
+//! Command-line arguments (clap derive).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "warpscope",
+    version,
+    about = "How GPU kernels use the L1 cache: trace -> scheduler -> coalescer -> cache -> statistics"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Simulate a trace file or a built-in kernel and report cache statistics.
+    Sim(SimArgs),
+    /// Write the trace of a built-in kernel to a file.
+    Gen(GenArgs),
+    /// Convert a trace between formats (.wst text, .wsb binary; reads din too).
+    Convert(ConvertArgs),
+    /// Run a grid of configurations in parallel and write one row per configuration.
+    Sweep(SweepArgs),
+}
+
+/// Where the trace comes from.
+#[derive(Args, Debug, Clone)]
+pub struct InputArgs {
+    /// Trace file to simulate.
+    #[arg(long, conflicts_with = "kernel")]
+    pub trace: Option<PathBuf>,
+    /// Trace format: text, binary, din (detected from the content when omitted).
+    #[arg(long, requires = "trace")]
+    pub format: Option<String>,
+    /// Built-in kernel to simulate (see `warpscope gen --list`).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Kernel parameters as key=value.
+    #[arg(value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+}
+
+/// Model configuration flags; every flag overrides the preset.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConfigArgs {
+    /// Start from a preset: fermi-16k, fermi-48k, kepler, volta, ampere, hopper.
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Load a configuration file (JSON, as printed under "config" by --json).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Cache size, e.g. 16K, 48K, 1M or bytes.
+    #[arg(long)]
+    pub cache_size: Option<String>,
+    /// Line size in bytes.
+    #[arg(long)]
+    pub line_size: Option<String>,
+    /// Ways per set, or `full` for fully associative.
+    #[arg(long)]
+    pub ways: Option<String>,
+    /// Sector size in bytes (defaults to the line size: no sectors).
+    #[arg(long)]
+    pub sector_size: Option<String>,
+    /// lru, fifo, lfu, mfu, random, plru.
+    #[arg(long)]
+    pub replacement: Option<String>,
+    /// wtna (write-through, no allocate) or wbwa (write-back, write-allocate).
+    #[arg(long)]
+    pub write_policy: Option<String>,
+    /// modulo, fermi-hash, or bits:B0,B1,... (address bits of the set index).
+    #[arg(long)]
+    pub set_index: Option<String>,
+    /// none, line, sector, gt200, or bits:LO-HI.
+    #[arg(long)]
+    pub coalescing: Option<String>,
+    /// Warp issue policy: round-robin, sequential, random, gto, two-level.
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Threads per warp (1 = per-thread scheduling as in seed 000 §5.2).
+    #[arg(long)]
+    pub warp_size: Option<String>,
+    /// Warps per fetch group (two-level policy).
+    #[arg(long)]
+    pub fetch_group: Option<String>,
+    /// Number of SMs the CTAs are spread over.
+    #[arg(long)]
+    pub sms: Option<String>,
+    /// Simulate this SM's L1 (default 0).
+    #[arg(long, conflicts_with_all = ["sample_sms", "all_sms"])]
+    pub sm: Option<String>,
+    /// Simulate a seeded random sample of this many SMs.
+    #[arg(long, conflicts_with = "all_sms")]
+    pub sample_sms: Option<String>,
+    /// Simulate every SM with its own L1.
+    #[arg(long)]
+    pub all_sms: bool,
+    /// Resident CTAs per SM.
+    #[arg(long)]
+    pub max_ctas: Option<String>,
+    /// Resident threads per SM.
+    #[arg(long)]
+    pub max_threads: Option<String>,
+    /// Resident warps per SM.
+    #[arg(long)]
+    pub max_warps: Option<String>,
+    /// Seed for random scheduling, replacement and SM sampling.
+    #[arg(long)]
+    pub seed: Option<String>,
+    /// Skip reuse-distance analysis (faster).
+    #[arg(long)]
+    pub no_reuse: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print one JSON object (schema in docs/cli.md) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SimArgs {
+    pub fn parse_from_words(words: &[&str]) -> anyhow::Result<SimArgs> {
+        let cli = Cli::try_parse_from(
+            std::iter::once("warpscope")
+                .chain(std::iter::once("sim"))
+                .chain(words.iter().copied()),
+        )?;
+        match cli.command {
+            Some(Command::Sim(a)) => Ok(a),
+            _ => anyhow::bail!("internal: expected sim arguments"),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Kernel name.
+    pub kernel: Option<String>,
+    /// Parameters as key=value.
+    #[arg(value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+    /// Output file (.wsb binary, anything else text).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// List the built-in kernels and their parameters.
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    pub input: PathBuf,
+    /// Output file (.wsb binary, anything else text).
+    pub output: PathBuf,
+    /// Input format (detected when omitted).
+    #[arg(long)]
+    pub format: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// A parameter and its values, e.g. ways=1,2,4,8 (repeatable; the grid is their product).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Vec<String>,
+    /// Write the table here (.csv or .json); CSV on stdout when omitted.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}

@@ -1,0 +1,155 @@
+//! Turns flags into a trace and a [`SimConfig`]. Flags and `sweep --vary` keys share one
+//! setter ([`apply`]) so both accept exactly the same names and values.
+
+use super::args::{ConfigArgs, InputArgs};
+use anyhow::{bail, Context, Result};
+use warpscope::config::{
+    self, Coalescing, IssuePolicy, Replacement, SetIndex, SimConfig, SmSelection, WritePolicy,
+};
+use warpscope::trace::{self, Format, Trace};
+
+pub fn format(name: &str) -> Result<Format> {
+    Format::from_name(name)
+        .with_context(|| format!("unknown trace format `{name}`: expected text, binary or din"))
+}
+
+/// Loads the trace named by the input flags; returns it, a display name and its format.
+pub fn load_trace(a: &InputArgs) -> Result<(Trace, String, Option<Format>)> {
+    match (&a.trace, &a.kernel) {
+        (Some(path), None) => {
+            if !a.params.is_empty() {
+                bail!(
+                    "key=value parameters only apply to --kernel, found `{}`",
+                    a.params[0]
+                );
+            }
+            let f = a.format.as_deref().map(format).transpose()?;
+            let (t, detected) = trace::read_file(path, f)?;
+            if f.is_none() {
+                eprintln!("{}: detected format {detected:?}", path.display());
+            }
+            Ok((t, path.display().to_string(), Some(detected)))
+        }
+        (None, Some(name)) => {
+            let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
+            let t = warpscope::gen::generate(name, &pairs)?;
+            let mut label = format!("kernel {name}");
+            for p in &a.params {
+                label.push(' ');
+                label.push_str(p);
+            }
+            Ok((t, label, None))
+        }
+        _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
+    }
+}
+
+/// Parses `16K`, `48k`, `1M` or a plain number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1024),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1024 * 1024),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .map(|v| v * mult)
+        .map_err(|_| format!("expected a size like 16K or 4096, found `{s}`"))
+}
+
+fn number(key: &str, v: &str) -> Result<u32, String> {
+    v.parse::<u32>()
+        .map_err(|_| format!("{key}: expected a whole number, found `{v}`"))
+}
+
+/// Sets one configuration key (flag name without `--`).
+pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
+    match key {
+        "cache-size" => c.cache.size_bytes = parse_size(v)?,
+        "line-size" => {
+            let old = c.cache.line_bytes;
+            c.cache.line_bytes = parse_size(v)? as u32;
+            // An unsectored cache stays unsectored when the line size changes.
+            if c.cache.sector_bytes == old || c.cache.sector_bytes > c.cache.line_bytes {
+                c.cache.sector_bytes = c.cache.line_bytes;
+            }
+        }
+        "ways" => c.cache.ways = if v == "full" { 0 } else { number(key, v)? },
+        "sector-size" => c.cache.sector_bytes = parse_size(v)? as u32,
+        "replacement" => c.cache.replacement = Replacement::parse(v)?,
+        "write-policy" => c.cache.write_policy = WritePolicy::parse(v)?,
+        "set-index" => c.cache.set_index = SetIndex::parse(v)?,
+        "coalescing" => c.coalescing = Coalescing::parse(v)?,
+        "schedule" => c.schedule.policy = IssuePolicy::parse(v)?,
+        "warp-size" => c.schedule.warp_size = number(key, v)?,
+        "fetch-group" => c.schedule.fetch_group = number(key, v)?,
+        "sms" => c.gpu.sms = number(key, v)?,
+        "sm" => c.gpu.simulate = SmSelection::One(number(key, v)?),
+        "sample-sms" => c.gpu.simulate = SmSelection::Sample(number(key, v)?),
+        "max-ctas" => c.gpu.max_ctas_per_sm = number(key, v)?,
+        "max-threads" => c.gpu.max_threads_per_sm = number(key, v)?,
+        "max-warps" => c.gpu.max_warps_per_sm = number(key, v)?,
+        "seed" => {
+            c.seed = v
+                .parse()
+                .map_err(|_| format!("seed: expected a number, found `{v}`"))?
+        }
+        "preset" => *c = config::preset(v)?,
+        _ => return Err(format!("unknown parameter `{key}`")),
+    }
+    Ok(())
+}
+
+/// Builds the configuration: preset (or file, or defaults), then every flag given.
+pub fn config(a: &ConfigArgs, format: Option<Format>) -> Result<SimConfig> {
+    let mut c = match (&a.preset, &a.config) {
+        (Some(_), Some(_)) => bail!("give either --preset or --config, not both"),
+        (Some(p), None) => config::preset(p).map_err(anyhow::Error::msg)?,
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a valid configuration", path.display()))?
+        }
+        (None, None) => SimConfig::default(),
+    };
+    if format == Some(Format::Din) {
+        // Dinero traces: one thread issuing in file order, no coalescing.
+        c.coalescing = Coalescing::None;
+        c.schedule.warp_size = 1;
+    }
+    let flags: [(&str, &Option<String>); 18] = [
+        ("cache-size", &a.cache_size),
+        ("line-size", &a.line_size),
+        ("ways", &a.ways),
+        ("sector-size", &a.sector_size),
+        ("replacement", &a.replacement),
+        ("write-policy", &a.write_policy),
+        ("set-index", &a.set_index),
+        ("coalescing", &a.coalescing),
+        ("schedule", &a.schedule),
+        ("warp-size", &a.warp_size),
+        ("fetch-group", &a.fetch_group),
+        ("sms", &a.sms),
+        ("sm", &a.sm),
+        ("sample-sms", &a.sample_sms),
+        ("max-ctas", &a.max_ctas),
+        ("max-threads", &a.max_threads),
+        ("max-warps", &a.max_warps),
+        ("seed", &a.seed),
+    ];
+    for (key, value) in flags {
+        if let Some(v) = value {
+            apply(&mut c, key, v).map_err(|e| anyhow::anyhow!("--{key}: {e}"))?;
+        }
+    }
+    if a.all_sms {
+        c.gpu.simulate = SmSelection::All;
+    }
+    if a.no_reuse {
+        c.reuse = false;
+    }
+    c.validate()
+        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    Ok(c)
+}

@@ -1,0 +1,199 @@
+//! Human-readable output and progress on stderr.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+use warpscope::cache::Counters;
+use warpscope::sim::{Observer, Report};
+
+/// Progress on stderr for long runs (throttled; nothing for short ones).
+pub struct Progress {
+    start: Instant,
+    last: Instant,
+    shown: bool,
+    total: u64,
+}
+
+impl Progress {
+    pub fn new(total: u64) -> Self {
+        let now = Instant::now();
+        Progress {
+            start: now,
+            last: now,
+            shown: false,
+            total,
+        }
+    }
+    pub fn clear(&self) {
+        if self.shown && std::io::stderr().is_terminal() {
+            eprint!("\r{:60}\r", "");
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn progress(&mut self, done: u64, total: u64) -> bool {
+        let now = Instant::now();
+        if self.total > 0
+            && now - self.start > Duration::from_secs(1)
+            && now - self.last > Duration::from_millis(500)
+        {
+            self.last = now;
+            self.shown = true;
+            let pct = 100.0 * done as f64 / total.max(1) as f64;
+            if std::io::stderr().is_terminal() {
+                eprint!("\rsimulating: {pct:5.1}% of {total} accesses");
+            } else {
+                eprintln!("simulating: {pct:5.1}% of {total} accesses");
+            }
+        }
+        true
+    }
+}
+
+fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:.2}%", 100.0 * a as f64 / b as f64)
+    }
+}
+
+fn counters_block(w: &mut impl Write, c: &Counters) -> std::io::Result<()> {
+    writeln!(w, "  accesses          {:>12}", c.accesses)?;
+    writeln!(
+        w,
+        "  requests          {:>12}   transactions {}",
+        c.requests, c.transactions
+    )?;
+    writeln!(w, "  reads / writes    {:>12} / {}", c.reads, c.writes)?;
+    writeln!(w, "  hits              {:>12}", c.hits)?;
+    writeln!(
+        w,
+        "  misses            {:>12}   miss rate {}",
+        c.misses,
+        pct(c.misses, c.requests)
+    )?;
+    writeln!(
+        w,
+        "    read / write    {:>12} / {}",
+        c.read_misses, c.write_misses
+    )?;
+    let m = &c.miss_classes;
+    writeln!(
+        w,
+        "    compulsory      {:>12}   {}",
+        m.compulsory,
+        pct(m.compulsory, c.misses)
+    )?;
+    writeln!(
+        w,
+        "    capacity        {:>12}   {}",
+        m.capacity,
+        pct(m.capacity, c.misses)
+    )?;
+    writeln!(
+        w,
+        "    conflict        {:>12}   {}",
+        m.conflict,
+        pct(m.conflict, c.misses)
+    )?;
+    writeln!(w, "  writebacks        {:>12}", c.writebacks)?;
+    writeln!(
+        w,
+        "  bytes from / to memory  {} / {}",
+        c.bytes_from_memory, c.bytes_to_memory
+    )
+}
+
+/// The default readable report.
+pub fn table(w: &mut impl Write, source: &str, r: &Report) -> std::io::Result<()> {
+    let c = &r.config;
+    let ways = if c.cache.ways == 0 {
+        "full".to_string()
+    } else {
+        format!("{}-way", c.cache.ways)
+    };
+    writeln!(w, "Warpscope: {source}")?;
+    writeln!(
+        w,
+        "cache {} B, {ways}, {} B lines, {} B sectors, {} sets ({}), {}, {}; coalescing {}",
+        c.cache.size_bytes,
+        c.cache.line_bytes,
+        c.cache.sector_bytes,
+        c.cache.sets(),
+        c.cache.set_index.name(),
+        c.cache.replacement.name(),
+        c.cache.write_policy.name(),
+        c.coalescing.name()
+    )?;
+    writeln!(
+        w,
+        "schedule {} (warp size {}), {} SMs, simulated SM(s) {:?}",
+        c.schedule.policy.name(),
+        c.schedule.warp_size,
+        c.gpu.sms,
+        r.simulated_sms
+    )?;
+    for k in &r.kernels {
+        writeln!(
+            w,
+            "kernel {} grid {} block {}: {} rows, {} warp instructions",
+            k.name, k.grid, k.block, k.rows, k.warp_instructions
+        )?;
+    }
+    writeln!(w, "\ntotals")?;
+    counters_block(w, &r.totals)?;
+    if r.sms.len() > 1 {
+        writeln!(w, "\nper SM")?;
+        for s in &r.sms {
+            writeln!(
+                w,
+                "  SM {:>3}: {:>10} requests {:>10} misses  {}",
+                s.sm,
+                s.counters.requests,
+                s.counters.misses,
+                pct(s.counters.misses, s.counters.requests)
+            )?;
+        }
+    }
+    writeln!(w, "\nper instruction")?;
+    writeln!(
+        w,
+        "  {:<16} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10}",
+        "instruction", "requests", "misses", "rate", "compuls.", "capacity", "conflict"
+    )?;
+    for i in &r.instructions {
+        let m = &i.counters.miss_classes;
+        writeln!(
+            w,
+            "  {:<16} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10}",
+            i.name,
+            i.counters.requests,
+            i.counters.misses,
+            pct(i.counters.misses, i.counters.requests),
+            m.compulsory,
+            m.capacity,
+            m.conflict
+        )?;
+    }
+    writeln!(
+        w,
+        "\nCTAs with requests on the simulated SM(s): {}",
+        r.ctas.len()
+    )?;
+    if let Some(reuse) = &r.reuse {
+        writeln!(
+            w,
+            "\nreuse distance (distinct lines between uses; {} first uses, {} distinct lines)",
+            reuse.infinite, reuse.distinct_lines
+        )?;
+        for b in &reuse.histogram {
+            writeln!(w, "  [{:>7}, {:>7})  {:>10}", b.lo, b.hi, b.count)?;
+        }
+        writeln!(w, "miss-rate curve of a fully associative LRU cache")?;
+        for p in &reuse.miss_rate_curve {
+            writeln!(w, "  {:>8} lines  {:>6.2}%", p.lines, 100.0 * p.miss_rate)?;
+        }
+    }
+    Ok(())
+}

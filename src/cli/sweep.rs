@@ -1,0 +1,154 @@
+//! `warpscope sweep`: the product of `--vary` values, simulated in parallel (rayon), one
+//! row per configuration, as CSV or JSON.
+
+use super::args::SweepArgs;
+use super::options;
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+use serde::Serialize;
+use warpscope::sim::{self, NoObserver};
+
+#[derive(Serialize)]
+struct Row {
+    params: Vec<(String, String)>,
+    requests: u64,
+    hits: u64,
+    misses: u64,
+    miss_rate: f64,
+    compulsory: u64,
+    capacity: u64,
+    conflict: u64,
+    transactions: u64,
+    bytes_from_memory: u64,
+    bytes_to_memory: u64,
+    writebacks: u64,
+}
+
+pub fn run(a: SweepArgs) -> Result<()> {
+    let (trace, source, format) = options::load_trace(&a.input)?;
+    let mut base = options::config(&a.config, format)?;
+    base.reuse = false;
+    let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+    for v in &a.vary {
+        let (k, vals) = v
+            .split_once('=')
+            .with_context(|| format!("--vary: expected KEY=V1,V2,..., found `{v}`"))?;
+        let vals: Vec<String> = vals
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if vals.is_empty() {
+            bail!("--vary {k}: no values");
+        }
+        let mut probe = base.clone();
+        options::apply(&mut probe, k, &vals[0]).map_err(|e| anyhow::anyhow!("--vary {k}: {e}"))?;
+        axes.push((k.to_string(), vals));
+    }
+    if axes.is_empty() {
+        bail!("give at least one --vary KEY=V1,V2,...");
+    }
+    let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
+    for (k, vals) in &axes {
+        grid = grid
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((k.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.jobs.unwrap_or(0))
+        .build()?;
+    let rows: Vec<Result<Row>> = pool.install(|| {
+        grid.par_iter()
+            .map(|params| {
+                let mut c = base.clone();
+                for (k, v) in params {
+                    options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
+                }
+                let desc: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let r = sim::run(&c, &trace, &mut NoObserver)
+                    .with_context(|| format!("{source} with {}", desc.join(" ")))?;
+                let t = &r.totals;
+                Ok(Row {
+                    params: params.clone(),
+                    requests: t.requests,
+                    hits: t.hits,
+                    misses: t.misses,
+                    miss_rate: r.miss_rate,
+                    compulsory: t.miss_classes.compulsory,
+                    capacity: t.miss_classes.capacity,
+                    conflict: t.miss_classes.conflict,
+                    transactions: t.transactions,
+                    bytes_from_memory: t.bytes_from_memory,
+                    bytes_to_memory: t.bytes_to_memory,
+                    writebacks: t.writebacks,
+                })
+            })
+            .collect()
+    });
+    let rows: Vec<Row> = rows.into_iter().collect::<Result<_>>()?;
+    let json = a
+        .output
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    let text = if json {
+        serde_json::to_string_pretty(&json_rows(&rows))? + "\n"
+    } else {
+        csv(&axes, &rows)
+    };
+    match &a.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn json_rows(rows: &[Row]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).unwrap_or_default();
+            if let Some(obj) = v.as_object_mut() {
+                obj.remove("params");
+                for (k, val) in &r.params {
+                    obj.insert(k.clone(), serde_json::Value::String(val.clone()));
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+fn csv(axes: &[(String, Vec<String>)], rows: &[Row]) -> String {
+    let mut s = String::new();
+    for (k, _) in axes {
+        s.push_str(k);
+        s.push(',');
+    }
+    s.push_str("requests,hits,misses,miss_rate,compulsory,capacity,conflict,transactions,bytes_from_memory,bytes_to_memory,writebacks\n");
+    for r in rows {
+        for (_, v) in &r.params {
+            s.push_str(&format!("\"{}\",", v.replace('"', "'")));
+        }
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.requests,
+            r.hits,
+            r.misses,
+            r.miss_rate,
+            r.compulsory,
+            r.capacity,
+            r.conflict,
+            r.transactions,
+            r.bytes_from_memory,
+            r.bytes_to_memory,
+            r.writebacks
+        ));
+    }
+    s
+}

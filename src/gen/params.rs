@@ -1,0 +1,134 @@
+//! `key=value` parameters of the generators, with defaults and errors naming the key.
+
+use crate::trace::Dim3;
+use std::collections::BTreeMap;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum GenError {
+    #[error("unknown kernel `{0}`: run `warpscope gen --list` for the built-in kernels")]
+    UnknownKernel(String),
+    #[error("kernel `{kernel}`: unknown parameter `{key}` (expected one of: {expected})")]
+    UnknownParam {
+        kernel: String,
+        key: String,
+        expected: String,
+    },
+    #[error("kernel `{kernel}`: parameter `{key}`: {message}")]
+    BadValue {
+        kernel: String,
+        key: String,
+        message: String,
+    },
+    #[error("kernel `{kernel}`: {message}")]
+    Invalid { kernel: String, message: String },
+}
+
+/// Parsed parameters; each getter records the keys a kernel understands.
+pub struct Params {
+    kernel: String,
+    values: BTreeMap<String, String>,
+    known: Vec<&'static str>,
+}
+
+impl Params {
+    pub fn new(kernel: &str, pairs: &[(String, String)]) -> Self {
+        Params {
+            kernel: kernel.into(),
+            values: pairs.iter().cloned().collect(),
+            known: Vec::new(),
+        }
+    }
+    fn bad(&self, key: &str, message: impl Into<String>) -> GenError {
+        GenError::BadValue {
+            kernel: self.kernel.clone(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+    pub fn invalid(&self, message: impl Into<String>) -> GenError {
+        GenError::Invalid {
+            kernel: self.kernel.clone(),
+            message: message.into(),
+        }
+    }
+    pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64, GenError> {
+        self.known.push(key);
+        match self.values.get(key) {
+            None => Ok(default),
+            Some(v) => crate::trace::text::parse_u64(v)
+                .ok_or_else(|| self.bad(key, format!("expected a number, found `{v}`"))),
+        }
+    }
+    /// A positive count no larger than `max`.
+    pub fn count(&mut self, key: &'static str, default: u64, max: u64) -> Result<u32, GenError> {
+        let v = self.u64(key, default)?;
+        if v == 0 || v > max {
+            return Err(self.bad(key, format!("expected 1 to {max}, found {v}")));
+        }
+        Ok(v as u32)
+    }
+    pub fn dim3(&mut self, key: &'static str, default: Dim3) -> Result<Dim3, GenError> {
+        self.known.push(key);
+        match self.values.get(key) {
+            None => Ok(default),
+            Some(v) => crate::trace::text::parse_dim3(v)
+                .filter(|d| d.count() > 0 && d.count() <= 1024)
+                .ok_or_else(|| {
+                    self.bad(
+                        key,
+                        format!("expected X[,Y[,Z]] with 1 to 1024 threads, found `{v}`"),
+                    )
+                }),
+        }
+    }
+    /// Element size in bytes (1, 2, 4, 8 or 16).
+    pub fn elem(&mut self) -> Result<u64, GenError> {
+        let e = self.u64("elem", 4)?;
+        if ![1, 2, 4, 8, 16].contains(&e) {
+            return Err(self.bad(
+                "elem",
+                format!("expected 1, 2, 4, 8 or 16 bytes, found {e}"),
+            ));
+        }
+        Ok(e)
+    }
+    /// Fails on keys no getter asked for.
+    pub fn finish(&self) -> Result<(), GenError> {
+        for key in self.values.keys() {
+            if !self.known.contains(&key.as_str()) {
+                let mut expected: Vec<&str> = self.known.clone();
+                expected.sort_unstable();
+                expected.dedup();
+                return Err(GenError::UnknownParam {
+                    kernel: self.kernel.clone(),
+                    key: key.clone(),
+                    expected: expected.join(", "),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Places buffers one after another from `base`, each aligned to `align` bytes.
+pub struct Layout {
+    next: u64,
+    align: u64,
+}
+
+impl Layout {
+    pub fn new(p: &mut Params) -> Result<Self, GenError> {
+        let base = p.u64("base", 0x1000_0000)?;
+        let align = p.u64("align", 256)?;
+        if align == 0 || !align.is_power_of_two() {
+            return Err(p.invalid(format!("align must be a power of two, found {align}")));
+        }
+        Ok(Layout { next: base, align })
+    }
+    /// Reserves `bytes` and returns the buffer's base address.
+    pub fn alloc(&mut self, bytes: u64) -> u64 {
+        let a = self.next.div_ceil(self.align) * self.align;
+        self.next = a + bytes.max(1);
+        a
+    }
+}

@@ -1,0 +1,23 @@
+//! Warpscope: how GPU kernels use the L1 cache.
+//!
+//! The pipeline, one module per stage:
+//! 1. [`trace`]: kernels of per-thread accesses in compact columns, read from files;
+//! 2. [`gen`]: built-in generators of classic kernels, so no GPU is needed;
+//! 3. [`schedule`]: CTAs to SMs, threads into warps, warp issue order;
+//! 4. [`coalesce`]: one warp instruction's accesses into cache requests;
+//! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
+//! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
+//! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`.
+//!
+//! The library is pure and deterministic: no threads, clock or printing; randomness comes
+//! from the seed in the configuration.
+
+pub mod cache;
+pub mod coalesce;
+pub mod config;
+pub mod gen;
+pub mod reuse;
+pub mod rng;
+pub mod schedule;
+pub mod sim;
+pub mod trace;

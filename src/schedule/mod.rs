@@ -1,0 +1,388 @@
+//! Scheduling: the order in which warp instructions reach each SM's L1.
+//!
+//! - CTAs go to SMs round-robin until every SM is full (CTA, thread and warp limits); after
+//!   that a waiting CTA starts on the SM where one finishes (seed 001 §4.1). SMs advance in
+//!   lock-step, one warp instruction each per round, so "finishes first" is well defined.
+//! - Threads form warps of `warp_size` consecutive linear thread ids within a CTA. A warp's
+//!   next instruction groups the next access of each thread that shares the smallest
+//!   (instruction id, dynamic instance): instruction ids follow program order, so threads
+//!   that diverged in a loop run the loop first (min-PC reconvergence). No access moves across a
+//!   CTA barrier: a warp whose live threads all wait at a barrier stalls until every warp of
+//!   its CTA has arrived or finished.
+//! - The issue policy picks among ready warps ([`IssuePolicy`]). With `warp_size = 1` the
+//!   policies are the per-thread ones of seed 000 §5.2.
+//!
+//! Kernels whose rows are already in issue order ([`Order::Issued`]) are replayed as they
+//! are: consecutive rows of one warp with the same instruction and instance form one warp
+//! instruction, and CTA `c` runs on SM `c mod sms`.
+
+mod policy;
+
+use crate::config::{GpuConfig, IssuePolicy, ScheduleConfig};
+use crate::rng::Rng;
+use crate::trace::{Kernel, Order, BARRIER_CODE};
+use policy::SmState;
+
+/// One issued warp instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub sm: u32,
+    /// Linear CTA id.
+    pub cta: u32,
+    /// Warp index within the CTA.
+    pub warp: u32,
+}
+
+/// Why a kernel cannot be scheduled.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ScheduleError {
+    #[error("a CTA of {threads} threads ({warps} warps) does not fit on an SM (limits: {max_threads} threads, {max_warps} warps)")]
+    CtaTooLarge {
+        threads: u32,
+        warps: u32,
+        max_threads: u32,
+        max_warps: u32,
+    },
+}
+
+const READY: u8 = 1;
+const BARRIER: u8 = 2;
+const DONE: u8 = 3;
+
+/// Produces the warp instructions of one kernel in issue order.
+pub struct Scheduler<'k> {
+    k: &'k Kernel,
+    inner: Inner,
+}
+
+enum Inner {
+    Threads(Box<ThreadSched>),
+    Issued {
+        next: usize,
+        sms: u32,
+        warp_size: u32,
+    },
+}
+
+struct ThreadSched {
+    policy: IssuePolicy,
+    fetch_group: u32,
+    ws: u32,
+    tpb: u32,
+    wpc: u32,
+    n_ctas: u32,
+    limits: GpuConfig,
+    cursor: Vec<u32>,
+    warp_state: Vec<u8>,
+    cta_bar: Vec<u32>,
+    cta_done: Vec<u32>,
+    cta_sm: Vec<u32>,
+    sms: Vec<SmState>,
+    next_cta: u32,
+    next_sm: usize,
+    rng: Rng,
+}
+
+impl<'k> Scheduler<'k> {
+    pub fn new(
+        k: &'k Kernel,
+        sched: &ScheduleConfig,
+        gpu: &GpuConfig,
+        seed: u64,
+    ) -> Result<Self, ScheduleError> {
+        if k.order == Order::Issued {
+            return Ok(Scheduler {
+                k,
+                inner: Inner::Issued {
+                    next: 0,
+                    sms: gpu.sms.max(1),
+                    warp_size: sched.warp_size.max(1),
+                },
+            });
+        }
+        let tpb = k.threads_per_cta().max(1);
+        let ws = sched.warp_size.max(1);
+        let wpc = tpb.div_ceil(ws);
+        if tpb > gpu.max_threads_per_sm || wpc > gpu.max_warps_per_sm {
+            return Err(ScheduleError::CtaTooLarge {
+                threads: tpb,
+                warps: wpc,
+                max_threads: gpu.max_threads_per_sm,
+                max_warps: gpu.max_warps_per_sm,
+            });
+        }
+        let n_ctas = k.num_ctas();
+        let threads = k.num_threads() as usize;
+        let cursor: Vec<u32> = (0..threads as u32)
+            .map(|t| k.thread_rows(t).start as u32)
+            .collect();
+        let mut s = ThreadSched {
+            policy: sched.policy,
+            fetch_group: sched.fetch_group.max(1),
+            ws,
+            tpb,
+            wpc,
+            n_ctas,
+            limits: gpu.clone(),
+            cursor,
+            warp_state: vec![0; (n_ctas as usize) * wpc as usize],
+            cta_bar: vec![0; n_ctas as usize],
+            cta_done: vec![0; n_ctas as usize],
+            cta_sm: vec![u32::MAX; n_ctas as usize],
+            sms: (0..gpu.sms.max(1)).map(|_| SmState::default()).collect(),
+            next_cta: 0,
+            next_sm: 0,
+            rng: Rng::fork(seed, 0x5C4ED),
+        };
+        // Initial distribution: round-robin over SMs until none can take another CTA.
+        loop {
+            let mut placed = false;
+            for sm in 0..s.sms.len() {
+                if s.next_cta < n_ctas && s.fits(sm) {
+                    let c = s.next_cta;
+                    s.next_cta += 1;
+                    s.launch(k, c, sm);
+                    placed = true;
+                }
+            }
+            if !placed {
+                break;
+            }
+        }
+        Ok(Scheduler {
+            k,
+            inner: Inner::Threads(Box::new(s)),
+        })
+    }
+
+    /// The SM a CTA ran on (after scheduling; `None` if it never ran).
+    pub fn cta_sm(&self, cta: u32) -> Option<u32> {
+        match &self.inner {
+            Inner::Threads(s) => s
+                .cta_sm
+                .get(cta as usize)
+                .copied()
+                .filter(|&v| v != u32::MAX),
+            Inner::Issued { sms, .. } => Some(cta % sms),
+        }
+    }
+
+    /// Writes the rows of the next warp instruction into `rows` and says where it ran;
+    /// `None` when the kernel is finished.
+    pub fn next(&mut self, rows: &mut Vec<u32>) -> Option<Issue> {
+        rows.clear();
+        let k = self.k;
+        match &mut self.inner {
+            Inner::Issued {
+                next,
+                sms,
+                warp_size,
+            } => issued_next(k, next, *sms, *warp_size, rows),
+            Inner::Threads(s) => s.next(k, rows),
+        }
+    }
+}
+
+fn issued_next(
+    k: &Kernel,
+    next: &mut usize,
+    sms: u32,
+    ws: u32,
+    rows: &mut Vec<u32>,
+) -> Option<Issue> {
+    let c = k.columns();
+    let tpb = k.threads_per_cta().max(1);
+    let n = k.len();
+    // Skip barriers: in an issued stream they carry no ordering information.
+    while *next < n && c.flags[*next] & 0x1f == BARRIER_CODE {
+        *next += 1;
+    }
+    if *next >= n {
+        return None;
+    }
+    let first = *next;
+    let key = |i: usize| {
+        (
+            c.thread[i] / tpb,
+            (c.thread[i] % tpb) / ws,
+            c.inst[i],
+            c.dyn_inst[i],
+        )
+    };
+    let k0 = key(first);
+    while *next < n && c.flags[*next] & 0x1f != BARRIER_CODE && key(*next) == k0 {
+        rows.push(*next as u32);
+        *next += 1;
+    }
+    Some(Issue {
+        sm: k0.0 % sms,
+        cta: k0.0,
+        warp: k0.1,
+    })
+}
+
+impl ThreadSched {
+    fn fits(&self, sm: usize) -> bool {
+        let s = &self.sms[sm];
+        s.ctas.len() < self.limits.max_ctas_per_sm as usize
+            && s.threads + self.tpb <= self.limits.max_threads_per_sm
+            && s.warps.len() as u32 + self.wpc <= self.limits.max_warps_per_sm
+    }
+
+    fn warp_threads(&self, cta: u32, w: u32) -> (usize, usize) {
+        let t0 = cta * self.tpb + w * self.ws;
+        let t1 = (t0 + self.ws).min((cta + 1) * self.tpb);
+        (t0 as usize, t1 as usize)
+    }
+
+    /// Computes a warp's state from its threads' next rows.
+    fn state_of(&self, k: &Kernel, cta: u32, w: u32) -> u8 {
+        let (t0, t1) = self.warp_threads(cta, w);
+        let flags = &k.columns().flags;
+        let mut live = false;
+        for t in t0..t1 {
+            let c = self.cursor[t] as usize;
+            if c < k.thread_rows(t as u32).end {
+                live = true;
+                if flags[c] & 0x1f != BARRIER_CODE {
+                    return READY;
+                }
+            }
+        }
+        if live {
+            BARRIER
+        } else {
+            DONE
+        }
+    }
+
+    fn launch(&mut self, k: &Kernel, cta: u32, sm: usize) {
+        self.cta_sm[cta as usize] = sm as u32;
+        let s = &mut self.sms[sm];
+        s.ctas.push(cta);
+        s.threads += self.tpb;
+        for w in 0..self.wpc {
+            s.warps.push(cta * self.wpc + w);
+        }
+        for w in 0..self.wpc {
+            let st = self.state_of(k, cta, w);
+            self.set_state(cta, w, st, sm);
+        }
+        self.settle(k, cta, sm);
+    }
+
+    fn set_state(&mut self, cta: u32, w: u32, st: u8, sm: usize) {
+        let gw = (cta * self.wpc + w) as usize;
+        let old = self.warp_state[gw];
+        if old == st {
+            return;
+        }
+        if old == READY {
+            self.sms[sm].ready -= 1;
+        }
+        if st == READY {
+            self.sms[sm].ready += 1;
+        }
+        match old {
+            BARRIER => self.cta_bar[cta as usize] -= 1,
+            DONE => self.cta_done[cta as usize] -= 1,
+            _ => {}
+        }
+        match st {
+            BARRIER => self.cta_bar[cta as usize] += 1,
+            DONE => self.cta_done[cta as usize] += 1,
+            _ => {}
+        }
+        self.warp_state[gw] = st;
+    }
+
+    /// Releases barriers that every warp has reached and retires finished CTAs.
+    fn settle(&mut self, k: &Kernel, cta: u32, sm: usize) {
+        let ci = cta as usize;
+        while self.cta_bar[ci] > 0 && self.cta_bar[ci] + self.cta_done[ci] == self.wpc {
+            let flags = &k.columns().flags;
+            for w in 0..self.wpc {
+                if self.warp_state[(cta * self.wpc + w) as usize] != BARRIER {
+                    continue;
+                }
+                let (t0, t1) = self.warp_threads(cta, w);
+                for t in t0..t1 {
+                    let c = self.cursor[t] as usize;
+                    if c < k.thread_rows(t as u32).end && flags[c] & 0x1f == BARRIER_CODE {
+                        self.cursor[t] += 1;
+                    }
+                }
+            }
+            for w in 0..self.wpc {
+                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                    let st = self.state_of(k, cta, w);
+                    self.set_state(cta, w, st, sm);
+                }
+            }
+        }
+        if self.cta_done[ci] == self.wpc {
+            self.retire(k, cta, sm);
+        }
+    }
+
+    fn retire(&mut self, k: &Kernel, cta: u32, sm: usize) {
+        let wpc = self.wpc;
+        let s = &mut self.sms[sm];
+        s.ctas.retain(|&c| c != cta);
+        s.threads -= self.tpb;
+        s.remove_warps(|w| w / wpc == cta);
+        while self.next_cta < self.n_ctas && self.fits(sm) {
+            let c = self.next_cta;
+            self.next_cta += 1;
+            self.launch(k, c, sm);
+        }
+    }
+
+    fn next(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> Option<Issue> {
+        let n = self.sms.len();
+        let sm = (0..n)
+            .map(|i| (self.next_sm + i) % n)
+            .find(|&s| self.sms[s].ready > 0)?;
+        self.next_sm = (sm + 1) % n;
+        let states = &self.warp_state;
+        let gw = self.sms[sm].pick(self.policy, self.fetch_group, &mut self.rng, |w| {
+            states[w as usize] == READY
+        })?;
+        let (cta, w) = (gw / self.wpc, gw % self.wpc);
+        self.exec(k, cta, w, rows);
+        let st = self.state_of(k, cta, w);
+        self.set_state(cta, w, st, sm);
+        if st != READY {
+            self.settle(k, cta, sm);
+        }
+        Some(Issue {
+            sm: sm as u32,
+            cta,
+            warp: w,
+        })
+    }
+
+    /// Issues the warp's next instruction: the smallest (instruction, instance) among its
+    /// threads' next non-barrier rows, for every thread that has it.
+    fn exec(&mut self, k: &Kernel, cta: u32, w: u32, rows: &mut Vec<u32>) {
+        let (t0, t1) = self.warp_threads(cta, w);
+        let c = k.columns();
+        let mut best = u64::MAX;
+        for t in t0..t1 {
+            let r = self.cursor[t] as usize;
+            if r < k.thread_rows(t as u32).end && c.flags[r] & 0x1f != BARRIER_CODE {
+                best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
+            }
+        }
+        for t in t0..t1 {
+            let r = self.cursor[t] as usize;
+            if r < k.thread_rows(t as u32).end
+                && c.flags[r] & 0x1f != BARRIER_CODE
+                && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
+            {
+                rows.push(r as u32);
+                self.cursor[t] += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The result of a simulation: totals, per-SM, per-kernel, per-instruction and per-CTA
+//! tables, and reuse-distance histograms with the miss-rate curve. Serialises to the JSON
+//! schema of `docs/cli.md`.
+
+use crate::cache::Counters;
+use crate::config::SimConfig;
+use crate::reuse::{Histogram, LogBin, ReuseTracker};
+use crate::trace::{Dim3, Kernel};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    /// Totals over all simulated SMs (flattened: `reads`, `misses`, `miss_classes`, ...).
+    #[serde(flatten)]
+    pub totals: Counters,
+    pub miss_rate: f64,
+    pub warp_instructions: u64,
+    pub simulated_sms: Vec<u32>,
+    pub config: SimConfig,
+    pub sms: Vec<SmRow>,
+    pub kernels: Vec<KernelRow>,
+    pub instructions: Vec<InstRow>,
+    pub ctas: Vec<CtaRow>,
+    /// Present when reuse tracking is on.
+    pub reuse: Option<ReuseReport>,
+    #[serde(skip)]
+    whole: Histogram,
+    #[serde(skip)]
+    in_set: Histogram,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SmRow {
+    pub sm: u32,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub miss_rate: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KernelRow {
+    pub kernel: u32,
+    pub name: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub rows: u64,
+    pub warp_instructions: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct InstRow {
+    pub kernel: u32,
+    pub inst: u32,
+    pub name: String,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub miss_rate: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CtaRow {
+    pub kernel: u32,
+    pub cta: Dim3,
+    pub sm: Option<u32>,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub miss_rate: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ReuseReport {
+    /// Reuses per log2 bin of the whole-cache distance.
+    pub histogram: Vec<LogBin>,
+    /// Reuses per log2 bin of the distance within the line's set.
+    pub set_histogram: Vec<LogBin>,
+    /// First uses (distance ∞).
+    pub infinite: u64,
+    pub distinct_lines: u64,
+    /// Misses of a fully associative LRU cache for capacities 1, 2, 4, ... and the cache's own.
+    pub miss_rate_curve: Vec<CurvePoint>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct CurvePoint {
+    pub lines: u64,
+    pub misses: u64,
+    pub miss_rate: f64,
+}
+
+fn rate(c: &Counters) -> f64 {
+    (c.miss_rate() * 1e6).round() / 1e6
+}
+
+impl Report {
+    pub(super) fn new(cfg: &SimConfig, sms: &[u32]) -> Self {
+        Report {
+            totals: Counters::default(),
+            miss_rate: 0.0,
+            warp_instructions: 0,
+            simulated_sms: sms.to_vec(),
+            config: cfg.clone(),
+            sms: Vec::new(),
+            kernels: Vec::new(),
+            instructions: Vec::new(),
+            ctas: Vec::new(),
+            reuse: None,
+            whole: Histogram::default(),
+            in_set: Histogram::default(),
+        }
+    }
+
+    pub(super) fn add_kernel(
+        &mut self,
+        k: &Kernel,
+        ki: usize,
+        insts: &[Counters],
+        ctas: &[Counters],
+        cta_sm: impl Fn(u32) -> Option<u32>,
+        warp_insts: u64,
+    ) {
+        self.warp_instructions += warp_insts;
+        self.kernels.push(KernelRow {
+            kernel: ki as u32,
+            name: k.name.clone(),
+            grid: k.grid,
+            block: k.block,
+            rows: k.len() as u64,
+            warp_instructions: warp_insts,
+        });
+        for (i, c) in insts.iter().enumerate() {
+            if c.requests > 0 {
+                self.instructions.push(InstRow {
+                    kernel: ki as u32,
+                    inst: i as u32,
+                    name: k.instructions[i].name.clone(),
+                    counters: *c,
+                    miss_rate: rate(c),
+                });
+            }
+        }
+        for (i, c) in ctas.iter().enumerate() {
+            if c.requests > 0 {
+                self.ctas.push(CtaRow {
+                    kernel: ki as u32,
+                    cta: k.grid.from_linear(i as u64),
+                    sm: cta_sm(i as u32),
+                    counters: *c,
+                    miss_rate: rate(c),
+                });
+            }
+        }
+    }
+
+    pub(super) fn add_sm(
+        &mut self,
+        sm: u32,
+        c: &Counters,
+        reuse: Option<&ReuseTracker>,
+        _lines: u64,
+    ) {
+        self.totals.add(c);
+        self.sms.push(SmRow {
+            sm,
+            counters: *c,
+            miss_rate: rate(c),
+        });
+        if let Some(r) = reuse {
+            merge(&mut self.whole, &r.whole_hist);
+            merge(&mut self.in_set, &r.set_hist);
+            let distinct = r.distinct_lines();
+            let rep = self.reuse.get_or_insert(ReuseReport {
+                histogram: vec![],
+                set_histogram: vec![],
+                infinite: 0,
+                distinct_lines: 0,
+                miss_rate_curve: vec![],
+            });
+            rep.distinct_lines += distinct;
+        }
+    }
+
+    pub(super) fn finish(&mut self, cache_lines: u64) {
+        self.miss_rate = rate(&self.totals);
+        if let Some(rep) = &mut self.reuse {
+            rep.histogram = self.whole.log2_bins();
+            rep.set_histogram = self.in_set.log2_bins();
+            rep.infinite = self.whole.infinite;
+            let total = self.whole.total().max(1);
+            let curve = self.whole.miss_curve();
+            let max = curve.len() as u64;
+            let mut caps: Vec<u64> = std::iter::successors(Some(1u64), |c| Some(c * 2))
+                .take_while(|&c| c <= max.max(1))
+                .collect();
+            caps.push(cache_lines);
+            caps.sort_unstable();
+            caps.dedup();
+            rep.miss_rate_curve = caps
+                .into_iter()
+                .map(|lines| {
+                    let misses = self.whole.misses_at(lines);
+                    CurvePoint {
+                        lines,
+                        misses,
+                        miss_rate: (misses as f64 / total as f64 * 1e6).round() / 1e6,
+                    }
+                })
+                .collect();
+        }
+    }
+
+    /// The exact whole-cache reuse histogram (all simulated SMs).
+    pub fn reuse_histogram(&self) -> &Histogram {
+        &self.whole
+    }
+}
+
+fn merge(into: &mut Histogram, from: &Histogram) {
+    if into.counts.len() < from.counts.len() {
+        into.counts.resize(from.counts.len(), 0);
+    }
+    for (a, b) in into.counts.iter_mut().zip(&from.counts) {
+        *a += b;
+    }
+    into.infinite += from.infinite;
+}

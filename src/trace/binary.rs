@@ -1,0 +1,282 @@
+//! Warpscope's binary trace format (`.wsb`): versioned, little-endian and streamable.
+//!
+//! Layout (all integers little-endian; full specification in `docs/trace-format.md`):
+//! ```text
+//! "WSTRACE\0"  u32 version (=1)  u32 flags (=0)
+//! per kernel:  u8 'K'  str name  3 x u32 grid  3 x u32 block  u8 order
+//!              u32 n_inst, per inst: str name, u8 has_pc, u64 pc
+//!              u64 n_rows, then n_rows records of 23 bytes:
+//!              u32 thread, u32 inst, u32 dyn, u64 addr, u16 size, u8 flags
+//! end:         u8 'E'  u32 n_kernels
+//! ```
+//! `str` is a u32 byte length followed by UTF-8 bytes. A file without the end record is
+//! truncated and rejected.
+
+use super::model::{unpack_flags, Access, AccessKind, Dim3, KernelBuilder, Order, Trace};
+use super::{Location, TraceError};
+use std::io::{BufRead, Read, Write};
+
+pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
+pub const VERSION: u32 = 1;
+const KERNEL_TAG: u8 = b'K';
+const END_TAG: u8 = b'E';
+const MAX_NAME: u32 = 1 << 20;
+
+struct Reader<'a, R> {
+    r: R,
+    offset: u64,
+    file: &'a str,
+}
+
+impl<R: Read> Reader<'_, R> {
+    fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TraceError> {
+        let mut buf = [0u8; N];
+        self.r.read_exact(&mut buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                TraceError::parse(
+                    self.file,
+                    Location::Byte(self.offset),
+                    format!("file ends early: expected {what}"),
+                )
+            } else {
+                TraceError::io(self.file, e)
+            }
+        })?;
+        self.offset += N as u64;
+        Ok(buf)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
+        Ok(self.bytes::<1>(what)?[0])
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, TraceError> {
+        Ok(u16::from_le_bytes(self.bytes(what)?))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
+        Ok(u32::from_le_bytes(self.bytes(what)?))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, TraceError> {
+        Ok(u64::from_le_bytes(self.bytes(what)?))
+    }
+    fn dim3(&mut self, what: &str) -> Result<Dim3, TraceError> {
+        Ok(Dim3::new(self.u32(what)?, self.u32(what)?, self.u32(what)?))
+    }
+    fn string(&mut self, what: &str) -> Result<String, TraceError> {
+        let at = self.offset;
+        let len = self.u32(what)?;
+        if len > MAX_NAME {
+            return Err(self.err(
+                at,
+                format!("{what}: length {len} is larger than the limit of {MAX_NAME} bytes"),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.r
+            .read_exact(&mut buf)
+            .map_err(|_| self.err(self.offset, format!("file ends early: expected {what}")))?;
+        self.offset += len as u64;
+        String::from_utf8(buf).map_err(|_| self.err(at, format!("{what} is not valid UTF-8")))
+    }
+    fn err(&self, at: u64, msg: impl Into<String>) -> TraceError {
+        TraceError::parse(self.file, Location::Byte(at), msg)
+    }
+}
+
+/// Reads a binary trace.
+pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+    let mut rd = Reader { r, offset: 0, file };
+    let magic = rd.bytes::<8>("the WSTRACE magic")?;
+    if &magic != MAGIC {
+        return Err(rd.err(
+            0,
+            "not a Warpscope binary trace: expected the magic bytes \"WSTRACE\\0\"",
+        ));
+    }
+    let version = rd.u32("the format version")?;
+    if version != VERSION {
+        return Err(rd.err(
+            8,
+            format!("unsupported format version {version} (this build reads version {VERSION})"),
+        ));
+    }
+    let _flags = rd.u32("the header flags")?;
+    let mut trace = Trace::default();
+    loop {
+        let at = rd.offset;
+        match rd.u8("a kernel record ('K') or the end record ('E')")? {
+            KERNEL_TAG => trace.kernels.push(read_kernel(&mut rd)?),
+            END_TAG => {
+                let n = rd.u32("the kernel count of the end record")?;
+                if n as usize != trace.kernels.len() {
+                    return Err(rd.err(at, format!("end record says {n} kernels but {} were read", trace.kernels.len())));
+                }
+                let mut extra = [0u8; 1];
+                if rd.r.read(&mut extra).map_err(|e| TraceError::io(file, e))? != 0 {
+                    return Err(rd.err(rd.offset, "unexpected bytes after the end record"));
+                }
+                return Ok(trace);
+            }
+            other => return Err(rd.err(at, format!("expected a kernel record ('K') or the end record ('E'), found byte {other:#04x}"))),
+        }
+    }
+}
+
+fn read_kernel<R: Read>(rd: &mut Reader<'_, R>) -> Result<super::Kernel, TraceError> {
+    let name = rd.string("the kernel name")?;
+    let at = rd.offset;
+    let grid = rd.dim3("the grid dimensions")?;
+    let block = rd.dim3("the block dimensions")?;
+    let order = match rd.u8("the kernel order")? {
+        0 => Order::PerThread,
+        1 => Order::Issued,
+        o => {
+            return Err(rd.err(
+                rd.offset - 1,
+                format!("expected kernel order 0 (per thread) or 1 (issued), found {o}"),
+            ))
+        }
+    };
+    let mut b =
+        KernelBuilder::new(name, grid, block, order).map_err(|e| rd.err(at, e.to_string()))?;
+    let n_inst = rd.u32("the instruction count")?;
+    for _ in 0..n_inst {
+        let at = rd.offset;
+        let name = rd.string("an instruction name")?;
+        let has_pc = rd.u8("the has-pc flag")?;
+        let pc = rd.u64("the instruction pc")?;
+        let before = b.instruction_count();
+        b.instruction(&name, (has_pc != 0).then_some(pc));
+        if b.instruction_count() == before {
+            return Err(rd.err(at, format!("instruction `{name}` is declared twice")));
+        }
+    }
+    let rows = rd.u64("the row count")?;
+    // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
+    b.reserve(rows.min(1 << 24) as usize);
+    for row in 0..rows {
+        let at = rd.offset;
+        let thread = rd.u32("a record's thread")?;
+        let inst = rd.u32("a record's instruction")?;
+        let dyn_inst = rd.u32("a record's dynamic instance")?;
+        let addr = rd.u64("a record's address")?;
+        let size = rd.u16("a record's size")?;
+        let flags = rd.u8("a record's flags")?;
+        let (kind, space) = unpack_flags(flags);
+        if super::model::pack_flags(kind, space) != flags {
+            return Err(rd.err(
+                at,
+                format!("record {row}: invalid kind/space flags {flags:#04x}"),
+            ));
+        }
+        let access = Access {
+            thread,
+            inst,
+            dyn_inst,
+            addr,
+            size,
+            kind,
+            space,
+        };
+        let access = if kind == AccessKind::Barrier {
+            Access { inst: 0, ..access }
+        } else {
+            access
+        };
+        b.push(access)
+            .map_err(|e| rd.err(at, format!("record {row}: {e}")))?;
+    }
+    Ok(b.finish())
+}
+
+/// Writes a trace in the binary format.
+pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
+    w.write_all(MAGIC)?;
+    w.write_all(&VERSION.to_le_bytes())?;
+    w.write_all(&0u32.to_le_bytes())?;
+    for k in &trace.kernels {
+        w.write_all(&[KERNEL_TAG])?;
+        write_str(w, &k.name)?;
+        for d in [k.grid, k.block] {
+            for v in [d.x, d.y, d.z] {
+                w.write_all(&v.to_le_bytes())?;
+            }
+        }
+        w.write_all(&[match k.order {
+            Order::PerThread => 0,
+            Order::Issued => 1,
+        }])?;
+        w.write_all(&(k.instructions.len() as u32).to_le_bytes())?;
+        for inst in &k.instructions {
+            write_str(w, &inst.name)?;
+            w.write_all(&[inst.pc.is_some() as u8])?;
+            w.write_all(&inst.pc.unwrap_or(0).to_le_bytes())?;
+        }
+        w.write_all(&(k.len() as u64).to_le_bytes())?;
+        let c = k.columns();
+        let mut rec = [0u8; 23];
+        for i in 0..k.len() {
+            rec[0..4].copy_from_slice(&c.thread[i].to_le_bytes());
+            rec[4..8].copy_from_slice(&c.inst[i].to_le_bytes());
+            rec[8..12].copy_from_slice(&c.dyn_inst[i].to_le_bytes());
+            rec[12..20].copy_from_slice(&c.addr[i].to_le_bytes());
+            rec[20..22].copy_from_slice(&c.size[i].to_le_bytes());
+            rec[22] = c.flags[i];
+            w.write_all(&rec)?;
+        }
+    }
+    w.write_all(&[END_TAG])?;
+    w.write_all(&(trace.kernels.len() as u32).to_le_bytes())?;
+    Ok(())
+}
+
+fn write_str<W: Write>(w: &mut W, s: &str) -> std::io::Result<()> {
+    w.write_all(&(s.len() as u32).to_le_bytes())?;
+    w.write_all(s.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Trace {
+        let text = "kernel k grid=2,1,1 block=2,1,1\ninst a pc=0x10\n1,0,0 1,0,0 a 3 atom.add 0x40 4\n0,0,0 0,0,0 bar\n0,0,0 1,0,0 b 0 st 0x80 8 shared\n";
+        super::super::text::read(text.as_bytes(), "s").unwrap()
+    }
+
+    #[test]
+    fn round_trips() {
+        let t = sample();
+        let mut out = Vec::new();
+        write(&t, &mut out).unwrap();
+        assert_eq!(read(out.as_slice(), "x.wsb").unwrap(), t);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_with_an_offset() {
+        let mut out = Vec::new();
+        write(&sample(), &mut out).unwrap();
+        for cut in 0..out.len() {
+            let e = read(&out[..cut], "t.wsb").unwrap_err().to_string();
+            assert!(e.starts_with("t.wsb: byte offset"), "cut {cut}: {e}");
+        }
+    }
+
+    #[test]
+    fn corrupt_flags_and_counts_are_rejected() {
+        let mut out = Vec::new();
+        write(&sample(), &mut out).unwrap();
+        let mut bad = out.clone();
+        let last_flags = bad.len() - 6;
+        bad[last_flags] = 0x1f;
+        assert!(read(bad.as_slice(), "f")
+            .unwrap_err()
+            .to_string()
+            .contains("flags"));
+        let mut bad = out;
+        let n = bad.len();
+        bad[n - 4] = 7;
+        assert!(read(bad.as_slice(), "f")
+            .unwrap_err()
+            .to_string()
+            .contains("end record"));
+    }
+}

@@ -1,0 +1,222 @@
+//! Dinero IV trace input (`din`), so that our cache model can be checked against Dinero.
+//!
+//! Two line formats are accepted, mixed freely:
+//! - traditional: `LABEL ADDRESS [ignored...]` with a hex label (0 read, 1 write, 2 instruction
+//!   fetch, 3 misc) and a hex address; like Dinero, the address is word-aligned (`& !3`) and the
+//!   size is 4 bytes;
+//! - extended: `TYPE ADDRESS SIZE` with TYPE one of `r w i m`, hex address and hex size.
+//!
+//! Instruction fetches and misc references are reads of a unified cache. Dinero's copy-back
+//! and invalidate records (label 4/5, `c`/`v`) have no meaning for a GPU L1 and are rejected.
+//! The result is one kernel of one thread in [`Order::Issued`], replayed in file order.
+
+use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::{Location, TraceError};
+use std::io::BufRead;
+
+/// Reads a Dinero `din` trace.
+pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
+    let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued)
+        .map_err(|e| TraceError::parse(file, Location::Line(0), e.to_string()))?;
+    let insts = [
+        b.instruction("read", None),
+        b.instruction("write", None),
+        b.instruction("ifetch", None),
+        b.instruction("misc", None),
+    ];
+    let mut line = Vec::with_capacity(128);
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        let n = r
+            .read_until(b'\n', &mut line)
+            .map_err(|e| TraceError::io(file, e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        match parse_line(&line) {
+            Ok(None) => {}
+            Ok(Some((label, addr, size))) => {
+                let kind = if label == 1 {
+                    AccessKind::Store
+                } else {
+                    AccessKind::Load
+                };
+                b.push(Access {
+                    thread: 0,
+                    inst: insts[label as usize],
+                    dyn_inst: 0,
+                    addr,
+                    size,
+                    kind,
+                    space: MemSpace::Global,
+                })
+                .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))?;
+            }
+            Err(msg) => return Err(TraceError::parse(file, Location::Line(line_no), msg)),
+        }
+    }
+    Ok(Trace {
+        kernels: vec![b.finish()],
+    })
+}
+
+#[inline]
+fn hex_digit(c: u8) -> Option<u64> {
+    match c {
+        b'0'..=b'9' => Some((c - b'0') as u64),
+        b'a'..=b'f' => Some((c - b'a' + 10) as u64),
+        b'A'..=b'F' => Some((c - b'A' + 10) as u64),
+        _ => None,
+    }
+}
+
+/// Parses a hex number at the start of `s` (optional 0x), returning it and the rest.
+#[inline]
+fn hex(s: &[u8]) -> Option<(u64, &[u8])> {
+    let s = if s.len() > 2 && s[0] == b'0' && (s[1] == b'x' || s[1] == b'X') {
+        &s[2..]
+    } else {
+        s
+    };
+    let mut v: u64 = 0;
+    let mut i = 0;
+    while i < s.len() {
+        match hex_digit(s[i]) {
+            Some(d) => {
+                v = v.checked_mul(16)?.checked_add(d)?;
+                i += 1;
+            }
+            None => break,
+        }
+    }
+    (i > 0).then_some((v, &s[i..]))
+}
+
+#[inline]
+fn skip_ws(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&c| c == b' ' || c == b'\t').count();
+    &s[n..]
+}
+
+#[inline]
+fn at_field_end(s: &[u8]) -> bool {
+    matches!(s.first(), None | Some(b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// Returns `(label, address, size)` or `None` for a blank line.
+fn parse_line(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
+    let s = skip_ws(line);
+    let Some(&first) = s.first() else {
+        return Ok(None);
+    };
+    if first == b'\n' || first == b'\r' {
+        return Ok(None);
+    }
+    let ext = match first {
+        b'r' => Some(0),
+        b'w' => Some(1),
+        b'i' => Some(2),
+        b'm' => Some(3),
+        b'c' | b'v' => return Err(
+            "copy-back and invalidate records (`c`, `v`) are not supported: expected r, w, i or m"
+                .into(),
+        ),
+        _ => None,
+    };
+    if let Some(label) = ext {
+        if !at_field_end(&s[1..]) {
+            return Err(format!(
+                "expected an access type r, w, i or m followed by a space, found `{}`",
+                field(s)
+            ));
+        }
+        let rest = skip_ws(&s[1..]);
+        let (addr, rest) =
+            hex(rest).ok_or_else(|| format!("expected a hex address, found `{}`", field(rest)))?;
+        if !at_field_end(rest) {
+            return Err(format!("expected a hex address, found `{}`", field(rest)));
+        }
+        let rest = skip_ws(rest);
+        let (size, rest) = hex(rest)
+            .ok_or_else(|| format!("expected a hex access size, found `{}`", field(rest)))?;
+        if !at_field_end(rest) || size == 0 || size > u16::MAX as u64 {
+            return Err(format!(
+                "expected a hex access size of 1 to 0xffff bytes, found `{}`",
+                field(skip_ws(rest))
+            ));
+        }
+        return Ok(Some((label, addr, size as u16)));
+    }
+    let (label, rest) = hex(s).ok_or_else(|| {
+        format!(
+            "expected a hex label (0-3) or r/w/i/m, found `{}`",
+            field(s)
+        )
+    })?;
+    if !at_field_end(rest) {
+        return Err(format!("expected a hex label, found `{}`", field(s)));
+    }
+    if label > 3 {
+        return Err(format!("label {label:x} is not supported: expected 0 (read), 1 (write), 2 (instruction fetch) or 3 (misc)"));
+    }
+    let rest = skip_ws(rest);
+    if matches!(rest.first(), None | Some(b'\n' | b'\r')) {
+        return Err("short line: expected a hex address after the label".into());
+    }
+    let (addr, rest) =
+        hex(rest).ok_or_else(|| format!("expected a hex address, found `{}`", field(rest)))?;
+    if !at_field_end(rest) {
+        return Err(format!("expected a hex address, found `{}`", field(rest)));
+    }
+    Ok(Some((label as u8, addr & !3, 4)))
+}
+
+fn field(s: &[u8]) -> String {
+    let end = s
+        .iter()
+        .position(|c| c.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    String::from_utf8_lossy(&s[..end.min(40)]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_both_formats() {
+        let t = read(
+            "0 1a2b41\n1 0x40 comment\n\nr 1a2b40 8\nw 10 1\n2 ff\n".as_bytes(),
+            "t.din",
+        )
+        .unwrap();
+        let a: Vec<_> = t.kernels[0].accesses().collect();
+        assert_eq!(a.len(), 5);
+        assert_eq!(
+            (a[0].addr, a[0].size, a[0].kind),
+            (0x1a2b40, 4, AccessKind::Load)
+        );
+        assert_eq!((a[1].addr, a[1].kind), (0x40, AccessKind::Store));
+        assert_eq!((a[2].addr, a[2].size), (0x1a2b40, 8));
+        assert_eq!((a[3].size, a[3].kind), (1, AccessKind::Store));
+        assert_eq!(a[4].kind, AccessKind::Load);
+    }
+
+    #[test]
+    fn rejects_malformed_lines_with_line_numbers() {
+        for (text, want) in [
+            ("0 12\n0 zz\n", "line 2: expected a hex address"),
+            ("0 12\n7 12\n", "line 2: label 7"),
+            ("0\n", "line 1: short line"),
+            ("r 12\n", "line 1: expected a hex access size"),
+            ("c 12 4\n", "line 1: copy-back"),
+            ("0 12x\n", "line 1: expected a hex address"),
+        ] {
+            let e = read(text.as_bytes(), "b.din").unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.starts_with("b.din: "), "{e}");
+        }
+    }
+}

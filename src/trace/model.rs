@@ -1,0 +1,679 @@
+//! The trace data model: kernels of accesses held in compact columns.
+//!
+//! A [`Trace`] is a sequence of kernel launches. Each [`Kernel`] stores its accesses as a
+//! struct of arrays (23 bytes per access, no per-access heap objects) so that traces of
+//! 10^8 accesses fit in memory and the scheduler's hot loops walk contiguous data.
+//!
+//! Two orderings exist: per-thread program order with no global order ([`Order::PerThread`],
+//! seeds 000 and 001, our generators) and an order already fixed by the source
+//! ([`Order::Issued`], e.g. Dinero traces, which are replayed in file order).
+
+use serde::{Deserialize, Serialize};
+
+/// A 3-D extent or index (grid, block, CTA id, thread index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Self { x, y, z }
+    }
+    /// A 1-D extent.
+    pub const fn x(x: u32) -> Self {
+        Self { x, y: 1, z: 1 }
+    }
+    /// Number of elements in this extent.
+    pub fn count(&self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+    /// Linear index of `idx` inside this extent, x fastest (CUDA order).
+    pub fn linear(&self, idx: Dim3) -> u64 {
+        idx.x as u64 + self.x as u64 * (idx.y as u64 + self.y as u64 * idx.z as u64)
+    }
+    /// Inverse of [`Dim3::linear`].
+    pub fn from_linear(&self, linear: u64) -> Dim3 {
+        let x = self.x.max(1) as u64;
+        let y = self.y.max(1) as u64;
+        Dim3 {
+            x: (linear % x) as u32,
+            y: ((linear / x) % y) as u32,
+            z: (linear / (x * y)) as u32,
+        }
+    }
+    /// True when `idx` lies inside this extent.
+    pub fn contains(&self, idx: Dim3) -> bool {
+        idx.x < self.x && idx.y < self.y && idx.z < self.z
+    }
+}
+
+impl std::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{},{},{}", self.x, self.y, self.z)
+    }
+}
+
+/// The read-modify-write operation of an atomic access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AtomicOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    Exch,
+    Cas,
+    And,
+    Or,
+    Xor,
+}
+
+impl AtomicOp {
+    pub const ALL: [AtomicOp; 11] = [
+        AtomicOp::Add,
+        AtomicOp::Sub,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::Inc,
+        AtomicOp::Dec,
+        AtomicOp::Exch,
+        AtomicOp::Cas,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Sub => "sub",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::Inc => "inc",
+            AtomicOp::Dec => "dec",
+            AtomicOp::Exch => "exch",
+            AtomicOp::Cas => "cas",
+            AtomicOp::And => "and",
+            AtomicOp::Or => "or",
+            AtomicOp::Xor => "xor",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.name() == s)
+    }
+}
+
+/// What an entry of a thread's stream does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessKind {
+    Load,
+    Store,
+    Atomic(AtomicOp),
+    /// A CTA-wide barrier (`__syncthreads`): not a memory access, an event in the stream.
+    Barrier,
+}
+
+impl AccessKind {
+    /// Stores and atomics write memory.
+    pub fn is_write(self) -> bool {
+        matches!(self, AccessKind::Store | AccessKind::Atomic(_))
+    }
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            AccessKind::Load => 0,
+            AccessKind::Store => 1,
+            AccessKind::Barrier => 2,
+            AccessKind::Atomic(op) => 16 + op as u8,
+        }
+    }
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(AccessKind::Load),
+            1 => Some(AccessKind::Store),
+            2 => Some(AccessKind::Barrier),
+            16..=26 => Some(AccessKind::Atomic(AtomicOp::ALL[(code - 16) as usize])),
+            _ => None,
+        }
+    }
+    /// Short token used by the text format and reports: `ld`, `st`, `atom.add`, `bar`.
+    pub fn token(self) -> String {
+        match self {
+            AccessKind::Load => "ld".into(),
+            AccessKind::Store => "st".into(),
+            AccessKind::Barrier => "bar".into(),
+            AccessKind::Atomic(op) => format!("atom.{}", op.name()),
+        }
+    }
+    pub fn from_token(s: &str) -> Option<Self> {
+        match s {
+            "ld" | "load" => Some(AccessKind::Load),
+            "st" | "store" => Some(AccessKind::Store),
+            "bar" | "barrier" => Some(AccessKind::Barrier),
+            _ => s
+                .strip_prefix("atom.")
+                .and_then(AtomicOp::from_name)
+                .map(AccessKind::Atomic),
+        }
+    }
+}
+
+/// The memory space an access goes to. Only global and local accesses reach the L1 model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemSpace {
+    #[default]
+    Global,
+    Local,
+    Shared,
+    Constant,
+    Texture,
+}
+
+impl MemSpace {
+    pub const ALL: [MemSpace; 5] = [
+        MemSpace::Global,
+        MemSpace::Local,
+        MemSpace::Shared,
+        MemSpace::Constant,
+        MemSpace::Texture,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            MemSpace::Global => "global",
+            MemSpace::Local => "local",
+            MemSpace::Shared => "shared",
+            MemSpace::Constant => "const",
+            MemSpace::Texture => "tex",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+    /// Whether accesses to this space go through the L1 data cache.
+    pub fn reaches_l1(self) -> bool {
+        matches!(self, MemSpace::Global | MemSpace::Local)
+    }
+}
+
+/// One access (or barrier) of one thread, as seen by users of the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Linear thread id in the grid: `cta_linear * threads_per_cta + thread_linear`.
+    pub thread: u32,
+    /// Instruction id, an index into [`Kernel::instructions`]; ids follow program order.
+    pub inst: u32,
+    /// Dynamic instance: loop snapshot rank or per-thread occurrence count.
+    pub dyn_inst: u32,
+    pub addr: u64,
+    pub size: u16,
+    pub kind: AccessKind,
+    pub space: MemSpace,
+}
+
+/// A static instruction: a name (or PC) shown in reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instruction {
+    pub name: String,
+    pub pc: Option<u64>,
+}
+
+/// How the accesses of a kernel are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Only the order within each thread is meaningful; the scheduler decides the rest.
+    PerThread,
+    /// The rows are already in issue order (e.g. a Dinero trace); replayed as they are.
+    Issued,
+}
+
+/// The columns of a kernel's accesses (struct of arrays, 23 bytes a row).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Columns {
+    pub addr: Vec<u64>,
+    pub thread: Vec<u32>,
+    pub inst: Vec<u32>,
+    pub dyn_inst: Vec<u32>,
+    pub size: Vec<u16>,
+    /// Kind code in the low 5 bits, memory space in the high 3 bits.
+    pub flags: Vec<u8>,
+}
+
+impl Columns {
+    pub fn len(&self) -> usize {
+        self.addr.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.addr.is_empty()
+    }
+    fn reserve_exact(&mut self, n: usize) {
+        self.addr.reserve_exact(n);
+        self.thread.reserve_exact(n);
+        self.inst.reserve_exact(n);
+        self.dyn_inst.reserve_exact(n);
+        self.size.reserve_exact(n);
+        self.flags.reserve_exact(n);
+    }
+    fn push(&mut self, a: &Access) {
+        self.addr.push(a.addr);
+        self.thread.push(a.thread);
+        self.inst.push(a.inst);
+        self.dyn_inst.push(a.dyn_inst);
+        self.size.push(a.size);
+        self.flags.push(pack_flags(a.kind, a.space));
+    }
+    fn shrink_to_fit(&mut self) {
+        self.addr.shrink_to_fit();
+        self.thread.shrink_to_fit();
+        self.inst.shrink_to_fit();
+        self.dyn_inst.shrink_to_fit();
+        self.size.shrink_to_fit();
+        self.flags.shrink_to_fit();
+    }
+    /// Heap bytes held by the columns (capacity, not length).
+    pub fn heap_bytes(&self) -> usize {
+        self.addr.capacity() * 8
+            + self.thread.capacity() * 4
+            + self.inst.capacity() * 4
+            + self.dyn_inst.capacity() * 4
+            + self.size.capacity() * 2
+            + self.flags.capacity()
+    }
+    /// Reorders every column by `perm` (new position -> old row), one column at a time so
+    /// that the peak extra memory is one column.
+    fn permute(&mut self, perm: &[u32]) {
+        fn apply<T: Copy>(v: &mut Vec<T>, perm: &[u32]) {
+            let out: Vec<T> = perm.iter().map(|&i| v[i as usize]).collect();
+            *v = out;
+        }
+        apply(&mut self.addr, perm);
+        apply(&mut self.thread, perm);
+        apply(&mut self.inst, perm);
+        apply(&mut self.dyn_inst, perm);
+        apply(&mut self.size, perm);
+        apply(&mut self.flags, perm);
+    }
+}
+
+pub(crate) fn pack_flags(kind: AccessKind, space: MemSpace) -> u8 {
+    kind.code() | ((space as u8) << 5)
+}
+
+pub(crate) fn unpack_flags(flags: u8) -> (AccessKind, MemSpace) {
+    let kind = AccessKind::from_code(flags & 0x1f).unwrap_or(AccessKind::Load);
+    let space = MemSpace::ALL
+        .get((flags >> 5) as usize)
+        .copied()
+        .unwrap_or_default();
+    (kind, space)
+}
+
+/// One kernel launch (one superstep).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub order: Order,
+    pub instructions: Vec<Instruction>,
+    cols: Columns,
+    /// For [`Order::PerThread`]: rows of thread `t` are `starts[t]..starts[t+1]`.
+    starts: Vec<u32>,
+}
+
+impl Kernel {
+    pub fn len(&self) -> usize {
+        self.cols.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.cols.is_empty()
+    }
+    pub fn columns(&self) -> &Columns {
+        &self.cols
+    }
+    pub fn threads_per_cta(&self) -> u32 {
+        self.block.count() as u32
+    }
+    pub fn num_ctas(&self) -> u32 {
+        self.grid.count() as u32
+    }
+    pub fn num_threads(&self) -> u64 {
+        self.grid.count() * self.block.count()
+    }
+    /// Row `i` as an [`Access`].
+    pub fn access(&self, i: usize) -> Access {
+        let (kind, space) = unpack_flags(self.cols.flags[i]);
+        Access {
+            thread: self.cols.thread[i],
+            inst: self.cols.inst[i],
+            dyn_inst: self.cols.dyn_inst[i],
+            addr: self.cols.addr[i],
+            size: self.cols.size[i],
+            kind,
+            space,
+        }
+    }
+    pub fn accesses(&self) -> impl Iterator<Item = Access> + '_ {
+        (0..self.len()).map(|i| self.access(i))
+    }
+    /// Row range of one thread (per-thread kernels only; empty otherwise).
+    pub fn thread_rows(&self, thread: u32) -> std::ops::Range<usize> {
+        let t = thread as usize;
+        if t + 1 < self.starts.len() {
+            self.starts[t] as usize..self.starts[t + 1] as usize
+        } else {
+            0..0
+        }
+    }
+    /// CTA index and thread index within the CTA of a linear thread id.
+    pub fn split_thread(&self, thread: u32) -> (Dim3, Dim3) {
+        let tpb = self.threads_per_cta().max(1) as u64;
+        let cta = thread as u64 / tpb;
+        (
+            self.grid.from_linear(cta),
+            self.block.from_linear(thread as u64 % tpb),
+        )
+    }
+    /// Linear thread id of thread `tid` of CTA `cta`.
+    pub fn thread_id(&self, cta: Dim3, tid: Dim3) -> u64 {
+        self.grid.linear(cta) * self.block.count() + self.block.linear(tid)
+    }
+    /// Heap bytes held by this kernel's access storage.
+    pub fn heap_bytes(&self) -> usize {
+        self.cols.heap_bytes() + self.starts.capacity() * 4
+    }
+    /// Number of non-barrier accesses.
+    pub fn memory_accesses(&self) -> usize {
+        self.cols
+            .flags
+            .iter()
+            .filter(|&&f| f & 0x1f != AccessKind::Barrier.code())
+            .count()
+    }
+}
+
+/// A sequence of kernel launches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub kernels: Vec<Kernel>,
+}
+
+impl Trace {
+    pub fn total_accesses(&self) -> usize {
+        self.kernels.iter().map(Kernel::len).sum()
+    }
+    pub fn heap_bytes(&self) -> usize {
+        self.kernels.iter().map(Kernel::heap_bytes).sum()
+    }
+}
+
+/// Why a kernel could not be built.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BuildError {
+    #[error("thread {thread} is outside the grid ({threads} threads)")]
+    ThreadOutOfRange { thread: u64, threads: u64 },
+    #[error("instruction id {inst} is not declared ({count} instructions)")]
+    UnknownInstruction { inst: u32, count: usize },
+    #[error("grid and block must be non-empty and hold at most 2^32 threads")]
+    BadShape,
+    #[error("access size must be at least 1 byte")]
+    ZeroSize,
+    #[error("a kernel holds at most 2^32 - 1 rows")]
+    TooManyRows,
+}
+
+/// Builds a [`Kernel`] row by row, validating each access.
+#[derive(Debug)]
+pub struct KernelBuilder {
+    name: String,
+    grid: Dim3,
+    block: Dim3,
+    order: Order,
+    instructions: Vec<Instruction>,
+    inst_index: rustc_hash::FxHashMap<String, u32>,
+    cols: Columns,
+    threads: u64,
+    sorted: bool,
+    last_thread: u32,
+}
+
+impl KernelBuilder {
+    pub fn new(
+        name: impl Into<String>,
+        grid: Dim3,
+        block: Dim3,
+        order: Order,
+    ) -> Result<Self, BuildError> {
+        let threads = grid.count() * block.count();
+        if threads == 0 || threads > u32::MAX as u64 {
+            return Err(BuildError::BadShape);
+        }
+        Ok(Self {
+            name: name.into(),
+            grid,
+            block,
+            order,
+            instructions: Vec::new(),
+            inst_index: Default::default(),
+            cols: Columns::default(),
+            threads,
+            sorted: true,
+            last_thread: 0,
+        })
+    }
+    /// Reserves room for exactly `n` more rows (keeps memory at 23 bytes a row).
+    pub fn reserve(&mut self, n: usize) {
+        self.cols.reserve_exact(n);
+    }
+    pub fn threads(&self) -> u64 {
+        self.threads
+    }
+    pub fn grid(&self) -> Dim3 {
+        self.grid
+    }
+    pub fn block(&self) -> Dim3 {
+        self.block
+    }
+    pub fn len(&self) -> usize {
+        self.cols.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.cols.is_empty()
+    }
+    /// Declares (or finds) an instruction by name; ids are handed out in declaration order,
+    /// which must be program order.
+    pub fn instruction(&mut self, name: &str, pc: Option<u64>) -> u32 {
+        if let Some(&id) = self.inst_index.get(name) {
+            return id;
+        }
+        let id = self.instructions.len() as u32;
+        self.instructions.push(Instruction {
+            name: name.to_string(),
+            pc,
+        });
+        self.inst_index.insert(name.to_string(), id);
+        id
+    }
+    pub fn instruction_count(&self) -> usize {
+        self.instructions.len()
+    }
+    /// Appends one access (or barrier).
+    pub fn push(&mut self, a: Access) -> Result<(), BuildError> {
+        if a.thread as u64 >= self.threads {
+            return Err(BuildError::ThreadOutOfRange {
+                thread: a.thread as u64,
+                threads: self.threads,
+            });
+        }
+        if a.kind != AccessKind::Barrier {
+            if a.inst as usize >= self.instructions.len() {
+                return Err(BuildError::UnknownInstruction {
+                    inst: a.inst,
+                    count: self.instructions.len(),
+                });
+            }
+            if a.size == 0 {
+                return Err(BuildError::ZeroSize);
+            }
+        }
+        if self.cols.len() >= u32::MAX as usize {
+            return Err(BuildError::TooManyRows);
+        }
+        if a.thread < self.last_thread {
+            self.sorted = false;
+        }
+        self.last_thread = a.thread;
+        self.cols.push(&a);
+        Ok(())
+    }
+    /// Convenience for generators: thread given as (CTA, thread index).
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_at(
+        &mut self,
+        cta: Dim3,
+        tid: Dim3,
+        inst: u32,
+        dyn_inst: u32,
+        kind: AccessKind,
+        addr: u64,
+        size: u16,
+    ) -> Result<(), BuildError> {
+        let thread = self.grid.linear(cta) * self.block.count() + self.block.linear(tid);
+        self.push(Access {
+            thread: thread.min(u32::MAX as u64) as u32,
+            inst,
+            dyn_inst,
+            addr,
+            size,
+            kind,
+            space: MemSpace::Global,
+        })
+    }
+    /// Finishes the kernel: per-thread kernels are stably grouped by thread.
+    pub fn finish(mut self) -> Kernel {
+        let mut starts = Vec::new();
+        if self.order == Order::PerThread {
+            let n = self.threads as usize;
+            let mut counts = vec![0u32; n + 1];
+            for &t in &self.cols.thread {
+                counts[t as usize + 1] += 1;
+            }
+            for i in 0..n {
+                counts[i + 1] += counts[i];
+            }
+            if !self.sorted {
+                let mut next = counts.clone();
+                let mut perm = vec![0u32; self.cols.len()];
+                for (row, &t) in self.cols.thread.iter().enumerate() {
+                    let slot = &mut next[t as usize];
+                    perm[*slot as usize] = row as u32;
+                    *slot += 1;
+                }
+                self.cols.permute(&perm);
+            }
+            starts = counts;
+        }
+        self.cols.shrink_to_fit();
+        Kernel {
+            name: self.name,
+            grid: self.grid,
+            block: self.block,
+            order: self.order,
+            instructions: self.instructions,
+            cols: self.cols,
+            starts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_round_trip_every_kind_and_space() {
+        let mut kinds = vec![AccessKind::Load, AccessKind::Store, AccessKind::Barrier];
+        kinds.extend(AtomicOp::ALL.map(AccessKind::Atomic));
+        for k in kinds {
+            for s in MemSpace::ALL {
+                assert_eq!(unpack_flags(pack_flags(k, s)), (k, s));
+            }
+            assert_eq!(AccessKind::from_token(&k.token()), Some(k));
+        }
+    }
+
+    #[test]
+    fn finish_groups_rows_by_thread_stably() {
+        let mut b = KernelBuilder::new("k", Dim3::x(1), Dim3::x(3), Order::PerThread).unwrap();
+        let i = b.instruction("a", None);
+        for (t, addr) in [(2, 1), (0, 2), (2, 3), (1, 4), (0, 5)] {
+            b.push(Access {
+                thread: t,
+                inst: i,
+                dyn_inst: 0,
+                addr,
+                size: 4,
+                kind: AccessKind::Load,
+                space: MemSpace::Global,
+            })
+            .unwrap();
+        }
+        let k = b.finish();
+        let addrs: Vec<u64> = k.accesses().map(|a| a.addr).collect();
+        assert_eq!(addrs, vec![2, 5, 4, 1, 3]);
+        assert_eq!(k.thread_rows(0), 0..2);
+        assert_eq!(k.thread_rows(2), 3..5);
+    }
+
+    #[test]
+    fn storage_is_at_most_24_bytes_per_access() {
+        let n = 100_000;
+        let mut b = KernelBuilder::new("k", Dim3::x(100), Dim3::x(1000), Order::PerThread).unwrap();
+        let i = b.instruction("a", None);
+        b.reserve(n);
+        for r in 0..n {
+            b.push(Access {
+                thread: r as u32,
+                inst: i,
+                dyn_inst: 0,
+                addr: r as u64 * 4,
+                size: 4,
+                kind: AccessKind::Load,
+                space: MemSpace::Global,
+            })
+            .unwrap();
+        }
+        let k = b.finish();
+        let per_access = (k.columns().heap_bytes()) as f64 / n as f64;
+        assert!(per_access <= 24.0, "{per_access} bytes per access");
+        assert_eq!(std::mem::size_of::<u64>() + 3 * 4 + 2 + 1, 23);
+    }
+
+    #[test]
+    fn builder_rejects_bad_rows() {
+        let mut b = KernelBuilder::new("k", Dim3::x(1), Dim3::x(2), Order::PerThread).unwrap();
+        let a = Access {
+            thread: 5,
+            inst: 0,
+            dyn_inst: 0,
+            addr: 0,
+            size: 4,
+            kind: AccessKind::Load,
+            space: MemSpace::Global,
+        };
+        assert!(matches!(
+            b.push(a),
+            Err(BuildError::ThreadOutOfRange { .. })
+        ));
+        assert!(matches!(
+            b.push(Access { thread: 0, ..a }),
+            Err(BuildError::UnknownInstruction { .. })
+        ));
+        assert!(KernelBuilder::new("k", Dim3::new(0, 1, 1), Dim3::x(2), Order::PerThread).is_err());
+    }
+}

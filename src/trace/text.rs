@@ -1,0 +1,330 @@
+//! Warpscope's human-readable trace format (`.wst`), for teaching and tests.
+//!
+//! ```text
+//! # comments start with '#', anywhere on a line
+//! kernel vecadd grid=2,1,1 block=64,1,1 order=thread
+//! inst ld_a                     # optional: declares instruction ids in program order
+//! inst st_c pc=0x118
+//! 0,0,0 5,0,0 ld_a 0 ld 0x1000 4          # CTA thread instruction dynamic kind address size [space]
+//! 0,0,0 5,0,0 bar                          # a CTA barrier in thread 5's stream
+//! ```
+//! The full specification is in `docs/trace-format.md`.
+
+use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::{Location, TraceError};
+use std::io::{BufRead, Write};
+
+/// Reads a text trace.
+pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
+    let mut trace = Trace::default();
+    let mut current: Option<KernelBuilder> = None;
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        let n = r
+            .read_line(&mut line)
+            .map_err(|e| TraceError::io(file, e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let err = |msg: String| TraceError::parse(file, Location::Line(line_no), msg);
+        let content = line.split('#').next().unwrap_or("").trim();
+        if content.is_empty() {
+            continue;
+        }
+        let mut tokens = content.split_whitespace();
+        let first = tokens.next().unwrap_or("");
+        match first {
+            "kernel" => {
+                if let Some(b) = current.take() {
+                    trace.kernels.push(b.finish());
+                }
+                current = Some(parse_header(tokens).map_err(err)?);
+            }
+            "inst" => {
+                let b = current
+                    .as_mut()
+                    .ok_or_else(|| err("`inst` before any `kernel` line".into()))?;
+                let name = tokens
+                    .next()
+                    .ok_or_else(|| err("expected an instruction name after `inst`".into()))?;
+                let mut pc = None;
+                for t in tokens {
+                    let v = t
+                        .strip_prefix("pc=")
+                        .ok_or_else(|| err(format!("expected `pc=ADDRESS`, found `{t}`")))?;
+                    pc = Some(
+                        parse_u64(v)
+                            .ok_or_else(|| err(format!("expected a pc address, found `{v}`")))?,
+                    );
+                }
+                b.instruction(name, pc);
+            }
+            _ => {
+                let b = current.as_mut().ok_or_else(|| {
+                    err("expected a `kernel NAME grid=X,Y,Z block=X,Y,Z` line first".into())
+                })?;
+                let access = parse_access(b, first, tokens).map_err(&err)?;
+                b.push(access).map_err(|e| err(e.to_string()))?;
+            }
+        }
+    }
+    if let Some(b) = current.take() {
+        trace.kernels.push(b.finish());
+    }
+    Ok(trace)
+}
+
+fn parse_header<'a>(tokens: impl Iterator<Item = &'a str>) -> Result<KernelBuilder, String> {
+    let mut tokens = tokens.peekable();
+    let name = tokens
+        .next()
+        .ok_or("expected a kernel name after `kernel`")?;
+    let (mut grid, mut block, mut order) = (None, None, Order::PerThread);
+    for t in tokens {
+        let (k, v) = t
+            .split_once('=')
+            .ok_or_else(|| format!("expected key=value, found `{t}`"))?;
+        match k {
+            "grid" => {
+                grid =
+                    Some(parse_dim3(v).ok_or_else(|| format!("expected grid=X,Y,Z, found `{t}`"))?)
+            }
+            "block" => {
+                block = Some(
+                    parse_dim3(v).ok_or_else(|| format!("expected block=X,Y,Z, found `{t}`"))?,
+                )
+            }
+            "order" => {
+                order = match v {
+                    "thread" => Order::PerThread,
+                    "issued" => Order::Issued,
+                    _ => {
+                        return Err(format!(
+                            "expected order=thread or order=issued, found `{t}`"
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown kernel attribute `{k}` (expected grid, block or order)"
+                ))
+            }
+        }
+    }
+    let grid = grid.ok_or("expected grid=X,Y,Z on the kernel line")?;
+    let block = block.ok_or("expected block=X,Y,Z on the kernel line")?;
+    KernelBuilder::new(name, grid, block, order).map_err(|e| e.to_string())
+}
+
+fn parse_access<'a>(
+    b: &mut KernelBuilder,
+    cta_tok: &str,
+    mut tokens: impl Iterator<Item = &'a str>,
+) -> Result<Access, String> {
+    let cta = parse_dim3(cta_tok)
+        .ok_or_else(|| format!("expected a CTA index X,Y,Z, found `{cta_tok}`"))?;
+    let tid_tok = tokens
+        .next()
+        .ok_or("expected a thread index X,Y,Z after the CTA index")?;
+    let tid = parse_dim3(tid_tok)
+        .ok_or_else(|| format!("expected a thread index X,Y,Z, found `{tid_tok}`"))?;
+    if !b.grid().contains(cta) {
+        return Err(format!("CTA {cta} is outside the grid {}", b.grid()));
+    }
+    if !b.block().contains(tid) {
+        return Err(format!("thread {tid} is outside the block {}", b.block()));
+    }
+    let thread = (b.grid().linear(cta) * b.block().count() + b.block().linear(tid)) as u32;
+    let third = tokens
+        .next()
+        .ok_or("expected an instruction name or `bar`")?;
+    if third == "bar" {
+        if let Some(extra) = tokens.next() {
+            return Err(format!("unexpected `{extra}` after `bar`"));
+        }
+        return Ok(Access {
+            thread,
+            inst: 0,
+            dyn_inst: 0,
+            addr: 0,
+            size: 0,
+            kind: AccessKind::Barrier,
+            space: MemSpace::Global,
+        });
+    }
+    let inst = b.instruction(third, None);
+    let dyn_tok = tokens.next().ok_or("expected a dynamic instance number")?;
+    let dyn_inst = dyn_tok
+        .parse::<u32>()
+        .map_err(|_| format!("expected a dynamic instance number, found `{dyn_tok}`"))?;
+    let kind_tok = tokens
+        .next()
+        .ok_or("expected an access kind (ld, st, atom.OP)")?;
+    let kind = AccessKind::from_token(kind_tok)
+        .filter(|k| *k != AccessKind::Barrier)
+        .ok_or_else(|| {
+            format!("expected an access kind (ld, st, atom.add, ...), found `{kind_tok}`")
+        })?;
+    let addr_tok = tokens.next().ok_or("expected an address")?;
+    let addr = parse_u64(addr_tok)
+        .ok_or_else(|| format!("expected an address (0x... or decimal), found `{addr_tok}`"))?;
+    let size_tok = tokens.next().ok_or("expected an access size in bytes")?;
+    let size = size_tok
+        .parse::<u16>()
+        .ok()
+        .filter(|&s| s > 0)
+        .ok_or_else(|| {
+            format!("expected an access size of 1 to 65535 bytes, found `{size_tok}`")
+        })?;
+    let space = match tokens.next() {
+        None => MemSpace::Global,
+        Some(t) => MemSpace::from_name(t).ok_or_else(|| {
+            format!("expected a memory space (global, local, shared, const, tex), found `{t}`")
+        })?,
+    };
+    if let Some(extra) = tokens.next() {
+        return Err(format!("unexpected `{extra}` at the end of the line"));
+    }
+    Ok(Access {
+        thread,
+        inst,
+        dyn_inst,
+        addr,
+        size,
+        kind,
+        space,
+    })
+}
+
+pub(crate) fn parse_dim3(s: &str) -> Option<Dim3> {
+    let mut it = s.split(',');
+    let x = it.next()?.parse().ok()?;
+    let y = it.next().map_or(Some(1), |v| v.parse().ok())?;
+    let z = it.next().map_or(Some(1), |v| v.parse().ok())?;
+    if it.next().is_some() {
+        return None;
+    }
+    Some(Dim3::new(x, y, z))
+}
+
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Writes a trace in the text format.
+pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
+    writeln!(w, "# warpscope text trace v1")?;
+    for k in &trace.kernels {
+        let order = match k.order {
+            Order::PerThread => "thread",
+            Order::Issued => "issued",
+        };
+        writeln!(
+            w,
+            "kernel {} grid={} block={} order={}",
+            token(&k.name),
+            k.grid,
+            k.block,
+            order
+        )?;
+        for inst in &k.instructions {
+            match inst.pc {
+                Some(pc) => writeln!(w, "inst {} pc={pc:#x}", token(&inst.name))?,
+                None => writeln!(w, "inst {}", token(&inst.name))?,
+            }
+        }
+        for a in k.accesses() {
+            let (cta, tid) = k.split_thread(a.thread);
+            if a.kind == AccessKind::Barrier {
+                writeln!(w, "{cta} {tid} bar")?;
+                continue;
+            }
+            let name = k
+                .instructions
+                .get(a.inst as usize)
+                .map_or("?", |i| i.name.as_str());
+            write!(
+                w,
+                "{cta} {tid} {} {} {} {:#x} {}",
+                token(name),
+                a.dyn_inst,
+                a.kind.token(),
+                a.addr,
+                a.size
+            )?;
+            if a.space != MemSpace::Global {
+                write!(w, " {}", a.space.name())?;
+            }
+            writeln!(w)?;
+        }
+    }
+    Ok(())
+}
+
+/// Names are single tokens in this format.
+fn token(name: &str) -> String {
+    let t: String = name
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() || c == '#' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if t.is_empty() || t == "bar" {
+        format!("_{t}")
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# two threads\nkernel k grid=1,1,1 block=2,1,1\ninst a\n0,0,0 1,0,0 a 0 ld 0x80 4\n0,0,0 0,0,0 a 0 ld 0x0 4\n0,0,0 0,0,0 bar\n0,0,0 0,0,0 st_b 1 st 256 8 local # trailing comment\n";
+
+    #[test]
+    fn reads_and_round_trips() {
+        let t = read(SAMPLE.as_bytes(), "s.wst").unwrap();
+        assert_eq!(t.kernels.len(), 1);
+        let k = &t.kernels[0];
+        assert_eq!(k.len(), 4);
+        let a: Vec<_> = k.accesses().collect();
+        assert_eq!(a[0].addr, 0);
+        assert_eq!(a[1].kind, AccessKind::Barrier);
+        assert_eq!(a[2].space, MemSpace::Local);
+        assert_eq!(a[3].thread, 1);
+        let mut out = Vec::new();
+        write(&t, &mut out).unwrap();
+        let again = read(out.as_slice(), "o.wst").unwrap();
+        assert_eq!(again, t);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_expectation() {
+        let bad = "kernel k grid=1,1,1 block=2,1,1\n0,0,0 0,0,0 a 0 ld 0xZZ 4\n";
+        let e = read(bad.as_bytes(), "bad.wst").unwrap_err().to_string();
+        assert!(e.contains("bad.wst: line 2: expected an address"), "{e}");
+        let e = read("0,0,0 0,0,0 a 0 ld 0 4\n".as_bytes(), "x.wst")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1") && e.contains("kernel"), "{e}");
+        let e = read(
+            "kernel k grid=1,1,1 block=2,1,1\n0,0,0 2,0,0 a 0 ld 0 4\n".as_bytes(),
+            "y",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("outside the block"), "{e}");
+    }
+}
