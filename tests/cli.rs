@@ -1,0 +1,182 @@
+//! The command line: golden JSON snapshots (insta) of `sim` for every built-in kernel on the
+//! Fermi 16 KB preset, the Dinero sample trace, conversions and error messages.
+
+use std::process::Command;
+
+fn warpscope(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_warpscope"))
+        .args(args)
+        .output()
+        .expect("run warpscope")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = warpscope(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+#[test]
+fn sim_json_of_every_builtin_kernel_on_fermi_16k() {
+    for k in warpscope::gen::KERNELS {
+        let v = json(&["sim", "--kernel", k.name, "--preset", "fermi-16k", "--json"]);
+        for key in [
+            "reads",
+            "writes",
+            "hits",
+            "misses",
+            "read_misses",
+            "write_misses",
+            "writebacks",
+            "bytes_from_memory",
+            "bytes_to_memory",
+            "requests",
+            "transactions",
+        ] {
+            assert!(v[key].is_u64(), "{}: key {key}", k.name);
+        }
+        let m = &v["miss_classes"];
+        let sum = m["compulsory"].as_u64().unwrap()
+            + m["capacity"].as_u64().unwrap()
+            + m["conflict"].as_u64().unwrap();
+        assert_eq!(sum, v["misses"].as_u64().unwrap(), "{}", k.name);
+        insta::assert_json_snapshot!(format!("sim_fermi16k_{}", k.name), v);
+    }
+}
+
+#[test]
+fn sim_json_of_the_dinero_sample() {
+    let v = json(&[
+        "sim",
+        "--trace",
+        "sample-traces/dinero-small.din",
+        "--format",
+        "din",
+        "--cache-size",
+        "128",
+        "--line-size",
+        "64",
+        "--ways",
+        "1",
+        "--write-policy",
+        "wbwa",
+        "--json",
+    ]);
+    insta::assert_json_snapshot!("sim_dinero_small", v);
+}
+
+#[test]
+fn dinero_sample_counts_by_hand() {
+    // 128 B of 64-byte lines, direct mapped (2 sets). Lines in order:
+    // 0x40 0x40(hit) 0x80(w) 0x41 0x42 0x81(w) 0xc0 0x40(capacity) 0x100 0x41(hit) 0x140 0x40(capacity).
+    let v = json(&[
+        "sim",
+        "--trace",
+        "sample-traces/dinero-small.din",
+        "--cache-size",
+        "128",
+        "--line-size",
+        "64",
+        "--ways",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["requests"], 12);
+    assert_eq!(v["writes"], 2);
+    assert_eq!(v["reads"], 10);
+    // Write-through, no allocate: both writes miss and send their bytes to memory.
+    assert_eq!(v["write_misses"], 2);
+    assert_eq!(v["bytes_to_memory"], 4 + 8);
+    assert_eq!(v["hits"], 2);
+    assert_eq!(v["misses"], 10);
+    assert_eq!(v["miss_classes"]["compulsory"], 8);
+    assert_eq!(v["miss_classes"]["capacity"], 2);
+    assert_eq!(v["miss_classes"]["conflict"], 0);
+    assert_eq!(v["bytes_from_memory"], 8 * 64);
+}
+
+#[test]
+fn convert_round_trips_text_and_binary() {
+    let dir = std::env::temp_dir().join(format!("warpscope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wst = dir.join("m.wst");
+    let wsb = dir.join("m.wsb");
+    let back = dir.join("back.wst");
+    let p = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    assert!(warpscope(&["gen", "matmul-tiled", "n=32", "-o", &p(&wst)])
+        .status
+        .success());
+    assert!(warpscope(&["convert", &p(&wst), &p(&wsb)]).status.success());
+    assert!(warpscope(&["convert", &p(&wsb), &p(&back)])
+        .status
+        .success());
+    assert_eq!(
+        std::fs::read_to_string(&wst).unwrap(),
+        std::fs::read_to_string(&back).unwrap()
+    );
+    let a = json(&["sim", "--trace", &p(&wst), "--json"]);
+    let b = json(&["sim", "--trace", &p(&wsb), "--json"]);
+    assert_eq!(a["misses"], b["misses"]);
+    let from_kernel = json(&["sim", "--kernel", "matmul-tiled", "n=32", "--json"]);
+    assert_eq!(a["misses"], from_kernel["misses"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn errors_name_the_file_line_and_expectation() {
+    let dir = std::env::temp_dir().join(format!("warpscope-err-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.din");
+    std::fs::write(&bad, "0 1000\n0 10zz\n").unwrap();
+    let out = warpscope(&["sim", "--trace", bad.to_str().unwrap(), "--format", "din"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.din: line 2: expected a hex address"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = warpscope(&["sim", "--kernel", "matmul", "--ways", "3"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("associativity"));
+    let out = warpscope(&["sim", "--kernel", "nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown kernel `nope`"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sweep_writes_one_row_per_configuration() {
+    let out = warpscope(&[
+        "sweep",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--vary",
+        "ways=1,2,4",
+        "--vary",
+        "replacement=lru,fifo",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 6);
+    assert!(lines[0].starts_with("ways,replacement,requests,"));
+}
+
+#[test]
+fn no_arguments_simulates_the_builtin_example() {
+    let out = warpscope(&[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("kernel matmul") && text.contains("miss rate"),
+        "{text}"
+    );
+}
