@@ -1,1 +1,181 @@
-fn main() {}
+//! Benchmarks for the speed targets of the core (run with `cargo bench`):
+//! - set-associative LRU with 3C classification, requests per second;
+//! - exact reuse-distance histogram at 10^7 distinct lines;
+//! - Dinero text trace parsing, bytes per second;
+//! - the whole pipeline on naive 128x128 matrix multiplication;
+//! - memory per access of a 10^8-access trace (printed, not timed).
+
+use criterion::{criterion_group, Criterion, Throughput};
+use std::hint::black_box;
+use warpscope::cache::{CacheModel, Request};
+use warpscope::config::{preset, CacheConfig, Replacement, SetIndex, WritePolicy};
+use warpscope::reuse::ReuseTracker;
+use warpscope::rng::Rng;
+
+/// A mix of streaming, reuse within a working set larger than the cache, and random lines.
+fn request_stream(n: usize) -> Vec<Request> {
+    let mut rng = Rng::new(42);
+    (0..n)
+        .map(|i| {
+            let line = match i % 4 {
+                0 => i as u64 / 4,
+                1 | 2 => rng.below(512),
+                _ => rng.below(1 << 20),
+            };
+            Request {
+                line,
+                sectors: 1,
+                write: i % 16 == 0,
+                bytes: 128,
+            }
+        })
+        .collect()
+}
+
+fn cache(c: &mut Criterion) {
+    let reqs = request_stream(2_000_000);
+    let cfg = CacheConfig {
+        size_bytes: 16 * 1024,
+        line_bytes: 128,
+        ways: 4,
+        sector_bytes: 128,
+        set_index: SetIndex::Modulo,
+        replacement: Replacement::Lru,
+        write_policy: WritePolicy::Wtna,
+    };
+    let mut g = c.benchmark_group("cache");
+    g.throughput(Throughput::Elements(reqs.len() as u64));
+    g.sample_size(20);
+    g.bench_function("lru_4way_16k_3c", |b| {
+        b.iter(|| {
+            let mut m = CacheModel::new(&cfg, 1);
+            let mut misses = 0u64;
+            for r in &reqs {
+                misses += (!m.access(r).hit) as u64;
+            }
+            black_box(misses)
+        })
+    });
+    g.finish();
+}
+
+fn reuse(c: &mut Criterion) {
+    // 10^7 distinct lines. "sweeps": two passes over all lines interleaved with a hot
+    // working set (GPU-like streaming with reuse); "random": a sweep, then uniformly random
+    // reuses (no locality at all: the worst case).
+    let distinct = 10_000_000u64;
+    let mut rng = Rng::new(7);
+    let mut sweeps: Vec<u64> = Vec::with_capacity(3 * distinct as usize);
+    for pass in 0..2 {
+        for l in 0..distinct {
+            sweeps.push(l);
+            if pass == 1 && l % 2 == 0 {
+                sweeps.push(distinct + rng.below(4096));
+            }
+        }
+    }
+    let mut random: Vec<u64> = (0..distinct).collect();
+    random.extend((0..distinct).map(|_| rng.below(distinct)));
+    let mut g = c.benchmark_group("reuse");
+    g.sample_size(10);
+    for (name, lines) in [
+        ("histogram_1e7_distinct_sweeps", &sweeps),
+        ("histogram_1e7_distinct_random", &random),
+    ] {
+        g.throughput(Throughput::Elements(lines.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut t = ReuseTracker::new(1);
+                for &l in lines.iter() {
+                    t.access(l, 0);
+                }
+                black_box(t.whole_hist.infinite)
+            })
+        });
+    }
+    g.finish();
+}
+
+fn din(c: &mut Criterion) {
+    let mut text = String::new();
+    let mut rng = Rng::new(3);
+    while text.len() < 64 << 20 {
+        let addr = rng.below(1 << 40);
+        match rng.below(3) {
+            0 => text.push_str(&format!("0 {addr:x}\n")),
+            1 => text.push_str(&format!("1 {addr:x}\n")),
+            _ => text.push_str(&format!("r {addr:x} 8\n")),
+        }
+    }
+    let bytes = text.into_bytes();
+    let mut g = c.benchmark_group("din");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.sample_size(10);
+    g.bench_function("parse_64MiB", |b| {
+        b.iter(|| {
+            black_box(
+                warpscope::trace::din::read(bytes.as_slice(), "bench.din")
+                    .map(|t| t.total_accesses()),
+            )
+        })
+    });
+    g.finish();
+}
+
+fn pipeline(c: &mut Criterion) {
+    let pairs = vec![
+        ("n".to_string(), "128".to_string()),
+        ("block".to_string(), "16,16".to_string()),
+    ];
+    let trace = warpscope::gen::generate("matmul", &pairs).expect("generate");
+    let mut cfg = preset("fermi-16k").expect("preset");
+    cfg.gpu.sms = 1;
+    let mut g = c.benchmark_group("pipeline");
+    g.throughput(Throughput::Elements(trace.total_accesses() as u64));
+    g.sample_size(10);
+    g.bench_function("matmul_128_fermi16k_one_sm", |b| {
+        b.iter(|| {
+            black_box(
+                warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver)
+                    .map(|r| r.totals.misses),
+            )
+        })
+    });
+    cfg.reuse = false;
+    g.bench_function("matmul_128_fermi16k_one_sm_no_reuse", |b| {
+        b.iter(|| {
+            black_box(
+                warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver)
+                    .map(|r| r.totals.misses),
+            )
+        })
+    });
+    g.finish();
+}
+
+/// Memory of a 10^8-access trace (vector add over 33.3 M elements: 3 accesses a thread).
+fn memory() {
+    if std::env::var_os("WARPSCOPE_BENCH_MEMORY").is_none() {
+        println!("memory: set WARPSCOPE_BENCH_MEMORY=1 to build a 10^8-access trace and report bytes per access");
+        return;
+    }
+    let pairs = vec![
+        ("n".to_string(), "33333334".to_string()),
+        ("block".to_string(), "256".to_string()),
+    ];
+    let t = warpscope::gen::generate("vecadd", &pairs).expect("generate");
+    let n = t.total_accesses();
+    println!(
+        "memory: {} accesses, {:.2} bytes per access (columns and thread index)",
+        n,
+        t.heap_bytes() as f64 / n as f64
+    );
+}
+
+criterion_group!(benches, cache, reuse, din, pipeline);
+
+fn main() {
+    benches();
+    memory();
+    Criterion::default().configure_from_args().final_summary();
+}

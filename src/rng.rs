@@ -22,12 +22,8 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    /// Uniform in `0..n` (n > 0), without modulo bias worth caring about for n < 2^32.
+    /// Uniform in `0..n` (multiply-shift; 0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() >> 32) * n) >> 32
-    }
-    /// Uniform in `0..n` for any `n` up to 2^64.
-    pub fn below_u64(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 }

@@ -16,7 +16,7 @@ pub use set_index::SetIndexFn;
 pub use stats::{Counters, MissClass, MissClasses};
 
 use crate::config::{CacheConfig, WritePolicy};
-use rustc_hash::FxHashMap;
+use crate::reuse::LineMap;
 
 /// One request to the cache: a line, the sectors it needs, and whether it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct CacheModel {
     index: SetIndexFn,
     main: CacheArray,
     shadow: CacheArray,
-    seen: FxHashMap<u64, u32>,
+    seen: LineMap<u32>,
     write_allocate: bool,
     sector_bytes: u64,
 }
@@ -61,7 +61,7 @@ impl CacheModel {
             index: SetIndexFn::new(&cfg.set_index, sets as u32, cfg.line_bytes),
             main: CacheArray::new(sets, ways, cfg.replacement, seed),
             shadow: CacheArray::new(1, sets * ways, cfg.replacement, seed ^ 0xFA),
-            seen: FxHashMap::default(),
+            seen: LineMap::default(),
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
             sector_bytes: cfg.sector_bytes as u64,
         }
@@ -87,7 +87,7 @@ impl CacheModel {
         } else if f.hit {
             Some(MissClass::Conflict)
         } else {
-            let seen = self.seen.entry(r.line).or_insert(0);
+            let seen = self.seen.entry(r.line);
             let new = *seen & r.sectors != r.sectors;
             *seen |= r.sectors;
             Some(if new {

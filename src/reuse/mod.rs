@@ -7,10 +7,11 @@
 //! histogram gives the miss-rate curve for every capacity at once.
 
 mod fenwick;
+mod linemap;
 
 pub use fenwick::Fenwick;
+pub use linemap::LineMap;
 
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// One LRU stack (whole cache or one set).
@@ -121,7 +122,7 @@ pub struct LogBin {
 #[derive(Clone, Debug, Default)]
 pub struct ReuseTracker {
     /// line -> (last position in the whole stack, last position in its set's stack); 0 = never.
-    last: FxHashMap<u64, (u32, u32)>,
+    last: LineMap<(u32, u32)>,
     whole: Stack,
     sets: Vec<Stack>,
     pub whole_hist: Histogram,
@@ -138,7 +139,7 @@ impl ReuseTracker {
     /// Records a use of `line` in `set` and returns its distances.
     #[inline]
     pub fn access(&mut self, line: u64, set: u32) -> Distances {
-        let entry = self.last.entry(line).or_insert((0, 0));
+        let entry = self.last.entry(line);
         let (whole, tw) = self.whole.reuse(entry.0);
         let (in_set, ts) = self.sets[set as usize].reuse(entry.1);
         *entry = (tw, ts);

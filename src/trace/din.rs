@@ -24,39 +24,75 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         b.instruction("ifetch", None),
         b.instruction("misc", None),
     ];
-    let mut line = Vec::with_capacity(128);
     let mut line_no = 0u64;
-    loop {
-        line.clear();
-        let n = r
-            .read_until(b'\n', &mut line)
-            .map_err(|e| TraceError::io(file, e))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        match parse_line(&line) {
-            Ok(None) => {}
+    // Each reference is its own dynamic instance, so no two are ever grouped as one warp
+    // instruction.
+    let mut occurrences = [0u32; 4];
+    let mut handle = |line: &[u8], line_no: u64| -> Result<(), TraceError> {
+        match parse_line(line) {
+            Ok(None) => Ok(()),
             Ok(Some((label, addr, size))) => {
                 let kind = if label == 1 {
                     AccessKind::Store
                 } else {
                     AccessKind::Load
                 };
+                let occ = &mut occurrences[label as usize];
+                *occ = occ.wrapping_add(1);
                 b.push(Access {
                     thread: 0,
                     inst: insts[label as usize],
-                    dyn_inst: 0,
+                    dyn_inst: *occ,
                     addr,
                     size,
                     kind,
                     space: MemSpace::Global,
                 })
-                .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))?;
+                .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))
             }
-            Err(msg) => return Err(TraceError::parse(file, Location::Line(line_no), msg)),
+            Err(msg) => Err(TraceError::parse(file, Location::Line(line_no), msg)),
         }
+    };
+    // Lines are parsed in place in the reader's buffer; only a line split across two
+    // buffer fills is copied.
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let buf = r.fill_buf().map_err(|e| TraceError::io(file, e))?;
+        if buf.is_empty() {
+            if !carry.is_empty() {
+                line_no += 1;
+                handle(&carry, line_no)?;
+            }
+            break;
+        }
+        let mut start = 0;
+        if !carry.is_empty() {
+            match buf.iter().position(|&c| c == b'\n') {
+                Some(nl) => {
+                    carry.extend_from_slice(&buf[..=nl]);
+                    line_no += 1;
+                    handle(&carry, line_no)?;
+                    carry.clear();
+                    start = nl + 1;
+                }
+                None => {
+                    carry.extend_from_slice(buf);
+                    let n = buf.len();
+                    r.consume(n);
+                    continue;
+                }
+            }
+        }
+        while let Some(nl) = buf[start..].iter().position(|&c| c == b'\n') {
+            line_no += 1;
+            handle(&buf[start..start + nl + 1], line_no)?;
+            start += nl + 1;
+        }
+        carry.extend_from_slice(&buf[start..]);
+        let n = buf.len();
+        r.consume(n);
     }
+    drop(handle);
     Ok(Trace {
         kernels: vec![b.finish()],
     })
@@ -184,6 +220,17 @@ fn field(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_split_across_buffer_fills_parse_the_same() {
+        let text = "0 1a2b40\n1 40\nr 80 8\n".repeat(50);
+        let whole = read(text.as_bytes(), "a").unwrap();
+        let small = read(std::io::BufReader::with_capacity(7, text.as_bytes()), "b").unwrap();
+        assert_eq!(whole, small);
+        assert_eq!(whole.kernels[0].len(), 150);
+        let unterminated = read("0 10\n0 20".as_bytes(), "c").unwrap();
+        assert_eq!(unterminated.kernels[0].len(), 2);
+    }
 
     #[test]
     fn reads_both_formats() {

@@ -1,0 +1,65 @@
+//! A map from line address to a small value, paged so that lines near each other share one
+//! page: streaming and strided patterns touch the hash table once per page, not per line.
+
+use rustc_hash::FxHashMap;
+
+const PAGE_BITS: u32 = 9;
+const PAGE: usize = 1 << PAGE_BITS;
+
+#[derive(Clone, Debug)]
+pub struct LineMap<V: Copy + Default> {
+    pages: FxHashMap<u64, u32>,
+    slots: Vec<V>,
+    last_page: u64,
+    last_index: u32,
+}
+
+impl<V: Copy + Default> Default for LineMap<V> {
+    fn default() -> Self {
+        LineMap {
+            pages: FxHashMap::default(),
+            slots: Vec::new(),
+            last_page: u64::MAX,
+            last_index: 0,
+        }
+    }
+}
+
+impl<V: Copy + Default> LineMap<V> {
+    /// The value of `line` (default if never set), mutable.
+    #[inline]
+    pub fn entry(&mut self, line: u64) -> &mut V {
+        let page = line >> PAGE_BITS;
+        if page != self.last_page {
+            let next = (self.slots.len() / PAGE) as u32;
+            let idx = *self.pages.entry(page).or_insert(next);
+            if idx == next {
+                self.slots.resize(self.slots.len() + PAGE, V::default());
+            }
+            self.last_page = page;
+            self.last_index = idx;
+        }
+        &mut self.slots[self.last_index as usize * PAGE + (line as usize & (PAGE - 1))]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn behaves_like_a_map() {
+        let mut m = LineMap::<u32>::default();
+        let mut reference = std::collections::HashMap::new();
+        let mut rng = crate::rng::Rng::new(5);
+        for i in 0..5000u32 {
+            let line = if i % 2 == 0 {
+                rng.below(1 << 40)
+            } else {
+                rng.below(4096)
+            };
+            assert_eq!(*m.entry(line), reference.get(&line).copied().unwrap_or(0));
+            *m.entry(line) = i;
+            reference.insert(line, i);
+        }
+    }
+}
