@@ -92,7 +92,6 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         let n = buf.len();
         r.consume(n);
     }
-    drop(handle);
     Ok(Trace {
         kernels: vec![b.finish()],
     })
