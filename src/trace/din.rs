@@ -67,7 +67,7 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         }
         let mut start = 0;
         if !carry.is_empty() {
-            match buf.iter().position(|&c| c == b'\n') {
+            match memchr::memchr(b'\n', buf) {
                 Some(nl) => {
                     carry.extend_from_slice(&buf[..=nl]);
                     line_no += 1;
@@ -83,7 +83,7 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
                 }
             }
         }
-        while let Some(nl) = buf[start..].iter().position(|&c| c == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
             line_no += 1;
             handle(&buf[start..start + nl + 1], line_no)?;
             start += nl + 1;
@@ -97,20 +97,28 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
     })
 }
 
-#[inline]
-fn hex_digit(c: u8) -> Option<u64> {
-    match c {
-        b'0'..=b'9' => Some((c - b'0') as u64),
-        b'a'..=b'f' => Some((c - b'a' + 10) as u64),
-        b'A'..=b'F' => Some((c - b'A' + 10) as u64),
-        _ => None,
+/// Hex digit values; 0xff for anything else.
+static HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
-/// Parses a hex number at the start of `s` (optional 0x), returning it and the rest.
-#[inline]
+/// Parses a hex number at the start of `s` (optional 0x), returning it and the rest;
+/// `None` when there is no digit or more than 16 of them.
+#[inline(always)]
 fn hex(s: &[u8]) -> Option<(u64, &[u8])> {
-    let s = if s.len() > 2 && s[0] == b'0' && (s[1] == b'x' || s[1] == b'X') {
+    let s = if s.len() > 2 && s[0] == b'0' && (s[1] | 0x20) == b'x' {
         &s[2..]
     } else {
         s
@@ -118,15 +126,14 @@ fn hex(s: &[u8]) -> Option<(u64, &[u8])> {
     let mut v: u64 = 0;
     let mut i = 0;
     while i < s.len() {
-        match hex_digit(s[i]) {
-            Some(d) => {
-                v = v.checked_mul(16)?.checked_add(d)?;
-                i += 1;
-            }
-            None => break,
+        let d = HEX[s[i] as usize];
+        if d == 0xff {
+            break;
         }
+        v = (v << 4) | d as u64;
+        i += 1;
     }
-    (i > 0).then_some((v, &s[i..]))
+    (i > 0 && i <= 16).then_some((v, &s[i..]))
 }
 
 #[inline]
@@ -141,7 +148,21 @@ fn at_field_end(s: &[u8]) -> bool {
 }
 
 /// Returns `(label, address, size)` or `None` for a blank line.
+#[inline]
 fn parse_line(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
+    // Fast path for the common traditional line `L ADDRESS` (one-digit label, one space).
+    if line.len() > 2 && line[1] == b' ' && (b'0'..=b'3').contains(&line[0]) {
+        if let Some((addr, rest)) = hex(&line[2..]) {
+            if at_field_end(rest) {
+                return Ok(Some((line[0] - b'0', addr & !3, 4)));
+            }
+        }
+    }
+    parse_line_slow(line)
+}
+
+#[inline]
+fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
     let s = skip_ws(line);
     let Some(&first) = s.first() else {
         return Ok(None);

@@ -259,6 +259,7 @@ impl Columns {
         self.size.reserve_exact(n);
         self.flags.reserve_exact(n);
     }
+    #[inline]
     fn push(&mut self, a: &Access) {
         self.addr.push(a.addr);
         self.thread.push(a.thread);
@@ -503,6 +504,7 @@ impl KernelBuilder {
         self.instructions.len()
     }
     /// Appends one access (or barrier).
+    #[inline]
     pub fn push(&mut self, a: Access) -> Result<(), BuildError> {
         if a.thread as u64 >= self.threads {
             return Err(BuildError::ThreadOutOfRange {
