@@ -125,12 +125,12 @@ fn parse_access<'a>(
     cta_tok: &str,
     mut tokens: impl Iterator<Item = &'a str>,
 ) -> Result<Access, String> {
-    let cta = parse_dim3(cta_tok)
+    let cta = parse_index(cta_tok)
         .ok_or_else(|| format!("expected a CTA index X,Y,Z, found `{cta_tok}`"))?;
     let tid_tok = tokens
         .next()
         .ok_or("expected a thread index X,Y,Z after the CTA index")?;
-    let tid = parse_dim3(tid_tok)
+    let tid = parse_index(tid_tok)
         .ok_or_else(|| format!("expected a thread index X,Y,Z, found `{tid_tok}`"))?;
     if !b.grid().contains(cta) {
         return Err(format!("CTA {cta} is outside the grid {}", b.grid()));
@@ -200,11 +200,21 @@ fn parse_access<'a>(
     })
 }
 
+/// An extent `X[,Y[,Z]]`; missing components are 1.
 pub(crate) fn parse_dim3(s: &str) -> Option<Dim3> {
+    parse_dim3_or(s, 1)
+}
+
+/// An index `X[,Y[,Z]]`; missing components are 0.
+fn parse_index(s: &str) -> Option<Dim3> {
+    parse_dim3_or(s, 0)
+}
+
+fn parse_dim3_or(s: &str, missing: u32) -> Option<Dim3> {
     let mut it = s.split(',');
     let x = it.next()?.parse().ok()?;
-    let y = it.next().map_or(Some(1), |v| v.parse().ok())?;
-    let z = it.next().map_or(Some(1), |v| v.parse().ok())?;
+    let y = it.next().map_or(Some(missing), |v| v.parse().ok())?;
+    let z = it.next().map_or(Some(missing), |v| v.parse().ok())?;
     if it.next().is_some() {
         return None;
     }
@@ -326,5 +336,8 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("outside the block"), "{e}");
+        // Indices may leave out trailing components (they are 0).
+        let t = read("kernel k grid=2 block=4,2\n1 3,1 a 0 ld 0 4\n".as_bytes(), "z").unwrap();
+        assert_eq!(t.kernels[0].access(0).thread, 8 + (3 + 4));
     }
 }
