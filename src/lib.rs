@@ -16,6 +16,7 @@ pub mod cache;
 pub mod coalesce;
 pub mod config;
 pub mod gen;
+pub mod linemap;
 pub mod reuse;
 pub mod rng;
 pub mod schedule;

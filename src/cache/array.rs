@@ -6,9 +6,9 @@
 
 use super::replacement::Policy;
 use crate::config::Replacement;
-use rustc_hash::FxHashMap;
+use crate::linemap::LineMap;
 
-/// Wide sets (fully associative shadows) find lines through a hash index instead of a scan.
+/// Wide sets (fully associative shadows) find lines through a paged line index instead of a scan.
 const SCAN_WAYS: usize = 16;
 
 /// What one access did to the array.
@@ -33,7 +33,8 @@ pub struct CacheArray {
     /// Valid ways per set: ways `0..fill` hold lines (nothing is ever invalidated).
     fill: Vec<u32>,
     policy: Policy,
-    index: Option<FxHashMap<u64, u32>>,
+    /// line -> slot + 1 (0 = absent) for wide sets.
+    index: Option<LineMap<u32>>,
 }
 
 impl CacheArray {
@@ -46,7 +47,7 @@ impl CacheArray {
             dirty: vec![0; sets * ways],
             fill: vec![0; sets],
             policy: Policy::new(replacement, sets, ways, seed),
-            index: (ways > SCAN_WAYS).then(FxHashMap::default),
+            index: (ways > SCAN_WAYS).then(LineMap::default),
         }
     }
 
@@ -55,11 +56,10 @@ impl CacheArray {
     }
 
     #[inline]
-    fn find(&self, set: usize, line: u64) -> Option<usize> {
-        if let Some(index) = &self.index {
-            return index
-                .get(&line)
-                .map(|&slot| slot as usize - set * self.ways);
+    fn find(&mut self, set: usize, line: u64) -> Option<usize> {
+        if let Some(index) = &mut self.index {
+            let slot = *index.entry(line);
+            return (slot != 0).then(|| slot as usize - 1 - set * self.ways);
         }
         let base = set * self.ways;
         let n = self.fill[set] as usize;
@@ -69,8 +69,16 @@ impl CacheArray {
 
     /// True when `line` is present with all of `sectors` valid (no state change).
     pub fn contains(&self, set: usize, line: u64, sectors: u32) -> bool {
-        self.find(set, line)
-            .is_some_and(|w| self.valid[set * self.ways + w] & sectors == sectors)
+        let base = set * self.ways;
+        let way = match &self.index {
+            Some(index) => Some(index.get(line) as usize)
+                .filter(|&s| s != 0)
+                .map(|s| s - 1 - base),
+            None => self.tags[base..base + self.fill[set] as usize]
+                .iter()
+                .position(|&t| t == line + 1),
+        };
+        way.is_some_and(|w| self.valid[base + w] & sectors == sectors)
     }
 
     /// One access. `allocate` says whether a missing line is brought in (false only for a
@@ -108,7 +116,7 @@ impl CacheArray {
                     let d = self.valid[slot] & self.dirty[slot];
                     out.writeback_sectors = d.count_ones();
                     if let Some(index) = &mut self.index {
-                        index.remove(&(self.tags[slot] - 1));
+                        *index.entry(self.tags[slot] - 1) = 0;
                     }
                     v
                 };
@@ -117,7 +125,7 @@ impl CacheArray {
                 self.valid[slot] = sectors;
                 self.dirty[slot] = if dirty { sectors } else { 0 };
                 if let Some(index) = &mut self.index {
-                    index.insert(line, slot as u32);
+                    *index.entry(line) = slot as u32 + 1;
                 }
                 self.policy.insert(set, way);
             }

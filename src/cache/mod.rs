@@ -16,7 +16,7 @@ pub use set_index::SetIndexFn;
 pub use stats::{Counters, MissClass, MissClasses};
 
 use crate::config::{CacheConfig, WritePolicy};
-use crate::reuse::LineMap;
+use crate::linemap::LineMap;
 
 /// One request to the cache: a line, the sectors it needs, and whether it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

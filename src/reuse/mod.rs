@@ -7,10 +7,10 @@
 //! histogram gives the miss-rate curve for every capacity at once.
 
 mod fenwick;
-mod linemap;
 
 pub use fenwick::Fenwick;
-pub use linemap::LineMap;
+
+use crate::linemap::LineMap;
 
 use serde::{Deserialize, Serialize};
 

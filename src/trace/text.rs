@@ -337,7 +337,11 @@ mod tests {
         .to_string();
         assert!(e.contains("outside the block"), "{e}");
         // Indices may leave out trailing components (they are 0).
-        let t = read("kernel k grid=2 block=4,2\n1 3,1 a 0 ld 0 4\n".as_bytes(), "z").unwrap();
+        let t = read(
+            "kernel k grid=2 block=4,2\n1 3,1 a 0 ld 0 4\n".as_bytes(),
+            "z",
+        )
+        .unwrap();
         assert_eq!(t.kernels[0].access(0).thread, 8 + (3 + 4));
     }
 }

@@ -1,9 +1,11 @@
 //! A map from line address to a small value, paged so that lines near each other share one
 //! page: streaming and strided patterns touch the hash table once per page, not per line.
+//! Memory grows with the address footprint (one page of 256 values per 256 consecutive lines
+//! touched), which for GPU traces (dense buffers) is far smaller than a hash entry per line.
 
 use rustc_hash::FxHashMap;
 
-const PAGE_BITS: u32 = 9;
+const PAGE_BITS: u32 = 8;
 const PAGE: usize = 1 << PAGE_BITS;
 
 #[derive(Clone, Debug)]
@@ -41,6 +43,19 @@ impl<V: Copy + Default> LineMap<V> {
         }
         &mut self.slots[self.last_index as usize * PAGE + (line as usize & (PAGE - 1))]
     }
+
+    /// The value of `line` (default if never set), without changing the map.
+    pub fn get(&self, line: u64) -> V {
+        let page = line >> PAGE_BITS;
+        let idx = if page == self.last_page {
+            Some(self.last_index)
+        } else {
+            self.pages.get(&page).copied()
+        };
+        idx.map_or_else(V::default, |i| {
+            self.slots[i as usize * PAGE + (line as usize & (PAGE - 1))]
+        })
+    }
 }
 
 #[cfg(test)]
@@ -57,6 +72,7 @@ mod tests {
             } else {
                 rng.below(4096)
             };
+            assert_eq!(m.get(line), reference.get(&line).copied().unwrap_or(0));
             assert_eq!(*m.entry(line), reference.get(&line).copied().unwrap_or(0));
             *m.entry(line) = i;
             reference.insert(line, i);
