@@ -32,6 +32,36 @@ fn request_stream(n: usize) -> Vec<Request> {
         .collect()
 }
 
+/// The cache requests of a real kernel (3-D stencil, 130^3 grid, uncoalesced: one request
+/// per thread access) in the order the scheduler issues them.
+fn kernel_requests() -> Vec<Request> {
+    struct Collect(Vec<Request>);
+    impl warpscope::sim::Observer for Collect {
+        fn on_request(&mut self, e: &warpscope::sim::RequestEvent) {
+            self.0.push(Request {
+                line: e.line,
+                sectors: 1,
+                write: e.write,
+                bytes: 4,
+            });
+        }
+    }
+    let pairs: Vec<(String, String)> = [("nx", "130"), ("ny", "130"), ("nz", "34")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let trace = warpscope::gen::generate("stencil3d", &pairs).expect("generate");
+    let mut cfg = warpscope::config::SimConfig {
+        coalescing: warpscope::config::Coalescing::None,
+        reuse: false,
+        ..Default::default()
+    };
+    cfg.gpu.sms = 1;
+    let mut out = Collect(Vec::new());
+    warpscope::sim::run(&cfg, &trace, &mut out).expect("simulate");
+    out.0
+}
+
 fn cache(c: &mut Criterion) {
     let reqs = request_stream(2_000_000);
     let cfg = CacheConfig {
@@ -43,19 +73,25 @@ fn cache(c: &mut Criterion) {
         replacement: Replacement::Lru,
         write_policy: WritePolicy::Wtna,
     };
+    let kernel = kernel_requests();
     let mut g = c.benchmark_group("cache");
-    g.throughput(Throughput::Elements(reqs.len() as u64));
     g.sample_size(20);
-    g.bench_function("lru_4way_16k_3c", |b| {
-        b.iter(|| {
-            let mut m = CacheModel::new(&cfg, 1);
-            let mut misses = 0u64;
-            for r in &reqs {
-                misses += (!m.access(r).hit) as u64;
-            }
-            black_box(misses)
-        })
-    });
+    for (name, stream) in [
+        ("lru_4way_16k_3c_mixed", &reqs),
+        ("lru_4way_16k_3c_stencil3d", &kernel),
+    ] {
+        g.throughput(Throughput::Elements(stream.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut m = CacheModel::new(&cfg, 1);
+                let mut misses = 0u64;
+                for r in stream.iter() {
+                    misses += (!m.access(r).hit) as u64;
+                }
+                black_box(misses)
+            })
+        });
+    }
     g.finish();
 }
 

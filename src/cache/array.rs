@@ -6,9 +6,10 @@
 
 use super::replacement::Policy;
 use crate::config::Replacement;
-use crate::linemap::LineMap;
+use rustc_hash::FxHashMap;
 
-/// Wide sets (fully associative shadows) find lines through a paged line index instead of a scan.
+/// Wide sets (fully associative shadows) find lines through a hash index instead of a scan. The
+/// index holds at most one entry per way, so it stays small and resident in the CPU cache.
 const SCAN_WAYS: usize = 16;
 
 /// What one access did to the array.
@@ -33,8 +34,8 @@ pub struct CacheArray {
     /// Valid ways per set: ways `0..fill` hold lines (nothing is ever invalidated).
     fill: Vec<u32>,
     policy: Policy,
-    /// line -> slot + 1 (0 = absent) for wide sets.
-    index: Option<LineMap<u32>>,
+    /// line -> slot for wide sets.
+    index: Option<FxHashMap<u64, u32>>,
 }
 
 impl CacheArray {
@@ -47,7 +48,8 @@ impl CacheArray {
             dirty: vec![0; sets * ways],
             fill: vec![0; sets],
             policy: Policy::new(replacement, sets, ways, seed),
-            index: (ways > SCAN_WAYS).then(LineMap::default),
+            index: (ways > SCAN_WAYS)
+                .then(|| FxHashMap::with_capacity_and_hasher(sets * ways, Default::default())),
         }
     }
 
@@ -56,10 +58,11 @@ impl CacheArray {
     }
 
     #[inline]
-    fn find(&mut self, set: usize, line: u64) -> Option<usize> {
-        if let Some(index) = &mut self.index {
-            let slot = *index.entry(line);
-            return (slot != 0).then(|| slot as usize - 1 - set * self.ways);
+    fn find(&self, set: usize, line: u64) -> Option<usize> {
+        if let Some(index) = &self.index {
+            return index
+                .get(&line)
+                .map(|&slot| slot as usize - set * self.ways);
         }
         let base = set * self.ways;
         let n = self.fill[set] as usize;
@@ -69,16 +72,8 @@ impl CacheArray {
 
     /// True when `line` is present with all of `sectors` valid (no state change).
     pub fn contains(&self, set: usize, line: u64, sectors: u32) -> bool {
-        let base = set * self.ways;
-        let way = match &self.index {
-            Some(index) => Some(index.get(line) as usize)
-                .filter(|&s| s != 0)
-                .map(|s| s - 1 - base),
-            None => self.tags[base..base + self.fill[set] as usize]
-                .iter()
-                .position(|&t| t == line + 1),
-        };
-        way.is_some_and(|w| self.valid[base + w] & sectors == sectors)
+        self.find(set, line)
+            .is_some_and(|w| self.valid[set * self.ways + w] & sectors == sectors)
     }
 
     /// One access. `allocate` says whether a missing line is brought in (false only for a
@@ -116,7 +111,7 @@ impl CacheArray {
                     let d = self.valid[slot] & self.dirty[slot];
                     out.writeback_sectors = d.count_ones();
                     if let Some(index) = &mut self.index {
-                        *index.entry(self.tags[slot] - 1) = 0;
+                        index.remove(&(self.tags[slot] - 1));
                     }
                     v
                 };
@@ -125,7 +120,7 @@ impl CacheArray {
                 self.valid[slot] = sectors;
                 self.dirty[slot] = if dirty { sectors } else { 0 };
                 if let Some(index) = &mut self.index {
-                    *index.entry(line) = slot as u32 + 1;
+                    index.insert(line, slot as u32);
                 }
                 self.policy.insert(set, way);
             }
