@@ -52,9 +52,16 @@ impl Fenwick {
     pub fn push(&mut self, v: u32) -> usize {
         let i = self.tree.len();
         let low = i & i.wrapping_neg();
-        // tree[i] covers (i - low, i]: v plus the existing sum of (i - low, i - 1].
-        let covered = self.prefix(i - 1) - self.prefix(i - low);
-        self.tree.push(v + covered as u32);
+        // tree[i] covers (i - low, i]: v plus its children i-1, i-2, i-4, ... (each child
+        // i - k covers (i - 2k, i - k]); they are recent positions, so this is cheap and cache-hot
+        // (amortised O(1): on average one child).
+        let mut sum = v;
+        let mut k = 1;
+        while k < low {
+            sum += self.tree[i - k];
+            k <<= 1;
+        }
+        self.tree.push(sum);
         i
     }
 }

@@ -141,7 +141,12 @@ impl ReuseTracker {
     pub fn access(&mut self, line: u64, set: u32) -> Distances {
         let entry = self.last.entry(line);
         let (whole, tw) = self.whole.reuse(entry.0);
-        let (in_set, ts) = self.sets[set as usize].reuse(entry.1);
+        // With one set the set's stack is the whole cache's.
+        let (in_set, ts) = if self.sets.is_empty() {
+            (whole, tw)
+        } else {
+            self.sets[set as usize].reuse(entry.1)
+        };
         *entry = (tw, ts);
         self.whole_hist.add(whole);
         self.set_hist.add(in_set);
