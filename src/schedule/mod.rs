@@ -73,6 +73,8 @@ struct ThreadSched {
     n_ctas: u32,
     limits: GpuConfig,
     cursor: Vec<u32>,
+    /// One past the last row of each thread.
+    end: Vec<u32>,
     warp_state: Vec<u8>,
     cta_bar: Vec<u32>,
     cta_done: Vec<u32>,
@@ -113,9 +115,9 @@ impl<'k> Scheduler<'k> {
         }
         let n_ctas = k.num_ctas();
         let threads = k.num_threads() as usize;
-        let cursor: Vec<u32> = (0..threads as u32)
-            .map(|t| k.thread_rows(t).start as u32)
-            .collect();
+        let starts = k.thread_starts();
+        let cursor: Vec<u32> = starts[..threads].to_vec();
+        let end: Vec<u32> = starts[1..].to_vec();
         let mut s = ThreadSched {
             policy: sched.policy,
             fetch_group: sched.fetch_group.max(1),
@@ -125,6 +127,7 @@ impl<'k> Scheduler<'k> {
             n_ctas,
             limits: gpu.clone(),
             cursor,
+            end,
             warp_state: vec![0; (n_ctas as usize) * wpc as usize],
             cta_bar: vec![0; n_ctas as usize],
             cta_done: vec![0; n_ctas as usize],
@@ -242,7 +245,7 @@ impl ThreadSched {
         let mut live = false;
         for t in t0..t1 {
             let c = self.cursor[t] as usize;
-            if c < k.thread_rows(t as u32).end {
+            if c < self.end[t] as usize {
                 live = true;
                 if flags[c] & 0x1f != BARRIER_CODE {
                     return READY;
@@ -308,7 +311,7 @@ impl ThreadSched {
                 let (t0, t1) = self.warp_threads(cta, w);
                 for t in t0..t1 {
                     let c = self.cursor[t] as usize;
-                    if c < k.thread_rows(t as u32).end && flags[c] & 0x1f == BARRIER_CODE {
+                    if c < self.end[t] as usize && flags[c] & 0x1f == BARRIER_CODE {
                         self.cursor[t] += 1;
                     }
                 }
@@ -370,13 +373,13 @@ impl ThreadSched {
         let mut best = u64::MAX;
         for t in t0..t1 {
             let r = self.cursor[t] as usize;
-            if r < k.thread_rows(t as u32).end && c.flags[r] & 0x1f != BARRIER_CODE {
+            if r < self.end[t] as usize && c.flags[r] & 0x1f != BARRIER_CODE {
                 best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
             }
         }
         for t in t0..t1 {
             let r = self.cursor[t] as usize;
-            if r < k.thread_rows(t as u32).end
+            if r < self.end[t] as usize
                 && c.flags[r] & 0x1f != BARRIER_CODE
                 && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
             {

@@ -323,8 +323,10 @@ pub struct Kernel {
     pub order: Order,
     pub instructions: Vec<Instruction>,
     cols: Columns,
-    /// For [`Order::PerThread`]: rows of thread `t` are `starts[t]..starts[t+1]`.
-    starts: Vec<u32>,
+    /// For [`Order::PerThread`]: rows of CTA `c` are `cta_starts[c]..cta_starts[c+1]`, grouped
+    /// by thread in increasing order (4 bytes per CTA, not per thread, to keep a trace at
+    /// under 24 bytes an access).
+    cta_starts: Vec<u32>,
 }
 
 impl Kernel {
@@ -362,14 +364,37 @@ impl Kernel {
     pub fn accesses(&self) -> impl Iterator<Item = Access> + '_ {
         (0..self.len()).map(|i| self.access(i))
     }
-    /// Row range of one thread (per-thread kernels only; empty otherwise).
-    pub fn thread_rows(&self, thread: u32) -> std::ops::Range<usize> {
-        let t = thread as usize;
-        if t + 1 < self.starts.len() {
-            self.starts[t] as usize..self.starts[t + 1] as usize
+    /// Row range of one CTA (per-thread kernels only; empty otherwise).
+    pub fn cta_rows(&self, cta: u32) -> std::ops::Range<usize> {
+        let c = cta as usize;
+        if c + 1 < self.cta_starts.len() {
+            self.cta_starts[c] as usize..self.cta_starts[c + 1] as usize
         } else {
             0..0
         }
+    }
+    /// Row range of one thread (per-thread kernels only; empty otherwise). A binary search in
+    /// its CTA's rows: hot loops should use [`Kernel::thread_starts`] once instead.
+    pub fn thread_rows(&self, thread: u32) -> std::ops::Range<usize> {
+        let r = self.cta_rows(thread / self.threads_per_cta().max(1));
+        let rows = &self.cols.thread[r.clone()];
+        let lo = rows.partition_point(|&t| t < thread);
+        let hi = rows.partition_point(|&t| t <= thread);
+        r.start + lo..r.start + hi
+    }
+    /// First row of every thread plus the end (length threads + 1), for per-thread kernels.
+    pub fn thread_starts(&self) -> Vec<u32> {
+        let n = self.num_threads() as usize;
+        let mut starts = vec![0u32; n + 1];
+        if self.order == Order::PerThread {
+            for &t in &self.cols.thread {
+                starts[t as usize + 1] += 1;
+            }
+            for i in 0..n {
+                starts[i + 1] += starts[i];
+            }
+        }
+        starts
     }
     /// CTA index and thread index within the CTA of a linear thread id.
     pub fn split_thread(&self, thread: u32) -> (Dim3, Dim3) {
@@ -386,7 +411,7 @@ impl Kernel {
     }
     /// Heap bytes held by this kernel's access storage.
     pub fn heap_bytes(&self) -> usize {
-        self.cols.heap_bytes() + self.starts.capacity() * 4
+        self.cols.heap_bytes() + self.cta_starts.capacity() * 4
     }
     /// Number of non-barrier accesses.
     pub fn memory_accesses(&self) -> usize {
@@ -558,7 +583,7 @@ impl KernelBuilder {
     }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
-        let mut starts = Vec::new();
+        let mut cta_starts = Vec::new();
         if self.order == Order::PerThread {
             let n = self.threads as usize;
             let mut counts = vec![0u32; n + 1];
@@ -578,7 +603,8 @@ impl KernelBuilder {
                 }
                 self.cols.permute(&perm);
             }
-            starts = counts;
+            let tpb = (self.block.count() as usize).max(1);
+            cta_starts = counts.iter().step_by(tpb).copied().collect();
         }
         self.cols.shrink_to_fit();
         Kernel {
@@ -588,7 +614,7 @@ impl KernelBuilder {
             order: self.order,
             instructions: self.instructions,
             cols: self.cols,
-            starts,
+            cta_starts,
         }
     }
 }
