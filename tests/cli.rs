@@ -142,6 +142,16 @@ fn errors_name_the_file_line_and_expectation() {
     assert!(out.stdout.is_empty());
     let out = warpscope(&["sim", "--kernel", "matmul", "--ways", "3"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("associativity"));
+    let out = warpscope(&[
+        "sim",
+        "--kernel",
+        "vecadd",
+        "block=1024",
+        "--max-threads",
+        "512",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("does not fit on an SM").count(), 1, "{err}");
     let out = warpscope(&["sim", "--kernel", "nope"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown kernel `nope`"));
     std::fs::remove_dir_all(&dir).ok();
@@ -168,6 +178,25 @@ fn sweep_writes_one_row_per_configuration() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + 6);
     assert!(lines[0].starts_with("ways,replacement,requests,"));
+}
+
+#[test]
+fn per_thread_scheduling_fits_fermi_residency() {
+    // Warp size 1 (seed 000's per-thread policies): residency still counts hardware warps.
+    let v = json(&[
+        "sim",
+        "--kernel",
+        "column-copy",
+        "threads=256",
+        "width=64",
+        "--preset",
+        "fermi-16k",
+        "--warp-size",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["accesses"], 256 * 64 * 2);
+    assert_eq!(v["requests"], 256 * 64 * 2);
 }
 
 #[test]

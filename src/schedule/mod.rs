@@ -45,6 +45,9 @@ pub enum ScheduleError {
     },
 }
 
+/// Threads per hardware warp, the unit of the per-SM warp limit.
+const HW_WARP: u32 = 32;
+
 const READY: u8 = 1;
 const BARRIER: u8 = 2;
 const DONE: u8 = 3;
@@ -105,10 +108,12 @@ impl<'k> Scheduler<'k> {
         let tpb = k.threads_per_cta().max(1);
         let ws = sched.warp_size.max(1);
         let wpc = tpb.div_ceil(ws);
-        if tpb > gpu.max_threads_per_sm || wpc > gpu.max_warps_per_sm {
+        // Residency limits count hardware warps of 32 threads, whatever the modelled warp size.
+        let hw_warps = tpb.div_ceil(HW_WARP);
+        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
             return Err(ScheduleError::CtaTooLarge {
                 threads: tpb,
-                warps: wpc,
+                warps: hw_warps,
                 max_threads: gpu.max_threads_per_sm,
                 max_warps: gpu.max_warps_per_sm,
             });
@@ -229,7 +234,8 @@ impl ThreadSched {
         let s = &self.sms[sm];
         s.ctas.len() < self.limits.max_ctas_per_sm as usize
             && s.threads + self.tpb <= self.limits.max_threads_per_sm
-            && s.warps.len() as u32 + self.wpc <= self.limits.max_warps_per_sm
+            && (s.ctas.len() as u32 + 1) * self.tpb.div_ceil(HW_WARP)
+                <= self.limits.max_warps_per_sm
     }
 
     fn warp_threads(&self, cta: u32, w: u32) -> (usize, usize) {

@@ -52,7 +52,7 @@ impl Observer for NoObserver {}
 pub enum SimError {
     #[error("invalid configuration: {0}")]
     Config(String),
-    #[error("kernel `{kernel}`: {source}")]
+    #[error("kernel `{kernel}`")]
     Schedule {
         kernel: String,
         #[source]
