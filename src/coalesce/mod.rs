@@ -13,7 +13,7 @@
 
 use crate::cache::Request;
 use crate::config::Coalescing;
-use crate::trace::{AccessKind, Columns, MemSpace};
+use crate::trace::{AccessKind, Columns};
 
 /// Geometry the coalescer needs.
 #[derive(Clone, Copy, Debug)]
@@ -75,7 +75,7 @@ impl Coalescer {
             let r = r as usize;
             let flags = cols.flags[r];
             let (kind, space) = crate::trace::model_flags(flags);
-            if kind == AccessKind::Barrier || !space.reaches_l1() || space == MemSpace::Shared {
+            if kind == AccessKind::Barrier || !space.reaches_l1() {
                 continue;
             }
             used += 1;
@@ -109,7 +109,7 @@ impl Coalescer {
                         }
                     });
                     for c in pieces.into_iter().flatten().chain(extra) {
-                        self.merge_line(out, c, addr, size, sector_mode);
+                        self.merge_line(out, c, addr, size);
                     }
                 }
                 for (i, c) in out.iter_mut().enumerate() {
@@ -175,14 +175,7 @@ impl Coalescer {
         }
     }
 
-    fn merge_line(
-        &mut self,
-        out: &mut Vec<Coalesced>,
-        c: Coalesced,
-        addr: u64,
-        size: u64,
-        _sector: bool,
-    ) {
+    fn merge_line(&mut self, out: &mut Vec<Coalesced>, c: Coalesced, addr: u64, size: u64) {
         let line_base = c.request.line << self.line_shift;
         let lo = addr.max(line_base) - line_base;
         let hi = (addr + size).min(line_base + self.g.line_bytes as u64) - line_base;
@@ -278,7 +271,7 @@ fn sector_range(first: u32, last: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Access, Dim3, KernelBuilder, Order};
+    use crate::trace::{Access, Dim3, KernelBuilder, MemSpace, Order};
 
     fn cols(accesses: &[(u32, u64, u16)]) -> Columns {
         let mut b = KernelBuilder::new("k", Dim3::x(1), Dim3::x(64), Order::PerThread).unwrap();

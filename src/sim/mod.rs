@@ -193,7 +193,7 @@ pub fn run(
     }
     observer.progress(total, total);
     for s in &sims {
-        report.add_sm(s.sm, &s.counters, s.reuse.as_ref(), cfg.cache.lines());
+        report.add_sm(s.sm, &s.counters, s.reuse.as_ref());
     }
     report.finish(cfg.cache.lines());
     Ok(report)

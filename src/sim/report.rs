@@ -151,13 +151,7 @@ impl Report {
         }
     }
 
-    pub(super) fn add_sm(
-        &mut self,
-        sm: u32,
-        c: &Counters,
-        reuse: Option<&ReuseTracker>,
-        _lines: u64,
-    ) {
+    pub(super) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseTracker>) {
         self.totals.add(c);
         self.sms.push(SmRow {
             sm,

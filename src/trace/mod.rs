@@ -13,7 +13,7 @@ pub use model::{
     MemSpace, Order, Trace,
 };
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Decodes a row's packed kind/space byte (hot-loop helper for other modules).
 #[inline]
@@ -162,9 +162,4 @@ pub fn write_file(trace: &Trace, path: &Path) -> Result<(), TraceError> {
 /// `.wsb` files are binary.
 pub fn is_binary_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "wsb")
-}
-
-/// A display name for a path.
-pub fn display_name(path: &Path) -> String {
-    PathBuf::from(path).display().to_string()
 }
