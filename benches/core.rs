@@ -150,8 +150,12 @@ fn din(c: &mut Criterion) {
     g.bench_function("parse_64MiB", |b| {
         b.iter(|| {
             black_box(
-                warpscope::trace::din::read(bytes.as_slice(), "bench.din")
-                    .map(|t| t.total_accesses()),
+                warpscope::trace::din::read_sized(
+                    bytes.as_slice(),
+                    "bench.din",
+                    bytes.len() as u64,
+                )
+                .map(|t| t.total_accesses()),
             )
         })
     });

@@ -15,44 +15,17 @@ use super::{Location, TraceError};
 use std::io::BufRead;
 
 /// Reads a Dinero `din` trace.
-pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
-    let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued)
-        .map_err(|e| TraceError::parse(file, Location::Line(0), e.to_string()))?;
-    let insts = [
-        b.instruction("read", None),
-        b.instruction("write", None),
-        b.instruction("ifetch", None),
-        b.instruction("misc", None),
-    ];
+pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+    read_sized(r, file, 0)
+}
+
+/// Reads a Dinero `din` trace whose length in bytes is about `size_hint` (0 if unknown), so
+/// that the columns can be reserved once instead of grown.
+pub fn read_sized<R: BufRead>(mut r: R, file: &str, size_hint: u64) -> Result<Trace, TraceError> {
+    let mut sink = Sink::new(file)?;
+    // A din line is at least 4 bytes ("0 0\n"); typical ones are 10 to 20.
+    sink.b.reserve((size_hint / 12).min(1 << 28) as usize);
     let mut line_no = 0u64;
-    // Each reference is its own dynamic instance, so no two are ever grouped as one warp
-    // instruction.
-    let mut occurrences = [0u32; 4];
-    let mut handle = |line: &[u8], line_no: u64| -> Result<(), TraceError> {
-        match parse_line(line) {
-            Ok(None) => Ok(()),
-            Ok(Some((label, addr, size))) => {
-                let kind = if label == 1 {
-                    AccessKind::Store
-                } else {
-                    AccessKind::Load
-                };
-                let occ = &mut occurrences[label as usize];
-                *occ = occ.wrapping_add(1);
-                b.push(Access {
-                    thread: 0,
-                    inst: insts[label as usize],
-                    dyn_inst: *occ,
-                    addr,
-                    size,
-                    kind,
-                    space: MemSpace::Global,
-                })
-                .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))
-            }
-            Err(msg) => Err(TraceError::parse(file, Location::Line(line_no), msg)),
-        }
-    };
     // Lines are parsed in place in the reader's buffer; only a line split across two
     // buffer fills is copied.
     let mut carry: Vec<u8> = Vec::new();
@@ -61,7 +34,7 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         if buf.is_empty() {
             if !carry.is_empty() {
                 line_no += 1;
-                handle(&carry, line_no)?;
+                sink.line(&carry, line_no)?;
             }
             break;
         }
@@ -71,7 +44,7 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
                 Some(nl) => {
                     carry.extend_from_slice(&buf[..=nl]);
                     line_no += 1;
-                    handle(&carry, line_no)?;
+                    sink.line(&carry, line_no)?;
                     carry.clear();
                     start = nl + 1;
                 }
@@ -83,9 +56,21 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
                 }
             }
         }
-        while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
+        loop {
+            let rest = &buf[start..];
+            // Fast paths: `L ADDRESS\n` and `T ADDRESS SIZE\n`, parsed without searching for
+            // the end of the line; anything else takes the general parser below.
+            if let Some((label, addr, size, used)) = fast_line(rest) {
+                line_no += 1;
+                sink.push(label, addr, size, line_no)?;
+                start += used;
+                continue;
+            }
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                break;
+            };
             line_no += 1;
-            handle(&buf[start..start + nl + 1], line_no)?;
+            sink.line(&rest[..=nl], line_no)?;
             start += nl + 1;
         }
         carry.extend_from_slice(&buf[start..]);
@@ -93,8 +78,96 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         r.consume(n);
     }
     Ok(Trace {
-        kernels: vec![b.finish()],
+        kernels: vec![sink.b.finish()],
     })
+}
+
+/// Parses the two common line shapes exactly (single spaces, newline-terminated); returns
+/// `(label, address, size, bytes consumed)` or `None` to fall back to [`parse_line`].
+#[inline(always)]
+fn fast_line(rest: &[u8]) -> Option<(u8, u64, u16, usize)> {
+    if rest.len() < 4 || rest[1] != b' ' {
+        return None;
+    }
+    let (addr, after) = hex(&rest[2..])?;
+    match rest[0] {
+        b'0'..=b'3' if after.first() == Some(&b'\n') => {
+            Some((rest[0] - b'0', addr & !3, 4, rest.len() - after.len() + 1))
+        }
+        b'r' | b'w' | b'i' | b'm' if after.first() == Some(&b' ') => {
+            let (size, end) = hex(&after[1..])?;
+            if end.first() != Some(&b'\n') || size == 0 || size > u16::MAX as u64 {
+                return None;
+            }
+            let label = match rest[0] {
+                b'r' => 0,
+                b'w' => 1,
+                b'i' => 2,
+                _ => 3,
+            };
+            Some((label, addr, size as u16, rest.len() - end.len() + 1))
+        }
+        _ => None,
+    }
+}
+
+/// Collects references into the single kernel of a din trace.
+struct Sink<'a> {
+    b: KernelBuilder,
+    insts: [u32; 4],
+    /// Each reference is its own dynamic instance, so no two are grouped as one warp instruction.
+    occurrences: [u32; 4],
+    file: &'a str,
+}
+
+impl<'a> Sink<'a> {
+    fn new(file: &'a str) -> Result<Self, TraceError> {
+        let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued)
+            .map_err(|e| TraceError::parse(file, Location::Line(0), e.to_string()))?;
+        let insts = [
+            b.instruction("read", None),
+            b.instruction("write", None),
+            b.instruction("ifetch", None),
+            b.instruction("misc", None),
+        ];
+        Ok(Sink {
+            b,
+            insts,
+            occurrences: [0; 4],
+            file,
+        })
+    }
+
+    #[inline]
+    fn push(&mut self, label: u8, addr: u64, size: u16, line_no: u64) -> Result<(), TraceError> {
+        let kind = if label == 1 {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
+        };
+        let occ = &mut self.occurrences[label as usize];
+        *occ = occ.wrapping_add(1);
+        let access = Access {
+            thread: 0,
+            inst: self.insts[label as usize],
+            dyn_inst: *occ,
+            addr,
+            size,
+            kind,
+            space: MemSpace::Global,
+        };
+        self.b
+            .push(access)
+            .map_err(|e| TraceError::parse(self.file, Location::Line(line_no), e.to_string()))
+    }
+
+    fn line(&mut self, line: &[u8], line_no: u64) -> Result<(), TraceError> {
+        match parse_line(line) {
+            Ok(None) => Ok(()),
+            Ok(Some((label, addr, size))) => self.push(label, addr, size, line_no),
+            Err(msg) => Err(TraceError::parse(self.file, Location::Line(line_no), msg)),
+        }
+    }
 }
 
 /// Hex digit values; 0xff for anything else.
@@ -240,6 +313,25 @@ fn field(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn fast_paths_agree_with_the_general_parser(
+            lines in proptest::collection::vec((0u8..8, proptest::num::u64::ANY, 1u16..300, proptest::bool::ANY), 1..60),
+        ) {
+            for (kind, addr, size, prefix) in lines {
+                let a = if prefix { format!("0x{addr:x}") } else { format!("{addr:x}") };
+                let line = match kind {
+                    0..=3 => format!("{kind} {a}\n"),
+                    _ => format!("{} {a} {size:x}\n", ["r", "w", "i", "m"][kind as usize - 4]),
+                };
+                let general = parse_line_slow(line.as_bytes()).unwrap().unwrap();
+                let (l, ad, sz, used) = fast_line(line.as_bytes()).unwrap();
+                proptest::prop_assert_eq!((l, ad, sz), general);
+                proptest::prop_assert_eq!(used, line.len());
+            }
+        }
+    }
 
     #[test]
     fn lines_split_across_buffer_fills_parse_the_same() {

@@ -118,6 +118,7 @@ pub fn read_file(path: &Path, format: Option<Format>) -> Result<(Trace, Format),
     use std::io::Read;
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let format = match format {
         Some(f) => f,
@@ -130,17 +131,22 @@ pub fn read_file(path: &Path, format: Option<Format>) -> Result<(Trace, Format),
             let f = Format::detect(&head);
             let rest = reader;
             let chained = std::io::Cursor::new(head).chain(rest);
-            return read_with(std::io::BufReader::new(chained), &name, f).map(|t| (t, f));
+            return read_with(std::io::BufReader::new(chained), &name, f, size).map(|t| (t, f));
         }
     };
-    read_with(reader, &name, format).map(|t| (t, format))
+    read_with(reader, &name, format, size).map(|t| (t, format))
 }
 
-fn read_with<R: std::io::BufRead>(r: R, name: &str, format: Format) -> Result<Trace, TraceError> {
+fn read_with<R: std::io::BufRead>(
+    r: R,
+    name: &str,
+    format: Format,
+    size: u64,
+) -> Result<Trace, TraceError> {
     match format {
         Format::Text => text::read(r, name),
         Format::Binary => binary::read(r, name),
-        Format::Din => din::read(r, name),
+        Format::Din => din::read_sized(r, name, size),
     }
 }
 
