@@ -42,6 +42,9 @@ pub struct Coalescer {
     /// Per pending line: byte mask (lines up to 128 B) or byte sum.
     bytes: Vec<u128>,
     scratch: Vec<(u64, u32)>,
+    /// Sizes of `scratch`'s accesses, loaded in the same pass as their addresses so that the
+    /// (scattered) loads overlap.
+    sizes: Vec<u16>,
 }
 
 impl Coalescer {
@@ -59,6 +62,7 @@ impl Coalescer {
             },
             bytes: Vec::new(),
             scratch: Vec::new(),
+            sizes: Vec::new(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Coalescer {
         let mut used = 0;
         let mut write = false;
         self.scratch.clear();
+        self.sizes.clear();
         for &r in rows {
             let r = r as usize;
             let flags = cols.flags[r];
@@ -81,6 +86,7 @@ impl Coalescer {
             used += 1;
             write = kind.is_write();
             self.scratch.push((cols.addr[r], r as u32));
+            self.sizes.push(cols.size[r]);
         }
         if self.scratch.is_empty() {
             return 0;
@@ -95,21 +101,16 @@ impl Coalescer {
             Coalescing::Line | Coalescing::Sector => {
                 let sector_mode = self.mode == Coalescing::Sector;
                 for i in 0..self.scratch.len() {
-                    let (addr, r) = self.scratch[i];
-                    let size = cols.size[r as usize] as u64;
-                    let mut pieces: [Option<Coalesced>; 4] = [None; 4];
-                    let mut n = 0;
-                    let mut extra = Vec::new();
-                    self.split(addr, size, write, |c| {
-                        if n < 4 {
-                            pieces[n] = Some(c);
-                            n += 1
-                        } else {
-                            extra.push(c)
-                        }
-                    });
-                    for c in pieces.into_iter().flatten().chain(extra) {
-                        self.merge_line(out, c, addr, size);
+                    let addr = self.scratch[i].0;
+                    let end = addr + (self.sizes[i] as u64).max(1);
+                    let mut a = addr;
+                    // Usually one iteration: the access lies within one line.
+                    while a < end {
+                        let line = a >> self.line_shift;
+                        let base = line << self.line_shift;
+                        let e = end.min(base + self.g.line_bytes as u64);
+                        self.merge_line(out, line, write, a - base, e - a);
+                        a = e;
                     }
                 }
                 for (i, c) in out.iter_mut().enumerate() {
@@ -175,30 +176,41 @@ impl Coalescer {
         }
     }
 
-    fn merge_line(&mut self, out: &mut Vec<Coalesced>, c: Coalesced, addr: u64, size: u64) {
-        let line_base = c.request.line << self.line_shift;
-        let lo = addr.max(line_base) - line_base;
-        let hi = (addr + size).min(line_base + self.g.line_bytes as u64) - line_base;
+    /// Adds `len` bytes at offset `off` of `line` to the request for that line (searched from
+    /// the most recent, which is almost always the one).
+    #[inline]
+    fn merge_line(&mut self, out: &mut Vec<Coalesced>, line: u64, write: bool, off: u64, len: u64) {
+        let sectors = sector_range(
+            (off >> self.sector_shift) as u32,
+            ((off + len - 1) >> self.sector_shift) as u32,
+        );
         let contribution: u128 = if self.g.line_bytes <= 128 {
-            let n = hi - lo;
-            let ones = if n >= 128 {
+            let ones = if len >= 128 {
                 u128::MAX
             } else {
-                (1u128 << n) - 1
+                (1u128 << len) - 1
             };
-            ones << lo
+            ones << off
         } else {
-            (hi - lo) as u128
+            len as u128
         };
-        if let Some(i) = out.iter().position(|o| o.request.line == c.request.line) {
-            out[i].request.sectors |= c.request.sectors;
+        if let Some(i) = out.iter().rposition(|o| o.request.line == line) {
+            out[i].request.sectors |= sectors;
             if self.g.line_bytes <= 128 {
                 self.bytes[i] |= contribution;
             } else {
                 self.bytes[i] += contribution;
             }
         } else {
-            out.push(c);
+            out.push(Coalesced {
+                request: Request {
+                    line,
+                    sectors,
+                    write,
+                    bytes: 0,
+                },
+                transactions: 1,
+            });
             self.bytes.push(contribution);
         }
     }
