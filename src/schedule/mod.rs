@@ -358,8 +358,7 @@ impl ThreadSched {
             states[w as usize] == READY
         })?;
         let (cta, w) = (gw / self.wpc, gw % self.wpc);
-        self.exec(k, cta, w, rows);
-        let st = self.state_of(k, cta, w);
+        let st = self.exec(k, cta, w, rows);
         self.set_state(cta, w, st, sm);
         if st != READY {
             self.settle(k, cta, sm);
@@ -373,7 +372,8 @@ impl ThreadSched {
 
     /// Issues the warp's next instruction: the smallest (instruction, instance) among its
     /// threads' next non-barrier rows, for every thread that has it.
-    fn exec(&mut self, k: &Kernel, cta: u32, w: u32, rows: &mut Vec<u32>) {
+    /// Returns the warp's state afterwards (computed in the same pass).
+    fn exec(&mut self, k: &Kernel, cta: u32, w: u32, rows: &mut Vec<u32>) -> u8 {
         let (t0, t1) = self.warp_threads(cta, w);
         let c = k.columns();
         let mut best = u64::MAX;
@@ -383,15 +383,29 @@ impl ThreadSched {
                 best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
             }
         }
+        let (mut live, mut ready) = (false, false);
         for t in t0..t1 {
-            let r = self.cursor[t] as usize;
-            if r < self.end[t] as usize
+            let mut r = self.cursor[t] as usize;
+            let end = self.end[t] as usize;
+            if r < end
                 && c.flags[r] & 0x1f != BARRIER_CODE
                 && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
             {
                 rows.push(r as u32);
-                self.cursor[t] += 1;
+                r += 1;
+                self.cursor[t] = r as u32;
             }
+            if r < end {
+                live = true;
+                ready |= c.flags[r] & 0x1f != BARRIER_CODE;
+            }
+        }
+        if ready {
+            READY
+        } else if live {
+            BARRIER
+        } else {
+            DONE
         }
     }
 }
