@@ -8,7 +8,7 @@
 use criterion::{criterion_group, Criterion, Throughput};
 use std::hint::black_box;
 use warpscope::cache::{CacheModel, Request};
-use warpscope::config::{preset, CacheConfig, Replacement, SetIndex, WritePolicy};
+use warpscope::config::{preset, CacheConfig};
 use warpscope::reuse::ReuseTracker;
 use warpscope::rng::Rng;
 
@@ -64,15 +64,8 @@ fn kernel_requests() -> Vec<Request> {
 
 fn cache(c: &mut Criterion) {
     let reqs = request_stream(2_000_000);
-    let cfg = CacheConfig {
-        size_bytes: 16 * 1024,
-        line_bytes: 128,
-        ways: 4,
-        sector_bytes: 128,
-        set_index: SetIndex::Modulo,
-        replacement: Replacement::Lru,
-        write_policy: WritePolicy::Wtna,
-    };
+    // 16 KB, 4-way, 128-byte lines, modulo, LRU, write-through no-allocate.
+    let cfg = CacheConfig::default();
     let kernel = kernel_requests();
     let mut g = c.benchmark_group("cache");
     g.sample_size(20);

@@ -48,24 +48,23 @@ fn sim_json_of_every_builtin_kernel_on_fermi_16k() {
     }
 }
 
+/// The din sample on a 128-byte direct-mapped cache of 64-byte lines.
+const DIN_SMALL: &[&str] = &[
+    "sim",
+    "--trace",
+    "sample-traces/dinero-small.din",
+    "--cache-size",
+    "128",
+    "--line-size",
+    "64",
+    "--ways",
+    "1",
+    "--json",
+];
+
 #[test]
 fn sim_json_of_the_dinero_sample() {
-    let v = json(&[
-        "sim",
-        "--trace",
-        "sample-traces/dinero-small.din",
-        "--format",
-        "din",
-        "--cache-size",
-        "128",
-        "--line-size",
-        "64",
-        "--ways",
-        "1",
-        "--write-policy",
-        "wbwa",
-        "--json",
-    ]);
+    let v = json(&[DIN_SMALL, &["--format", "din", "--write-policy", "wbwa"]].concat());
     insta::assert_json_snapshot!("sim_dinero_small", v);
 }
 
@@ -73,18 +72,7 @@ fn sim_json_of_the_dinero_sample() {
 fn dinero_sample_counts_by_hand() {
     // 128 B of 64-byte lines, direct mapped (2 sets). Lines in order:
     // 0x40 0x40(hit) 0x80(w) 0x41 0x42 0x81(w) 0xc0 0x40(capacity) 0x100 0x41(hit) 0x140 0x40(capacity).
-    let v = json(&[
-        "sim",
-        "--trace",
-        "sample-traces/dinero-small.din",
-        "--cache-size",
-        "128",
-        "--line-size",
-        "64",
-        "--ways",
-        "1",
-        "--json",
-    ]);
+    let v = json(DIN_SMALL);
     assert_eq!(v["requests"], 12);
     assert_eq!(v["writes"], 2);
     assert_eq!(v["reads"], 10);

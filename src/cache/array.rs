@@ -70,12 +70,6 @@ impl CacheArray {
         self.tags[base..base + n].iter().position(|&t| t == tag)
     }
 
-    /// True when `line` is present with all of `sectors` valid (no state change).
-    pub fn contains(&self, set: usize, line: u64, sectors: u32) -> bool {
-        self.find(set, line)
-            .is_some_and(|w| self.valid[set * self.ways + w] & sectors == sectors)
-    }
-
     /// One access. `allocate` says whether a missing line is brought in (false only for a
     /// write without write-allocate); `dirty` marks the written sectors dirty (write-back).
     #[inline]

@@ -558,29 +558,6 @@ impl KernelBuilder {
         self.cols.push(&a);
         Ok(())
     }
-    /// Convenience for generators: thread given as (CTA, thread index).
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_at(
-        &mut self,
-        cta: Dim3,
-        tid: Dim3,
-        inst: u32,
-        dyn_inst: u32,
-        kind: AccessKind,
-        addr: u64,
-        size: u16,
-    ) -> Result<(), BuildError> {
-        let thread = self.grid.linear(cta) * self.block.count() + self.block.linear(tid);
-        self.push(Access {
-            thread: thread.min(u32::MAX as u64) as u32,
-            inst,
-            dyn_inst,
-            addr,
-            size,
-            kind,
-            space: MemSpace::Global,
-        })
-    }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
