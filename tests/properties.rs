@@ -131,6 +131,17 @@ proptest! {
     }
 
     #[test]
+    fn long_reuse_distances_equal_a_literal_lru_stack(
+        lines in prop::collection::vec(0u64..2500, 3000..6000), sweep in 0usize..3000,
+    ) {
+        // A sweep first so that reuses reach thousands of positions back (the counted levels
+        // of the tracker, not only its recent-word path).
+        let mut all: Vec<u64> = (0..sweep as u64).map(|l| l * 7 % 2500).collect();
+        all.extend(lines);
+        prop_assert_eq!(reuse::distances(&all), stack_distances(&all));
+    }
+
+    #[test]
     fn fully_associative_lru_misses_exactly_when_distance_reaches_capacity(
         lines in prop::collection::vec(0u64..40, 1..300), n in 1u32..24,
     ) {

@@ -1,14 +1,14 @@
 //! Exact reuse distances at line granularity (seed 001 §3.3): the number of distinct lines
 //! referenced between two uses of a line, for the whole cache and per set.
 //!
-//! One pass, O(log N) per request: every line keeps one mark at the time of its last use in a
-//! Fenwick tree; the distance of a reuse is the number of marks after the previous use.
+//! One pass, O(log N) per request: every line keeps one mark at the time of its last use (see
+//! [`Marks`]); the distance of a reuse is the number of marks after the previous use.
 //! A fully associative LRU cache of `n` lines hits exactly when the distance is `< n`, so the
 //! histogram gives the miss-rate curve for every capacity at once.
 
-mod fenwick;
+mod marks;
 
-pub use fenwick::Fenwick;
+pub use marks::Marks;
 
 use crate::linemap::LineMap;
 
@@ -17,24 +17,25 @@ use serde::{Deserialize, Serialize};
 /// One LRU stack (whole cache or one set).
 #[derive(Clone, Debug, Default)]
 struct Stack {
-    marks: Fenwick,
+    marks: Marks,
     distinct: u64,
 }
 
 impl Stack {
-    /// Returns the distance for a use whose previous use was at `prev` (0 = never), and the new
-    /// time position of this use.
+    /// Returns the distance for a use whose previous use was at time `prev` (0 = never), and
+    /// the time of this use (its mark's position + 1).
     #[inline]
     fn reuse(&mut self, prev: u32) -> (Option<u64>, u32) {
         let d = if prev == 0 {
             self.distinct += 1;
             None
         } else {
-            let d = self.distinct - self.marks.prefix(prev as usize);
-            self.marks.decrement(prev as usize);
+            let pos = prev as usize - 1;
+            let d = self.marks.count_after(pos);
+            self.marks.remove(pos);
             Some(d)
         };
-        let t = self.marks.push(1) as u32;
+        let t = self.marks.push() as u32 + 1;
         (d, t)
     }
 }
@@ -132,7 +133,12 @@ pub struct ReuseTracker {
 impl ReuseTracker {
     pub fn new(sets: usize) -> Self {
         ReuseTracker {
-            sets: vec![Stack::default(); sets.max(1)],
+            // With one set the set's stack is the whole cache's: keep none.
+            sets: if sets > 1 {
+                vec![Stack::default(); sets]
+            } else {
+                Vec::new()
+            },
             ..Default::default()
         }
     }
