@@ -387,8 +387,59 @@ impl Default for GpuConfig {
     }
 }
 
+/// The GPU timing model of seed 001 §4.2-4.7 (see `docs/model.md`, "Timing mode").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimingConfig {
+    /// Time steps from issue to effect for a hit (the pipeline latency).
+    pub hit_latency: u32,
+    /// Minimum miss latency λmin.
+    pub miss_latency: u32,
+    /// σ of the half-normal part of the miss latency: λmin + |N(0, σ²)|, rounded.
+    pub miss_latency_stddev: f64,
+    /// MSHRs per SM (lines in flight); 0 = unlimited.
+    pub mshrs: u32,
+    /// MSHRs one warp may hold; 0 = no per-warp limit.
+    pub mshrs_per_warp: u32,
+    /// A request for a line in flight takes effect when that line arrives (§4.2 clipping).
+    pub clip: bool,
+    /// A warp re-enters the queue only when its requests' latency has passed (§4.5); off,
+    /// it goes straight to the back of the queue (plain round-robin, as in tables 3-5).
+    pub warp_delay: bool,
+    /// Also run the comparison models (fully associative, zero latency, unlimited MSHRs)
+    /// that split the misses into five classes.
+    pub classify: bool,
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        TimingConfig {
+            hit_latency: 0,
+            miss_latency: 100,
+            miss_latency_stddev: 5.0,
+            mshrs: 64,
+            mshrs_per_warp: 0,
+            clip: true,
+            warp_delay: true,
+            classify: true,
+        }
+    }
+}
+
+impl TimingConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.miss_latency_stddev.is_finite() && self.miss_latency_stddev >= 0.0) {
+            return Err(format!(
+                "miss latency standard deviation {} must be a finite number >= 0",
+                self.miss_latency_stddev
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Everything one simulation needs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SimConfig {
     pub cache: CacheConfig,
@@ -399,6 +450,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Compute exact reuse distances and miss-rate curves (costs some speed).
     pub reuse: bool,
+    /// The timing model (`None`: requests take effect in issue order, no latencies).
+    pub timing: Option<TimingConfig>,
 }
 
 impl Default for SimConfig {
@@ -410,6 +463,7 @@ impl Default for SimConfig {
             gpu: GpuConfig::default(),
             seed: 1,
             reuse: true,
+            timing: None,
         }
     }
 }
@@ -417,6 +471,12 @@ impl Default for SimConfig {
 impl SimConfig {
     pub fn validate(&self) -> Result<(), String> {
         self.cache.validate()?;
+        if let Some(t) = &self.timing {
+            t.validate()?;
+            if self.cache.replacement != Replacement::Lru {
+                return Err("the timing model is a reuse-distance (LRU stack) model: it needs --replacement lru".into());
+            }
+        }
         if self.schedule.warp_size == 0 {
             return Err("warp size must be at least 1".into());
         }
@@ -450,7 +510,7 @@ pub struct Preset {
     pub description: &'static str,
 }
 
-pub const PRESETS: [Preset; 6] = [
+pub const PRESETS: [Preset; 8] = [
     Preset {
         name: "fermi-16k",
         description: "Fermi GTX470/480 L1, 16 KB, 4-way, 128 B lines, XOR set hash",
@@ -458,6 +518,14 @@ pub const PRESETS: [Preset; 6] = [
     Preset {
         name: "fermi-48k",
         description: "Fermi GTX470/480 L1, 48 KB, 6-way, 128 B lines, XOR set hash",
+    },
+    Preset {
+        name: "gtx470-16k",
+        description: "Seed 001's GTX470 model: fermi-16k plus the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
+    },
+    Preset {
+        name: "gtx470-48k",
+        description: "Seed 001's GTX470 model: fermi-48k plus the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
     },
     Preset {
         name: "kepler",
@@ -500,8 +568,12 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
         };
     };
     match name {
-        "fermi-16k" | "fermi-48k" => {
-            let big = name == "fermi-48k";
+        "fermi-16k" | "fermi-48k" | "gtx470-16k" | "gtx470-48k" => {
+            let big = name.ends_with("48k");
+            if name.starts_with("gtx470") {
+                // Seed 001 §5-6: 64 MSHRs, λmin 100, σ 5, hit latency 0, one SM simulated.
+                c.timing = Some(TimingConfig::default());
+            }
             c.cache = CacheConfig {
                 size_bytes: if big { 48 * 1024 } else { 16 * 1024 },
                 line_bytes: 128,

@@ -7,7 +7,8 @@
 //! 4. [`coalesce`]: one warp instruction's accesses into cache requests;
 //! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
 //! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
-//! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`.
+//! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
+//! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes).
 //!
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
 //! from the seed in the configuration.
@@ -21,4 +22,5 @@ pub mod reuse;
 pub mod rng;
 pub mod schedule;
 pub mod sim;
+pub mod timing;
 pub mod trace;

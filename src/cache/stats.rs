@@ -21,16 +21,28 @@ impl MissClass {
     }
 }
 
+/// Misses by class. `latency` and `mshr` are only non-zero in timing mode (seed 001 §6.1):
+/// misses because the line was still in flight, and because MSHR stalls changed the order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MissClasses {
     pub compulsory: u64,
     pub capacity: u64,
     pub conflict: u64,
+    pub latency: u64,
+    pub mshr: u64,
 }
 
 impl MissClasses {
     pub fn total(&self) -> u64 {
-        self.compulsory + self.capacity + self.conflict
+        self.compulsory + self.capacity + self.conflict + self.latency + self.mshr
+    }
+
+    pub fn add(&mut self, o: &MissClasses) {
+        self.compulsory += o.compulsory;
+        self.capacity += o.capacity;
+        self.conflict += o.conflict;
+        self.latency += o.latency;
+        self.mshr += o.mshr;
     }
 }
 
@@ -97,9 +109,7 @@ impl Counters {
         self.bytes_to_memory += o.bytes_to_memory;
         self.requests += o.requests;
         self.transactions += o.transactions;
-        self.miss_classes.compulsory += o.miss_classes.compulsory;
-        self.miss_classes.capacity += o.miss_classes.capacity;
-        self.miss_classes.conflict += o.miss_classes.conflict;
+        self.miss_classes.add(&o.miss_classes);
     }
 
     /// Misses per request (0 when there were no requests).

@@ -46,7 +46,8 @@ pub struct InputArgs {
 /// Model configuration flags; every flag overrides the preset.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConfigArgs {
-    /// Start from a preset: fermi-16k, fermi-48k, kepler, volta, ampere, hopper.
+    /// Start from a preset: fermi-16k, fermi-48k, gtx470-16k, gtx470-48k (timing model),
+    /// kepler, volta, ampere, hopper.
     #[arg(long)]
     pub preset: Option<String>,
     /// Load a configuration file (JSON, as printed under "config" by --json).
@@ -112,6 +113,33 @@ pub struct ConfigArgs {
     /// Skip reuse-distance analysis (faster).
     #[arg(long)]
     pub no_reuse: bool,
+    /// Use the GPU timing model (seed 001 §4.2-4.7: latencies, MSHRs, warp queue).
+    #[arg(long)]
+    pub timing: bool,
+    /// Timing: steps from issue to effect for a hit.
+    #[arg(long)]
+    pub hit_latency: Option<String>,
+    /// Timing: minimum miss latency λmin.
+    #[arg(long)]
+    pub miss_latency: Option<String>,
+    /// Timing: σ of the half-normal part of the miss latency (0 = fixed latency).
+    #[arg(long)]
+    pub miss_latency_stddev: Option<String>,
+    /// Timing: MSHRs per SM (0 = unlimited).
+    #[arg(long)]
+    pub mshrs: Option<String>,
+    /// Timing: MSHRs one warp may hold (0 = no limit).
+    #[arg(long)]
+    pub mshrs_per_warp: Option<String>,
+    /// Timing: on|off, requests for a line in flight take effect when it arrives.
+    #[arg(long)]
+    pub clip: Option<String>,
+    /// Timing: on|off, warps wait for their requests' latency before issuing again.
+    #[arg(long)]
+    pub warp_delay: Option<String>,
+    /// Timing: on|off, run the comparison models that give the five miss classes.
+    #[arg(long)]
+    pub classify: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -4,7 +4,8 @@
 use super::args::{ConfigArgs, InputArgs};
 use anyhow::{bail, Context, Result};
 use warpscope::config::{
-    self, Coalescing, IssuePolicy, Replacement, SetIndex, SimConfig, SmSelection, WritePolicy,
+    self, Coalescing, IssuePolicy, Replacement, SetIndex, SimConfig, SmSelection, TimingConfig,
+    WritePolicy,
 };
 use warpscope::trace::{self, Format, Trace};
 
@@ -62,6 +63,19 @@ fn number(key: &str, v: &str) -> Result<u32, String> {
         .map_err(|_| format!("{key}: expected a whole number, found `{v}`"))
 }
 
+fn on_off(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("{key}: expected on or off, found `{v}`")),
+    }
+}
+
+/// The timing section, switched on with its defaults if it was off.
+fn timing(c: &mut SimConfig) -> &mut TimingConfig {
+    c.timing.get_or_insert_with(TimingConfig::default)
+}
+
 /// Sets one configuration key (flag name without `--`).
 pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
     match key {
@@ -95,6 +109,21 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
                 .map_err(|_| format!("seed: expected a number, found `{v}`"))?
         }
         "preset" => *c = config::preset(v)?,
+        "timing" => c.timing = on_off(key, v)?.then(TimingConfig::default),
+        "hit-latency" => timing(c).hit_latency = number(key, v)?,
+        "miss-latency" => timing(c).miss_latency = number(key, v)?,
+        "miss-latency-stddev" => {
+            timing(c).miss_latency_stddev = v
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| format!("{key}: expected a number >= 0, found `{v}`"))?
+        }
+        "mshrs" => timing(c).mshrs = number(key, v)?,
+        "mshrs-per-warp" => timing(c).mshrs_per_warp = number(key, v)?,
+        "clip" => timing(c).clip = on_off(key, v)?,
+        "warp-delay" => timing(c).warp_delay = on_off(key, v)?,
+        "classify" => timing(c).classify = on_off(key, v)?,
         _ => return Err(format!("unknown parameter `{key}`")),
     }
     Ok(())
@@ -118,7 +147,10 @@ pub fn config(a: &ConfigArgs, format: Option<Format>) -> Result<SimConfig> {
         c.coalescing = Coalescing::None;
         c.schedule.warp_size = 1;
     }
-    let flags: [(&str, &Option<String>); 18] = [
+    if a.timing && c.timing.is_none() {
+        c.timing = Some(TimingConfig::default());
+    }
+    let flags: [(&str, &Option<String>); 26] = [
         ("cache-size", &a.cache_size),
         ("line-size", &a.line_size),
         ("ways", &a.ways),
@@ -137,6 +169,14 @@ pub fn config(a: &ConfigArgs, format: Option<Format>) -> Result<SimConfig> {
         ("max-threads", &a.max_threads),
         ("max-warps", &a.max_warps),
         ("seed", &a.seed),
+        ("hit-latency", &a.hit_latency),
+        ("miss-latency", &a.miss_latency),
+        ("miss-latency-stddev", &a.miss_latency_stddev),
+        ("mshrs", &a.mshrs),
+        ("mshrs-per-warp", &a.mshrs_per_warp),
+        ("clip", &a.clip),
+        ("warp-delay", &a.warp_delay),
+        ("classify", &a.classify),
     ];
     for (key, value) in flags {
         if let Some(v) = value {

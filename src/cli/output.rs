@@ -58,7 +58,7 @@ fn pct(a: u64, b: u64) -> String {
     }
 }
 
-fn counters_block(w: &mut impl Write, c: &Counters) -> std::io::Result<()> {
+fn counters_block(w: &mut impl Write, c: &Counters, timing: bool) -> std::io::Result<()> {
     writeln!(w, "  accesses          {:>12}", c.accesses)?;
     writeln!(
         w,
@@ -79,30 +79,39 @@ fn counters_block(w: &mut impl Write, c: &Counters) -> std::io::Result<()> {
         c.read_misses, c.write_misses
     )?;
     let m = &c.miss_classes;
-    writeln!(
-        w,
-        "    compulsory      {:>12}   {}",
-        m.compulsory,
-        pct(m.compulsory, c.misses)
-    )?;
-    writeln!(
-        w,
-        "    capacity        {:>12}   {}",
-        m.capacity,
-        pct(m.capacity, c.misses)
-    )?;
-    writeln!(
-        w,
-        "    conflict        {:>12}   {}",
-        m.conflict,
-        pct(m.conflict, c.misses)
-    )?;
+    let mut classes = vec![
+        ("compulsory", m.compulsory),
+        ("capacity", m.capacity),
+        ("conflict", m.conflict),
+    ];
+    if timing {
+        classes.extend([("latency", m.latency), ("mshr", m.mshr)]);
+    }
+    for (name, n) in classes {
+        writeln!(w, "    {name:<15} {n:>12}   {}", pct(n, c.misses))?;
+    }
     writeln!(w, "  writebacks        {:>12}", c.writebacks)?;
     writeln!(
         w,
         "  bytes from / to memory  {} / {}",
         c.bytes_from_memory, c.bytes_to_memory
     )
+}
+
+fn limit(v: u32) -> String {
+    if v == 0 {
+        "unlimited".into()
+    } else {
+        v.to_string()
+    }
+}
+
+fn on(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
 }
 
 /// The default readable report.
@@ -126,13 +135,15 @@ pub fn table(w: &mut impl Write, source: &str, r: &Report) -> std::io::Result<()
         c.cache.write_policy.name(),
         c.coalescing.name()
     )?;
+    let policy = if c.timing.is_some() {
+        "FIFO warp queue (timing model)"
+    } else {
+        c.schedule.policy.name()
+    };
     writeln!(
         w,
         "schedule {} (warp size {}), {} SMs, simulated SM(s) {:?}",
-        c.schedule.policy.name(),
-        c.schedule.warp_size,
-        c.gpu.sms,
-        r.simulated_sms
+        policy, c.schedule.warp_size, c.gpu.sms, r.simulated_sms
     )?;
     for k in &r.kernels {
         writeln!(
@@ -141,8 +152,38 @@ pub fn table(w: &mut impl Write, source: &str, r: &Report) -> std::io::Result<()
             k.name, k.grid, k.block, k.rows, k.warp_instructions
         )?;
     }
+    if let Some(t) = &c.timing {
+        writeln!(
+            w,
+            "timing: hit latency {}, miss latency {} + |N(0, {}^2)|, MSHRs {} (per warp {}), clip {}, warp delay {}",
+            t.hit_latency,
+            t.miss_latency,
+            t.miss_latency_stddev,
+            limit(t.mshrs),
+            limit(t.mshrs_per_warp),
+            on(t.clip),
+            on(t.warp_delay)
+        )?;
+    }
     writeln!(w, "\ntotals")?;
-    counters_block(w, &r.totals)?;
+    counters_block(w, &r.totals, c.timing.is_some())?;
+    if let Some(t) = &r.timing {
+        writeln!(w, "\ntiming")?;
+        writeln!(
+            w,
+            "  time steps        {:>12}   idle {}",
+            t.time_steps, t.idle_steps
+        )?;
+        writeln!(
+            w,
+            "  MSHR stalls       {:>12}   (cancelled issues)",
+            t.mshr_stalls
+        )?;
+        writeln!(w, "  lines fetched     {:>12}", t.fills)?;
+        writeln!(w, "  mean latency      {:>12.2}", t.mean_latency)?;
+        let busiest = t.mshr_occupancy.iter().map(|s| s.used).max().unwrap_or(0);
+        writeln!(w, "  peak MSHRs in use {:>12}", busiest)?;
+    }
     if r.sms.len() > 1 {
         writeln!(w, "\nper SM")?;
         for s in &r.sms {

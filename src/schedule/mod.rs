@@ -48,9 +48,85 @@ pub enum ScheduleError {
 /// Threads per hardware warp, the unit of the per-SM warp limit.
 const HW_WARP: u32 = 32;
 
-const READY: u8 = 1;
-const BARRIER: u8 = 2;
-const DONE: u8 = 3;
+/// Warp states: can issue, waits at a CTA barrier, finished.
+pub(crate) const READY: u8 = 1;
+pub(crate) const BARRIER: u8 = 2;
+pub(crate) const DONE: u8 = 3;
+
+/// The threads of one warp: `cursor[t]` is thread `t`'s next row, `end[t]` one past its last.
+pub(crate) struct WarpThreads<'a> {
+    pub cursor: &'a mut [u32],
+    pub end: &'a [u32],
+}
+
+impl WarpThreads<'_> {
+    /// A warp's state from its threads' next rows.
+    pub(crate) fn state(&self, k: &Kernel) -> u8 {
+        let flags = &k.columns().flags;
+        let mut live = false;
+        for (&c, &e) in self.cursor.iter().zip(self.end) {
+            if c < e {
+                live = true;
+                if flags[c as usize] & 0x1f != BARRIER_CODE {
+                    return READY;
+                }
+            }
+        }
+        if live {
+            BARRIER
+        } else {
+            DONE
+        }
+    }
+
+    /// Moves every thread waiting at a barrier past it.
+    pub(crate) fn pass_barrier(&mut self, k: &Kernel) {
+        let flags = &k.columns().flags;
+        for (c, &e) in self.cursor.iter_mut().zip(self.end) {
+            if *c < e && flags[*c as usize] & 0x1f == BARRIER_CODE {
+                *c += 1;
+            }
+        }
+    }
+
+    /// Issues the warp's next instruction: the smallest (instruction, instance) among its
+    /// threads' next non-barrier rows, for every thread that has it. Returns the warp's state
+    /// afterwards (computed in the same pass).
+    pub(crate) fn exec(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> u8 {
+        let c = k.columns();
+        let mut best = u64::MAX;
+        for (&r, &e) in self.cursor.iter().zip(self.end) {
+            let r = r as usize;
+            if r < e as usize && c.flags[r] & 0x1f != BARRIER_CODE {
+                best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
+            }
+        }
+        let (mut live, mut ready) = (false, false);
+        for (cur, &e) in self.cursor.iter_mut().zip(self.end) {
+            let mut r = *cur as usize;
+            let end = e as usize;
+            if r < end
+                && c.flags[r] & 0x1f != BARRIER_CODE
+                && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
+            {
+                rows.push(r as u32);
+                r += 1;
+                *cur = r as u32;
+            }
+            if r < end {
+                live = true;
+                ready |= c.flags[r] & 0x1f != BARRIER_CODE;
+            }
+        }
+        if ready {
+            READY
+        } else if live {
+            BARRIER
+        } else {
+            DONE
+        }
+    }
+}
 
 /// Produces the warp instructions of one kernel in issue order.
 pub struct Scheduler<'k> {
@@ -244,25 +320,17 @@ impl ThreadSched {
         (t0 as usize, t1 as usize)
     }
 
-    /// Computes a warp's state from its threads' next rows.
-    fn state_of(&self, k: &Kernel, cta: u32, w: u32) -> u8 {
+    fn warp(&mut self, cta: u32, w: u32) -> WarpThreads<'_> {
         let (t0, t1) = self.warp_threads(cta, w);
-        let flags = &k.columns().flags;
-        let mut live = false;
-        for t in t0..t1 {
-            let c = self.cursor[t] as usize;
-            if c < self.end[t] as usize {
-                live = true;
-                if flags[c] & 0x1f != BARRIER_CODE {
-                    return READY;
-                }
-            }
+        WarpThreads {
+            cursor: &mut self.cursor[t0..t1],
+            end: &self.end[t0..t1],
         }
-        if live {
-            BARRIER
-        } else {
-            DONE
-        }
+    }
+
+    /// Computes a warp's state from its threads' next rows.
+    fn state_of(&mut self, k: &Kernel, cta: u32, w: u32) -> u8 {
+        self.warp(cta, w).state(k)
     }
 
     fn launch(&mut self, k: &Kernel, cta: u32, sm: usize) {
@@ -309,17 +377,9 @@ impl ThreadSched {
     fn settle(&mut self, k: &Kernel, cta: u32, sm: usize) {
         let ci = cta as usize;
         while self.cta_bar[ci] > 0 && self.cta_bar[ci] + self.cta_done[ci] == self.wpc {
-            let flags = &k.columns().flags;
             for w in 0..self.wpc {
-                if self.warp_state[(cta * self.wpc + w) as usize] != BARRIER {
-                    continue;
-                }
-                let (t0, t1) = self.warp_threads(cta, w);
-                for t in t0..t1 {
-                    let c = self.cursor[t] as usize;
-                    if c < self.end[t] as usize && flags[c] & 0x1f == BARRIER_CODE {
-                        self.cursor[t] += 1;
-                    }
+                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                    self.warp(cta, w).pass_barrier(k);
                 }
             }
             for w in 0..self.wpc {
@@ -370,42 +430,7 @@ impl ThreadSched {
         })
     }
 
-    /// Issues the warp's next instruction: the smallest (instruction, instance) among its
-    /// threads' next non-barrier rows, for every thread that has it.
-    /// Returns the warp's state afterwards (computed in the same pass).
     fn exec(&mut self, k: &Kernel, cta: u32, w: u32, rows: &mut Vec<u32>) -> u8 {
-        let (t0, t1) = self.warp_threads(cta, w);
-        let c = k.columns();
-        let mut best = u64::MAX;
-        for t in t0..t1 {
-            let r = self.cursor[t] as usize;
-            if r < self.end[t] as usize && c.flags[r] & 0x1f != BARRIER_CODE {
-                best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
-            }
-        }
-        let (mut live, mut ready) = (false, false);
-        for t in t0..t1 {
-            let mut r = self.cursor[t] as usize;
-            let end = self.end[t] as usize;
-            if r < end
-                && c.flags[r] & 0x1f != BARRIER_CODE
-                && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
-            {
-                rows.push(r as u32);
-                r += 1;
-                self.cursor[t] = r as u32;
-            }
-            if r < end {
-                live = true;
-                ready |= c.flags[r] & 0x1f != BARRIER_CODE;
-            }
-        }
-        if ready {
-            READY
-        } else if live {
-            BARRIER
-        } else {
-            DONE
-        }
+        self.warp(cta, w).exec(k, rows)
     }
 }

@@ -5,8 +5,12 @@
 //! events go to an [`Observer`], which can stop the run.
 
 mod report;
+mod timed;
 
-pub use report::{CtaRow, InstRow, KernelRow, Report, ReuseReport, SmRow};
+pub use report::{
+    Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport, SmRow,
+    TimingReport, ValueCount,
+};
 
 use crate::cache::{CacheModel, MissClass};
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
@@ -58,6 +62,12 @@ pub enum SimError {
         #[source]
         source: ScheduleError,
     },
+    #[error("kernel `{kernel}`")]
+    Timing {
+        kernel: String,
+        #[source]
+        source: crate::timing::TimingError,
+    },
     #[error("cancelled")]
     Cancelled,
 }
@@ -96,6 +106,9 @@ pub fn run(
     observer: &mut dyn Observer,
 ) -> Result<Report, SimError> {
     cfg.validate().map_err(SimError::Config)?;
+    if let Some(t) = &cfg.timing {
+        return timed::run(cfg, t, trace, observer);
+    }
     let sms = selected_sms(cfg);
     let mut slot_of_sm = vec![usize::MAX; cfg.gpu.sms as usize];
     for (i, &s) in sms.iter().enumerate() {

@@ -5,6 +5,7 @@
 use crate::cache::Counters;
 use crate::config::SimConfig;
 use crate::reuse::{Histogram, LogBin, ReuseTracker};
+use crate::timing::RunCounts;
 use crate::trace::{Dim3, Kernel};
 use serde::Serialize;
 
@@ -23,6 +24,8 @@ pub struct Report {
     pub ctas: Vec<CtaRow>,
     /// Present when reuse tracking is on.
     pub reuse: Option<ReuseReport>,
+    /// Present in timing mode.
+    pub timing: Option<TimingReport>,
     #[serde(skip)]
     whole: Histogram,
     #[serde(skip)]
@@ -80,6 +83,49 @@ pub struct ReuseReport {
     pub miss_rate_curve: Vec<CurvePoint>,
 }
 
+/// What the timing model adds (totals over the simulated SMs of the full run).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TimingReport {
+    /// Time steps the longest-running SM took (one warp instruction per step).
+    pub time_steps: u64,
+    /// Steps in which no warp could issue (all waiting for data or at barriers).
+    pub idle_steps: u64,
+    /// Issue attempts cancelled because no MSHR was free (warp stalls).
+    pub mshr_stalls: u64,
+    /// Lines fetched from memory (misses that took a new MSHR).
+    pub fills: u64,
+    /// Mean steps from issue to effect over all load requests.
+    pub mean_latency: f64,
+    /// Requests per latency (steps from issue to effect).
+    pub latency_histogram: Vec<ValueCount>,
+    /// Issue steps per number of MSHRs in use after the step (index = MSHRs).
+    pub mshr_occupancy_histogram: Vec<u64>,
+    /// MSHRs in use over time on the first simulated SM (evenly spaced samples).
+    pub mshr_occupancy: Vec<OccupancySample>,
+    /// Totals of the full run and of the comparison runs behind the miss classes.
+    pub comparison: Comparison,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct ValueCount {
+    pub value: u64,
+    pub count: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct OccupancySample {
+    pub time: u64,
+    pub used: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Comparison {
+    pub full: RunCounts,
+    pub fully_associative: Option<RunCounts>,
+    pub zero_latency: Option<RunCounts>,
+    pub unlimited_mshrs: Option<RunCounts>,
+}
+
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct CurvePoint {
     pub lines: u64,
@@ -104,6 +150,7 @@ impl Report {
             instructions: Vec::new(),
             ctas: Vec::new(),
             reuse: None,
+            timing: None,
             whole: Histogram::default(),
             in_set: Histogram::default(),
         }
@@ -173,6 +220,20 @@ impl Report {
         }
     }
 
+    /// Adds reuse histograms computed elsewhere (timing mode).
+    pub(super) fn add_histograms(&mut self, whole: &Histogram, in_set: &Histogram, distinct: u64) {
+        merge(&mut self.whole, whole);
+        merge(&mut self.in_set, in_set);
+        let rep = self.reuse.get_or_insert(ReuseReport {
+            histogram: vec![],
+            set_histogram: vec![],
+            infinite: 0,
+            distinct_lines: 0,
+            miss_rate_curve: vec![],
+        });
+        rep.distinct_lines += distinct;
+    }
+
     pub(super) fn finish(&mut self, cache_lines: u64) {
         self.miss_rate = rate(&self.totals);
         if let Some(rep) = &mut self.reuse {
@@ -208,7 +269,7 @@ impl Report {
     }
 }
 
-fn merge(into: &mut Histogram, from: &Histogram) {
+pub(super) fn merge(into: &mut Histogram, from: &Histogram) {
     if into.counts.len() < from.counts.len() {
         into.counts.resize(from.counts.len(), 0);
     }

@@ -1,0 +1,295 @@
+//! The pipeline in timing mode: every simulated SM through the timing model, once per run
+//! (the full model and its comparison runs), then the five miss classes.
+
+use super::report::{Comparison, OccupancySample, TimingReport, ValueCount};
+use super::{selected_sms, Observer, Report, RequestEvent, SimError};
+use crate::cache::Counters;
+use crate::config::{SimConfig, TimingConfig};
+use crate::reuse::Histogram;
+use crate::rng::Rng;
+use crate::timing::{classify, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant};
+use crate::trace::Trace;
+
+struct Adapter<'a> {
+    observer: &'a mut dyn Observer,
+    full: bool,
+    sm: u32,
+    kernel: u32,
+    order: &'a mut u64,
+    rows_before: u64,
+    total: u64,
+}
+
+impl Hooks for Adapter<'_> {
+    fn progress(&mut self, rows: u64) -> bool {
+        self.observer.progress(self.rows_before + rows, self.total)
+    }
+    fn request(&mut self, r: &TimedRequest) {
+        if !self.full || r.status == Status::Cancelled {
+            return;
+        }
+        self.observer.on_request(&RequestEvent {
+            order: *self.order,
+            sm: self.sm,
+            kernel: self.kernel,
+            cta: r.cta,
+            warp: r.warp,
+            inst: r.inst,
+            line: r.line,
+            set: r.set,
+            write: false,
+            hit: r.status == Status::Hit,
+            class: None,
+            reuse_distance: None,
+        });
+        *self.order += 1;
+    }
+}
+
+/// Per-kernel, per-SM results of every run: `runs[v][sm_slot][kernel]`.
+type Runs = Vec<Vec<Vec<KernelRun>>>;
+
+pub(super) fn run(
+    cfg: &SimConfig,
+    t: &TimingConfig,
+    trace: &Trace,
+    observer: &mut dyn Observer,
+) -> Result<Report, SimError> {
+    let sms = selected_sms(cfg);
+    let variants = Variant::all(t);
+    let rows_per_run: u64 = trace.kernels.iter().map(|k| k.len() as u64).sum::<u64>()
+        * sms.len() as u64
+        / cfg.gpu.sms.max(1) as u64;
+    let total = rows_per_run.max(1) * variants.len() as u64;
+    let mut done = 0u64;
+    let mut runs: Runs = Vec::new();
+    let mut full_engines: Vec<Engine> = Vec::new();
+    let mut fa_hist = Histogram::default();
+    for &v in &variants {
+        let (p, fa) = v.params(t);
+        let mut per_sm = Vec::new();
+        for &sm in &sms {
+            let mut e = Engine::new(&cfg.cache, p, fa, Rng::fork(cfg.seed, sm as u64).next_u64());
+            let mut order = 0u64;
+            let mut kernels = Vec::new();
+            for (ki, k) in trace.kernels.iter().enumerate() {
+                let mut hooks = Adapter {
+                    observer: &mut *observer,
+                    full: v == Variant::Full,
+                    sm,
+                    kernel: ki as u32,
+                    order: &mut order,
+                    rows_before: done,
+                    total,
+                };
+                let kr = e
+                    .run_kernel(
+                        k,
+                        sm,
+                        &cfg.gpu,
+                        cfg.schedule.warp_size,
+                        cfg.coalescing,
+                        cfg.cache.sector_bytes,
+                        &mut hooks,
+                    )
+                    .map_err(|err| match err {
+                        crate::timing::TimingError::Cancelled => SimError::Cancelled,
+                        other => SimError::Timing {
+                            kernel: k.name.clone(),
+                            source: other,
+                        },
+                    })?;
+                done += kr.rows;
+                kernels.push(kr);
+            }
+            if v == Variant::FullyAssociative {
+                super::report::merge(&mut fa_hist, &e.stats.set_hist);
+            }
+            if v == Variant::Full {
+                full_engines.push(e);
+            }
+            per_sm.push(kernels);
+        }
+        runs.push(per_sm);
+    }
+    observer.progress(total, total);
+
+    let find = |v: Variant| variants.iter().position(|&x| x == v);
+    let classes = |get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>| {
+        let counts: Vec<Vec<RunCounts>> = variants
+            .iter()
+            .map(|&v| get(&runs[find(v).unwrap_or(0)]))
+            .collect();
+        let n = counts[0].len();
+        (0..n)
+            .map(|i| {
+                if variants.len() == 4 {
+                    classify(&counts[0][i], &counts[1][i], &counts[2][i], &counts[3][i])
+                } else {
+                    Default::default()
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let line_bytes = cfg.cache.line_bytes as u64;
+    let mut report = Report::new(cfg, &sms);
+    let full = &runs[0];
+    // Per kernel: instruction and CTA rows (summed over SMs).
+    for (ki, k) in trace.kernels.iter().enumerate() {
+        let inst_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_inst));
+        let cta_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_cta));
+        let per_inst = sum_rows(full, ki, |kr| &kr.per_inst);
+        let per_cta = sum_rows(full, ki, |kr| &kr.per_cta);
+        let mut insts = vec![Counters::default(); k.instructions.len()];
+        let mut ctas = vec![Counters::default(); k.num_ctas() as usize];
+        for s in full {
+            let kr = &s[ki];
+            for (i, c) in insts.iter_mut().enumerate() {
+                c.accesses += kr.accesses_inst[i];
+                c.transactions += kr.transactions_inst[i];
+                c.writes += kr.stores_inst[i].0;
+                c.bytes_to_memory += kr.stores_inst[i].1;
+            }
+            for (i, c) in ctas.iter_mut().enumerate() {
+                c.accesses += kr.accesses_cta[i];
+                c.transactions += kr.transactions_cta[i];
+                c.writes += kr.stores_cta[i].0;
+                c.bytes_to_memory += kr.stores_cta[i].1;
+            }
+        }
+        for (c, (rc, cl)) in insts.iter_mut().zip(per_inst.iter().zip(&inst_classes)) {
+            fill(c, rc, cl, line_bytes);
+        }
+        for (c, (rc, cl)) in ctas.iter_mut().zip(per_cta.iter().zip(&cta_classes)) {
+            fill(c, rc, cl, line_bytes);
+        }
+        let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
+        let n_sms = cfg.gpu.sms.max(1);
+        report.add_kernel(k, ki, &insts, &ctas, |c| Some(c % n_sms), warp_insts);
+    }
+    // Per SM.
+    let sm_classes = classes(&|r| {
+        r.iter()
+            .map(|s| {
+                let mut t = RunCounts::default();
+                s.iter().for_each(|kr| t.add(&kr.counts));
+                t
+            })
+            .collect()
+    });
+    let mut timing = TimingReport::default();
+    let mut latency_counts: Vec<u64> = Vec::new();
+    let mut set_hist = Histogram::default();
+    for (slot, &sm) in sms.iter().enumerate() {
+        let mut c = Counters::default();
+        let mut rc = RunCounts::default();
+        for kr in &full[slot] {
+            rc.add(&kr.counts);
+            c.accesses += kr.accesses_inst.iter().sum::<u64>();
+            c.transactions += kr.transactions_inst.iter().sum::<u64>();
+            c.writes += kr.stores_inst.iter().map(|s| s.0).sum::<u64>();
+            c.bytes_to_memory += kr.stores_inst.iter().map(|s| s.1).sum::<u64>();
+        }
+        fill(&mut c, &rc, &sm_classes[slot], line_bytes);
+        report.add_sm(sm, &c, None);
+        let st = &full_engines[slot].stats;
+        timing.time_steps = timing.time_steps.max(st.time_steps);
+        timing.idle_steps += st.idle_steps;
+        timing.mshr_stalls += st.mshr_stalls;
+        timing.fills += st.fills;
+        if latency_counts.len() < st.latency_counts.len() {
+            latency_counts.resize(st.latency_counts.len(), 0);
+        }
+        for (a, b) in latency_counts.iter_mut().zip(&st.latency_counts) {
+            *a += b;
+        }
+        let occ = &mut timing.mshr_occupancy_histogram;
+        if occ.len() < st.occupancy_counts.len() {
+            occ.resize(st.occupancy_counts.len(), 0);
+        }
+        for (a, b) in occ.iter_mut().zip(&st.occupancy_counts) {
+            *a += b;
+        }
+        if slot == 0 {
+            timing.mshr_occupancy = st
+                .occupancy_series
+                .iter()
+                .map(|&(time, used)| OccupancySample { time, used })
+                .collect();
+        }
+        super::report::merge(&mut set_hist, &st.set_hist);
+    }
+    let issued: u64 = latency_counts.iter().sum();
+    let lat_sum: u64 = full_engines.iter().map(|e| e.stats.latency_sum).sum();
+    timing.mean_latency = if issued == 0 {
+        0.0
+    } else {
+        (lat_sum as f64 / issued as f64 * 1e3).round() / 1e3
+    };
+    timing.latency_histogram = latency_counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(l, &n)| ValueCount {
+            value: l as u64,
+            count: n,
+        })
+        .collect();
+    let totals = |v: Variant| {
+        find(v).map(|i| {
+            let mut t = RunCounts::default();
+            runs[i].iter().flatten().for_each(|kr| t.add(&kr.counts));
+            t
+        })
+    };
+    timing.comparison = Comparison {
+        full: totals(Variant::Full).unwrap_or_default(),
+        fully_associative: totals(Variant::FullyAssociative),
+        zero_latency: totals(Variant::ZeroLatency),
+        unlimited_mshrs: totals(Variant::UnlimitedMshrs),
+    };
+    // Reuse: whole-cache distances from the fully associative run, set distances from the
+    // full run (both at issue, in each run's own order).
+    if cfg.reuse {
+        let distinct = timing
+            .comparison
+            .zero_latency
+            .map_or(timing.comparison.full.infinite, |z| z.infinite);
+        if find(Variant::FullyAssociative).is_some() {
+            report.add_histograms(&fa_hist, &set_hist, distinct);
+        } else if cfg.cache.sets() == 1 {
+            report.add_histograms(&set_hist, &set_hist, distinct);
+        }
+    }
+    report.timing = Some(timing);
+    report.finish(cfg.cache.lines());
+    Ok(report)
+}
+
+fn sum_rows(
+    per_sm: &[Vec<KernelRun>],
+    ki: usize,
+    get: impl Fn(&KernelRun) -> &Vec<RunCounts>,
+) -> Vec<RunCounts> {
+    let mut out: Vec<RunCounts> = Vec::new();
+    for s in per_sm {
+        let v = get(&s[ki]);
+        if out.len() < v.len() {
+            out.resize(v.len(), RunCounts::default());
+        }
+        for (a, b) in out.iter_mut().zip(v) {
+            a.add(b);
+        }
+    }
+    out
+}
+
+fn fill(c: &mut Counters, rc: &RunCounts, classes: &crate::cache::MissClasses, line_bytes: u64) {
+    c.requests += rc.requests;
+    c.reads += rc.requests;
+    c.misses += rc.misses;
+    c.read_misses += rc.misses;
+    c.hits += rc.requests - rc.misses;
+    c.bytes_from_memory += rc.fills * line_bytes;
+    c.miss_classes = *classes;
+}

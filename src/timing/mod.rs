@@ -1,0 +1,179 @@
+//! The GPU timing model of seed 001 §4.2-4.7, as a mode of the same simulator.
+//!
+//! Time advances one step per issued warp instruction. A request issued at time `t` takes
+//! effect in its set's LRU stack at `t + latency` (hit latency, or λmin + |N(0, σ²)| for a
+//! miss, from the seeded generator). A lookup at `t` sees the effects of earlier steps, plus
+//! the arrival of its own line in this very step (seed 001 tables 3-5 together fix these
+//! two rules). A miss needs an MSHR unless its line is already in flight (then it shares
+//! that entry and, with clipping, takes effect when the line arrives); with none free the
+//! request is not issued and its warp goes to the back of the queue, to retry the rest of
+//! the instruction later. Warps wait in a FIFO; after issuing, a warp rejoins it when its
+//! requests' latency has passed (§4.5). CTA barriers hold a warp until its CTA arrives.
+//!
+//! Each simulated SM runs on its own, with the CTAs `sm, sm + sms, ...` (round-robin over the
+//! SMs), as many resident as its limits allow and the next one started when one finishes.
+//! Only loads are L1 requests: stores and atomics bypass it (Fermi's L1 caches loads only).
+//!
+//! Miss classes (§6.1) come from comparing the full run with three runs that each switch one
+//! extension off; see [`classify`] and `docs/model.md`.
+
+mod engine;
+
+pub use engine::{
+    Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
+};
+
+use crate::cache::MissClasses;
+use crate::config::{SimConfig, TimingConfig};
+use crate::trace::Kernel;
+
+/// The four runs: the full model and the three comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    Full,
+    /// One set holding all the cache's lines.
+    FullyAssociative,
+    /// Hit and miss latency 0.
+    ZeroLatency,
+    /// No MSHR limits.
+    UnlimitedMshrs,
+}
+
+impl Variant {
+    pub fn params(self, t: &TimingConfig) -> (Params, bool) {
+        let mut p = Params::of(t);
+        match self {
+            Variant::Full => (p, false),
+            Variant::FullyAssociative => (p, true),
+            Variant::ZeroLatency => {
+                p.hit_latency = 0;
+                p.miss_latency = 0;
+                p.stddev = 0.0;
+                (p, false)
+            }
+            Variant::UnlimitedMshrs => {
+                p.mshrs = u32::MAX;
+                p.mshrs_per_warp = u32::MAX;
+                (p, false)
+            }
+        }
+    }
+
+    /// The runs a configuration asks for.
+    pub fn all(t: &TimingConfig) -> Vec<Variant> {
+        if t.classify {
+            vec![
+                Variant::Full,
+                Variant::FullyAssociative,
+                Variant::ZeroLatency,
+                Variant::UnlimitedMshrs,
+            ]
+        } else {
+            vec![Variant::Full]
+        }
+    }
+}
+
+/// Splits the full run's misses into five classes (seed 001 §6.1, as its released model
+/// does, without its off-by-one and with the sum kept equal to the misses):
+///
+/// - conflict (associativity) = full misses - fully associative misses;
+/// - latency = full ∞-distance requests - zero-latency ∞-distance requests;
+/// - MSHR = full misses - unlimited-MSHR misses;
+/// - compulsory = zero-latency ∞-distance requests (first uses);
+/// - capacity = the rest.
+///
+/// Negative differences count as 0. If compulsory plus the three differences exceed the
+/// misses, the excess is taken from MSHR, then latency, then conflict.
+pub fn classify(
+    full: &RunCounts,
+    fa: &RunCounts,
+    zero_latency: &RunCounts,
+    unlimited: &RunCounts,
+) -> MissClasses {
+    let m = full.misses;
+    let compulsory = zero_latency.infinite.min(m);
+    let mut conflict = m.saturating_sub(fa.misses);
+    let mut latency = full.infinite.saturating_sub(zero_latency.infinite);
+    let mut mshr = m.saturating_sub(unlimited.misses);
+    let claimed = compulsory + conflict + latency + mshr;
+    let capacity = m.saturating_sub(claimed);
+    let mut excess = claimed.saturating_sub(m);
+    for part in [&mut mshr, &mut latency, &mut conflict] {
+        let take = excess.min(*part);
+        *part -= take;
+        excess -= take;
+    }
+    MissClasses {
+        compulsory,
+        capacity,
+        conflict,
+        latency,
+        mshr,
+    }
+}
+
+/// Runs the full model on one kernel on SM 0 of `cfg` (which must have timing on) and
+/// returns every issue attempt: seed 001's tables 3-5 row by row.
+pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, String> {
+    cfg.validate()?;
+    let t = cfg
+        .timing
+        .as_ref()
+        .ok_or("the configuration has no timing section")?;
+    let (p, fa) = Variant::Full.params(t);
+    let mut e = Engine::new(&cfg.cache, p, fa, cfg.seed);
+    e.log = Some(Vec::new());
+    struct Quiet;
+    impl Hooks for Quiet {}
+    e.run_kernel(
+        k,
+        0,
+        &cfg.gpu,
+        cfg.schedule.warp_size,
+        cfg.coalescing,
+        cfg.cache.sector_bytes,
+        &mut Quiet,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(e.log.take().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rc(misses: u64, infinite: u64) -> RunCounts {
+        RunCounts {
+            requests: 100,
+            misses,
+            infinite,
+            fills: 0,
+        }
+    }
+
+    #[test]
+    fn classes_add_up_to_the_misses() {
+        // 50 misses: 10 first uses (20 ∞ with latency), 5 conflict, 3 MSHR.
+        let c = classify(&rc(50, 20), &rc(45, 20), &rc(40, 10), &rc(47, 20));
+        assert_eq!(
+            c,
+            MissClasses {
+                compulsory: 10,
+                capacity: 22,
+                conflict: 5,
+                latency: 10,
+                mshr: 3
+            }
+        );
+        // Over-claimed: the excess comes off MSHR first, then latency.
+        let c = classify(&rc(20, 15), &rc(15, 15), &rc(10, 8), &rc(10, 15));
+        assert_eq!(c.total(), 20);
+        assert_eq!((c.compulsory, c.capacity, c.conflict), (8, 0, 5));
+        assert_eq!((c.latency, c.mshr), (7, 0));
+        // Comparison runs with more misses than the full one count as 0.
+        let c = classify(&rc(10, 4), &rc(12, 4), &rc(11, 4), &rc(13, 4));
+        assert_eq!(c.total(), 10);
+        assert_eq!((c.compulsory, c.capacity), (4, 6));
+    }
+}
