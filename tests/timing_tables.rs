@@ -136,3 +136,76 @@ fn table5_one_mshr() {
         vec![2, 2, 5, 6]
     );
 }
+
+fn column_copy(threads: u32) -> warpscope::trace::Trace {
+    warpscope::gen::generate(
+        "column-copy",
+        &warpscope::gen::parse_pairs(&[format!("threads={threads}")]).unwrap(),
+    )
+    .unwrap()
+}
+
+/// Load miss rate: the timing model of `preset`, or the same cache with plain round-robin
+/// order and no latencies (the core model; stores never allocate, so reads alone count).
+fn load_miss_rate(threads: u32, timing: bool, fully_associative: bool) -> f64 {
+    let mut c = warpscope::config::preset("gtx470-16k").unwrap();
+    c.gpu.sms = 1;
+    c.reuse = false;
+    if fully_associative {
+        c.cache.ways = 0;
+        c.cache.set_index = warpscope::config::SetIndex::Modulo;
+    }
+    if !timing {
+        c.timing = None;
+    }
+    let r =
+        warpscope::sim::run(&c, &column_copy(threads), &mut warpscope::sim::NoObserver).unwrap();
+    r.totals.read_misses as f64 / r.totals.reads as f64
+}
+
+#[test]
+fn fig3_mshrs_and_latencies_move_the_miss_rate_the_way_the_paper_reports() {
+    // 256-1024 threads: threads that run ahead reuse their own line before others evict it,
+    // so the timing model misses less than the fair round-robin order.
+    for threads in [256, 512, 1024] {
+        let (rr, timed) = (
+            load_miss_rate(threads, false, false),
+            load_miss_rate(threads, true, false),
+        );
+        assert!(timed < rr, "{threads} threads: {timed} vs {rr}");
+    }
+    // 128 threads in 128 lines: round-robin keeps exactly one line per thread; threads that
+    // run ahead evict lines others still use (the paper's explanation), so it misses more.
+    let (rr, timed) = (
+        load_miss_rate(128, false, true),
+        load_miss_rate(128, true, true),
+    );
+    assert!(timed > rr, "{timed} vs {rr}");
+}
+
+#[test]
+fn same_seed_same_result_and_no_randomness_without_variance() {
+    let trace = warpscope::gen::generate(
+        "matmul",
+        &warpscope::gen::parse_pairs(&["n=64".to_string()]).unwrap(),
+    )
+    .unwrap();
+    let run = |seed: u64, stddev: f64| {
+        let mut c = warpscope::config::preset("gtx470-16k").unwrap();
+        c.seed = seed;
+        c.timing.as_mut().unwrap().miss_latency_stddev = stddev;
+        let r = warpscope::sim::run(&c, &trace, &mut warpscope::sim::NoObserver).unwrap();
+        (r.totals, r.timing.unwrap().latency_histogram)
+    };
+    assert_eq!(run(7, 5.0), run(7, 5.0));
+    assert_ne!(
+        run(7, 5.0).1,
+        run(8, 5.0).1,
+        "σ = 5 draws latencies from the seed"
+    );
+    assert_eq!(run(7, 0.0), run(8, 0.0));
+    // The five classes add up to the misses.
+    let (t, _) = run(7, 5.0);
+    assert_eq!(t.miss_classes.total(), t.misses);
+    assert!(t.miss_classes.latency > 0);
+}

@@ -10,8 +10,9 @@ use warpscope::config::{
 use warpscope::trace::{self, Format, Trace};
 
 pub fn format(name: &str) -> Result<Format> {
-    Format::from_name(name)
-        .with_context(|| format!("unknown trace format `{name}`: expected text, binary or din"))
+    Format::from_name(name).with_context(|| {
+        format!("unknown trace format `{name}`: expected text, binary, din or nugteren")
+    })
 }
 
 /// Loads the trace named by the input flags; returns it, a display name and its format.

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod din;
 mod model;
+pub mod nugteren;
 pub mod text;
 
 pub use model::{
@@ -82,6 +83,8 @@ pub enum Format {
     Binary,
     /// Dinero IV traditional or extended `din` text.
     Din,
+    /// Seed 001's `.trc` format (`blocksize: X Y Z`, then `tid dir addr bytes`).
+    Nugteren,
 }
 
 impl Format {
@@ -90,6 +93,7 @@ impl Format {
             "text" | "wst" => Some(Format::Text),
             "binary" | "wsb" | "native" => Some(Format::Binary),
             "din" => Some(Format::Din),
+            "nugteren" | "trc" => Some(Format::Nugteren),
             _ => None,
         }
     }
@@ -106,6 +110,9 @@ impl Format {
             }
             if t.starts_with("kernel ") {
                 return Format::Text;
+            }
+            if t.starts_with("blocksize:") {
+                return Format::Nugteren;
             }
             return Format::Din;
         }
@@ -147,6 +154,7 @@ fn read_with<R: std::io::BufRead>(
         Format::Text => text::read(r, name),
         Format::Binary => binary::read(r, name),
         Format::Din => din::read_sized(r, name, size),
+        Format::Nugteren => nugteren::read(r, name),
     }
 }
 

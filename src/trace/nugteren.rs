@@ -1,0 +1,183 @@
+//! Seed 001's trace format (the `.trc` files of Nugteren et al.'s released GPU cache model):
+//!
+//! ```text
+//! blocksize: 16 16 1
+//! 0 0 268435456 4
+//! 0 0 268435968 4
+//! 1 1 268436000 4
+//! ```
+//!
+//! After the header, one access per line: `tid dir addr bytes` in decimal, `dir` 0 for a load
+//! and 1 for a store, `tid` a flat global thread id (`block * threads_per_block + local`).
+//! Only the order within a thread is meaningful. The kernel gets a 1-D grid of as many blocks
+//! as the largest thread id needs; a thread's k-th load is instance k of instruction `load`
+//! and its k-th store instance k of instruction `store`, so a warp's k-th loads issue
+//! together, as in the released model.
+
+use std::io::BufRead;
+
+use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::{Location, TraceError};
+
+pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+    let err = |line: u64, msg: String| TraceError::parse(file, Location::Line(line), msg);
+    let mut block: Option<Dim3> = None;
+    let mut rows: Vec<(u32, bool, u64, u16)> = Vec::new();
+    let mut max_tid = 0u32;
+    for (i, line) in r.lines().enumerate() {
+        let n = i as u64 + 1;
+        let line = line.map_err(|e| TraceError::io(file, e))?;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let Some(b) = block else {
+            let dims = t
+                .strip_prefix("blocksize:")
+                .ok_or_else(|| err(n, format!("expected `blocksize: X Y Z`, found `{t}`")))?;
+            let v: Vec<u32> = dims
+                .split_whitespace()
+                .map(|x| x.parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| {
+                    err(
+                        n,
+                        format!("expected three whole numbers after `blocksize:`, found `{dims}`"),
+                    )
+                })?;
+            match v[..] {
+                [x, y, z] if x > 0 && y > 0 && z > 0 => {
+                    block = Some(Dim3 { x, y, z });
+                }
+                _ => {
+                    return Err(err(
+                        n,
+                        format!("expected three block dimensions of at least 1, found `{dims}`"),
+                    ))
+                }
+            }
+            continue;
+        };
+        let f: Vec<&str> = t.split_whitespace().collect();
+        if f.len() != 4 {
+            return Err(err(
+                n,
+                format!(
+                    "expected `tid dir addr bytes` (4 decimal fields), found {} fields",
+                    f.len()
+                ),
+            ));
+        }
+        let tid: u32 = f[0].parse().map_err(|_| {
+            err(
+                n,
+                format!("thread id: expected a whole number, found `{}`", f[0]),
+            )
+        })?;
+        let store = match f[1] {
+            "0" => false,
+            "1" => true,
+            d => {
+                return Err(err(
+                    n,
+                    format!("direction: expected 0 (load) or 1 (store), found `{d}`"),
+                ))
+            }
+        };
+        let addr: u64 = f[2].parse().map_err(|_| {
+            err(
+                n,
+                format!("address: expected a decimal number, found `{}`", f[2]),
+            )
+        })?;
+        let bytes: u16 = f[3].parse().ok().filter(|&b| b > 0).ok_or_else(|| {
+            err(
+                n,
+                format!("size: expected 1 to 65535 bytes, found `{}`", f[3]),
+            )
+        })?;
+        let _ = b;
+        max_tid = max_tid.max(tid);
+        rows.push((tid, store, addr, bytes));
+    }
+    let block = block.ok_or_else(|| err(0, "empty file: expected `blocksize: X Y Z`".into()))?;
+    let tpb = block.count();
+    let blocks = (max_tid as u64 / tpb + 1) as u32;
+    let mut b = KernelBuilder::new("kernel", Dim3::x(blocks), block, Order::PerThread)
+        .map_err(|e| err(0, e.to_string()))?;
+    let load = b.instruction("load", None);
+    let store = b.instruction("store", None);
+    b.reserve(rows.len());
+    // Per-thread occurrence counts of loads and stores.
+    let threads = (blocks as u64 * tpb) as usize;
+    let mut counts = vec![(0u32, 0u32); threads];
+    for (tid, is_store, addr, size) in rows {
+        let c = &mut counts[tid as usize];
+        let (inst, dyn_inst) = if is_store {
+            c.1 += 1;
+            (store, c.1 - 1)
+        } else {
+            c.0 += 1;
+            (load, c.0 - 1)
+        };
+        b.push(Access {
+            thread: tid,
+            inst,
+            dyn_inst,
+            addr,
+            size,
+            kind: if is_store {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            },
+            space: MemSpace::Global,
+        })
+        .map_err(|e| err(0, e.to_string()))?;
+    }
+    Ok(Trace {
+        kernels: vec![b.finish()],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_threads_in_block_major_order() {
+        let text = "blocksize: 2 1 1\n0 0 100 4\n3 0 200 4\n0 1 104 4\n0 0 108 4\n";
+        let t = read(text.as_bytes(), "a.trc").unwrap();
+        let k = &t.kernels[0];
+        assert_eq!(k.num_ctas(), 2);
+        assert_eq!(k.threads_per_cta(), 2);
+        let a: Vec<_> = k.accesses().collect();
+        assert_eq!(a.len(), 4);
+        // Thread 0's rows stay in file order: load 0, store 0, load 1.
+        assert_eq!(
+            a.iter()
+                .filter(|x| x.thread == 0)
+                .map(|x| (x.addr, x.inst, x.dyn_inst))
+                .collect::<Vec<_>>(),
+            vec![(100, 0, 0), (104, 1, 0), (108, 0, 1)]
+        );
+        assert_eq!(a.iter().find(|x| x.thread == 3).map(|x| x.addr), Some(200));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        for (text, line, what) in [
+            ("0 0 1 4\n", 1, "blocksize"),
+            ("blocksize: 2 1\n", 1, "three"),
+            ("blocksize: 2 1 1\n0 0 1\n", 2, "4 decimal fields"),
+            ("blocksize: 2 1 1\n\n0 2 1 4\n", 3, "direction"),
+            ("blocksize: 2 1 1\n0 0 0x10 4\n", 2, "address"),
+            ("blocksize: 2 1 1\n0 0 16 0\n", 2, "size"),
+        ] {
+            let e = read(text.as_bytes(), "bad.trc").unwrap_err().to_string();
+            assert!(e.contains("bad.trc"), "{e}");
+            assert!(e.contains(&format!("line {line}")), "{e}");
+            assert!(e.contains(what), "{e}");
+        }
+    }
+}
