@@ -2,7 +2,8 @@
 //! - set-associative LRU with 3C classification, requests per second;
 //! - exact reuse-distance histogram at 10^7 distinct lines;
 //! - Dinero text trace parsing, bytes per second;
-//! - the whole pipeline on naive 128x128 matrix multiplication;
+//! - the whole pipeline on naive 128x128 matrix multiplication, also in timing mode with
+//!   its comparison runs;
 //! - memory per access of a 10^8-access trace (printed, not timed).
 
 use criterion::{criterion_group, Criterion, Throughput};
@@ -179,6 +180,18 @@ fn pipeline(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver)
+                    .map(|r| r.totals.misses),
+            )
+        })
+    });
+    // The timing model (seed 001) with its three comparison runs, every CTA on the one
+    // simulated SM so that all 4.2 M thread loads go through all four runs.
+    let mut timed = preset("gtx470-16k").expect("preset");
+    timed.gpu.sms = 1;
+    g.bench_function("matmul_128_gtx470_16k_timing_4_runs", |b| {
+        b.iter(|| {
+            black_box(
+                warpscope::sim::run(&timed, &trace, &mut warpscope::sim::NoObserver)
                     .map(|r| r.totals.misses),
             )
         })

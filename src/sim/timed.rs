@@ -7,7 +7,9 @@ use crate::cache::Counters;
 use crate::config::{SimConfig, TimingConfig};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
-use crate::timing::{classify, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant};
+use crate::timing::{
+    classify, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant, WarpStreams,
+};
 use crate::trace::Trace;
 
 struct Adapter<'a> {
@@ -65,6 +67,34 @@ pub(super) fn run(
     let mut runs: Runs = Vec::new();
     let mut full_engines: Vec<Engine> = Vec::new();
     let mut fa_hist = Histogram::default();
+    let n_sms = cfg.gpu.sms.max(1);
+    let mut simulated = vec![false; n_sms as usize];
+    for &sm in &sms {
+        simulated[sm as usize] = true;
+    }
+    let timing_err = |k: &crate::trace::Kernel, err| match err {
+        crate::timing::TimingError::Cancelled => SimError::Cancelled,
+        other => SimError::Timing {
+            kernel: k.name.clone(),
+            source: other,
+        },
+    };
+    // What each warp issues does not depend on timing: build the streams once for all runs.
+    let streams = trace
+        .kernels
+        .iter()
+        .map(|k| {
+            WarpStreams::build(
+                k,
+                (0..k.num_ctas()).filter(|c| simulated[(c % n_sms) as usize]),
+                cfg.schedule.warp_size,
+                cfg.coalescing,
+                &cfg.cache,
+                &cfg.gpu,
+            )
+            .map_err(|e| timing_err(k, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     for &v in &variants {
         let (p, fa) = v.params(t);
         let mut per_sm = Vec::new();
@@ -83,22 +113,8 @@ pub(super) fn run(
                     total,
                 };
                 let kr = e
-                    .run_kernel(
-                        k,
-                        sm,
-                        &cfg.gpu,
-                        cfg.schedule.warp_size,
-                        cfg.coalescing,
-                        cfg.cache.sector_bytes,
-                        &mut hooks,
-                    )
-                    .map_err(|err| match err {
-                        crate::timing::TimingError::Cancelled => SimError::Cancelled,
-                        other => SimError::Timing {
-                            kernel: k.name.clone(),
-                            source: other,
-                        },
-                    })?;
+                    .run_kernel(k, &streams[ki], sm, &cfg.gpu, &mut hooks)
+                    .map_err(|err| timing_err(k, err))?;
                 done += kr.rows;
                 kernels.push(kr);
             }
@@ -164,7 +180,6 @@ pub(super) fn run(
             fill(c, rc, cl, line_bytes);
         }
         let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
-        let n_sms = cfg.gpu.sms.max(1);
         report.add_kernel(k, ki, &insts, &ctas, |c| Some(c % n_sms), warp_insts);
     }
     // Per SM.

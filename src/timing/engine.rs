@@ -11,7 +11,7 @@ use crate::config::{CacheConfig, Coalescing, GpuConfig, TimingConfig};
 use crate::linemap::LineMap;
 use crate::reuse::{Histogram, Marks};
 use crate::rng::Rng;
-use crate::schedule::{WarpThreads, BARRIER, READY};
+use crate::schedule::{WarpThreads, BARRIER, DONE, READY};
 use crate::trace::Kernel;
 
 /// How one issue attempt of a request ended.
@@ -399,38 +399,18 @@ impl Engine {
         }
     }
 
-    /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM. `progress` gets rows done and
-    /// returns `false` to cancel.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM, from the warps' precomputed
+    /// instruction streams.
     pub fn run_kernel(
         &mut self,
         k: &Kernel,
+        streams: &WarpStreams,
         sm: u32,
         gpu: &GpuConfig,
-        warp_size: u32,
-        coalescing: Coalescing,
-        sector_bytes: u32,
         hooks: &mut dyn Hooks,
     ) -> Result<KernelRun, TimingError> {
-        if k.order == crate::trace::Order::Issued {
-            return Err(TimingError::IssuedOrder);
-        }
-        let tpb = k.threads_per_cta().max(1);
-        let ws = warp_size.max(1);
-        let wpc = tpb.div_ceil(ws);
-        let hw_warps = tpb.div_ceil(HW_WARP);
-        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
-            return Err(TimingError::CtaTooLarge {
-                threads: tpb,
-                max_threads: gpu.max_threads_per_sm,
-                max_warps: gpu.max_warps_per_sm,
-            });
-        }
-        let resident_max = gpu
-            .max_ctas_per_sm
-            .min(gpu.max_threads_per_sm / tpb)
-            .min(gpu.max_warps_per_sm / hw_warps)
-            .max(1);
+        let wpc = streams.wpc;
+        let resident_max = streams.resident_max(gpu);
         let n_ctas = k.num_ctas();
         let n_insts = k.instructions.len();
         let mut run = KernelRun {
@@ -446,134 +426,92 @@ impl Engine {
             stores_cta: vec![(0, 0); n_ctas as usize],
             ..Default::default()
         };
-        let starts = k.thread_starts();
-        let threads = k.num_threads() as usize;
-        let mut cursor: Vec<u32> = starts[..threads].to_vec();
-        let end: Vec<u32> = starts[1..].to_vec();
-        let geom = Geometry {
-            line_bytes: self.line_bytes,
-            sector_bytes,
-            warp_size: ws,
-            threads_per_cta: tpb,
-        };
-        let mut coalescer = Coalescer::new(coalescing, geom);
         let sms = gpu.sms.max(1);
         let mut my_ctas = (sm..n_ctas).step_by(sms as usize);
-
         let n_warps = n_ctas as usize * wpc as usize;
+        // Per warp: its next event, and its state once its current instruction completes.
+        let mut pos: Vec<u32> = streams.warp_events.iter().map(|r| r.0).collect();
         let mut deferred = vec![0u8; n_warps];
         let mut cta_bar = vec![0u32; n_ctas as usize];
         let mut cta_done = vec![0u32; n_ctas as usize];
-        let mut replay: FxHashMap<u32, (u32, Vec<Coalesced>)> = FxHashMap::default();
+        // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
+        let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
         let mut fifo: VecDeque<u32> = VecDeque::new();
         let mut delayed: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
         let mut dseq = 0u64;
         let mut resident = 0u32;
-        let mut rows: Vec<u32> = Vec::with_capacity(64);
-        let mut reqs: Vec<Coalesced> = Vec::with_capacity(64);
+        let mut finished;
         let mut since_progress = 0u32;
 
-        let warp_range = |gw: u32| {
-            let (cta, w) = (gw / wpc, gw % wpc);
-            let t0 = (cta * tpb + w * ws) as usize;
-            let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
-            (t0, t1)
+        let state_of = |pos: &[u32], gw: u32| -> u8 {
+            let p = pos[gw as usize];
+            if p >= streams.warp_events[gw as usize].1 {
+                DONE
+            } else if streams.events[p as usize].barrier {
+                BARRIER
+            } else {
+                READY
+            }
         };
-
-        // The warp-level state machine, shared by launches, returns and barrier releases.
-        struct Ctx<'a> {
-            k: &'a Kernel,
-            wpc: u32,
-            cursor: &'a mut Vec<u32>,
-            end: &'a [u32],
-            deferred: &'a mut Vec<u8>,
-            cta_bar: &'a mut Vec<u32>,
-            cta_done: &'a mut Vec<u32>,
-            fifo: &'a mut VecDeque<u32>,
-            resident: &'a mut u32,
-            finished: Vec<u32>,
-        }
-        impl Ctx<'_> {
-            fn warp(&mut self, range: (usize, usize)) -> WarpThreads<'_> {
-                WarpThreads {
-                    cursor: &mut self.cursor[range.0..range.1],
-                    end: &self.end[range.0..range.1],
-                }
-            }
-            /// A warp enters state `st` (after returning from an issue, at launch, or
-            /// after a barrier).
-            fn enter(&mut self, gw: u32, st: u8, range: &dyn Fn(u32) -> (usize, usize)) {
-                let cta = gw / self.wpc;
+        // A warp enters state `st`: queue it, or count it at its CTA's barrier or as done;
+        // release the barrier when the whole CTA has arrived.
+        let mut enter = |gw: u32,
+                         st: u8,
+                         pos: &mut [u32],
+                         deferred: &mut [u8],
+                         fifo: &mut VecDeque<u32>,
+                         resident: &mut u32,
+                         finished: &mut bool| {
+            let mut work = vec![(gw, st)];
+            while let Some((gw, st)) = work.pop() {
+                let cta = (gw / wpc) as usize;
                 match st {
-                    READY => self.fifo.push_back(gw),
-                    BARRIER => {
-                        self.cta_bar[cta as usize] += 1;
-                        self.settle(cta, range);
+                    READY => {
+                        fifo.push_back(gw);
+                        continue;
                     }
-                    _ => {
-                        self.cta_done[cta as usize] += 1;
-                        self.settle(cta, range);
-                    }
+                    BARRIER => cta_bar[cta] += 1,
+                    _ => cta_done[cta] += 1,
                 }
-            }
-            fn settle(&mut self, cta: u32, range: &dyn Fn(u32) -> (usize, usize)) {
-                let c = cta as usize;
-                if self.cta_bar[c] > 0 && self.cta_bar[c] + self.cta_done[c] == self.wpc {
-                    // Every warp arrived: release the barrier.
-                    self.cta_bar[c] = 0;
-                    let mut states = Vec::new();
-                    for w in 0..self.wpc {
-                        let gw = cta * self.wpc + w;
-                        if self.deferred[gw as usize] == BARRIER {
-                            let r = range(gw);
-                            let k = self.k;
-                            let mut wt = self.warp(r);
-                            wt.pass_barrier(k);
-                            let st = wt.state(k);
-                            self.deferred[gw as usize] = st;
-                            states.push((gw, st));
+                if cta_bar[cta] > 0 && cta_bar[cta] + cta_done[cta] == wpc {
+                    cta_bar[cta] = 0;
+                    let before = work.len();
+                    for w in 0..wpc {
+                        let g = cta as u32 * wpc + w;
+                        if deferred[g as usize] == BARRIER {
+                            pos[g as usize] += 1;
+                            let s = state_of(pos, g);
+                            deferred[g as usize] = s;
+                            work.push((g, s));
                         }
                     }
-                    for (gw, st) in states {
-                        self.enter(gw, st, range);
-                    }
-                } else if self.cta_done[c] == self.wpc {
-                    *self.resident -= 1;
-                    self.finished.push(cta);
+                    // Keep warp order within the CTA when they rejoin the queue.
+                    work[before..].reverse();
+                } else if cta_done[cta] == wpc {
+                    *resident -= 1;
+                    *finished = true;
                 }
-            }
-        }
-
-        let mut ctx = Ctx {
-            k,
-            wpc,
-            cursor: &mut cursor,
-            end: &end,
-            deferred: &mut deferred,
-            cta_bar: &mut cta_bar,
-            cta_done: &mut cta_done,
-            fifo: &mut fifo,
-            resident: &mut resident,
-            finished: Vec::new(),
-        };
-        let launch = |ctx: &mut Ctx, cta: u32| {
-            *ctx.resident += 1;
-            for w in 0..wpc {
-                let gw = cta * wpc + w;
-                let r = warp_range(gw);
-                let k = ctx.k;
-                let st = ctx.warp(r).state(k);
-                ctx.deferred[gw as usize] = st;
-                ctx.enter(gw, st, &warp_range);
             }
         };
         loop {
             // Fill free CTA slots (at the start and whenever CTAs finished).
-            ctx.finished.clear();
-            while *ctx.resident < resident_max {
-                match my_ctas.next() {
-                    Some(c) => launch(&mut ctx, c),
-                    None => break,
+            finished = false;
+            while resident < resident_max {
+                let Some(c) = my_ctas.next() else { break };
+                resident += 1;
+                for w in 0..wpc {
+                    let gw = c * wpc + w;
+                    let st = state_of(&pos, gw);
+                    deferred[gw as usize] = st;
+                    enter(
+                        gw,
+                        st,
+                        &mut pos,
+                        &mut deferred,
+                        &mut fifo,
+                        &mut resident,
+                        &mut finished,
+                    );
                 }
             }
             // Warps whose latency has passed rejoin the queue.
@@ -582,13 +520,21 @@ impl Engine {
                     break;
                 }
                 delayed.pop();
-                let st = ctx.deferred[gw as usize];
-                ctx.enter(gw, st, &warp_range);
+                let st = deferred[gw as usize];
+                enter(
+                    gw,
+                    st,
+                    &mut pos,
+                    &mut deferred,
+                    &mut fifo,
+                    &mut resident,
+                    &mut finished,
+                );
             }
-            if !ctx.finished.is_empty() {
+            if finished {
                 continue;
             }
-            let Some(gw) = ctx.fifo.pop_front() else {
+            let Some(gw) = fifo.pop_front() else {
                 match delayed.peek() {
                     Some(&Reverse((t, _, _))) => {
                         self.stats.idle_steps += t - self.now;
@@ -599,51 +545,43 @@ impl Engine {
                 }
             };
             let (cta, w) = (gw / wpc, gw % wpc);
-            // The requests to issue: a cancelled remainder, or the warp's next instruction.
-            reqs.clear();
-            let mut inst = 0u32;
-            if let Some((i, rest)) = replay.remove(&gw) {
-                inst = i;
-                reqs.extend(rest);
-            } else {
-                rows.clear();
-                let r = warp_range(gw);
-                let st = ctx.warp(r).exec(k, &mut rows);
-                ctx.deferred[gw as usize] = st;
-                run.rows += rows.len() as u64;
-                since_progress += 1;
-                if since_progress >= 4096 {
-                    since_progress = 0;
-                    if !hooks.progress(run.rows) {
-                        return Err(TimingError::Cancelled);
+            let (inst, first, end) = match replay.remove(&gw) {
+                Some((inst, next)) => {
+                    let e = &streams.events[pos[gw as usize] as usize - 1];
+                    (inst, next, e.req_end)
+                }
+                None => {
+                    let e = streams.events[pos[gw as usize] as usize];
+                    pos[gw as usize] += 1;
+                    deferred[gw as usize] = state_of(&pos, gw);
+                    run.rows += e.accesses as u64;
+                    since_progress += 1;
+                    if since_progress >= 4096 {
+                        since_progress = 0;
+                        if !hooks.progress(run.rows) {
+                            return Err(TimingError::Cancelled);
+                        }
                     }
-                }
-                let used = coalescer.coalesce(k.columns(), &rows, &mut reqs);
-                if used > 0 {
-                    run.warp_instructions += 1;
-                    inst = k.columns().inst[rows[0] as usize];
-                    run.accesses_inst[inst as usize] += used as u64;
-                    run.accesses_cta[cta as usize] += used as u64;
-                }
-                // Stores and atomics bypass this L1 (Fermi caches global loads only).
-                if reqs.iter().any(|c| c.request.write) {
-                    for c in reqs.iter().filter(|c| c.request.write) {
-                        run.stores_inst[inst as usize].0 += 1;
-                        run.stores_inst[inst as usize].1 += c.request.bytes as u64;
-                        run.stores_cta[cta as usize].0 += 1;
-                        run.stores_cta[cta as usize].1 += c.request.bytes as u64;
+                    if e.accesses > 0 {
+                        run.warp_instructions += 1;
                     }
-                    reqs.retain(|c| !c.request.write);
+                    let (i, c) = (e.inst as usize, cta as usize);
+                    run.accesses_inst[i] += e.accesses as u64;
+                    run.accesses_cta[c] += e.accesses as u64;
+                    run.transactions_inst[i] += e.transactions as u64;
+                    run.transactions_cta[c] += e.transactions as u64;
+                    run.stores_inst[i].0 += e.stores as u64;
+                    run.stores_inst[i].1 += e.store_bytes;
+                    run.stores_cta[c].0 += e.stores as u64;
+                    run.stores_cta[c].1 += e.store_bytes;
+                    (e.inst, e.req_start, e.req_end)
                 }
-                for c in reqs.iter() {
-                    run.transactions_inst[inst as usize] += c.transactions as u64;
-                    run.transactions_cta[cta as usize] += c.transactions as u64;
-                }
-            }
+            };
             let mut ready_at = self.now;
             let mut cancelled_at = None;
-            for (i, c) in reqs.iter().enumerate() {
-                let (status, mut rec) = self.request(c.request.line, gw);
+            for i in first..end {
+                let line = streams.reqs[i as usize];
+                let (status, mut rec) = self.request(line, gw);
                 rec.cta = cta;
                 rec.warp = w;
                 rec.inst = inst;
@@ -673,10 +611,9 @@ impl Engine {
                     run.inst_hits[inst as usize] += 1;
                     run.cta_hits[cta as usize] += 1;
                 }
-                let lat = rec.latency as usize;
                 self.stats.latency_sum += rec.latency;
+                let bin = (rec.latency as usize).min(MAX_LATENCY_BIN);
                 let lc = &mut self.stats.latency_counts;
-                let bin = lat.min(MAX_LATENCY_BIN);
                 if lc.len() <= bin {
                     lc.resize(bin + 1, 0);
                 }
@@ -685,14 +622,22 @@ impl Engine {
             }
             if let Some(i) = cancelled_at {
                 self.stats.mshr_stalls += 1;
-                replay.insert(gw, (inst, reqs[i..].to_vec()));
-                ctx.fifo.push_back(gw);
+                replay.insert(gw, (inst, i));
+                fifo.push_back(gw);
             } else if self.p.warp_delay && ready_at > self.now {
                 delayed.push(Reverse((ready_at, dseq, gw)));
                 dseq += 1;
             } else {
-                let st = ctx.deferred[gw as usize];
-                ctx.enter(gw, st, &warp_range);
+                let st = deferred[gw as usize];
+                enter(
+                    gw,
+                    st,
+                    &mut pos,
+                    &mut deferred,
+                    &mut fifo,
+                    &mut resident,
+                    &mut finished,
+                );
             }
             self.sample_occupancy();
             self.now += 1;
@@ -700,5 +645,138 @@ impl Engine {
         self.stats.time_steps = self.now;
         self.drain();
         Ok(run)
+    }
+}
+
+/// One event of a warp's stream: a warp instruction (its load requests are
+/// `reqs[req_start..req_end]`) or a CTA barrier.
+#[derive(Clone, Copy, Debug, Default)]
+struct Event {
+    barrier: bool,
+    inst: u32,
+    req_start: u32,
+    req_end: u32,
+    /// Thread accesses of the instruction (loads and stores).
+    accesses: u32,
+    /// Memory transactions of its load requests.
+    transactions: u32,
+    stores: u32,
+    store_bytes: u64,
+}
+
+/// The instruction streams of one kernel's warps: what each warp issues does not depend on
+/// timing (only when it does), so the streams are built once and shared by every run.
+pub struct WarpStreams {
+    wpc: u32,
+    tpb: u32,
+    /// Per warp (CTA * warps per CTA + warp): its range of `events`.
+    warp_events: Vec<(u32, u32)>,
+    events: Vec<Event>,
+    /// Line addresses of the load requests.
+    reqs: Vec<u64>,
+}
+
+impl WarpStreams {
+    /// Builds the streams of the warps of `ctas` (the others stay empty).
+    pub fn build(
+        k: &Kernel,
+        ctas: impl Iterator<Item = u32>,
+        warp_size: u32,
+        coalescing: Coalescing,
+        cache: &CacheConfig,
+        gpu: &GpuConfig,
+    ) -> Result<Self, TimingError> {
+        if k.order == crate::trace::Order::Issued {
+            return Err(TimingError::IssuedOrder);
+        }
+        let tpb = k.threads_per_cta().max(1);
+        let ws = warp_size.max(1);
+        let wpc = tpb.div_ceil(ws);
+        let hw_warps = tpb.div_ceil(HW_WARP);
+        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
+            return Err(TimingError::CtaTooLarge {
+                threads: tpb,
+                max_threads: gpu.max_threads_per_sm,
+                max_warps: gpu.max_warps_per_sm,
+            });
+        }
+        let starts = k.thread_starts();
+        let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
+        let end = &starts[1..];
+        let mut coalescer = Coalescer::new(
+            coalescing,
+            Geometry {
+                line_bytes: cache.line_bytes,
+                sector_bytes: cache.sector_bytes,
+                warp_size: ws,
+                threads_per_cta: tpb,
+            },
+        );
+        let n_warps = k.num_ctas() as usize * wpc as usize;
+        let mut s = WarpStreams {
+            wpc,
+            tpb,
+            warp_events: vec![(0, 0); n_warps],
+            events: Vec::new(),
+            reqs: Vec::new(),
+        };
+        let mut rows = Vec::with_capacity(64);
+        let mut out: Vec<Coalesced> = Vec::with_capacity(64);
+        for cta in ctas {
+            for w in 0..wpc {
+                let t0 = (cta * tpb + w * ws) as usize;
+                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
+                let mut wt = WarpThreads {
+                    cursor: &mut cursor[t0..t1],
+                    end: &end[t0..t1],
+                };
+                let first = s.events.len() as u32;
+                let mut st = wt.state(k);
+                loop {
+                    match st {
+                        READY => {
+                            rows.clear();
+                            st = wt.exec(k, &mut rows);
+                            let used = coalescer.coalesce(k.columns(), &rows, &mut out);
+                            let mut e = Event {
+                                inst: rows.first().map_or(0, |&r| k.columns().inst[r as usize]),
+                                req_start: s.reqs.len() as u32,
+                                accesses: used,
+                                ..Default::default()
+                            };
+                            for c in &out {
+                                if c.request.write {
+                                    e.stores += 1;
+                                    e.store_bytes += c.request.bytes as u64;
+                                } else {
+                                    s.reqs.push(c.request.line);
+                                    e.transactions += c.transactions;
+                                }
+                            }
+                            e.req_end = s.reqs.len() as u32;
+                            s.events.push(e);
+                        }
+                        BARRIER => {
+                            s.events.push(Event {
+                                barrier: true,
+                                ..Default::default()
+                            });
+                            wt.pass_barrier(k);
+                            st = wt.state(k);
+                        }
+                        _ => break,
+                    }
+                }
+                s.warp_events[(cta * wpc + w) as usize] = (first, s.events.len() as u32);
+            }
+        }
+        Ok(s)
+    }
+
+    fn resident_max(&self, gpu: &GpuConfig) -> u32 {
+        gpu.max_ctas_per_sm
+            .min(gpu.max_threads_per_sm / self.tpb)
+            .min(gpu.max_warps_per_sm / self.tpb.div_ceil(HW_WARP))
+            .max(1)
     }
 }

@@ -21,6 +21,7 @@ mod engine;
 
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
+    WarpStreams,
 };
 
 use crate::cache::MissClasses;
@@ -126,16 +127,17 @@ pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, 
     e.log = Some(Vec::new());
     struct Quiet;
     impl Hooks for Quiet {}
-    e.run_kernel(
+    let streams = WarpStreams::build(
         k,
-        0,
-        &cfg.gpu,
+        (0..k.num_ctas()).step_by(cfg.gpu.sms.max(1) as usize),
         cfg.schedule.warp_size,
         cfg.coalescing,
-        cfg.cache.sector_bytes,
-        &mut Quiet,
+        &cfg.cache,
+        &cfg.gpu,
     )
     .map_err(|e| e.to_string())?;
+    e.run_kernel(k, &streams, 0, &cfg.gpu, &mut Quiet)
+        .map_err(|e| e.to_string())?;
     Ok(e.log.take().unwrap_or_default())
 }
 
