@@ -197,3 +197,77 @@ fn no_arguments_simulates_the_builtin_example() {
         "{text}"
     );
 }
+
+#[test]
+fn timing_mode_on_seed001_trace_format() {
+    // Table 4 of seed 001 through the CLI: 4 misses (2 compulsory, 2 latency), 4 hits.
+    let v = json(&[
+        "sim",
+        "--trace",
+        "sample-traces/table2.trc",
+        "--line-size",
+        "16",
+        "--cache-size",
+        "32",
+        "--ways",
+        "full",
+        "--warp-size",
+        "1",
+        "--timing",
+        "--miss-latency",
+        "2",
+        "--miss-latency-stddev",
+        "0",
+        "--warp-delay",
+        "off",
+        "--clip",
+        "off",
+        "--json",
+    ]);
+    assert_eq!(v["requests"], 8);
+    assert_eq!(v["misses"], 4);
+    assert_eq!(v["hits"], 4);
+    let c = &v["miss_classes"];
+    assert_eq!(
+        (c["compulsory"].as_u64(), c["latency"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        (
+            c["capacity"].as_u64(),
+            c["conflict"].as_u64(),
+            c["mshr"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+    assert_eq!(v["timing"]["comparison"]["zero_latency"]["misses"], 2);
+    // The gtx470 preset: timing on, 64 MSHRs, σ 5; the classes add up to the misses.
+    let v = json(&[
+        "sim",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--preset",
+        "gtx470-16k",
+        "--json",
+    ]);
+    assert_eq!(v["config"]["timing"]["mshrs"], 64);
+    let c = &v["miss_classes"];
+    let sum: u64 = ["compulsory", "capacity", "conflict", "latency", "mshr"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, v["misses"].as_u64().unwrap());
+    assert!(v["timing"]["time_steps"].as_u64().unwrap() > 0);
+    // Timing needs LRU.
+    let out = warpscope(&[
+        "sim",
+        "--kernel",
+        "vecadd",
+        "--timing",
+        "--replacement",
+        "fifo",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lru"));
+}
