@@ -46,7 +46,7 @@ pub enum ScheduleError {
 }
 
 /// Threads per hardware warp, the unit of the per-SM warp limit.
-const HW_WARP: u32 = 32;
+pub(crate) const HW_WARP: u32 = 32;
 
 /// Warp states: can issue, waits at a CTA barrier, finished.
 pub(crate) const READY: u8 = 1;

@@ -206,21 +206,11 @@ impl Report {
             miss_rate: rate(c),
         });
         if let Some(r) = reuse {
-            merge(&mut self.whole, &r.whole_hist);
-            merge(&mut self.in_set, &r.set_hist);
-            let distinct = r.distinct_lines();
-            let rep = self.reuse.get_or_insert(ReuseReport {
-                histogram: vec![],
-                set_histogram: vec![],
-                infinite: 0,
-                distinct_lines: 0,
-                miss_rate_curve: vec![],
-            });
-            rep.distinct_lines += distinct;
+            self.add_histograms(&r.whole_hist, &r.set_hist, r.distinct_lines());
         }
     }
 
-    /// Adds reuse histograms computed elsewhere (timing mode).
+    /// Adds one SM's reuse histograms.
     pub(super) fn add_histograms(&mut self, whole: &Histogram, in_set: &Histogram, distinct: u64) {
         merge(&mut self.whole, whole);
         merge(&mut self.in_set, in_set);

@@ -11,7 +11,7 @@ use crate::config::{CacheConfig, Coalescing, GpuConfig, TimingConfig};
 use crate::linemap::LineMap;
 use crate::reuse::{Histogram, Marks};
 use crate::rng::Rng;
-use crate::schedule::{WarpThreads, BARRIER, DONE, READY};
+use crate::schedule::{WarpThreads, BARRIER, DONE, HW_WARP, READY};
 use crate::trace::Kernel;
 
 /// How one issue attempt of a request ended.
@@ -83,9 +83,6 @@ pub struct KernelRun {
     pub counts: RunCounts,
     pub per_inst: Vec<RunCounts>,
     pub per_cta: Vec<RunCounts>,
-    /// Loads: hits/misses per instruction and CTA (full run only reads them).
-    pub inst_hits: Vec<u64>,
-    pub cta_hits: Vec<u64>,
     pub accesses_inst: Vec<u64>,
     pub accesses_cta: Vec<u64>,
     pub transactions_inst: Vec<u64>,
@@ -174,7 +171,6 @@ impl Stacks {
 pub struct Engine {
     p: Params,
     ways: u64,
-    line_bytes: u32,
     set_of: SetIndexFn,
     stacks: Stacks,
     /// Pending stack updates: (time, issue order, line, set).
@@ -208,8 +204,6 @@ pub enum TimingError {
     Cancelled,
 }
 
-const HW_WARP: u32 = 32;
-
 impl Engine {
     /// `fully_associative`: one set of all the cache's lines (the associativity comparison).
     pub fn new(cache: &CacheConfig, p: Params, fully_associative: bool, seed: u64) -> Self {
@@ -226,7 +220,6 @@ impl Engine {
         Engine {
             p,
             ways,
-            line_bytes: cache.line_bytes,
             set_of,
             stacks: Stacks {
                 sets: (0..sets).map(|_| Marks::new()).collect(),
@@ -246,10 +239,6 @@ impl Engine {
             },
             log: None,
         }
-    }
-
-    pub fn line_bytes(&self) -> u32 {
-        self.line_bytes
     }
 
     fn miss_latency(&mut self) -> u64 {
@@ -416,8 +405,6 @@ impl Engine {
         let mut run = KernelRun {
             per_inst: vec![RunCounts::default(); n_insts],
             per_cta: vec![RunCounts::default(); n_ctas as usize],
-            inst_hits: vec![0; n_insts],
-            cta_hits: vec![0; n_ctas as usize],
             accesses_inst: vec![0; n_insts],
             accesses_cta: vec![0; n_ctas as usize],
             transactions_inst: vec![0; n_insts],
@@ -428,91 +415,18 @@ impl Engine {
         };
         let sms = gpu.sms.max(1);
         let mut my_ctas = (sm..n_ctas).step_by(sms as usize);
-        let n_warps = n_ctas as usize * wpc as usize;
-        // Per warp: its next event, and its state once its current instruction completes.
-        let mut pos: Vec<u32> = streams.warp_events.iter().map(|r| r.0).collect();
-        let mut deferred = vec![0u8; n_warps];
-        let mut cta_bar = vec![0u32; n_ctas as usize];
-        let mut cta_done = vec![0u32; n_ctas as usize];
+        let mut warps = Warps::new(streams, n_ctas);
         // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
         let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
-        let mut fifo: VecDeque<u32> = VecDeque::new();
         let mut delayed: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
         let mut dseq = 0u64;
-        let mut resident = 0u32;
-        let mut finished;
         let mut since_progress = 0u32;
-
-        let state_of = |pos: &[u32], gw: u32| -> u8 {
-            let p = pos[gw as usize];
-            if p >= streams.warp_events[gw as usize].1 {
-                DONE
-            } else if streams.events[p as usize].barrier {
-                BARRIER
-            } else {
-                READY
-            }
-        };
-        // A warp enters state `st`: queue it, or count it at its CTA's barrier or as done;
-        // release the barrier when the whole CTA has arrived.
-        let mut enter = |gw: u32,
-                         st: u8,
-                         pos: &mut [u32],
-                         deferred: &mut [u8],
-                         fifo: &mut VecDeque<u32>,
-                         resident: &mut u32,
-                         finished: &mut bool| {
-            let mut work = vec![(gw, st)];
-            while let Some((gw, st)) = work.pop() {
-                let cta = (gw / wpc) as usize;
-                match st {
-                    READY => {
-                        fifo.push_back(gw);
-                        continue;
-                    }
-                    BARRIER => cta_bar[cta] += 1,
-                    _ => cta_done[cta] += 1,
-                }
-                if cta_bar[cta] > 0 && cta_bar[cta] + cta_done[cta] == wpc {
-                    cta_bar[cta] = 0;
-                    let before = work.len();
-                    for w in 0..wpc {
-                        let g = cta as u32 * wpc + w;
-                        if deferred[g as usize] == BARRIER {
-                            pos[g as usize] += 1;
-                            let s = state_of(pos, g);
-                            deferred[g as usize] = s;
-                            work.push((g, s));
-                        }
-                    }
-                    // Keep warp order within the CTA when they rejoin the queue.
-                    work[before..].reverse();
-                } else if cta_done[cta] == wpc {
-                    *resident -= 1;
-                    *finished = true;
-                }
-            }
-        };
         loop {
             // Fill free CTA slots (at the start and whenever CTAs finished).
-            finished = false;
-            while resident < resident_max {
+            warps.finished = false;
+            while warps.resident < resident_max {
                 let Some(c) = my_ctas.next() else { break };
-                resident += 1;
-                for w in 0..wpc {
-                    let gw = c * wpc + w;
-                    let st = state_of(&pos, gw);
-                    deferred[gw as usize] = st;
-                    enter(
-                        gw,
-                        st,
-                        &mut pos,
-                        &mut deferred,
-                        &mut fifo,
-                        &mut resident,
-                        &mut finished,
-                    );
-                }
+                warps.launch(c);
             }
             // Warps whose latency has passed rejoin the queue.
             while let Some(&Reverse((t, _, gw))) = delayed.peek() {
@@ -520,21 +434,12 @@ impl Engine {
                     break;
                 }
                 delayed.pop();
-                let st = deferred[gw as usize];
-                enter(
-                    gw,
-                    st,
-                    &mut pos,
-                    &mut deferred,
-                    &mut fifo,
-                    &mut resident,
-                    &mut finished,
-                );
+                warps.rejoin(gw);
             }
-            if finished {
+            if warps.finished {
                 continue;
             }
-            let Some(gw) = fifo.pop_front() else {
+            let Some(gw) = warps.fifo.pop_front() else {
                 match delayed.peek() {
                     Some(&Reverse((t, _, _))) => {
                         self.stats.idle_steps += t - self.now;
@@ -546,14 +451,9 @@ impl Engine {
             };
             let (cta, w) = (gw / wpc, gw % wpc);
             let (inst, first, end) = match replay.remove(&gw) {
-                Some((inst, next)) => {
-                    let e = &streams.events[pos[gw as usize] as usize - 1];
-                    (inst, next, e.req_end)
-                }
+                Some((inst, next)) => (inst, next, warps.current(gw).req_end),
                 None => {
-                    let e = streams.events[pos[gw as usize] as usize];
-                    pos[gw as usize] += 1;
-                    deferred[gw as usize] = state_of(&pos, gw);
+                    let e = warps.issue(gw);
                     run.rows += e.accesses as u64;
                     since_progress += 1;
                     if since_progress >= 4096 {
@@ -607,10 +507,6 @@ impl Engine {
                     counts.infinite += infinite as u64;
                     counts.fills += fill as u64;
                 }
-                if !miss {
-                    run.inst_hits[inst as usize] += 1;
-                    run.cta_hits[cta as usize] += 1;
-                }
                 self.stats.latency_sum += rec.latency;
                 let bin = (rec.latency as usize).min(MAX_LATENCY_BIN);
                 let lc = &mut self.stats.latency_counts;
@@ -623,21 +519,12 @@ impl Engine {
             if let Some(i) = cancelled_at {
                 self.stats.mshr_stalls += 1;
                 replay.insert(gw, (inst, i));
-                fifo.push_back(gw);
+                warps.fifo.push_back(gw);
             } else if self.p.warp_delay && ready_at > self.now {
                 delayed.push(Reverse((ready_at, dseq, gw)));
                 dseq += 1;
             } else {
-                let st = deferred[gw as usize];
-                enter(
-                    gw,
-                    st,
-                    &mut pos,
-                    &mut deferred,
-                    &mut fifo,
-                    &mut resident,
-                    &mut finished,
-                );
+                warps.rejoin(gw);
             }
             self.sample_occupancy();
             self.now += 1;
@@ -645,6 +532,105 @@ impl Engine {
         self.stats.time_steps = self.now;
         self.drain();
         Ok(run)
+    }
+}
+
+/// The warps of one kernel on one SM: where each is in its stream, and the CTA bookkeeping.
+struct Warps<'s> {
+    streams: &'s WarpStreams,
+    /// Per warp: its next event.
+    pos: Vec<u32>,
+    /// Per warp: its state once its current instruction completes.
+    deferred: Vec<u8>,
+    cta_bar: Vec<u32>,
+    cta_done: Vec<u32>,
+    /// Warps ready to issue, in order.
+    fifo: VecDeque<u32>,
+    resident: u32,
+    /// A CTA finished since the last launch.
+    finished: bool,
+}
+
+impl<'s> Warps<'s> {
+    fn new(streams: &'s WarpStreams, n_ctas: u32) -> Self {
+        Warps {
+            streams,
+            pos: streams.warp_events.iter().map(|r| r.0).collect(),
+            deferred: vec![0; streams.warp_events.len()],
+            cta_bar: vec![0; n_ctas as usize],
+            cta_done: vec![0; n_ctas as usize],
+            fifo: VecDeque::new(),
+            resident: 0,
+            finished: false,
+        }
+    }
+
+    fn state_of(&self, gw: u32) -> u8 {
+        let p = self.pos[gw as usize];
+        if p >= self.streams.warp_events[gw as usize].1 {
+            DONE
+        } else if self.streams.events[p as usize].barrier {
+            BARRIER
+        } else {
+            READY
+        }
+    }
+
+    /// Makes a CTA resident and queues its warps.
+    fn launch(&mut self, cta: u32) {
+        self.resident += 1;
+        let wpc = self.streams.wpc;
+        for gw in cta * wpc..(cta + 1) * wpc {
+            self.deferred[gw as usize] = self.state_of(gw);
+            self.rejoin(gw);
+        }
+    }
+
+    /// Takes the warp's next instruction.
+    fn issue(&mut self, gw: u32) -> Event {
+        let e = self.streams.events[self.pos[gw as usize] as usize];
+        self.pos[gw as usize] += 1;
+        self.deferred[gw as usize] = self.state_of(gw);
+        e
+    }
+
+    /// The instruction the warp issued last.
+    fn current(&self, gw: u32) -> &Event {
+        &self.streams.events[self.pos[gw as usize] as usize - 1]
+    }
+
+    /// The warp enters its deferred state: queue it, or count it at its CTA's barrier or as
+    /// done; release the barrier when the whole CTA has arrived.
+    fn rejoin(&mut self, gw: u32) {
+        let wpc = self.streams.wpc;
+        let mut work = vec![gw];
+        while let Some(gw) = work.pop() {
+            let cta = (gw / wpc) as usize;
+            match self.deferred[gw as usize] {
+                READY => {
+                    self.fifo.push_back(gw);
+                    continue;
+                }
+                BARRIER => self.cta_bar[cta] += 1,
+                _ => self.cta_done[cta] += 1,
+            }
+            if self.cta_bar[cta] > 0 && self.cta_bar[cta] + self.cta_done[cta] == wpc {
+                self.cta_bar[cta] = 0;
+                let before = work.len();
+                for g in cta as u32 * wpc..(cta as u32 + 1) * wpc {
+                    if self.deferred[g as usize] == BARRIER {
+                        self.pos[g as usize] += 1;
+                        self.deferred[g as usize] = self.state_of(g);
+                        work.push(g);
+                    }
+                }
+                // Keep warp order within the CTA when they rejoin the queue.
+                work[before..].reverse();
+            } else if self.cta_done[cta] == wpc {
+                self.resident -= 1;
+                self.finished = true;
+            }
+        }
     }
 }
 
