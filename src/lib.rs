@@ -8,14 +8,17 @@
 //! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
 //! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
 //! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
-//! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes).
+//! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
+//! 9. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
 //!
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
-//! from the seed in the configuration.
+//! from the seed in the configuration. Reading traces and writing tables are its only I/O.
 
 pub mod cache;
 pub mod coalesce;
 pub mod config;
+#[cfg(feature = "tables")]
+pub mod export;
 pub mod gen;
 pub mod linemap;
 pub mod reuse;

@@ -271,3 +271,70 @@ fn timing_mode_on_seed001_trace_format() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("lru"));
 }
+
+/// The real Accel-Sim matrix multiplication, copied into the repository's sample traces.
+const ACCELSIM_MM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/sample-traces/accelsim-matrixmul"
+);
+
+#[test]
+fn sim_json_of_the_real_accel_sim_matrixmul() {
+    let v = json(&[
+        "sim",
+        "--trace",
+        ACCELSIM_MM,
+        "--preset",
+        "fermi-16k",
+        "--json",
+    ]);
+    // 32 warps x (2 LDG + 1 STG) global warp instructions reach the L1; shared ones do not.
+    insta::assert_json_snapshot!("sim_accelsim_matrixmul", v);
+    assert_eq!(v["kernels"][0]["warp_instructions"], 96);
+}
+
+#[test]
+fn export_writes_the_request_table_and_summaries() {
+    let dir = std::env::temp_dir().join(format!("ws-cli-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let req = dir.join("req.csv");
+    let sum = dir.join("sum.parquet");
+    let v = json(&[
+        "sim",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--preset",
+        "fermi-16k",
+        "--json",
+        "--export",
+        req.to_str().unwrap(),
+        "--export-summary",
+        sum.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&req).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().trim_start_matches('\u{feff}');
+    assert_eq!(header, warpscope::export::REQUEST_COLUMNS.join(","));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len() as u64, v["requests"].as_u64().unwrap());
+    let misses = rows
+        .iter()
+        .filter(|r| r.split(',').nth(10) == Some("false"))
+        .count();
+    assert_eq!(misses as u64, v["misses"].as_u64().unwrap());
+    for f in ["sum.instructions.parquet", "sum.ctas.parquet"] {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        assert!(bytes.starts_with(b"PAR1"), "{f}");
+    }
+    let out = warpscope(&[
+        "sim",
+        "--kernel",
+        "matmul",
+        "--export",
+        dir.join("x.txt").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a .csv or .parquet"));
+    std::fs::remove_dir_all(&dir).ok();
+}

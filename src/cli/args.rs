@@ -32,9 +32,14 @@ pub struct InputArgs {
     /// Trace file to simulate.
     #[arg(long, conflicts_with = "kernel")]
     pub trace: Option<PathBuf>,
-    /// Trace format: text, binary, din (detected from the content when omitted).
+    /// Trace format: accelsim, nvbit, memtrace, crawford, nugteren, din, csv, parquet, native
+    /// or text (detected from the content when omitted). Compressed input (.gz, .zst, .xz)
+    /// is undone on the fly.
     #[arg(long, requires = "trace")]
     pub format: Option<String>,
+    /// Load a truncated or damaged trace up to its last complete kernel (and say so).
+    #[arg(long, requires = "trace")]
+    pub allow_truncated: bool,
     /// Built-in kernel to simulate (see `warpscope gen --list`).
     #[arg(long)]
     pub kernel: Option<String>,
@@ -151,6 +156,14 @@ pub struct SimArgs {
     /// Print one JSON object (schema in docs/cli.md) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Write every cache request (issue order, SM, CTA, warp, instruction, line, set, hit,
+    /// miss class, reuse distance) to FILE.csv or FILE.parquet.
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// Write the per-instruction and per-CTA tables to STEM.instructions.EXT and
+    /// STEM.ctas.EXT, given FILE = STEM.EXT with EXT csv or parquet.
+    #[arg(long, value_name = "FILE")]
+    pub export_summary: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -187,9 +200,13 @@ pub struct ConvertArgs {
     pub input: PathBuf,
     /// Output file (.wsb binary, anything else text).
     pub output: PathBuf,
-    /// Input format (detected when omitted).
+    /// Input format (detected when omitted): accelsim, nvbit, memtrace, crawford, nugteren,
+    /// din, csv, parquet, native or text.
     #[arg(long)]
     pub format: Option<String>,
+    /// Convert a truncated trace up to its last complete kernel (and say so).
+    #[arg(long)]
+    pub allow_truncated: bool,
 }
 
 #[derive(Args, Debug)]

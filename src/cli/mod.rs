@@ -4,6 +4,7 @@
 mod args;
 mod options;
 mod output;
+mod readahead;
 mod sweep;
 
 pub use args::Cli;
@@ -30,10 +31,20 @@ pub fn run(cli: Cli) -> Result<()> {
 fn simulate(a: SimArgs) -> Result<()> {
     let (trace, source, format) = options::load_trace(&a.input)?;
     let cfg = options::config(&a.config, format)?;
-    let mut progress = output::Progress::new(trace.total_accesses() as u64);
-    let report =
-        sim::run(&cfg, &trace, &mut progress).with_context(|| format!("simulating {source}"))?;
-    progress.clear();
+    let progress = output::Progress::new(trace.total_accesses() as u64);
+    let report = match &a.export {
+        None => {
+            let mut progress = progress;
+            let r = sim::run(&cfg, &trace, &mut progress);
+            progress.clear();
+            r.with_context(|| format!("simulating {source}"))?
+        }
+        Some(path) => export_requests(path, &cfg, &trace, progress)
+            .with_context(|| format!("simulating {source}"))?,
+    };
+    if let Some(path) = &a.export_summary {
+        export_summary(path, &report)?;
+    }
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -42,6 +53,48 @@ fn simulate(a: SimArgs) -> Result<()> {
         output::table(&mut out, &source, &report)?;
     }
     Ok(())
+}
+
+#[cfg(feature = "tables")]
+fn export_summary(path: &std::path::Path, report: &sim::Report) -> Result<()> {
+    let [i, c] = warpscope::export::write_summary(path, report)?;
+    eprintln!("wrote {} and {}", i.display(), c.display());
+    Ok(())
+}
+
+#[cfg(not(feature = "tables"))]
+fn export_summary(_: &std::path::Path, _: &sim::Report) -> Result<()> {
+    anyhow::bail!("this build has no table export (the `tables` feature is off)")
+}
+
+#[cfg(not(feature = "tables"))]
+fn export_requests(
+    _: &std::path::Path,
+    _: &warpscope::config::SimConfig,
+    _: &trace::Trace,
+    _: output::Progress,
+) -> Result<sim::Report> {
+    anyhow::bail!("this build has no table export (the `tables` feature is off)")
+}
+
+/// Simulates while writing every request to a table.
+#[cfg(feature = "tables")]
+fn export_requests(
+    path: &std::path::Path,
+    cfg: &warpscope::config::SimConfig,
+    trace: &trace::Trace,
+    progress: output::Progress,
+) -> Result<sim::Report> {
+    let mut exporter = warpscope::export::RequestExporter::create(path, trace, progress)?;
+    let result = sim::run(cfg, trace, &mut exporter);
+    exporter.inner.clear();
+    if let Some(e) = exporter.error() {
+        anyhow::bail!("{e}");
+    }
+    let report = result?;
+    let (rows, _) = exporter.finish()?;
+    eprintln!("wrote {} ({rows} requests)", path.display());
+    Ok(report)
 }
 
 fn generate(a: GenArgs) -> Result<()> {
@@ -68,11 +121,7 @@ fn generate(a: GenArgs) -> Result<()> {
 }
 
 fn convert(a: ConvertArgs) -> Result<()> {
-    let format = a.format.as_deref().map(options::format).transpose()?;
-    let (t, f) = trace::read_file(&a.input, format)?;
-    if format.is_none() {
-        eprintln!("{}: detected format {f:?}", a.input.display());
-    }
+    let (t, _) = options::read_trace(&a.input, a.format.as_deref(), a.allow_truncated)?;
     trace::write_file(&t, &a.output)?;
     eprintln!("wrote {} ({} rows)", a.output.display(), t.total_accesses());
     Ok(())

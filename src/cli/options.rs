@@ -11,8 +11,51 @@ use warpscope::trace::{self, Format, Trace};
 
 pub fn format(name: &str) -> Result<Format> {
     Format::from_name(name).with_context(|| {
-        format!("unknown trace format `{name}`: expected text, binary, din or nugteren")
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!(
+            "unknown trace format `{name}`: expected one of {}",
+            names.join(", ")
+        )
     })
+}
+
+/// Reads a trace file as the input flags say, telling stderr what was detected and, with
+/// `--allow-truncated`, what was left out.
+pub fn read_trace(
+    path: &std::path::Path,
+    format: Option<&str>,
+    allow_truncated: bool,
+) -> Result<(Trace, Format)> {
+    let opts = trace::ReadOptions {
+        format: format.map(self::format).transpose()?,
+        allow_truncated,
+    };
+    let loaded = trace::load(path, opts, &super::readahead::wrap)?;
+    let compressed = match loaded.compression {
+        trace::source::Compression::None => String::new(),
+        c => format!(" ({} compressed)", c.name()),
+    };
+    if loaded.detected {
+        eprintln!(
+            "{}: detected format {}{compressed}",
+            path.display(),
+            loaded.format.name()
+        );
+    }
+    if let Some(e) = &loaded.truncated {
+        eprintln!(
+            "warning: {} is incomplete: loaded the {} complete kernel(s) before this error: {e}",
+            path.display(),
+            loaded.trace.kernels.len()
+        );
+        if loaded.trace.kernels.is_empty() {
+            bail!(
+                "{}: no complete kernel before the error: {e}",
+                path.display()
+            );
+        }
+    }
+    Ok((loaded.trace, loaded.format))
 }
 
 /// Loads the trace named by the input flags; returns it, a display name and its format.
@@ -25,11 +68,7 @@ pub fn load_trace(a: &InputArgs) -> Result<(Trace, String, Option<Format>)> {
                     a.params[0]
                 );
             }
-            let f = a.format.as_deref().map(format).transpose()?;
-            let (t, detected) = trace::read_file(path, f)?;
-            if f.is_none() {
-                eprintln!("{}: detected format {detected:?}", path.display());
-            }
+            let (t, detected) = read_trace(path, a.format.as_deref(), a.allow_truncated)?;
             Ok((t, path.display().to_string(), Some(detected)))
         }
         (None, Some(name)) => {

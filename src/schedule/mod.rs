@@ -14,7 +14,8 @@
 //!
 //! Kernels whose rows are already in issue order ([`Order::Issued`]) are replayed as they
 //! are: consecutive rows of one warp with the same instruction and instance form one warp
-//! instruction, and CTA `c` runs on SM `c mod sms`.
+//! instruction, and CTA `c` runs on the SM the trace recorded for it (modulo `sms`), or on SM
+//! `c mod sms` when it recorded none.
 
 mod policy;
 
@@ -94,11 +95,12 @@ impl WarpThreads<'_> {
     /// afterwards (computed in the same pass).
     pub(crate) fn exec(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> u8 {
         let c = k.columns();
+        let order = k.order;
         let mut best = u64::MAX;
         for (&r, &e) in self.cursor.iter().zip(self.end) {
             let r = r as usize;
             if r < e as usize && c.flags[r] & 0x1f != BARRIER_CODE {
-                best = best.min(((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64);
+                best = best.min(order.warp_key(c.inst[r], c.dyn_inst[r]));
             }
         }
         let (mut live, mut ready) = (false, false);
@@ -107,7 +109,7 @@ impl WarpThreads<'_> {
             let end = e as usize;
             if r < end
                 && c.flags[r] & 0x1f != BARRIER_CODE
-                && (((c.inst[r] as u64) << 32) | c.dyn_inst[r] as u64) == best
+                && order.warp_key(c.inst[r], c.dyn_inst[r]) == best
             {
                 rows.push(r as u32);
                 r += 1;
@@ -247,7 +249,7 @@ impl<'k> Scheduler<'k> {
                 .get(cta as usize)
                 .copied()
                 .filter(|&v| v != u32::MAX),
-            Inner::Issued { sms, .. } => Some(cta % sms),
+            Inner::Issued { sms, .. } => Some(issued_sm(self.k, cta, *sms)),
         }
     }
 
@@ -265,6 +267,12 @@ impl<'k> Scheduler<'k> {
             Inner::Threads(s) => s.next(k, rows),
         }
     }
+}
+
+/// The SM of a CTA in an issued-order kernel: the one the trace recorded (folded onto the
+/// modelled SMs), else round-robin.
+fn issued_sm(k: &Kernel, cta: u32, sms: u32) -> u32 {
+    k.info.cta_sm.get(cta as usize).copied().unwrap_or(cta) % sms
 }
 
 fn issued_next(
@@ -299,7 +307,7 @@ fn issued_next(
         *next += 1;
     }
     Some(Issue {
-        sm: k0.0 % sms,
+        sm: issued_sm(k, k0.0, sms),
         cta: k0.0,
         warp: k0.1,
     })

@@ -2,22 +2,31 @@
 //!
 //! Layout (all integers little-endian; full specification in `docs/trace-format.md`):
 //! ```text
-//! "WSTRACE\0"  u32 version (=1)  u32 flags (=0)
+//! "WSTRACE\0"  u32 version (=2; 1 is still read)  u32 flags (=0)
 //! per kernel:  u8 'K'  str name  3 x u32 grid  3 x u32 block  u8 order
 //!              u32 n_inst, per inst: str name, u8 has_pc, u64 pc
 //!              u64 n_rows, then n_rows records of 23 bytes:
 //!              u32 thread, u32 inst, u32 dyn, u64 addr, u16 size, u8 flags
+//!              (version 2) kernel info: u32 n, n x (str key, str value);
+//!              u32 n, n x u32 SM of CTA; u32 n, n x (u32 cta, u32 warp, u64 count);
+//!              u32 n, n x (str opcode, u64 count)
 //! end:         u8 'E'  u32 n_kernels
 //! ```
 //! `str` is a u32 byte length followed by UTF-8 bytes. A file without the end record is
 //! truncated and rejected.
 
-use super::model::{unpack_flags, Access, AccessKind, Dim3, KernelBuilder, Order, Trace};
+use super::model::{
+    unpack_flags, Access, AccessKind, Dim3, KernelBuilder, KernelInfo, Order, Trace,
+    WarpInstructions,
+};
 use super::{Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
 pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// Rows decoded per read call (about 1.5 MB).
+const CHUNK_ROWS: usize = 1 << 16;
+const ROW_BYTES: usize = 23;
 const KERNEL_TAG: u8 = b'K';
 const END_TAG: u8 = b'E';
 const MAX_NAME: u32 = 1 << 20;
@@ -47,9 +56,6 @@ impl<R: Read> Reader<'_, R> {
     }
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         Ok(self.bytes::<1>(what)?[0])
-    }
-    fn u16(&mut self, what: &str) -> Result<u16, TraceError> {
-        Ok(u16::from_le_bytes(self.bytes(what)?))
     }
     fn u32(&mut self, what: &str) -> Result<u32, TraceError> {
         Ok(u32::from_le_bytes(self.bytes(what)?))
@@ -83,6 +89,14 @@ impl<R: Read> Reader<'_, R> {
 
 /// Reads a binary trace.
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+    let mut trace = Trace::default();
+    read_into(r, file, &mut trace)?;
+    Ok(trace)
+}
+
+/// Reads a binary trace, appending each kernel to `trace` as soon as it is complete (so a
+/// caller that allows truncated input keeps the kernels before an error).
+pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
     let mut rd = Reader { r, offset: 0, file };
     let magic = rd.bytes::<8>("the WSTRACE magic")?;
     if &magic != MAGIC {
@@ -92,49 +106,56 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
         ));
     }
     let version = rd.u32("the format version")?;
-    if version != VERSION {
+    if version != 1 && version != VERSION {
         return Err(rd.err(
             8,
-            format!("unsupported format version {version} (this build reads version {VERSION})"),
+            format!(
+                "unsupported format version {version} (this build reads versions 1 and {VERSION})"
+            ),
         ));
     }
     let _flags = rd.u32("the header flags")?;
-    let mut trace = Trace::default();
+    let mut kernels = 0usize;
     loop {
         let at = rd.offset;
         match rd.u8("a kernel record ('K') or the end record ('E')")? {
-            KERNEL_TAG => trace.kernels.push(read_kernel(&mut rd)?),
+            KERNEL_TAG => {
+                trace.kernels.push(read_kernel(&mut rd, version)?);
+                kernels += 1;
+            }
             END_TAG => {
                 let n = rd.u32("the kernel count of the end record")?;
-                if n as usize != trace.kernels.len() {
-                    return Err(rd.err(at, format!("end record says {n} kernels but {} were read", trace.kernels.len())));
+                if n as usize != kernels {
+                    return Err(rd.err(at, format!("end record says {n} kernels but {kernels} were read")));
                 }
                 let mut extra = [0u8; 1];
                 if rd.r.read(&mut extra).map_err(|e| TraceError::io(file, e))? != 0 {
                     return Err(rd.err(rd.offset, "unexpected bytes after the end record"));
                 }
-                return Ok(trace);
+                return Ok(());
             }
             other => return Err(rd.err(at, format!("expected a kernel record ('K') or the end record ('E'), found byte {other:#04x}"))),
         }
     }
 }
 
-fn read_kernel<R: Read>(rd: &mut Reader<'_, R>) -> Result<super::Kernel, TraceError> {
+fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::Kernel, TraceError> {
     let name = rd.string("the kernel name")?;
     let at = rd.offset;
     let grid = rd.dim3("the grid dimensions")?;
     let block = rd.dim3("the block dimensions")?;
-    let order = match rd.u8("the kernel order")? {
-        0 => Order::PerThread,
-        1 => Order::Issued,
-        o => {
-            return Err(rd.err(
+    let order =
+        match rd.u8("the kernel order")? {
+            0 => Order::PerThread,
+            1 => Order::Issued,
+            2 if version >= 2 => Order::PerWarp,
+            o => return Err(rd.err(
                 rd.offset - 1,
-                format!("expected kernel order 0 (per thread) or 1 (issued), found {o}"),
-            ))
-        }
-    };
+                format!(
+                    "expected kernel order 0 (per thread), 1 (issued) or 2 (per warp), found {o}"
+                ),
+            )),
+        };
     let mut b =
         KernelBuilder::new(name, grid, block, order).map_err(|e| rd.err(at, e.to_string()))?;
     let n_inst = rd.u32("the instruction count")?;
@@ -152,39 +173,136 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>) -> Result<super::Kernel, TraceEr
     let rows = rd.u64("the row count")?;
     // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
     b.reserve(rows.min(1 << 24) as usize);
-    for row in 0..rows {
+    let mut buf = vec![0u8; CHUNK_ROWS.min(rows as usize) * ROW_BYTES];
+    let mut row = 0u64;
+    while row < rows {
+        let n = CHUNK_ROWS.min((rows - row) as usize);
+        let chunk = &mut buf[..n * ROW_BYTES];
+        let start = rd.offset;
+        read_full(rd, chunk, start, row)?;
+        for rec in chunk.chunks_exact(ROW_BYTES) {
+            let at = rd.offset;
+            let access = decode_row(rec).ok_or_else(|| {
+                rd.err(
+                    at + 22,
+                    format!("record {row}: invalid kind/space flags {:#04x}", rec[22]),
+                )
+            })?;
+            b.push(access)
+                .map_err(|e| rd.err(at, format!("record {row}: {e}")))?;
+            rd.offset += ROW_BYTES as u64;
+            row += 1;
+        }
+    }
+    if version >= 2 {
+        b.set_info(read_info(rd)?);
+    }
+    b.finish_checked().map_err(|e| rd.err(at, e.to_string()))
+}
+
+/// Fills `chunk`, or reports where the file ended and which field of which record was cut.
+fn read_full<R: Read>(
+    rd: &mut Reader<'_, R>,
+    chunk: &mut [u8],
+    start: u64,
+    first_row: u64,
+) -> Result<(), TraceError> {
+    let mut got = 0;
+    while got < chunk.len() {
+        match rd.r.read(&mut chunk[got..]) {
+            Ok(0) => {
+                const FIELDS: [(usize, &str); 6] = [
+                    (0, "thread"),
+                    (4, "instruction"),
+                    (8, "dynamic instance"),
+                    (12, "address"),
+                    (20, "size"),
+                    (22, "flags"),
+                ];
+                let within = got % ROW_BYTES;
+                let (field_at, field) = FIELDS
+                    .iter()
+                    .rev()
+                    .find(|(o, _)| *o <= within)
+                    .copied()
+                    .unwrap_or((0, "thread"));
+                let row = first_row + (got / ROW_BYTES) as u64;
+                let at = start + (got - within + field_at) as u64;
+                return Err(rd.err(
+                    at,
+                    format!("file ends early: expected record {row}'s {field}"),
+                ));
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TraceError::io(rd.file, e)),
+        }
+    }
+    Ok(())
+}
+
+/// One 23-byte record; `None` when its flags byte is not a valid kind/space pair.
+#[inline]
+fn decode_row(rec: &[u8]) -> Option<Access> {
+    let word = |o: usize| u32::from_le_bytes([rec[o], rec[o + 1], rec[o + 2], rec[o + 3]]);
+    let mut addr = [0u8; 8];
+    addr.copy_from_slice(&rec[12..20]);
+    let flags = rec[22];
+    let (kind, space) = unpack_flags(flags);
+    if super::model::pack_flags(kind, space) != flags {
+        return None;
+    }
+    Some(Access {
+        thread: word(0),
+        inst: if kind == AccessKind::Barrier {
+            0
+        } else {
+            word(4)
+        },
+        dyn_inst: word(8),
+        addr: u64::from_le_bytes(addr),
+        size: u16::from_le_bytes([rec[20], rec[21]]),
+        kind,
+        space,
+    })
+}
+
+/// Entries of one info list; a corrupt count fails at the end of the file, not in `reserve`.
+const MAX_INFO: u32 = 1 << 28;
+
+fn read_info<R: Read>(rd: &mut Reader<'_, R>) -> Result<KernelInfo, TraceError> {
+    let mut info = KernelInfo::default();
+    let count = |rd: &mut Reader<'_, R>, what: &str| -> Result<u32, TraceError> {
         let at = rd.offset;
-        let thread = rd.u32("a record's thread")?;
-        let inst = rd.u32("a record's instruction")?;
-        let dyn_inst = rd.u32("a record's dynamic instance")?;
-        let addr = rd.u64("a record's address")?;
-        let size = rd.u16("a record's size")?;
-        let flags = rd.u8("a record's flags")?;
-        let (kind, space) = unpack_flags(flags);
-        if super::model::pack_flags(kind, space) != flags {
+        let n = rd.u32(what)?;
+        if n > MAX_INFO {
             return Err(rd.err(
                 at,
-                format!("record {row}: invalid kind/space flags {flags:#04x}"),
+                format!("{what}: {n} is larger than the limit of {MAX_INFO}"),
             ));
         }
-        let access = Access {
-            thread,
-            inst,
-            dyn_inst,
-            addr,
-            size,
-            kind,
-            space,
-        };
-        let access = if kind == AccessKind::Barrier {
-            Access { inst: 0, ..access }
-        } else {
-            access
-        };
-        b.push(access)
-            .map_err(|e| rd.err(at, format!("record {row}: {e}")))?;
+        Ok(n)
+    };
+    for _ in 0..count(rd, "the attribute count")? {
+        let k = rd.string("an attribute name")?;
+        let v = rd.string("an attribute value")?;
+        info.attributes.push((k, v));
     }
-    Ok(b.finish())
+    for _ in 0..count(rd, "the CTA-to-SM count")? {
+        info.cta_sm.push(rd.u32("the SM of a CTA")?);
+    }
+    for _ in 0..count(rd, "the warp instruction count")? {
+        info.warp_instructions.push(WarpInstructions {
+            cta: rd.u32("a warp's CTA")?,
+            warp: rd.u32("a warp's index")?,
+            count: rd.u64("a warp's instruction count")?,
+        });
+    }
+    for _ in 0..count(rd, "the opcode count")? {
+        let op = rd.string("an opcode")?;
+        info.opcodes.push((op, rd.u64("an opcode's count")?));
+    }
+    Ok(info)
 }
 
 /// Writes a trace in the binary format.
@@ -203,6 +321,7 @@ pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
         w.write_all(&[match k.order {
             Order::PerThread => 0,
             Order::Issued => 1,
+            Order::PerWarp => 2,
         }])?;
         w.write_all(&(k.instructions.len() as u32).to_le_bytes())?;
         for inst in &k.instructions {
@@ -222,9 +341,35 @@ pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
             rec[22] = c.flags[i];
             w.write_all(&rec)?;
         }
+        write_info(w, &k.info)?;
     }
     w.write_all(&[END_TAG])?;
     w.write_all(&(trace.kernels.len() as u32).to_le_bytes())?;
+    Ok(())
+}
+
+fn write_info<W: Write>(w: &mut W, info: &KernelInfo) -> std::io::Result<()> {
+    let n = |w: &mut W, n: usize| w.write_all(&(n as u32).to_le_bytes());
+    n(w, info.attributes.len())?;
+    for (k, v) in &info.attributes {
+        write_str(w, k)?;
+        write_str(w, v)?;
+    }
+    n(w, info.cta_sm.len())?;
+    for sm in &info.cta_sm {
+        w.write_all(&sm.to_le_bytes())?;
+    }
+    n(w, info.warp_instructions.len())?;
+    for c in &info.warp_instructions {
+        w.write_all(&c.cta.to_le_bytes())?;
+        w.write_all(&c.warp.to_le_bytes())?;
+        w.write_all(&c.count.to_le_bytes())?;
+    }
+    n(w, info.opcodes.len())?;
+    for (op, c) in &info.opcodes {
+        write_str(w, op)?;
+        w.write_all(&c.to_le_bytes())?;
+    }
     Ok(())
 }
 
@@ -265,7 +410,8 @@ mod tests {
         let mut out = Vec::new();
         write(&sample(), &mut out).unwrap();
         let mut bad = out.clone();
-        let last_flags = bad.len() - 6;
+        // End record (5 bytes) and the four empty info lists (16 bytes) follow the last flags.
+        let last_flags = bad.len() - 6 - 16;
         bad[last_flags] = 0x1f;
         assert!(read(bad.as_slice(), "f")
             .unwrap_err()

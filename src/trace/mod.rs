@@ -1,17 +1,27 @@
 //! Traces: the data model and one reader/writer per native format.
 //!
 //! `model` holds the in-memory columns; `text` and `binary` are Warpscope's own formats
-//! (specified in `docs/trace-format.md`); `din` reads Dinero IV traces.
+//! (specified in `docs/trace-format.md`); the other modules import the formats people have:
+//! Accel-Sim, NVBit `mem_trace`, cuda-memtrace, seed 000 (Crawford), seed 001 (Nugteren),
+//! Dinero IV, and CSV/Parquet tables. `source` undoes gzip/zstd/xz compression while streaming.
 
+pub mod accelsim;
 pub mod binary;
+pub mod crawford;
 pub mod din;
+mod lex;
+pub mod memtrace;
 mod model;
 pub mod nugteren;
+pub mod nvbit;
+pub mod source;
+#[cfg(feature = "tables")]
+pub mod table;
 pub mod text;
 
 pub use model::{
     Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel, KernelBuilder,
-    MemSpace, Order, Trace,
+    KernelInfo, MemSpace, Order, Trace, WarpInstructions,
 };
 
 use std::path::Path;
@@ -30,6 +40,8 @@ pub const BARRIER_CODE: u8 = 2;
 pub enum Location {
     Line(u64),
     Byte(u64),
+    /// A row of a table (from 0).
+    Row(u64),
 }
 
 impl std::fmt::Display for Location {
@@ -37,6 +49,7 @@ impl std::fmt::Display for Location {
         match self {
             Location::Line(l) => write!(f, "line {l}"),
             Location::Byte(b) => write!(f, "byte offset {b}"),
+            Location::Row(r) => write!(f, "row {r}"),
         }
     }
 }
@@ -75,37 +88,91 @@ impl TraceError {
 }
 
 /// The trace file formats this build can read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Warpscope text format (`.wst`).
     Text,
-    /// Warpscope binary format (`.wsb`).
+    /// Warpscope binary format (`.wsb`), the native format.
     Binary,
     /// Dinero IV traditional or extended `din` text.
     Din,
     /// Seed 001's `.trc` format (`blocksize: X Y Z`, then `tid dir addr bytes`).
     Nugteren,
+    /// Accel-Sim tracer output: `kernelslist.g` plus `kernel-N.traceg`, or one `.traceg`.
+    AccelSim,
+    /// NVBit's `mem_trace` tool output (`MEMTRACE: ` lines).
+    NvBit,
+    /// cuda-memtrace binary `.trc` (seed 002), thesis or later layout.
+    MemTrace,
+    /// Seed 000's OpenCL traces (`local size:` header, `addr-type-inst|tid|loop` records).
+    Crawford,
+    /// A table with documented columns, read through polars.
+    Csv,
+    Parquet,
 }
 
 impl Format {
+    pub const ALL: [Format; 10] = [
+        Format::AccelSim,
+        Format::NvBit,
+        Format::MemTrace,
+        Format::Crawford,
+        Format::Nugteren,
+        Format::Din,
+        Format::Csv,
+        Format::Parquet,
+        Format::Binary,
+        Format::Text,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Binary => "native",
+            Format::Din => "din",
+            Format::Nugteren => "nugteren",
+            Format::AccelSim => "accelsim",
+            Format::NvBit => "nvbit",
+            Format::MemTrace => "memtrace",
+            Format::Crawford => "crawford",
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
+        }
+    }
     pub fn from_name(s: &str) -> Option<Self> {
         match s {
             "text" | "wst" => Some(Format::Text),
             "binary" | "wsb" | "native" => Some(Format::Binary),
             "din" => Some(Format::Din),
-            "nugteren" | "trc" => Some(Format::Nugteren),
+            "nugteren" => Some(Format::Nugteren),
+            "accelsim" | "accel-sim" | "traceg" => Some(Format::AccelSim),
+            "nvbit" | "mem_trace" => Some(Format::NvBit),
+            "memtrace" | "cuda-memtrace" => Some(Format::MemTrace),
+            "crawford" => Some(Format::Crawford),
+            "csv" => Some(Format::Csv),
+            "parquet" => Some(Format::Parquet),
             _ => None,
         }
     }
-    /// Guesses the format from the first bytes of a file.
+    /// Guesses the format from the first (decompressed) bytes of a file.
     pub fn detect(head: &[u8]) -> Format {
         if head.starts_with(binary::MAGIC) {
             return Format::Binary;
         }
+        if head.starts_with(b"PAR1") {
+            return Format::Parquet;
+        }
+        if memtrace::looks_like(head) {
+            return Format::MemTrace;
+        }
         let text = String::from_utf8_lossy(head);
+        // NVBit output may follow the application's own output.
+        if text.lines().any(|l| l.starts_with("MEMTRACE: ")) {
+            return Format::NvBit;
+        }
         for line in text.lines() {
             let t = line.trim();
-            if t.is_empty() || t.starts_with('#') {
+            if t.is_empty() || t.starts_with('#') && !t.starts_with("#BEGIN_TB") {
                 continue;
             }
             if t.starts_with("kernel ") {
@@ -114,48 +181,158 @@ impl Format {
             if t.starts_with("blocksize:") {
                 return Format::Nugteren;
             }
+            if t.starts_with("local size:") {
+                return Format::Crawford;
+            }
+            if accelsim::looks_like(t) {
+                return Format::AccelSim;
+            }
+            if looks_like_csv(t) {
+                return Format::Csv;
+            }
             return Format::Din;
         }
         Format::Text
     }
 }
 
-/// Reads a trace file, detecting the format when `format` is `None`.
-pub fn read_file(path: &Path, format: Option<Format>) -> Result<(Trace, Format), TraceError> {
-    use std::io::Read;
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let mut head = Vec::with_capacity(4096);
-            (&mut reader)
-                .take(4096)
-                .read_to_end(&mut head)
-                .map_err(|e| TraceError::io(&name, e))?;
-            let f = Format::detect(&head);
-            let rest = reader;
-            let chained = std::io::Cursor::new(head).chain(rest);
-            return read_with(std::io::BufReader::new(chained), &name, f, size).map(|t| (t, f));
-        }
-    };
-    read_with(reader, &name, format, size).map(|t| (t, format))
+/// How to read a trace file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// The format; detected from the content when `None`.
+    pub format: Option<Format>,
+    /// Keep the kernels read completely before an error instead of failing.
+    pub allow_truncated: bool,
 }
 
-fn read_with<R: std::io::BufRead>(
-    r: R,
-    name: &str,
-    format: Format,
-    size: u64,
-) -> Result<Trace, TraceError> {
-    match format {
-        Format::Text => text::read(r, name),
-        Format::Binary => binary::read(r, name),
-        Format::Din => din::read_sized(r, name, size),
-        Format::Nugteren => nugteren::read(r, name),
+/// A trace read from a file, and how.
+#[derive(Debug)]
+pub struct Loaded {
+    pub trace: Trace,
+    pub format: Format,
+    /// True when the format was detected rather than given.
+    pub detected: bool,
+    pub compression: source::Compression,
+    /// With `allow_truncated`: the error that ended reading early (only complete kernels are
+    /// in `trace`).
+    pub truncated: Option<TraceError>,
+}
+
+/// What a reader needs besides the stream: the name for errors and a way to open the other
+/// files of multi-file formats (Accel-Sim's `kernelslist.g`).
+pub(crate) struct Ctx<'a> {
+    pub file: &'a str,
+    pub path: &'a Path,
+    pub file_bytes: u64,
+    pub wrap: &'a dyn Fn(source::Stream) -> source::Stream,
+}
+
+/// Reads a trace file, detecting the format when `format` is `None`.
+pub fn read_file(path: &Path, format: Option<Format>) -> Result<(Trace, Format), TraceError> {
+    let opts = ReadOptions {
+        format,
+        allow_truncated: false,
+    };
+    load(path, opts, &|s| s).map(|l| (l.trace, l.format))
+}
+
+/// Reads a trace file (or an Accel-Sim trace directory), undoing compression. `wrap` may move
+/// decompression onto another thread (see [`source::open`]).
+pub fn load(
+    path: &Path,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Loaded, TraceError> {
+    let name = path.display().to_string();
+    let (path, dir_format) = if path.is_dir() {
+        (accelsim::list_in_dir(path, &name)?, Some(Format::AccelSim))
+    } else {
+        (path.to_path_buf(), None)
+    };
+    let name = path.display().to_string();
+    let opened = source::open(&path, wrap)?;
+    let compression = opened.compression;
+    let (head, reader) = source::peek(opened.reader, 8192).map_err(|e| TraceError::io(&name, e))?;
+    let detected = opts.format.is_none();
+    let format = opts
+        .format
+        .or(dir_format)
+        .unwrap_or_else(|| detect_with_extension(&head, &path));
+    let ctx = Ctx {
+        file: &name,
+        path: &path,
+        file_bytes: opened.file_bytes,
+        wrap,
+    };
+    let mut trace = Trace::default();
+    let result = read_into(format, reader, &ctx, &mut trace);
+    let truncated = match result {
+        Ok(()) => None,
+        Err(e) if opts.allow_truncated => Some(e),
+        Err(e) => return Err(e),
+    };
+    Ok(Loaded {
+        trace,
+        format,
+        detected,
+        compression,
+        truncated,
+    })
+}
+
+/// Content first; the extension only settles what content cannot (tables).
+fn detect_with_extension(head: &[u8], path: &Path) -> Format {
+    let plain = source::strip_compression(path);
+    match plain.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => return Format::Parquet,
+        Some("csv") => return Format::Csv,
+        _ => {}
     }
+    Format::detect(head)
+}
+
+fn read_into(
+    format: Format,
+    r: Box<dyn std::io::BufRead + Send>,
+    ctx: &Ctx<'_>,
+    trace: &mut Trace,
+) -> Result<(), TraceError> {
+    let name = ctx.file;
+    let one = |t: Result<Trace, TraceError>, trace: &mut Trace| {
+        trace.kernels.extend(t?.kernels);
+        Ok(())
+    };
+    match format {
+        Format::Text => text::read_into(r, name, trace),
+        Format::Binary => binary::read_into(r, name, trace),
+        Format::Din => one(din::read_sized(r, name, ctx.file_bytes), trace),
+        Format::Nugteren => one(nugteren::read(r, name), trace),
+        Format::AccelSim => accelsim::read_into(r, ctx, trace),
+        Format::NvBit => nvbit::read_into(r, name, trace),
+        Format::MemTrace => memtrace::read_into(r, name, trace),
+        Format::Crawford => crawford::read_into(r, name, trace),
+        #[cfg(feature = "tables")]
+        Format::Csv => table::read_csv(r, name, trace),
+        #[cfg(feature = "tables")]
+        Format::Parquet => table::read_parquet(ctx.path, name, trace),
+        #[cfg(not(feature = "tables"))]
+        Format::Csv | Format::Parquet => {
+            let _ = r;
+            Err(TraceError::parse(
+                name,
+                Location::Byte(0),
+                "this build has no table support (the `tables` feature is off)",
+            ))
+        }
+    }
+}
+
+/// A CSV header line naming an `address` column.
+fn looks_like_csv(line: &str) -> bool {
+    line.contains(',')
+        && line
+            .split(',')
+            .any(|c| c.trim().trim_matches('"').eq_ignore_ascii_case("address"))
 }
 
 /// Writes a trace in the format implied by the extension (`.wsb` binary, else text).

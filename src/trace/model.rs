@@ -230,6 +230,77 @@ pub enum Order {
     PerThread,
     /// The rows are already in issue order (e.g. a Dinero trace); replayed as they are.
     Issued,
+    /// Warp-level traces (Accel-Sim): only the order within each warp is meaningful, and a
+    /// warp instruction is the rows of a warp's threads with the same dynamic instance (the
+    /// instruction's position in the warp's stream). The scheduler decides the interleaving.
+    #[serde(rename = "warp")]
+    PerWarp,
+}
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::PerThread => "thread",
+            Order::Issued => "issued",
+            Order::PerWarp => "warp",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "thread" => Some(Order::PerThread),
+            "issued" => Some(Order::Issued),
+            "warp" => Some(Order::PerWarp),
+            _ => None,
+        }
+    }
+    /// The key that orders one thread's candidate rows within a warp: (instruction, instance)
+    /// for per-thread traces (min-PC reconvergence), the instance alone for warp-level ones.
+    #[inline]
+    pub fn warp_key(self, inst: u32, dyn_inst: u32) -> u64 {
+        match self {
+            Order::PerWarp => dyn_inst as u64,
+            _ => ((inst as u64) << 32) | dyn_inst as u64,
+        }
+    }
+}
+
+/// Instructions a warp executed, counting every opcode (not only memory ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarpInstructions {
+    /// Linear CTA id.
+    pub cta: u32,
+    /// Warp index within the CTA.
+    pub warp: u32,
+    pub count: u64,
+}
+
+/// What an importer learned about a kernel beyond its accesses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInfo {
+    /// Header attributes of the source trace in file order (e.g. Accel-Sim's `nregs`, `shmem`).
+    pub attributes: Vec<(String, String)>,
+    /// The SM each CTA ran on, indexed by linear CTA id; empty when the trace does not say.
+    pub cta_sm: Vec<u32>,
+    /// Executed instructions per warp (all opcodes), for analytical models; empty when unknown.
+    pub warp_instructions: Vec<WarpInstructions>,
+    /// Executed warp instructions per opcode, sorted by opcode; empty when unknown.
+    pub opcodes: Vec<(String, u64)>,
+}
+
+impl KernelInfo {
+    pub fn is_empty(&self) -> bool {
+        self.attributes.is_empty()
+            && self.cta_sm.is_empty()
+            && self.warp_instructions.is_empty()
+            && self.opcodes.is_empty()
+    }
+    /// The value of a header attribute.
+    pub fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// The columns of a kernel's accesses (struct of arrays, 23 bytes a row).
@@ -322,6 +393,8 @@ pub struct Kernel {
     pub block: Dim3,
     pub order: Order,
     pub instructions: Vec<Instruction>,
+    /// Source facts beyond the accesses (SM of each CTA, instruction counts, header).
+    pub info: KernelInfo,
     cols: Columns,
     /// For [`Order::PerThread`]: rows of CTA `c` are `cta_starts[c]..cta_starts[c+1]`, grouped
     /// by thread in increasing order (4 bytes per CTA, not per thread, to keep a trace at
@@ -386,7 +459,7 @@ impl Kernel {
     pub fn thread_starts(&self) -> Vec<u32> {
         let n = self.num_threads() as usize;
         let mut starts = vec![0u32; n + 1];
-        if self.order == Order::PerThread {
+        if self.order != Order::Issued {
             for &t in &self.cols.thread {
                 starts[t as usize + 1] += 1;
             }
@@ -451,6 +524,14 @@ pub enum BuildError {
     ZeroSize,
     #[error("a kernel holds at most 2^32 - 1 rows")]
     TooManyRows,
+    #[error("grid {grid} x block {block} declares {threads} threads in {ctas} CTAs for only {rows} accesses: too sparse to model (per-thread and per-CTA state would not fit in memory)")]
+    TooSparse {
+        grid: Dim3,
+        block: Dim3,
+        threads: u64,
+        ctas: u64,
+        rows: usize,
+    },
 }
 
 /// Builds a [`Kernel`] row by row, validating each access.
@@ -462,6 +543,7 @@ pub struct KernelBuilder {
     order: Order,
     instructions: Vec<Instruction>,
     inst_index: rustc_hash::FxHashMap<String, u32>,
+    info: KernelInfo,
     cols: Columns,
     threads: u64,
     sorted: bool,
@@ -486,6 +568,7 @@ impl KernelBuilder {
             order,
             instructions: Vec::new(),
             inst_index: Default::default(),
+            info: KernelInfo::default(),
             cols: Columns::default(),
             threads,
             sorted: true,
@@ -528,6 +611,78 @@ impl KernelBuilder {
     pub fn instruction_count(&self) -> usize {
         self.instructions.len()
     }
+    pub fn info_mut(&mut self) -> &mut KernelInfo {
+        &mut self.info
+    }
+    /// Attaches what the importer learned beyond the accesses.
+    pub fn set_info(&mut self, info: KernelInfo) {
+        self.info = info;
+    }
+    /// Renumbers instructions in increasing PC order (instructions without a PC last, in their
+    /// order), for formats whose first-seen order is not program order.
+    pub fn sort_instructions_by_pc(&mut self) {
+        let mut order: Vec<u32> = (0..self.instructions.len() as u32).collect();
+        order.sort_by_key(|&i| (self.instructions[i as usize].pc.unwrap_or(u64::MAX), i));
+        let mut new_id = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        let old = std::mem::take(&mut self.instructions);
+        self.instructions = order.iter().map(|&i| old[i as usize].clone()).collect();
+        for (i, inst) in self.instructions.iter().enumerate() {
+            self.inst_index.insert(inst.name.clone(), i as u32);
+        }
+        let barrier = AccessKind::Barrier.code();
+        for (inst, &f) in self.cols.inst.iter_mut().zip(&self.cols.flags) {
+            if f & 0x1f != barrier {
+                *inst = new_id[*inst as usize];
+            }
+        }
+    }
+    /// Rewrites every row's dynamic instance (`map[old]`), for formats that rank instances
+    /// only once all are read.
+    pub fn remap_dyn(&mut self, map: &[u32]) -> Result<(), BuildError> {
+        let barrier = AccessKind::Barrier.code();
+        for (d, &f) in self.cols.dyn_inst.iter_mut().zip(&self.cols.flags) {
+            if f & 0x1f != barrier {
+                *d = *map.get(*d as usize).ok_or(BuildError::BadShape)?;
+            }
+        }
+        Ok(())
+    }
+    pub fn order(&self) -> Order {
+        self.order
+    }
+    /// Gives the kernel its real grid and block once the importer knows them (formats that only
+    /// say which CTAs or threads exist once all are read). `thread` maps each provisional
+    /// thread id (as pushed) to its final linear id; every pushed id must have an entry.
+    pub fn reshape(&mut self, grid: Dim3, block: Dim3, thread: &[u32]) -> Result<(), BuildError> {
+        let threads = grid.count() * block.count();
+        if threads == 0 || threads > u32::MAX as u64 {
+            return Err(BuildError::BadShape);
+        }
+        for t in self.cols.thread.iter_mut() {
+            let new = *thread
+                .get(*t as usize)
+                .ok_or(BuildError::ThreadOutOfRange {
+                    thread: *t as u64,
+                    threads: thread.len() as u64,
+                })?;
+            if new as u64 >= threads {
+                return Err(BuildError::ThreadOutOfRange {
+                    thread: new as u64,
+                    threads,
+                });
+            }
+            *t = new;
+        }
+        self.grid = grid;
+        self.block = block;
+        self.threads = threads;
+        self.sorted = self.cols.thread.windows(2).all(|w| w[0] <= w[1]);
+        self.last_thread = self.cols.thread.last().copied().unwrap_or(0);
+        Ok(())
+    }
     /// Appends one access (or barrier).
     #[inline]
     pub fn push(&mut self, a: Access) -> Result<(), BuildError> {
@@ -558,10 +713,29 @@ impl KernelBuilder {
         self.cols.push(&a);
         Ok(())
     }
+    /// Like [`KernelBuilder::finish`], for untrusted input: refuses kernels whose declared
+    /// shape would need far more per-thread or per-CTA memory than their accesses (a corrupt
+    /// or hostile header must not exhaust memory).
+    pub fn finish_checked(self) -> Result<Kernel, BuildError> {
+        let rows = self.cols.len() as u64;
+        let ctas = self.grid.count();
+        let per_thread = self.order != Order::Issued;
+        if ctas > (4 * rows).max(1 << 20) || (per_thread && self.threads > (4 * rows).max(1 << 24))
+        {
+            return Err(BuildError::TooSparse {
+                grid: self.grid,
+                block: self.block,
+                threads: self.threads,
+                ctas,
+                rows: self.cols.len(),
+            });
+        }
+        Ok(self.finish())
+    }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
-        if self.order == Order::PerThread {
+        if self.order != Order::Issued {
             let n = self.threads as usize;
             let mut counts = vec![0u32; n + 1];
             for &t in &self.cols.thread {
@@ -590,6 +764,7 @@ impl KernelBuilder {
             block: self.block,
             order: self.order,
             instructions: self.instructions,
+            info: self.info,
             cols: self.cols,
             cta_starts,
         }

@@ -136,7 +136,7 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
         .map_err(|e| err(0, e.to_string()))?;
     }
     Ok(Trace {
-        kernels: vec![b.finish()],
+        kernels: vec![b.finish_checked().map_err(|e| err(0, e.to_string()))?],
     })
 }
 

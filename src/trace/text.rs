@@ -15,8 +15,15 @@ use super::{Location, TraceError};
 use std::io::{BufRead, Write};
 
 /// Reads a text trace.
-pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
+pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();
+    read_into(r, file, &mut trace)?;
+    Ok(trace)
+}
+
+/// Reads a text trace, appending each kernel to `trace` once the next one starts or the file
+/// ends (a caller that allows truncated input keeps the kernels before an error).
+pub fn read_into<R: BufRead>(mut r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
     let mut current: Option<KernelBuilder> = None;
     let mut line = String::new();
     let mut line_no = 0u64;
@@ -39,7 +46,9 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         match first {
             "kernel" => {
                 if let Some(b) = current.take() {
-                    trace.kernels.push(b.finish());
+                    trace
+                        .kernels
+                        .push(b.finish_checked().map_err(|e| err(e.to_string()))?);
                 }
                 current = Some(parse_header(tokens).map_err(err)?);
             }
@@ -62,6 +71,13 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
                 }
                 b.instruction(name, pc);
             }
+            "attr" | "cta-sm" | "warp-insts" | "opcode" => {
+                let b = current
+                    .as_mut()
+                    .ok_or_else(|| err(format!("`{first}` before any `kernel` line")))?;
+                let rest = content[first.len()..].trim();
+                parse_info(b, first, rest).map_err(err)?;
+            }
             _ => {
                 let b = current.as_mut().ok_or_else(|| {
                     err("expected a `kernel NAME grid=X,Y,Z block=X,Y,Z` line first".into())
@@ -72,9 +88,60 @@ pub fn read<R: BufRead>(mut r: R, file: &str) -> Result<Trace, TraceError> {
         }
     }
     if let Some(b) = current.take() {
-        trace.kernels.push(b.finish());
+        let k = b
+            .finish_checked()
+            .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))?;
+        trace.kernels.push(k);
     }
-    Ok(trace)
+    Ok(())
+}
+
+/// The kernel info directives: `attr KEY VALUE...`, `cta-sm CTA SM`,
+/// `warp-insts CTA WARP COUNT`, `opcode NAME COUNT`.
+fn parse_info(b: &mut KernelBuilder, what: &str, rest: &str) -> Result<(), String> {
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |s: &str| -> Result<u64, String> {
+        s.parse()
+            .map_err(|_| format!("`{what}`: expected a whole number, found `{s}`"))
+    };
+    let grid = b.grid();
+    let cta = |s: &str| -> Result<u32, String> {
+        let c = parse_index(s)
+            .filter(|c| grid.contains(*c))
+            .ok_or_else(|| {
+                format!("`{what}`: expected a CTA index inside the grid, found `{s}`")
+            })?;
+        Ok(grid.linear(c) as u32)
+    };
+    let info = b.info_mut();
+    match (what, f.as_slice()) {
+        ("attr", [key, ..]) => {
+            let value = rest[key.len()..].trim();
+            info.attributes.push((key.to_string(), value.to_string()));
+        }
+        ("cta-sm", [c, sm]) => {
+            let c = cta(c)? as usize;
+            if info.cta_sm.len() <= c {
+                info.cta_sm.resize(c + 1, u32::MAX);
+            }
+            info.cta_sm[c] = u32::try_from(num(sm)?).map_err(|e| e.to_string())?;
+        }
+        ("warp-insts", [c, w, n]) => info.warp_instructions.push(super::WarpInstructions {
+            cta: cta(c)?,
+            warp: u32::try_from(num(w)?).map_err(|e| e.to_string())?,
+            count: num(n)?,
+        }),
+        ("opcode", [op, n]) => info.opcodes.push((op.to_string(), num(n)?)),
+        _ => {
+            return Err(match what {
+                "attr" => "expected `attr KEY VALUE`".into(),
+                "cta-sm" => "expected `cta-sm CTA SM`".into(),
+                "warp-insts" => "expected `warp-insts CTA WARP COUNT`".into(),
+                _ => "expected `opcode NAME COUNT`".into(),
+            })
+        }
+    }
+    Ok(())
 }
 
 fn parse_header<'a>(tokens: impl Iterator<Item = &'a str>) -> Result<KernelBuilder, String> {
@@ -98,15 +165,9 @@ fn parse_header<'a>(tokens: impl Iterator<Item = &'a str>) -> Result<KernelBuild
                 )
             }
             "order" => {
-                order = match v {
-                    "thread" => Order::PerThread,
-                    "issued" => Order::Issued,
-                    _ => {
-                        return Err(format!(
-                            "expected order=thread or order=issued, found `{t}`"
-                        ))
-                    }
-                }
+                order = Order::from_name(v).ok_or_else(|| {
+                    format!("expected order=thread, order=warp or order=issued, found `{t}`")
+                })?
             }
             _ => {
                 return Err(format!(
@@ -232,18 +293,27 @@ pub(crate) fn parse_u64(s: &str) -> Option<u64> {
 pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
     writeln!(w, "# warpscope text trace v1")?;
     for k in &trace.kernels {
-        let order = match k.order {
-            Order::PerThread => "thread",
-            Order::Issued => "issued",
-        };
         writeln!(
             w,
             "kernel {} grid={} block={} order={}",
             token(&k.name),
             k.grid,
             k.block,
-            order
+            k.order.name()
         )?;
+        for (key, v) in &k.info.attributes {
+            writeln!(w, "attr {} {}", token(key), v.replace(['\n', '#'], " "))?;
+        }
+        for (c, sm) in k.info.cta_sm.iter().enumerate() {
+            writeln!(w, "cta-sm {} {sm}", k.grid.from_linear(c as u64))?;
+        }
+        for c in &k.info.warp_instructions {
+            let cta = k.grid.from_linear(c.cta as u64);
+            writeln!(w, "warp-insts {cta} {} {}", c.warp, c.count)?;
+        }
+        for (op, n) in &k.info.opcodes {
+            writeln!(w, "opcode {} {n}", token(op))?;
+        }
         for inst in &k.instructions {
             match inst.pc {
                 Some(pc) => writeln!(w, "inst {} pc={pc:#x}", token(&inst.name))?,

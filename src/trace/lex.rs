@@ -1,0 +1,128 @@
+//! Small byte-level helpers shared by the text importers: line reading without UTF-8
+//! validation and number parsing on byte slices (the readers' hot loops).
+
+use std::io::BufRead;
+
+/// Reads lines as bytes, counting them, without the line terminator (`\n` or `\r\n`).
+pub(crate) struct Lines<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// 1-based number of the line last returned.
+    pub line: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(r: R) -> Self {
+        Self {
+            r,
+            buf: Vec::with_capacity(256),
+            line: 0,
+        }
+    }
+    /// The next line and its number, or `None` at the end of the input.
+    pub fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8])>> {
+        self.buf.clear();
+        if self.r.read_until(b'\n', &mut self.buf)? == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        let mut end = self.buf.len();
+        while end > 0 && matches!(self.buf[end - 1], b'\n' | b'\r') {
+            end -= 1;
+        }
+        Ok(Some((self.line, &self.buf[..end])))
+    }
+}
+
+/// Splits on ASCII whitespace.
+pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty())
+}
+
+/// A hexadecimal number with or without `0x`.
+#[inline]
+pub(crate) fn hex(s: &[u8]) -> Option<u64> {
+    let s = s
+        .strip_prefix(b"0x")
+        .or_else(|| s.strip_prefix(b"0X"))
+        .unwrap_or(s);
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | d as u64;
+    }
+    Some(v)
+}
+
+/// A decimal whole number.
+#[inline]
+pub(crate) fn dec(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// A decimal number with an optional sign.
+#[inline]
+pub(crate) fn signed(s: &[u8]) -> Option<i64> {
+    match s.first() {
+        Some(b'-') => dec(&s[1..]).and_then(|v| 0i64.checked_sub_unsigned(v)),
+        Some(b'+') => dec(&s[1..]).and_then(|v| i64::try_from(v).ok()),
+        _ => dec(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// A field for error messages (lossy, shortened).
+pub(crate) fn show(s: &[u8]) -> String {
+    let t = String::from_utf8_lossy(s);
+    if t.chars().count() > 40 {
+        format!("{}...", t.chars().take(40).collect::<String>())
+    } else {
+        t.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(hex(b"0x7f2b2d500000"), Some(0x7f2b2d500000));
+        assert_eq!(hex(b"ffffffff"), Some(0xffff_ffff));
+        assert_eq!(hex(b"0x"), None);
+        assert_eq!(hex(b"12345678901234567"), None);
+        assert_eq!(dec(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(dec(b"18446744073709551616"), None);
+        assert_eq!(signed(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(signed(b"-16"), Some(-16));
+        assert_eq!(signed(b"x"), None);
+    }
+
+    #[test]
+    fn lines_strip_terminators() {
+        let mut l = Lines::new("a b\r\n\nc".as_bytes());
+        assert_eq!(l.next_line().unwrap(), Some((1, &b"a b"[..])));
+        assert_eq!(l.next_line().unwrap(), Some((2, &b""[..])));
+        assert_eq!(l.next_line().unwrap(), Some((3, &b"c"[..])));
+        assert_eq!(l.line, 3);
+        assert_eq!(l.next_line().unwrap(), None);
+    }
+}

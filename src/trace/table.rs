@@ -1,0 +1,519 @@
+//! Traces as tables (CSV or Parquet), for traces made by users' own scripts. Read through polars
+//! in chunks of rows, so a large table is never held whole. Columns (names in lowercase; all
+//! but `address` optional):
+//!
+//! | column | meaning | default |
+//! |---|---|---|
+//! | `kernel` | launch name or number; a run of equal values is one kernel | one kernel |
+//! | `cta_x`, `cta_y`, `cta_z` | CTA index | 0 |
+//! | `thread_x`, `thread_y`, `thread_z` | thread index in the CTA | 0 |
+//! | `warp`, `lane` | instead of `thread_*`: thread `warp * 32 + lane` (1-D) | |
+//! | `block_x`, `block_y`, `block_z` | CTA size | the largest thread index + 1 |
+//! | `sm` | SM the CTA ran on; with it the rows are in issue order (replayed as they are) | |
+//! | `inst` | instruction name or number (first use order is program order) | `access` |
+//! | `pc` | the instruction's address | |
+//! | `dyn` | dynamic instance | the thread's occurrence count of `inst` |
+//! | `kind` | `load`/`ld`, `store`/`st`, `atomic`/`atom.OP`, `barrier`/`bar` | `load` |
+//! | `space` | `global`, `local`, `shared`, `const`, `tex` | `global` |
+//! | `address` | number or `0x` hex | required |
+//! | `size` | bytes | 4 |
+//!
+//! Without `sm` only the order within each thread is meaningful. The grid is the smallest
+//! that holds every CTA index. Errors name the file and line (CSV, counting the header as line
+//! 1) or row (Parquet, from 0).
+
+use std::io::BufRead;
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+
+use super::lex;
+use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::{Location, TraceError};
+
+/// Rows handed to polars at a time.
+const CHUNK_ROWS: usize = 1 << 18;
+
+/// Reads a CSV table from a stream, a chunk of lines at a time.
+pub(crate) fn read_csv<R: BufRead>(
+    mut r: R,
+    file: &str,
+    trace: &mut Trace,
+) -> Result<(), TraceError> {
+    let io = |e| TraceError::io(file, e);
+    let mut header = Vec::new();
+    if r.read_until(b'\n', &mut header).map_err(io)? == 0 {
+        return Err(TraceError::parse(
+            file,
+            Location::Line(1),
+            "empty file: expected a header line naming the columns",
+        ));
+    }
+    if !header.ends_with(b"\n") {
+        header.push(b'\n');
+    }
+    let mut st = State::new(file);
+    let mut line = 2u64; // first data line
+    loop {
+        let mut buf = header.clone();
+        let mut rows = 0;
+        while rows < CHUNK_ROWS {
+            let before = buf.len();
+            if r.read_until(b'\n', &mut buf).map_err(io)? == 0 {
+                break;
+            }
+            if buf[before..].iter().all(|c| c.is_ascii_whitespace()) {
+                buf.truncate(before);
+                // Blank lines still count for line numbers only if kept; keep them out and
+                // account for them here.
+                if rows == 0 {
+                    line += 1;
+                    continue;
+                }
+            }
+            rows += 1;
+        }
+        if rows == 0 {
+            break;
+        }
+        use polars::prelude::SerReader;
+        let df = polars::prelude::CsvReadOptions::default()
+            .with_has_header(true)
+            .into_reader_with_file_handle(std::io::Cursor::new(buf))
+            .finish()
+            .map_err(|e| {
+                TraceError::parse(
+                    file,
+                    Location::Line(line),
+                    format!("in the {rows} lines from here: {e}"),
+                )
+            })?;
+        st.ingest(&df, |i| Location::Line(line + i as u64))?;
+        line += rows as u64;
+    }
+    st.finish(trace)
+}
+
+/// Reads a Parquet table (it needs a seekable file, so it is opened here, not streamed).
+pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+    use polars::prelude::SerReader;
+    let open = || std::fs::File::open(path).map_err(|e| TraceError::io(file, e));
+    let perr = |e: polars::prelude::PolarsError| {
+        TraceError::parse(
+            file,
+            Location::Byte(0),
+            format!("not a readable Parquet file: {e}"),
+        )
+    };
+    let total = polars::prelude::ParquetReader::new(open()?)
+        .num_rows()
+        .map_err(perr)?;
+    let mut st = State::new(file);
+    let mut start = 0usize;
+    while start < total {
+        let n = CHUNK_ROWS.min(total - start);
+        let df = polars::prelude::ParquetReader::new(open()?)
+            .with_slice(Some((start, n)))
+            .finish()
+            .map_err(perr)?;
+        st.ingest(&df, |i| Location::Row((start + i) as u64))?;
+        start += n;
+    }
+    st.finish(trace)
+}
+
+/// One kernel being built: provisional dense CTA and thread ids until the shape is known.
+struct Pending {
+    key: String,
+    b: KernelBuilder,
+    block: Option<Dim3>,
+    ctas: FxHashMap<Dim3, u32>,
+    cta_list: Vec<Dim3>,
+    cta_sm: Vec<u32>,
+    threads: FxHashMap<(u32, Dim3), u32>,
+    thread_list: Vec<(u32, Dim3)>,
+    max_tid: Dim3,
+    occurrences: FxHashMap<(u32, u32), u32>,
+}
+
+struct State<'a> {
+    file: &'a str,
+    current: Option<Pending>,
+    done_keys: rustc_hash::FxHashSet<String>,
+    kernels: Vec<super::Kernel>,
+}
+
+/// A column as numbers (integers or decimal/`0x` strings), or `None` when absent.
+fn numbers(
+    df: &polars::prelude::DataFrame,
+    name: &str,
+    at: &dyn Fn(usize) -> Location,
+    file: &str,
+) -> Result<Option<Vec<u64>>, TraceError> {
+    use polars::prelude::*;
+    let Ok(col) = df.column(name) else {
+        return Ok(None);
+    };
+    let bad = |i: usize, v: &str| {
+        TraceError::parse(
+            file,
+            at(i),
+            format!("column `{name}`: expected a whole number (decimal or 0x hex), found `{v}`"),
+        )
+    };
+    let s = col.as_materialized_series();
+    let perr = |e: PolarsError| TraceError::parse(file, at(0), format!("column `{name}`: {e}"));
+    if s.dtype() == &DataType::UInt64 {
+        return s
+            .u64()
+            .map_err(perr)?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.ok_or_else(|| bad(i, "")))
+            .collect::<Result<Vec<u64>, _>>()
+            .map(Some);
+    }
+    if s.dtype().is_integer() {
+        let c = s.cast(&DataType::Int64).map_err(perr)?;
+        return c
+            .i64()
+            .map_err(perr)?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Some(v) => u64::try_from(v).map_err(|_| bad(i, &v.to_string())),
+                None => Err(bad(i, "")),
+            })
+            .collect::<Result<Vec<u64>, _>>()
+            .map(Some);
+    }
+    let c = s
+        .cast(&DataType::String)
+        .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
+    let c = c
+        .str()
+        .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
+    c.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let v = v.unwrap_or("").trim();
+            let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(h) => lex::hex(h.as_bytes()),
+                None => lex::dec(v.as_bytes()),
+            };
+            parsed.ok_or_else(|| bad(i, v))
+        })
+        .collect::<Result<Vec<u64>, _>>()
+        .map(Some)
+}
+
+/// A column as text, or `None` when absent.
+fn texts(df: &polars::prelude::DataFrame, name: &str) -> Option<Vec<String>> {
+    use polars::prelude::*;
+    let s = df
+        .column(name)
+        .ok()?
+        .as_materialized_series()
+        .cast(&DataType::String)
+        .ok()?;
+    let c = s.str().ok()?;
+    Some(
+        c.iter()
+            .map(|v| v.unwrap_or("").trim().to_string())
+            .collect(),
+    )
+}
+
+fn kind_of(s: &str) -> Option<AccessKind> {
+    match s.to_ascii_lowercase().as_str() {
+        "" | "load" | "ld" | "read" | "r" => Some(AccessKind::Load),
+        "store" | "st" | "write" | "w" => Some(AccessKind::Store),
+        "atomic" | "atom" => Some(AccessKind::Atomic(AtomicOp::Add)),
+        "barrier" | "bar" => Some(AccessKind::Barrier),
+        other => other
+            .strip_prefix("atom.")
+            .and_then(AtomicOp::from_name)
+            .map(AccessKind::Atomic),
+    }
+}
+
+impl<'a> State<'a> {
+    fn new(file: &'a str) -> Self {
+        Self {
+            file,
+            current: None,
+            done_keys: Default::default(),
+            kernels: Vec::new(),
+        }
+    }
+
+    fn ingest(
+        &mut self,
+        df: &polars::prelude::DataFrame,
+        at: impl Fn(usize) -> Location,
+    ) -> Result<(), TraceError> {
+        let file = self.file;
+        let n = df.height();
+        let at: &dyn Fn(usize) -> Location = &at;
+        let err = |i: usize, m: String| TraceError::parse(file, at(i), m);
+        let num = |name: &str| numbers(df, name, at, file);
+        let addr =
+            num("address")?.ok_or_else(|| err(0, "the table has no `address` column".into()))?;
+        let u32col = |name: &str| -> Result<Option<Vec<u32>>, TraceError> {
+            match num(name)? {
+                None => Ok(None),
+                Some(v) => v
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, x)| {
+                        u32::try_from(x).map_err(|_| {
+                            err(i, format!("column `{name}`: {x} does not fit in 32 bits"))
+                        })
+                    })
+                    .collect::<Result<Vec<u32>, _>>()
+                    .map(Some),
+            }
+        };
+        let cta: Vec<Option<Vec<u32>>> = vec![u32col("cta_x")?, u32col("cta_y")?, u32col("cta_z")?];
+        let tid: Vec<Option<Vec<u32>>> = vec![
+            u32col("thread_x")?,
+            u32col("thread_y")?,
+            u32col("thread_z")?,
+        ];
+        let (warp, lane) = (u32col("warp")?, u32col("lane")?);
+        if warp.is_some() != lane.is_some() {
+            return Err(err(0, "columns `warp` and `lane` go together".into()));
+        }
+        if warp.is_some() && tid.iter().any(Option::is_some) {
+            return Err(err(
+                0,
+                "give either `thread_x/y/z` or `warp` and `lane`, not both".into(),
+            ));
+        }
+        let block: Vec<Option<Vec<u32>>> =
+            vec![u32col("block_x")?, u32col("block_y")?, u32col("block_z")?];
+        let sm = u32col("sm")?;
+        let size = num("size")?;
+        let dyn_col = u32col("dyn")?;
+        let pc = num("pc")?;
+        let kernel = texts(df, "kernel");
+        let inst = texts(df, "inst");
+        let kind = texts(df, "kind");
+        let space = texts(df, "space");
+        let pick = |c: &Option<Vec<u32>>, i: usize| c.as_ref().map_or(0, |v| v[i]);
+        for i in 0..n {
+            let key = kernel.as_ref().map_or(String::new(), |k| k[i].clone());
+            if self.current.as_ref().is_none_or(|p| p.key != key) {
+                if self.done_keys.contains(&key) {
+                    return Err(err(i, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
+                }
+                self.close()?;
+                let order = if sm.is_some() {
+                    Order::Issued
+                } else {
+                    Order::PerThread
+                };
+                // Provisional shape: one CTA row per dense CTA id, threads dense within.
+                let b = KernelBuilder::new(
+                    if key.is_empty() {
+                        "kernel".to_string()
+                    } else {
+                        key.clone()
+                    },
+                    Dim3::x(1 << 16),
+                    Dim3::x((1 << 16) - 1),
+                    order,
+                )
+                .map_err(|e| err(i, e.to_string()))?;
+                self.current = Some(Pending {
+                    key: key.clone(),
+                    b,
+                    block: None,
+                    ctas: Default::default(),
+                    cta_list: Vec::new(),
+                    cta_sm: Vec::new(),
+                    threads: Default::default(),
+                    thread_list: Vec::new(),
+                    max_tid: Dim3::new(0, 0, 0),
+                    occurrences: Default::default(),
+                });
+            }
+            let Some(p) = self.current.as_mut() else {
+                continue;
+            };
+            let c = Dim3::new(pick(&cta[0], i), pick(&cta[1], i), pick(&cta[2], i));
+            let t = match (&warp, &lane) {
+                (Some(w), Some(l)) => {
+                    if l[i] >= 32 {
+                        return Err(err(i, format!("lane {} is not below 32", l[i])));
+                    }
+                    let x = w[i]
+                        .checked_mul(32)
+                        .and_then(|x| x.checked_add(l[i]))
+                        .ok_or_else(|| err(i, "warp * 32 + lane overflows".into()))?;
+                    Dim3::new(x, 0, 0)
+                }
+                _ => Dim3::new(pick(&tid[0], i), pick(&tid[1], i), pick(&tid[2], i)),
+            };
+            if block.iter().any(Option::is_some) {
+                let bl = Dim3::new(
+                    block[0].as_ref().map_or(1, |v| v[i]),
+                    block[1].as_ref().map_or(1, |v| v[i]),
+                    block[2].as_ref().map_or(1, |v| v[i]),
+                );
+                match p.block {
+                    None => p.block = Some(bl),
+                    Some(prev) if prev != bl => {
+                        return Err(err(
+                            i,
+                            format!("block size {bl} differs from {prev} earlier in the kernel"),
+                        ))
+                    }
+                    _ => {}
+                }
+                if !bl.contains(t) {
+                    return Err(err(i, format!("thread {t} is outside the block {bl}")));
+                }
+            }
+            p.max_tid = Dim3::new(
+                p.max_tid.x.max(t.x),
+                p.max_tid.y.max(t.y),
+                p.max_tid.z.max(t.z),
+            );
+            let ci = match p.ctas.get(&c) {
+                Some(&ci) => ci,
+                None => {
+                    let ci = p.cta_list.len() as u32;
+                    if ci >= 1 << 16 {
+                        return Err(err(i, "more than 65536 CTAs in one kernel".into()));
+                    }
+                    p.ctas.insert(c, ci);
+                    p.cta_list.push(c);
+                    p.cta_sm.push(sm.as_ref().map_or(0, |s| s[i]));
+                    ci
+                }
+            };
+            if let Some(s) = &sm {
+                if p.cta_sm[ci as usize] != s[i] {
+                    return Err(err(
+                        i,
+                        format!(
+                            "CTA {c} ran on SM {} and on SM {}",
+                            p.cta_sm[ci as usize], s[i]
+                        ),
+                    ));
+                }
+            }
+            let next = p.thread_list.len() as u32;
+            let thread = *p.threads.entry((ci, t)).or_insert(next);
+            if thread == next {
+                if next as u64 >= p.b.threads() {
+                    return Err(err(i, "too many threads in one kernel".into()));
+                }
+                p.thread_list.push((ci, t));
+            }
+            let k = match &kind {
+                Some(k) => kind_of(&k[i]).ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", k[i])))?,
+                None => AccessKind::Load,
+            };
+            let sp = match &space {
+                Some(s) if !s[i].is_empty() => MemSpace::from_name(&s[i]).ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", s[i])))?,
+                _ => MemSpace::Global,
+            };
+            let (inst_id, dyn_inst, sz) = if k == AccessKind::Barrier {
+                (0, 0, 0)
+            } else {
+                let name = inst.as_ref().map_or("access", |v| v[i].as_str());
+                let name = if name.is_empty() { "access" } else { name };
+                let id = p.b.instruction(name, pc.as_ref().map(|v| v[i]));
+                let occ = p.occurrences.entry((thread, id)).or_insert(0);
+                let d = match &dyn_col {
+                    Some(d) => d[i],
+                    None => *occ,
+                };
+                *occ += 1;
+                let sz = match &size {
+                    Some(s) => u16::try_from(s[i]).ok().filter(|&z| z > 0).ok_or_else(|| {
+                        err(
+                            i,
+                            format!("column `size`: expected 1 to 65535 bytes, found {}", s[i]),
+                        )
+                    })?,
+                    None => 4,
+                };
+                (id, d, sz)
+            };
+            p.b.push(Access {
+                thread,
+                inst: inst_id,
+                dyn_inst,
+                addr: if k == AccessKind::Barrier { 0 } else { addr[i] },
+                size: sz,
+                kind: k,
+                space: sp,
+            })
+            .map_err(|e| err(i, e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Fixes the shape of the current kernel and keeps it.
+    fn close(&mut self) -> Result<(), TraceError> {
+        let Some(mut p) = self.current.take() else {
+            return Ok(());
+        };
+        let file = self.file;
+        let e = |m: String| TraceError::parse(file, Location::Line(0), m);
+        let block = p
+            .block
+            .unwrap_or(Dim3::new(p.max_tid.x + 1, p.max_tid.y + 1, p.max_tid.z + 1));
+        let mut max = Dim3::new(0, 0, 0);
+        for c in &p.cta_list {
+            max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
+        }
+        let grid = Dim3::new(max.x + 1, max.y + 1, max.z + 1);
+        if grid.count() * block.count() > u32::MAX as u64 {
+            return Err(e(format!(
+                "kernel `{}`: grid {grid} x block {block} holds more than 2^32 threads",
+                p.key
+            )));
+        }
+        let map: Vec<u32> = p
+            .thread_list
+            .iter()
+            .map(|&(ci, t)| {
+                (grid.linear(p.cta_list[ci as usize]) * block.count() + block.linear(t)) as u32
+            })
+            .collect();
+        let mut b = p.b;
+        b.reshape(grid, block, &map)
+            .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?;
+        if b.order() == Order::Issued {
+            let mut cta_sm = vec![0u32; grid.count() as usize];
+            for (ci, c) in p.cta_list.iter().enumerate() {
+                cta_sm[grid.linear(*c) as usize] = p.cta_sm[ci];
+            }
+            b.info_mut().cta_sm = cta_sm;
+        }
+        p.cta_sm.clear();
+        self.kernels.push(
+            b.finish_checked()
+                .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?,
+        );
+        self.done_keys.insert(p.key);
+        Ok(())
+    }
+
+    fn finish(mut self, trace: &mut Trace) -> Result<(), TraceError> {
+        self.close()?;
+        if self.kernels.is_empty() {
+            return Err(TraceError::parse(
+                self.file,
+                Location::Line(1),
+                "the table has no rows",
+            ));
+        }
+        trace.kernels.append(&mut self.kernels);
+        Ok(())
+    }
+}
