@@ -156,6 +156,72 @@ fn din(c: &mut Criterion) {
     g.finish();
 }
 
+/// Synthetic inputs of the text importers and the native format, in memory (decompression and
+/// disk are not what is measured).
+fn import(c: &mut Criterion) {
+    use warpscope::trace::{read_bytes, Format};
+    let mut rng = Rng::new(5);
+    // Accel-Sim: 32-thread warps, a memory instruction in list mode every other line.
+    let mut accel = String::from(
+        "-kernel name = k\n-grid dim = (4096,1,1)\n-block dim = (256,1,1)\n-accelsim tracer version = 4\n\n",
+    );
+    let mut cta = 0;
+    while accel.len() < 48 << 20 {
+        accel.push_str(&format!("#BEGIN_TB\nthread block = {cta},0,0\n"));
+        for w in 0..8 {
+            accel.push_str(&format!("warp = {w}\ninsts = 40\n"));
+            for i in 0..20 {
+                accel.push_str(&format!("{:04x} ffffffff 1 R2 IADD 2 R3 R4 0 \n", 16 * i));
+                let base = rng.below(1 << 40) & !127;
+                accel.push_str(&format!("{:04x} ffffffff 1 R4 LDG.E 1 R2 4 0", 16 * i + 8));
+                for l in 0..32u64 {
+                    accel.push_str(&format!(" 0x{:x}", base + 4 * l));
+                }
+                accel.push_str(" \n");
+            }
+        }
+        accel.push_str("#END_TB\n");
+        cta += 1;
+    }
+    // NVBit: one warp instruction a line.
+    let mut nvbit = String::from("MEMTRACE: CTX 0x1 - LAUNCH - Kernel pc 0x7 - Kernel name k - grid launch id 0 - grid size 65535,1,1 - block size 256,1,1 - nregs 20 - shmem 0 - cuda stream id 0\n");
+    let mut line = 0u64;
+    while nvbit.len() < 48 << 20 {
+        let base = rng.below(1 << 40) & !127;
+        nvbit.push_str(&format!(
+            "MEMTRACE: CTX 0x1 - grid_launch_id 0 - CTA {},0,0 - warp {} - LDG.E - ",
+            line / 64 % 65535,
+            line % 8
+        ));
+        for l in 0..32u64 {
+            nvbit.push_str(&format!("0x{:016x} ", base + 4 * l));
+        }
+        nvbit.push('\n');
+        line += 1;
+    }
+    let mut g = c.benchmark_group("import");
+    g.sample_size(10);
+    for (name, format, bytes) in [
+        ("accelsim_48MiB", Format::AccelSim, accel.into_bytes()),
+        ("nvbit_48MiB", Format::NvBit, nvbit.into_bytes()),
+    ] {
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(read_bytes(format, &bytes).map(|t| t.total_accesses())))
+        });
+    }
+    // The native format: a 16 M-access trace.
+    let pairs = vec![("n".to_string(), "5592406".to_string())];
+    let t = warpscope::gen::generate("vecadd", &pairs).expect("generate");
+    let mut native = Vec::new();
+    warpscope::trace::binary::write(&t, &mut native).unwrap();
+    g.throughput(Throughput::Elements(t.total_accesses() as u64));
+    g.bench_function("native_16M_accesses", |b| {
+        b.iter(|| black_box(read_bytes(Format::Binary, &native).map(|t| t.total_accesses())))
+    });
+    g.finish();
+}
+
 fn pipeline(c: &mut Criterion) {
     let pairs = vec![
         ("n".to_string(), "128".to_string()),
@@ -218,7 +284,7 @@ fn memory() {
     );
 }
 
-criterion_group!(benches, cache, reuse, din, pipeline);
+criterion_group!(benches, cache, reuse, din, import, pipeline);
 
 fn main() {
     benches();

@@ -57,10 +57,10 @@ pub(super) fn build(
     insts: &[&str],
     mut body: impl FnMut(Dim3, Dim3, &mut Emit),
 ) -> Result<Kernel, GenError> {
-    if grid.count() * block.count() > 1 << 28 {
+    if grid.count().saturating_mul(block.count()) > 1 << 28 {
         return Err(p.invalid(format!(
             "{} threads is more than the generators support (2^28)",
-            grid.count() * block.count()
+            grid.count().saturating_mul(block.count())
         )));
     }
     let mut b = KernelBuilder::new(name, grid, block, Order::PerThread)

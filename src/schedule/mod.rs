@@ -6,7 +6,9 @@
 //! - Threads form warps of `warp_size` consecutive linear thread ids within a CTA. A warp's
 //!   next instruction groups the next access of each thread that shares the smallest
 //!   (instruction id, dynamic instance): instruction ids follow program order, so threads
-//!   that diverged in a loop run the loop first (min-PC reconvergence). No access moves across a
+//!   that diverged in a loop run the loop first (min-PC reconvergence). For warp-level traces
+//!   ([`Order::PerWarp`]) the dynamic instance alone orders them: it is the instruction's
+//!   position in the warp's recorded stream. No access moves across a
 //!   CTA barrier: a warp whose live threads all wait at a barrier stalls until every warp of
 //!   its CTA has arrived or finished.
 //! - The issue policy picks among ready warps ([`IssuePolicy`]). With `warp_size = 1` the

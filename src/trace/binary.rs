@@ -144,18 +144,19 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::K
     let at = rd.offset;
     let grid = rd.dim3("the grid dimensions")?;
     let block = rd.dim3("the block dimensions")?;
-    let order =
-        match rd.u8("the kernel order")? {
-            0 => Order::PerThread,
-            1 => Order::Issued,
-            2 if version >= 2 => Order::PerWarp,
-            o => return Err(rd.err(
+    let order = match rd.u8("the kernel order")? {
+        0 => Order::PerThread,
+        1 => Order::Issued,
+        2 if version >= 2 => Order::PerWarp,
+        o => {
+            return Err(rd.err(
                 rd.offset - 1,
                 format!(
                     "expected kernel order 0 (per thread), 1 (issued) or 2 (per warp), found {o}"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     let mut b =
         KernelBuilder::new(name, grid, block, order).map_err(|e| rd.err(at, e.to_string()))?;
     let n_inst = rd.u32("the instruction count")?;

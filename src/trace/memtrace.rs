@@ -225,12 +225,14 @@ impl KernelState {
             max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
         }
         let grid = Dim3::new(max.x + 1, max.y + 1, max.z + 1);
-        if grid.count() * LANES as u64 > u32::MAX as u64 {
+        if grid.count().saturating_mul(LANES as u64) > u32::MAX as u64 {
             return Err(format!(
                 "kernel {}: the CTA indices span a grid {grid} too large to model",
                 self.name
             ));
         }
+        super::check_density(grid, Dim3::x(LANES), self.b.len(), Order::Issued)
+            .map_err(|e| e.to_string())?;
         let mut map = Vec::with_capacity(self.cta_list.len() * LANES as usize);
         let mut cta_sm = vec![u32::MAX; grid.count() as usize];
         for (c, &idx) in self.cta_list.iter().enumerate() {

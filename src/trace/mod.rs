@@ -20,8 +20,8 @@ pub mod table;
 pub mod text;
 
 pub use model::{
-    Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel, KernelBuilder,
-    KernelInfo, MemSpace, Order, Trace, WarpInstructions,
+    check_density, Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel,
+    KernelBuilder, KernelInfo, MemSpace, Order, Trace, WarpInstructions,
 };
 
 use std::path::Path;
@@ -278,6 +278,38 @@ pub fn load(
         compression,
         truncated,
     })
+}
+
+/// Reads a whole trace from bytes in memory (tests and fuzzing). Accel-Sim input is one
+/// `.traceg`; Parquet needs a file and is refused.
+pub fn read_bytes(format: Format, bytes: &[u8]) -> Result<Trace, TraceError> {
+    let name = "<bytes>";
+    let mut trace = Trace::default();
+    match format {
+        Format::AccelSim => trace.kernels.push(accelsim::read_kernel(bytes, name)?),
+        Format::Parquet => {
+            return Err(TraceError::parse(
+                name,
+                Location::Byte(0),
+                "Parquet is read from files",
+            ))
+        }
+        _ => {
+            let ctx = Ctx {
+                file: name,
+                path: Path::new(name),
+                file_bytes: bytes.len() as u64,
+                wrap: &|s| s,
+            };
+            read_into(
+                format,
+                Box::new(std::io::Cursor::new(bytes.to_vec())),
+                &ctx,
+                &mut trace,
+            )?;
+        }
+    }
+    Ok(trace)
 }
 
 /// Content first; the extension only settles what content cannot (tables).

@@ -26,9 +26,11 @@ impl Dim3 {
     pub const fn x(x: u32) -> Self {
         Self { x, y: 1, z: 1 }
     }
-    /// Number of elements in this extent.
+    /// Number of elements in this extent (saturating: `u64::MAX` means "too many").
     pub fn count(&self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
+        (self.x as u64)
+            .saturating_mul(self.y as u64)
+            .saturating_mul(self.z as u64)
     }
     /// Linear index of `idx` inside this extent, x fastest (CUDA order).
     pub fn linear(&self, idx: Dim3) -> u64 {
@@ -419,7 +421,7 @@ impl Kernel {
         self.grid.count() as u32
     }
     pub fn num_threads(&self) -> u64 {
-        self.grid.count() * self.block.count()
+        self.grid.count().saturating_mul(self.block.count())
     }
     /// Row `i` as an [`Access`].
     pub fn access(&self, i: usize) -> Access {
@@ -534,6 +536,24 @@ pub enum BuildError {
     },
 }
 
+/// Refuses a shape whose per-CTA (and, unless issued, per-thread) state would dwarf its `rows`
+/// accesses: more than 2^20 CTAs or 2^24 threads and over four per access.
+pub fn check_density(grid: Dim3, block: Dim3, rows: usize, order: Order) -> Result<(), BuildError> {
+    let r = rows as u64;
+    let ctas = grid.count();
+    let threads = ctas.saturating_mul(block.count());
+    if ctas > (4 * r).max(1 << 20) || (order != Order::Issued && threads > (4 * r).max(1 << 24)) {
+        return Err(BuildError::TooSparse {
+            grid,
+            block,
+            threads,
+            ctas,
+            rows,
+        });
+    }
+    Ok(())
+}
+
 /// Builds a [`Kernel`] row by row, validating each access.
 #[derive(Debug)]
 pub struct KernelBuilder {
@@ -557,7 +577,7 @@ impl KernelBuilder {
         block: Dim3,
         order: Order,
     ) -> Result<Self, BuildError> {
-        let threads = grid.count() * block.count();
+        let threads = grid.count().saturating_mul(block.count());
         if threads == 0 || threads > u32::MAX as u64 {
             return Err(BuildError::BadShape);
         }
@@ -657,7 +677,7 @@ impl KernelBuilder {
     /// say which CTAs or threads exist once all are read). `thread` maps each provisional
     /// thread id (as pushed) to its final linear id; every pushed id must have an entry.
     pub fn reshape(&mut self, grid: Dim3, block: Dim3, thread: &[u32]) -> Result<(), BuildError> {
-        let threads = grid.count() * block.count();
+        let threads = grid.count().saturating_mul(block.count());
         if threads == 0 || threads > u32::MAX as u64 {
             return Err(BuildError::BadShape);
         }

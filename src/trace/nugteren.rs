@@ -103,6 +103,8 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     let block = block.ok_or_else(|| err(0, "empty file: expected `blocksize: X Y Z`".into()))?;
     let tpb = block.count();
     let blocks = (max_tid as u64 / tpb + 1) as u32;
+    super::check_density(Dim3::x(blocks), block, rows.len(), Order::PerThread)
+        .map_err(|e| err(0, e.to_string()))?;
     let mut b = KernelBuilder::new("kernel", Dim3::x(blocks), block, Order::PerThread)
         .map_err(|e| err(0, e.to_string()))?;
     let load = b.instruction("load", None);

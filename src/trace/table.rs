@@ -472,12 +472,14 @@ impl<'a> State<'a> {
             max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
         }
         let grid = Dim3::new(max.x + 1, max.y + 1, max.z + 1);
-        if grid.count() * block.count() > u32::MAX as u64 {
+        if grid.count().saturating_mul(block.count()) > u32::MAX as u64 {
             return Err(e(format!(
                 "kernel `{}`: grid {grid} x block {block} holds more than 2^32 threads",
                 p.key
             )));
         }
+        super::check_density(grid, block, p.b.len(), p.b.order())
+            .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?;
         let map: Vec<u32> = p
             .thread_list
             .iter()

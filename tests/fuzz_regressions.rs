@@ -1,0 +1,59 @@
+//! Inputs from the fuzz corpus (`fuzz/seeds`: one sample per format; `fuzz/regressions`:
+//! inputs that once crashed or hung an importer). The first byte picks the format as in
+//! `fuzz/fuzz_targets/import.rs`; every input must read or fail cleanly, never panic.
+
+use warpscope::trace::{read_bytes, Format};
+
+const FORMATS: [Format; 9] = [
+    Format::AccelSim,
+    Format::NvBit,
+    Format::MemTrace,
+    Format::Crawford,
+    Format::Nugteren,
+    Format::Din,
+    Format::Csv,
+    Format::Binary,
+    Format::Text,
+];
+
+fn inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return Vec::new();
+    };
+    let mut v: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_none_or(|x| x != "md"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_seed_reads_in_its_format() {
+    let seeds = inputs("fuzz/seeds");
+    assert!(seeds.len() >= 8, "one seed per format");
+    for (name, bytes) in seeds {
+        let format = FORMATS[bytes[0] as usize % FORMATS.len()];
+        let t = read_bytes(format, &bytes[1..]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(t.total_accesses() > 0, "{name}");
+    }
+}
+
+#[test]
+fn regressions_fail_cleanly() {
+    for (name, bytes) in inputs("fuzz/regressions") {
+        let Some((&pick, rest)) = bytes.split_first() else {
+            continue;
+        };
+        let format = FORMATS[pick as usize % FORMATS.len()];
+        let r = std::panic::catch_unwind(|| read_bytes(format, rest).map(|t| t.total_accesses()));
+        assert!(r.is_ok(), "{name} panics");
+    }
+}
