@@ -224,7 +224,7 @@ impl KernelState {
         for c in &self.cta_list {
             max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
         }
-        let grid = Dim3::new(max.x + 1, max.y + 1, max.z + 1);
+        let grid = Dim3::holding(max).unwrap_or(Dim3::new(u32::MAX, u32::MAX, u32::MAX));
         if grid.count().saturating_mul(LANES as u64) > u32::MAX as u64 {
             return Err(format!(
                 "kernel {}: the CTA indices span a grid {grid} too large to model",

@@ -46,6 +46,14 @@ impl Dim3 {
             z: (linear / (x * y)) as u32,
         }
     }
+    /// The smallest extent holding index `max` (`None` when a side would exceed `u32`).
+    pub fn holding(max: Dim3) -> Option<Dim3> {
+        Some(Dim3::new(
+            max.x.checked_add(1)?,
+            max.y.checked_add(1)?,
+            max.z.checked_add(1)?,
+        ))
+    }
     /// True when `idx` lies inside this extent.
     pub fn contains(&self, idx: Dim3) -> bool {
         idx.x < self.x && idx.y < self.y && idx.z < self.z

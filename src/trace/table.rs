@@ -466,12 +466,19 @@ impl<'a> State<'a> {
         let e = |m: String| TraceError::parse(file, Location::Line(0), m);
         let block = p
             .block
-            .unwrap_or(Dim3::new(p.max_tid.x + 1, p.max_tid.y + 1, p.max_tid.z + 1));
+            .or_else(|| Dim3::holding(p.max_tid))
+            .ok_or_else(|| {
+                e(format!(
+                    "kernel `{}`: thread index {} is too large",
+                    p.key, p.max_tid
+                ))
+            })?;
         let mut max = Dim3::new(0, 0, 0);
         for c in &p.cta_list {
             max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
         }
-        let grid = Dim3::new(max.x + 1, max.y + 1, max.z + 1);
+        let grid = Dim3::holding(max)
+            .ok_or_else(|| e(format!("kernel `{}`: CTA index {max} is too large", p.key)))?;
         if grid.count().saturating_mul(block.count()) > u32::MAX as u64 {
             return Err(e(format!(
                 "kernel `{}`: grid {grid} x block {block} holds more than 2^32 threads",
