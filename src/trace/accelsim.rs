@@ -71,8 +71,8 @@ pub fn list_in_dir(dir: &Path, name: &str) -> Result<PathBuf, TraceError> {
 }
 
 /// Reads a kernel list (opening each kernel file it names) or a single `.traceg` stream.
-pub(crate) fn read_into(
-    mut r: Box<dyn BufRead + Send>,
+pub(crate) fn read_into<R: BufRead>(
+    mut r: R,
     ctx: &Ctx<'_>,
     trace: &mut Trace,
 ) -> Result<(), TraceError> {

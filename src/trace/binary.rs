@@ -15,10 +15,7 @@
 //! `str` is a u32 byte length followed by UTF-8 bytes. A file without the end record is
 //! truncated and rejected.
 
-use super::model::{
-    unpack_flags, Access, AccessKind, Dim3, KernelBuilder, KernelInfo, Order, Trace,
-    WarpInstructions,
-};
+use super::model::{AccessKind, Dim3, KernelBuilder, KernelInfo, Order, Trace, WarpInstructions};
 use super::{Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
@@ -175,25 +172,29 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::K
     // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
     b.reserve(rows.min(1 << 24) as usize);
     let mut buf = vec![0u8; CHUNK_ROWS.min(rows as usize) * ROW_BYTES];
+    let mut cols = super::Columns::default();
     let mut row = 0u64;
     while row < rows {
         let n = CHUNK_ROWS.min((rows - row) as usize);
         let chunk = &mut buf[..n * ROW_BYTES];
         let start = rd.offset;
         read_full(rd, chunk, start, row)?;
-        for rec in chunk.chunks_exact(ROW_BYTES) {
-            let at = rd.offset;
-            let access = decode_row(rec).ok_or_else(|| {
-                rd.err(
-                    at + 22,
-                    format!("record {row}: invalid kind/space flags {:#04x}", rec[22]),
-                )
-            })?;
-            b.push(access)
-                .map_err(|e| rd.err(at, format!("record {row}: {e}")))?;
-            rd.offset += ROW_BYTES as u64;
-            row += 1;
+        decode_rows(chunk, &mut cols);
+        if b.spare_capacity() < n {
+            // Grow geometrically, never past the declared count (exact when it is honest).
+            b.reserve(((rows - row) as usize).min(b.len().max(1 << 24)));
         }
+        b.extend_columns(&cols).map_err(|(i, e)| {
+            let at = start + (i * ROW_BYTES) as u64;
+            let at = if matches!(e, super::BuildError::BadFlags { .. }) {
+                at + 22
+            } else {
+                at
+            };
+            rd.err(at, format!("record {}: {e}", row + i as u64))
+        })?;
+        rd.offset += (n * ROW_BYTES) as u64;
+        row += n as u64;
     }
     if version >= 2 {
         b.set_info(read_info(rd)?);
@@ -242,30 +243,29 @@ fn read_full<R: Read>(
     Ok(())
 }
 
-/// One 23-byte record; `None` when its flags byte is not a valid kind/space pair.
-#[inline]
-fn decode_row(rec: &[u8]) -> Option<Access> {
-    let word = |o: usize| u32::from_le_bytes([rec[o], rec[o + 1], rec[o + 2], rec[o + 3]]);
-    let mut addr = [0u8; 8];
-    addr.copy_from_slice(&rec[12..20]);
-    let flags = rec[22];
-    let (kind, space) = unpack_flags(flags);
-    if super::model::pack_flags(kind, space) != flags {
-        return None;
-    }
-    Some(Access {
-        thread: word(0),
-        inst: if kind == AccessKind::Barrier {
+/// Decodes 23-byte records into columns, one column at a time (barrier rows get instruction
+/// 0, as the writer stores them). Validation happens in [`KernelBuilder::extend_columns`].
+fn decode_rows(chunk: &[u8], cols: &mut super::Columns) {
+    cols.clear();
+    let recs = chunk.chunks_exact(ROW_BYTES);
+    let u32_at = |r: &[u8], o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
+    cols.thread.extend(recs.clone().map(|r| u32_at(r, 0)));
+    cols.inst.extend(recs.clone().map(|r| {
+        if r[22] & 0x1f == AccessKind::Barrier.code() {
             0
         } else {
-            word(4)
-        },
-        dyn_inst: word(8),
-        addr: u64::from_le_bytes(addr),
-        size: u16::from_le_bytes([rec[20], rec[21]]),
-        kind,
-        space,
-    })
+            u32_at(r, 4)
+        }
+    }));
+    cols.dyn_inst.extend(recs.clone().map(|r| u32_at(r, 8)));
+    cols.addr.extend(recs.clone().map(|r| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&r[12..20]);
+        u64::from_le_bytes(a)
+    }));
+    cols.size
+        .extend(recs.clone().map(|r| u16::from_le_bytes([r[20], r[21]])));
+    cols.flags.extend(recs.map(|r| r[22]));
 }
 
 /// Entries of one info list; a corrupt count fails at the end of the file, not in `reserve`.

@@ -323,9 +323,9 @@ fn detect_with_extension(head: &[u8], path: &Path) -> Format {
     Format::detect(head)
 }
 
-fn read_into(
+fn read_into<R: std::io::BufRead>(
     format: Format,
-    r: Box<dyn std::io::BufRead + Send>,
+    r: R,
     ctx: &Ctx<'_>,
     trace: &mut Trace,
 ) -> Result<(), TraceError> {

@@ -332,6 +332,15 @@ impl Columns {
     pub fn is_empty(&self) -> bool {
         self.addr.is_empty()
     }
+    /// Removes every row, keeping the capacity.
+    pub fn clear(&mut self) {
+        self.addr.clear();
+        self.thread.clear();
+        self.inst.clear();
+        self.dyn_inst.clear();
+        self.size.clear();
+        self.flags.clear();
+    }
     fn reserve_exact(&mut self, n: usize) {
         self.addr.reserve_exact(n);
         self.thread.reserve_exact(n);
@@ -532,6 +541,8 @@ pub enum BuildError {
     BadShape,
     #[error("access size must be at least 1 byte")]
     ZeroSize,
+    #[error("invalid kind/space flags {flags:#04x}")]
+    BadFlags { flags: u8 },
     #[error("a kernel holds at most 2^32 - 1 rows")]
     TooManyRows,
     #[error("grid {grid} x block {block} declares {threads} threads in {ctas} CTAs for only {rows} accesses: too sparse to model (per-thread and per-CTA state would not fit in memory)")]
@@ -609,6 +620,10 @@ impl KernelBuilder {
     }
     pub fn threads(&self) -> u64 {
         self.threads
+    }
+    /// Rows that fit before the columns must grow.
+    pub fn spare_capacity(&self) -> usize {
+        self.cols.addr.capacity() - self.cols.len()
     }
     pub fn grid(&self) -> Dim3 {
         self.grid
@@ -759,6 +774,64 @@ impl KernelBuilder {
             });
         }
         Ok(self.finish())
+    }
+    /// Appends many rows at once (bulk loaders): each row is validated as [`push`] does;
+    /// on an error nothing of the batch is kept and the index of the bad row is returned.
+    ///
+    /// [`push`]: KernelBuilder::push
+    pub fn extend_columns(&mut self, rows: &Columns) -> Result<(), (usize, BuildError)> {
+        let n = rows.len();
+        if self.cols.len() + n >= u32::MAX as usize {
+            return Err((0, BuildError::TooManyRows));
+        }
+        let barrier = AccessKind::Barrier.code();
+        let insts = self.instructions.len();
+        let mut last = self.last_thread;
+        let mut sorted = self.sorted;
+        for i in 0..n {
+            let t = rows.thread[i];
+            if t as u64 >= self.threads {
+                return Err((
+                    i,
+                    BuildError::ThreadOutOfRange {
+                        thread: t as u64,
+                        threads: self.threads,
+                    },
+                ));
+            }
+            let flags = rows.flags[i];
+            if AccessKind::from_code(flags & 0x1f).is_none()
+                || (flags >> 5) as usize >= MemSpace::ALL.len()
+            {
+                return Err((i, BuildError::BadFlags { flags }));
+            }
+            if flags & 0x1f != barrier {
+                if rows.inst[i] as usize >= insts {
+                    return Err((
+                        i,
+                        BuildError::UnknownInstruction {
+                            inst: rows.inst[i],
+                            count: insts,
+                        },
+                    ));
+                }
+                if rows.size[i] == 0 {
+                    return Err((i, BuildError::ZeroSize));
+                }
+            }
+            sorted &= t >= last;
+            last = t;
+        }
+        self.sorted = sorted;
+        self.last_thread = last;
+        let c = &mut self.cols;
+        c.addr.extend_from_slice(&rows.addr);
+        c.thread.extend_from_slice(&rows.thread);
+        c.inst.extend_from_slice(&rows.inst);
+        c.dyn_inst.extend_from_slice(&rows.dyn_inst);
+        c.size.extend_from_slice(&rows.size);
+        c.flags.extend_from_slice(&rows.flags);
+        Ok(())
     }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
