@@ -9,18 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let formats = [
-        Format::AccelSim,
-        Format::NvBit,
-        Format::MemTrace,
-        Format::Crawford,
-        Format::Nugteren,
-        Format::Din,
-        Format::Csv,
-        Format::Binary,
-        Format::Text,
-    ];
-    let format = formats[pick as usize % formats.len()];
+    let format = Format::FROM_BYTES[pick as usize % Format::FROM_BYTES.len()];
     if let Ok(t) = read_bytes(format, rest) {
         // What was read must be usable: every row's thread lies in its kernel's grid.
         for k in &t.kernels {

@@ -164,7 +164,7 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
     let mut saw_tb = false;
     while let Some((n, line)) = lines.next_line().map_err(io)? {
         let err = |m: String| TraceError::parse(file, Location::Line(n), m);
-        let t = trim(line);
+        let t = line.trim_ascii();
         if t.starts_with(b"#BEGIN_TB") {
             saw_tb = true;
             break;
@@ -236,7 +236,7 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
     let mut addrs = [0u64; WARP as usize];
     while let Some((n, line)) = lines.next_line().map_err(io)? {
         let err = |m: String| TraceError::parse(file, Location::Line(n), m);
-        let t = trim(line);
+        let t = line.trim_ascii();
         if t.is_empty() {
             continue;
         }
@@ -267,7 +267,7 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
             return Err(err(format!("expected #BEGIN_TB, found `{}`", lex::show(t))));
         }
         if let Some(v) = key_value(t, b"thread block") {
-            let idx = index3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
+            let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
                 err(format!(
                     "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
                     lex::show(t)
@@ -582,38 +582,17 @@ pub fn classify(opcode: &[u8]) -> (AccessKind, MemSpace) {
     }
 }
 
-fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &s[start..end]
-}
-
 /// `key = value` with this key, returning the value.
 fn key_value<'a>(t: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     let rest = t.strip_prefix(key)?;
-    let rest = trim(rest).strip_prefix(b"=")?;
-    Some(trim(rest))
-}
-
-/// `x,y,z`.
-fn index3(v: &[u8]) -> Option<Dim3> {
-    let mut it = v
-        .split(|&c| c == b',')
-        .map(|p| lex::dec(trim(p)).and_then(|x| u32::try_from(x).ok()));
-    let d = Dim3::new(it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(d)
+    let rest = rest.trim_ascii().strip_prefix(b"=")?;
+    Some(rest.trim_ascii())
 }
 
 /// `(x,y,z)`.
 fn paren_dim3(v: &str) -> Option<Dim3> {
     let inner = v.trim().strip_prefix('(')?.strip_suffix(')')?;
-    index3(inner.as_bytes())
+    lex::dim3(inner.as_bytes())
 }
 
 #[cfg(test)]

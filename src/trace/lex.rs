@@ -89,6 +89,15 @@ pub(crate) fn signed(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Three comma-separated whole numbers `x,y,z` (spaces around them allowed).
+pub(crate) fn dim3(s: &[u8]) -> Option<super::Dim3> {
+    let mut it = s
+        .split(|&c| c == b',')
+        .map(|p| dec(p.trim_ascii()).and_then(|v| u32::try_from(v).ok()));
+    let d = super::Dim3::new(it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(d)
+}
+
 /// A field for error messages (lossy, shortened).
 pub(crate) fn show(s: &[u8]) -> String {
     let t = String::from_utf8_lossy(s);

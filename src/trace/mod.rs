@@ -125,6 +125,19 @@ impl Format {
         Format::Binary,
         Format::Text,
     ];
+    /// The formats [`read_bytes`] reads, in the order a fuzz input's first byte picks them
+    /// (`fuzz/fuzz_targets/import.rs`, `tests/fuzz_regressions.rs`).
+    pub const FROM_BYTES: [Format; 9] = [
+        Format::AccelSim,
+        Format::NvBit,
+        Format::MemTrace,
+        Format::Crawford,
+        Format::Nugteren,
+        Format::Din,
+        Format::Csv,
+        Format::Binary,
+        Format::Text,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",

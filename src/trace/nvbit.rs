@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use super::accelsim::classify;
 use super::lex::{self, Lines};
-use super::model::{Access, Dim3, KernelBuilder, Order, Trace};
+use super::model::{Access, KernelBuilder, Order, Trace};
 use super::{Location, TraceError};
 
 struct Launch {
@@ -87,7 +87,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
                 .ok_or_else(|| err(format!("expected `{what}` as field {}", i + 1)))
         };
         let cta_s = field(i, b"CTA ", "CTA x,y,z")?;
-        let cta = dim3(cta_s)
+        let cta = lex::dim3(cta_s)
             .filter(|c| l.builder.grid().contains(*c))
             .ok_or_else(|| {
                 err(format!(
@@ -223,10 +223,10 @@ fn parse_launch(parts: &[&[u8]]) -> Result<(u64, Launch), String> {
         .and_then(lex::dec)
         .ok_or("LAUNCH line: expected `grid launch id N`")?;
     let grid = get(b"grid size ")
-        .and_then(dim3)
+        .and_then(lex::dim3)
         .ok_or("LAUNCH line: expected `grid size X,Y,Z`")?;
     let block = get(b"block size ")
-        .and_then(dim3)
+        .and_then(lex::dim3)
         .ok_or("LAUNCH line: expected `block size X,Y,Z`")?;
     let builder = KernelBuilder::new(name, grid, block, Order::Issued)
         .map_err(|e| format!("LAUNCH line: grid {grid} x block {block}: {e}"))?;
@@ -252,14 +252,6 @@ fn parse_launch(parts: &[&[u8]]) -> Result<(u64, Launch), String> {
             lines: 0,
         },
     ))
-}
-
-fn dim3(s: &[u8]) -> Option<Dim3> {
-    let mut it = s
-        .split(|&c| c == b',')
-        .map(|p| lex::dec(p.trim_ascii()).and_then(|v| u32::try_from(v).ok()));
-    let d = Dim3::new(it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(d)
 }
 
 /// Bytes per lane from the opcode's width suffix.
