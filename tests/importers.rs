@@ -260,5 +260,11 @@ fn tables_round_trip_through_csv_and_parquet() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad.csv: line 3") && e.contains("size"), "{e}");
+    // Blank lines count: the bad value is now on line 5.
+    std::fs::write(&bad, "address,size\n\n0x10,4\n\n0x20,0\n").unwrap();
+    let e = trace::load(&bad, ReadOptions::default(), &|s| s)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad.csv: line 5") && e.contains("size"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }

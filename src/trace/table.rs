@@ -53,29 +53,27 @@ pub(crate) fn read_csv<R: BufRead>(
         header.push(b'\n');
     }
     let mut st = State::new(file);
-    let mut line = 2u64; // first data line
+    let mut next_line = 2u64; // the first data line
+    let mut lines_of: Vec<u64> = Vec::with_capacity(CHUNK_ROWS);
     loop {
+        // A chunk of non-blank lines after the header, and the file line of each.
         let mut buf = header.clone();
-        let mut rows = 0;
-        while rows < CHUNK_ROWS {
+        lines_of.clear();
+        while lines_of.len() < CHUNK_ROWS {
             let before = buf.len();
             if r.read_until(b'\n', &mut buf).map_err(io)? == 0 {
                 break;
             }
             if buf[before..].iter().all(|c| c.is_ascii_whitespace()) {
                 buf.truncate(before);
-                // Blank lines still count for line numbers only if kept; keep them out and
-                // account for them here.
-                if rows == 0 {
-                    line += 1;
-                    continue;
-                }
+            } else {
+                lines_of.push(next_line);
             }
-            rows += 1;
+            next_line += 1;
         }
-        if rows == 0 {
+        let (Some(&line), rows) = (lines_of.first(), lines_of.len()) else {
             break;
-        }
+        };
         use polars::prelude::SerReader;
         let df = polars::prelude::CsvReadOptions::default()
             .with_has_header(true)
@@ -88,8 +86,7 @@ pub(crate) fn read_csv<R: BufRead>(
                     format!("in the {rows} lines from here: {e}"),
                 )
             })?;
-        st.ingest(&df, |i| Location::Line(line + i as u64))?;
-        line += rows as u64;
+        st.ingest(&df, |i| Location::Line(lines_of[i]))?;
     }
     st.finish(trace)
 }
