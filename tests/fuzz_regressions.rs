@@ -4,7 +4,7 @@
 
 use warpscope::trace::{read_bytes, Format};
 
-const FORMATS: [Format; 9] = Format::FROM_BYTES;
+const FORMATS: &[Format] = Format::FROM_BYTES;
 
 fn inputs(dir: &str) -> Vec<(String, Vec<u8>)> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);

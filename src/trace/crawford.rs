@@ -216,16 +216,8 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
         let a_digits = a.trim_ascii().strip_prefix(b"0x").unwrap_or(a.trim_ascii());
         let av = field(a, "address/type/instruction")?;
         if a_digits.len() == 1 && (av == 1 || av == 2) {
-            e.b.push(Access {
-                thread,
-                inst: 0,
-                dyn_inst: 0,
-                addr: 0,
-                size: 0,
-                kind: AccessKind::Barrier,
-                space: MemSpace::Global,
-            })
-            .map_err(|x| err(x.to_string()))?;
+            e.b.push(Access::barrier(thread))
+                .map_err(|x| err(x.to_string()))?;
             continue;
         }
         let loops = field(

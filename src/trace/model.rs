@@ -225,6 +225,21 @@ pub struct Access {
     pub space: MemSpace,
 }
 
+impl Access {
+    /// A CTA barrier in `thread`'s stream.
+    pub fn barrier(thread: u32) -> Self {
+        Access {
+            thread,
+            inst: 0,
+            dyn_inst: 0,
+            addr: 0,
+            size: 0,
+            kind: AccessKind::Barrier,
+            space: MemSpace::Global,
+        }
+    }
+}
+
 /// A static instruction: a name (or PC) shown in reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Instruction {
@@ -729,23 +744,7 @@ impl KernelBuilder {
     /// Appends one access (or barrier).
     #[inline]
     pub fn push(&mut self, a: Access) -> Result<(), BuildError> {
-        if a.thread as u64 >= self.threads {
-            return Err(BuildError::ThreadOutOfRange {
-                thread: a.thread as u64,
-                threads: self.threads,
-            });
-        }
-        if a.kind != AccessKind::Barrier {
-            if a.inst as usize >= self.instructions.len() {
-                return Err(BuildError::UnknownInstruction {
-                    inst: a.inst,
-                    count: self.instructions.len(),
-                });
-            }
-            if a.size == 0 {
-                return Err(BuildError::ZeroSize);
-            }
-        }
+        self.check_row(a.thread, a.inst, a.size, a.kind == AccessKind::Barrier)?;
         if self.cols.len() >= u32::MAX as usize {
             return Err(BuildError::TooManyRows);
         }
@@ -754,6 +753,35 @@ impl KernelBuilder {
         }
         self.last_thread = a.thread;
         self.cols.push(&a);
+        Ok(())
+    }
+    /// The checks every row passes: its thread is in the grid and, unless it is a barrier,
+    /// its instruction is declared and its size is not zero.
+    #[inline]
+    fn check_row(
+        &self,
+        thread: u32,
+        inst: u32,
+        size: u16,
+        barrier: bool,
+    ) -> Result<(), BuildError> {
+        if thread as u64 >= self.threads {
+            return Err(BuildError::ThreadOutOfRange {
+                thread: thread as u64,
+                threads: self.threads,
+            });
+        }
+        if !barrier {
+            if inst as usize >= self.instructions.len() {
+                return Err(BuildError::UnknownInstruction {
+                    inst,
+                    count: self.instructions.len(),
+                });
+            }
+            if size == 0 {
+                return Err(BuildError::ZeroSize);
+            }
+        }
         Ok(())
     }
     /// Like [`KernelBuilder::finish`], for untrusted input: refuses kernels whose declared
@@ -785,40 +813,18 @@ impl KernelBuilder {
             return Err((0, BuildError::TooManyRows));
         }
         let barrier = AccessKind::Barrier.code();
-        let insts = self.instructions.len();
         let mut last = self.last_thread;
         let mut sorted = self.sorted;
         for i in 0..n {
             let t = rows.thread[i];
-            if t as u64 >= self.threads {
-                return Err((
-                    i,
-                    BuildError::ThreadOutOfRange {
-                        thread: t as u64,
-                        threads: self.threads,
-                    },
-                ));
-            }
             let flags = rows.flags[i];
             if AccessKind::from_code(flags & 0x1f).is_none()
                 || (flags >> 5) as usize >= MemSpace::ALL.len()
             {
                 return Err((i, BuildError::BadFlags { flags }));
             }
-            if flags & 0x1f != barrier {
-                if rows.inst[i] as usize >= insts {
-                    return Err((
-                        i,
-                        BuildError::UnknownInstruction {
-                            inst: rows.inst[i],
-                            count: insts,
-                        },
-                    ));
-                }
-                if rows.size[i] == 0 {
-                    return Err((i, BuildError::ZeroSize));
-                }
-            }
+            self.check_row(t, rows.inst[i], rows.size[i], flags & 0x1f == barrier)
+                .map_err(|e| (i, e))?;
             sorted &= t >= last;
             last = t;
         }

@@ -207,15 +207,7 @@ fn parse_access<'a>(
         if let Some(extra) = tokens.next() {
             return Err(format!("unexpected `{extra}` after `bar`"));
         }
-        return Ok(Access {
-            thread,
-            inst: 0,
-            dyn_inst: 0,
-            addr: 0,
-            size: 0,
-            kind: AccessKind::Barrier,
-            space: MemSpace::Global,
-        });
+        return Ok(Access::barrier(thread));
     }
     let inst = b.instruction(third, None);
     let dyn_tok = tokens.next().ok_or("expected a dynamic instance number")?;
