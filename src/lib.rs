@@ -11,9 +11,14 @@
 //! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
 //! 9. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
 //!
+//! The desktop app (`app`, feature `gui`) is a shell over these modules: it runs them on
+//! worker threads and draws their results; nothing in the modules above depends on it.
+//!
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
 //! from the seed in the configuration. Reading traces and writing tables are its only I/O.
 
+#[cfg(feature = "gui")]
+pub mod app;
 pub mod cache;
 pub mod coalesce;
 pub mod config;

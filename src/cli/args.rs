@@ -9,9 +9,19 @@ use std::path::PathBuf;
     version,
     about = "How GPU kernels use the L1 cache: trace -> scheduler -> coalescer -> cache -> statistics"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// A trace to open in the app (without the app: to simulate on the Fermi 16 KB preset).
+    pub file: Option<PathBuf>,
+    /// Write one PNG per main view and one of the side-by-side mode into DIR, then exit
+    /// (used by screenshots/take.sh).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub screenshots: Option<PathBuf>,
+    /// Start the app with default settings instead of the saved ones.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,6 +177,7 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
+    #[cfg_attr(feature = "gui", allow(dead_code))]
     pub fn parse_from_words(words: &[&str]) -> anyhow::Result<SimArgs> {
         let cli = Cli::try_parse_from(
             std::iter::once("warpscope")

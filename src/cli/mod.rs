@@ -16,16 +16,45 @@ use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => {
-            // What `cargo run --release` shows until the desktop app exists.
-            let args = SimArgs::parse_from_words(&["--kernel", "matmul", "--preset", "fermi-16k"])?;
-            simulate(args)
-        }
+        None => no_command(cli.file, cli.screenshots, cli.fresh),
         Some(Command::Sim(a)) => simulate(a),
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Sweep(a)) => sweep::run(a),
     }
+}
+
+/// With the app: open the window. Without it: simulate the file, or the built-in example.
+#[cfg(feature = "gui")]
+fn no_command(
+    file: Option<std::path::PathBuf>,
+    screenshots: Option<std::path::PathBuf>,
+    fresh: bool,
+) -> Result<()> {
+    if let Some(dir) = &screenshots {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    warpscope::app::run(warpscope::app::Startup { file, fresh }, screenshots)
+        .map_err(anyhow::Error::msg)
+        .context("the desktop app could not start (no display? the CLI still works: `warpscope sim --help`)")
+}
+
+#[cfg(not(feature = "gui"))]
+fn no_command(
+    file: Option<std::path::PathBuf>,
+    screenshots: Option<std::path::PathBuf>,
+    _fresh: bool,
+) -> Result<()> {
+    if screenshots.is_some() {
+        anyhow::bail!("this build has no desktop app (the `gui` feature is off)");
+    }
+    let mut words = vec!["--preset".to_string(), "fermi-16k".to_string()];
+    match file {
+        Some(f) => words.extend(["--trace".to_string(), f.display().to_string()]),
+        None => words.extend(["--kernel".to_string(), "matmul".to_string()]),
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    simulate(SimArgs::parse_from_words(&words)?)
 }
 
 fn simulate(a: SimArgs) -> Result<()> {

@@ -109,7 +109,7 @@ pub(crate) fn read_into<R: BufRead>(
                 format!("kernel file `{t}` not found next to the list (also tried .xz, .zst, .gz)"),
             )
         })?;
-        let opened = source::open(&path, ctx.wrap)?;
+        let opened = source::open(&path, ctx.wrap, ctx.watch)?;
         trace
             .kernels
             .push(read_kernel(opened.reader, &path.display().to_string())?);

@@ -172,19 +172,17 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::K
     // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
     b.reserve(rows.min(1 << 24) as usize);
     let mut buf = vec![0u8; CHUNK_ROWS.min(rows as usize) * ROW_BYTES];
-    let mut cols = super::Columns::default();
     let mut row = 0u64;
     while row < rows {
         let n = CHUNK_ROWS.min((rows - row) as usize);
         let chunk = &mut buf[..n * ROW_BYTES];
         let start = rd.offset;
         read_full(rd, chunk, start, row)?;
-        decode_rows(chunk, &mut cols);
         if b.spare_capacity() < n {
             // Grow geometrically, never past the declared count (exact when it is honest).
             b.reserve(((rows - row) as usize).min(b.len().max(1 << 24)));
         }
-        b.extend_columns(&cols).map_err(|(i, e)| {
+        b.append_rows(|cols| decode_rows(chunk, cols)).map_err(|(i, e)| {
             let at = start + (i * ROW_BYTES) as u64;
             let at = if matches!(e, super::BuildError::BadFlags { .. }) {
                 at + 22
@@ -243,10 +241,9 @@ fn read_full<R: Read>(
     Ok(())
 }
 
-/// Decodes 23-byte records into columns, one column at a time (barrier rows get instruction
-/// 0, as the writer stores them). Validation happens in [`KernelBuilder::extend_columns`].
+/// Appends 23-byte records to the columns, one column at a time (barrier rows get instruction
+/// 0, as the writer stores them). Validation happens in [`KernelBuilder::append_rows`].
 fn decode_rows(chunk: &[u8], cols: &mut super::Columns) {
-    cols.clear();
     let recs = chunk.chunks_exact(ROW_BYTES);
     let u32_at = |r: &[u8], o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
     cols.thread.extend(recs.clone().map(|r| u32_at(r, 0)));

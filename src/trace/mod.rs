@@ -10,6 +10,7 @@ pub mod binary;
 pub mod crawford;
 pub mod din;
 mod lex;
+mod memory;
 pub mod memtrace;
 mod model;
 pub mod nugteren;
@@ -229,6 +230,7 @@ pub(crate) struct Ctx<'a> {
     pub path: &'a Path,
     pub file_bytes: u64,
     pub wrap: &'a dyn Fn(source::Stream) -> source::Stream,
+    pub watch: &'a dyn Fn(source::Stream) -> source::Stream,
 }
 
 /// Reads a trace file, detecting the format when `format` is `None`.
@@ -247,6 +249,17 @@ pub fn load(
     opts: ReadOptions,
     wrap: &dyn Fn(source::Stream) -> source::Stream,
 ) -> Result<Loaded, TraceError> {
+    load_watched(path, opts, wrap, &|s| s)
+}
+
+/// [`load`], with `watch` wrapped around each file's own (still compressed) bytes: the app
+/// counts them for its progress bar and cancels a load by failing the next read.
+pub fn load_watched(
+    path: &Path,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Loaded, TraceError> {
     let name = path.display().to_string();
     let (path, dir_format) = if path.is_dir() {
         (accelsim::list_in_dir(path, &name)?, Some(Format::AccelSim))
@@ -254,7 +267,7 @@ pub fn load(
         (path.to_path_buf(), None)
     };
     let name = path.display().to_string();
-    let opened = source::open(&path, wrap)?;
+    let opened = source::open(&path, wrap, watch)?;
     let compression = opened.compression;
     let (head, reader) = source::peek(opened.reader, 8192).map_err(|e| TraceError::io(&name, e))?;
     let detected = opts.format.is_none();
@@ -267,6 +280,7 @@ pub fn load(
         path: &path,
         file_bytes: opened.file_bytes,
         wrap,
+        watch,
     };
     let mut trace = Trace::default();
     let result = read_into(format, reader, &ctx, &mut trace);
@@ -304,13 +318,9 @@ pub fn read_bytes(format: Format, bytes: &[u8]) -> Result<Trace, TraceError> {
                 path: Path::new(name),
                 file_bytes: bytes.len() as u64,
                 wrap: &|s| s,
+                watch: &|s| s,
             };
-            read_into(
-                format,
-                Box::new(std::io::Cursor::new(bytes.to_vec())),
-                &ctx,
-                &mut trace,
-            )?;
+            read_into(format, bytes, &ctx, &mut trace)?;
         }
     }
     Ok(trace)

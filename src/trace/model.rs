@@ -8,6 +8,7 @@
 //! seeds 000 and 001, our generators) and an order already fixed by the source
 //! ([`Order::Issued`], e.g. Dinero traces, which are replayed in file order).
 
+use super::memory;
 use serde::{Deserialize, Serialize};
 
 /// A 3-D extent or index (grid, block, CTA id, thread index).
@@ -347,15 +348,6 @@ impl Columns {
     pub fn is_empty(&self) -> bool {
         self.addr.is_empty()
     }
-    /// Removes every row, keeping the capacity.
-    pub fn clear(&mut self) {
-        self.addr.clear();
-        self.thread.clear();
-        self.inst.clear();
-        self.dyn_inst.clear();
-        self.size.clear();
-        self.flags.clear();
-    }
     fn reserve_exact(&mut self, n: usize) {
         self.addr.reserve_exact(n);
         self.thread.reserve_exact(n);
@@ -363,6 +355,19 @@ impl Columns {
         self.dyn_inst.reserve_exact(n);
         self.size.reserve_exact(n);
         self.flags.reserve_exact(n);
+        memory::prefer_huge_pages(&self.addr);
+        memory::prefer_huge_pages(&self.thread);
+        memory::prefer_huge_pages(&self.inst);
+        memory::prefer_huge_pages(&self.dyn_inst);
+        memory::prefer_huge_pages(&self.size);
+    }
+    fn truncate(&mut self, n: usize) {
+        self.addr.truncate(n);
+        self.thread.truncate(n);
+        self.inst.truncate(n);
+        self.dyn_inst.truncate(n);
+        self.size.truncate(n);
+        self.flags.truncate(n);
     }
     #[inline]
     fn push(&mut self, a: &Access) {
@@ -803,40 +808,53 @@ impl KernelBuilder {
         }
         Ok(self.finish())
     }
-    /// Appends many rows at once (bulk loaders): each row is validated as [`push`] does;
-    /// on an error nothing of the batch is kept and the index of the bad row is returned.
-    ///
-    /// [`push`]: KernelBuilder::push
-    pub fn extend_columns(&mut self, rows: &Columns) -> Result<(), (usize, BuildError)> {
-        let n = rows.len();
-        if self.cols.len() + n >= u32::MAX as usize {
-            return Err((0, BuildError::TooManyRows));
+    /// Appends rows written by `fill` straight into the kernel's columns (bulk decoders use
+    /// this to skip a copy), then checks them as [`Self::push`] would. `fill` must extend
+    /// every column by the same number of rows. On an error the new rows are removed again and
+    /// the index of the bad row among them is returned.
+    pub fn append_rows(
+        &mut self,
+        fill: impl FnOnce(&mut Columns),
+    ) -> Result<(), (usize, BuildError)> {
+        let start = self.cols.len();
+        fill(&mut self.cols);
+        let c = &self.cols;
+        let n = c.addr.len() - start;
+        let uneven = [c.thread.len(), c.inst.len(), c.dyn_inst.len(), c.size.len(), c.flags.len()]
+            .iter()
+            .any(|&l| l != start + n);
+        let result = if uneven {
+            Err((0, BuildError::TooManyRows))
+        } else if start + n >= u32::MAX as usize {
+            Err((0, BuildError::TooManyRows))
+        } else {
+            self.check_appended(start)
+        };
+        if result.is_err() {
+            self.cols.truncate(start);
         }
+        result
+    }
+    fn check_appended(&mut self, start: usize) -> Result<(), (usize, BuildError)> {
         let barrier = AccessKind::Barrier.code();
         let mut last = self.last_thread;
         let mut sorted = self.sorted;
-        for i in 0..n {
-            let t = rows.thread[i];
-            let flags = rows.flags[i];
+        let c = &self.cols;
+        for i in start..c.len() {
+            let t = c.thread[i];
+            let flags = c.flags[i];
             if AccessKind::from_code(flags & 0x1f).is_none()
                 || (flags >> 5) as usize >= MemSpace::ALL.len()
             {
-                return Err((i, BuildError::BadFlags { flags }));
+                return Err((i - start, BuildError::BadFlags { flags }));
             }
-            self.check_row(t, rows.inst[i], rows.size[i], flags & 0x1f == barrier)
-                .map_err(|e| (i, e))?;
+            self.check_row(t, c.inst[i], c.size[i], flags & 0x1f == barrier)
+                .map_err(|e| (i - start, e))?;
             sorted &= t >= last;
             last = t;
         }
         self.sorted = sorted;
         self.last_thread = last;
-        let c = &mut self.cols;
-        c.addr.extend_from_slice(&rows.addr);
-        c.thread.extend_from_slice(&rows.thread);
-        c.inst.extend_from_slice(&rows.inst);
-        c.dyn_inst.extend_from_slice(&rows.dyn_inst);
-        c.size.extend_from_slice(&rows.size);
-        c.flags.extend_from_slice(&rows.flags);
         Ok(())
     }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.

@@ -72,12 +72,18 @@ pub struct Opened {
 }
 
 /// Opens `path`, undoing compression. `wrap` sees the decompressed stream before buffering
-/// (the shells move decompression to a thread there; pass `|s| s` to read inline).
-pub fn open(path: &Path, wrap: &dyn Fn(Stream) -> Stream) -> Result<Opened, TraceError> {
+/// (the shells move decompression to a thread there; pass `|s| s` to read inline); `watch`
+/// sees the file's own bytes (the app counts them for a progress bar and stops a cancelled
+/// load by failing a read).
+pub fn open(
+    path: &Path,
+    wrap: &dyn Fn(Stream) -> Stream,
+    watch: &dyn Fn(Stream) -> Stream,
+) -> Result<Opened, TraceError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e))?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut raw = BufReader::with_capacity(1 << 16, file);
+    let mut raw = BufReader::with_capacity(1 << 16, watch(Box::new(file)));
     let head = raw.fill_buf().map_err(|e| TraceError::io(&name, e))?;
     let by_magic = Compression::from_magic(head);
     let by_ext = Compression::from_extension(path);

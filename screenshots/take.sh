@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Starts the app in a virtual X display on fixed inputs (the built-in naive matrix
+# multiplication on the Fermi 16 KB preset) and writes one PNG per main view plus one of the
+# side-by-side mode (round-robin vs greedy-then-oldest) into screenshots/.
+#
+#   screenshots/take.sh            # needs Xvfb (installed with apt-get when run as root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v Xvfb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends xvfb xauth libgl1-mesa-dri libegl1 \
+      libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 >/dev/null
+  else
+    echo "Xvfb is needed: apt-get install xvfb libgl1-mesa-dri libegl1" >&2
+    exit 1
+  fi
+fi
+
+cargo build --release --bin warpscope
+
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+chmod 700 "$XDG_RUNTIME_DIR"
+display=":$((90 + RANDOM % 9))"
+Xvfb "$display" -screen 0 1600x1000x24 >/dev/null 2>&1 &
+xvfb=$!
+trap 'kill $xvfb 2>/dev/null || true' EXIT
+sleep 1
+rm -f screenshots/*.png
+DISPLAY="$display" timeout 600 target/release/warpscope --screenshots screenshots
+ls -l screenshots/*.png

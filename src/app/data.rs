@@ -1,0 +1,352 @@
+//! What the views draw, computed on the worker: a loaded trace with its address segments, and a
+//! simulation's report with every request as compact columns.
+
+use std::path::PathBuf;
+
+use crate::cache::MissClass;
+use crate::config::SimConfig;
+use crate::sim::{Report, RequestEvent};
+use crate::trace::{Format, Trace};
+
+/// Requests kept per simulation for the address and set views (about 33 bytes each); later
+/// requests are counted in the report but not drawn.
+pub const MAX_POINTS: usize = 20_000_000;
+
+/// A request's outcome as drawn: hit, a miss class, or a miss without a class (timing mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Hit,
+    Compulsory,
+    Capacity,
+    Conflict,
+    /// A miss the per-request model does not classify (the timing model classes misses in
+    /// aggregate only).
+    Miss,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Hit,
+        Outcome::Compulsory,
+        Outcome::Capacity,
+        Outcome::Conflict,
+        Outcome::Miss,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Hit => "hit",
+            Outcome::Compulsory => "compulsory miss",
+            Outcome::Capacity => "capacity miss",
+            Outcome::Conflict => "conflict miss",
+            Outcome::Miss => "miss",
+        }
+    }
+    fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Outcome {
+        Self::ALL[(c & 0x7) as usize % Self::ALL.len()]
+    }
+}
+
+/// One column per request field, in issue order across the simulated SMs.
+#[derive(Default, Clone)]
+pub struct Points {
+    pub line: Vec<u64>,
+    pub cta: Vec<u32>,
+    pub warp: Vec<u32>,
+    pub inst: Vec<u32>,
+    pub kernel: Vec<u16>,
+    pub sm: Vec<u16>,
+    pub set: Vec<u32>,
+    /// Outcome code in the low 3 bits, bit 7 set for writes.
+    pub outcome: Vec<u8>,
+    /// Whole-cache reuse distance; `u32::MAX` for a first use (or no tracking).
+    pub reuse: Vec<u32>,
+    /// Requests not kept because of [`MAX_POINTS`].
+    pub dropped: u64,
+}
+
+impl Points {
+    pub fn len(&self) -> usize {
+        self.line.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.line.is_empty()
+    }
+    pub fn push(&mut self, e: &RequestEvent) {
+        if self.line.len() >= MAX_POINTS {
+            self.dropped += 1;
+            return;
+        }
+        let outcome = match (e.hit, e.class) {
+            (true, _) => Outcome::Hit,
+            (false, Some(MissClass::Compulsory)) => Outcome::Compulsory,
+            (false, Some(MissClass::Capacity)) => Outcome::Capacity,
+            (false, Some(MissClass::Conflict)) => Outcome::Conflict,
+            (false, None) => Outcome::Miss,
+        };
+        self.line.push(e.line);
+        self.cta.push(e.cta);
+        self.warp.push(e.warp);
+        self.inst.push(e.inst);
+        self.kernel.push(e.kernel.min(u16::MAX as u32) as u16);
+        self.sm.push(e.sm.min(u16::MAX as u32) as u16);
+        self.set.push(e.set);
+        self.outcome
+            .push(outcome.code() | if e.write { 0x80 } else { 0 });
+        self.reuse.push(
+            e.reuse_distance
+                .map(|d| d.min(u32::MAX as u64 - 1) as u32)
+                .unwrap_or(u32::MAX),
+        );
+    }
+    pub fn outcome(&self, i: usize) -> Outcome {
+        Outcome::from_code(self.outcome[i])
+    }
+    pub fn is_write(&self, i: usize) -> bool {
+        self.outcome[i] & 0x80 != 0
+    }
+}
+
+/// Address ranges that hold data, packed one above the other so that buffers far apart in
+/// memory share one readable axis (seed 000 fig. 8.1 draws each allocation separately).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Segments {
+    /// (first byte, one past the last byte, axis offset of the first byte), by address.
+    pub ranges: Vec<(u64, u64, f64)>,
+}
+
+/// Gap between segments on the axis, as a fraction of the total span.
+const SEGMENT_GAP: f64 = 0.03;
+/// Addresses closer than this belong to one segment.
+const MERGE_BYTES: u64 = 1 << 20;
+
+impl Segments {
+    /// Segments covering `addrs` (any order).
+    pub fn from_addresses(addrs: impl Iterator<Item = u64>) -> Segments {
+        // Pages of 4 KiB are fine enough and keep the sort small.
+        let mut pages: Vec<u64> = Vec::new();
+        let mut last = u64::MAX;
+        for a in addrs {
+            let p = a >> 12;
+            if p != last {
+                pages.push(p);
+                last = p;
+            }
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        for p in pages {
+            let lo = p << 12;
+            let hi = lo.saturating_add(1 << 12);
+            match spans.last_mut() {
+                Some(s) if lo.saturating_sub(s.1) <= MERGE_BYTES => s.1 = hi,
+                _ => spans.push((lo, hi)),
+            }
+        }
+        let total: u64 = spans.iter().map(|s| s.1 - s.0).sum();
+        let gap = (total as f64 * SEGMENT_GAP).max(4096.0);
+        let mut y = 0.0;
+        let ranges = spans
+            .into_iter()
+            .map(|(lo, hi)| {
+                let r = (lo, hi, y);
+                y += (hi - lo) as f64 + gap;
+                r
+            })
+            .collect();
+        Segments { ranges }
+    }
+    /// Axis position of a byte address.
+    pub fn y(&self, addr: u64) -> f64 {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        match i.checked_sub(1).and_then(|i| self.ranges.get(i)) {
+            Some(&(lo, _, y)) => y + (addr - lo) as f64,
+            None => addr as f64,
+        }
+    }
+    /// The address at an axis position, if it lies in a segment.
+    pub fn addr(&self, y: f64) -> Option<u64> {
+        self.ranges.iter().find_map(|&(lo, hi, y0)| {
+            let off = y - y0;
+            (off >= 0.0 && off < (hi - lo) as f64).then(|| lo + off as u64)
+        })
+    }
+    /// The top of the axis.
+    pub fn height(&self) -> f64 {
+        self.ranges
+            .last()
+            .map(|&(lo, hi, y)| y + (hi - lo) as f64)
+            .unwrap_or(1.0)
+    }
+}
+
+/// A loaded or generated trace.
+pub struct TraceData {
+    pub trace: Trace,
+    /// File name, or the generator and its parameters.
+    pub label: String,
+    pub path: Option<PathBuf>,
+    pub format: Option<Format>,
+    pub segments: Segments,
+    pub accesses: u64,
+}
+
+impl TraceData {
+    pub fn new(trace: Trace, label: String, path: Option<PathBuf>, format: Option<Format>) -> Self {
+        let segments = Segments::from_addresses(
+            trace
+                .kernels
+                .iter()
+                .flat_map(|k| k.columns().addr.iter().copied()),
+        );
+        let accesses = trace.total_accesses() as u64;
+        TraceData {
+            trace,
+            label,
+            path,
+            format,
+            segments,
+            accesses,
+        }
+    }
+}
+
+/// Accesses and misses per set over time: `bins` time slices x `sets` rows.
+#[derive(Clone, Debug, Default)]
+pub struct SetGrid {
+    pub bins: usize,
+    pub sets: usize,
+    /// Requests per time slice (the x extent of one bin).
+    pub per_bin: u64,
+    /// Row-major by set: `accesses[set * bins + bin]`.
+    pub accesses: Vec<u32>,
+    pub misses: Vec<u32>,
+}
+
+/// Time slices of the set heatmap.
+pub const SET_BINS: usize = 256;
+
+/// Miss classes split by reads and writes for one instruction or CTA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassSplit {
+    /// `[read, write][outcome code]`.
+    pub counts: [[u64; 5]; 2],
+}
+
+impl ClassSplit {
+    pub fn add(&mut self, write: bool, o: Outcome) {
+        self.counts[write as usize][o as usize] += 1;
+    }
+    pub fn get(&self, write: bool, o: Outcome) -> u64 {
+        self.counts[write as usize][o as usize]
+    }
+    pub fn misses(&self) -> u64 {
+        self.counts
+            .iter()
+            .map(|r| r[1..].iter().sum::<u64>())
+            .sum()
+    }
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|r| r.iter().sum::<u64>()).sum()
+    }
+}
+
+/// A finished simulation of one pane.
+pub struct SimData {
+    pub config: SimConfig,
+    pub report: Report,
+    pub points: Points,
+    pub line_bytes: u64,
+    pub sets: SetGrid,
+    /// Per instruction (of every kernel), in the report's instruction order.
+    pub per_inst: Vec<ClassSplit>,
+    /// Per CTA, in the report's CTA order.
+    pub per_cta: Vec<ClassSplit>,
+}
+
+impl SimData {
+    /// Keeps a run's report and requests, and derives the per-set grid and the read/write
+    /// class splits from the requests.
+    pub fn new(config: SimConfig, report: Report, points: Points, trace: &TraceData) -> Self {
+        let p = &points;
+        let sets = config.cache.sets().max(1) as usize;
+        let n = p.len();
+        let per_bin = (n as u64).div_ceil(SET_BINS as u64).max(1);
+        let mut grid = SetGrid {
+            bins: SET_BINS,
+            sets,
+            per_bin,
+            accesses: vec![0; sets * SET_BINS],
+            misses: vec![0; sets * SET_BINS],
+        };
+        // Index of the first instruction / CTA row of each kernel in the report's tables.
+        let mut inst_base = Vec::new();
+        let mut cta_base = Vec::new();
+        let (mut ib, mut cb) = (0usize, 0usize);
+        for k in &trace.trace.kernels {
+            inst_base.push(ib);
+            cta_base.push(cb);
+            ib += k.instructions.len();
+            cb += k.num_ctas() as usize;
+        }
+        let mut per_inst = vec![ClassSplit::default(); report.instructions.len()];
+        let mut per_cta = vec![ClassSplit::default(); report.ctas.len()];
+        let rows_match = ib == per_inst.len() && cb == per_cta.len();
+        for i in 0..n {
+            let set = (p.set[i] as usize).min(sets - 1);
+            let bin = ((i as u64 / per_bin) as usize).min(SET_BINS - 1);
+            let o = p.outcome(i);
+            grid.accesses[set * SET_BINS + bin] += 1;
+            if o != Outcome::Hit {
+                grid.misses[set * SET_BINS + bin] += 1;
+            }
+            if rows_match {
+                let k = p.kernel[i] as usize;
+                if let (Some(&ibk), Some(&cbk)) = (inst_base.get(k), cta_base.get(k)) {
+                    if let Some(s) = per_inst.get_mut(ibk + p.inst[i] as usize) {
+                        s.add(p.is_write(i), o);
+                    }
+                    if let Some(s) = per_cta.get_mut(cbk + p.cta[i] as usize) {
+                        s.add(p.is_write(i), o);
+                    }
+                }
+            }
+        }
+        SimData {
+            line_bytes: config.cache.line_bytes as u64,
+            config,
+            report,
+            points,
+            sets: grid,
+            per_inst,
+            per_cta,
+        }
+    }
+
+    /// The miss rate in percent.
+    pub fn miss_percent(&self) -> f64 {
+        self.report.miss_rate * 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_pack_distant_buffers() {
+        let s = Segments::from_addresses(
+            [0x1000_0000u64, 0x1000_0100, 0x7000_0000, 0x7000_2000].into_iter(),
+        );
+        assert_eq!(s.ranges.len(), 2);
+        assert_eq!(s.y(0x1000_0000), 0.0);
+        assert_eq!(s.y(0x1000_0100), 256.0);
+        let second = s.y(0x7000_0000);
+        assert!(second > 4096.0 && second < 16384.0, "{second}");
+        assert_eq!(s.addr(s.y(0x7000_2010)), Some(0x7000_2010));
+        assert_eq!(s.addr(5000.0), None);
+    }
+}

@@ -1,0 +1,1231 @@
+//! The desktop app (feature `gui`): a shell over the core library. It loads traces and runs
+//! simulations on worker threads ([`worker`]), draws the results ([`views`]), and holds no
+//! simulation logic of its own.
+
+pub mod config_panel;
+pub mod data;
+pub mod files;
+pub mod raster;
+pub mod theme;
+pub mod views;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{self, SimConfig};
+use data::{SimData, TraceData};
+use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
+use raster::{ColourBy, Rasterizer};
+use views::{AddressState, MissOptions, SetMetric, SetsState, View};
+use worker::{Job, Outcome, Ticket, Worker};
+
+/// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
+/// many changes; each new run also cancels the stale one).
+pub const DEBOUNCE: f64 = 0.05;
+/// Most panes side by side.
+pub const MAX_PANES: usize = 4;
+/// Recent files remembered.
+const RECENT: usize = 10;
+
+/// The built-in kernel shown at start.
+pub const START_KERNEL: &str = "matmul";
+pub const START_PARAMS: &str = "n=128 block=16,16";
+pub const START_PRESET: &str = "fermi-16k";
+
+/// What persists across restarts (window size and position persist through eframe).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// One configuration per pane, with the preset it started from.
+    pub panes: Vec<(String, SimConfig)>,
+    pub active: usize,
+    pub view: View,
+    pub colour: ColourBy,
+    pub set_metric: SetMetric,
+    pub misses: MissOptions,
+    pub recent: Vec<PathBuf>,
+    pub dark: bool,
+    pub generator: String,
+    pub generator_params: String,
+    /// The last directory a file was chosen in.
+    pub last_dir: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            panes: vec![(
+                START_PRESET.to_string(),
+                config::preset(START_PRESET).unwrap_or_default(),
+            )],
+            active: 0,
+            view: View::Address,
+            colour: ColourBy::Outcome,
+            set_metric: SetMetric::Accesses,
+            misses: MissOptions::default(),
+            recent: Vec::new(),
+            dark: true,
+            generator: START_KERNEL.to_string(),
+            generator_params: START_PARAMS.to_string(),
+            last_dir: None,
+        }
+    }
+}
+
+/// A pane's live state.
+#[derive(Default)]
+pub struct Pane {
+    /// The newest result, kept on screen (marked stale) while a new one is computed.
+    pub result: Option<Arc<SimData>>,
+    /// Counts results, so cached drawings know when to redraw.
+    pub generation: u64,
+    pub stale: bool,
+    /// The running simulation whose result this pane waits for.
+    pub ticket: Option<Ticket>,
+    /// Time of the last change not yet submitted.
+    pub dirty_since: Option<f64>,
+    pub error: Option<String>,
+    pub address: AddressState,
+    pub sets: SetsState,
+}
+
+/// Where the status bar's message came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Info(String),
+    Error(String),
+}
+
+/// How the app starts.
+#[derive(Clone, Debug, Default)]
+pub struct Startup {
+    /// A trace to open instead of the built-in kernel.
+    pub file: Option<PathBuf>,
+    /// Ignore persisted settings (the screenshot script and tests use fixed inputs).
+    pub fresh: bool,
+}
+
+/// Something asked for by a menu, a shortcut or a button, handled after drawing.
+enum Action {
+    Choose(Purpose),
+    Open(PathBuf),
+    Generate,
+    AddPane,
+    RemovePane(usize),
+    Chosen(Purpose, PathBuf),
+}
+
+pub struct WarpscopeApp {
+    pub settings: Settings,
+    pub panes: Vec<Pane>,
+    pub trace: Option<Arc<TraceData>>,
+    pub status: Status,
+    pub worker: Worker,
+    rasterizer: Rasterizer,
+    load_ticket: Option<Ticket>,
+    dialog: Option<NativeDialog>,
+    pub browser: Option<Browser>,
+    /// Use the in-app browser even where a native dialog may open (tests).
+    pub in_app_dialogs: bool,
+    actions: Vec<Action>,
+    /// The central area (for PNG export of the view).
+    pub view_rect: egui::Rect,
+    /// A PNG export waiting for its screenshot: path.
+    pending_png: Option<PathBuf>,
+    /// Screenshot results arriving from the backend.
+    png_results: std::sync::mpsc::Receiver<String>,
+    png_sender: std::sync::mpsc::Sender<String>,
+}
+
+impl WarpscopeApp {
+    /// Creates the app; `wake` asks the UI for a repaint (from worker threads).
+    pub fn new(settings: Settings, startup: Startup, wake: Arc<dyn Fn() + Send + Sync>) -> Self {
+        let mut settings = settings;
+        if startup.fresh {
+            settings = Settings::default();
+        }
+        if settings.panes.is_empty() {
+            settings.panes = Settings::default().panes;
+        }
+        settings.panes.truncate(MAX_PANES);
+        settings.active = settings.active.min(settings.panes.len() - 1);
+        let (png_sender, png_results) = std::sync::mpsc::channel();
+        let mut app = WarpscopeApp {
+            panes: settings.panes.iter().map(|_| Pane::default()).collect(),
+            settings,
+            trace: None,
+            status: Status::Info("Starting".into()),
+            worker: Worker::new(wake.clone()),
+            rasterizer: Rasterizer::new(wake),
+            load_ticket: None,
+            dialog: None,
+            browser: None,
+            in_app_dialogs: !files::native_available(),
+            actions: Vec::new(),
+            view_rect: egui::Rect::NOTHING,
+            pending_png: None,
+            png_results,
+            png_sender,
+        };
+        match startup.file {
+            Some(f) => app.open(f),
+            None => app.generate(
+                START_KERNEL.to_string(),
+                START_PARAMS.to_string(),
+            ),
+        }
+        app
+    }
+
+    /// Starts loading a trace file.
+    pub fn open(&mut self, path: PathBuf) {
+        if let Some(t) = self.load_ticket.take() {
+            self.worker.cancel(t);
+        }
+        let label = format!("Loading {}", path.display());
+        self.status = Status::Info(label.clone());
+        self.remember(&path);
+        self.load_ticket = Some(self.worker.submit(
+            label,
+            Job::Load {
+                path,
+                format: None,
+            },
+        ));
+    }
+
+    /// Starts generating a built-in kernel's trace.
+    pub fn generate(&mut self, kernel: String, params: String) {
+        let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
+        let pairs = match crate::gen::parse_pairs(&words) {
+            Ok(p) => p,
+            Err(e) => {
+                self.status = Status::Error(format!("kernel {kernel}: {e}"));
+                return;
+            }
+        };
+        if let Some(t) = self.load_ticket.take() {
+            self.worker.cancel(t);
+        }
+        let label = format!("Generating {kernel} {params}");
+        self.status = Status::Info(label.clone());
+        self.load_ticket = Some(self.worker.submit(
+            label,
+            Job::Generate {
+                kernel,
+                params: pairs,
+            },
+        ));
+    }
+
+    fn remember(&mut self, path: &Path) {
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.settings.recent.retain(|p| p != &path);
+        self.settings.recent.insert(0, path);
+        self.settings.recent.truncate(RECENT);
+    }
+
+    /// Marks every pane for a re-run.
+    fn invalidate_all(&mut self, now: f64) {
+        for p in &mut self.panes {
+            p.dirty_since = Some(now - DEBOUNCE);
+            p.stale = p.result.is_some();
+        }
+    }
+
+    /// Adds a pane (a copy of the active one) for side-by-side comparison.
+    pub fn add_pane(&mut self, now: f64) {
+        if self.panes.len() >= MAX_PANES {
+            return;
+        }
+        let copy = self.settings.panes[self.settings.active].clone();
+        self.settings.panes.push(copy);
+        self.panes.push(Pane {
+            dirty_since: Some(now - DEBOUNCE),
+            ..Default::default()
+        });
+        self.settings.active = self.panes.len() - 1;
+    }
+
+    pub fn remove_pane(&mut self, i: usize) {
+        if self.panes.len() <= 1 || i >= self.panes.len() {
+            return;
+        }
+        if let Some(t) = self.panes[i].ticket {
+            self.worker.cancel(t);
+        }
+        self.panes.remove(i);
+        self.settings.panes.remove(i);
+        self.settings.active = self.settings.active.min(self.panes.len() - 1);
+    }
+
+    /// Takes finished jobs and starts due simulations. Called every frame.
+    pub fn update_jobs(&mut self, now: f64) {
+        for (ticket, outcome) in self.worker.poll() {
+            self.finished(ticket, outcome, now);
+        }
+        for r in self.rasterizer.poll() {
+            let pane = (r.key >> 48) as usize;
+            let generation = r.key & ((1 << 48) - 1);
+            if let Some(p) = self.panes.get_mut(pane) {
+                if p.generation == generation {
+                    p.address.pending_image = Some((r.view, r.image, generation));
+                }
+            }
+        }
+        while let Ok(msg) = self.png_results.try_recv() {
+            self.status = if msg.starts_with("error") {
+                Status::Error(msg)
+            } else {
+                Status::Info(msg)
+            };
+        }
+        let Some(trace) = self.trace.clone() else {
+            return;
+        };
+        for (i, pane) in self.panes.iter_mut().enumerate() {
+            let Some(since) = pane.dirty_since else {
+                continue;
+            };
+            if now - since < DEBOUNCE {
+                continue;
+            }
+            pane.dirty_since = None;
+            if let Some(t) = pane.ticket.take() {
+                self.worker.cancel(t);
+            }
+            let config = self.settings.panes[i].1.clone();
+            if let Err(e) = config.validate() {
+                pane.error = Some(e);
+                continue;
+            }
+            pane.error = None;
+            pane.stale = pane.result.is_some();
+            pane.ticket = Some(self.worker.submit(
+                format!("Simulating pane {}", i + 1),
+                Job::Simulate {
+                    pane: i,
+                    config,
+                    trace: trace.clone(),
+                },
+            ));
+        }
+    }
+
+    fn finished(&mut self, ticket: Ticket, outcome: Outcome, now: f64) {
+        if self.load_ticket == Some(ticket) {
+            self.load_ticket = None;
+            match outcome {
+                Outcome::Loaded(t) => {
+                    self.status = Status::Info(format!(
+                        "{}: {} kernel(s), {} accesses{}",
+                        t.label,
+                        t.trace.kernels.len(),
+                        t.accesses,
+                        t.format
+                            .map(|f| format!(", format {}", f.name()))
+                            .unwrap_or_default()
+                    ));
+                    self.trace = Some(t);
+                    for p in &mut self.panes {
+                        p.result = None;
+                        p.stale = false;
+                    }
+                    self.invalidate_all(now);
+                }
+                Outcome::Failed(e) => self.status = Status::Error(e),
+                Outcome::Cancelled => self.status = Status::Info("Loading cancelled".into()),
+                _ => {}
+            }
+            return;
+        }
+        match outcome {
+            Outcome::Simulated { pane, data } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    if p.ticket == Some(ticket) {
+                        p.ticket = None;
+                        p.result = Some(data);
+                        p.generation += 1;
+                        p.stale = false;
+                        p.error = None;
+                    }
+                }
+            }
+            Outcome::Failed(e) => {
+                if let Some(p) = self.panes.iter_mut().find(|p| p.ticket == Some(ticket)) {
+                    p.ticket = None;
+                    p.error = Some(e.clone());
+                }
+                self.status = Status::Error(e);
+            }
+            Outcome::Done(msg) => self.status = Status::Info(msg),
+            Outcome::Cancelled => {
+                if let Some(p) = self.panes.iter_mut().find(|p| p.ticket == Some(ticket)) {
+                    p.ticket = None;
+                }
+            }
+            Outcome::Loaded(_) => {}
+        }
+    }
+
+    /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
+    pub fn summary(&self) -> String {
+        let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
+        let diffs = differences(&configs);
+        self.panes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let what = if diffs[i].is_empty() {
+                    format!("pane {}", i + 1)
+                } else {
+                    diffs[i].join(", ")
+                };
+                match &p.result {
+                    Some(r) => format!("{what}: {:.1}% misses", r.miss_percent()),
+                    None => format!("{what}: …"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+
+    /// Draws the whole app.
+    pub fn ui(&mut self, ui: &mut Ui) {
+        let ctx = ui.ctx().clone();
+        let now = ctx.input(|i| i.time);
+        ctx.set_theme(if self.settings.dark {
+            egui::Theme::Dark
+        } else {
+            egui::Theme::Light
+        });
+        self.update_jobs(now);
+        self.shortcuts(&ctx);
+        self.handle_drops(&ctx);
+        egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
+        egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
+        egui::Panel::left("side")
+            .resizable(true)
+            .default_size(300.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.side(ui, now));
+            });
+        egui::CentralPanel::default().show(ui, |ui| self.central(ui));
+        self.dialogs(&ctx);
+        let actions = std::mem::take(&mut self.actions);
+        for a in actions {
+            self.act(a, &ctx, now);
+        }
+        if !self.worker.running().is_empty()
+            || self.panes.iter().any(|p| p.dirty_since.is_some())
+        {
+            ctx.request_repaint_after(std::time::Duration::from_millis(30));
+        }
+    }
+
+    fn shortcuts(&mut self, ctx: &egui::Context) {
+        let cmd = |k| KeyboardShortcut::new(Modifiers::COMMAND, k);
+        ctx.input_mut(|i| {
+            if i.consume_shortcut(&cmd(Key::O)) {
+                self.actions.push(Action::Choose(Purpose::OpenTrace));
+            }
+            if i.consume_shortcut(&cmd(Key::S)) {
+                self.actions.push(Action::Choose(Purpose::SaveConfig));
+            }
+            if i.consume_shortcut(&cmd(Key::E)) {
+                self.actions.push(Action::Choose(Purpose::ExportTables));
+            }
+            for (k, v) in [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5]
+                .into_iter()
+                .zip(View::ALL)
+            {
+                if i.consume_shortcut(&cmd(k)) {
+                    self.settings.view = v;
+                }
+            }
+        });
+    }
+
+    fn handle_drops(&mut self, ctx: &egui::Context) {
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        });
+        if let Some(p) = dropped.into_iter().next() {
+            self.actions.push(Action::Open(p));
+        }
+    }
+
+    fn menu(&mut self, ui: &mut Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui.add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O")).clicked() {
+                    self.actions.push(Action::Choose(Purpose::OpenTrace));
+                }
+                ui.menu_button("Open recent", |ui| {
+                    if self.settings.recent.is_empty() {
+                        ui.label(RichText::new("No recent files").weak());
+                    }
+                    for p in self.settings.recent.clone() {
+                        if ui.button(p.display().to_string()).clicked() {
+                            self.actions.push(Action::Open(p));
+                        }
+                    }
+                });
+                ui.separator();
+                if ui.button("Load configuration…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::LoadConfig));
+                }
+                if ui.add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S")).clicked() {
+                    self.actions.push(Action::Choose(Purpose::SaveConfig));
+                }
+                ui.separator();
+                if ui.add(egui::Button::new("Export tables…").shortcut_text("Ctrl+E")).clicked() {
+                    self.actions.push(Action::Choose(Purpose::ExportTables));
+                }
+                if ui.button("Export request table…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::ExportRequests));
+                }
+                if ui.button("Export view as PNG…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::ExportView));
+                }
+                ui.separator();
+                if ui.button("Quit").clicked() {
+                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+                }
+            });
+            ui.menu_button("View", |ui| {
+                for (i, v) in View::ALL.into_iter().enumerate() {
+                    if ui
+                        .add(egui::Button::new(v.name()).shortcut_text(format!("Ctrl+{}", i + 1)))
+                        .clicked()
+                    {
+                        self.settings.view = v;
+                    }
+                }
+                ui.separator();
+                ui.checkbox(&mut self.settings.dark, "Dark theme");
+            });
+            ui.menu_button("Panes", |ui| {
+                if ui
+                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("Add a pane"))
+                    .on_hover_text("Compare another configuration side by side (up to 4)")
+                    .clicked()
+                {
+                    self.actions.push(Action::AddPane);
+                }
+                if ui
+                    .add_enabled(self.panes.len() > 1, egui::Button::new("Remove the active pane"))
+                    .clicked()
+                {
+                    self.actions.push(Action::RemovePane(self.settings.active));
+                }
+            });
+        });
+    }
+
+    fn status_bar(&mut self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            let mut cancel = Vec::new();
+            for (t, label, p) in self.worker.running() {
+                ui.spinner();
+                ui.label(label);
+                match p.fraction() {
+                    Some(f) => {
+                        ui.add(egui::ProgressBar::new(f).desired_width(160.0).show_percentage());
+                    }
+                    None => {
+                        ui.label(RichText::new("working…").weak());
+                    }
+                }
+                if ui.button("Cancel").clicked() {
+                    cancel.push(*t);
+                }
+                ui.separator();
+            }
+            for t in cancel {
+                self.worker.cancel(t);
+            }
+            match &self.status {
+                Status::Info(s) => ui.label(s),
+                Status::Error(s) => ui.colored_label(ui.visuals().error_fg_color, format!("⚠ {s}")),
+            };
+        });
+    }
+
+    fn side(&mut self, ui: &mut Ui, now: f64) {
+        ui.heading("Trace");
+        match &self.trace {
+            Some(t) => {
+                ui.label(RichText::new(&t.label).strong());
+                ui.label(format!(
+                    "{} kernel(s), {} accesses",
+                    t.trace.kernels.len(),
+                    t.accesses
+                ));
+            }
+            None => {
+                ui.label(RichText::new("No trace yet: open a file, drop one here, or generate a kernel.").weak());
+            }
+        }
+        ui.horizontal(|ui| {
+            if ui.button("Open…").on_hover_text("Open a trace file (Ctrl+O); any supported format, compressed or not").clicked() {
+                self.actions.push(Action::Choose(Purpose::OpenTrace));
+            }
+            if !self.settings.recent.is_empty() {
+                ui.menu_button("Recent", |ui| {
+                    for p in self.settings.recent.clone() {
+                        if ui.button(p.display().to_string()).clicked() {
+                            self.actions.push(Action::Open(p));
+                        }
+                    }
+                });
+            }
+        });
+        egui::CollapsingHeader::new("Generate a kernel")
+            .default_open(true)
+            .show(ui, |ui| {
+                let l = ui.label("Kernel");
+                egui::ComboBox::from_id_salt("generator")
+                    .selected_text(self.settings.generator.as_str())
+                    .show_ui(ui, |ui| {
+                        for k in crate::gen::KERNELS {
+                            if ui
+                                .selectable_label(self.settings.generator == k.name, k.name)
+                                .on_hover_text(k.description)
+                                .clicked()
+                            {
+                                self.settings.generator = k.name.to_string();
+                                self.settings.generator_params = k.params.to_string();
+                            }
+                        }
+                    })
+                    .response
+                    .labelled_by(l.id);
+                let desc = crate::gen::KERNELS
+                    .iter()
+                    .find(|k| k.name == self.settings.generator);
+                if let Some(k) = desc {
+                    ui.label(RichText::new(k.description).weak());
+                }
+                let l = ui.label("Parameters");
+                ui.text_edit_singleline(&mut self.settings.generator_params)
+                    .labelled_by(l.id)
+                    .on_hover_text("key=value pairs separated by spaces");
+                if ui.button("Generate").clicked() {
+                    self.actions.push(Action::Generate);
+                }
+            });
+        ui.separator();
+        ui.heading("Configuration");
+        if self.panes.len() > 1 {
+            ui.horizontal(|ui| {
+                for i in 0..self.panes.len() {
+                    ui.selectable_value(&mut self.settings.active, i, format!("Pane {}", i + 1));
+                }
+            });
+        }
+        let a = self.settings.active;
+        let (preset, cfg) = &mut self.settings.panes[a];
+        if config_panel::show(ui, a, preset, cfg) {
+            self.panes[a].dirty_since = Some(now);
+            self.panes[a].stale = self.panes[a].result.is_some();
+        }
+    }
+
+    fn central(&mut self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            for v in View::ALL {
+                ui.selectable_value(&mut self.settings.view, v, v.name());
+            }
+            ui.separator();
+            if self.settings.view == View::Address {
+                let l = ui.label("Colour by");
+                egui::ComboBox::from_id_salt("colour-by")
+                    .selected_text(self.settings.colour.name())
+                    .show_ui(ui, |ui| {
+                        for c in ColourBy::ALL {
+                            ui.selectable_value(&mut self.settings.colour, c, c.name());
+                        }
+                    })
+                    .response
+                    .labelled_by(l.id);
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui
+                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("＋ Compare"))
+                    .on_hover_text("Add a pane with its own configuration, side by side")
+                    .clicked()
+                {
+                    self.actions.push(Action::AddPane);
+                }
+            });
+        });
+        if self.panes.len() > 1 {
+            ui.label(RichText::new(self.summary()).strong());
+        }
+        ui.separator();
+        self.view_rect = ui.available_rect_before_wrap();
+        let Some(trace) = self.trace.clone() else {
+            ui.centered_and_justified(|ui| {
+                ui.label(RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak());
+            });
+            return;
+        };
+        let n = self.panes.len();
+        let link = egui::Id::unique("linked-panes");
+        let view = self.settings.view;
+        let colour = self.settings.colour;
+        let mut metric = self.settings.set_metric;
+        let mut miss_opts = self.settings.misses;
+        let mut remove = None;
+        let mut activate = None;
+        ui.columns(n, |cols| {
+            for (i, col) in cols.iter_mut().enumerate() {
+                let pane = &mut self.panes[i];
+                let (preset, cfg) = &self.settings.panes[i];
+                col.horizontal(|ui| {
+                    if n > 1 {
+                        let active = i == self.settings.active;
+                        if ui
+                            .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
+                            .on_hover_text("Edit this pane's configuration in the side panel")
+                            .clicked()
+                        {
+                            activate = Some(i);
+                        }
+                    }
+                    ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
+                    if let Some(r) = &pane.result {
+                        ui.label(RichText::new(format!("{:.2}% misses", r.miss_percent())).strong());
+                    }
+                    if pane.stale || pane.ticket.is_some() {
+                        ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+                    }
+                    if n > 1 && ui.small_button("✖").on_hover_text("Close this pane").clicked() {
+                        remove = Some(i);
+                    }
+                });
+                if let Some(e) = &pane.error {
+                    col.colored_label(col.visuals().error_fg_color, format!("⚠ {e}"));
+                }
+                let Some(data) = pane.result.clone() else {
+                    col.centered_and_justified(|ui| {
+                        ui.spinner();
+                    });
+                    continue;
+                };
+                // Upload a finished raster.
+                if let Some((v, img, g)) = pane.address.pending_image.take() {
+                    let tex = col.ctx().load_texture(format!("raster-{i}"), img, egui::TextureOptions::NEAREST);
+                    pane.address.texture = Some((v, tex, g));
+                }
+                match view {
+                    View::Address => views::address(
+                        col,
+                        i,
+                        &data,
+                        &trace,
+                        pane.generation,
+                        &mut pane.address,
+                        &views::AddressOptions { colour, link },
+                        &self.rasterizer,
+                    ),
+                    View::Reuse => views::reuse(col, i, &data, link),
+                    View::Misses => views::misses(col, i, &data, &trace, &mut miss_opts),
+                    View::Sets => views::sets(col, i, &data, pane.generation, &mut metric, &mut pane.sets, link),
+                    View::Communication => views::communication(col),
+                }
+            }
+        });
+        self.settings.set_metric = metric;
+        self.settings.misses = miss_opts;
+        if let Some(i) = activate {
+            self.settings.active = i;
+        }
+        if let Some(i) = remove {
+            self.actions.push(Action::RemovePane(i));
+        }
+    }
+
+    fn dialogs(&mut self, ctx: &egui::Context) {
+        if let Some(d) = &self.dialog {
+            match d.poll() {
+                DialogPoll::Waiting => ctx.request_repaint_after(std::time::Duration::from_millis(100)),
+                DialogPoll::Chosen(p) => {
+                    let purpose = d.purpose;
+                    self.dialog = None;
+                    self.actions.push(Action::Chosen(purpose, p));
+                }
+                DialogPoll::Cancelled => self.dialog = None,
+                DialogPoll::Unavailable => {
+                    let purpose = d.purpose;
+                    self.dialog = None;
+                    self.in_app_dialogs = true;
+                    self.browser = Some(Browser::new(purpose, self.start_dir()));
+                }
+            }
+        }
+        if let Some(b) = &mut self.browser {
+            match b.show(ctx) {
+                BrowserAction::None => {}
+                BrowserAction::Closed => self.browser = None,
+                BrowserAction::Chosen(p) => {
+                    let purpose = b.purpose;
+                    self.browser = None;
+                    self.actions.push(Action::Chosen(purpose, p));
+                }
+            }
+        }
+    }
+
+    fn start_dir(&self) -> PathBuf {
+        self.settings
+            .last_dir
+            .clone()
+            .filter(|d| d.is_dir())
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    fn act(&mut self, a: Action, ctx: &egui::Context, now: f64) {
+        match a {
+            Action::Choose(purpose) => {
+                if self.in_app_dialogs {
+                    self.browser = Some(Browser::new(purpose, self.start_dir()));
+                } else if self.dialog.is_none() {
+                    self.dialog = Some(NativeDialog::open(purpose, Some(&self.start_dir())));
+                }
+            }
+            Action::Open(p) => self.open(p),
+            Action::Generate => {
+                let (k, p) = (
+                    self.settings.generator.clone(),
+                    self.settings.generator_params.clone(),
+                );
+                self.generate(k, p);
+            }
+            Action::AddPane => self.add_pane(now),
+            Action::RemovePane(i) => self.remove_pane(i),
+            Action::Chosen(purpose, path) => {
+                if let Some(d) = path.parent() {
+                    if d.is_dir() {
+                        self.settings.last_dir = Some(d.to_path_buf());
+                    }
+                }
+                self.chosen(purpose, path, ctx, now);
+            }
+        }
+    }
+
+    fn chosen(&mut self, purpose: Purpose, path: PathBuf, ctx: &egui::Context, now: f64) {
+        let a = self.settings.active;
+        match purpose {
+            Purpose::OpenTrace => self.open(path),
+            Purpose::LoadConfig => match load_config(&path) {
+                Ok(c) => {
+                    self.settings.panes[a] = (format!("{}", file_name(&path)), c);
+                    self.panes[a].dirty_since = Some(now - DEBOUNCE);
+                    self.status = Status::Info(format!("Loaded {}", path.display()));
+                }
+                Err(e) => self.status = Status::Error(e),
+            },
+            Purpose::SaveConfig => match save_config(&path, &self.settings.panes[a].1) {
+                Ok(()) => self.status = Status::Info(format!("Saved {}", path.display())),
+                Err(e) => self.status = Status::Error(e),
+            },
+            Purpose::ExportView => {
+                self.pending_png = Some(path);
+                self.request_png(ctx);
+            }
+            Purpose::ExportTables => self.export_tables(path),
+            Purpose::ExportRequests => self.export_requests(path),
+        }
+    }
+
+    /// Asks the backend for a screenshot and writes the view area of it to the pending path.
+    fn request_png(&mut self, ctx: &egui::Context) {
+        let Some(path) = self.pending_png.take() else {
+            return;
+        };
+        let rect = self.view_rect;
+        let ppp = ctx.pixels_per_point();
+        let tx = self.png_sender.clone();
+        let wake = ctx.clone();
+        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(egui::ScreenshotCallback::new(
+            move |img: Arc<egui::ColorImage>| {
+                let msg = match write_png(&path, &img, rect, ppp) {
+                    Ok(()) => format!("Wrote {}", path.display()),
+                    Err(e) => format!("error: {}: {e}", path.display()),
+                };
+                let _ = tx.send(msg);
+                wake.request_repaint();
+            },
+        )));
+    }
+
+    /// Writes the per-instruction and per-CTA tables of the active pane (on a worker).
+    pub fn export_tables(&mut self, path: PathBuf) {
+        let Some(r) = self.panes[self.settings.active].result.clone() else {
+            self.status = Status::Error("nothing to export yet: wait for the simulation".into());
+            return;
+        };
+        self.worker.submit(
+            format!("Exporting {}", path.display()),
+            Job::Task {
+                label: format!("exporting {}", path.display()),
+                work: Box::new(move |_| {
+                    crate::export::write_summary(&path, &r.report)
+                        .map(|[i, c]| format!("Wrote {} and {}", i.display(), c.display()))
+                        .map_err(|e| e.to_string())
+                }),
+            },
+        );
+    }
+
+    /// Re-runs the active pane while writing every request to a table (on a worker).
+    pub fn export_requests(&mut self, path: PathBuf) {
+        let Some(trace) = self.trace.clone() else {
+            return;
+        };
+        let cfg = self.settings.panes[self.settings.active].1.clone();
+        self.worker.submit(
+            format!("Exporting {}", path.display()),
+            Job::Task {
+                label: format!("exporting {}", path.display()),
+                work: Box::new(move |progress| {
+                    struct Relay<'a>(&'a worker::Progress);
+                    impl crate::sim::Observer for Relay<'_> {
+                        fn progress(&mut self, done: u64, total: u64) -> bool {
+                            use std::sync::atomic::Ordering;
+                            self.0.done.store(done, Ordering::Relaxed);
+                            self.0.total.store(total, Ordering::Relaxed);
+                            !self.0.cancelled()
+                        }
+                    }
+                    let mut ex = crate::export::RequestExporter::create(&path, &trace.trace, Relay(progress))
+                        .map_err(|e| e.to_string())?;
+                    let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
+                    if let Some(e) = ex.error() {
+                        return Err(e.to_string());
+                    }
+                    run.map_err(|e| worker::error_chain(&e))?;
+                    let (rows, _) = ex.finish().map_err(|e| e.to_string())?;
+                    Ok(format!("Wrote {} ({rows} requests)", path.display()))
+                }),
+            },
+        );
+    }
+
+    /// Sets the active pane's configuration (tests and scripts); it re-runs after the
+    /// debounce.
+    pub fn set_config(&mut self, pane: usize, preset: &str, cfg: SimConfig, now: f64) {
+        if let (Some(s), Some(p)) = (self.settings.panes.get_mut(pane), self.panes.get_mut(pane)) {
+            *s = (preset.to_string(), cfg);
+            p.dirty_since = Some(now);
+            p.stale = p.result.is_some();
+        }
+    }
+
+    /// True when no job is running and no pane waits for a re-run.
+    pub fn idle(&self) -> bool {
+        self.worker.running().is_empty()
+            && self.load_ticket.is_none()
+            && self.panes.iter().all(|p| p.dirty_since.is_none() && p.ticket.is_none())
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// A few words about a configuration for pane headers.
+fn short(c: &SimConfig) -> String {
+    let ways = match c.cache.ways {
+        0 => "full".to_string(),
+        w => format!("{w}-way"),
+    };
+    format!(
+        "{} KiB {ways}, {}, {}",
+        c.cache.size_bytes / 1024,
+        c.cache.replacement.name(),
+        c.schedule.policy.name()
+    )
+}
+
+/// For each configuration, the settings in which the configurations differ ("ways 8").
+pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
+    let flat: Vec<Vec<(String, String)>> = configs
+        .iter()
+        .map(|c| {
+            let mut out = Vec::new();
+            if let Ok(v) = serde_json::to_value(c) {
+                flatten("", &v, &mut out);
+            }
+            out
+        })
+        .collect();
+    let mut keys: Vec<String> = Vec::new();
+    for f in &flat {
+        for (k, _) in f {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let value = |f: &Vec<(String, String)>, k: &str| {
+        f.iter()
+            .find(|(kk, _)| kk == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "off".into())
+    };
+    let differing: Vec<&String> = keys
+        .iter()
+        .filter(|k| flat.iter().any(|f| value(f, k) != value(&flat[0], k)))
+        .collect();
+    flat.iter()
+        .map(|f| {
+            differing
+                .iter()
+                .map(|k| {
+                    let short = k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+                    format!("{short} {}", value(f, k))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// Reads a configuration file: TOML by extension `.toml`, JSON otherwise.
+pub fn load_config(path: &Path) -> Result<SimConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cfg: SimConfig = if path.extension().is_some_and(|e| e == "toml") {
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+    } else {
+        serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: line {}, column {}: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?
+    };
+    cfg.validate()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(cfg)
+}
+
+/// Writes a configuration: TOML for `.toml`, JSON otherwise.
+pub fn save_config(path: &Path, cfg: &SimConfig) -> Result<(), String> {
+    let text = if path.extension().is_some_and(|e| e == "toml") {
+        toml::to_string_pretty(cfg).map_err(|e| e.to_string())?
+    } else {
+        serde_json::to_string_pretty(cfg).map_err(|e| e.to_string())?
+    };
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes the part of a screenshot inside `rect` (points) as a PNG.
+pub fn write_png(path: &Path, img: &egui::ColorImage, rect: egui::Rect, ppp: f32) -> Result<(), String> {
+    let [w, h] = img.size;
+    let r = if rect.is_finite() && rect.width() > 0.0 {
+        egui::Rect::from_min_max(
+            (rect.min.to_vec2() * ppp).to_pos2(),
+            (rect.max.to_vec2() * ppp).to_pos2(),
+        )
+    } else {
+        egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(w as f32, h as f32))
+    };
+    let x0 = (r.min.x.max(0.0) as usize).min(w);
+    let y0 = (r.min.y.max(0.0) as usize).min(h);
+    let x1 = (r.max.x.max(0.0) as usize).min(w);
+    let y1 = (r.max.y.max(0.0) as usize).min(h);
+    if x1 <= x0 || y1 <= y0 {
+        return Err("the view area is empty".into());
+    }
+    let mut rgba = Vec::with_capacity((x1 - x0) * (y1 - y0) * 4);
+    for y in y0..y1 {
+        for x in x0..x1 {
+            rgba.extend_from_slice(&img.pixels[y * w + x].to_array());
+        }
+    }
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), (x1 - x0) as u32, (y1 - y0) as u32);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header().map_err(|e| e.to_string())?;
+    w.write_image_data(&rgba).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())
+}
+
+/// The eframe wrapper: persistence and the screenshot plan.
+pub struct EframeApp {
+    pub app: WarpscopeApp,
+    shots: Option<ScreenshotPlan>,
+}
+
+/// `--screenshots DIR`: one PNG per main view and one of the side-by-side mode, then exit.
+pub struct ScreenshotPlan {
+    pub dir: PathBuf,
+    step: usize,
+    wait_frames: u32,
+    inflight: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+impl ScreenshotPlan {
+    pub fn new(dir: PathBuf) -> Self {
+        ScreenshotPlan {
+            dir,
+            step: 0,
+            wait_frames: 0,
+            inflight: None,
+        }
+    }
+}
+
+impl EframeApp {
+    pub fn new(cc: &eframe::CreationContext<'_>, startup: Startup, shots: Option<PathBuf>) -> Self {
+        let settings = if startup.fresh || shots.is_some() {
+            Settings::default()
+        } else {
+            cc.storage
+                .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+                .unwrap_or_default()
+        };
+        let ctx = cc.egui_ctx.clone();
+        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || ctx.request_repaint());
+        let startup = Startup {
+            fresh: startup.fresh || shots.is_some(),
+            ..startup
+        };
+        EframeApp {
+            app: WarpscopeApp::new(settings, startup, wake),
+            shots: shots.map(ScreenshotPlan::new),
+        }
+    }
+
+    /// Advances the screenshot plan by one frame.
+    fn screenshots(&mut self, ctx: &egui::Context) {
+        let Some(plan) = &mut self.shots else {
+            return;
+        };
+        ctx.request_repaint();
+        if let Some(rx) = &plan.inflight {
+            if rx.try_recv().is_ok() {
+                plan.inflight = None;
+                plan.step += 1;
+                plan.wait_frames = 0;
+            }
+            return;
+        }
+        let app = &mut self.app;
+        let views = View::ALL;
+        let now = ctx.input(|i| i.time);
+        // Steps 0..5: one per view with one pane; step 5: side by side (gto vs round-robin).
+        let name = if plan.step < views.len() {
+            app.settings.view = views[plan.step];
+            format!("{}-{}.png", plan.step + 1, views[plan.step].file_stem())
+        } else if plan.step == views.len() {
+            if app.panes.len() == 1 {
+                app.settings.view = View::Address;
+                app.add_pane(now);
+                let mut c = app.settings.panes[1].1.clone();
+                c.schedule.policy = config::IssuePolicy::Gto;
+                app.set_config(1, START_PRESET, c, now);
+            }
+            format!("{}-side-by-side.png", plan.step + 1)
+        } else {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            return;
+        };
+        let ready = app.idle()
+            && app.trace.is_some()
+            && app.panes.iter().all(|p| p.result.is_some())
+            && app.panes.iter().all(|p| p.address.pending_image.is_none());
+        if !ready {
+            plan.wait_frames = 0;
+            return;
+        }
+        // Let the view settle (rasters arrive, plots size themselves).
+        plan.wait_frames += 1;
+        if plan.wait_frames < 20 {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = plan.dir.join(name);
+        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(egui::ScreenshotCallback::new(
+            move |img: Arc<egui::ColorImage>| {
+                let full = egui::Rect::NOTHING;
+                if let Err(e) = write_png(&path, &img, full, 1.0) {
+                    eprintln!("error: {}: {e}", path.display());
+                } else {
+                    eprintln!("wrote {}", path.display());
+                }
+                let _ = tx.send(());
+            },
+        )));
+        plan.inflight = Some(rx);
+    }
+}
+
+impl eframe::App for EframeApp {
+    fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        self.app.ui(ui);
+        let ctx = ui.ctx().clone();
+        self.screenshots(&ctx);
+    }
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        if self.shots.is_none() {
+            eframe::set_value(storage, eframe::APP_KEY, &self.app.settings);
+        }
+    }
+}
+
+/// Opens the window (glow renderer: much faster than wgpu on software renderers).
+pub fn run(startup: Startup, shots: Option<PathBuf>) -> Result<(), String> {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("Warpscope")
+            .with_app_id("warpscope")
+            .with_inner_size([1500.0, 940.0])
+            .with_min_inner_size([800.0, 500.0])
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Glow,
+        persist_window: shots.is_none(),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "Warpscope",
+        options,
+        Box::new(move |cc| Ok(Box::new(EframeApp::new(cc, startup, shots)))),
+    )
+    .map_err(|e| e.to_string())
+}

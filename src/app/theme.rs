@@ -1,0 +1,58 @@
+//! Colours shared by every view, so a miss class looks the same everywhere.
+
+use egui::Color32;
+
+use super::data::Outcome;
+
+/// Hit and miss-class colours (colour-blind friendly: Okabe-Ito).
+pub fn outcome(o: Outcome) -> Color32 {
+    match o {
+        Outcome::Hit => Color32::from_rgb(0x00, 0x9E, 0x73),
+        Outcome::Compulsory => Color32::from_rgb(0x56, 0xB4, 0xE9),
+        Outcome::Capacity => Color32::from_rgb(0xE6, 0x9F, 0x00),
+        Outcome::Conflict => Color32::from_rgb(0xD5, 0x5E, 0x00),
+        Outcome::Miss => Color32::from_rgb(0xCC, 0x79, 0xA7),
+    }
+}
+
+/// The timing model's extra classes.
+pub const LATENCY: Color32 = Color32::from_rgb(0xCC, 0x79, 0xA7);
+pub const MSHR: Color32 = Color32::from_rgb(0x99, 0x66, 0xCC);
+
+/// A categorical palette for warps, CTAs, instructions and SMs.
+const PALETTE: [Color32; 12] = [
+    Color32::from_rgb(0x4E, 0x79, 0xA7),
+    Color32::from_rgb(0xF2, 0x8E, 0x2B),
+    Color32::from_rgb(0xE1, 0x57, 0x59),
+    Color32::from_rgb(0x76, 0xB7, 0xB2),
+    Color32::from_rgb(0x59, 0xA1, 0x4F),
+    Color32::from_rgb(0xED, 0xC9, 0x48),
+    Color32::from_rgb(0xB0, 0x7A, 0xA1),
+    Color32::from_rgb(0xFF, 0x9D, 0xA7),
+    Color32::from_rgb(0x9C, 0x75, 0x5F),
+    Color32::from_rgb(0xBA, 0xB0, 0xAC),
+    Color32::from_rgb(0x1F, 0x9E, 0x89),
+    Color32::from_rgb(0x8C, 0x6D, 0xD7),
+];
+
+pub fn category(i: u32) -> Color32 {
+    PALETTE[i as usize % PALETTE.len()]
+}
+
+/// A sequential colour ramp (dark blue to yellow, viridis-like) for heatmaps; `t` in 0..=1.
+pub fn ramp(t: f32) -> Color32 {
+    const STOPS: [(f32, [u8; 3]); 5] = [
+        (0.0, [0x44, 0x01, 0x54]),
+        (0.25, [0x3B, 0x52, 0x8B]),
+        (0.5, [0x21, 0x90, 0x8C]),
+        (0.75, [0x5D, 0xC8, 0x63]),
+        (1.0, [0xFD, 0xE7, 0x25]),
+    ];
+    let t = t.clamp(0.0, 1.0);
+    let i = STOPS.iter().position(|s| s.0 >= t).unwrap_or(4).max(1);
+    let (t0, a) = STOPS[i - 1];
+    let (t1, b) = STOPS[i];
+    let f = (t - t0) / (t1 - t0).max(1e-6);
+    let mix = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * f).round() as u8;
+    Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+}

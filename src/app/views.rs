@@ -1,0 +1,767 @@
+//! The views, one function each; every view draws one pane's result.
+
+use std::sync::Arc;
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine};
+
+use super::data::{ClassSplit, Outcome, SimData, TraceData};
+use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
+use super::theme;
+
+/// The views, in menu order (Ctrl+1..5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default)]
+pub enum View {
+    #[default]
+    Address,
+    Reuse,
+    Misses,
+    Sets,
+    Communication,
+}
+
+impl View {
+    pub const ALL: [View; 5] = [
+        View::Address,
+        View::Reuse,
+        View::Misses,
+        View::Sets,
+        View::Communication,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Address => "Address vs time",
+            View::Reuse => "Reuse distance",
+            View::Misses => "Miss categories",
+            View::Sets => "Sets",
+            View::Communication => "CTA communication",
+        }
+    }
+    pub fn file_stem(self) -> &'static str {
+        match self {
+            View::Address => "address",
+            View::Reuse => "reuse",
+            View::Misses => "misses",
+            View::Sets => "sets",
+            View::Communication => "communication",
+        }
+    }
+}
+
+/// Above this many requests in view, the address plot draws a raster instead of markers.
+pub const MARKER_LIMIT: usize = 50_000;
+
+/// What the address view keeps between frames for one pane.
+#[derive(Default)]
+pub struct AddressState {
+    pub texture: Option<(RasterView, egui::TextureHandle, u64)>,
+    /// The view last asked of the rasterizer.
+    pub requested: Option<RasterView>,
+    /// A raster that arrived from the worker, to upload as a texture.
+    pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
+}
+
+/// Shared settings of the address view.
+pub struct AddressOptions {
+    pub colour: ColourBy,
+    pub link: egui::Id,
+}
+
+fn empty(ui: &mut Ui, text: &str) {
+    ui.centered_and_justified(|ui| {
+        ui.label(RichText::new(text).size(15.0).weak());
+    });
+}
+
+fn hex(a: u64) -> String {
+    format!("0x{a:x}")
+}
+
+/// Address vs time (seed 000 figs 8.1, 8.5, 8.10).
+#[allow(clippy::too_many_arguments)]
+pub fn address(
+    ui: &mut Ui,
+    pane: usize,
+    data: &Arc<SimData>,
+    trace: &Arc<TraceData>,
+    generation: u64,
+    state: &mut AddressState,
+    opts: &AddressOptions,
+    rasterizer: &Rasterizer,
+) {
+    let p = &data.points;
+    if p.is_empty() {
+        empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
+        return;
+    }
+    let n = p.len();
+    let segs = &trace.segments;
+    let segs_fmt = segs.clone();
+    let legend_note = if p.dropped > 0 {
+        format!(" (first {n} of {} requests)", n as u64 + p.dropped)
+    } else {
+        String::new()
+    };
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
+        if opts.colour == ColourBy::Outcome {
+            for o in Outcome::ALL {
+                if o == Outcome::Miss && data.config.timing.is_none() {
+                    continue;
+                }
+                ui.label(RichText::new(format!("■ {}", o.name())).color(theme::outcome(o)));
+            }
+        }
+    });
+    let plot = Plot::new(("address", pane))
+        .link_axis(opts.link, [true, true])
+        .link_cursor(opts.link, [true, true])
+        .x_axis_label("request (issue order)")
+        .y_axis_label("address")
+        .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
+            Some(a) => hex(a),
+            None => String::new(),
+        })
+        .y_axis_min_width(80.0)
+        .include_x(0.0)
+        .include_x(n as f64)
+        .include_y(0.0)
+        .include_y(segs.height())
+        .allow_boxed_zoom(true)
+        .show_grid([true, false])
+        .label_formatter(|_| None);
+    let texture = state.texture.as_ref().map(|(v, t, _)| (*v, t.id()));
+    let line_bytes = data.line_bytes;
+    let resp = plot.show(ui, |pui| {
+        let b = pui.plot_bounds();
+        let (x0, x1) = (b.min()[0], b.max()[0]);
+        let first = x0.max(0.0).floor() as usize;
+        let last = (x1.max(0.0).ceil() as usize + 1).min(n);
+        let visible = last.saturating_sub(first.min(last));
+        // Segment separators and base addresses.
+        for &(lo, _, y) in &segs.ranges {
+            pui.hline(
+                egui_plot::HLine::new(hex(lo), y)
+                    .color(Color32::from_gray(110))
+                    .style(egui_plot::LineStyle::dashed_loose()),
+            );
+        }
+        if visible <= MARKER_LIMIT {
+            let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
+            for i in first.min(last)..last {
+                let c = opts.colour.colour(data, i);
+                let y = segs.y(p.line[i] * line_bytes);
+                match groups.iter_mut().find(|g| g.0 == c) {
+                    Some(g) => g.1.push([i as f64, y]),
+                    None => groups.push((c, vec![[i as f64, y]])),
+                }
+            }
+            let radius = if visible < 2000 { 2.5 } else { 1.5 };
+            for (c, pts) in groups {
+                pui.points(
+                    Points::new("", PlotPoints::from(pts))
+                        .color(c)
+                        .radius(radius)
+                        .allow_hover(false),
+                );
+            }
+            None
+        } else {
+            let size = pui.response().rect.size();
+            let want = RasterView {
+                x: [x0, x1],
+                y: [b.min()[1], b.max()[1]],
+                width: size.x.max(1.0) as usize,
+                height: size.y.max(1.0) as usize,
+                colour: opts.colour,
+            };
+            if let Some((v, tex)) = texture {
+                let cx = (v.x[0] + v.x[1]) / 2.0;
+                let cy = (v.y[0] + v.y[1]) / 2.0;
+                pui.image(PlotImage::new(
+                    "density",
+                    tex,
+                    PlotPoint::new(cx, cy),
+                    egui::vec2((v.x[1] - v.x[0]) as f32, (v.y[1] - v.y[0]) as f32),
+                ));
+            }
+            Some(want)
+        }
+    });
+    // Ask for a new raster when the view changed and the newest request is not this one.
+    if let Some(want) = resp.inner {
+        let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
+        let fresh = current == Some((want, generation));
+        if !fresh && state.requested != Some(want) {
+            state.requested = Some(want);
+            rasterizer.request(RasterJob {
+                key: (pane as u64) << 48 | generation,
+                view: want,
+                data: data.clone(),
+                trace: trace.clone(),
+            });
+        }
+        if !fresh {
+            ui.ctx().request_repaint();
+        }
+    }
+    // Hover: the nearest request within a few pixels.
+    if let Some(pos) = resp.response.hover_pos() {
+        let t = &resp.transform;
+        let at = t.value_from_position(pos);
+        let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
+        let reach = (6.0 / px_per_x).max(0.5);
+        let lo = (at.x - reach).max(0.0).floor() as usize;
+        let hi = ((at.x + reach).max(0.0).ceil() as usize + 1).min(n);
+        // Bound the scan so hovering a zoomed-out view of 10^7 requests stays cheap.
+        let step = ((hi.saturating_sub(lo)) / 200_000).max(1);
+        let mut best: Option<(f32, usize)> = None;
+        let mut i = lo;
+        while i < hi {
+            let y = segs.y(p.line[i] * line_bytes);
+            let sp = t.position_from_point(&PlotPoint::new(i as f64, y));
+            let d = sp.distance(pos);
+            if d < 8.0 && best.is_none_or(|b| d < b.0) {
+                best = Some((d, i));
+            }
+            i += step;
+        }
+        if let Some((_, i)) = best {
+            resp.response.on_hover_ui_at_pointer(|ui| {
+                request_tooltip(ui, data, trace, i);
+            });
+        }
+    }
+}
+
+fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
+    let p = &d.points;
+    let k = p.kernel[i] as usize;
+    let kernel = trace.trace.kernels.get(k);
+    let inst = kernel
+        .and_then(|k| k.instructions.get(p.inst[i] as usize))
+        .map(|s| s.name.clone())
+        .unwrap_or_else(|| p.inst[i].to_string());
+    let cta = kernel
+        .map(|k| {
+            let (gx, gy) = (k.grid.x.max(1) as u64, k.grid.y.max(1) as u64);
+            let c = p.cta[i] as u64;
+            format!("({},{},{})", c % gx, c / gx % gy, c / (gx * gy))
+        })
+        .unwrap_or_else(|| p.cta[i].to_string());
+    let reuse = match p.reuse[i] {
+        u32::MAX => "∞ (first use)".to_string(),
+        r => format!("{r} lines"),
+    };
+    let line_addr = p.line[i] * d.line_bytes;
+    egui::Grid::new("hover").num_columns(2).show(ui, |ui| {
+        let mut kv = |k: &str, v: String| {
+            ui.label(RichText::new(k).weak());
+            ui.label(v);
+            ui.end_row();
+        };
+        kv("request", i.to_string());
+        kv("kind", if p.is_write(i) { "store".into() } else { "load".into() });
+        kv("result", p.outcome(i).name().to_string());
+        kv("kernel", kernel.map(|k| k.name.clone()).unwrap_or_default());
+        kv("instruction", inst);
+        kv("CTA", cta);
+        kv("warp", p.warp[i].to_string());
+        kv("SM", p.sm[i].to_string());
+        kv("line", hex(line_addr));
+        kv("set", p.set[i].to_string());
+        kv("reuse distance", reuse);
+    });
+}
+
+/// Reuse-distance histogram (log bins) with the capacity marked, and the miss-rate curve.
+pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
+    let Some(r) = &d.report.reuse else {
+        empty(ui, "Reuse tracking is off.\nTurn on \"Reuse distances\" in the configuration.");
+        return;
+    };
+    let lines = d.config.cache.lines();
+    let ways = d.config.cache.ways_effective();
+    let h = ui.available_height();
+    ui.label(format!(
+        "{} reuses, {} first uses, {} distinct lines. Capacity: {lines} lines, {ways} ways per set.",
+        r.histogram.iter().map(|b| b.count).sum::<u64>(),
+        r.infinite,
+        r.distinct_lines
+    ));
+    let bin_x = |lo: u64| if lo == 0 { 0.0 } else { (lo as f64).log2() + 1.0 };
+    let bars = |bins: &[crate::reuse::LogBin], colour: Color32, name: &str| {
+        BarChart::new(
+            name,
+            bins.iter()
+                .map(|b| {
+                    Bar::new(bin_x(b.lo), b.count as f64)
+                        .width(0.9)
+                        .name(format!("{}..{}", b.lo, b.hi))
+                })
+                .collect(),
+        )
+        .color(colour)
+    };
+    let fmt = |m: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
+        if m.value < 0.5 || m.value.fract() != 0.0 {
+            if m.value == 0.0 {
+                "0".into()
+            } else {
+                String::new()
+            }
+        } else {
+            format!("{}", 1u64 << (m.value as u32 - 1).min(62))
+        }
+    };
+    let cap = bin_x(lines.max(1)) + 0.5;
+    let way_mark = bin_x(ways.max(1) as u64) + 0.5;
+    Plot::new(("reuse", pane))
+        .height(h * 0.36)
+        .legend(Legend::default())
+        .link_axis(link, [true, false])
+        .x_axis_label("reuse distance (distinct lines, log bins)")
+        .y_axis_label("reuses")
+        .x_axis_formatter(fmt)
+        .include_y(0.0)
+        .show(ui, |pui| {
+            pui.bar_chart(bars(&r.histogram, Color32::from_rgb(0x4E, 0x79, 0xA7), "whole cache"));
+            pui.vline(VLine::new(format!("capacity: {lines} lines"), cap).color(theme::outcome(Outcome::Conflict)).width(2.0));
+        });
+    Plot::new(("reuse-set", pane))
+        .height(h * 0.28)
+        .legend(Legend::default())
+        .x_axis_label("reuse distance within the set (log bins)")
+        .y_axis_label("reuses")
+        .x_axis_formatter(fmt)
+        .include_y(0.0)
+        .show(ui, |pui| {
+            pui.bar_chart(bars(&r.set_histogram, Color32::from_rgb(0x76, 0xB7, 0xB2), "within the set"));
+            pui.vline(VLine::new(format!("associativity: {ways} ways"), way_mark).color(theme::outcome(Outcome::Capacity)).width(2.0));
+        });
+    let curve: Vec<[f64; 2]> = r
+        .miss_rate_curve
+        .iter()
+        .map(|c| [(c.lines.max(1) as f64).log2(), c.miss_rate * 100.0])
+        .collect();
+    Plot::new(("mrc", pane))
+        .legend(Legend::default())
+        .x_axis_label("fully associative LRU capacity (lines, log2)")
+        .y_axis_label("miss rate (%)")
+        .x_axis_formatter(|m, _| {
+            if m.value.fract() == 0.0 && m.value >= 0.0 {
+                format!("{}", 1u64 << (m.value as u32).min(62))
+            } else {
+                String::new()
+            }
+        })
+        .include_y(0.0)
+        .include_y(100.0)
+        .show(ui, |pui| {
+            pui.line(Line::new("miss-rate curve", PlotPoints::from(curve)).width(2.0));
+            pui.vline(VLine::new("this cache", (lines.max(1) as f64).log2()).color(theme::outcome(Outcome::Conflict)));
+            pui.points(
+                Points::new(
+                    format!("this cache: {:.1}%", d.miss_percent()),
+                    PlotPoints::from(vec![[(lines.max(1) as f64).log2(), d.miss_percent()]]),
+                )
+                .radius(5.0)
+                .color(theme::outcome(Outcome::Conflict)),
+            );
+        });
+}
+
+/// Sort order of the miss tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum SortBy {
+    #[default]
+    Row,
+    Requests,
+    Misses,
+    MissRate,
+}
+
+/// Which table the miss view shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Per {
+    #[default]
+    Instruction,
+    Cta,
+}
+
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct MissOptions {
+    pub per: Per,
+    pub sort: SortBy,
+    pub descending: bool,
+}
+
+/// Classes drawn in the stacked bars, in stacking order.
+fn class_rows(d: &SimData) -> Vec<(Outcome, &'static str, Color32)> {
+    let mut v = vec![
+        (Outcome::Compulsory, "compulsory", theme::outcome(Outcome::Compulsory)),
+        (Outcome::Capacity, "capacity", theme::outcome(Outcome::Capacity)),
+        (Outcome::Conflict, "conflict", theme::outcome(Outcome::Conflict)),
+    ];
+    if d.config.timing.is_some() {
+        v.push((Outcome::Miss, "unclassified", theme::outcome(Outcome::Miss)));
+    }
+    v
+}
+
+/// Miss categories: totals for reads and writes, then per instruction or CTA.
+pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &mut MissOptions) {
+    let t = &d.report.totals;
+    let mc = &t.miss_classes;
+    ui.label(format!(
+        "{} requests, {} misses ({:.2}%): {} compulsory, {} capacity, {} conflict{}",
+        t.requests,
+        t.misses,
+        d.miss_percent(),
+        mc.compulsory,
+        mc.capacity,
+        mc.conflict,
+        if d.config.timing.is_some() {
+            format!(", {} latency, {} MSHR", mc.latency, mc.mshr)
+        } else {
+            String::new()
+        }
+    ));
+    let h = ui.available_height();
+    // Totals: the report's classes (five in timing mode), reads and writes from the requests.
+    let mut totals = ClassSplit::default();
+    for s in &d.per_inst {
+        for w in [false, true] {
+            for o in Outcome::ALL {
+                totals.counts[w as usize][o as usize] += s.get(w, o);
+            }
+        }
+    }
+    let mut classes: Vec<(&str, u64, Color32)> = vec![
+        ("compulsory", mc.compulsory, theme::outcome(Outcome::Compulsory)),
+        ("capacity", mc.capacity, theme::outcome(Outcome::Capacity)),
+        ("conflict", mc.conflict, theme::outcome(Outcome::Conflict)),
+    ];
+    if d.config.timing.is_some() {
+        classes.push(("latency", mc.latency, theme::LATENCY));
+        classes.push(("MSHR", mc.mshr, theme::MSHR));
+    }
+    Plot::new(("miss-totals", pane))
+        .height(h * 0.25)
+        .legend(Legend::default())
+        .y_axis_label("misses")
+        .x_axis_formatter(|m, _| match m.value as i64 {
+            0 if m.value.fract() == 0.0 => "all".into(),
+            1 if m.value.fract() == 0.0 => "reads".into(),
+            2 if m.value.fract() == 0.0 => "writes".into(),
+            _ => String::new(),
+        })
+        .include_y(0.0)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .show(ui, |pui| {
+            let mut below: Vec<BarChart> = Vec::new();
+            for (i, (name, all, colour)) in classes.iter().enumerate() {
+                let o = [Outcome::Compulsory, Outcome::Capacity, Outcome::Conflict]
+                    .get(i)
+                    .copied();
+                let mut bars = vec![Bar::new(0.0, *all as f64).width(0.6)];
+                if let Some(o) = o {
+                    bars.push(Bar::new(1.0, totals.get(false, o) as f64).width(0.6));
+                    bars.push(Bar::new(2.0, totals.get(true, o) as f64).width(0.6));
+                }
+                let refs: Vec<&BarChart> = below.iter().collect();
+                let chart = BarChart::new(*name, bars).color(*colour).stack_on(&refs);
+                below.push(chart);
+            }
+            for c in below {
+                pui.bar_chart(c);
+            }
+        });
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut opts.per, Per::Instruction, "per instruction");
+        ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
+        ui.label(RichText::new("click a column header to sort").weak());
+    });
+    // Rows: (label, requests, misses, split).
+    let rows: Vec<(String, u64, u64, ClassSplit)> = match opts.per {
+        Per::Instruction => d
+            .report
+            .instructions
+            .iter()
+            .zip(d.per_inst.iter().copied().chain(std::iter::repeat(ClassSplit::default())))
+            .map(|(r, s)| {
+                let label = if trace.trace.kernels.len() > 1 {
+                    format!("k{} {}", r.kernel, r.name)
+                } else {
+                    r.name.clone()
+                };
+                (label, r.counters.requests, r.counters.misses, s)
+            })
+            .collect(),
+        Per::Cta => d
+            .report
+            .ctas
+            .iter()
+            .zip(d.per_cta.iter().copied().chain(std::iter::repeat(ClassSplit::default())))
+            .filter(|(r, _)| r.counters.requests > 0)
+            .map(|(r, s)| {
+                let label = format!(
+                    "{}({},{},{})",
+                    if trace.trace.kernels.len() > 1 {
+                        format!("k{} ", r.kernel)
+                    } else {
+                        String::new()
+                    },
+                    r.cta.x,
+                    r.cta.y,
+                    r.cta.z
+                );
+                (label, r.counters.requests, r.counters.misses, s)
+            })
+            .collect(),
+    };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let rate = |r: &(String, u64, u64, ClassSplit)| r.2 as f64 / r.1.max(1) as f64;
+    match opts.sort {
+        SortBy::Row => {}
+        SortBy::Requests => order.sort_by_key(|&i| rows[i].1),
+        SortBy::Misses => order.sort_by_key(|&i| rows[i].2),
+        SortBy::MissRate => order.sort_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b]))),
+    }
+    if opts.descending {
+        order.reverse();
+    }
+    // Stacked bars of the first rows in table order.
+    let shown: Vec<usize> = order.iter().copied().take(40).collect();
+    let class_list = class_rows(d);
+    Plot::new(("miss-rows", pane))
+        .height(h * 0.3)
+        .legend(Legend::default())
+        .y_axis_label("misses (reads + writes)")
+        .x_axis_formatter({
+            let labels: Vec<String> = shown.iter().map(|&i| rows[i].0.clone()).collect();
+            move |m, _| {
+                if m.value.fract() == 0.0 && m.value >= 0.0 {
+                    labels.get(m.value as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            }
+        })
+        .include_y(0.0)
+        .show(ui, |pui| {
+            let mut below: Vec<BarChart> = Vec::new();
+            for (o, name, colour) in &class_list {
+                let bars = shown
+                    .iter()
+                    .enumerate()
+                    .map(|(x, &i)| {
+                        let s = &rows[i].3;
+                        Bar::new(x as f64, (s.get(false, *o) + s.get(true, *o)) as f64)
+                            .width(0.7)
+                            .name(&rows[i].0)
+                    })
+                    .collect();
+                let refs: Vec<&BarChart> = below.iter().collect();
+                below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
+            }
+            for c in below {
+                pui.bar_chart(c);
+            }
+        });
+    // The sortable table.
+    let header = |ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions| {
+        let arrow = if opts.sort == key {
+            if opts.descending {
+                " ⏷"
+            } else {
+                " ⏶"
+            }
+        } else {
+            ""
+        };
+        if ui
+            .add(egui::Button::new(RichText::new(format!("{text}{arrow}")).strong()).frame(false))
+            .on_hover_text("Sort by this column (again to reverse)")
+            .clicked()
+        {
+            if opts.sort == key {
+                opts.descending = !opts.descending;
+            } else {
+                opts.sort = key;
+                opts.descending = key != SortBy::Row;
+            }
+        }
+    };
+    egui::ScrollArea::vertical()
+        .id_salt(("miss-table", pane))
+        .auto_shrink([false, false])
+        .show_rows(ui, 18.0, order.len() + 1, |ui, range| {
+            egui::Grid::new(("miss-grid", pane))
+                .striped(true)
+                .num_columns(8)
+                .show(ui, |ui| {
+                    if range.start == 0 {
+                        header(ui, if opts.per == Per::Cta { "CTA" } else { "instruction" }, SortBy::Row, opts);
+                        header(ui, "requests", SortBy::Requests, opts);
+                        header(ui, "misses", SortBy::Misses, opts);
+                        header(ui, "miss rate", SortBy::MissRate, opts);
+                        for (_, name, colour) in &class_list {
+                            ui.label(RichText::new(format!("{name} R/W")).color(*colour));
+                        }
+                        ui.end_row();
+                    }
+                    for &i in order
+                        .iter()
+                        .skip(range.start.saturating_sub(1))
+                        .take(range.end - range.start.max(1))
+                    {
+                        let r = &rows[i];
+                        ui.label(&r.0);
+                        ui.label(r.1.to_string());
+                        ui.label(r.2.to_string());
+                        ui.label(format!("{:.1}%", rate(r) * 100.0));
+                        for (o, _, _) in &class_list {
+                            ui.label(format!("{}/{}", r.3.get(false, *o), r.3.get(true, *o)));
+                        }
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+/// What the set heatmap shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum SetMetric {
+    #[default]
+    Accesses,
+    Misses,
+    MissRate,
+}
+
+/// Cached heatmap texture of one pane.
+#[derive(Default)]
+pub struct SetsState {
+    pub texture: Option<(u64, SetMetric, egui::TextureHandle)>,
+}
+
+/// Accesses and misses per set over time.
+pub fn sets(
+    ui: &mut Ui,
+    pane: usize,
+    d: &SimData,
+    generation: u64,
+    metric: &mut SetMetric,
+    state: &mut SetsState,
+    link: egui::Id,
+) {
+    let g = &d.sets;
+    if g.accesses.is_empty() || d.points.is_empty() {
+        empty(ui, "No requests reached the simulated L1.");
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.selectable_value(metric, SetMetric::Accesses, "accesses");
+        ui.selectable_value(metric, SetMetric::Misses, "misses");
+        ui.selectable_value(metric, SetMetric::MissRate, "miss rate");
+        ui.label(RichText::new(format!("{} sets x {} time slices of {} requests; brighter = more", g.sets, g.bins, g.per_bin)).weak());
+    });
+    let stale = state
+        .texture
+        .as_ref()
+        .is_none_or(|(gen, m, _)| *gen != generation || *m != *metric);
+    if stale {
+        let values: Vec<f32> = match metric {
+            SetMetric::Accesses => g.accesses.iter().map(|&v| v as f32).collect(),
+            SetMetric::Misses => g.misses.iter().map(|&v| v as f32).collect(),
+            SetMetric::MissRate => g
+                .accesses
+                .iter()
+                .zip(&g.misses)
+                .map(|(&a, &m)| if a == 0 { -1.0 } else { m as f32 / a as f32 })
+                .collect(),
+        };
+        let max = values.iter().copied().fold(0.0f32, f32::max).max(1e-9);
+        let log = *metric != SetMetric::MissRate;
+        let pixels: Vec<Color32> = (0..g.sets)
+            .rev()
+            .flat_map(|s| (0..g.bins).map(move |b| (s, b)))
+            .map(|(s, b)| {
+                let v = values[s * g.bins + b];
+                if v <= 0.0 && log || v < 0.0 {
+                    Color32::from_gray(20)
+                } else if log {
+                    theme::ramp(v.ln_1p() / max.ln_1p())
+                } else {
+                    theme::ramp(v / max)
+                }
+            })
+            .collect();
+        let img = egui::ColorImage::new([g.bins, g.sets], pixels);
+        let tex = ui.ctx().load_texture(
+            format!("sets-{pane}"),
+            img,
+            egui::TextureOptions::NEAREST,
+        );
+        state.texture = Some((generation, *metric, tex));
+    }
+    let Some((_, _, tex)) = &state.texture else {
+        return;
+    };
+    let width = (g.bins as u64 * g.per_bin) as f64;
+    let sets_n = g.sets as f64;
+    let per_bin = g.per_bin;
+    let grid_acc = g.accesses.clone();
+    let grid_miss = g.misses.clone();
+    let bins = g.bins;
+    Plot::new(("sets", pane))
+        .link_axis(link, [true, false])
+        .x_axis_label("request (issue order)")
+        .y_axis_label("set")
+        .include_x(0.0)
+        .include_x(width)
+        .include_y(0.0)
+        .include_y(sets_n)
+        .show_grid(false)
+        .label_formatter(move |h| {
+            let p = match h {
+                egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
+                egui_plot::HoverPosition::Elsewhere { position } => position,
+            };
+            if p.x < 0.0 || p.y < 0.0 || p.y >= sets_n {
+                return None;
+            }
+            let b = ((p.x as u64) / per_bin) as usize;
+            let s = p.y as usize;
+            if b >= bins {
+                return None;
+            }
+            let a = grid_acc[s * bins + b];
+            let m = grid_miss[s * bins + b];
+            Some(format!(
+                "set {s}, requests {}..{}\n{a} accesses, {m} misses",
+                b as u64 * per_bin,
+                (b as u64 + 1) * per_bin
+            ))
+        })
+        .show(ui, |pui| {
+            pui.image(PlotImage::new(
+                "sets",
+                tex.id(),
+                PlotPoint::new(width / 2.0, sets_n / 2.0),
+                egui::vec2(width as f32, sets_n as f32),
+            ));
+        });
+}
+
+/// The CTA communication density map (its analysis is a later issue).
+pub fn communication(ui: &mut Ui) {
+    empty(
+        ui,
+        "The CTA communication map (writer CTA x reader CTA across kernel launches)\n\
+         appears here once the communication analysis is part of Warpscope.\n\
+         Until then: load a multi-kernel trace and look at it in the other views.",
+    );
+}

@@ -1,0 +1,296 @@
+//! Background jobs: loading a trace, generating one, simulating a pane's configuration.
+//!
+//! Each job runs on its own thread, so the UI never waits. A job reports progress through
+//! shared counters (read by the UI each frame) and its result through a channel. Cancelling
+//! sets a flag that the job checks: a load fails its next read, a simulation stops at its next
+//! progress call. The UI keeps the ticket of the newest job per purpose and ignores results of
+//! any other ticket, so the last request wins even if an older job finishes later.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use crate::config::SimConfig;
+use crate::sim::{self, Observer, RequestEvent};
+use crate::trace::{self, Trace};
+
+use super::data::{Points, SimData, TraceData};
+
+/// What a job does.
+pub enum Job {
+    /// Read a trace file (format detected unless given).
+    Load {
+        path: PathBuf,
+        format: Option<trace::Format>,
+    },
+    /// Run a built-in generator.
+    Generate {
+        kernel: String,
+        params: Vec<(String, String)>,
+    },
+    /// Simulate `trace` under `config` for one pane.
+    Simulate {
+        pane: usize,
+        config: SimConfig,
+        trace: Arc<TraceData>,
+    },
+    /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
+    Task {
+        label: String,
+        work: Box<dyn FnOnce(&Progress) -> Result<String, String> + Send>,
+    },
+}
+
+/// Identifies one submitted job.
+pub type Ticket = u64;
+
+/// Progress and cancellation shared between a job and the UI.
+#[derive(Default)]
+pub struct Progress {
+    pub done: AtomicU64,
+    pub total: AtomicU64,
+    pub cancel: AtomicBool,
+}
+
+impl Progress {
+    /// Fraction done, if the total is known.
+    pub fn fraction(&self) -> Option<f32> {
+        let total = self.total.load(Ordering::Relaxed);
+        (total > 0).then(|| (self.done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) as f32)
+    }
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// A finished job.
+pub enum Outcome {
+    Loaded(Arc<TraceData>),
+    Simulated { pane: usize, data: Arc<SimData> },
+    Done(String),
+    Failed(String),
+    Cancelled,
+}
+
+/// Starts jobs on threads and collects their outcomes.
+pub struct Worker {
+    tx: Sender<(Ticket, Outcome)>,
+    rx: Receiver<(Ticket, Outcome)>,
+    next: Ticket,
+    running: Vec<(Ticket, String, Arc<Progress>)>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Worker {
+    /// `wake` is called from the job's thread when it finishes (the app asks for a repaint).
+    pub fn new(wake: Arc<dyn Fn() + Send + Sync>) -> Self {
+        let (tx, rx) = channel();
+        Worker {
+            tx,
+            rx,
+            next: 1,
+            running: Vec::new(),
+            wake,
+        }
+    }
+
+    /// Starts `job`; `label` is what the status bar shows while it runs.
+    pub fn submit(&mut self, label: impl Into<String>, job: Job) -> Ticket {
+        let ticket = self.next;
+        self.next += 1;
+        let progress = Arc::new(Progress::default());
+        self.running.push((ticket, label.into(), progress.clone()));
+        let tx = self.tx.clone();
+        let wake = self.wake.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("warpscope-job-{ticket}"))
+            .spawn(move || {
+                let outcome = run_job(job, &progress);
+                // The receiver is gone only when the app is closing.
+                let _ = tx.send((ticket, outcome));
+                wake();
+            });
+        if let Err(e) = spawned {
+            let _ = self
+                .tx
+                .send((ticket, Outcome::Failed(format!("could not start a worker thread: {e}"))));
+        }
+        ticket
+    }
+
+    /// Asks a job to stop; its outcome will be [`Outcome::Cancelled`] (or its result, if it
+    /// finished first).
+    pub fn cancel(&self, ticket: Ticket) {
+        if let Some((_, _, p)) = self.running.iter().find(|(t, _, _)| *t == ticket) {
+            p.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Finished jobs since the last call.
+    pub fn poll(&mut self) -> Vec<(Ticket, Outcome)> {
+        let done: Vec<(Ticket, Outcome)> = self.rx.try_iter().collect();
+        self.running
+            .retain(|(t, _, _)| !done.iter().any(|(d, _)| d == t));
+        done
+    }
+
+    /// Jobs still running: ticket, label, progress.
+    pub fn running(&self) -> &[(Ticket, String, Arc<Progress>)] {
+        &self.running
+    }
+
+    pub fn progress(&self, ticket: Ticket) -> Option<&Arc<Progress>> {
+        self.running
+            .iter()
+            .find(|(t, _, _)| *t == ticket)
+            .map(|(_, _, p)| p)
+    }
+
+    pub fn is_running(&self, ticket: Ticket) -> bool {
+        self.running.iter().any(|(t, _, _)| *t == ticket)
+    }
+
+    /// Waits (up to `timeout`) for the next outcome; for tests and the screenshot mode.
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Option<(Ticket, Outcome)> {
+        let got = self.rx.recv_timeout(timeout).ok()?;
+        self.running.retain(|(t, _, _)| *t != got.0);
+        Some(got)
+    }
+}
+
+fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
+    match job {
+        Job::Load { path, format } => load(&path, format, progress),
+        Job::Generate { kernel, params } => match crate::gen::generate(&kernel, &params) {
+            Ok(t) => {
+                let mut label = kernel.clone();
+                for (k, v) in &params {
+                    label.push_str(&format!(" {k}={v}"));
+                }
+                Outcome::Loaded(Arc::new(TraceData::new(t, label, None, None)))
+            }
+            Err(e) => Outcome::Failed(format!("kernel {kernel}: {e}")),
+        },
+        Job::Simulate {
+            pane,
+            config,
+            trace,
+        } => simulate(pane, config, &trace, progress),
+        Job::Task { label, work } => match work(progress) {
+            Ok(msg) => Outcome::Done(msg),
+            Err(e) if progress.cancelled() => {
+                let _ = e;
+                Outcome::Cancelled
+            }
+            Err(e) => Outcome::Failed(format!("{label}: {e}")),
+        },
+    }
+}
+
+/// Counts the bytes read from the file and fails the next read once cancelled.
+struct Watched {
+    inner: trace::source::Stream,
+    progress: Arc<Progress>,
+}
+
+impl Read for Watched {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.progress.cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        let n = self.inner.read(buf)?;
+        self.progress.done.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn load(path: &std::path::Path, format: Option<trace::Format>, progress: &Arc<Progress>) -> Outcome {
+    let size = if path.is_dir() {
+        0
+    } else {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    };
+    progress.total.store(size, Ordering::Relaxed);
+    let p = progress.clone();
+    let watch = move |s: trace::source::Stream| -> trace::source::Stream {
+        Box::new(Watched {
+            inner: s,
+            progress: p.clone(),
+        })
+    };
+    let opts = trace::ReadOptions {
+        format,
+        allow_truncated: false,
+    };
+    match trace::load_watched(path, opts, &|s| s, &watch) {
+        Ok(loaded) => {
+            let label = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            Outcome::Loaded(Arc::new(TraceData::new(
+                loaded.trace,
+                label,
+                Some(path.to_path_buf()),
+                Some(loaded.format),
+            )))
+        }
+        Err(_) if progress.cancelled() => Outcome::Cancelled,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// Collects the requests of a run for the views, and relays progress and cancellation.
+struct Collect<'a> {
+    points: Points,
+    progress: &'a Progress,
+}
+
+impl Observer for Collect<'_> {
+    fn on_request(&mut self, e: &RequestEvent) {
+        self.points.push(e);
+    }
+    fn progress(&mut self, done: u64, total: u64) -> bool {
+        self.progress.done.store(done, Ordering::Relaxed);
+        self.progress.total.store(total, Ordering::Relaxed);
+        !self.progress.cancelled()
+    }
+}
+
+fn simulate(pane: usize, config: SimConfig, trace: &TraceData, progress: &Progress) -> Outcome {
+    progress
+        .total
+        .store(trace.trace.total_accesses() as u64, Ordering::Relaxed);
+    let mut collect = Collect {
+        points: Points::default(),
+        progress,
+    };
+    match sim::run(&config, &trace.trace, &mut collect) {
+        Ok(report) => Outcome::Simulated {
+            pane,
+            data: Arc::new(SimData::new(config, report, collect.points, trace)),
+        },
+        Err(sim::SimError::Cancelled) => Outcome::Cancelled,
+        Err(e) => Outcome::Failed(error_chain(&e)),
+    }
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The trace data of a loaded trace shared with jobs (a convenience for callers that hold a
+/// bare [`Trace`]).
+pub fn shared(trace: Trace, label: &str) -> Arc<TraceData> {
+    Arc::new(TraceData::new(trace, label.to_string(), None, None))
+}

@@ -1,0 +1,282 @@
+//! The desktop app's flows, driven through egui_kittest (no window, no GPU), and the worker
+//! protocol (progress, cancel, last result wins) without any UI.
+#![cfg(feature = "gui")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use warpscope::app::worker::{Job, Outcome, Worker};
+use warpscope::app::{Settings, Startup, WarpscopeApp};
+use warpscope::config;
+
+fn app(kernel: &str, params: &str) -> WarpscopeApp {
+    let mut a = WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: None,
+            fresh: true,
+        },
+        Arc::new(|| {}),
+    );
+    a.in_app_dialogs = true;
+    a.settings.generator = kernel.into();
+    a.settings.generator_params = params.into();
+    a.generate(kernel.into(), params.into());
+    a
+}
+
+fn harness(a: WarpscopeApp) -> Harness<'static, WarpscopeApp> {
+    Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), a)
+}
+
+/// Steps the UI until every job is done and every pane has a fresh result.
+fn settle(h: &mut Harness<'static, WarpscopeApp>) {
+    let start = Instant::now();
+    loop {
+        h.step();
+        let s = h.state();
+        if s.idle() && s.trace.is_some() && s.panes.iter().all(|p| p.result.is_some() && !p.stale) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "the app did not settle");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.step();
+}
+
+fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
+    h.state().panes[pane]
+        .result
+        .as_ref()
+        .map(|r| r.report.miss_rate)
+        .expect("a result")
+}
+
+#[test]
+fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    assert!(h.state().trace.as_ref().unwrap().label.starts_with("vecadd"));
+    // Pick another kernel in the generator panel and generate it.
+    h.get_by_label("Kernel").click();
+    h.step();
+    h.get_by_label("transpose").click();
+    h.step();
+    let params = h.get_by_label("Parameters");
+    params.focus();
+    h.step();
+    h.state_mut().settings.generator_params = "width=128 height=128".into();
+    h.get_by_label("Generate").click();
+    settle(&mut h);
+    assert!(h.state().trace.as_ref().unwrap().label.starts_with("transpose"));
+    let before = miss_rate(&h, 0);
+    // The Fermi preset is 4-way; make it direct mapped.
+    h.get_by_label("Ways").click();
+    h.step();
+    h.get_by_label("direct mapped").click();
+    h.step();
+    assert_eq!(h.state().settings.panes[0].1.cache.ways, 1);
+    assert!(h.state().panes[0].stale || h.state().panes[0].dirty_since.is_some());
+    settle(&mut h);
+    let after = miss_rate(&h, 0);
+    assert_ne!(before, after, "associativity changed but the miss rate did not");
+    // The pane header shows the new rate.
+    h.get_by_label_contains(&format!("{:.2}% misses", after * 100.0));
+}
+
+#[test]
+fn second_pane_with_another_policy_and_a_summary_of_the_difference() {
+    let mut h = harness(app("matmul", "n=32 block=8,8"));
+    settle(&mut h);
+    h.get_by_label("＋ Compare").click();
+    h.step();
+    assert_eq!(h.state().panes.len(), 2);
+    assert_eq!(h.state().settings.active, 1);
+    h.get_by_label("Warp issue").click();
+    h.step();
+    h.get_by_label("greedy-then-oldest").click();
+    h.step();
+    settle(&mut h);
+    let s = h.state();
+    assert_eq!(s.settings.panes[1].1.schedule.policy, config::IssuePolicy::Gto);
+    assert_eq!(s.settings.panes[0].1.schedule.policy, config::IssuePolicy::RoundRobin);
+    let summary = s.summary();
+    assert!(summary.contains("policy round-robin"), "{summary}");
+    assert!(summary.contains("policy gto"), "{summary}");
+    assert!(summary.contains("% misses"), "{summary}");
+    h.get_by_label_contains("policy gto");
+}
+
+#[test]
+fn export_a_table_through_the_in_app_file_browser() {
+    let dir = std::env::temp_dir().join(format!("warpscope-gui-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut h = harness(app("vecadd", "n=512"));
+    settle(&mut h);
+    h.state_mut().settings.last_dir = Some(dir.clone());
+    h.get_by_label("File").click();
+    h.step();
+    h.get_by_label("Export tables…").click();
+    h.step();
+    h.step();
+    assert!(h.state().browser.is_some(), "the in-app browser opens where no native dialog can");
+    h.state_mut().browser.as_mut().unwrap().name = "summary.csv".into();
+    h.get_by_label("Save").click();
+    let start = Instant::now();
+    while !dir.join("summary.instructions.csv").exists() || !h.state().idle() {
+        h.step();
+        assert!(start.elapsed() < Duration::from_secs(60), "no export");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let text = std::fs::read_to_string(dir.join("summary.instructions.csv")).unwrap();
+    assert!(text.lines().count() >= 3, "{text}");
+    assert!(dir.join("summary.ctas.csv").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn views_switch_with_ctrl_and_a_digit_and_each_draws() {
+    let mut h = harness(app("matmul", "n=32 block=8,8"));
+    settle(&mut h);
+    for (key, view) in [
+        (egui::Key::Num2, warpscope::app::views::View::Reuse),
+        (egui::Key::Num3, warpscope::app::views::View::Misses),
+        (egui::Key::Num4, warpscope::app::views::View::Sets),
+        (egui::Key::Num5, warpscope::app::views::View::Communication),
+        (egui::Key::Num1, warpscope::app::views::View::Address),
+    ] {
+        h.key_press_modifiers(egui::Modifiers::COMMAND, key);
+        h.step();
+        h.step();
+        assert_eq!(h.state().settings.view, view);
+    }
+}
+
+#[test]
+fn a_bad_trace_file_shows_the_file_line_and_reason_in_the_status_bar() {
+    let path = std::env::temp_dir().join(format!("warpscope-bad-{}.din", std::process::id()));
+    std::fs::write(&path, "0 1000\n7 zz\n").unwrap();
+    let mut a = app("vecadd", "n=64");
+    a.open(path.clone());
+    let mut h = harness(a);
+    let start = Instant::now();
+    while !matches!(h.state().status, warpscope::app::Status::Error(_)) {
+        h.step();
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let warpscope::app::Status::Error(e) = h.state().status.clone() else {
+        unreachable!()
+    };
+    assert!(e.contains(&path.display().to_string()) && e.contains("line 2"), "{e}");
+    std::fs::remove_file(&path).ok();
+}
+
+// The worker protocol, without a window.
+
+fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data::TraceData> {
+    let pairs: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
+}
+
+#[test]
+fn worker_reports_progress_and_cancels() {
+    let mut w = Worker::new(Arc::new(|| {}));
+    let t = trace("matmul", &[("n", "256")]);
+    let cfg = config::preset("fermi-16k").unwrap();
+    let ticket = w.submit(
+        "sim",
+        Job::Simulate {
+            pane: 0,
+            config: cfg,
+            trace: t,
+        },
+    );
+    let start = Instant::now();
+    let progress = w.progress(ticket).unwrap().clone();
+    while progress.fraction().unwrap_or(0.0) == 0.0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no progress reported");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    w.cancel(ticket);
+    let (got, outcome) = w.wait(Duration::from_secs(60)).expect("an outcome");
+    assert_eq!(got, ticket);
+    assert!(matches!(outcome, Outcome::Cancelled), "a cancelled run reports Cancelled");
+    assert!(w.running().is_empty());
+}
+
+#[test]
+fn the_last_submitted_result_wins_in_the_app() {
+    // Two quick changes: only the second configuration's result may land in the pane.
+    let mut a = app("matmul", "n=32 block=8,8");
+    let start = Instant::now();
+    while a.trace.is_none() {
+        a.update_jobs(0.0);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(start.elapsed() < Duration::from_secs(30));
+    }
+    let mut first = config::preset("fermi-16k").unwrap();
+    first.cache.ways = 1;
+    let mut second = first.clone();
+    second.cache.ways = 0;
+    a.set_config(0, "first", first, 1.0);
+    a.update_jobs(2.0);
+    let t1 = a.panes[0].ticket.expect("submitted");
+    a.set_config(0, "second", second.clone(), 2.0);
+    a.update_jobs(3.0);
+    let t2 = a.panes[0].ticket.expect("resubmitted");
+    assert_ne!(t1, t2);
+    let mut now = 3.0;
+    while !a.idle() {
+        now += 0.01;
+        a.update_jobs(now);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(start.elapsed() < Duration::from_secs(60));
+    }
+    let r = a.panes[0].result.as_ref().expect("a result");
+    assert_eq!(r.config, second, "the stale run's result must not replace the newest");
+}
+
+#[test]
+fn loading_reports_progress_and_failure_names_the_file() {
+    let mut w = Worker::new(Arc::new(|| {}));
+    let ticket = w.submit(
+        "load",
+        Job::Load {
+            path: "/nonexistent/trace.din".into(),
+            format: None,
+        },
+    );
+    let (got, outcome) = w.wait(Duration::from_secs(30)).expect("an outcome");
+    assert_eq!(got, ticket);
+    match outcome {
+        Outcome::Failed(e) => assert!(e.contains("/nonexistent/trace.din"), "{e}"),
+        _ => panic!("expected a failure"),
+    }
+}
+
+#[test]
+fn configurations_round_trip_through_toml_and_json() {
+    let dir = std::env::temp_dir();
+    let mut c = config::preset("volta").unwrap();
+    c.schedule.policy = config::IssuePolicy::Gto;
+    c.timing = None;
+    for ext in ["toml", "json"] {
+        let p = dir.join(format!("warpscope-cfg-{}.{ext}", std::process::id()));
+        warpscope::app::save_config(&p, &c).unwrap();
+        assert_eq!(warpscope::app::load_config(&p).unwrap(), c);
+        std::fs::remove_file(&p).ok();
+    }
+    let bad = dir.join(format!("warpscope-cfg-bad-{}.json", std::process::id()));
+    std::fs::write(&bad, "{\"cache\": {\"ways\": \"x\"}}").unwrap();
+    let e = warpscope::app::load_config(&bad).unwrap_err();
+    assert!(e.contains("line 1"), "{e}");
+    std::fs::remove_file(&bad).ok();
+}
