@@ -42,10 +42,20 @@ fn settle(h: &mut Harness<'static, WarpscopeApp>) {
         if s.idle() && s.trace.is_some() && s.panes.iter().all(|p| p.result.is_some() && !p.stale) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "the app did not settle");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the app did not settle"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     h.step();
+}
+
+/// Clicks the node labelled `label` and lets the UI react (menus and combo boxes open on the
+/// next frame).
+fn click(h: &mut Harness<'static, WarpscopeApp>, label: &str) {
+    h.get_by_label(label).click();
+    h.run_steps(3);
 }
 
 fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
@@ -60,30 +70,46 @@ fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
 fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
     let mut h = harness(app("vecadd", "n=256"));
     settle(&mut h);
-    assert!(h.state().trace.as_ref().unwrap().label.starts_with("vecadd"));
+    assert!(h
+        .state()
+        .trace
+        .as_ref()
+        .unwrap()
+        .label
+        .starts_with("vecadd"));
     // Pick another kernel in the generator panel and generate it.
-    h.get_by_label("Kernel").click();
-    h.step();
-    h.get_by_label("transpose").click();
-    h.step();
+    click(&mut h, "Kernel");
+    click(&mut h, "matmul");
     let params = h.get_by_label("Parameters");
     params.focus();
     h.step();
-    h.state_mut().settings.generator_params = "width=128 height=128".into();
-    h.get_by_label("Generate").click();
+    h.state_mut().settings.generator_params = "n=64 block=16,16".into();
+    click(&mut h, "Generate");
     settle(&mut h);
-    assert!(h.state().trace.as_ref().unwrap().label.starts_with("transpose"));
+    assert!(h
+        .state()
+        .trace
+        .as_ref()
+        .unwrap()
+        .label
+        .starts_with("matmul"));
     let before = miss_rate(&h, 0);
-    // The Fermi preset is 4-way; make it direct mapped.
-    h.get_by_label("Ways").click();
-    h.step();
-    h.get_by_label("direct mapped").click();
-    h.step();
+    // The Fermi preset is 4-way with its XOR set hash; index sets by the low line bits,
+    // then make the cache direct mapped.
+    click(&mut h, "Set index");
+    click(&mut h, "modulo");
+    settle(&mut h);
+    assert_eq!(miss_rate(&h, 0), before, "4-way modulo misses as 4-way hashed here");
+    click(&mut h, "Ways");
+    click(&mut h, "direct mapped");
     assert_eq!(h.state().settings.panes[0].1.cache.ways, 1);
     assert!(h.state().panes[0].stale || h.state().panes[0].dirty_since.is_some());
     settle(&mut h);
     let after = miss_rate(&h, 0);
-    assert_ne!(before, after, "associativity changed but the miss rate did not");
+    assert_ne!(
+        before, after,
+        "associativity changed but the miss rate did not"
+    );
     // The pane header shows the new rate.
     h.get_by_label_contains(&format!("{:.2}% misses", after * 100.0));
 }
@@ -92,18 +118,21 @@ fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
 fn second_pane_with_another_policy_and_a_summary_of_the_difference() {
     let mut h = harness(app("matmul", "n=32 block=8,8"));
     settle(&mut h);
-    h.get_by_label("＋ Compare").click();
-    h.step();
+    click(&mut h, "+ Compare");
     assert_eq!(h.state().panes.len(), 2);
     assert_eq!(h.state().settings.active, 1);
-    h.get_by_label("Warp issue").click();
-    h.step();
-    h.get_by_label("greedy-then-oldest").click();
-    h.step();
+    click(&mut h, "Warp issue");
+    click(&mut h, "greedy-then-oldest");
     settle(&mut h);
     let s = h.state();
-    assert_eq!(s.settings.panes[1].1.schedule.policy, config::IssuePolicy::Gto);
-    assert_eq!(s.settings.panes[0].1.schedule.policy, config::IssuePolicy::RoundRobin);
+    assert_eq!(
+        s.settings.panes[1].1.schedule.policy,
+        config::IssuePolicy::Gto
+    );
+    assert_eq!(
+        s.settings.panes[0].1.schedule.policy,
+        config::IssuePolicy::RoundRobin
+    );
     let summary = s.summary();
     assert!(summary.contains("policy round-robin"), "{summary}");
     assert!(summary.contains("policy gto"), "{summary}");
@@ -118,14 +147,15 @@ fn export_a_table_through_the_in_app_file_browser() {
     let mut h = harness(app("vecadd", "n=512"));
     settle(&mut h);
     h.state_mut().settings.last_dir = Some(dir.clone());
-    h.get_by_label("File").click();
-    h.step();
-    h.get_by_label("Export tables…").click();
-    h.step();
-    h.step();
-    assert!(h.state().browser.is_some(), "the in-app browser opens where no native dialog can");
+    click(&mut h, "File");
+    h.get_by_label_contains("Export tables").click();
+    h.run_steps(3);
+    assert!(
+        h.state().browser.is_some(),
+        "the in-app browser opens where no native dialog can"
+    );
     h.state_mut().browser.as_mut().unwrap().name = "summary.csv".into();
-    h.get_by_label("Save").click();
+    click(&mut h, "Save");
     let start = Instant::now();
     while !dir.join("summary.instructions.csv").exists() || !h.state().idle() {
         h.step();
@@ -172,7 +202,10 @@ fn a_bad_trace_file_shows_the_file_line_and_reason_in_the_status_bar() {
     let warpscope::app::Status::Error(e) = h.state().status.clone() else {
         unreachable!()
     };
-    assert!(e.contains(&path.display().to_string()) && e.contains("line 2"), "{e}");
+    assert!(
+        e.contains(&path.display().to_string()) && e.contains("line 2"),
+        "{e}"
+    );
     std::fs::remove_file(&path).ok();
 }
 
@@ -202,13 +235,19 @@ fn worker_reports_progress_and_cancels() {
     let start = Instant::now();
     let progress = w.progress(ticket).unwrap().clone();
     while progress.fraction().unwrap_or(0.0) == 0.0 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no progress reported");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no progress reported"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     w.cancel(ticket);
     let (got, outcome) = w.wait(Duration::from_secs(60)).expect("an outcome");
     assert_eq!(got, ticket);
-    assert!(matches!(outcome, Outcome::Cancelled), "a cancelled run reports Cancelled");
+    assert!(
+        matches!(outcome, Outcome::Cancelled),
+        "a cancelled run reports Cancelled"
+    );
     assert!(w.running().is_empty());
 }
 
@@ -223,6 +262,7 @@ fn the_last_submitted_result_wins_in_the_app() {
         assert!(start.elapsed() < Duration::from_secs(30));
     }
     let mut first = config::preset("fermi-16k").unwrap();
+    first.cache.set_index = config::SetIndex::Modulo;
     first.cache.ways = 1;
     let mut second = first.clone();
     second.cache.ways = 0;
@@ -241,7 +281,10 @@ fn the_last_submitted_result_wins_in_the_app() {
         assert!(start.elapsed() < Duration::from_secs(60));
     }
     let r = a.panes[0].result.as_ref().expect("a result");
-    assert_eq!(r.config, second, "the stale run's result must not replace the newest");
+    assert_eq!(
+        r.config, second,
+        "the stale run's result must not replace the newest"
+    );
 }
 
 #[test]

@@ -32,7 +32,9 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
                 })
                 .response
                 .labelled_by(l.id)
-                .on_hover_text("Start from a real GPU's L1; every parameter below can then be changed");
+                .on_hover_text(
+                    "Start from a real GPU's L1; every parameter below can then be changed",
+                );
         });
         egui::CollapsingHeader::new("Cache")
             .default_open(true)
@@ -53,10 +55,13 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
             let l = ui.label("Seed");
             ui.add(DragValue::new(&mut c.seed))
                 .labelled_by(l.id)
-                .on_hover_text("Seed of every random choice (random scheduling and replacement, SM sampling)");
+                .on_hover_text(
+                    "Seed of every random choice (random scheduling and replacement, SM sampling)",
+                );
         });
-        ui.checkbox(&mut c.reuse, "Reuse distances")
-            .on_hover_text("Compute exact reuse distances and the miss-rate curve (costs some speed)");
+        ui.checkbox(&mut c.reuse, "Reuse distances").on_hover_text(
+            "Compute exact reuse distances and the miss-rate curve (costs some speed)",
+        );
     });
     if *c != before && preset_differs(preset, c) {
         if !preset.ends_with(" (edited)") && !preset.is_empty() {
@@ -102,32 +107,44 @@ fn pick<T: PartialEq + Copy>(
 fn cache(ui: &mut Ui, c: &mut SimConfig) {
     let cc = &mut c.cache;
     let mut kib = cc.size_bytes as f64 / 1024.0;
-    row(ui, "Size (KiB)", "L1 capacity in KiB (a multiple of the line size)", |ui, _| {
-        let r = ui.add(DragValue::new(&mut kib).range(0.125..=65536.0).speed(1.0));
-        if r.changed() {
-            cc.size_bytes = ((kib * 1024.0).round() as u64).max(1);
-        }
-        r
-    });
+    row(
+        ui,
+        "Size (KiB)",
+        "L1 capacity in KiB (a multiple of the line size)",
+        |ui, _| {
+            let r = ui.add(DragValue::new(&mut kib).range(0.125..=65536.0).speed(1.0));
+            if r.changed() {
+                cc.size_bytes = ((kib * 1024.0).round() as u64).max(1);
+            }
+            r
+        },
+    );
     let lines_options = [16u32, 32, 64, 128, 256];
-    row(ui, "Line (bytes)", "Bytes per cache line: the unit of allocation and of a miss", |ui, _| {
-        let r = ComboBox::from_id_salt("line")
-            .selected_text(cc.line_bytes.to_string())
-            .show_ui(ui, |ui| {
-                for l in lines_options {
-                    if ui.selectable_value(&mut cc.line_bytes, l, l.to_string()).changed()
-                        && cc.sector_bytes > l
-                    {
-                        cc.sector_bytes = l;
+    row(
+        ui,
+        "Line (bytes)",
+        "Bytes per cache line: the unit of allocation and of a miss",
+        |ui, _| {
+            let r = ComboBox::from_id_salt("line")
+                .selected_text(cc.line_bytes.to_string())
+                .show_ui(ui, |ui| {
+                    for l in lines_options {
+                        if ui
+                            .selectable_value(&mut cc.line_bytes, l, l.to_string())
+                            .changed()
+                            && cc.sector_bytes > l
+                        {
+                            cc.sector_bytes = l;
+                        }
                     }
-                }
-            })
-            .response;
-        if cc.sector_bytes > cc.line_bytes {
-            cc.sector_bytes = cc.line_bytes;
-        }
-        r
-    });
+                })
+                .response;
+            if cc.sector_bytes > cc.line_bytes {
+                cc.sector_bytes = cc.line_bytes;
+            }
+            r
+        },
+    );
     // Associativities that divide the number of lines, plus fully associative.
     let lines = cc.lines().max(1);
     let mut ways_options: Vec<u32> = (0..=24)
@@ -150,28 +167,38 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
             format!("{w}-way")
         }
     };
-    row(ui, "Ways", "Lines per set (associativity); fully associative has one set", |ui, _| {
-        ComboBox::from_id_salt("ways")
-            .selected_text(ways_name(cc.ways))
-            .show_ui(ui, |ui| {
-                for w in ways_options.iter().copied().chain([0]) {
-                    ui.selectable_value(&mut cc.ways, w, ways_name(w));
-                }
-            })
-            .response
-    });
-    row(ui, "Sector (bytes)", "Sector size: sectored caches fetch only the sectors used (equal to the line: no sectors)", |ui, _| {
-        ComboBox::from_id_salt("sector")
-            .selected_text(cc.sector_bytes.to_string())
-            .show_ui(ui, |ui| {
-                for s in [4u32, 8, 16, 32, 64, 128, 256] {
-                    if s <= cc.line_bytes {
-                        ui.selectable_value(&mut cc.sector_bytes, s, s.to_string());
+    row(
+        ui,
+        "Ways",
+        "Lines per set (associativity); fully associative has one set",
+        |ui, _| {
+            ComboBox::from_id_salt("ways")
+                .selected_text(ways_name(cc.ways))
+                .show_ui(ui, |ui| {
+                    for w in ways_options.iter().copied().chain([0]) {
+                        ui.selectable_value(&mut cc.ways, w, ways_name(w));
                     }
-                }
-            })
-            .response
-    });
+                })
+                .response
+        },
+    );
+    row(
+        ui,
+        "Sector (bytes)",
+        "Sector size: sectored caches fetch only the sectors used (equal to the line: no sectors)",
+        |ui, _| {
+            ComboBox::from_id_salt("sector")
+                .selected_text(cc.sector_bytes.to_string())
+                .show_ui(ui, |ui| {
+                    for s in [4u32, 8, 16, 32, 64, 128, 256] {
+                        if s <= cc.line_bytes {
+                            ui.selectable_value(&mut cc.sector_bytes, s, s.to_string());
+                        }
+                    }
+                })
+                .response
+        },
+    );
     let kind = match cc.set_index {
         SetIndex::Modulo => 0,
         SetIndex::FermiHash => 1,
@@ -207,44 +234,66 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
             .map(|b| b.to_string())
             .collect::<Vec<_>>()
             .join(",");
-        row(ui, "  bits", "Address bits of the set index, low to high, comma separated", |ui, _| {
-            let r = ui.text_edit_singleline(&mut text);
-            if r.changed() {
-                if let Ok(SetIndex::Bits(b)) = SetIndex::parse(&format!("bits:{text}")) {
-                    *bits = b;
-                }
-            }
-            r
-        });
-    }
-    row(ui, "Replacement", "Which line of a full set is evicted", |ui, _| {
-        pick(
+        row(
             ui,
-            "replacement",
-            &mut cc.replacement,
-            &[
-                (Replacement::Lru, "LRU", "least recently used"),
-                (Replacement::Fifo, "FIFO", "first in, first out"),
-                (Replacement::Lfu, "LFU", "least frequently used"),
-                (Replacement::Mfu, "MFU", "most frequently used"),
-                (Replacement::Random, "random", "a seeded random way"),
-                (Replacement::Plru, "tree-PLRU", "tree pseudo-LRU (power-of-two ways)"),
-            ],
-        )
-    });
+            "  bits",
+            "Address bits of the set index, low to high, comma separated",
+            |ui, _| {
+                let r = ui.text_edit_singleline(&mut text);
+                if r.changed() {
+                    if let Ok(SetIndex::Bits(b)) = SetIndex::parse(&format!("bits:{text}")) {
+                        *bits = b;
+                    }
+                }
+                r
+            },
+        );
+    }
+    row(
+        ui,
+        "Replacement",
+        "Which line of a full set is evicted",
+        |ui, _| {
+            pick(
+                ui,
+                "replacement",
+                &mut cc.replacement,
+                &[
+                    (Replacement::Lru, "LRU", "least recently used"),
+                    (Replacement::Fifo, "FIFO", "first in, first out"),
+                    (Replacement::Lfu, "LFU", "least frequently used"),
+                    (Replacement::Mfu, "MFU", "most frequently used"),
+                    (Replacement::Random, "random", "a seeded random way"),
+                    (
+                        Replacement::Plru,
+                        "tree-PLRU",
+                        "tree pseudo-LRU (power-of-two ways)",
+                    ),
+                ],
+            )
+        },
+    );
     row(ui, "Writes", "What a store does to the L1", |ui, _| {
         pick(
             ui,
             "write-policy",
             &mut cc.write_policy,
             &[
-                (WritePolicy::Wtna, "write-through, no allocate", "stores go to memory; a store miss does not fill a line (Fermi L1)"),
-                (WritePolicy::Wbwa, "write-back, allocate", "stores dirty the line; a store miss fills it; evictions write back"),
+                (
+                    WritePolicy::Wtna,
+                    "write-through, no allocate",
+                    "stores go to memory; a store miss does not fill a line (Fermi L1)",
+                ),
+                (
+                    WritePolicy::Wbwa,
+                    "write-back, allocate",
+                    "stores dirty the line; a store miss fills it; evictions write back",
+                ),
             ],
         )
     });
     if let Err(e) = cc.validate() {
-        ui.colored_label(ui.visuals().warn_fg_color, format!("⚠ {e}"));
+        ui.colored_label(ui.visuals().warn_fg_color, format!("Invalid: {e}"));
     }
 }
 
@@ -257,20 +306,37 @@ fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
         Coalescing::Bits { .. } => 4,
     };
     let mut new_kind = kind;
-    row(ui, "Requests", "How one warp instruction's accesses become cache requests", |ui, _| {
-        pick(
-            ui,
-            "coalescing",
-            &mut new_kind,
-            &[
-                (0, "none", "every thread's access is its own request"),
-                (1, "per line", "one request per distinct line"),
-                (2, "per line, sectors", "one request per line with a mask of the sectors used"),
-                (3, "GT200 segments", "compute capability 1.2/1.3: per half-warp 32/64/128-byte segments"),
-                (4, "address bits", "accesses merge when they differ only in bits LO..=HI"),
-            ],
-        )
-    });
+    row(
+        ui,
+        "Requests",
+        "How one warp instruction's accesses become cache requests",
+        |ui, _| {
+            pick(
+                ui,
+                "coalescing",
+                &mut new_kind,
+                &[
+                    (0, "none", "every thread's access is its own request"),
+                    (1, "per line", "one request per distinct line"),
+                    (
+                        2,
+                        "per line, sectors",
+                        "one request per line with a mask of the sectors used",
+                    ),
+                    (
+                        3,
+                        "GT200 segments",
+                        "compute capability 1.2/1.3: per half-warp 32/64/128-byte segments",
+                    ),
+                    (
+                        4,
+                        "address bits",
+                        "accesses merge when they differ only in bits LO..=HI",
+                    ),
+                ],
+            )
+        },
+    );
     if new_kind != kind {
         c.coalescing = match new_kind {
             0 => Coalescing::None,
@@ -281,14 +347,19 @@ fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
         };
     }
     if let Coalescing::Bits { lo, hi } = &mut c.coalescing {
-        row(ui, "  bits", "Lowest and highest address bit that may differ within a request", |ui, _| {
-            let a = ui.add(DragValue::new(lo).range(0..=63));
-            let b = ui.add(DragValue::new(hi).range(0..=63));
-            if *lo > *hi {
-                *hi = *lo;
-            }
-            a | b
-        });
+        row(
+            ui,
+            "  bits",
+            "Lowest and highest address bit that may differ within a request",
+            |ui, _| {
+                let a = ui.add(DragValue::new(lo).range(0..=63));
+                let b = ui.add(DragValue::new(hi).range(0..=63));
+                if *lo > *hi {
+                    *hi = *lo;
+                }
+                a | b
+            },
+        );
     }
 }
 
@@ -300,38 +371,72 @@ fn schedule(ui: &mut Ui, c: &mut SimConfig) {
             "policy",
             &mut s.policy,
             &[
-                (IssuePolicy::RoundRobin, "round-robin", "each ready warp issues one instruction in turn"),
-                (IssuePolicy::Sequential, "sequential", "a warp runs until it finishes or reaches a barrier"),
-                (IssuePolicy::Gto, "greedy-then-oldest", "keep issuing one warp until it stalls, then the oldest"),
-                (IssuePolicy::TwoLevel, "two-level", "round-robin within a fetch group; next group when it stalls"),
+                (
+                    IssuePolicy::RoundRobin,
+                    "round-robin",
+                    "each ready warp issues one instruction in turn",
+                ),
+                (
+                    IssuePolicy::Sequential,
+                    "sequential",
+                    "a warp runs until it finishes or reaches a barrier",
+                ),
+                (
+                    IssuePolicy::Gto,
+                    "greedy-then-oldest",
+                    "keep issuing one warp until it stalls, then the oldest",
+                ),
+                (
+                    IssuePolicy::TwoLevel,
+                    "two-level",
+                    "round-robin within a fetch group; next group when it stalls",
+                ),
                 (IssuePolicy::Random, "random", "a seeded random ready warp"),
             ],
         )
     });
-    row(ui, "Warp size", "Threads per warp (1 = per-thread scheduling, as seed 000 §5.2)", |ui, _| {
-        ui.add(DragValue::new(&mut s.warp_size).range(1..=1024))
-    });
+    row(
+        ui,
+        "Warp size",
+        "Threads per warp (1 = per-thread scheduling, as seed 000 §5.2)",
+        |ui, _| ui.add(DragValue::new(&mut s.warp_size).range(1..=1024)),
+    );
     if s.policy == IssuePolicy::TwoLevel {
-        row(ui, "Fetch group", "Warps per fetch group of the two-level scheduler", |ui, _| {
-            ui.add(DragValue::new(&mut s.fetch_group).range(1..=64))
-        });
+        row(
+            ui,
+            "Fetch group",
+            "Warps per fetch group of the two-level scheduler",
+            |ui, _| ui.add(DragValue::new(&mut s.fetch_group).range(1..=64)),
+        );
     }
 }
 
 fn gpu(ui: &mut Ui, c: &mut SimConfig) {
     let g = &mut c.gpu;
-    row(ui, "SMs", "Streaming multiprocessors the CTAs are spread over", |ui, _| {
-        ui.add(DragValue::new(&mut g.sms).range(1..=1024))
-    });
-    row(ui, "CTAs per SM", "Most CTAs resident on one SM at a time", |ui, _| {
-        ui.add(DragValue::new(&mut g.max_ctas_per_sm).range(1..=64))
-    });
-    row(ui, "Threads per SM", "Most threads resident on one SM", |ui, _| {
-        ui.add(DragValue::new(&mut g.max_threads_per_sm).range(1..=4096))
-    });
-    row(ui, "Warps per SM", "Most warps resident on one SM", |ui, _| {
-        ui.add(DragValue::new(&mut g.max_warps_per_sm).range(1..=128))
-    });
+    row(
+        ui,
+        "SMs",
+        "Streaming multiprocessors the CTAs are spread over",
+        |ui, _| ui.add(DragValue::new(&mut g.sms).range(1..=1024)),
+    );
+    row(
+        ui,
+        "CTAs per SM",
+        "Most CTAs resident on one SM at a time",
+        |ui, _| ui.add(DragValue::new(&mut g.max_ctas_per_sm).range(1..=64)),
+    );
+    row(
+        ui,
+        "Threads per SM",
+        "Most threads resident on one SM",
+        |ui, _| ui.add(DragValue::new(&mut g.max_threads_per_sm).range(1..=4096)),
+    );
+    row(
+        ui,
+        "Warps per SM",
+        "Most warps resident on one SM",
+        |ui, _| ui.add(DragValue::new(&mut g.max_warps_per_sm).range(1..=128)),
+    );
     let kind = match g.simulate {
         SmSelection::One(_) => 0,
         SmSelection::Sample(_) => 1,
@@ -373,7 +478,9 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
     let mut on = c.timing.is_some();
     if ui
         .checkbox(&mut on, "Timing model (seed 001)")
-        .on_hover_text("Latencies, MSHRs and a warp queue; adds latency and MSHR miss classes (needs LRU)")
+        .on_hover_text(
+            "Latencies, MSHRs and a warp queue; adds latency and MSHR miss classes (needs LRU)",
+        )
         .changed()
     {
         c.timing = on.then(TimingConfig::default);
@@ -384,23 +491,46 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
     let Some(t) = &mut c.timing else {
         return;
     };
-    row(ui, "Hit latency", "Time steps from issue to effect for a hit", |ui, _| {
-        ui.add(DragValue::new(&mut t.hit_latency).range(0..=10_000))
-    });
-    row(ui, "Miss latency", "Minimum miss latency (time steps)", |ui, _| {
-        ui.add(DragValue::new(&mut t.miss_latency).range(0..=100_000))
-    });
-    row(ui, "Latency σ", "Standard deviation of the half-normal part of the miss latency", |ui, _| {
-        ui.add(DragValue::new(&mut t.miss_latency_stddev).range(0.0..=10_000.0).speed(0.5))
-    });
-    row(ui, "MSHRs", "Misses in flight per SM (0 = unlimited)", |ui, _| {
-        ui.add(DragValue::new(&mut t.mshrs).range(0..=4096))
-    });
-    row(ui, "MSHRs per warp", "Misses in flight per warp (0 = no limit)", |ui, _| {
-        ui.add(DragValue::new(&mut t.mshrs_per_warp).range(0..=4096))
-    });
+    row(
+        ui,
+        "Hit latency",
+        "Time steps from issue to effect for a hit",
+        |ui, _| ui.add(DragValue::new(&mut t.hit_latency).range(0..=10_000)),
+    );
+    row(
+        ui,
+        "Miss latency",
+        "Minimum miss latency (time steps)",
+        |ui, _| ui.add(DragValue::new(&mut t.miss_latency).range(0..=100_000)),
+    );
+    row(
+        ui,
+        "Latency σ",
+        "Standard deviation of the half-normal part of the miss latency",
+        |ui, _| {
+            ui.add(
+                DragValue::new(&mut t.miss_latency_stddev)
+                    .range(0.0..=10_000.0)
+                    .speed(0.5),
+            )
+        },
+    );
+    row(
+        ui,
+        "MSHRs",
+        "Misses in flight per SM (0 = unlimited)",
+        |ui, _| ui.add(DragValue::new(&mut t.mshrs).range(0..=4096)),
+    );
+    row(
+        ui,
+        "MSHRs per warp",
+        "Misses in flight per warp (0 = no limit)",
+        |ui, _| ui.add(DragValue::new(&mut t.mshrs_per_warp).range(0..=4096)),
+    );
     ui.checkbox(&mut t.clip, "Clip to in-flight lines")
-        .on_hover_text("A request for a line already in flight takes effect when that line arrives");
+        .on_hover_text(
+            "A request for a line already in flight takes effect when that line arrives",
+        );
     ui.checkbox(&mut t.warp_delay, "Warps wait for their data")
         .on_hover_text("A warp re-enters the queue only when its requests' latency has passed");
     ui.checkbox(&mut t.classify, "Classify misses")

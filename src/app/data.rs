@@ -244,10 +244,7 @@ impl ClassSplit {
         self.counts[write as usize][o as usize]
     }
     pub fn misses(&self) -> u64 {
-        self.counts
-            .iter()
-            .map(|r| r[1..].iter().sum::<u64>())
-            .sum()
+        self.counts.iter().map(|r| r[1..].iter().sum::<u64>()).sum()
     }
     pub fn total(&self) -> u64 {
         self.counts.iter().map(|r| r.iter().sum::<u64>()).sum()

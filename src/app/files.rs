@@ -46,9 +46,7 @@ impl Purpose {
             Purpose::OpenTrace => &[],
             Purpose::LoadConfig | Purpose::SaveConfig => &[("configuration", &["toml", "json"])],
             Purpose::ExportView => &[("PNG image", &["png"])],
-            Purpose::ExportTables | Purpose::ExportRequests => {
-                &[("table", &["csv", "parquet"])]
-            }
+            Purpose::ExportTables | Purpose::ExportRequests => &[("table", &["csv", "parquet"])],
         }
     }
 }
@@ -185,11 +183,7 @@ impl Browser {
             .default_size([520.0, 420.0])
             .show(ctx, |ui| {
                 ui.horizontal(|ui| {
-                    if ui
-                        .button("⬆ Up")
-                        .on_hover_text("The parent folder")
-                        .clicked()
-                    {
+                    if ui.button("Up").on_hover_text("The parent folder").clicked() {
                         if let Some(p) = self.dir.parent() {
                             let p = p.to_path_buf();
                             self.enter(p);
@@ -209,9 +203,9 @@ impl Browser {
                     .show(ui, |ui| {
                         for (name, is_dir) in &self.entries {
                             let text = if *is_dir {
-                                format!("📁 {name}")
+                                format!("{name}/")
                             } else {
-                                format!("🗋 {name}")
+                                name.to_string()
                             };
                             let r = ui.selectable_label(self.name == *name, text);
                             if r.clicked() {

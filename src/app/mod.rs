@@ -173,10 +173,7 @@ impl WarpscopeApp {
         };
         match startup.file {
             Some(f) => app.open(f),
-            None => app.generate(
-                START_KERNEL.to_string(),
-                START_PARAMS.to_string(),
-            ),
+            None => app.generate(START_KERNEL.to_string(), START_PARAMS.to_string()),
         }
         app
     }
@@ -189,13 +186,7 @@ impl WarpscopeApp {
         let label = format!("Loading {}", path.display());
         self.status = Status::Info(label.clone());
         self.remember(&path);
-        self.load_ticket = Some(self.worker.submit(
-            label,
-            Job::Load {
-                path,
-                format: None,
-            },
-        ));
+        self.load_ticket = Some(self.worker.submit(label, Job::Load { path, format: None }));
     }
 
     /// Starts generating a built-in kernel's trace.
@@ -420,9 +411,7 @@ impl WarpscopeApp {
         for a in actions {
             self.act(a, &ctx, now);
         }
-        if !self.worker.running().is_empty()
-            || self.panes.iter().any(|p| p.dirty_since.is_some())
-        {
+        if !self.worker.running().is_empty() || self.panes.iter().any(|p| p.dirty_since.is_some()) {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
         }
     }
@@ -467,7 +456,10 @@ impl WarpscopeApp {
     fn menu(&mut self, ui: &mut Ui) {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("File", |ui| {
-                if ui.add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O")).clicked() {
+                if ui
+                    .add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O"))
+                    .clicked()
+                {
                     self.actions.push(Action::Choose(Purpose::OpenTrace));
                 }
                 ui.menu_button("Open recent", |ui| {
@@ -484,11 +476,17 @@ impl WarpscopeApp {
                 if ui.button("Load configuration…").clicked() {
                     self.actions.push(Action::Choose(Purpose::LoadConfig));
                 }
-                if ui.add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S")).clicked() {
+                if ui
+                    .add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S"))
+                    .clicked()
+                {
                     self.actions.push(Action::Choose(Purpose::SaveConfig));
                 }
                 ui.separator();
-                if ui.add(egui::Button::new("Export tables…").shortcut_text("Ctrl+E")).clicked() {
+                if ui
+                    .add(egui::Button::new("Export tables…").shortcut_text("Ctrl+E"))
+                    .clicked()
+                {
                     self.actions.push(Action::Choose(Purpose::ExportTables));
                 }
                 if ui.button("Export request table…").clicked() {
@@ -516,14 +514,20 @@ impl WarpscopeApp {
             });
             ui.menu_button("Panes", |ui| {
                 if ui
-                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("Add a pane"))
+                    .add_enabled(
+                        self.panes.len() < MAX_PANES,
+                        egui::Button::new("Add a pane"),
+                    )
                     .on_hover_text("Compare another configuration side by side (up to 4)")
                     .clicked()
                 {
                     self.actions.push(Action::AddPane);
                 }
                 if ui
-                    .add_enabled(self.panes.len() > 1, egui::Button::new("Remove the active pane"))
+                    .add_enabled(
+                        self.panes.len() > 1,
+                        egui::Button::new("Remove the active pane"),
+                    )
                     .clicked()
                 {
                     self.actions.push(Action::RemovePane(self.settings.active));
@@ -540,7 +544,11 @@ impl WarpscopeApp {
                 ui.label(label);
                 match p.fraction() {
                     Some(f) => {
-                        ui.add(egui::ProgressBar::new(f).desired_width(160.0).show_percentage());
+                        ui.add(
+                            egui::ProgressBar::new(f)
+                                .desired_width(160.0)
+                                .show_percentage(),
+                        );
                     }
                     None => {
                         ui.label(RichText::new("working…").weak());
@@ -556,7 +564,9 @@ impl WarpscopeApp {
             }
             match &self.status {
                 Status::Info(s) => ui.label(s),
-                Status::Error(s) => ui.colored_label(ui.visuals().error_fg_color, format!("⚠ {s}")),
+                Status::Error(s) => {
+                    ui.colored_label(ui.visuals().error_fg_color, format!("Error: {s}"))
+                }
             };
         });
     }
@@ -573,11 +583,22 @@ impl WarpscopeApp {
                 ));
             }
             None => {
-                ui.label(RichText::new("No trace yet: open a file, drop one here, or generate a kernel.").weak());
+                ui.label(
+                    RichText::new(
+                        "No trace yet: open a file, drop one here, or generate a kernel.",
+                    )
+                    .weak(),
+                );
             }
         }
         ui.horizontal(|ui| {
-            if ui.button("Open…").on_hover_text("Open a trace file (Ctrl+O); any supported format, compressed or not").clicked() {
+            if ui
+                .button("Open…")
+                .on_hover_text(
+                    "Open a trace file (Ctrl+O); any supported format, compressed or not",
+                )
+                .clicked()
+            {
                 self.actions.push(Action::Choose(Purpose::OpenTrace));
             }
             if !self.settings.recent.is_empty() {
@@ -661,7 +682,7 @@ impl WarpscopeApp {
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 if ui
-                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("＋ Compare"))
+                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("+ Compare"))
                     .on_hover_text("Add a pane with its own configuration, side by side")
                     .clicked()
                 {
@@ -696,7 +717,10 @@ impl WarpscopeApp {
                     if n > 1 {
                         let active = i == self.settings.active;
                         if ui
-                            .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
+                            .selectable_label(
+                                active,
+                                RichText::new(format!("Pane {}", i + 1)).strong(),
+                            )
                             .on_hover_text("Edit this pane's configuration in the side panel")
                             .clicked()
                         {
@@ -705,17 +729,26 @@ impl WarpscopeApp {
                     }
                     ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
                     if let Some(r) = &pane.result {
-                        ui.label(RichText::new(format!("{:.2}% misses", r.miss_percent())).strong());
+                        ui.label(
+                            RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
+                        );
                     }
                     if pane.stale || pane.ticket.is_some() {
-                        ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+                        ui.label(
+                            RichText::new("stale, updating…").color(ui.visuals().warn_fg_color),
+                        );
                     }
-                    if n > 1 && ui.small_button("✖").on_hover_text("Close this pane").clicked() {
+                    if n > 1
+                        && ui
+                            .small_button("x")
+                            .on_hover_text("Close this pane")
+                            .clicked()
+                    {
                         remove = Some(i);
                     }
                 });
                 if let Some(e) = &pane.error {
-                    col.colored_label(col.visuals().error_fg_color, format!("⚠ {e}"));
+                    col.colored_label(col.visuals().error_fg_color, format!("Not run: {e}"));
                 }
                 let Some(data) = pane.result.clone() else {
                     col.centered_and_justified(|ui| {
@@ -725,7 +758,11 @@ impl WarpscopeApp {
                 };
                 // Upload a finished raster.
                 if let Some((v, img, g)) = pane.address.pending_image.take() {
-                    let tex = col.ctx().load_texture(format!("raster-{i}"), img, egui::TextureOptions::NEAREST);
+                    let tex = col.ctx().load_texture(
+                        format!("raster-{i}"),
+                        img,
+                        egui::TextureOptions::NEAREST,
+                    );
                     pane.address.texture = Some((v, tex, g));
                 }
                 match view {
@@ -741,7 +778,15 @@ impl WarpscopeApp {
                     ),
                     View::Reuse => views::reuse(col, i, &data, link),
                     View::Misses => views::misses(col, i, &data, &trace, &mut miss_opts),
-                    View::Sets => views::sets(col, i, &data, pane.generation, &mut metric, &mut pane.sets, link),
+                    View::Sets => views::sets(
+                        col,
+                        i,
+                        &data,
+                        pane.generation,
+                        &mut metric,
+                        &mut pane.sets,
+                        link,
+                    ),
                     View::Communication => views::communication(col),
                 }
             }
@@ -759,7 +804,9 @@ impl WarpscopeApp {
     fn dialogs(&mut self, ctx: &egui::Context) {
         if let Some(d) = &self.dialog {
             match d.poll() {
-                DialogPoll::Waiting => ctx.request_repaint_after(std::time::Duration::from_millis(100)),
+                DialogPoll::Waiting => {
+                    ctx.request_repaint_after(std::time::Duration::from_millis(100))
+                }
                 DialogPoll::Chosen(p) => {
                     let purpose = d.purpose;
                     self.dialog = None;
@@ -860,16 +907,16 @@ impl WarpscopeApp {
         let ppp = ctx.pixels_per_point();
         let tx = self.png_sender.clone();
         let wake = ctx.clone();
-        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(egui::ScreenshotCallback::new(
-            move |img: Arc<egui::ColorImage>| {
+        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+            egui::ScreenshotCallback::new(move |img: Arc<egui::ColorImage>| {
                 let msg = match write_png(&path, &img, rect, ppp) {
                     Ok(()) => format!("Wrote {}", path.display()),
                     Err(e) => format!("error: {}: {e}", path.display()),
                 };
                 let _ = tx.send(msg);
                 wake.request_repaint();
-            },
-        )));
+            }),
+        ));
     }
 
     /// Writes the per-instruction and per-CTA tables of the active pane (on a worker).
@@ -911,8 +958,12 @@ impl WarpscopeApp {
                             !self.0.cancelled()
                         }
                     }
-                    let mut ex = crate::export::RequestExporter::create(&path, &trace.trace, Relay(progress))
-                        .map_err(|e| e.to_string())?;
+                    let mut ex = crate::export::RequestExporter::create(
+                        &path,
+                        &trace.trace,
+                        Relay(progress),
+                    )
+                    .map_err(|e| e.to_string())?;
                     let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
                     if let Some(e) = ex.error() {
                         return Err(e.to_string());
@@ -939,7 +990,10 @@ impl WarpscopeApp {
     pub fn idle(&self) -> bool {
         self.worker.running().is_empty()
             && self.load_ticket.is_none()
-            && self.panes.iter().all(|p| p.dirty_since.is_none() && p.ticket.is_none())
+            && self
+                .panes
+                .iter()
+                .all(|p| p.dirty_since.is_none() && p.ticket.is_none())
     }
 }
 
@@ -1054,7 +1108,12 @@ pub fn save_config(path: &Path, cfg: &SimConfig) -> Result<(), String> {
 }
 
 /// Writes the part of a screenshot inside `rect` (points) as a PNG.
-pub fn write_png(path: &Path, img: &egui::ColorImage, rect: egui::Rect, ppp: f32) -> Result<(), String> {
+pub fn write_png(
+    path: &Path,
+    img: &egui::ColorImage,
+    rect: egui::Rect,
+    ppp: f32,
+) -> Result<(), String> {
     let [w, h] = img.size;
     let r = if rect.is_finite() && rect.width() > 0.0 {
         egui::Rect::from_min_max(
@@ -1078,7 +1137,11 @@ pub fn write_png(path: &Path, img: &egui::ColorImage, rect: egui::Rect, ppp: f32
         }
     }
     let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), (x1 - x0) as u32, (y1 - y0) as u32);
+    let mut enc = png::Encoder::new(
+        std::io::BufWriter::new(file),
+        (x1 - x0) as u32,
+        (y1 - y0) as u32,
+    );
     enc.set_color(png::ColorType::Rgba);
     enc.set_depth(png::BitDepth::Eight);
     let mut w = enc.write_header().map_err(|e| e.to_string())?;
@@ -1181,8 +1244,8 @@ impl EframeApp {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         let path = plan.dir.join(name);
-        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(egui::ScreenshotCallback::new(
-            move |img: Arc<egui::ColorImage>| {
+        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+            egui::ScreenshotCallback::new(move |img: Arc<egui::ColorImage>| {
                 let full = egui::Rect::NOTHING;
                 if let Err(e) = write_png(&path, &img, full, 1.0) {
                     eprintln!("error: {}: {e}", path.display());
@@ -1190,8 +1253,8 @@ impl EframeApp {
                     eprintln!("wrote {}", path.display());
                 }
                 let _ = tx.send(());
-            },
-        )));
+            }),
+        ));
         plan.inflight = Some(rx);
     }
 }

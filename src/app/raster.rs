@@ -10,7 +10,9 @@ use super::data::{SimData, TraceData};
 use super::theme;
 
 /// What colours a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
+)]
 pub enum ColourBy {
     #[default]
     Outcome,
@@ -89,7 +91,9 @@ pub fn rasterize(data: &SimData, trace: &TraceData, view: &View) -> (ColorImage,
     let p = &data.points;
     let n = p.len();
     let first = view.x[0].max(0.0).floor() as usize;
-    let last = (view.x[1].max(0.0).ceil() as usize).saturating_add(1).min(n);
+    let last = (view.x[1].max(0.0).ceil() as usize)
+        .saturating_add(1)
+        .min(n);
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;

@@ -56,3 +56,10 @@ pub fn ramp(t: f32) -> Color32 {
     let mix = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * f).round() as u8;
     Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
 }
+
+/// A legend entry: a filled square in `colour`, then `text`.
+pub fn swatch(ui: &mut egui::Ui, colour: Color32, text: &str) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+    ui.painter().rect_filled(rect, 2.0, colour);
+    ui.label(text);
+}

@@ -3,14 +3,18 @@
 use std::sync::Arc;
 
 use egui::{Color32, RichText, Ui};
-use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine};
+use egui_plot::{
+    Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine,
+};
 
 use super::data::{ClassSplit, Outcome, SimData, TraceData};
 use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
 use super::theme;
 
 /// The views, in menu order (Ctrl+1..5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
+)]
 pub enum View {
     #[default]
     Address,
@@ -109,7 +113,7 @@ pub fn address(
                 if o == Outcome::Miss && data.config.timing.is_none() {
                     continue;
                 }
-                ui.label(RichText::new(format!("■ {}", o.name())).color(theme::outcome(o)));
+                theme::swatch(ui, theme::outcome(o), o.name());
             }
         }
     });
@@ -261,7 +265,14 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
             ui.end_row();
         };
         kv("request", i.to_string());
-        kv("kind", if p.is_write(i) { "store".into() } else { "load".into() });
+        kv(
+            "kind",
+            if p.is_write(i) {
+                "store".into()
+            } else {
+                "load".into()
+            },
+        );
         kv("result", p.outcome(i).name().to_string());
         kv("kernel", kernel.map(|k| k.name.clone()).unwrap_or_default());
         kv("instruction", inst);
@@ -277,7 +288,10 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
 /// Reuse-distance histogram (log bins) with the capacity marked, and the miss-rate curve.
 pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     let Some(r) = &d.report.reuse else {
-        empty(ui, "Reuse tracking is off.\nTurn on \"Reuse distances\" in the configuration.");
+        empty(
+            ui,
+            "Reuse tracking is off.\nTurn on \"Reuse distances\" in the configuration.",
+        );
         return;
     };
     let lines = d.config.cache.lines();
@@ -289,7 +303,13 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         r.infinite,
         r.distinct_lines
     ));
-    let bin_x = |lo: u64| if lo == 0 { 0.0 } else { (lo as f64).log2() + 1.0 };
+    let bin_x = |lo: u64| {
+        if lo == 0 {
+            0.0
+        } else {
+            (lo as f64).log2() + 1.0
+        }
+    };
     let bars = |bins: &[crate::reuse::LogBin], colour: Color32, name: &str| {
         BarChart::new(
             name,
@@ -325,8 +345,16 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .x_axis_formatter(fmt)
         .include_y(0.0)
         .show(ui, |pui| {
-            pui.bar_chart(bars(&r.histogram, Color32::from_rgb(0x4E, 0x79, 0xA7), "whole cache"));
-            pui.vline(VLine::new(format!("capacity: {lines} lines"), cap).color(theme::outcome(Outcome::Conflict)).width(2.0));
+            pui.bar_chart(bars(
+                &r.histogram,
+                Color32::from_rgb(0x4E, 0x79, 0xA7),
+                "whole cache",
+            ));
+            pui.vline(
+                VLine::new(format!("capacity: {lines} lines"), cap)
+                    .color(theme::outcome(Outcome::Conflict))
+                    .width(2.0),
+            );
         });
     Plot::new(("reuse-set", pane))
         .height(h * 0.28)
@@ -336,8 +364,16 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .x_axis_formatter(fmt)
         .include_y(0.0)
         .show(ui, |pui| {
-            pui.bar_chart(bars(&r.set_histogram, Color32::from_rgb(0x76, 0xB7, 0xB2), "within the set"));
-            pui.vline(VLine::new(format!("associativity: {ways} ways"), way_mark).color(theme::outcome(Outcome::Capacity)).width(2.0));
+            pui.bar_chart(bars(
+                &r.set_histogram,
+                Color32::from_rgb(0x76, 0xB7, 0xB2),
+                "within the set",
+            ));
+            pui.vline(
+                VLine::new(format!("associativity: {ways} ways"), way_mark)
+                    .color(theme::outcome(Outcome::Capacity))
+                    .width(2.0),
+            );
         });
     let curve: Vec<[f64; 2]> = r
         .miss_rate_curve
@@ -359,7 +395,10 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .include_y(100.0)
         .show(ui, |pui| {
             pui.line(Line::new("miss-rate curve", PlotPoints::from(curve)).width(2.0));
-            pui.vline(VLine::new("this cache", (lines.max(1) as f64).log2()).color(theme::outcome(Outcome::Conflict)));
+            pui.vline(
+                VLine::new("this cache", (lines.max(1) as f64).log2())
+                    .color(theme::outcome(Outcome::Conflict)),
+            );
             pui.points(
                 Points::new(
                     format!("this cache: {:.1}%", d.miss_percent()),
@@ -399,9 +438,21 @@ pub struct MissOptions {
 /// Classes drawn in the stacked bars, in stacking order.
 fn class_rows(d: &SimData) -> Vec<(Outcome, &'static str, Color32)> {
     let mut v = vec![
-        (Outcome::Compulsory, "compulsory", theme::outcome(Outcome::Compulsory)),
-        (Outcome::Capacity, "capacity", theme::outcome(Outcome::Capacity)),
-        (Outcome::Conflict, "conflict", theme::outcome(Outcome::Conflict)),
+        (
+            Outcome::Compulsory,
+            "compulsory",
+            theme::outcome(Outcome::Compulsory),
+        ),
+        (
+            Outcome::Capacity,
+            "capacity",
+            theme::outcome(Outcome::Capacity),
+        ),
+        (
+            Outcome::Conflict,
+            "conflict",
+            theme::outcome(Outcome::Conflict),
+        ),
     ];
     if d.config.timing.is_some() {
         v.push((Outcome::Miss, "unclassified", theme::outcome(Outcome::Miss)));
@@ -438,7 +489,11 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
         }
     }
     let mut classes: Vec<(&str, u64, Color32)> = vec![
-        ("compulsory", mc.compulsory, theme::outcome(Outcome::Compulsory)),
+        (
+            "compulsory",
+            mc.compulsory,
+            theme::outcome(Outcome::Compulsory),
+        ),
         ("capacity", mc.capacity, theme::outcome(Outcome::Capacity)),
         ("conflict", mc.conflict, theme::outcome(Outcome::Conflict)),
     ];
@@ -490,7 +545,12 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
             .report
             .instructions
             .iter()
-            .zip(d.per_inst.iter().copied().chain(std::iter::repeat(ClassSplit::default())))
+            .zip(
+                d.per_inst
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat(ClassSplit::default())),
+            )
             .map(|(r, s)| {
                 let label = if trace.trace.kernels.len() > 1 {
                     format!("k{} {}", r.kernel, r.name)
@@ -504,7 +564,12 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
             .report
             .ctas
             .iter()
-            .zip(d.per_cta.iter().copied().chain(std::iter::repeat(ClassSplit::default())))
+            .zip(
+                d.per_cta
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat(ClassSplit::default())),
+            )
             .filter(|(r, _)| r.counters.requests > 0)
             .map(|(r, s)| {
                 let label = format!(
@@ -575,9 +640,9 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
     let header = |ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions| {
         let arrow = if opts.sort == key {
             if opts.descending {
-                " ⏷"
+                " v"
             } else {
-                " ⏶"
+                " ^"
             }
         } else {
             ""
@@ -604,7 +669,16 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
                 .num_columns(8)
                 .show(ui, |ui| {
                     if range.start == 0 {
-                        header(ui, if opts.per == Per::Cta { "CTA" } else { "instruction" }, SortBy::Row, opts);
+                        header(
+                            ui,
+                            if opts.per == Per::Cta {
+                                "CTA"
+                            } else {
+                                "instruction"
+                            },
+                            SortBy::Row,
+                            opts,
+                        );
                         header(ui, "requests", SortBy::Requests, opts);
                         header(ui, "misses", SortBy::Misses, opts);
                         header(ui, "miss rate", SortBy::MissRate, opts);
@@ -666,7 +740,13 @@ pub fn sets(
         ui.selectable_value(metric, SetMetric::Accesses, "accesses");
         ui.selectable_value(metric, SetMetric::Misses, "misses");
         ui.selectable_value(metric, SetMetric::MissRate, "miss rate");
-        ui.label(RichText::new(format!("{} sets x {} time slices of {} requests; brighter = more", g.sets, g.bins, g.per_bin)).weak());
+        ui.label(
+            RichText::new(format!(
+                "{} sets x {} time slices of {} requests; brighter = more",
+                g.sets, g.bins, g.per_bin
+            ))
+            .weak(),
+        );
     });
     let stale = state
         .texture
@@ -700,11 +780,9 @@ pub fn sets(
             })
             .collect();
         let img = egui::ColorImage::new([g.bins, g.sets], pixels);
-        let tex = ui.ctx().load_texture(
-            format!("sets-{pane}"),
-            img,
-            egui::TextureOptions::NEAREST,
-        );
+        let tex = ui
+            .ctx()
+            .load_texture(format!("sets-{pane}"), img, egui::TextureOptions::NEAREST);
         state.texture = Some((generation, *metric, tex));
     }
     let Some((_, _, tex)) = &state.texture else {

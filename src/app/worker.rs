@@ -58,7 +58,8 @@ impl Progress {
     /// Fraction done, if the total is known.
     pub fn fraction(&self) -> Option<f32> {
         let total = self.total.load(Ordering::Relaxed);
-        (total > 0).then(|| (self.done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) as f32)
+        (total > 0)
+            .then(|| (self.done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) as f32)
     }
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
@@ -113,9 +114,10 @@ impl Worker {
                 wake();
             });
         if let Err(e) = spawned {
-            let _ = self
-                .tx
-                .send((ticket, Outcome::Failed(format!("could not start a worker thread: {e}"))));
+            let _ = self.tx.send((
+                ticket,
+                Outcome::Failed(format!("could not start a worker thread: {e}")),
+            ));
         }
         ticket
     }
@@ -206,7 +208,11 @@ impl Read for Watched {
     }
 }
 
-fn load(path: &std::path::Path, format: Option<trace::Format>, progress: &Arc<Progress>) -> Outcome {
+fn load(
+    path: &std::path::Path,
+    format: Option<trace::Format>,
+    progress: &Arc<Progress>,
+) -> Outcome {
     let size = if path.is_dir() {
         0
     } else {

@@ -182,15 +182,16 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::K
             // Grow geometrically, never past the declared count (exact when it is honest).
             b.reserve(((rows - row) as usize).min(b.len().max(1 << 24)));
         }
-        b.append_rows(|cols| decode_rows(chunk, cols)).map_err(|(i, e)| {
-            let at = start + (i * ROW_BYTES) as u64;
-            let at = if matches!(e, super::BuildError::BadFlags { .. }) {
-                at + 22
-            } else {
-                at
-            };
-            rd.err(at, format!("record {}: {e}", row + i as u64))
-        })?;
+        b.append_rows(|cols| decode_rows(chunk, cols))
+            .map_err(|(i, e)| {
+                let at = start + (i * ROW_BYTES) as u64;
+                let at = if matches!(e, super::BuildError::BadFlags { .. }) {
+                    at + 22
+                } else {
+                    at
+                };
+                rd.err(at, format!("record {}: {e}", row + i as u64))
+            })?;
         rd.offset += (n * ROW_BYTES) as u64;
         row += n as u64;
     }

@@ -820,9 +820,15 @@ impl KernelBuilder {
         fill(&mut self.cols);
         let c = &self.cols;
         let n = c.addr.len() - start;
-        let uneven = [c.thread.len(), c.inst.len(), c.dyn_inst.len(), c.size.len(), c.flags.len()]
-            .iter()
-            .any(|&l| l != start + n);
+        let uneven = [
+            c.thread.len(),
+            c.inst.len(),
+            c.dyn_inst.len(),
+            c.size.len(),
+            c.flags.len(),
+        ]
+        .iter()
+        .any(|&l| l != start + n);
         let result = if uneven {
             Err((0, BuildError::TooManyRows))
         } else if start + n >= u32::MAX as usize {
