@@ -323,3 +323,46 @@ fn configurations_round_trip_through_toml_and_json() {
     assert!(e.contains("line 1"), "{e}");
     std::fs::remove_file(&bad).ok();
 }
+
+#[test]
+fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
+    let mut w = Worker::new(Arc::new(|| {}));
+    let t = trace("matmul", &[("n", "64"), ("block", "8,8")]);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.sms = 2;
+    cfg.gpu.simulate = config::SmSelection::All;
+    cfg.cache.write_policy = config::WritePolicy::Wbwa;
+    w.submit(
+        "sim",
+        Job::Simulate {
+            pane: 0,
+            config: cfg,
+            trace: t,
+        },
+    );
+    let (_, outcome) = w.wait(Duration::from_secs(60)).expect("an outcome");
+    let Outcome::Simulated { data, .. } = outcome else {
+        panic!("expected a result")
+    };
+    let r = &data.report;
+    assert_eq!(data.per_inst.len(), r.instructions.len());
+    assert_eq!(data.per_cta.len(), r.ctas.len());
+    for (s, row) in data.per_inst.iter().zip(&r.instructions) {
+        assert_eq!(s.total(), row.counters.requests, "{}", row.name);
+        assert_eq!(s.misses(), row.counters.misses, "{}", row.name);
+        let classes = row.counters.miss_classes;
+        use warpscope::app::data::Outcome as O;
+        let class = |o| s.get(false, o) + s.get(true, o);
+        assert_eq!(class(O::Compulsory), classes.compulsory);
+        assert_eq!(class(O::Capacity), classes.capacity);
+        assert_eq!(class(O::Conflict), classes.conflict);
+    }
+    for (s, row) in data.per_cta.iter().zip(&r.ctas) {
+        assert_eq!(s.total(), row.counters.requests);
+        assert_eq!(s.misses(), row.counters.misses);
+    }
+    assert!(data.per_cta.iter().filter(|s| s.total() > 0).count() > 1);
+    // The set grid counts every request once.
+    let sum: u64 = data.sets.accesses.iter().map(|&v| v as u64).sum();
+    assert_eq!(sum, r.totals.requests);
+}

@@ -279,19 +279,26 @@ impl SimData {
             accesses: vec![0; sets * SET_BINS],
             misses: vec![0; sets * SET_BINS],
         };
-        // Index of the first instruction / CTA row of each kernel in the report's tables.
-        let mut inst_base = Vec::new();
-        let mut cta_base = Vec::new();
-        let (mut ib, mut cb) = (0usize, 0usize);
-        for k in &trace.trace.kernels {
-            inst_base.push(ib);
-            cta_base.push(cb);
-            ib += k.instructions.len();
-            cb += k.num_ctas() as usize;
-        }
+        // Rows of the report's instruction and CTA tables by (kernel, instruction or CTA id).
+        let inst_row: rustc_hash::FxHashMap<(u32, u32), usize> = report
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(row, r)| ((r.kernel, r.inst), row))
+            .collect();
+        let cta_row: rustc_hash::FxHashMap<(u32, u32), usize> = report
+            .ctas
+            .iter()
+            .enumerate()
+            .filter_map(|(row, r)| {
+                let k = trace.trace.kernels.get(r.kernel as usize)?;
+                let id = (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
+                    + r.cta.x as u64;
+                Some(((r.kernel, u32::try_from(id).ok()?), row))
+            })
+            .collect();
         let mut per_inst = vec![ClassSplit::default(); report.instructions.len()];
         let mut per_cta = vec![ClassSplit::default(); report.ctas.len()];
-        let rows_match = ib == per_inst.len() && cb == per_cta.len();
         for i in 0..n {
             let set = (p.set[i] as usize).min(sets - 1);
             let bin = ((i as u64 / per_bin) as usize).min(SET_BINS - 1);
@@ -300,16 +307,12 @@ impl SimData {
             if o != Outcome::Hit {
                 grid.misses[set * SET_BINS + bin] += 1;
             }
-            if rows_match {
-                let k = p.kernel[i] as usize;
-                if let (Some(&ibk), Some(&cbk)) = (inst_base.get(k), cta_base.get(k)) {
-                    if let Some(s) = per_inst.get_mut(ibk + p.inst[i] as usize) {
-                        s.add(p.is_write(i), o);
-                    }
-                    if let Some(s) = per_cta.get_mut(cbk + p.cta[i] as usize) {
-                        s.add(p.is_write(i), o);
-                    }
-                }
+            let k = p.kernel[i] as u32;
+            if let Some(&row) = inst_row.get(&(k, p.inst[i])) {
+                per_inst[row].add(p.is_write(i), o);
+            }
+            if let Some(&row) = cta_row.get(&(k, p.cta[i])) {
+                per_cta[row].add(p.is_write(i), o);
             }
         }
         SimData {
