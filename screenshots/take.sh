@@ -3,7 +3,8 @@
 # multiplication on the Fermi 16 KB preset) and writes one PNG per main view plus one of the
 # side-by-side mode (round-robin vs greedy-then-oldest) into screenshots/.
 #
-#   screenshots/take.sh            # needs Xvfb (installed with apt-get when run as root)
+#   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)
+#   PROFILE=dev screenshots/take.sh    # use the debug build (no release build needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,10 @@ if ! command -v Xvfb >/dev/null 2>&1; then
   fi
 fi
 
-cargo build --release --bin warpscope
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --bin warpscope
+dir=release
+[ "$profile" = dev ] && dir=debug
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR"
@@ -28,5 +32,5 @@ xvfb=$!
 trap 'kill $xvfb 2>/dev/null || true' EXIT
 sleep 1
 rm -f screenshots/*.png
-DISPLAY="$display" timeout 600 target/release/warpscope --screenshots screenshots
+DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots screenshots
 ls -l screenshots/*.png
