@@ -99,7 +99,11 @@ fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
     click(&mut h, "Set index");
     click(&mut h, "modulo");
     settle(&mut h);
-    assert_eq!(miss_rate(&h, 0), before, "4-way modulo misses as 4-way hashed here");
+    assert_eq!(
+        miss_rate(&h, 0),
+        before,
+        "4-way modulo misses as 4-way hashed here"
+    );
     click(&mut h, "Ways");
     click(&mut h, "direct mapped");
     assert_eq!(h.state().settings.panes[0].1.cache.ways, 1);

@@ -63,10 +63,12 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
             "Compute exact reuse distances and the miss-rate curve (costs some speed)",
         );
     });
-    if *c != before && preset_differs(preset, c) {
-        if !preset.ends_with(" (edited)") && !preset.is_empty() {
-            preset.push_str(" (edited)");
-        }
+    if *c != before
+        && preset_differs(preset, c)
+        && !preset.ends_with(" (edited)")
+        && !preset.is_empty()
+    {
+        preset.push_str(" (edited)");
     }
     *c != before
 }

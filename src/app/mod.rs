@@ -879,7 +879,7 @@ impl WarpscopeApp {
             Purpose::OpenTrace => self.open(path),
             Purpose::LoadConfig => match load_config(&path) {
                 Ok(c) => {
-                    self.settings.panes[a] = (format!("{}", file_name(&path)), c);
+                    self.settings.panes[a] = (file_name(&path), c);
                     self.panes[a].dirty_since = Some(now - DEBOUNCE);
                     self.status = Status::Info(format!("Loaded {}", path.display()));
                 }

@@ -39,9 +39,12 @@ pub enum Job {
     /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
     Task {
         label: String,
-        work: Box<dyn FnOnce(&Progress) -> Result<String, String> + Send>,
+        work: Task,
     },
 }
+
+/// Slow work other than loading and simulating: gets the job's progress, returns a message.
+pub type Task = Box<dyn FnOnce(&Progress) -> Result<String, String> + Send>;
 
 /// Identifies one submitted job.
 pub type Ticket = u64;

@@ -829,9 +829,7 @@ impl KernelBuilder {
         ]
         .iter()
         .any(|&l| l != start + n);
-        let result = if uneven {
-            Err((0, BuildError::TooManyRows))
-        } else if start + n >= u32::MAX as usize {
+        let result = if uneven || start + n >= u32::MAX as usize {
             Err((0, BuildError::TooManyRows))
         } else {
             self.check_appended(start)

@@ -136,7 +136,7 @@ mod tests {
     use std::io::Write;
 
     fn read_all(path: &Path) -> Result<(Vec<u8>, Compression), TraceError> {
-        let mut o = open(path, &|s| s)?;
+        let mut o = open(path, &|s| s, &|s| s)?;
         let mut v = Vec::new();
         o.reader
             .read_to_end(&mut v)
