@@ -26,10 +26,10 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
         Startup {
             file: None,
             fresh: true,
+            generator: Some(("vecadd".into(), format!("n={} block=256", accesses / 3))),
         },
         Arc::new(|| {}),
     );
-    a.generate("vecadd".into(), format!("n={} block=256", accesses / 3));
     let mut cfg = config::preset("fermi-16k").expect("preset");
     cfg.coalescing = config::Coalescing::None;
     cfg.gpu.simulate = config::SmSelection::All;
@@ -57,7 +57,10 @@ fn settle(h: &mut Harness<'static, WarpscopeApp>, generation: u64) {
         if s.idle() && p.result.is_some() && p.generation > generation && !p.stale && drawn {
             return;
         }
-        assert!(start.elapsed() < Duration::from_secs(600), "the app did not settle");
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the app did not settle"
+        );
         std::thread::sleep(Duration::from_micros(200));
     }
 }
@@ -72,7 +75,10 @@ fn frame(h: &mut Harness<'static, WarpscopeApp>) {
 fn frames(c: &mut Criterion) {
     let mut g = c.benchmark_group("gui");
     g.sample_size(20);
-    for (name, n) in [("frame_1e6_requests", 1_000_000u64), ("frame_1e7_requests", 10_000_000)] {
+    for (name, n) in [
+        ("frame_1e6_requests", 1_000_000u64),
+        ("frame_1e7_requests", 10_000_000),
+    ] {
         let mut h = app(n);
         assert!(h.state().panes[0].result.as_ref().unwrap().points.len() as u64 >= n * 99 / 100);
         g.bench_function(name, |b| b.iter(|| frame(&mut h)));

@@ -17,14 +17,16 @@ fn app(kernel: &str, params: &str) -> WarpscopeApp {
         Startup {
             file: None,
             fresh: true,
+            generator: Some((kernel.into(), params.into())),
         },
         Arc::new(|| {}),
     );
     a.in_app_dialogs = true;
-    a.settings.generator = kernel.into();
-    a.settings.generator_params = params.into();
-    a.generate(kernel.into(), params.into());
     a
+}
+
+fn trace_label(h: &Harness<'static, WarpscopeApp>) -> String {
+    h.state().trace.as_ref().expect("a trace").label.clone()
 }
 
 fn harness(a: WarpscopeApp) -> Harness<'static, WarpscopeApp> {
@@ -70,13 +72,7 @@ fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
 fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
     let mut h = harness(app("vecadd", "n=256"));
     settle(&mut h);
-    assert!(h
-        .state()
-        .trace
-        .as_ref()
-        .unwrap()
-        .label
-        .starts_with("vecadd"));
+    assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
     // Pick another kernel in the generator panel and generate it.
     click(&mut h, "Kernel");
     click(&mut h, "matmul");
@@ -86,13 +82,7 @@ fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
     h.state_mut().settings.generator_params = "n=64 block=16,16".into();
     click(&mut h, "Generate");
     settle(&mut h);
-    assert!(h
-        .state()
-        .trace
-        .as_ref()
-        .unwrap()
-        .label
-        .starts_with("matmul"));
+    assert!(trace_label(&h).starts_with("matmul"));
     let before = miss_rate(&h, 0);
     // The Fermi preset is 4-way with its XOR set hash; index sets by the low line bits,
     // then make the cache direct mapped.
@@ -369,4 +359,48 @@ fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
     // The set grid counts every request once.
     let sum: u64 = data.sets.accesses.iter().map(|&v| v as u64).sum();
     assert_eq!(sum, r.totals.requests);
+}
+
+#[test]
+fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result() {
+    // 120 000 requests: more than the marker limit, so the address view draws a raster.
+    let mut a = app("vecadd", "n=40000");
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.coalescing = config::Coalescing::None;
+    cfg.gpu.simulate = config::SmSelection::All;
+    cfg.cache.set_index = config::SetIndex::Modulo;
+    a.set_config(0, "test", cfg.clone(), 0.0);
+    let mut h = harness(a);
+    let drawn = |h: &mut Harness<'static, WarpscopeApp>| {
+        let start = Instant::now();
+        loop {
+            h.step();
+            let p = &h.state().panes[0];
+            if h.state().idle()
+                && !p.stale
+                && p.result.is_some()
+                && p.address
+                    .texture
+                    .as_ref()
+                    .is_some_and(|t| t.2 == p.generation)
+            {
+                return p.generation;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no raster for the newest result"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    let first = drawn(&mut h);
+    assert!(
+        h.state().panes[0].result.as_ref().unwrap().points.len()
+            > warpscope::app::views::MARKER_LIMIT
+    );
+    cfg.cache.ways = 2;
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().set_config(0, "test", cfg, now);
+    let second = drawn(&mut h);
+    assert!(second > first);
 }

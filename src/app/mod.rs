@@ -105,6 +105,8 @@ pub enum Status {
 pub struct Startup {
     /// A trace to open instead of the built-in kernel.
     pub file: Option<PathBuf>,
+    /// A generator and its parameters to start with instead of the built-in example.
+    pub generator: Option<(String, String)>,
     /// Ignore persisted settings (the screenshot script and tests use fixed inputs).
     pub fresh: bool,
 }
@@ -171,9 +173,14 @@ impl WarpscopeApp {
             png_results,
             png_sender,
         };
-        match startup.file {
-            Some(f) => app.open(f),
-            None => app.generate(START_KERNEL.to_string(), START_PARAMS.to_string()),
+        match (startup.file, startup.generator) {
+            (Some(f), _) => app.open(f),
+            (None, Some((kernel, params))) => {
+                app.settings.generator = kernel.clone();
+                app.settings.generator_params = params.clone();
+                app.generate(kernel, params);
+            }
+            (None, None) => app.generate(START_KERNEL.to_string(), START_PARAMS.to_string()),
         }
         app
     }

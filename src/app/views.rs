@@ -59,8 +59,8 @@ pub const MARKER_LIMIT: usize = 50_000;
 #[derive(Default)]
 pub struct AddressState {
     pub texture: Option<(RasterView, egui::TextureHandle, u64)>,
-    /// The view last asked of the rasterizer.
-    pub requested: Option<RasterView>,
+    /// The view and data generation last asked of the rasterizer.
+    pub requested: Option<(RasterView, u64)>,
     /// A raster that arrived from the worker, to upload as a texture.
     pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
 }
@@ -196,8 +196,8 @@ pub fn address(
     if let Some(want) = resp.inner {
         let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
         let fresh = current == Some((want, generation));
-        if !fresh && state.requested != Some(want) {
-            state.requested = Some(want);
+        if !fresh && state.requested != Some((want, generation)) {
+            state.requested = Some((want, generation));
             rasterizer.request(RasterJob {
                 key: (pane as u64) << 48 | generation,
                 view: want,
@@ -336,45 +336,52 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     };
     let cap = bin_x(lines.max(1)) + 0.5;
     let way_mark = bin_x(ways.max(1) as u64) + 0.5;
-    Plot::new(("reuse", pane))
-        .height(h * 0.36)
-        .legend(Legend::default())
-        .link_axis(link, [true, false])
-        .x_axis_label("reuse distance (distinct lines, log bins)")
-        .y_axis_label("reuses")
-        .x_axis_formatter(fmt)
-        .include_y(0.0)
-        .show(ui, |pui| {
-            pui.bar_chart(bars(
-                &r.histogram,
-                Color32::from_rgb(0x4E, 0x79, 0xA7),
-                "whole cache",
-            ));
-            pui.vline(
-                VLine::new(format!("capacity: {lines} lines"), cap)
-                    .color(theme::outcome(Outcome::Conflict))
-                    .width(2.0),
-            );
-        });
-    Plot::new(("reuse-set", pane))
-        .height(h * 0.28)
-        .legend(Legend::default())
-        .x_axis_label("reuse distance within the set (log bins)")
-        .y_axis_label("reuses")
-        .x_axis_formatter(fmt)
-        .include_y(0.0)
-        .show(ui, |pui| {
-            pui.bar_chart(bars(
-                &r.set_histogram,
-                Color32::from_rgb(0x76, 0xB7, 0xB2),
-                "within the set",
-            ));
-            pui.vline(
-                VLine::new(format!("associativity: {ways} ways"), way_mark)
-                    .color(theme::outcome(Outcome::Capacity))
-                    .width(2.0),
-            );
-        });
+    let histogram = |ui: &mut Ui,
+                     id: &str,
+                     height: f32,
+                     x_label: &str,
+                     bins: &[crate::reuse::LogBin],
+                     (colour, name): (Color32, &str),
+                     (mark, mark_label, mark_colour): (f64, String, Color32)| {
+        Plot::new((id, pane))
+            .height(height)
+            .legend(Legend::default())
+            .link_axis(link, [true, false])
+            .x_axis_label(x_label)
+            .y_axis_label("reuses")
+            .x_axis_formatter(fmt)
+            .include_y(0.0)
+            .show(ui, |pui| {
+                pui.bar_chart(bars(bins, colour, name));
+                pui.vline(VLine::new(mark_label, mark).color(mark_colour).width(2.0));
+            });
+    };
+    histogram(
+        ui,
+        "reuse",
+        h * 0.36,
+        "reuse distance (distinct lines, log bins)",
+        &r.histogram,
+        (Color32::from_rgb(0x4E, 0x79, 0xA7), "whole cache"),
+        (
+            cap,
+            format!("capacity: {lines} lines"),
+            theme::outcome(Outcome::Conflict),
+        ),
+    );
+    histogram(
+        ui,
+        "reuse-set",
+        h * 0.28,
+        "reuse distance within the set (log bins)",
+        &r.set_histogram,
+        (Color32::from_rgb(0x76, 0xB7, 0xB2), "within the set"),
+        (
+            way_mark,
+            format!("associativity: {ways} ways"),
+            theme::outcome(Outcome::Capacity),
+        ),
+    );
     let curve: Vec<[f64; 2]> = r
         .miss_rate_curve
         .iter()

@@ -37,10 +37,7 @@ pub enum Job {
         trace: Arc<TraceData>,
     },
     /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
-    Task {
-        label: String,
-        work: Task,
-    },
+    Task { label: String, work: Task },
 }
 
 /// Slow work other than loading and simulating: gets the job's progress, returns a message.

@@ -34,9 +34,18 @@ fn no_command(
     if let Some(dir) = &screenshots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    warpscope::app::run(warpscope::app::Startup { file, fresh }, screenshots)
-        .map_err(anyhow::Error::msg)
-        .context("the desktop app could not start (no display? the CLI still works: `warpscope sim --help`)")
+    warpscope::app::run(
+        warpscope::app::Startup {
+            file,
+            fresh,
+            generator: None,
+        },
+        screenshots,
+    )
+    .map_err(anyhow::Error::msg)
+    .context(
+        "the desktop app could not start (no display? the CLI still works: `warpscope sim --help`)",
+    )
 }
 
 #[cfg(not(feature = "gui"))]
