@@ -256,6 +256,8 @@ pub struct SimData {
     pub config: SimConfig,
     pub report: Report,
     pub points: Points,
+    /// Each request's place on the address axis ([`Segments::y`] of its line address).
+    pub y: Vec<f64>,
     pub line_bytes: u64,
     pub sets: SetGrid,
     /// Per instruction (of every kernel), in the report's instruction order.
@@ -279,24 +281,40 @@ impl SimData {
             accesses: vec![0; sets * SET_BINS],
             misses: vec![0; sets * SET_BINS],
         };
-        // Rows of the report's instruction and CTA tables by (kernel, instruction or CTA id).
-        let inst_row: rustc_hash::FxHashMap<(u32, u32), usize> = report
-            .instructions
-            .iter()
-            .enumerate()
-            .map(|(row, r)| ((r.kernel, r.inst), row))
-            .collect();
-        let cta_row: rustc_hash::FxHashMap<(u32, u32), usize> = report
-            .ctas
-            .iter()
-            .enumerate()
-            .filter_map(|(row, r)| {
-                let k = trace.trace.kernels.get(r.kernel as usize)?;
-                let id = (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
-                    + r.cta.x as u64;
-                Some(((r.kernel, u32::try_from(id).ok()?), row))
-            })
-            .collect();
+        // Rows of the report's instruction and CTA tables, found through dense tables indexed
+        // by each kernel's first slot plus the instruction or serialized CTA id.
+        let kernels = &trace.trace.kernels;
+        let mut inst_base = Vec::with_capacity(kernels.len() + 1);
+        let mut cta_base = Vec::with_capacity(kernels.len() + 1);
+        let (mut ib, mut cb) = (0usize, 0usize);
+        for k in kernels {
+            inst_base.push(ib);
+            cta_base.push(cb);
+            ib += k.instructions.len();
+            cb += k.num_ctas() as usize;
+        }
+        let mut inst_row = vec![usize::MAX; ib];
+        for (row, r) in report.instructions.iter().enumerate() {
+            if let Some(slot) = inst_base
+                .get(r.kernel as usize)
+                .map(|b| b + r.inst as usize)
+            {
+                if let Some(v) = inst_row.get_mut(slot) {
+                    *v = row;
+                }
+            }
+        }
+        let mut cta_row = vec![usize::MAX; cb];
+        for (row, r) in report.ctas.iter().enumerate() {
+            if let Some(k) = kernels.get(r.kernel as usize) {
+                let id = (r.cta.z as usize * k.grid.y as usize + r.cta.y as usize)
+                    * k.grid.x as usize
+                    + r.cta.x as usize;
+                if let Some(v) = cta_row.get_mut(cta_base[r.kernel as usize] + id) {
+                    *v = row;
+                }
+            }
+        }
         let mut per_inst = vec![ClassSplit::default(); report.instructions.len()];
         let mut per_cta = vec![ClassSplit::default(); report.ctas.len()];
         for i in 0..n {
@@ -307,16 +325,34 @@ impl SimData {
             if o != Outcome::Hit {
                 grid.misses[set * SET_BINS + bin] += 1;
             }
-            let k = p.kernel[i] as u32;
-            if let Some(&row) = inst_row.get(&(k, p.inst[i])) {
-                per_inst[row].add(p.is_write(i), o);
+            let k = p.kernel[i] as usize;
+            let write = p.is_write(i);
+            if let Some(&b) = inst_base.get(k) {
+                if let Some(s) = inst_row
+                    .get(b + p.inst[i] as usize)
+                    .and_then(|&r| per_inst.get_mut(r))
+                {
+                    s.add(write, o);
+                }
             }
-            if let Some(&row) = cta_row.get(&(k, p.cta[i])) {
-                per_cta[row].add(p.is_write(i), o);
+            if let Some(&b) = cta_base.get(k) {
+                if let Some(s) = cta_row
+                    .get(b + p.cta[i] as usize)
+                    .and_then(|&r| per_cta.get_mut(r))
+                {
+                    s.add(write, o);
+                }
             }
         }
+        let line_bytes = config.cache.line_bytes as u64;
+        let y = points
+            .line
+            .iter()
+            .map(|&l| trace.segments.y(l.saturating_mul(line_bytes)))
+            .collect();
         SimData {
-            line_bytes: config.cache.line_bytes as u64,
+            y,
+            line_bytes,
             config,
             report,
             points,

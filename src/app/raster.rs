@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
-use super::data::{SimData, TraceData};
+use super::data::SimData;
 use super::theme;
 
 /// What colours a request.
@@ -66,12 +66,11 @@ pub struct View {
     pub colour: ColourBy,
 }
 
-/// A raster request: which data (by generation), which view.
+/// A raster request: which data (by pane and generation), which view.
 pub struct RasterJob {
     pub key: u64,
     pub view: View,
     pub data: Arc<SimData>,
-    pub trace: Arc<TraceData>,
 }
 
 pub struct Raster {
@@ -84,7 +83,7 @@ pub struct Raster {
 
 /// Bins the requests of `data` inside `view` into pixels; a pixel's colour is that of the
 /// last request drawn there, brighter the more requests it holds (log scale).
-pub fn rasterize(data: &SimData, trace: &TraceData, view: &View) -> (ColorImage, u64) {
+pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let (w, h) = (view.width.max(1), view.height.max(1));
     let mut count = vec![0u32; w * h];
     let mut colour = vec![Color32::TRANSPARENT; w * h];
@@ -98,12 +97,12 @@ pub fn rasterize(data: &SimData, trace: &TraceData, view: &View) -> (ColorImage,
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
     for i in first.min(last)..last {
-        let y = trace.segments.y(p.line[i] * data.line_bytes);
-        let px = ((i as f64 - view.x[0]) * sx).floor();
-        let py = ((view.y[1] - y) * sy).floor();
-        if px < 0.0 || py < 0.0 || px >= w as f64 || py >= h as f64 {
+        let px = (i as f64 - view.x[0]) * sx;
+        let py = (view.y[1] - data.y[i]) * sy;
+        if !(px >= 0.0 && py >= 0.0 && px < w as f64 && py < h as f64) {
             continue;
         }
+        // Non-negative, so truncation is the floor.
         let at = py as usize * w + px as usize;
         count[at] += 1;
         colour[at] = view.colour.colour(data, i);
@@ -151,7 +150,7 @@ impl Rasterizer {
                     while let Ok(newer) = jrx.try_recv() {
                         job = newer;
                     }
-                    let (image, in_view) = rasterize(&job.data, &job.trace, &job.view);
+                    let (image, in_view) = rasterize(&job.data, &job.view);
                     if rtx
                         .send(Raster {
                             key: job.key,

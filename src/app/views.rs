@@ -135,12 +135,11 @@ pub fn address(
         .show_grid([true, false])
         .label_formatter(|_| None);
     let texture = state.texture.as_ref().map(|(v, t, _)| (*v, t.id()));
-    let line_bytes = data.line_bytes;
     let resp = plot.show(ui, |pui| {
         let b = pui.plot_bounds();
         let (x0, x1) = (b.min()[0], b.max()[0]);
         let first = x0.max(0.0).floor() as usize;
-        let last = (x1.max(0.0).ceil() as usize + 1).min(n);
+        let last = (x1.max(0.0).ceil() as usize).saturating_add(1).min(n);
         let visible = last.saturating_sub(first.min(last));
         // Segment separators and base addresses.
         for &(lo, _, y) in &segs.ranges {
@@ -154,7 +153,7 @@ pub fn address(
             let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
             for i in first.min(last)..last {
                 let c = opts.colour.colour(data, i);
-                let y = segs.y(p.line[i] * line_bytes);
+                let y = data.y[i];
                 match groups.iter_mut().find(|g| g.0 == c) {
                     Some(g) => g.1.push([i as f64, y]),
                     None => groups.push((c, vec![[i as f64, y]])),
@@ -202,7 +201,6 @@ pub fn address(
                 key: (pane as u64) << 48 | generation,
                 view: want,
                 data: data.clone(),
-                trace: trace.clone(),
             });
         }
         if !fresh {
@@ -216,13 +214,15 @@ pub fn address(
         let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
         let reach = (6.0 / px_per_x).max(0.5);
         let lo = (at.x - reach).max(0.0).floor() as usize;
-        let hi = ((at.x + reach).max(0.0).ceil() as usize + 1).min(n);
+        let hi = ((at.x + reach).max(0.0).ceil() as usize)
+            .saturating_add(1)
+            .min(n);
         // Bound the scan so hovering a zoomed-out view of 10^7 requests stays cheap.
         let step = ((hi.saturating_sub(lo)) / 200_000).max(1);
         let mut best: Option<(f32, usize)> = None;
         let mut i = lo;
         while i < hi {
-            let y = segs.y(p.line[i] * line_bytes);
+            let y = data.y[i];
             let sp = t.position_from_point(&PlotPoint::new(i as f64, y));
             let d = sp.distance(pos);
             if d < 8.0 && best.is_none_or(|b| d < b.0) {
