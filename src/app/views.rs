@@ -63,6 +63,9 @@ pub struct AddressState {
     pub requested: Option<(RasterView, u64)>,
     /// A raster that arrived from the worker, to upload as a texture.
     pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
+    /// Requests and axis height of the data last shown: when they change, the view resets to
+    /// the new data's extent.
+    pub extent: Option<(usize, u64)>,
 }
 
 /// Shared settings of the address view.
@@ -134,6 +137,13 @@ pub fn address(
         .allow_boxed_zoom(true)
         .show_grid([true, false])
         .label_formatter(|_| None);
+    let extent = (n, segs.height().to_bits());
+    let plot = if state.extent != Some(extent) {
+        state.extent = Some(extent);
+        plot.reset()
+    } else {
+        plot
+    };
     let texture = state.texture.as_ref().map(|(v, t, _)| (*v, t.id()));
     let resp = plot.show(ui, |pui| {
         let b = pui.plot_bounds();
@@ -170,12 +180,18 @@ pub fn address(
             }
             None
         } else {
+            // The raster covers the part of the view that holds data, at screen resolution
+            // (covering more would also widen the plot's automatic bounds each frame).
             let size = pui.response().rect.size();
+            let (y0, y1) = (b.min()[1], b.max()[1]);
+            let rx = [x0.max(0.0), x1.min(n as f64)];
+            let ry = [y0.max(0.0), y1.min(segs.height())];
+            let frac = |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
             let want = RasterView {
-                x: [x0, x1],
-                y: [b.min()[1], b.max()[1]],
-                width: size.x.max(1.0) as usize,
-                height: size.y.max(1.0) as usize,
+                x: rx,
+                y: ry,
+                width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
+                height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
                 colour: opts.colour,
             };
             if let Some((v, tex)) = texture {
@@ -726,6 +742,8 @@ pub enum SetMetric {
 #[derive(Default)]
 pub struct SetsState {
     pub texture: Option<(u64, SetMetric, egui::TextureHandle)>,
+    /// Requests of the data last shown (a change resets the view to the new extent).
+    pub extent: Option<u64>,
 }
 
 /// Accesses and misses per set over time.
@@ -801,8 +819,11 @@ pub fn sets(
     let grid_acc = g.accesses.clone();
     let grid_miss = g.misses.clone();
     let bins = g.bins;
-    Plot::new(("sets", pane))
-        .link_axis(link, [true, false])
+    let reset = state.extent != Some(width.to_bits());
+    state.extent = Some(width.to_bits());
+    let plot = Plot::new(("sets", pane));
+    let plot = if reset { plot.reset() } else { plot };
+    plot.link_axis(link, [true, false])
         .x_axis_label("request (issue order)")
         .y_axis_label("set")
         .include_x(0.0)
