@@ -1190,6 +1190,10 @@ impl EframeApp {
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default()
         };
+        if shots.is_some() {
+            // Fixed inputs: forget panel and plot state saved by earlier sessions.
+            cc.egui_ctx.memory_mut(|m| *m = Default::default());
+        }
         let ctx = cc.egui_ctx.clone();
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || ctx.request_repaint());
         let startup = Startup {
@@ -1271,6 +1275,9 @@ impl eframe::App for EframeApp {
         self.app.ui(ui);
         let ctx = ui.ctx().clone();
         self.screenshots(&ctx);
+    }
+    fn persist_egui_memory(&self) -> bool {
+        self.shots.is_none()
     }
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         if self.shots.is_none() {
