@@ -188,6 +188,7 @@ fn per_thread_scheduling_fits_fermi_residency() {
 }
 
 #[test]
+#[cfg(not(feature = "gui"))]
 fn no_arguments_simulates_the_builtin_example() {
     let out = warpscope(&[]);
     assert!(out.status.success());
@@ -195,6 +196,25 @@ fn no_arguments_simulates_the_builtin_example() {
     assert!(
         text.contains("kernel matmul") && text.contains("miss rate"),
         "{text}"
+    );
+}
+
+/// With the app built in, no arguments open the window; where no display exists the
+/// command fails at once with a message pointing at the CLI (it must not hang).
+#[test]
+#[cfg(feature = "gui")]
+fn no_arguments_without_a_display_fail_with_a_pointer_to_the_cli() {
+    let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .expect("run warpscope");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the desktop app could not start") && err.contains("warpscope sim"),
+        "{err}"
     );
 }
 
