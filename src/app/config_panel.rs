@@ -78,10 +78,10 @@ fn preset_differs(preset: &str, c: &SimConfig) -> bool {
     config::preset(base).map(|p| p != *c).unwrap_or(true)
 }
 
-fn row(ui: &mut Ui, label: &str, tip: &str, add: impl FnOnce(&mut Ui, egui::Id) -> egui::Response) {
+fn row(ui: &mut Ui, label: &str, tip: &str, add: impl FnOnce(&mut Ui) -> egui::Response) {
     ui.horizontal(|ui| {
         let l = ui.label(label);
-        add(ui, l.id).labelled_by(l.id).on_hover_text(tip);
+        add(ui).labelled_by(l.id).on_hover_text(tip);
     });
 }
 
@@ -113,7 +113,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Size (KiB)",
         "L1 capacity in KiB (a multiple of the line size)",
-        |ui, _| {
+        |ui| {
             let r = ui.add(DragValue::new(&mut kib).range(0.125..=65536.0).speed(1.0));
             if r.changed() {
                 cc.size_bytes = ((kib * 1024.0).round() as u64).max(1);
@@ -126,7 +126,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Line (bytes)",
         "Bytes per cache line: the unit of allocation and of a miss",
-        |ui, _| {
+        |ui| {
             let r = ComboBox::from_id_salt("line")
                 .selected_text(cc.line_bytes.to_string())
                 .show_ui(ui, |ui| {
@@ -173,7 +173,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Ways",
         "Lines per set (associativity); fully associative has one set",
-        |ui, _| {
+        |ui| {
             ComboBox::from_id_salt("ways")
                 .selected_text(ways_name(cc.ways))
                 .show_ui(ui, |ui| {
@@ -188,7 +188,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Sector (bytes)",
         "Sector size: sectored caches fetch only the sectors used (equal to the line: no sectors)",
-        |ui, _| {
+        |ui| {
             ComboBox::from_id_salt("sector")
                 .selected_text(cc.sector_bytes.to_string())
                 .show_ui(ui, |ui| {
@@ -207,7 +207,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         SetIndex::Bits(_) => 2,
     };
     let mut new_kind = kind;
-    row(ui, "Set index", "How an address picks its set: low line-address bits, Fermi's XOR hash, or chosen address bits", |ui, _| {
+    row(ui, "Set index", "How an address picks its set: low line-address bits, Fermi's XOR hash, or chosen address bits", |ui| {
         pick(
             ui,
             "set-index",
@@ -240,7 +240,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
             ui,
             "  bits",
             "Address bits of the set index, low to high, comma separated",
-            |ui, _| {
+            |ui| {
                 let r = ui.text_edit_singleline(&mut text);
                 if r.changed() {
                     if let Ok(SetIndex::Bits(b)) = SetIndex::parse(&format!("bits:{text}")) {
@@ -255,7 +255,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Replacement",
         "Which line of a full set is evicted",
-        |ui, _| {
+        |ui| {
             pick(
                 ui,
                 "replacement",
@@ -275,7 +275,7 @@ fn cache(ui: &mut Ui, c: &mut SimConfig) {
             )
         },
     );
-    row(ui, "Writes", "What a store does to the L1", |ui, _| {
+    row(ui, "Writes", "What a store does to the L1", |ui| {
         pick(
             ui,
             "write-policy",
@@ -312,7 +312,7 @@ fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Requests",
         "How one warp instruction's accesses become cache requests",
-        |ui, _| {
+        |ui| {
             pick(
                 ui,
                 "coalescing",
@@ -353,7 +353,7 @@ fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
             ui,
             "  bits",
             "Lowest and highest address bit that may differ within a request",
-            |ui, _| {
+            |ui| {
                 let a = ui.add(DragValue::new(lo).range(0..=63));
                 let b = ui.add(DragValue::new(hi).range(0..=63));
                 if *lo > *hi {
@@ -367,7 +367,7 @@ fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
 
 fn schedule(ui: &mut Ui, c: &mut SimConfig) {
     let s = &mut c.schedule;
-    row(ui, "Warp issue", "Which ready warp issues next", |ui, _| {
+    row(ui, "Warp issue", "Which ready warp issues next", |ui| {
         pick(
             ui,
             "policy",
@@ -401,14 +401,14 @@ fn schedule(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Warp size",
         "Threads per warp (1 = per-thread scheduling, as seed 000 §5.2)",
-        |ui, _| ui.add(DragValue::new(&mut s.warp_size).range(1..=1024)),
+        |ui| ui.add(DragValue::new(&mut s.warp_size).range(1..=1024)),
     );
     if s.policy == IssuePolicy::TwoLevel {
         row(
             ui,
             "Fetch group",
             "Warps per fetch group of the two-level scheduler",
-            |ui, _| ui.add(DragValue::new(&mut s.fetch_group).range(1..=64)),
+            |ui| ui.add(DragValue::new(&mut s.fetch_group).range(1..=64)),
         );
     }
 }
@@ -419,33 +419,30 @@ fn gpu(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "SMs",
         "Streaming multiprocessors the CTAs are spread over",
-        |ui, _| ui.add(DragValue::new(&mut g.sms).range(1..=1024)),
+        |ui| ui.add(DragValue::new(&mut g.sms).range(1..=1024)),
     );
     row(
         ui,
         "CTAs per SM",
         "Most CTAs resident on one SM at a time",
-        |ui, _| ui.add(DragValue::new(&mut g.max_ctas_per_sm).range(1..=64)),
+        |ui| ui.add(DragValue::new(&mut g.max_ctas_per_sm).range(1..=64)),
     );
     row(
         ui,
         "Threads per SM",
         "Most threads resident on one SM",
-        |ui, _| ui.add(DragValue::new(&mut g.max_threads_per_sm).range(1..=4096)),
+        |ui| ui.add(DragValue::new(&mut g.max_threads_per_sm).range(1..=4096)),
     );
-    row(
-        ui,
-        "Warps per SM",
-        "Most warps resident on one SM",
-        |ui, _| ui.add(DragValue::new(&mut g.max_warps_per_sm).range(1..=128)),
-    );
+    row(ui, "Warps per SM", "Most warps resident on one SM", |ui| {
+        ui.add(DragValue::new(&mut g.max_warps_per_sm).range(1..=128))
+    });
     let kind = match g.simulate {
         SmSelection::One(_) => 0,
         SmSelection::Sample(_) => 1,
         SmSelection::All => 2,
     };
     let mut new_kind = kind;
-    row(ui, "Simulate", "Which SMs get an L1 model", |ui, _| {
+    row(ui, "Simulate", "Which SMs get an L1 model", |ui| {
         pick(
             ui,
             "simulate",
@@ -466,10 +463,10 @@ fn gpu(ui: &mut Ui, c: &mut SimConfig) {
     }
     let max = g.sms;
     match &mut g.simulate {
-        SmSelection::One(s) => row(ui, "  SM", "The SM whose L1 is simulated", |ui, _| {
+        SmSelection::One(s) => row(ui, "  SM", "The SM whose L1 is simulated", |ui| {
             ui.add(DragValue::new(s).range(0..=max.saturating_sub(1)))
         }),
-        SmSelection::Sample(n) => row(ui, "  SMs", "How many SMs to sample", |ui, _| {
+        SmSelection::Sample(n) => row(ui, "  SMs", "How many SMs to sample", |ui| {
             ui.add(DragValue::new(n).range(1..=max))
         }),
         SmSelection::All => {}
@@ -497,19 +494,19 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Hit latency",
         "Time steps from issue to effect for a hit",
-        |ui, _| ui.add(DragValue::new(&mut t.hit_latency).range(0..=10_000)),
+        |ui| ui.add(DragValue::new(&mut t.hit_latency).range(0..=10_000)),
     );
     row(
         ui,
         "Miss latency",
         "Minimum miss latency (time steps)",
-        |ui, _| ui.add(DragValue::new(&mut t.miss_latency).range(0..=100_000)),
+        |ui| ui.add(DragValue::new(&mut t.miss_latency).range(0..=100_000)),
     );
     row(
         ui,
         "Latency σ",
         "Standard deviation of the half-normal part of the miss latency",
-        |ui, _| {
+        |ui| {
             ui.add(
                 DragValue::new(&mut t.miss_latency_stddev)
                     .range(0.0..=10_000.0)
@@ -521,13 +518,13 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "MSHRs",
         "Misses in flight per SM (0 = unlimited)",
-        |ui, _| ui.add(DragValue::new(&mut t.mshrs).range(0..=4096)),
+        |ui| ui.add(DragValue::new(&mut t.mshrs).range(0..=4096)),
     );
     row(
         ui,
         "MSHRs per warp",
         "Misses in flight per warp (0 = no limit)",
-        |ui, _| ui.add(DragValue::new(&mut t.mshrs_per_warp).range(0..=4096)),
+        |ui| ui.add(DragValue::new(&mut t.mshrs_per_warp).range(0..=4096)),
     );
     ui.checkbox(&mut t.clip, "Clip to in-flight lines")
         .on_hover_text(

@@ -1004,7 +1004,8 @@ impl WarpscopeApp {
     }
 }
 
-fn file_name(p: &Path) -> String {
+/// The last component of a path, for labels.
+pub(crate) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| p.display().to_string())

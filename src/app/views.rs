@@ -750,7 +750,7 @@ pub struct SetsState {
 pub fn sets(
     ui: &mut Ui,
     pane: usize,
-    d: &SimData,
+    d: &Arc<SimData>,
     generation: u64,
     metric: &mut SetMetric,
     state: &mut SetsState,
@@ -816,8 +816,7 @@ pub fn sets(
     let width = (g.bins as u64 * g.per_bin) as f64;
     let sets_n = g.sets as f64;
     let per_bin = g.per_bin;
-    let grid_acc = g.accesses.clone();
-    let grid_miss = g.misses.clone();
+    let shared = d.clone();
     let bins = g.bins;
     let reset = state.extent != Some(width.to_bits());
     state.extent = Some(width.to_bits());
@@ -844,8 +843,8 @@ pub fn sets(
             if b >= bins {
                 return None;
             }
-            let a = grid_acc[s * bins + b];
-            let m = grid_miss[s * bins + b];
+            let a = shared.sets.accesses[s * bins + b];
+            let m = shared.sets.misses[s * bins + b];
             Some(format!(
                 "set {s}, requests {}..{}\n{a} accesses, {m} misses",
                 b as u64 * per_bin,

@@ -150,10 +150,6 @@ impl Worker {
             .map(|(_, _, p)| p)
     }
 
-    pub fn is_running(&self, ticket: Ticket) -> bool {
-        self.running.iter().any(|(t, _, _)| *t == ticket)
-    }
-
     /// Waits (up to `timeout`) for the next outcome; for tests and the screenshot mode.
     pub fn wait(&mut self, timeout: std::time::Duration) -> Option<(Ticket, Outcome)> {
         let got = self.rx.recv_timeout(timeout).ok()?;
@@ -182,10 +178,7 @@ fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
         } => simulate(pane, config, &trace, progress),
         Job::Task { label, work } => match work(progress) {
             Ok(msg) => Outcome::Done(msg),
-            Err(e) if progress.cancelled() => {
-                let _ = e;
-                Outcome::Cancelled
-            }
+            Err(_) if progress.cancelled() => Outcome::Cancelled,
             Err(e) => Outcome::Failed(format!("{label}: {e}")),
         },
     }
@@ -231,18 +224,12 @@ fn load(
         allow_truncated: false,
     };
     match trace::load_watched(path, opts, &|s| s, &watch) {
-        Ok(loaded) => {
-            let label = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string());
-            Outcome::Loaded(Arc::new(TraceData::new(
-                loaded.trace,
-                label,
-                Some(path.to_path_buf()),
-                Some(loaded.format),
-            )))
-        }
+        Ok(loaded) => Outcome::Loaded(Arc::new(TraceData::new(
+            loaded.trace,
+            super::file_name(path),
+            Some(path.to_path_buf()),
+            Some(loaded.format),
+        ))),
         Err(_) if progress.cancelled() => Outcome::Cancelled,
         Err(e) => Outcome::Failed(e.to_string()),
     }

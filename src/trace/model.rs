@@ -360,6 +360,7 @@ impl Columns {
         memory::prefer_huge_pages(&self.inst);
         memory::prefer_huge_pages(&self.dyn_inst);
         memory::prefer_huge_pages(&self.size);
+        memory::prefer_huge_pages(&self.flags);
     }
     fn truncate(&mut self, n: usize) {
         self.addr.truncate(n);
