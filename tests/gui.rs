@@ -404,3 +404,129 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
     let second = drawn(&mut h);
     assert!(second > first);
 }
+
+fn simulate(
+    t: Arc<warpscope::app::data::TraceData>,
+    cfg: config::SimConfig,
+) -> Arc<warpscope::app::data::SimData> {
+    let mut w = Worker::new(Arc::new(|| {}));
+    w.submit(
+        "sim",
+        Job::Simulate {
+            pane: 0,
+            config: cfg,
+            trace: t,
+        },
+    );
+    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
+        Outcome::Simulated { data, .. } => data,
+        _ => panic!("expected a result"),
+    }
+}
+
+#[test]
+fn in_the_timing_model_the_address_view_runs_on_cycles() {
+    use warpscope::app::data::XAxis;
+    let t = trace("matmul", &[("n", "32"), ("block", "8,8")]);
+    // Without timing, x is the issue order.
+    let plain = simulate(t.clone(), config::preset("fermi-16k").unwrap());
+    assert_eq!(plain.x, XAxis::Order);
+    assert_eq!(plain.x_end(), plain.points.len() as f64);
+    assert_eq!(plain.visible(2.5, 5.0).collect::<Vec<_>>(), vec![3, 4, 5]);
+    // With it, x is the issue cycle: requests miss for ~100 cycles, so the cycle axis is far
+    // longer than the request count, and the requests in a window are those issued in it.
+    let timed = simulate(t, config::preset("gtx470-16k").unwrap());
+    let XAxis::Time { x, by_x, end } = &timed.x else {
+        panic!("expected a time axis")
+    };
+    let n = timed.points.len();
+    assert_eq!(x.len(), n);
+    assert!(*end as usize > n, "{end} cycles for {n} requests");
+    assert!(by_x
+        .windows(2)
+        .all(|w| x[w[0] as usize] <= x[w[1] as usize]));
+    // One SM: its requests come in cycle order.
+    assert!(x.windows(2).all(|w| w[0] <= w[1]));
+    let (lo, hi) = (x[n / 3] as f64, x[2 * n / 3] as f64);
+    let inside: Vec<usize> = timed.visible(lo, hi).collect();
+    let expected: Vec<usize> = (0..n)
+        .filter(|&i| (x[i] as f64) >= lo && (x[i] as f64) <= hi)
+        .collect();
+    assert_eq!(inside, expected);
+    assert!(!inside.is_empty());
+}
+
+#[test]
+fn a_box_selection_counts_exactly_the_requests_inside_it() {
+    let t = trace("matmul", &[("n", "32"), ("block", "8,8")]);
+    let d = simulate(t, config::preset("fermi-16k").unwrap());
+    let n = d.points.len();
+    let (y0, y1) = (d.y[n / 4].min(d.y[n / 2]), d.y[n / 4].max(d.y[n / 2]));
+    let x = [(n / 5) as f64, (4 * n / 5) as f64];
+    let s = d.select(x, [y0, y1]);
+    let inside: Vec<usize> = (n / 5..=4 * n / 5)
+        .filter(|&i| d.y[i] >= y0 && d.y[i] <= y1)
+        .collect();
+    assert!(inside.len() > 10);
+    assert_eq!(s.requests, inside.len() as u64);
+    assert_eq!(s.outcomes.iter().sum::<u64>(), s.requests);
+    let hits = inside
+        .iter()
+        .filter(|&&i| d.points.outcome(i) == warpscope::app::data::Outcome::Hit)
+        .count();
+    assert_eq!(s.outcomes[0], hits as u64);
+    let mut lines: Vec<u64> = inside.iter().map(|&i| d.points.line[i]).collect();
+    lines.sort();
+    lines.dedup();
+    assert_eq!(s.lines, lines.len() as u64);
+    assert_eq!(s.lowest, lines[0] * d.line_bytes);
+    assert_eq!(s.instructions.iter().map(|i| i.2).sum::<u64>(), s.requests);
+    assert!(s.instructions.windows(2).all(|w| w[0].2 >= w[1].2));
+    // An empty box holds nothing.
+    assert_eq!(d.select([-10.0, -5.0], [0.0, 1e12]).requests, 0);
+}
+
+#[test]
+fn shift_drag_selects_a_box_and_esc_clears_it() {
+    let mut h = harness(app("matmul", "n=32 block=8,8"));
+    settle(&mut h);
+    assert!(h.state().panes[0].address.selection.is_none());
+    // Drag across the middle of the plot area with Shift held.
+    let area = h.state().view_rect;
+    let from = area.center() - egui::vec2(200.0, 150.0);
+    let to = area.center() + egui::vec2(200.0, 150.0);
+    let shift = egui::Modifiers::SHIFT;
+    h.hover_at(from);
+    h.event(egui::Event::ModifiersChanged(shift));
+    h.run_steps(2);
+    h.event(egui::Event::PointerButton {
+        pos: from,
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: shift,
+    });
+    for k in 1..=10 {
+        h.event(egui::Event::PointerMoved(
+            from + (to - from) * (k as f32 / 10.0),
+        ));
+    }
+    h.event(egui::Event::PointerButton {
+        pos: to,
+        button: egui::PointerButton::Primary,
+        pressed: false,
+        modifiers: shift,
+    });
+    h.event(egui::Event::ModifiersChanged(egui::Modifiers::NONE));
+    h.run_steps(3);
+    let sel = h.state().panes[0]
+        .address
+        .selection
+        .as_ref()
+        .map(|s| s.0.clone())
+        .expect("a selection");
+    assert!(sel.requests > 0, "{sel:?}");
+    h.get_by_label_contains(&format!("Selected {} requests", sel.requests));
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert!(h.state().panes[0].address.selection.is_none());
+}

@@ -63,6 +63,8 @@ pub struct Points {
     pub outcome: Vec<u8>,
     /// Whole-cache reuse distance; `u32::MAX` for a first use (or no tracking).
     pub reuse: Vec<u32>,
+    /// Issue cycle within the kernel, in the timing model only (empty otherwise).
+    pub time: Vec<u64>,
     /// Requests not kept because of [`MAX_POINTS`].
     pub dropped: u64,
 }
@@ -100,6 +102,9 @@ impl Points {
                 .map(|d| d.min(u32::MAX as u64 - 1) as u32)
                 .unwrap_or(u32::MAX),
         );
+        if let Some(t) = e.time {
+            self.time.push(t);
+        }
     }
     pub fn outcome(&self, i: usize) -> Outcome {
         Outcome::from_code(self.outcome[i])
@@ -251,6 +256,119 @@ impl ClassSplit {
     }
 }
 
+/// The x axis of the address view: issue order, or the issue cycle in the timing model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum XAxis {
+    /// Request `i` sits at `x = i`.
+    Order,
+    /// Request `i` sits at its issue cycle, each kernel starting where the previous one's last
+    /// request was issued (SMs run side by side, so `x` is not monotonic in `i`).
+    Time {
+        x: Vec<u64>,
+        /// Request indices by increasing `x` (ties in issue order).
+        by_x: Vec<u32>,
+        /// One past the largest `x`.
+        end: u64,
+    },
+}
+
+impl XAxis {
+    /// Builds the time axis when every request has a cycle.
+    fn new(p: &Points) -> XAxis {
+        if p.time.is_empty() || p.time.len() != p.len() {
+            return XAxis::Order;
+        }
+        let kernels = p.kernel.iter().map(|&k| k as usize + 1).max().unwrap_or(0);
+        let mut span = vec![0u64; kernels];
+        for (&k, &t) in p.kernel.iter().zip(&p.time) {
+            let s = &mut span[k as usize];
+            *s = (*s).max(t.saturating_add(1));
+        }
+        let mut base = vec![0u64; kernels];
+        for k in 1..kernels {
+            base[k] = base[k - 1].saturating_add(span[k - 1]);
+        }
+        let x: Vec<u64> = p
+            .kernel
+            .iter()
+            .zip(&p.time)
+            .map(|(&k, &t)| base[k as usize].saturating_add(t))
+            .collect();
+        let mut by_x: Vec<u32> = (0..x.len() as u32).collect();
+        // Each SM's requests come in cycle order, so this stable sort merges a few runs.
+        by_x.sort_by_key(|&i| x[i as usize]);
+        let end = x.iter().copied().max().map_or(0, |m| m.saturating_add(1));
+        XAxis::Time { x, by_x, end }
+    }
+    pub fn is_time(&self) -> bool {
+        matches!(self, XAxis::Time { .. })
+    }
+}
+
+/// The requests whose x lies in a range, in increasing x.
+pub enum Visible<'a> {
+    Range(std::ops::Range<usize>),
+    Sorted(std::slice::Iter<'a, u32>),
+}
+
+impl Iterator for Visible<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Visible::Range(r) => r.next(),
+            Visible::Sorted(it) => it.next().map(|&i| i as usize),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match self {
+            Visible::Range(r) => r.len(),
+            Visible::Sorted(it) => it.len(),
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Visible<'_> {}
+
+/// What a box selection in the address view holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selection {
+    pub x: [f64; 2],
+    pub y: [f64; 2],
+    pub requests: u64,
+    /// Requests by [`Outcome`] code.
+    pub outcomes: [u64; 5],
+    pub writes: u64,
+    /// Distinct lines, CTAs and warps.
+    pub lines: u64,
+    pub ctas: u64,
+    pub warps: u64,
+    /// Lowest and highest line address (`u64::MAX`, 0 when empty).
+    pub lowest: u64,
+    pub highest: u64,
+    /// (kernel, instruction, requests), most requests first.
+    pub instructions: Vec<(u32, u32, u64)>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            x: [0.0; 2],
+            y: [0.0; 2],
+            requests: 0,
+            outcomes: [0; 5],
+            writes: 0,
+            lines: 0,
+            ctas: 0,
+            warps: 0,
+            lowest: u64::MAX,
+            highest: 0,
+            instructions: Vec::new(),
+        }
+    }
+}
+
 /// A finished simulation of one pane.
 pub struct SimData {
     pub config: SimConfig,
@@ -258,6 +376,8 @@ pub struct SimData {
     pub points: Points,
     /// Each request's place on the address axis ([`Segments::y`] of its line address).
     pub y: Vec<f64>,
+    /// Each request's place on the time axis.
+    pub x: XAxis,
     pub line_bytes: u64,
     pub sets: SetGrid,
     /// Per instruction (of every kernel), in the report's instruction order.
@@ -350,8 +470,10 @@ impl SimData {
             .iter()
             .map(|&l| trace.segments.y(l.saturating_mul(line_bytes)))
             .collect();
+        let x = XAxis::new(&points);
         SimData {
             y,
+            x,
             line_bytes,
             config,
             report,
@@ -360,6 +482,91 @@ impl SimData {
             per_inst,
             per_cta,
         }
+    }
+
+    /// Request `i`'s position on the x axis.
+    #[inline]
+    pub fn x(&self, i: usize) -> f64 {
+        match &self.x {
+            XAxis::Order => i as f64,
+            XAxis::Time { x, .. } => x[i] as f64,
+        }
+    }
+    /// One past the largest x.
+    pub fn x_end(&self) -> f64 {
+        match &self.x {
+            XAxis::Order => self.points.len() as f64,
+            XAxis::Time { end, .. } => *end as f64,
+        }
+    }
+    /// What the x axis counts.
+    pub fn x_label(&self) -> &'static str {
+        match &self.x {
+            XAxis::Order => "request (issue order)",
+            XAxis::Time { .. } => "cycle (timing model; kernels one after another)",
+        }
+    }
+    /// The requests with `x0 <= x <= x1`, by increasing x.
+    pub fn visible(&self, x0: f64, x1: f64) -> Visible<'_> {
+        let n = self.points.len();
+        if x1.is_nan() || x0.is_nan() || x1 < x0 || x1 < 0.0 {
+            return Visible::Range(0..0);
+        }
+        match &self.x {
+            XAxis::Order => {
+                let first = (x0.max(0.0).ceil() as usize).min(n);
+                let last = ((x1.floor() as usize).saturating_add(1)).min(n).max(first);
+                Visible::Range(first..last)
+            }
+            XAxis::Time { x, by_x, .. } => {
+                let lo = by_x.partition_point(|&i| (x[i as usize] as f64) < x0);
+                let hi = by_x
+                    .partition_point(|&i| (x[i as usize] as f64) <= x1)
+                    .max(lo);
+                Visible::Sorted(by_x[lo..hi].iter())
+            }
+        }
+    }
+
+    /// Summarizes the requests inside a box of the address view (`x` and `y` in plot units,
+    /// bounds included).
+    pub fn select(&self, x: [f64; 2], y: [f64; 2]) -> Selection {
+        let p = &self.points;
+        let mut s = Selection {
+            x,
+            y,
+            ..Selection::default()
+        };
+        let mut lines = rustc_hash::FxHashSet::default();
+        let mut ctas = rustc_hash::FxHashSet::default();
+        let mut warps = rustc_hash::FxHashSet::default();
+        let mut insts: rustc_hash::FxHashMap<(u16, u32), u64> = Default::default();
+        for i in self.visible(x[0], x[1]) {
+            let yi = self.y[i];
+            if !(yi >= y[0] && yi <= y[1]) {
+                continue;
+            }
+            s.requests += 1;
+            s.outcomes[p.outcome(i) as usize] += 1;
+            s.writes += p.is_write(i) as u64;
+            let line = p.line[i].saturating_mul(self.line_bytes);
+            s.lowest = s.lowest.min(line);
+            s.highest = s.highest.max(line);
+            lines.insert(p.line[i]);
+            ctas.insert((p.kernel[i], p.cta[i]));
+            warps.insert((p.kernel[i], p.cta[i], p.warp[i]));
+            *insts.entry((p.kernel[i], p.inst[i])).or_default() += 1;
+        }
+        s.lines = lines.len() as u64;
+        s.ctas = ctas.len() as u64;
+        s.warps = warps.len() as u64;
+        s.instructions = insts
+            .into_iter()
+            .map(|((k, i), n)| (k as u32, i, n))
+            .collect();
+        s.instructions
+            .sort_unstable_by(|a, b| b.2.cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+        s
     }
 
     /// The miss rate in percent.

@@ -20,12 +20,12 @@ use crate::config::{self, SimConfig};
 use data::{SimData, TraceData};
 use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
 use raster::{ColourBy, Rasterizer};
-use views::{AddressState, MissOptions, SetMetric, SetsState, View};
+use views::{AddressState, MissOptions, MissState, SetMetric, SetsState, View};
 use worker::{Job, Outcome, Ticket, Worker};
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
 /// many changes; each new run also cancels the stale one).
-pub const DEBOUNCE: f64 = 0.05;
+pub const DEBOUNCE: f64 = 0.025;
 /// Most panes side by side.
 pub const MAX_PANES: usize = 4;
 /// Recent files remembered.
@@ -91,6 +91,7 @@ pub struct Pane {
     pub error: Option<String>,
     pub address: AddressState,
     pub sets: SetsState,
+    pub misses: MissState,
 }
 
 /// Where the status bar's message came from.
@@ -141,6 +142,9 @@ pub struct WarpscopeApp {
     /// Screenshot results arriving from the backend.
     png_results: std::sync::mpsc::Receiver<String>,
     png_sender: std::sync::mpsc::Sender<String>,
+    /// The address-view point hovered in the last frame (pane, plot position), for the
+    /// linked panes' tooltips.
+    hover: Option<(usize, egui_plot::PlotPoint)>,
 }
 
 impl WarpscopeApp {
@@ -172,6 +176,7 @@ impl WarpscopeApp {
             pending_png: None,
             png_results,
             png_sender,
+            hover: None,
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -716,6 +721,7 @@ impl WarpscopeApp {
         let mut miss_opts = self.settings.misses;
         let mut remove = None;
         let mut activate = None;
+        let mut hover = None;
         ui.columns(n, |cols| {
             for (i, col) in cols.iter_mut().enumerate() {
                 let pane = &mut self.panes[i];
@@ -773,18 +779,35 @@ impl WarpscopeApp {
                     pane.address.texture = Some((v, tex, g));
                 }
                 match view {
-                    View::Address => views::address(
+                    View::Address => {
+                        let at = views::address(
+                            col,
+                            i,
+                            &data,
+                            &trace,
+                            pane.generation,
+                            &mut pane.address,
+                            &views::AddressOptions {
+                                colour,
+                                link,
+                                linked_hover: if n > 1 { self.hover } else { None },
+                            },
+                            &self.rasterizer,
+                        );
+                        if let Some(at) = at {
+                            hover = Some((i, at));
+                        }
+                    }
+                    View::Reuse => views::reuse(col, i, &data, link),
+                    View::Misses => views::misses(
                         col,
                         i,
                         &data,
                         &trace,
                         pane.generation,
-                        &mut pane.address,
-                        &views::AddressOptions { colour, link },
-                        &self.rasterizer,
+                        &mut miss_opts,
+                        &mut pane.misses,
                     ),
-                    View::Reuse => views::reuse(col, i, &data, link),
-                    View::Misses => views::misses(col, i, &data, &trace, &mut miss_opts),
                     View::Sets => views::sets(
                         col,
                         i,
@@ -799,6 +822,12 @@ impl WarpscopeApp {
             }
         });
         self.settings.set_metric = metric;
+        if hover != self.hover {
+            self.hover = hover;
+            if n > 1 {
+                ui.ctx().request_repaint();
+            }
+        }
         self.settings.misses = miss_opts;
         if let Some(i) = activate {
             self.settings.active = i;
@@ -1169,6 +1198,8 @@ pub struct ScreenshotPlan {
     step: usize,
     wait_frames: u32,
     inflight: Option<std::sync::mpsc::Receiver<()>>,
+    /// The step whose inputs have been set up.
+    prepared: Option<usize>,
 }
 
 impl ScreenshotPlan {
@@ -1178,6 +1209,7 @@ impl ScreenshotPlan {
             step: 0,
             wait_frames: 0,
             inflight: None,
+            prepared: None,
         }
     }
 }
@@ -1224,12 +1256,15 @@ impl EframeApp {
         let app = &mut self.app;
         let views = View::ALL;
         let now = ctx.input(|i| i.time);
-        // Steps 0..5: one per view with one pane; step 5: side by side (gto vs round-robin).
+        // Steps 0..5: one per view with one pane; step 5: side by side (gto vs round-robin);
+        // step 6: a box selection in the light theme; step 7: the timing model's cycle axis.
+        let first = plan.prepared != Some(plan.step);
+        plan.prepared = Some(plan.step);
         let name = if plan.step < views.len() {
             app.settings.view = views[plan.step];
             format!("{}-{}.png", plan.step + 1, views[plan.step].file_stem())
         } else if plan.step == views.len() {
-            if app.panes.len() == 1 {
+            if first {
                 app.settings.view = View::Address;
                 app.add_pane(now);
                 let mut c = app.settings.panes[1].1.clone();
@@ -1237,6 +1272,30 @@ impl EframeApp {
                 app.set_config(1, START_PRESET, c, now);
             }
             format!("{}-side-by-side.png", plan.step + 1)
+        } else if plan.step == views.len() + 1 {
+            if first {
+                app.remove_pane(1);
+                app.settings.dark = false;
+            }
+            // Select the lower-left part of the requests once the result is there.
+            if let (Some(d), Some(t)) = (app.panes[0].result.clone(), app.trace.clone()) {
+                if app.panes[0].address.selection.is_none() {
+                    let n = d.points.len() as f64;
+                    let h = t.segments.height();
+                    let sel = d.select([0.1 * n, 0.45 * n], [0.0, 0.3 * h]);
+                    app.panes[0].address.selection = Some((sel, app.panes[0].generation));
+                }
+            }
+            format!("{}-light-selection.png", plan.step + 1)
+        } else if plan.step == views.len() + 2 {
+            if first {
+                app.settings.dark = true;
+                app.panes[0].address.selection = None;
+                if let Ok(c) = config::preset("gtx470-16k") {
+                    app.set_config(0, "gtx470-16k", c, now);
+                }
+            }
+            format!("{}-timing.png", plan.step + 1)
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -87,17 +87,11 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let (w, h) = (view.width.max(1), view.height.max(1));
     let mut count = vec![0u32; w * h];
     let mut colour = vec![Color32::TRANSPARENT; w * h];
-    let p = &data.points;
-    let n = p.len();
-    let first = view.x[0].max(0.0).floor() as usize;
-    let last = (view.x[1].max(0.0).ceil() as usize)
-        .saturating_add(1)
-        .min(n);
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
-    for i in first.min(last)..last {
-        let px = (i as f64 - view.x[0]) * sx;
+    for i in data.visible(view.x[0], view.x[1]) {
+        let px = (data.x(i) - view.x[0]) * sx;
         let py = (view.y[1] - data.y[i]) * sy;
         if !(px >= 0.0 && py >= 0.0 && px < w as f64 && py < h as f64) {
             continue;

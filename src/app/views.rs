@@ -7,7 +7,7 @@ use egui_plot::{
     Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine,
 };
 
-use super::data::{ClassSplit, Outcome, SimData, TraceData};
+use super::data::{ClassSplit, Outcome, Selection, SimData, TraceData};
 use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
 use super::theme;
 
@@ -63,15 +63,21 @@ pub struct AddressState {
     pub requested: Option<(RasterView, u64)>,
     /// A raster that arrived from the worker, to upload as a texture.
     pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
-    /// Requests and axis height of the data last shown: when they change, the view resets to
-    /// the new data's extent.
-    pub extent: Option<(usize, u64)>,
+    /// Requests and axis extents of the data last shown: when they change, the view resets
+    /// to the new data's extent.
+    pub extent: Option<(usize, u64, u64)>,
+    /// The corners of a box selection being dragged (Shift + drag), in plot units.
+    pub select_from: Option<(PlotPoint, PlotPoint)>,
+    /// The last box selection and the result generation it summarizes.
+    pub selection: Option<(Selection, u64)>,
 }
 
 /// Shared settings of the address view.
 pub struct AddressOptions {
     pub colour: ColourBy,
     pub link: egui::Id,
+    /// The point hovered in another linked pane in the last frame (pane, plot position).
+    pub linked_hover: Option<(usize, PlotPoint)>,
 }
 
 fn empty(ui: &mut Ui, text: &str) {
@@ -84,7 +90,8 @@ fn hex(a: u64) -> String {
     format!("0x{a:x}")
 }
 
-/// Address vs time (seed 000 figs 8.1, 8.5, 8.10).
+/// Address vs time (seed 000 figs 8.1, 8.5, 8.10). Returns the plot position hovered in this
+/// pane, for the linked panes.
 #[allow(clippy::too_many_arguments)]
 pub fn address(
     ui: &mut Ui,
@@ -95,11 +102,11 @@ pub fn address(
     state: &mut AddressState,
     opts: &AddressOptions,
     rasterizer: &Rasterizer,
-) {
+) -> Option<PlotPoint> {
     let p = &data.points;
     if p.is_empty() {
         empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
-        return;
+        return None;
     }
     let n = p.len();
     let segs = &trace.segments;
@@ -120,10 +127,27 @@ pub fn address(
             }
         }
     });
+    // A selection made on an older result is summarized again for the new one.
+    if let Some((sel, g)) = &mut state.selection {
+        if *g != generation {
+            *sel = data.select(sel.x, sel.y);
+            *g = generation;
+        }
+    }
+    if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+        state.selection = None;
+    }
+    if let Some((sel, _)) = &state.selection {
+        if selection_panel(ui, trace, sel) {
+            state.selection = None;
+        }
+    }
+    let shift = ui.input(|i| i.modifiers.shift);
     let plot = Plot::new(("address", pane))
+        .allow_drag(!shift && state.select_from.is_none())
         .link_axis(opts.link, [true, true])
         .link_cursor(opts.link, [true, true])
-        .x_axis_label("request (issue order)")
+        .x_axis_label(data.x_label())
         .y_axis_label("address")
         .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
             Some(a) => hex(a),
@@ -131,13 +155,13 @@ pub fn address(
         })
         .y_axis_min_width(80.0)
         .include_x(0.0)
-        .include_x(n as f64)
+        .include_x(data.x_end())
         .include_y(0.0)
         .include_y(segs.height())
         .allow_boxed_zoom(true)
         .show_grid([true, false])
         .label_formatter(|_| None);
-    let extent = (n, segs.height().to_bits());
+    let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
     let plot = if state.extent != Some(extent) {
         state.extent = Some(extent);
         plot.reset()
@@ -148,9 +172,7 @@ pub fn address(
     let resp = plot.show(ui, |pui| {
         let b = pui.plot_bounds();
         let (x0, x1) = (b.min()[0], b.max()[0]);
-        let first = x0.max(0.0).floor() as usize;
-        let last = (x1.max(0.0).ceil() as usize).saturating_add(1).min(n);
-        let visible = last.saturating_sub(first.min(last));
+        let visible = data.visible(x0, x1).len();
         // Segment separators and base addresses.
         for &(lo, _, y) in &segs.ranges {
             pui.hline(
@@ -159,14 +181,30 @@ pub fn address(
                     .style(egui_plot::LineStyle::dashed_loose()),
             );
         }
+        if let Some((sel, _)) = &state.selection {
+            pui.polygon(
+                egui_plot::Polygon::new(
+                    "selection",
+                    PlotPoints::from(vec![
+                        [sel.x[0], sel.y[0]],
+                        [sel.x[1], sel.y[0]],
+                        [sel.x[1], sel.y[1]],
+                        [sel.x[0], sel.y[1]],
+                    ]),
+                )
+                .fill_color(Color32::from_rgba_unmultiplied(255, 255, 255, 12))
+                .stroke(egui::Stroke::new(1.0, Color32::from_gray(220)))
+                .allow_hover(false),
+            );
+        }
         if visible <= MARKER_LIMIT {
             let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
-            for i in first.min(last)..last {
+            for i in data.visible(x0, x1) {
                 let c = opts.colour.colour(data, i);
-                let y = data.y[i];
+                let pt = [data.x(i), data.y[i]];
                 match groups.iter_mut().find(|g| g.0 == c) {
-                    Some(g) => g.1.push([i as f64, y]),
-                    None => groups.push((c, vec![[i as f64, y]])),
+                    Some(g) => g.1.push(pt),
+                    None => groups.push((c, vec![pt])),
                 }
             }
             let radius = if visible < 2000 { 2.5 } else { 1.5 };
@@ -184,7 +222,7 @@ pub fn address(
             // (covering more would also widen the plot's automatic bounds each frame).
             let size = pui.response().rect.size();
             let (y0, y1) = (b.min()[1], b.max()[1]);
-            let rx = [x0.max(0.0), x1.min(n as f64)];
+            let rx = [x0.max(0.0), x1.min(data.x_end())];
             let ry = [y0.max(0.0), y1.min(segs.height())];
             let frac = |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
             let want = RasterView {
@@ -223,35 +261,148 @@ pub fn address(
             ui.ctx().request_repaint();
         }
     }
-    // Hover: the nearest request within a few pixels.
-    if let Some(pos) = resp.response.hover_pos() {
-        let t = &resp.transform;
-        let at = t.value_from_position(pos);
-        let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
-        let reach = (6.0 / px_per_x).max(0.5);
-        let lo = (at.x - reach).max(0.0).floor() as usize;
-        let hi = ((at.x + reach).max(0.0).ceil() as usize)
-            .saturating_add(1)
-            .min(n);
-        // Bound the scan so hovering a zoomed-out view of 10^7 requests stays cheap.
-        let step = ((hi.saturating_sub(lo)) / 200_000).max(1);
-        let mut best: Option<(f32, usize)> = None;
-        let mut i = lo;
-        while i < hi {
-            let y = data.y[i];
-            let sp = t.position_from_point(&PlotPoint::new(i as f64, y));
-            let d = sp.distance(pos);
-            if d < 8.0 && best.is_none_or(|b| d < b.0) {
-                best = Some((d, i));
-            }
-            i += step;
+    // Box selection: Shift + drag with the primary button.
+    let r = &resp.response;
+    let t = resp.transform;
+    if r.drag_started_by(egui::PointerButton::Primary) && shift {
+        state.select_from = r
+            .interact_pointer_pos()
+            .map(|p| (t.value_from_position(p), t.value_from_position(p)));
+    }
+    if let Some((from, to)) = &mut state.select_from {
+        if let Some(now) = r.interact_pointer_pos().or(r.hover_pos()) {
+            *to = t.value_from_position(now);
         }
-        if let Some((_, i)) = best {
-            resp.response.on_hover_ui_at_pointer(|ui| {
-                request_tooltip(ui, data, trace, i);
-            });
+        let (a, b) = (t.position_from_point(from), t.position_from_point(to));
+        ui.painter_at(r.rect).rect_stroke(
+            egui::Rect::from_two_pos(a, b),
+            0.0,
+            egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
+            egui::StrokeKind::Inside,
+        );
+        if r.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
+            let x = [from.x.min(to.x), from.x.max(to.x)];
+            let y = [from.y.min(to.y), from.y.max(to.y)];
+            if (a - b).length() >= 3.0 {
+                state.selection = Some((data.select(x, y), generation));
+            }
+            state.select_from = None;
         }
     }
+    // Hover: the nearest request within a few pixels of the pointer, or of the point hovered
+    // in a linked pane.
+    let hovered = r.hover_pos().filter(|_| state.select_from.is_none());
+    let target = match (hovered, opts.linked_hover) {
+        (Some(pos), _) => Some(pos),
+        (None, Some((other, at))) if other != pane => Some(t.position_from_point(&at)),
+        _ => None,
+    };
+    if let Some(pos) = target.filter(|p| r.rect.contains(*p)) {
+        if let Some(i) = nearest(data, &t, pos) {
+            if hovered.is_some() {
+                r.clone().on_hover_ui_at_pointer(|ui| {
+                    request_tooltip(ui, data, trace, i);
+                });
+            } else {
+                let at = t.position_from_point(&PlotPoint::new(data.x(i), data.y[i]));
+                ui.painter_at(r.rect).circle_stroke(
+                    at,
+                    5.0,
+                    egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
+                );
+                egui::Tooltip::always_open(
+                    ui.ctx().clone(),
+                    ui.layer_id(),
+                    r.id.with("linked"),
+                    egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
+                )
+                .show(|ui| request_tooltip(ui, data, trace, i));
+            }
+        }
+    }
+    hovered.map(|p| t.value_from_position(p))
+}
+
+/// The request drawn nearest to screen position `pos`, within 8 pixels.
+fn nearest(data: &SimData, t: &egui_plot::PlotTransform, pos: egui::Pos2) -> Option<usize> {
+    let at = t.value_from_position(pos);
+    let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
+    let reach = (8.0 / px_per_x).max(0.5);
+    let near = data.visible(at.x - reach, at.x + reach);
+    // Bound the scan so hovering a zoomed-out view of 10^7 requests stays cheap.
+    let step = (near.len() / 200_000).max(1);
+    let mut best: Option<(f32, usize)> = None;
+    for i in near.step_by(step) {
+        let sp = t.position_from_point(&PlotPoint::new(data.x(i), data.y[i]));
+        let d = sp.distance(pos);
+        if d < 8.0 && best.is_none_or(|b| d < b.0) {
+            best = Some((d, i));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// The summary of a box selection above the plot; returns whether Clear was pressed.
+fn selection_panel(ui: &mut Ui, trace: &TraceData, s: &Selection) -> bool {
+    let mut clear = false;
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(RichText::new(format!("Selected {} requests", s.requests)).strong());
+            if s.requests > 0 {
+                let pct = |n: u64| 100.0 * n as f64 / s.requests as f64;
+                for o in Outcome::ALL {
+                    let n = s.outcomes[o as usize];
+                    if n > 0 {
+                        theme::swatch(
+                            ui,
+                            theme::outcome(o),
+                            &format!("{} {:.1}%", o.name(), pct(n)),
+                        );
+                    }
+                }
+                ui.label(format!(
+                    "· {} writes · {} lines ({} .. {}) · {} CTAs · {} warps",
+                    s.writes,
+                    s.lines,
+                    hex(s.lowest),
+                    hex(s.highest),
+                    s.ctas,
+                    s.warps
+                ));
+            }
+            if ui
+                .small_button("Clear")
+                .on_hover_text("Clear the selection (Esc)")
+                .clicked()
+            {
+                clear = true;
+            }
+        });
+        if !s.instructions.is_empty() {
+            let names: Vec<String> = s
+                .instructions
+                .iter()
+                .take(4)
+                .map(|&(k, i, n)| {
+                    let name = trace
+                        .trace
+                        .kernels
+                        .get(k as usize)
+                        .and_then(|k| k.instructions.get(i as usize))
+                        .map_or_else(|| i.to_string(), |x| x.name.clone());
+                    format!("{name} ({n})")
+                })
+                .collect();
+            let more = s.instructions.len().saturating_sub(4);
+            let more = if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            };
+            ui.label(RichText::new(format!("Instructions: {}{more}", names.join(", "))).weak());
+        }
+    });
+    clear
 }
 
 fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
@@ -484,7 +635,27 @@ fn class_rows(d: &SimData) -> Vec<(Outcome, &'static str, Color32)> {
 }
 
 /// Miss categories: totals for reads and writes, then per instruction or CTA.
-pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &mut MissOptions) {
+/// A miss table row: label, requests, misses and the class split.
+type MissRow = (String, u64, u64, ClassSplit);
+
+/// The miss view's rows in table order, kept between frames for one pane (built again only
+/// for a new result or another table or sort order).
+#[derive(Default)]
+pub struct MissState {
+    rows: Vec<MissRow>,
+    order: Vec<usize>,
+    key: Option<(u64, Per, SortBy, bool)>,
+}
+
+pub fn misses(
+    ui: &mut Ui,
+    pane: usize,
+    d: &SimData,
+    trace: &TraceData,
+    generation: u64,
+    opts: &mut MissOptions,
+    state: &mut MissState,
+) {
     let t = &d.report.totals;
     let mc = &t.miss_classes;
     ui.label(format!(
@@ -562,65 +733,71 @@ pub fn misses(ui: &mut Ui, pane: usize, d: &SimData, trace: &TraceData, opts: &m
         ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
         ui.label(RichText::new("click a column header to sort").weak());
     });
-    // Rows: (label, requests, misses, split).
-    let rows: Vec<(String, u64, u64, ClassSplit)> = match opts.per {
-        Per::Instruction => d
-            .report
-            .instructions
-            .iter()
-            .zip(
-                d.per_inst
-                    .iter()
-                    .copied()
-                    .chain(std::iter::repeat(ClassSplit::default())),
-            )
-            .map(|(r, s)| {
-                let label = if trace.trace.kernels.len() > 1 {
-                    format!("k{} {}", r.kernel, r.name)
-                } else {
-                    r.name.clone()
-                };
-                (label, r.counters.requests, r.counters.misses, s)
-            })
-            .collect(),
-        Per::Cta => d
-            .report
-            .ctas
-            .iter()
-            .zip(
-                d.per_cta
-                    .iter()
-                    .copied()
-                    .chain(std::iter::repeat(ClassSplit::default())),
-            )
-            .filter(|(r, _)| r.counters.requests > 0)
-            .map(|(r, s)| {
-                let label = format!(
-                    "{}({},{},{})",
-                    if trace.trace.kernels.len() > 1 {
-                        format!("k{} ", r.kernel)
+    let rate = |r: &MissRow| r.2 as f64 / r.1.max(1) as f64;
+    let key = (generation, opts.per, opts.sort, opts.descending);
+    if state.key != Some(key) {
+        let rows: Vec<MissRow> = match opts.per {
+            Per::Instruction => d
+                .report
+                .instructions
+                .iter()
+                .zip(
+                    d.per_inst
+                        .iter()
+                        .copied()
+                        .chain(std::iter::repeat(ClassSplit::default())),
+                )
+                .map(|(r, s)| {
+                    let label = if trace.trace.kernels.len() > 1 {
+                        format!("k{} {}", r.kernel, r.name)
                     } else {
-                        String::new()
-                    },
-                    r.cta.x,
-                    r.cta.y,
-                    r.cta.z
-                );
-                (label, r.counters.requests, r.counters.misses, s)
-            })
-            .collect(),
-    };
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    let rate = |r: &(String, u64, u64, ClassSplit)| r.2 as f64 / r.1.max(1) as f64;
-    match opts.sort {
-        SortBy::Row => {}
-        SortBy::Requests => order.sort_by_key(|&i| rows[i].1),
-        SortBy::Misses => order.sort_by_key(|&i| rows[i].2),
-        SortBy::MissRate => order.sort_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b]))),
+                        r.name.clone()
+                    };
+                    (label, r.counters.requests, r.counters.misses, s)
+                })
+                .collect(),
+            Per::Cta => d
+                .report
+                .ctas
+                .iter()
+                .zip(
+                    d.per_cta
+                        .iter()
+                        .copied()
+                        .chain(std::iter::repeat(ClassSplit::default())),
+                )
+                .filter(|(r, _)| r.counters.requests > 0)
+                .map(|(r, s)| {
+                    let label = format!(
+                        "{}({},{},{})",
+                        if trace.trace.kernels.len() > 1 {
+                            format!("k{} ", r.kernel)
+                        } else {
+                            String::new()
+                        },
+                        r.cta.x,
+                        r.cta.y,
+                        r.cta.z
+                    );
+                    (label, r.counters.requests, r.counters.misses, s)
+                })
+                .collect(),
+        };
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        match opts.sort {
+            SortBy::Row => {}
+            SortBy::Requests => order.sort_by_key(|&i| rows[i].1),
+            SortBy::Misses => order.sort_by_key(|&i| rows[i].2),
+            SortBy::MissRate => order.sort_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b]))),
+        }
+        if opts.descending {
+            order.reverse();
+        }
+        state.rows = rows;
+        state.order = order;
+        state.key = Some(key);
     }
-    if opts.descending {
-        order.reverse();
-    }
+    let (rows, order) = (&state.rows, &state.order);
     // Stacked bars of the first rows in table order.
     let shown: Vec<usize> = order.iter().copied().take(40).collect();
     let class_list = class_rows(d);

@@ -37,6 +37,8 @@ pub struct RequestEvent {
     pub class: Option<MissClass>,
     /// Whole-cache reuse distance (`None` = first use or reuse tracking off).
     pub reuse_distance: Option<u64>,
+    /// Issue cycle within its kernel on its SM, in the timing model (`None` without it).
+    pub time: Option<u64>,
 }
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
@@ -195,6 +197,7 @@ pub fn run(
                     hit: o.hit,
                     class: o.class,
                     reuse_distance,
+                    time: None,
                 });
                 s.order += 1;
             }

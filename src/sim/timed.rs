@@ -43,6 +43,7 @@ impl Hooks for Adapter<'_> {
             hit: r.status == Status::Hit,
             class: None,
             reuse_distance: None,
+            time: Some(r.time),
         });
         *self.order += 1;
     }

@@ -22,8 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::lex::{self, Lines};
 use super::model::{
-    Access, AccessKind, AtomicOp, Dim3, KernelBuilder, KernelInfo, MemSpace, Order, Trace,
-    WarpInstructions,
+    AccessKind, AtomicOp, Dim3, KernelBuilder, KernelInfo, MemSpace, Order, Trace, WarpInstructions,
 };
 use super::{source, Ctx, Location, TraceError};
 
@@ -266,44 +265,51 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
         if !in_tb {
             return Err(err(format!("expected #BEGIN_TB, found `{}`", lex::show(t))));
         }
-        if let Some(v) = key_value(t, b"thread block") {
-            let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
-                err(format!(
-                    "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
-                    lex::show(t)
-                ))
-            })?;
-            cta = Some(grid.linear(idx) as u32);
-            continue;
-        }
-        if let Some(v) = key_value(t, b"warp") {
-            let w = lex::dec(v)
-                .filter(|&w| w < warps_per_cta as u64)
-                .ok_or_else(|| {
+        // Instruction lines start with a hex digit (the PC, or the line or block index); the
+        // other lines start with a key. Lines starting with a decimal digit skip the key
+        // checks.
+        let keyed = !t[0].is_ascii_digit();
+        if keyed {
+            if let Some(v) = key_value(t, b"thread block") {
+                let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
                     err(format!(
-                        "expected `warp = W` with W below {warps_per_cta}, found `{}`",
+                        "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
                         lex::show(t)
                     ))
-                })? as u32;
-            warp = Some(w);
-            if let Some(c) = cta {
-                warps.entry((c, w)).or_default();
-                tb_warps.push(w);
+                })?;
+                cta = Some(grid.linear(idx) as u32);
+                continue;
             }
-            continue;
-        }
-        if let Some(v) = key_value(t, b"insts") {
-            let count = lex::dec(v)
-                .ok_or_else(|| err(format!("expected `insts = N`, found `{}`", lex::show(t))))?;
-            let (Some(c), Some(w)) = (cta, warp) else {
-                return Err(err("`insts =` before `thread block =` and `warp =`".into()));
-            };
-            warps.entry((c, w)).or_default().announced = Some((count, n));
-            continue;
-        }
-        if t.contains(&b'=') {
-            // Lines of later tracer versions that carry nothing for the cache (e.g. cluster ids).
-            continue;
+            if let Some(v) = key_value(t, b"warp") {
+                let w = lex::dec(v)
+                    .filter(|&w| w < warps_per_cta as u64)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "expected `warp = W` with W below {warps_per_cta}, found `{}`",
+                            lex::show(t)
+                        ))
+                    })? as u32;
+                warp = Some(w);
+                if let Some(c) = cta {
+                    warps.entry((c, w)).or_default();
+                    tb_warps.push(w);
+                }
+                continue;
+            }
+            if let Some(v) = key_value(t, b"insts") {
+                let count = lex::dec(v).ok_or_else(|| {
+                    err(format!("expected `insts = N`, found `{}`", lex::show(t)))
+                })?;
+                let (Some(c), Some(w)) = (cta, warp) else {
+                    return Err(err("`insts =` before `thread block =` and `warp =`".into()));
+                };
+                warps.entry((c, w)).or_default().announced = Some((count, n));
+                continue;
+            }
+            if t.contains(&b'=') {
+                // Lines of later tracer versions that carry nothing for the cache (e.g. cluster ids).
+                continue;
+            }
         }
         // An instruction line.
         let mut f = lex::fields(t);
@@ -443,11 +449,13 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
                 }
             }
             let (kind, space) = classify(opcode);
-            let name = format!("{}@{pc:04x}", String::from_utf8_lossy(opcode));
-            let inst = *pcs
-                .entry(pc)
-                .or_insert_with(|| b.instruction(&name, Some(pc)));
-            let mut lane_i = 0;
+            let inst = *pcs.entry(pc).or_insert_with(|| {
+                let name = format!("{}@{pc:04x}", String::from_utf8_lossy(opcode));
+                b.instruction(&name, Some(pc))
+            });
+            // The active lanes' threads, then one append of all their rows.
+            let mut threads = [0u32; WARP as usize];
+            let mut k = 0;
             for lane in 0..WARP {
                 if mask & (1 << lane) == 0 {
                     continue;
@@ -458,18 +466,20 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
                         "lane {lane} of warp {w} is active but the block has only {tpb} threads"
                     )));
                 }
-                b.push(Access {
-                    thread: c * tpb + local,
-                    inst,
-                    dyn_inst: dyn_inst as u32,
-                    addr: addrs[lane_i],
-                    size: width,
-                    kind,
-                    space,
-                })
-                .map_err(|e| err(e.to_string()))?;
-                lane_i += 1;
+                threads[k] = c * tpb + local;
+                k += 1;
             }
+            let flags = super::model::pack_flags(kind, space);
+            b.append_rows(|cols| {
+                cols.thread.extend_from_slice(&threads[..k]);
+                cols.inst.extend(std::iter::repeat_n(inst, k));
+                cols.dyn_inst
+                    .extend(std::iter::repeat_n(dyn_inst as u32, k));
+                cols.addr.extend_from_slice(&addrs[..k]);
+                cols.size.extend(std::iter::repeat_n(width, k));
+                cols.flags.extend(std::iter::repeat_n(flags, k));
+            })
+            .map_err(|(_, e)| err(e.to_string()))?;
         }
         // One optional immediate may follow.
         let rest = f.count();

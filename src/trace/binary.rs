@@ -136,7 +136,10 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
     }
 }
 
-fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::Kernel, TraceError> {
+fn read_kernel<R: BufRead>(
+    rd: &mut Reader<'_, R>,
+    version: u32,
+) -> Result<super::Kernel, TraceError> {
     let name = rd.string("the kernel name")?;
     let at = rd.offset;
     let grid = rd.dim3("the grid dimensions")?;
@@ -175,23 +178,35 @@ fn read_kernel<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<super::K
     let mut row = 0u64;
     while row < rows {
         let n = CHUNK_ROWS.min((rows - row) as usize);
-        let chunk = &mut buf[..n * ROW_BYTES];
         let start = rd.offset;
-        read_full(rd, chunk, start, row)?;
         if b.spare_capacity() < n {
             // Grow geometrically, never past the declared count (exact when it is honest).
             b.reserve(((rows - row) as usize).min(b.len().max(1 << 24)));
         }
-        b.append_rows(|cols| decode_rows(chunk, cols))
-            .map_err(|(i, e)| {
-                let at = start + (i * ROW_BYTES) as u64;
-                let at = if matches!(e, super::BuildError::BadFlags { .. }) {
-                    at + 22
-                } else {
-                    at
-                };
-                rd.err(at, format!("record {}: {e}", row + i as u64))
-            })?;
+        // Decode straight from the reader's buffer when it holds the whole chunk (input in
+        // memory); otherwise copy the chunk out first.
+        let buffered = rd.r.fill_buf().map_err(|e| TraceError::io(rd.file, e))?;
+        let direct = buffered.len() >= n * ROW_BYTES;
+        let chunk = if direct {
+            &buffered[..n * ROW_BYTES]
+        } else {
+            let chunk = &mut buf[..n * ROW_BYTES];
+            read_full(rd, chunk, start, row)?;
+            &*chunk
+        };
+        let appended = b.append_rows(|cols| decode_rows(chunk, cols));
+        if direct {
+            rd.r.consume(n * ROW_BYTES);
+        }
+        appended.map_err(|(i, e)| {
+            let at = start + (i * ROW_BYTES) as u64;
+            let at = if matches!(e, super::BuildError::BadFlags { .. }) {
+                at + 22
+            } else {
+                at
+            };
+            rd.err(at, format!("record {}: {e}", row + i as u64))
+        })?;
         rd.offset += (n * ROW_BYTES) as u64;
         row += n as u64;
     }

@@ -3,10 +3,13 @@
 
 use std::io::BufRead;
 
-/// Reads lines as bytes, counting them, without the line terminator (`\n` or `\r\n`).
+/// Reads lines as bytes, counting them, without the line terminator (`\n` or `\r\n`). A line
+/// that lies whole in the reader's buffer is returned from there, without a copy.
 pub(crate) struct Lines<R> {
     r: R,
     buf: Vec<u8>,
+    /// Bytes of the reader's buffer taken by the line last returned, consumed on the next call.
+    pending: usize,
     /// 1-based number of the line last returned.
     pub line: u64,
 }
@@ -16,51 +19,99 @@ impl<R: BufRead> Lines<R> {
         Self {
             r,
             buf: Vec::with_capacity(256),
+            pending: 0,
             line: 0,
         }
     }
     /// The next line and its number, or `None` at the end of the input.
     pub fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8])>> {
-        self.buf.clear();
-        if self.r.read_until(b'\n', &mut self.buf)? == 0 {
-            return Ok(None);
+        if self.pending > 0 {
+            self.r.consume(self.pending);
+            self.pending = 0;
         }
+        let newline = memchr::memchr(b'\n', self.r.fill_buf()?);
+        let line = match newline {
+            Some(at) => {
+                self.pending = at + 1;
+                &self.r.fill_buf()?[..at]
+            }
+            None => {
+                self.buf.clear();
+                if self.r.read_until(b'\n', &mut self.buf)? == 0 {
+                    return Ok(None);
+                }
+                &self.buf[..]
+            }
+        };
         self.line += 1;
-        let mut end = self.buf.len();
-        while end > 0 && matches!(self.buf[end - 1], b'\n' | b'\r') {
+        let mut end = line.len();
+        while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
             end -= 1;
         }
-        Ok(Some((self.line, &self.buf[..end])))
+        Ok(Some((self.line, &line[..end])))
+    }
+}
+
+/// The non-empty runs of non-whitespace bytes of a line.
+pub(crate) struct Fields<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a [u8];
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let start = self.rest.iter().position(|b| !b.is_ascii_whitespace())?;
+        let s = &self.rest[start..];
+        let len = s
+            .iter()
+            .position(|b| b.is_ascii_whitespace())
+            .unwrap_or(s.len());
+        self.rest = &s[len..];
+        Some(&s[..len])
     }
 }
 
 /// Splits on ASCII whitespace.
-pub(crate) fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
-    line.split(|b| b.is_ascii_whitespace())
-        .filter(|f| !f.is_empty())
+pub(crate) fn fields(line: &[u8]) -> Fields<'_> {
+    Fields { rest: line }
 }
+
+/// Value of each byte as a hex digit; 0xff for a byte that is not one.
+static HEX_DIGIT: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 /// A hexadecimal number with or without `0x`.
 #[inline]
 pub(crate) fn hex(s: &[u8]) -> Option<u64> {
-    let s = s
-        .strip_prefix(b"0x")
-        .or_else(|| s.strip_prefix(b"0X"))
-        .unwrap_or(s);
+    let s = match s {
+        [b'0', b'x' | b'X', rest @ ..] => rest,
+        _ => s,
+    };
     if s.is_empty() || s.len() > 16 {
         return None;
     }
     let mut v = 0u64;
+    let mut bad = 0u8;
     for &c in s {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | d as u64;
+        let d = HEX_DIGIT[c as usize];
+        bad |= d;
+        v = (v << 4) | (d & 0xf) as u64;
     }
-    Some(v)
+    (bad & 0xf0 == 0).then_some(v)
 }
 
 /// A decimal whole number.
@@ -117,6 +168,13 @@ mod tests {
         assert_eq!(hex(b"0x7f2b2d500000"), Some(0x7f2b2d500000));
         assert_eq!(hex(b"ffffffff"), Some(0xffff_ffff));
         assert_eq!(hex(b"0x"), None);
+        assert_eq!(hex(b"0xABCdef09"), Some(0xabcdef09));
+        assert_eq!(hex(b"0x12g4"), None);
+        assert_eq!(hex(b"-1"), None);
+        assert_eq!(hex(b"0x0x1"), None);
+        let f: Vec<&[u8]> = fields(b"  a\tbb  c ").collect();
+        assert_eq!(f, [&b"a"[..], b"bb", b"c"]);
+        assert_eq!(fields(b"   ").next(), None);
         assert_eq!(hex(b"12345678901234567"), None);
         assert_eq!(dec(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(dec(b"18446744073709551616"), None);
@@ -127,6 +185,16 @@ mod tests {
 
     #[test]
     fn lines_strip_terminators() {
+        // In memory (lines borrowed from the input) and through a 3-byte buffer (lines that
+        // cross buffer refills are copied).
+        let mut small = Lines::new(std::io::BufReader::with_capacity(
+            3,
+            "a b\r\n\nc".as_bytes(),
+        ));
+        assert_eq!(small.next_line().unwrap(), Some((1, &b"a b"[..])));
+        assert_eq!(small.next_line().unwrap(), Some((2, &b""[..])));
+        assert_eq!(small.next_line().unwrap(), Some((3, &b"c"[..])));
+        assert_eq!(small.next_line().unwrap(), None);
         let mut l = Lines::new("a b\r\n\nc".as_bytes());
         assert_eq!(l.next_line().unwrap(), Some((1, &b"a b"[..])));
         assert_eq!(l.next_line().unwrap(), Some((2, &b""[..])));

@@ -412,6 +412,9 @@ impl Columns {
     }
 }
 
+/// Bit `k` is set when `k` is the code of an access kind ([`AccessKind::from_code`]).
+const VALID_KINDS: u32 = 0b111 | (((1u32 << AtomicOp::ALL.len()) - 1) << 16);
+
 pub(crate) fn pack_flags(kind: AccessKind, space: MemSpace) -> u8 {
     kind.code() | ((space as u8) << 5)
 }
@@ -841,7 +844,33 @@ impl KernelBuilder {
         result
     }
     fn check_appended(&mut self, start: usize) -> Result<(), (usize, BuildError)> {
+        // A branch-free pass over all new rows; the row-by-row loop below runs only to name
+        // the first bad row.
+        let c = &self.cols;
+        let (threads, ninst) = (self.threads, self.instructions.len() as u64);
         let barrier = AccessKind::Barrier.code();
+        let spaces = MemSpace::ALL.len() as u8;
+        let (mut bad, mut unsorted, mut prev) = (false, false, self.last_thread);
+        for (((&t, &f), &inst), &size) in c.thread[start..]
+            .iter()
+            .zip(&c.flags[start..])
+            .zip(&c.inst[start..])
+            .zip(&c.size[start..])
+        {
+            let kind = f & 0x1f;
+            let data = kind != barrier;
+            bad |= (t as u64 >= threads)
+                | ((VALID_KINDS >> kind) & 1 == 0)
+                | (f >> 5 >= spaces)
+                | (data & ((inst as u64 >= ninst) | (size == 0)));
+            unsorted |= t < prev;
+            prev = t;
+        }
+        if !bad {
+            self.sorted &= !unsorted;
+            self.last_thread = prev;
+            return Ok(());
+        }
         let mut last = self.last_thread;
         let mut sorted = self.sorted;
         let c = &self.cols;
@@ -904,6 +933,17 @@ impl KernelBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_valid_kind_mask_matches_the_kind_codes() {
+        for code in 0..32u8 {
+            assert_eq!(
+                (VALID_KINDS >> code) & 1 == 1,
+                AccessKind::from_code(code).is_some(),
+                "code {code}"
+            );
+        }
+    }
 
     #[test]
     fn flags_round_trip_every_kind_and_space() {
