@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the app in a virtual X display on fixed inputs (the built-in naive matrix
-# multiplication on the Fermi 16 KB preset) and writes one PNG per main view plus one of the
-# side-by-side mode (round-robin vs greedy-then-oldest) into screenshots/.
+# multiplication on the Fermi 16 KB preset) and writes one PNG per main view, one of the
+# side-by-side mode (round-robin vs greedy-then-oldest), one of a box selection in the light
+# theme and one of the timing model's cycle axis into screenshots/.
 #
 #   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)
 #   PROFILE=dev screenshots/take.sh    # use the debug build (no release build needed)

@@ -119,8 +119,10 @@ pub fn address(
     ui.horizontal(|ui| {
         ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
         if opts.colour == ColourBy::Outcome {
+            // The timing model gives each request only hit or miss (classes in aggregate).
+            let timing = data.config.timing.is_some();
             for o in Outcome::ALL {
-                if o == Outcome::Miss && data.config.timing.is_none() {
+                if (o == Outcome::Miss) != timing && o != Outcome::Hit {
                     continue;
                 }
                 theme::swatch(ui, theme::outcome(o), o.name());
@@ -169,6 +171,8 @@ pub fn address(
         plot
     };
     let texture = state.texture.as_ref().map(|(v, t, _)| (*v, t.id()));
+    let sel_stroke = ui.visuals().selection.bg_fill;
+    let sel_fill = sel_stroke.gamma_multiply(0.15);
     let resp = plot.show(ui, |pui| {
         let b = pui.plot_bounds();
         let (x0, x1) = (b.min()[0], b.max()[0]);
@@ -192,8 +196,8 @@ pub fn address(
                         [sel.x[0], sel.y[1]],
                     ]),
                 )
-                .fill_color(Color32::from_rgba_unmultiplied(255, 255, 255, 12))
-                .stroke(egui::Stroke::new(1.0, Color32::from_gray(220)))
+                .fill_color(sel_fill)
+                .stroke(egui::Stroke::new(1.5, sel_stroke))
                 .allow_hover(false),
             );
         }
