@@ -47,3 +47,32 @@ fn regressions_fail_cleanly() {
         assert!(r.is_ok(), "{name} panics");
     }
 }
+
+/// `fuzz/seeds-tables`: the seeds of the `tables` target (first byte even: CSV, odd: Parquet).
+#[cfg(feature = "tables")]
+#[test]
+fn every_table_seed_reads() {
+    use warpscope::trace::{load, ReadOptions};
+    let seeds = inputs("fuzz/seeds-tables");
+    assert!(seeds.len() >= 2, "a CSV and a Parquet seed");
+    for (name, bytes) in seeds {
+        let (pick, rest) = bytes.split_first().unwrap();
+        let t = if pick % 2 == 0 {
+            read_bytes(Format::Csv, rest).unwrap_or_else(|e| panic!("{name}: {e}"))
+        } else {
+            let path =
+                std::env::temp_dir().join(format!("warpscope-seed-{}-{name}", std::process::id()));
+            std::fs::write(&path, rest).unwrap();
+            let opts = ReadOptions {
+                format: Some(Format::Parquet),
+                allow_truncated: false,
+            };
+            let t = load(&path, opts, &|s| s)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .trace;
+            std::fs::remove_file(&path).ok();
+            t
+        };
+        assert!(t.total_accesses() > 0, "{name}");
+    }
+}
