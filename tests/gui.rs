@@ -530,3 +530,32 @@ fn shift_drag_selects_a_box_and_esc_clears_it() {
     h.run_steps(2);
     assert!(h.state().panes[0].address.selection.is_none());
 }
+
+#[test]
+fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
+    // vecadd with 4-byte elements: a warp's 32 accesses fill one 128-byte line, so each
+    // request belongs to the warp's first thread.
+    let t = trace("vecadd", &[("n", "1024"), ("block", "256")]);
+    let d = simulate(t, config::preset("fermi-16k").unwrap());
+    let p = &d.points;
+    assert_eq!(p.thread.len(), p.len());
+    for i in 0..p.len() {
+        let thread = p.thread(i).unwrap();
+        assert_eq!(thread % 32, 0, "request {i}");
+        assert_eq!(thread / 256, p.cta[i], "request {i}");
+        assert_eq!(thread % 256 / 32, p.warp[i], "request {i}");
+    }
+    // Without coalescing, each request is one access and names its own thread.
+    let t = trace("vecadd", &[("n", "64"), ("block", "32")]);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.coalescing = config::Coalescing::None;
+    let d = simulate(t, cfg);
+    let threads: std::collections::BTreeSet<u32> = (0..d.points.len())
+        .map(|i| d.points.thread(i).unwrap())
+        .collect();
+    assert_eq!(threads.len(), 32, "SM 0 runs CTA 0's 32 threads");
+    // The timing model has no thread per request.
+    let t = trace("vecadd", &[("n", "64"), ("block", "32")]);
+    let d = simulate(t, config::preset("gtx470-16k").unwrap());
+    assert!(d.points.thread.is_empty() && d.points.thread(0).is_none());
+}

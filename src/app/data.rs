@@ -65,6 +65,9 @@ pub struct Points {
     pub reuse: Vec<u32>,
     /// Issue cycle within the kernel, in the timing model only (empty otherwise).
     pub time: Vec<u64>,
+    /// The thread (kernel-linear id) whose access the request serves (a coalesced request: its
+    /// lowest thread); empty in the timing model.
+    pub thread: Vec<u32>,
     /// Requests not kept because of [`MAX_POINTS`].
     pub dropped: u64,
 }
@@ -105,12 +108,19 @@ impl Points {
         if let Some(t) = e.time {
             self.time.push(t);
         }
+        if let Some(t) = e.thread {
+            self.thread.push(t);
+        }
     }
     pub fn outcome(&self, i: usize) -> Outcome {
         Outcome::from_code(self.outcome[i])
     }
     pub fn is_write(&self, i: usize) -> bool {
         self.outcome[i] & 0x80 != 0
+    }
+    /// Request `i`'s thread, where known.
+    pub fn thread(&self, i: usize) -> Option<u32> {
+        self.thread.get(i).copied()
     }
 }
 

@@ -16,6 +16,7 @@ use super::theme;
 pub enum ColourBy {
     #[default]
     Outcome,
+    Thread,
     Warp,
     Cta,
     Instruction,
@@ -24,8 +25,9 @@ pub enum ColourBy {
 }
 
 impl ColourBy {
-    pub const ALL: [ColourBy; 6] = [
+    pub const ALL: [ColourBy; 7] = [
         ColourBy::Outcome,
+        ColourBy::Thread,
         ColourBy::Warp,
         ColourBy::Cta,
         ColourBy::Instruction,
@@ -35,6 +37,7 @@ impl ColourBy {
     pub fn name(self) -> &'static str {
         match self {
             ColourBy::Outcome => "hit / miss class",
+            ColourBy::Thread => "thread",
             ColourBy::Warp => "warp",
             ColourBy::Cta => "CTA",
             ColourBy::Instruction => "instruction",
@@ -47,6 +50,8 @@ impl ColourBy {
         let p = &d.points;
         match self {
             ColourBy::Outcome => theme::outcome(p.outcome(i)),
+            // The timing model has no thread per request: its warp colours instead.
+            ColourBy::Thread => theme::category(p.thread(i).unwrap_or(p.warp[i])),
             ColourBy::Warp => theme::category(p.warp[i]),
             ColourBy::Cta => theme::category(p.cta[i]),
             ColourBy::Instruction => theme::category(p.inst[i]),

@@ -448,6 +448,23 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
         kv("kernel", kernel.map(|k| k.name.clone()).unwrap_or_default());
         kv("instruction", inst);
         kv("CTA", cta);
+        kv(
+            "thread",
+            match (p.thread(i), kernel) {
+                (Some(t), Some(k)) => {
+                    let (bx, by) = (k.block.x.max(1) as u64, k.block.y.max(1) as u64);
+                    let local = t as u64 % k.threads_per_cta().max(1) as u64;
+                    format!(
+                        "{t} (({},{},{}) in its CTA)",
+                        local % bx,
+                        local / bx % by,
+                        local / (bx * by)
+                    )
+                }
+                (Some(t), None) => t.to_string(),
+                (None, _) => "not tracked in the timing model".into(),
+            },
+        );
         kv("warp", p.warp[i].to_string());
         kv("SM", p.sm[i].to_string());
         kv("line", hex(line_addr));

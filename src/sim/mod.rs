@@ -39,6 +39,10 @@ pub struct RequestEvent {
     pub reuse_distance: Option<u64>,
     /// Issue cycle within its kernel on its SM, in the timing model (`None` without it).
     pub time: Option<u64>,
+    /// The kernel-linear id of the thread whose access this request serves: the k-th request
+    /// to a line in a warp instruction belongs to the k-th access starting in that line, so a
+    /// coalesced request names its lowest such thread (`None` in the timing model).
+    pub thread: Option<u32>,
 }
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
@@ -141,6 +145,9 @@ pub fn run(
             threads_per_cta: k.threads_per_cta(),
         };
         let mut coalescer = Coalescer::new(cfg.coalescing, geom);
+        let line_bytes = (cfg.cache.line_bytes as u64).max(1);
+        let mut taken: Vec<bool> = Vec::new();
+        let uncoalesced = cfg.coalescing == crate::config::Coalescing::None;
         let mut sched =
             Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64).map_err(|source| {
                 SimError::Schedule {
@@ -172,6 +179,9 @@ pub fn run(
             }
             warp_insts += 1;
             let inst = k.columns().inst[rows[0] as usize];
+            taken.clear();
+            taken.resize(rows.len(), false);
+            let mut cursor = 0;
             let mut local = crate::cache::Counters {
                 accesses: used as u64,
                 ..Default::default()
@@ -184,6 +194,26 @@ pub fn run(
                     .reuse
                     .as_mut()
                     .and_then(|r| r.access(c.request.line, o.set).whole);
+                // The k-th request to a line belongs to the k-th access starting in it (one
+                // request per access without coalescing, the lowest such thread with it).
+                let cols = k.columns();
+                // Uncoalesced requests come in row order: search from after the last match.
+                let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
+                    !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
+                });
+                if let Some(j) = found {
+                    taken[j] = true;
+                    // Coalesced requests name their lowest thread: search from the start.
+                    if uncoalesced {
+                        cursor = j + 1;
+                    }
+                }
+                let thread = found
+                    .or(rows
+                        .iter()
+                        .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
+                    .and_then(|j| rows.get(j))
+                    .map(|&r| cols.thread[r as usize]);
                 observer.on_request(&RequestEvent {
                     order: s.order,
                     sm: s.sm,
@@ -198,6 +228,7 @@ pub fn run(
                     class: o.class,
                     reuse_distance,
                     time: None,
+                    thread,
                 });
                 s.order += 1;
             }

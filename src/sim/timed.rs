@@ -44,6 +44,7 @@ impl Hooks for Adapter<'_> {
             class: None,
             reuse_distance: None,
             time: Some(r.time),
+            thread: None,
         });
         *self.order += 1;
     }
