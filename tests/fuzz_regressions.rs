@@ -48,31 +48,52 @@ fn regressions_fail_cleanly() {
     }
 }
 
-/// `fuzz/seeds-tables`: the seeds of the `tables` target (first byte even: CSV, odd: Parquet).
+/// Reads a `tables` fuzz input: an even first byte reads the rest as CSV, an odd one as a
+/// Parquet file.
+#[cfg(feature = "tables")]
+fn read_table(name: &str, bytes: &[u8]) -> Result<warpscope::trace::Trace, String> {
+    use warpscope::trace::{load, ReadOptions};
+    let Some((pick, rest)) = bytes.split_first() else {
+        return Err("empty".into());
+    };
+    if pick % 2 == 0 {
+        return read_bytes(Format::Csv, rest).map_err(|e| e.to_string());
+    }
+    let path = std::env::temp_dir().join(format!("warpscope-seed-{}-{name}", std::process::id()));
+    std::fs::write(&path, rest).unwrap();
+    let opts = ReadOptions {
+        format: Some(Format::Parquet),
+        allow_truncated: false,
+    };
+    let r = load(&path, opts, &|s| s)
+        .map(|l| l.trace)
+        .map_err(|e| e.to_string());
+    std::fs::remove_file(&path).ok();
+    r
+}
+
+/// `fuzz/seeds-tables`: the seeds of the `tables` target.
 #[cfg(feature = "tables")]
 #[test]
 fn every_table_seed_reads() {
-    use warpscope::trace::{load, ReadOptions};
     let seeds = inputs("fuzz/seeds-tables");
     assert!(seeds.len() >= 2, "a CSV and a Parquet seed");
     for (name, bytes) in seeds {
-        let (pick, rest) = bytes.split_first().unwrap();
-        let t = if pick % 2 == 0 {
-            read_bytes(Format::Csv, rest).unwrap_or_else(|e| panic!("{name}: {e}"))
-        } else {
-            let path =
-                std::env::temp_dir().join(format!("warpscope-seed-{}-{name}", std::process::id()));
-            std::fs::write(&path, rest).unwrap();
-            let opts = ReadOptions {
-                format: Some(Format::Parquet),
-                allow_truncated: false,
-            };
-            let t = load(&path, opts, &|s| s)
-                .unwrap_or_else(|e| panic!("{name}: {e}"))
-                .trace;
-            std::fs::remove_file(&path).ok();
-            t
-        };
+        let t = read_table(&name, &bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(t.total_accesses() > 0, "{name}");
+    }
+}
+
+/// `fuzz/regressions-tables`: inputs that once crashed a table reader fail with an error.
+#[cfg(feature = "tables")]
+#[test]
+fn table_regressions_fail_cleanly() {
+    let inputs = inputs("fuzz/regressions-tables");
+    assert!(!inputs.is_empty());
+    for (name, bytes) in inputs {
+        let e = read_table(&name, &bytes)
+            .err()
+            .unwrap_or_else(|| panic!("{name} read"));
+        assert!(e.contains("not a readable Parquet file"), "{name}: {e}");
     }
 }

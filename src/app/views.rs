@@ -455,7 +455,7 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
                     let (bx, by) = (k.block.x.max(1) as u64, k.block.y.max(1) as u64);
                     let local = t as u64 % k.threads_per_cta().max(1) as u64;
                     format!(
-                        "{t} (({},{},{}) in its CTA)",
+                        "{t}, ({},{},{}) in its CTA",
                         local % bx,
                         local / bx % by,
                         local / (bx * by)

@@ -102,21 +102,39 @@ pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result
             format!("not a readable Parquet file: {e}"),
         )
     };
-    let total = polars::prelude::ParquetReader::new(open()?)
-        .num_rows()
-        .map_err(perr)?;
+    let f = open()?;
+    let total = guarded("metadata", || {
+        polars::prelude::ParquetReader::new(f).num_rows()
+    })
+    .map_err(perr)?;
     let mut st = State::new(file);
     let mut start = 0usize;
     while start < total {
         let n = CHUNK_ROWS.min(total - start);
-        let df = polars::prelude::ParquetReader::new(open()?)
-            .with_slice(Some((start, n)))
-            .finish()
-            .map_err(perr)?;
+        let f = open()?;
+        let df = guarded("data", || {
+            polars::prelude::ParquetReader::new(f)
+                .with_slice(Some((start, n)))
+                .finish()
+        })
+        .map_err(perr)?;
         st.ingest(&df, |i| Location::Row((start + i) as u64))?;
         start += n;
     }
     st.finish(trace)
+}
+
+/// Runs a call into polars' Parquet reader, which can panic on corrupt metadata (found by
+/// fuzzing): a panic there is reported as an unreadable file, like its errors.
+fn guarded<T>(
+    what: &str,
+    f: impl FnOnce() -> polars::prelude::PolarsResult<T>,
+) -> polars::prelude::PolarsResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(polars::prelude::PolarsError::ComputeError(
+            format!("the Parquet reader failed on malformed {what}").into(),
+        ))
+    })
 }
 
 /// One kernel being built: provisional dense CTA and thread ids until the shape is known.
