@@ -16,14 +16,14 @@ fn check(t: &Trace) {
 
 fuzz_target!(|data: &[u8]| {
     // libFuzzer's hook aborts on every panic, even a caught one. The importer catches panics
-    // inside polars' Parquet reader (reported as an unreadable file); any other panic still
+    // inside polars' Parquet reader (in polars-parquet or polars-arrow) (reported as an unreadable file); any other panic still
     // aborts.
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             let in_polars = info
                 .location()
-                .is_some_and(|l| l.file().contains("/polars-parquet-"));
+                .is_some_and(|l| l.file().contains("/polars-"));
             if !in_polars {
                 std::process::abort();
             }
