@@ -170,23 +170,6 @@ impl<'a> Sink<'a> {
     }
 }
 
-/// Hex digit values; 0xff for anything else.
-static HEX: [u8; 256] = {
-    let mut t = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        t[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
-
 /// Parses a hex number at the start of `s` (optional 0x), returning it and the rest;
 /// `None` when there is no digit or more than 16 of them.
 #[inline(always)]
@@ -199,7 +182,7 @@ fn hex(s: &[u8]) -> Option<(u64, &[u8])> {
     let mut v: u64 = 0;
     let mut i = 0;
     while i < s.len() {
-        let d = HEX[s[i] as usize];
+        let d = super::lex::HEX_DIGIT[s[i] as usize];
         if d == 0xff {
             break;
         }

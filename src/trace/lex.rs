@@ -78,7 +78,7 @@ pub(crate) fn fields(line: &[u8]) -> Fields<'_> {
 }
 
 /// Value of each byte as a hex digit; 0xff for a byte that is not one.
-static HEX_DIGIT: [u8; 256] = {
+pub(crate) static HEX_DIGIT: [u8; 256] = {
     let mut t = [0xffu8; 256];
     let mut i = 0;
     while i < 10 {
