@@ -213,6 +213,26 @@ fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data::Tra
     warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
 }
 
+/// Runs one simulation on a worker and returns its result.
+fn simulate(
+    t: Arc<warpscope::app::data::TraceData>,
+    cfg: config::SimConfig,
+) -> Arc<warpscope::app::data::SimData> {
+    let mut w = Worker::new(Arc::new(|| {}));
+    w.submit(
+        "sim",
+        Job::Simulate {
+            pane: 0,
+            config: cfg,
+            trace: t,
+        },
+    );
+    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
+        Outcome::Simulated { data, .. } => data,
+        _ => panic!("expected a result"),
+    }
+}
+
 #[test]
 fn worker_reports_progress_and_cancels() {
     let mut w = Worker::new(Arc::new(|| {}));
@@ -320,24 +340,12 @@ fn configurations_round_trip_through_toml_and_json() {
 
 #[test]
 fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
-    let mut w = Worker::new(Arc::new(|| {}));
     let t = trace("matmul", &[("n", "64"), ("block", "8,8")]);
     let mut cfg = config::preset("fermi-16k").unwrap();
     cfg.gpu.sms = 2;
     cfg.gpu.simulate = config::SmSelection::All;
     cfg.cache.write_policy = config::WritePolicy::Wbwa;
-    w.submit(
-        "sim",
-        Job::Simulate {
-            pane: 0,
-            config: cfg,
-            trace: t,
-        },
-    );
-    let (_, outcome) = w.wait(Duration::from_secs(60)).expect("an outcome");
-    let Outcome::Simulated { data, .. } = outcome else {
-        panic!("expected a result")
-    };
+    let data = simulate(t, cfg);
     let r = &data.report;
     assert_eq!(data.per_inst.len(), r.instructions.len());
     assert_eq!(data.per_cta.len(), r.ctas.len());
@@ -403,25 +411,6 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
     h.state_mut().set_config(0, "test", cfg, now);
     let second = drawn(&mut h);
     assert!(second > first);
-}
-
-fn simulate(
-    t: Arc<warpscope::app::data::TraceData>,
-    cfg: config::SimConfig,
-) -> Arc<warpscope::app::data::SimData> {
-    let mut w = Worker::new(Arc::new(|| {}));
-    w.submit(
-        "sim",
-        Job::Simulate {
-            pane: 0,
-            config: cfg,
-            trace: t,
-        },
-    );
-    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
-        Outcome::Simulated { data, .. } => data,
-        _ => panic!("expected a result"),
-    }
 }
 
 #[test]

@@ -174,7 +174,8 @@ fn read_kernel<R: BufRead>(
     let rows = rd.u64("the row count")?;
     // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
     b.reserve(rows.min(1 << 24) as usize);
-    let mut buf = vec![0u8; CHUNK_ROWS.min(rows as usize) * ROW_BYTES];
+    // Only needed when the reader's buffer cannot hold a whole chunk.
+    let mut buf = Vec::new();
     let mut row = 0u64;
     while row < rows {
         let n = CHUNK_ROWS.min((rows - row) as usize);
@@ -190,6 +191,9 @@ fn read_kernel<R: BufRead>(
         let chunk = if direct {
             &buffered[..n * ROW_BYTES]
         } else {
+            if buf.len() < n * ROW_BYTES {
+                buf.resize(n * ROW_BYTES, 0);
+            }
             let chunk = &mut buf[..n * ROW_BYTES];
             read_full(rd, chunk, start, row)?;
             &*chunk
