@@ -15,6 +15,8 @@ pub mod memtrace;
 mod model;
 pub mod nugteren;
 pub mod nvbit;
+#[cfg(feature = "tables")]
+mod parquet_check;
 pub mod source;
 #[cfg(feature = "tables")]
 pub mod table;

@@ -102,6 +102,13 @@ pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result
             format!("not a readable Parquet file: {e}"),
         )
     };
+    super::parquet_check::check(open()?).map_err(|b| {
+        TraceError::parse(
+            file,
+            Location::Byte(b.offset),
+            format!("not a readable Parquet file: {}", b.what),
+        )
+    })?;
     let f = open()?;
     let total = guarded("metadata", || {
         polars::prelude::ParquetReader::new(f).num_rows()
