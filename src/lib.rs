@@ -9,7 +9,8 @@
 //! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
 //! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
 //! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
-//! 9. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
+//! 9. [`comm`]: inter-CTA communication across kernel launches (seed 002);
+//! 10. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
 //!
 //! The desktop app (`app`, feature `gui`) is a shell over these modules: it runs them on
 //! worker threads and draws their results; nothing in the modules above depends on it.
@@ -21,6 +22,7 @@
 pub mod app;
 pub mod cache;
 pub mod coalesce;
+pub mod comm;
 pub mod config;
 #[cfg(feature = "tables")]
 pub mod export;

@@ -1,0 +1,588 @@
+//! Inter-CTA communication across kernel launches (seed 002, ch. 4 and 6).
+//!
+//! CTAs exchange data reliably only through global memory across kernel boundaries: bytes
+//! written by one CTA in one launch and read by a CTA in a later launch. [`analyze`] tracks the
+//! last writer (launch, CTA) of every written byte as ranges ([`writers`]) and replays the
+//! trace launch by launch:
+//! - a read of a byte last written in an earlier launch is **communication** from that writer
+//!   to the reader (the diagonal, same CTA id in both launches, is kept);
+//! - a read of a byte written in the same launch by another CTA is **intra-launch sharing**,
+//!   not reliable under CUDA's memory model, reported apart;
+//! - atomics are a read, then a write; loads, stores and atomics to global memory count, and
+//!   texture loads (they read global memory); other spaces are private or host-written.
+//!
+//! Volumes of communication are sets: a transfer from (writer launch, writer CTA) to
+//! (reader launch, reader CTA) is the number of distinct bytes the reader read that the
+//! writer wrote, however many times it read them (seed 002 fig. 4.1: the overlap of a write
+//! set and a read set). CTA ids are serialized x fastest, then y, then z.
+//!
+//! Within a launch the trace order decides which write a read sees (per-thread order for
+//! traces without issue order). The full definitions are in `docs/communication.md`.
+
+mod writers;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::trace::{AccessKind, Dim3, MemSpace, Trace};
+use writers::{Found, Retired, Writers};
+
+/// One transfer: the distinct bytes `reader_cta` read in `reader_launch` whose last write
+/// was by `writer_cta` in `writer_launch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Transfer {
+    pub writer_launch: u32,
+    pub reader_launch: u32,
+    pub writer_cta: u32,
+    pub reader_cta: u32,
+    pub bytes: u64,
+}
+
+/// Writer CTA, reader CTA, bytes: transfers summed over launch pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Pair(pub u32, pub u32, pub u64);
+
+/// What one launch did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LaunchComm {
+    pub name: String,
+    pub grid: Dim3,
+    /// Bytes loaded (loads and atomics, every access counted).
+    pub read_bytes: u64,
+    /// Bytes stored (stores and atomics, every access counted).
+    pub write_bytes: u64,
+    /// Communication into this launch: the sum of its transfers as reader.
+    pub communicated_read_bytes: u64,
+    /// Bytes this launch wrote that a later launch read (each written byte once).
+    pub communicated_write_bytes: u64,
+    /// Distinct (reader CTA, writer CTA, byte) reads of bytes another CTA wrote in this launch.
+    pub shared_bytes: u64,
+    pub in_degree_mean: f64,
+    pub in_degree_std: f64,
+    pub out_degree_mean: f64,
+    pub out_degree_std: f64,
+    /// Per CTA of this launch: distinct writer CTAs (of any earlier launch) it read from.
+    #[serde(skip)]
+    pub in_degree: Vec<u32>,
+    /// Per CTA of this launch: distinct reader CTAs (of any later launch) that read its writes.
+    #[serde(skip)]
+    pub out_degree: Vec<u32>,
+}
+
+/// Bytes crossing a cut of the CTA grid into two halves along one dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Bisection {
+    /// False when no launch has more than one CTA along this dimension (nothing to cut).
+    pub cuttable: bool,
+    pub bytes: u64,
+    /// `bytes` over all communicated bytes (0 when nothing is communicated).
+    pub relative: f64,
+}
+
+/// A histogram of byte strides: `(stride, count)`, most frequent first.
+pub type Strides = Vec<(i64, u64)>;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CommReport {
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    /// The sum of all transfers.
+    pub communicated_bytes: u64,
+    /// Written bytes that a later launch read (each written byte once).
+    pub communicated_write_bytes: u64,
+    /// `communicated_write_bytes / write_bytes` (0 without writes).
+    pub communication_fraction: f64,
+    pub shared_bytes: u64,
+    /// The most CTAs any launch has: the length of the per-CTA lists.
+    pub ctas: u32,
+    /// Sorted by launch pair, then writer, then reader.
+    pub transfers: Vec<Transfer>,
+    /// Sorted by writer, then reader.
+    pub pairs: Vec<Pair>,
+    /// Per CTA id: distinct writer CTA ids it received from, over all launches.
+    pub in_degree: Vec<u32>,
+    /// Per CTA id: distinct reader CTA ids it sent to, over all launches.
+    pub out_degree: Vec<u32>,
+    /// Along x, y and z.
+    pub bisection: [Bisection; 3],
+    /// Bytes by superstep distance: index `d` is reads `d + 1` launches after the write.
+    pub distance: Vec<u64>,
+    /// Strides between consecutive communicated loads of a CTA in a launch.
+    pub load_strides: Strides,
+    /// Strides between consecutive communicated stores of a CTA in a launch.
+    pub store_strides: Strides,
+    pub per_launch: Vec<LaunchComm>,
+}
+
+/// What a density map counts per (writer CTA, reader CTA) cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    Bytes,
+    /// Number of transfers (launch pairs) between the two CTAs.
+    Transfers,
+}
+
+impl CommReport {
+    /// Cells `(writer CTA, reader CTA, value)` of the density map over all launch pairs, or
+    /// for one `(writer launch, reader launch)` pair; sorted by writer, then reader.
+    pub fn density(&self, launches: Option<(u32, u32)>, measure: Measure) -> Vec<Pair> {
+        let mut cells: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+        for t in &self.transfers {
+            if launches.is_some_and(|l| l != (t.writer_launch, t.reader_launch)) {
+                continue;
+            }
+            *cells.entry((t.writer_cta, t.reader_cta)).or_default() += match measure {
+                Measure::Bytes => t.bytes,
+                Measure::Transfers => 1,
+            };
+        }
+        let mut v: Vec<Pair> = cells.into_iter().map(|((w, r), n)| Pair(w, r, n)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The CDF of transfer sizes: `(bytes, fraction of transfers of at most that size)`, one
+    /// point per distinct size.
+    pub fn transfer_cdf(&self) -> Vec<(u64, f64)> {
+        let mut sizes: Vec<u64> = self.transfers.iter().map(|t| t.bytes).collect();
+        sizes.sort_unstable();
+        let n = sizes.len() as f64;
+        let mut out: Vec<(u64, f64)> = Vec::new();
+        for (i, s) in sizes.iter().enumerate() {
+            let f = (i + 1) as f64 / n;
+            match out.last_mut() {
+                Some(l) if l.0 == *s => l.1 = f,
+                _ => out.push((*s, f)),
+            }
+        }
+        out
+    }
+
+    /// The launch pairs that have transfers, in order.
+    pub fn launch_pairs(&self) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = self
+            .transfers
+            .iter()
+            .map(|t| (t.writer_launch, t.reader_launch))
+            .collect();
+        v.dedup();
+        v
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cancelled")]
+pub struct Cancelled;
+
+/// The most distinct strides kept per histogram; the rest are summed into none.
+pub const MAX_STRIDES: usize = 64;
+
+/// How often `progress` is called, in accesses.
+const PROGRESS_EVERY: usize = 1 << 16;
+
+/// Analyzes the communication of `trace`. `progress(done, total)` is called every few tens of
+/// thousands of accesses (two passes: `total` is twice the accesses); returning `false`
+/// cancels.
+pub fn analyze(
+    trace: &Trace,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<CommReport, Cancelled> {
+    let total = 2 * trace.total_accesses() as u64;
+    let mut done = 0u64;
+    let mut writers = Writers::default();
+    let mut transfers: FxHashMap<(u32, u32, u32, u32), u64> = FxHashMap::default();
+    let mut retired: Vec<Vec<Retired>> = vec![Vec::new(); trace.kernels.len()];
+    let mut per_launch = Vec::with_capacity(trace.kernels.len());
+    let mut load_strides: FxHashMap<i64, u64> = FxHashMap::default();
+    let mut comm = Pieces::default();
+    let mut shared = Pieces::default();
+
+    for (li, k) in trace.kernels.iter().enumerate() {
+        let launch = li as u32;
+        let tpc = k.threads_per_cta().max(1);
+        let cols = k.columns();
+        let mut last_load = vec![u64::MAX; k.num_ctas() as usize];
+        let (mut read_bytes, mut write_bytes) = (0u64, 0u64);
+        for i in 0..cols.len() {
+            if i % PROGRESS_EVERY == 0 && !progress(done + i as u64, total) {
+                return Err(Cancelled);
+            }
+            let Some((reads, writes)) = counted(cols.flags[i]) else {
+                continue;
+            };
+            let size = u64::from(cols.size[i]);
+            let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
+            if reads {
+                read_bytes += size;
+                let mut any = false;
+                writers.read(launch, cta, addr, size, |start, end, f| match f {
+                    Found::Earlier {
+                        launch: wl,
+                        cta: wc,
+                    } => {
+                        any = true;
+                        comm.push(Piece {
+                            reader: cta,
+                            launch: wl,
+                            writer: wc,
+                            start,
+                            end,
+                        });
+                    }
+                    Found::SameLaunch { cta: wc } => shared.push(Piece {
+                        reader: cta,
+                        launch,
+                        writer: wc,
+                        start,
+                        end,
+                    }),
+                });
+                if any {
+                    if let Some(last) = last_load.get_mut(cta as usize) {
+                        if *last != u64::MAX {
+                            *load_strides.entry(stride(*last, addr)).or_default() += 1;
+                        }
+                        *last = addr;
+                    }
+                }
+            }
+            if writes {
+                write_bytes += size;
+                writers.write(launch, cta, addr, size, |r| {
+                    if let Some(v) = retired.get_mut(r.launch as usize) {
+                        v.push(r);
+                    }
+                });
+            }
+        }
+        done += cols.len() as u64;
+        let mut communicated_read_bytes = 0;
+        comm.drain(|reader, wl, writer, bytes| {
+            communicated_read_bytes += bytes;
+            *transfers.entry((wl, launch, writer, reader)).or_default() += bytes;
+        });
+        let mut shared_bytes = 0;
+        shared.drain(|_, _, _, bytes| shared_bytes += bytes);
+        per_launch.push(LaunchComm {
+            name: k.name.clone(),
+            grid: k.grid,
+            read_bytes,
+            write_bytes,
+            communicated_read_bytes,
+            communicated_write_bytes: 0,
+            shared_bytes,
+            in_degree_mean: 0.0,
+            in_degree_std: 0.0,
+            out_degree_mean: 0.0,
+            out_degree_std: 0.0,
+            in_degree: vec![0; k.num_ctas() as usize],
+            out_degree: vec![0; k.num_ctas() as usize],
+        });
+    }
+    writers.finish(|r| {
+        if let Some(v) = retired.get_mut(r.launch as usize) {
+            v.push(r);
+        }
+    });
+
+    // Communicated write ranges per launch, sorted by CTA and address, adjacent ones merged
+    // (those of one writer never overlap: a launch's writes are all before any later read).
+    for (v, l) in retired.iter_mut().zip(per_launch.iter_mut()) {
+        v.sort_unstable_by_key(|r| (r.cta, r.start));
+        v.dedup_by(|next, prev| {
+            let join = prev.cta == next.cta && prev.end == next.start;
+            if join {
+                prev.end = next.end;
+            }
+            join
+        });
+        l.communicated_write_bytes = v.iter().map(|r| r.end - r.start).sum();
+    }
+    let store_strides = store_strides(trace, &retired, &mut done, total, progress)?;
+    progress(total, total);
+
+    let mut transfers: Vec<Transfer> = transfers
+        .into_iter()
+        .map(|((wl, rl, wc, rc), bytes)| Transfer {
+            writer_launch: wl,
+            reader_launch: rl,
+            writer_cta: wc,
+            reader_cta: rc,
+            bytes,
+        })
+        .collect();
+    transfers.sort_unstable();
+    Ok(summarize(
+        trace,
+        transfers,
+        per_launch,
+        load_strides,
+        store_strides,
+    ))
+}
+
+/// Whether an access with these flags is counted, and then whether it reads and writes.
+fn counted(flags: u8) -> Option<(bool, bool)> {
+    let (kind, space) = crate::trace::model_flags(flags);
+    match (kind, space) {
+        (AccessKind::Load, MemSpace::Global | MemSpace::Texture) => Some((true, false)),
+        (AccessKind::Store, MemSpace::Global) => Some((false, true)),
+        (AccessKind::Atomic(_), MemSpace::Global) => Some((true, true)),
+        _ => None,
+    }
+}
+
+fn stride(from: u64, to: u64) -> i64 {
+    to.wrapping_sub(from) as i64
+}
+
+/// Second pass: strides between consecutive stores of a CTA that wrote communicated bytes.
+fn store_strides(
+    trace: &Trace,
+    retired: &[Vec<Retired>],
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<FxHashMap<i64, u64>, Cancelled> {
+    let mut hist: FxHashMap<i64, u64> = FxHashMap::default();
+    for (k, ranges) in trace.kernels.iter().zip(retired) {
+        let cols = k.columns();
+        if ranges.is_empty() {
+            *done += cols.len() as u64;
+            continue;
+        }
+        let tpc = k.threads_per_cta().max(1);
+        let mut last = vec![u64::MAX; k.num_ctas() as usize];
+        for i in 0..cols.len() {
+            if i % PROGRESS_EVERY == 0 && !progress(*done + i as u64, total) {
+                return Err(Cancelled);
+            }
+            if !counted(cols.flags[i]).is_some_and(|(_, w)| w) {
+                continue;
+            }
+            let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
+            let end = addr.saturating_add(u64::from(cols.size[i]));
+            let j = ranges.partition_point(|r| (r.cta, r.end) <= (cta, addr));
+            let hit = ranges
+                .get(j)
+                .is_some_and(|r| r.cta == cta && r.start < end && addr < r.end);
+            if !hit {
+                continue;
+            }
+            if let Some(l) = last.get_mut(cta as usize) {
+                if *l != u64::MAX {
+                    *hist.entry(stride(*l, addr)).or_default() += 1;
+                }
+                *l = addr;
+            }
+        }
+        *done += cols.len() as u64;
+    }
+    Ok(hist)
+}
+
+fn top_strides(h: FxHashMap<i64, u64>) -> Strides {
+    let mut v: Strides = h.into_iter().collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(MAX_STRIDES);
+    v
+}
+
+fn mean_std(v: &[u32]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let var = v
+        .iter()
+        .map(|&x| (f64::from(x) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    (mean, var.sqrt())
+}
+
+/// Distinct `(a, b)` keys counted per `a`, into `out[a]`.
+fn count_distinct(mut keys: Vec<(u32, u32)>, out: &mut [u32]) {
+    keys.sort_unstable();
+    keys.dedup();
+    for (a, _) in keys {
+        if let Some(o) = out.get_mut(a as usize) {
+            *o += 1;
+        }
+    }
+}
+
+fn summarize(
+    trace: &Trace,
+    transfers: Vec<Transfer>,
+    mut per_launch: Vec<LaunchComm>,
+    load_strides: FxHashMap<i64, u64>,
+    store_strides: FxHashMap<i64, u64>,
+) -> CommReport {
+    let ctas = trace
+        .kernels
+        .iter()
+        .map(|k| k.num_ctas())
+        .max()
+        .unwrap_or(0);
+    let mut pairs: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    let mut distance: Vec<u64> = Vec::new();
+    let mut crossing = [0u64; 3];
+    let grid = |l: u32| trace.kernels.get(l as usize).map_or(Dim3::x(1), |k| k.grid);
+    for t in &transfers {
+        *pairs.entry((t.writer_cta, t.reader_cta)).or_default() += t.bytes;
+        let d = (t.reader_launch - t.writer_launch - 1) as usize;
+        if distance.len() <= d {
+            distance.resize(d + 1, 0);
+        }
+        distance[d] += t.bytes;
+        let (wg, rg) = (grid(t.writer_launch), grid(t.reader_launch));
+        let (w, r) = (
+            wg.from_linear(u64::from(t.writer_cta)),
+            rg.from_linear(u64::from(t.reader_cta)),
+        );
+        let high = |c: u32, n: u32| u64::from(c) * 2 >= u64::from(n);
+        for (dim, (wc, wn, rc, rn)) in [
+            (w.x, wg.x, r.x, rg.x),
+            (w.y, wg.y, r.y, rg.y),
+            (w.z, wg.z, r.z, rg.z),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if high(wc, wn) != high(rc, rn) {
+                crossing[dim] += t.bytes;
+            }
+        }
+    }
+    let communicated_bytes: u64 = transfers.iter().map(|t| t.bytes).sum();
+    let cuttable = [
+        trace.kernels.iter().any(|k| k.grid.x > 1),
+        trace.kernels.iter().any(|k| k.grid.y > 1),
+        trace.kernels.iter().any(|k| k.grid.z > 1),
+    ];
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let bisection = [0, 1, 2].map(|d| Bisection {
+        cuttable: cuttable[d],
+        bytes: crossing[d],
+        relative: ratio(crossing[d], communicated_bytes),
+    });
+
+    // Degrees per launch: distinct partner CTA ids over all launches on the other side.
+    let mut outs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); per_launch.len()];
+    let mut ins: Vec<Vec<(u32, u32)>> = vec![Vec::new(); per_launch.len()];
+    for t in &transfers {
+        outs[t.writer_launch as usize].push((t.writer_cta, t.reader_cta));
+        ins[t.reader_launch as usize].push((t.reader_cta, t.writer_cta));
+    }
+    for ((l, o), i) in per_launch.iter_mut().zip(outs).zip(ins) {
+        count_distinct(o, &mut l.out_degree);
+        count_distinct(i, &mut l.in_degree);
+        (l.out_degree_mean, l.out_degree_std) = mean_std(&l.out_degree);
+        (l.in_degree_mean, l.in_degree_std) = mean_std(&l.in_degree);
+    }
+    let mut in_degree = vec![0u32; ctas as usize];
+    let mut out_degree = vec![0u32; ctas as usize];
+    count_distinct(
+        pairs.keys().map(|&(w, r)| (w, r)).collect(),
+        &mut out_degree,
+    );
+    count_distinct(pairs.keys().map(|&(w, r)| (r, w)).collect(), &mut in_degree);
+    let mut pairs: Vec<Pair> = pairs.into_iter().map(|((w, r), b)| Pair(w, r, b)).collect();
+    pairs.sort_unstable();
+
+    let write_bytes: u64 = per_launch.iter().map(|l| l.write_bytes).sum();
+    let communicated_write_bytes: u64 = per_launch.iter().map(|l| l.communicated_write_bytes).sum();
+    CommReport {
+        write_bytes,
+        read_bytes: per_launch.iter().map(|l| l.read_bytes).sum(),
+        communicated_bytes,
+        communicated_write_bytes,
+        communication_fraction: ratio(communicated_write_bytes, write_bytes),
+        shared_bytes: per_launch.iter().map(|l| l.shared_bytes).sum(),
+        ctas,
+        transfers,
+        pairs,
+        in_degree,
+        out_degree,
+        bisection,
+        distance,
+        load_strides: top_strides(load_strides),
+        store_strides: top_strides(store_strides),
+        per_launch,
+    }
+}
+
+/// A read piece: `reader` read `[start, end)`, last written by `writer` in `launch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Piece {
+    reader: u32,
+    launch: u32,
+    writer: u32,
+    start: u64,
+    end: u64,
+}
+
+impl Piece {
+    fn key(&self) -> (u32, u32, u32) {
+        (self.reader, self.launch, self.writer)
+    }
+}
+
+/// The read pieces of one launch, reduced to distinct bytes per (reader, writer launch,
+/// writer). Runs of reads that extend the previous piece are joined as they come; the list
+/// is sorted and merged whenever it has doubled since the last time, so it stays within a
+/// small factor of the distinct ranges read.
+#[derive(Default)]
+struct Pieces {
+    v: Vec<Piece>,
+    compacted: usize,
+}
+
+impl Pieces {
+    fn push(&mut self, p: Piece) {
+        if let Some(l) = self.v.last_mut() {
+            if l.key() == p.key() && l.start <= p.start && p.start <= l.end {
+                l.end = l.end.max(p.end);
+                return;
+            }
+        }
+        self.v.push(p);
+        if self.v.len() >= 2 * self.compacted + (1 << 16) {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.v.sort_unstable();
+        self.v.dedup_by(|next, prev| {
+            let join = prev.key() == next.key() && next.start <= prev.end;
+            if join {
+                prev.end = prev.end.max(next.end);
+            }
+            join
+        });
+        self.compacted = self.v.len();
+    }
+
+    /// Calls `f(reader, writer launch, writer, distinct bytes)` per key and empties the list.
+    fn drain(&mut self, mut f: impl FnMut(u32, u32, u32, u64)) {
+        self.compact();
+        let mut i = 0;
+        while i < self.v.len() {
+            let key = self.v[i].key();
+            let mut bytes = 0;
+            while i < self.v.len() && self.v[i].key() == key {
+                bytes += self.v[i].end - self.v[i].start;
+                i += 1;
+            }
+            f(key.0, key.1, key.2, bytes);
+        }
+        self.v.clear();
+        self.compacted = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests;

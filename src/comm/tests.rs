@@ -1,0 +1,474 @@
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::trace::{Access, AtomicOp, Kernel, KernelBuilder, Order};
+
+/// One access of a hand-made launch: CTA, kind, address, size (thread 0 of the CTA).
+type Row = (u32, AccessKind, u64, u16);
+
+fn launch(grid: Dim3, rows: &[Row]) -> Kernel {
+    launch_in(grid, rows, MemSpace::Global)
+}
+
+fn launch_in(grid: Dim3, rows: &[Row], space: MemSpace) -> Kernel {
+    let mut b = KernelBuilder::new("k", grid, Dim3::x(2), Order::Issued).unwrap();
+    b.instruction("i", None);
+    for &(cta, kind, addr, size) in rows {
+        b.push(Access {
+            thread: cta * 2,
+            inst: 0,
+            dyn_inst: 0,
+            addr,
+            size,
+            kind,
+            space,
+        })
+        .unwrap();
+    }
+    b.finish()
+}
+
+fn run(kernels: Vec<Kernel>) -> CommReport {
+    analyze(&Trace { kernels }, &mut |_, _| true).unwrap()
+}
+
+const LD: AccessKind = AccessKind::Load;
+const ST: AccessKind = AccessKind::Store;
+const ATOM: AccessKind = AccessKind::Atomic(AtomicOp::Add);
+
+/// CTA `c` touches its 4 elements of 4 bytes at `base + 16 * c`.
+fn block_of(c: u32, kind: AccessKind, base: u64) -> Vec<Row> {
+    (0..4)
+        .map(|i| (c, kind, base + 16 * u64::from(c) + 4 * i, 4))
+        .collect()
+}
+
+#[test]
+fn ring_shift() {
+    // Launch 0: CTA c writes its block; launch 1: CTA c reads block (c + 1) % 4.
+    let w: Vec<Row> = (0..4).flat_map(|c| block_of(c, ST, 0)).collect();
+    let r: Vec<Row> = (0..4)
+        .flat_map(|c| {
+            block_of((c + 1) % 4, LD, 0)
+                .into_iter()
+                .map(move |(_, k, a, s)| (c, k, a, s))
+        })
+        .collect();
+    let rep = run(vec![launch(Dim3::x(4), &w), launch(Dim3::x(4), &r)]);
+    assert_eq!(
+        rep.pairs,
+        vec![
+            Pair(0, 3, 16),
+            Pair(1, 0, 16),
+            Pair(2, 1, 16),
+            Pair(3, 2, 16)
+        ]
+    );
+    assert_eq!(rep.transfers.len(), 4);
+    assert!(rep
+        .transfers
+        .iter()
+        .all(|t| (t.writer_launch, t.reader_launch, t.bytes) == (0, 1, 16)));
+    assert_eq!((rep.write_bytes, rep.read_bytes), (64, 64));
+    assert_eq!(
+        (rep.communicated_bytes, rep.communicated_write_bytes),
+        (64, 64)
+    );
+    assert_eq!(rep.communication_fraction, 1.0);
+    assert_eq!(rep.shared_bytes, 0);
+    assert_eq!(rep.in_degree, vec![1; 4]);
+    assert_eq!(rep.out_degree, vec![1; 4]);
+    // Halves {0, 1} and {2, 3}: 2 -> 1 and 0 -> 3 cross.
+    assert_eq!(
+        rep.bisection[0],
+        Bisection {
+            cuttable: true,
+            bytes: 32,
+            relative: 0.5
+        }
+    );
+    assert!(!rep.bisection[1].cuttable && !rep.bisection[2].cuttable);
+    assert_eq!(rep.distance, vec![64]);
+    assert_eq!(rep.load_strides, vec![(4, 12)]);
+    assert_eq!(rep.store_strides, vec![(4, 12)]);
+    let l = &rep.per_launch;
+    assert_eq!(
+        (l[0].communicated_write_bytes, l[0].communicated_read_bytes),
+        (64, 0)
+    );
+    assert_eq!(
+        (l[1].communicated_write_bytes, l[1].communicated_read_bytes),
+        (0, 64)
+    );
+    assert_eq!((l[0].out_degree_mean, l[0].out_degree_std), (1.0, 0.0));
+    assert_eq!(l[1].in_degree, vec![1; 4]);
+    assert_eq!(l[1].out_degree, vec![0; 4]);
+    assert_eq!(rep.transfer_cdf(), vec![(16, 1.0)]);
+}
+
+#[test]
+fn gather_into_one_cta() {
+    // Four CTAs write 8 bytes each; one CTA of the next launch reads all 32, twice.
+    let w: Vec<Row> = (0..4).map(|c| (c, ST, 8 * u64::from(c), 8)).collect();
+    let r: Vec<Row> = (0..2)
+        .flat_map(|_| (0..8).map(|i| (0, LD, 4 * i, 4)))
+        .collect();
+    let rep = run(vec![launch(Dim3::x(4), &w), launch(Dim3::x(1), &r)]);
+    // Reading twice does not double the transfer: it is the overlap of write and read sets.
+    assert_eq!(
+        rep.pairs,
+        vec![Pair(0, 0, 8), Pair(1, 0, 8), Pair(2, 0, 8), Pair(3, 0, 8)]
+    );
+    assert_eq!(rep.read_bytes, 64);
+    assert_eq!(rep.communicated_bytes, 32);
+    assert_eq!(rep.in_degree, vec![4, 0, 0, 0]);
+    assert_eq!(rep.out_degree, vec![1; 4]);
+    // The reader launch has one CTA, on the low side: writers 2 and 3 cross.
+    assert_eq!(rep.bisection[0].bytes, 16);
+    assert_eq!(rep.per_launch[1].in_degree, vec![4]);
+    assert_eq!(
+        (
+            rep.per_launch[0].out_degree_mean,
+            rep.per_launch[0].out_degree_std
+        ),
+        (1.0, 0.0)
+    );
+    assert_eq!(rep.density(None, Measure::Transfers).len(), 4);
+    // The second pass reads 0, 4, ..., 28 again: stride 4 throughout, and -28 once.
+    assert_eq!(rep.load_strides, vec![(4, 14), (-28, 1)]);
+}
+
+/// An 8x8 array of 4-byte elements, row-major; CTA (x, y) of a 2x2 grid owns the 4x4 tile
+/// at (4x, 4y).
+fn at(col: u64, row: u64) -> u64 {
+    (row * 8 + col) * 4
+}
+
+#[test]
+fn halo_exchange() {
+    let grid = Dim3::new(2, 2, 1);
+    let mut w = Vec::new();
+    let mut r = Vec::new();
+    for cy in 0..2u64 {
+        for cx in 0..2u64 {
+            let cta = (cy * 2 + cx) as u32;
+            for j in 0..4 {
+                for i in 0..4 {
+                    w.push((cta, ST, at(4 * cx + i, 4 * cy + j), 4));
+                }
+            }
+            // The tile and a halo of one element on each side (no corners), clipped.
+            for j in -1i64..5 {
+                for i in -1i64..5 {
+                    let (col, row) = (4 * cx as i64 + i, 4 * cy as i64 + j);
+                    let corner = (i == -1 || i == 4) && (j == -1 || j == 4);
+                    if !corner && (0..8).contains(&col) && (0..8).contains(&row) {
+                        r.push((cta, LD, at(col as u64, row as u64), 4));
+                    }
+                }
+            }
+        }
+    }
+    let rep = run(vec![launch(grid, &w), launch(grid, &r)]);
+    let mut expect = Vec::new();
+    for (a, b) in [(0, 1), (0, 2), (1, 3), (2, 3)] {
+        expect.push(Pair(a, b, 16));
+        expect.push(Pair(b, a, 16));
+    }
+    for c in 0..4 {
+        expect.push(Pair(c, c, 64));
+    }
+    expect.sort();
+    assert_eq!(rep.pairs, expect);
+    assert_eq!(rep.communicated_bytes, 4 * 64 + 8 * 16);
+    assert_eq!(rep.in_degree, vec![3; 4]);
+    assert_eq!(rep.out_degree, vec![3; 4]);
+    for d in 0..2 {
+        assert_eq!(rep.bisection[d].bytes, 64, "dimension {d}");
+        assert_eq!(rep.bisection[d].relative, 64.0 / 384.0);
+    }
+    assert!(!rep.bisection[2].cuttable);
+    // Every written byte is read by its owner again, so all writes are communicated.
+    assert_eq!(rep.communication_fraction, 1.0);
+    let cells = rep.density(Some((0, 1)), Measure::Bytes);
+    assert_eq!(cells, rep.pairs);
+    assert!(rep.density(Some((1, 0)), Measure::Bytes).is_empty());
+}
+
+#[test]
+fn atomics_sharing_distance_and_other_spaces() {
+    let x = 0x1000;
+    let y = 0x2000;
+    let rep = run(vec![
+        // CTA 0 adds to x and writes y.
+        launch(Dim3::x(2), &[(0, ATOM, x, 4), (0, ST, y, 8)]),
+        // CTA 1 adds to x (reads CTA 0's value); CTA 0 then reads x in the same launch:
+        // sharing, not communication. CTA 1 writes z and reads it back: its own write.
+        launch(
+            Dim3::x(2),
+            &[
+                (1, ATOM, x, 4),
+                (0, LD, x, 4),
+                (1, ST, 0x3000, 4),
+                (1, LD, 0x3000, 4),
+            ],
+        ),
+        launch(Dim3::x(2), &[(0, LD, x, 4)]),
+        // Read three launches after the write: distance 2.
+        launch(Dim3::x(2), &[(1, LD, y, 8)]),
+    ]);
+    let t: Vec<_> = rep
+        .transfers
+        .iter()
+        .map(|t| {
+            (
+                t.writer_launch,
+                t.reader_launch,
+                t.writer_cta,
+                t.reader_cta,
+                t.bytes,
+            )
+        })
+        .collect();
+    assert_eq!(t, vec![(0, 1, 0, 1, 4), (0, 3, 0, 1, 8), (1, 2, 1, 0, 4)]);
+    assert_eq!(rep.distance, vec![8, 0, 8]);
+    assert_eq!(rep.per_launch[1].shared_bytes, 4);
+    assert_eq!(rep.shared_bytes, 4);
+    assert_eq!(
+        (rep.read_bytes, rep.write_bytes),
+        (4 + 4 + 4 + 4 + 4 + 8, 4 + 8 + 4 + 4)
+    );
+    assert_eq!(rep.communicated_write_bytes, 4 + 8 + 4);
+
+    // Shared and local memory never communicate; texture loads read global memory.
+    let w = launch(Dim3::x(1), &[(0, ST, 0, 4)]);
+    for (space, bytes) in [
+        (MemSpace::Shared, 0),
+        (MemSpace::Local, 0),
+        (MemSpace::Texture, 4),
+    ] {
+        let r = launch_in(Dim3::x(1), &[(0, LD, 0, 4)], space);
+        assert_eq!(
+            run(vec![w.clone(), r]).communicated_bytes,
+            bytes,
+            "{space:?}"
+        );
+    }
+}
+
+#[test]
+fn cancelling_stops_the_analysis() {
+    let rows: Vec<Row> = (0..100_000).map(|i| (0, ST, 4 * i, 4)).collect();
+    let t = Trace {
+        kernels: vec![launch(Dim3::x(1), &rows)],
+    };
+    let mut calls = 0;
+    let r = analyze(&t, &mut |_, _| {
+        calls += 1;
+        calls < 2
+    });
+    assert_eq!(r, Err(Cancelled));
+}
+
+#[test]
+fn memory_follows_written_ranges_not_accesses() {
+    // A million 4-byte stores by one CTA over the same 64 KiB: 64 page segments.
+    let mut w = writers::Writers::default();
+    for i in 0..1_000_000u64 {
+        w.write(0, 0, (i % 16384) * 4, 4, |_| {});
+    }
+    assert_eq!(w.segments(), 64);
+}
+
+// ---- the per-byte reference -----------------------------------------------------------
+
+/// What the reference computes, in the shape the fast analysis reports it.
+#[derive(Debug, PartialEq)]
+struct Reference {
+    transfers: Vec<Transfer>,
+    launches: Vec<(u64, u64, u64, u64, u64)>,
+    load_strides: Strides,
+    store_strides: Strides,
+}
+
+/// A plain per-byte model of the definitions: one map entry per byte.
+fn reference(trace: &Trace) -> Reference {
+    // byte -> (launch, cta, read by a later launch)
+    let mut last: HashMap<u64, (u32, u32, bool)> = HashMap::new();
+    let mut comm_set: BTreeSet<(u32, u32, u64)> = BTreeSet::new();
+    let mut transfers: BTreeMap<(u32, u32, u32, u32), BTreeSet<u64>> = BTreeMap::new();
+    let mut launches = Vec::new();
+    let mut load_h: FxHashMap<i64, u64> = FxHashMap::default();
+    for (l, k) in trace.kernels.iter().enumerate() {
+        let l = l as u32;
+        let (mut rd, mut wr) = (0, 0);
+        let mut shared: BTreeSet<(u32, u32, u64)> = BTreeSet::new();
+        let mut last_load: HashMap<u32, u64> = HashMap::new();
+        let tpc = k.threads_per_cta();
+        for a in k.accesses() {
+            let reads = matches!(
+                (a.kind, a.space),
+                (AccessKind::Load, MemSpace::Global | MemSpace::Texture)
+                    | (AccessKind::Atomic(_), MemSpace::Global)
+            );
+            let writes = matches!(
+                (a.kind, a.space),
+                (AccessKind::Store | AccessKind::Atomic(_), MemSpace::Global)
+            );
+            let cta = a.thread / tpc;
+            let bytes = a.addr..a.addr + u64::from(a.size);
+            if reads {
+                rd += u64::from(a.size);
+                let mut any = false;
+                for b in bytes.clone() {
+                    if let Some(w) = last.get_mut(&b) {
+                        if w.0 < l {
+                            w.2 = true;
+                            any = true;
+                            transfers.entry((w.0, l, w.1, cta)).or_default().insert(b);
+                        } else if w.1 != cta {
+                            shared.insert((cta, w.1, b));
+                        }
+                    }
+                }
+                if any {
+                    if let Some(p) = last_load.insert(cta, a.addr) {
+                        *load_h.entry(a.addr.wrapping_sub(p) as i64).or_default() += 1;
+                    }
+                }
+            }
+            if writes {
+                wr += u64::from(a.size);
+                for b in bytes {
+                    if let Some((wl, wc, true)) = last.insert(b, (l, cta, false)) {
+                        comm_set.insert((wl, wc, b));
+                    }
+                }
+            }
+        }
+        launches.push((rd, wr, 0, 0, shared.len() as u64));
+    }
+    for (b, (wl, wc, c)) in &last {
+        if *c {
+            comm_set.insert((*wl, *wc, *b));
+        }
+    }
+    for &(wl, _, _) in &comm_set {
+        launches[wl as usize].3 += 1;
+    }
+    let transfers: Vec<Transfer> = transfers
+        .into_iter()
+        .map(|((wl, rl, wc, rc), s)| Transfer {
+            writer_launch: wl,
+            reader_launch: rl,
+            writer_cta: wc,
+            reader_cta: rc,
+            bytes: s.len() as u64,
+        })
+        .collect();
+    for t in &transfers {
+        launches[t.reader_launch as usize].2 += t.bytes;
+    }
+    // Store strides: a store is communicated when any of its bytes is in its writer's set.
+    let mut store_h: FxHashMap<i64, u64> = FxHashMap::default();
+    for (l, k) in trace.kernels.iter().enumerate() {
+        let mut last_store: HashMap<u32, u64> = HashMap::new();
+        for a in k.accesses() {
+            let cta = a.thread / k.threads_per_cta();
+            let writes = matches!(
+                (a.kind, a.space),
+                (AccessKind::Store | AccessKind::Atomic(_), MemSpace::Global)
+            );
+            if writes
+                && (a.addr..a.addr + u64::from(a.size))
+                    .any(|b| comm_set.contains(&(l as u32, cta, b)))
+            {
+                if let Some(p) = last_store.insert(cta, a.addr) {
+                    *store_h.entry(a.addr.wrapping_sub(p) as i64).or_default() += 1;
+                }
+            }
+        }
+    }
+    Reference {
+        transfers,
+        launches,
+        load_strides: top_strides(load_h),
+        store_strides: top_strides(store_h),
+    }
+}
+
+fn observed(r: &CommReport) -> Reference {
+    Reference {
+        transfers: r.transfers.clone(),
+        launches: r
+            .per_launch
+            .iter()
+            .map(|l| {
+                (
+                    l.read_bytes,
+                    l.write_bytes,
+                    l.communicated_read_bytes,
+                    l.communicated_write_bytes,
+                    l.shared_bytes,
+                )
+            })
+            .collect(),
+        load_strides: r.load_strides.clone(),
+        store_strides: r.store_strides.clone(),
+    }
+}
+
+fn arb_kind() -> impl Strategy<Value = (AccessKind, MemSpace)> {
+    prop_oneof![
+        4 => Just((LD, MemSpace::Global)),
+        3 => Just((ST, MemSpace::Global)),
+        1 => Just((ATOM, MemSpace::Global)),
+        1 => Just((LD, MemSpace::Texture)),
+        1 => Just((ST, MemSpace::Shared)),
+        1 => Just((AccessKind::Barrier, MemSpace::Global)),
+    ]
+}
+
+/// A launch: CTAs (1-4), then rows of (thread, kind, address, size) over 3 KiB, so writes
+/// and reads overlap often and cross 1 KiB pages.
+fn arb_launch() -> impl Strategy<Value = Kernel> {
+    (1u32..5).prop_flat_map(|ctas| {
+        proptest::collection::vec((0..ctas * 2, arb_kind(), 0u64..3072, 1u16..24), 0..60).prop_map(
+            move |rows| {
+                let mut b =
+                    KernelBuilder::new("k", Dim3::x(ctas), Dim3::x(2), Order::Issued).unwrap();
+                b.instruction("i", None);
+                for (thread, (kind, space), addr, size) in rows {
+                    let size = if kind == AccessKind::Barrier { 0 } else { size };
+                    b.push(Access {
+                        thread,
+                        inst: 0,
+                        dyn_inst: 0,
+                        addr,
+                        size,
+                        kind,
+                        space,
+                    })
+                    .unwrap();
+                }
+                b.finish()
+            },
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    #[test]
+    fn agrees_with_the_per_byte_reference(kernels in proptest::collection::vec(arb_launch(), 1..6)) {
+        let trace = Trace { kernels };
+        let fast = analyze(&trace, &mut |_, _| true).unwrap();
+        prop_assert_eq!(observed(&fast), reference(&trace));
+        // The summary is consistent with the transfers.
+        let sum: u64 = fast.pairs.iter().map(|p| p.2).sum();
+        prop_assert_eq!(sum, fast.communicated_bytes);
+        prop_assert_eq!(fast.distance.iter().sum::<u64>(), fast.communicated_bytes);
+    }
+}
