@@ -87,7 +87,7 @@ pub(super) fn build(
     Ok(b.finish())
 }
 
-fn grid_for(n: Dim3, block: Dim3) -> Dim3 {
+pub(super) fn grid_for(n: Dim3, block: Dim3) -> Dim3 {
     Dim3::new(
         n.x.div_ceil(block.x),
         n.y.div_ceil(block.y),
@@ -95,7 +95,7 @@ fn grid_for(n: Dim3, block: Dim3) -> Dim3 {
     )
 }
 
-fn gid(cta: Dim3, block: Dim3, tid: Dim3) -> (u64, u64, u64) {
+pub(super) fn gid(cta: Dim3, block: Dim3, tid: Dim3) -> (u64, u64, u64) {
     (
         cta.x as u64 * block.x as u64 + tid.x as u64,
         cta.y as u64 * block.y as u64 + tid.y as u64,

@@ -6,6 +6,7 @@
 //! are traced (shared-memory traffic of tiled kernels is not an L1 access).
 
 mod kernels;
+mod multi;
 mod params;
 mod sparse;
 
@@ -22,7 +23,7 @@ pub struct KernelInfo {
     pub params: &'static str,
 }
 
-pub const KERNELS: [KernelInfo; 13] = [
+pub const KERNELS: [KernelInfo; 17] = [
     KernelInfo {
         name: "vecadd",
         description: "vector add c[i] = a[i] + b[i]",
@@ -88,12 +89,44 @@ pub const KERNELS: [KernelInfo; 13] = [
         description: "one BFS frontier expansion on a seeded random graph",
         params: "nodes=2048 degree=8 frontier=25 (percent) block=128 seed=1",
     },
+    KernelInfo {
+        name: "hotspot",
+        description: "iterative 2-D 5-point stencil, one launch per step, ping-pong buffers (multi-launch)",
+        params: "nx=64 ny=64 steps=4 block=16,16",
+    },
+    KernelInfo {
+        name: "histogram2",
+        description: "two-step histogram: per-CTA partial histograms, then one merge CTA per bin (multi-launch)",
+        params: "n=65536 bins=64 ctas=16 block=256",
+    },
+    KernelInfo {
+        name: "nbody",
+        description: "tiled n-body, alternating force and update launches (multi-launch)",
+        params: "n=512 steps=3 block=64",
+    },
+    KernelInfo {
+        name: "bfs-levels",
+        description: "BFS from node 0 by levels on a seeded random graph, two launches per level (multi-launch)",
+        params: "nodes=4096 degree=4 levels=64 (at most) block=128 seed=1",
+    },
 ];
 
 /// Generates kernel `name` with `key=value` parameters. Every kernel also takes `elem`
 /// (element size, default 4), `base` (first buffer address) and `align` (buffer alignment).
 pub fn generate(name: &str, pairs: &[(String, String)]) -> Result<Trace, GenError> {
     let mut p = Params::new(name, pairs);
+    let multi = match name {
+        "hotspot" => Some(multi::hotspot(&mut p)),
+        "histogram2" => Some(multi::histogram2(&mut p)),
+        "nbody" => Some(multi::nbody(&mut p)),
+        "bfs-levels" => Some(multi::bfs_levels(&mut p)),
+        _ => None,
+    };
+    if let Some(kernels) = multi {
+        let kernels = kernels?;
+        p.finish()?;
+        return Ok(Trace { kernels });
+    }
     let kernel = match name {
         "vecadd" => kernels::vecadd(&mut p),
         "matmul" => kernels::matmul(&mut p),

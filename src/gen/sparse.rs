@@ -34,7 +34,7 @@ pub fn histogram(p: &mut Params) -> Result<Kernel, GenError> {
 }
 
 /// A seeded random CSR structure: row lengths uniform in 1..=2*avg-1, sorted column ids.
-fn random_csr(rows: u64, cols: u64, avg: u64, rng: &mut Rng) -> (Vec<u64>, Vec<u64>) {
+pub(super) fn random_csr(rows: u64, cols: u64, avg: u64, rng: &mut Rng) -> (Vec<u64>, Vec<u64>) {
     let mut ptr = Vec::with_capacity(rows as usize + 1);
     let mut idx = Vec::new();
     ptr.push(0);
