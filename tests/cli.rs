@@ -358,3 +358,70 @@ fn export_writes_the_request_table_and_summaries() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected a .csv or .parquet"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The multi-launch generators, small, with the parameters the snapshots were taken with.
+const COMM_KERNELS: [(&str, &[&str]); 4] = [
+    ("hotspot", &["nx=32", "ny=32", "steps=3", "block=8,8"]),
+    ("histogram2", &["n=4096", "bins=16", "ctas=8", "block=64"]),
+    ("nbody", &["n=128", "steps=2", "block=32"]),
+    ("bfs-levels", &["nodes=256", "degree=3", "block=32"]),
+];
+
+#[test]
+fn comm_json_of_the_multi_launch_kernels() {
+    for (name, params) in COMM_KERNELS {
+        let mut args = vec!["comm", "--json", "--kernel", name];
+        args.extend_from_slice(params);
+        let v = json(&args);
+        for key in ["write_bytes", "read_bytes", "communicated_bytes"] {
+            assert!(v[key].is_u64(), "{name}: {key}");
+        }
+        // pairs are [writer, reader, bytes] and sum to the communicated bytes.
+        let sum: u64 = v["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[2].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, v["communicated_bytes"].as_u64().unwrap(), "{name}");
+        let ctas = v["ctas"].as_u64().unwrap() as usize;
+        assert_eq!(v["in_degree"].as_array().unwrap().len(), ctas, "{name}");
+        assert_eq!(v["out_degree"].as_array().unwrap().len(), ctas, "{name}");
+        for d in ["x", "y", "z"] {
+            assert!(v["bisection"][d]["bytes"].is_u64(), "{name}: bisection {d}");
+        }
+        assert!(!v["per_launch"].as_array().unwrap().is_empty(), "{name}");
+        insta::assert_json_snapshot!(format!("comm_{name}"), v);
+    }
+}
+
+#[test]
+fn comm_reads_trace_files_like_the_generator() {
+    let dir = std::env::temp_dir().join(format!("warpscope-comm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hotspot.wsb");
+    let (name, params) = COMM_KERNELS[0];
+    let mut args = vec!["gen", name, "-o", file.to_str().unwrap()];
+    args.extend_from_slice(params);
+    assert!(warpscope(&args).status.success());
+    let mut from_file = json(&["comm", "--json", file.to_str().unwrap()]);
+    let mut args = vec!["comm", "--json", "--kernel", name];
+    args.extend_from_slice(params);
+    let mut generated = json(&args);
+    from_file["source"] = serde_json::Value::Null;
+    generated["source"] = serde_json::Value::Null;
+    assert_eq!(from_file, generated);
+    // The text report names the kernel and the bisection.
+    let out = warpscope(&["comm", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("hotspot") && text.contains("bisection"), "{text}");
+    // Errors: no input, two inputs, a missing file.
+    let e = warpscope(&["comm"]);
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("give a trace file"));
+    let e = warpscope(&["comm", "a.wst", "b.wst"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("one trace at a time"));
+    let e = warpscope(&["comm", "no/such/file.wst"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("no/such/file.wst"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -34,6 +34,9 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Run a grid of configurations in parallel and write one row per configuration.
     Sweep(SweepArgs),
+    /// Inter-CTA communication across kernel launches (seed 002): volumes, pairs, degrees,
+    /// bisection, strides, per-launch evolution.
+    Comm(CommArgs),
 }
 
 /// Where the trace comes from.
@@ -235,4 +238,26 @@ pub struct SweepArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct CommArgs {
+    /// The trace file; with --kernel, the kernel's parameters as key=value instead.
+    #[arg(value_name = "TRACE | KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Trace format (detected from the content when omitted); see `warpscope sim --help`.
+    #[arg(long, conflicts_with = "kernel")]
+    pub format: Option<String>,
+    /// Load a truncated trace up to its last complete kernel (and say so).
+    #[arg(long, conflicts_with = "kernel")]
+    pub allow_truncated: bool,
+    /// Built-in kernel, e.g. hotspot, histogram2, nbody, bfs-levels (see `warpscope gen --list`).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Print one JSON object (schema in docs/communication.md) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Rows of the pair table in the text output.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
 }

@@ -2,6 +2,7 @@
 //! subcommands, and output formatting (`output`).
 
 mod args;
+mod comm;
 mod options;
 mod output;
 mod readahead;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Sweep(a)) => sweep::run(a),
+        Some(Command::Comm(a)) => comm::run(a),
     }
 }
 
