@@ -4,6 +4,7 @@
 //! - Dinero text trace parsing, bytes per second;
 //! - the whole pipeline on naive 128x128 matrix multiplication, also in timing mode with
 //!   its comparison runs;
+//! - the communication analysis on multi-launch kernels, accesses per second;
 //! - memory per access of a 10^8-access trace (printed, not timed).
 
 use criterion::{criterion_group, Criterion, Throughput};
@@ -265,6 +266,39 @@ fn pipeline(c: &mut Criterion) {
     g.finish();
 }
 
+/// The communication analysis (issue target: >= 20 M accesses per second): a hotspot
+/// stencil (regular, each launch reads its neighbours' edges) and BFS levels (irregular).
+fn comm(c: &mut Criterion) {
+    let mut g = c.benchmark_group("comm");
+    g.sample_size(10);
+    for (name, params) in [
+        (
+            "hotspot",
+            &[("nx", "512"), ("ny", "512"), ("steps", "8")][..],
+        ),
+        ("bfs-levels", &[("nodes", "262144"), ("degree", "8")][..]),
+    ] {
+        let pairs: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let trace = warpscope::gen::generate(name, &pairs).expect("generate");
+        g.throughput(Throughput::Elements(trace.total_accesses() as u64));
+        g.bench_function(
+            format!("{name}_{}M_accesses", trace.total_accesses() / 1_000_000),
+            |b| {
+                b.iter(|| {
+                    black_box(
+                        warpscope::comm::analyze(&trace, &mut |_, _| true)
+                            .map(|r| r.communicated_bytes),
+                    )
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
 /// Memory of a 10^8-access trace (vector add over 33.3 M elements: 3 accesses a thread).
 fn memory() {
     if std::env::var_os("WARPSCOPE_BENCH_MEMORY").is_none() {
@@ -284,7 +318,7 @@ fn memory() {
     );
 }
 
-criterion_group!(benches, cache, reuse, din, import, pipeline);
+criterion_group!(benches, cache, reuse, din, import, pipeline, comm);
 
 fn main() {
     benches();

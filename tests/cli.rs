@@ -414,7 +414,10 @@ fn comm_reads_trace_files_like_the_generator() {
     // The text report names the kernel and the bisection.
     let out = warpscope(&["comm", file.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("hotspot") && text.contains("bisection"), "{text}");
+    assert!(
+        text.contains("hotspot") && text.contains("bisection"),
+        "{text}"
+    );
     // Errors: no input, two inputs, a missing file.
     let e = warpscope(&["comm"]);
     assert!(!e.status.success());

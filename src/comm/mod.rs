@@ -221,21 +221,25 @@ pub fn analyze(
                         cta: wc,
                     } => {
                         any = true;
-                        comm.push(Piece {
-                            reader: cta,
-                            launch: wl,
+                        comm.push(
+                            cta,
+                            Piece {
+                                launch: wl,
+                                writer: wc,
+                                start,
+                                end,
+                            },
+                        );
+                    }
+                    Found::SameLaunch { cta: wc } => shared.push(
+                        cta,
+                        Piece {
+                            launch,
                             writer: wc,
                             start,
                             end,
-                        });
-                    }
-                    Found::SameLaunch { cta: wc } => shared.push(Piece {
-                        reader: cta,
-                        launch,
-                        writer: wc,
-                        start,
-                        end,
-                    }),
+                        },
+                    ),
                 });
                 if any {
                     if let Some(last) = last_load.get_mut(cta as usize) {
@@ -514,74 +518,92 @@ fn summarize(
     }
 }
 
-/// A read piece: `reader` read `[start, end)`, last written by `writer` in `launch`.
+/// A read piece: a reader read `[start, end)`, last written by `writer` in `launch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Piece {
-    reader: u32,
     launch: u32,
     writer: u32,
     start: u64,
     end: u64,
 }
 
-impl Piece {
-    fn key(&self) -> (u32, u32, u32) {
-        (self.reader, self.launch, self.writer)
-    }
-}
+/// How many of a reader's latest pieces a new piece may extend.
+const RECENT: usize = 8;
 
-/// The read pieces of one launch, reduced to distinct bytes per (reader, writer launch,
-/// writer). Runs of reads that extend the previous piece are joined as they come; the list
-/// is sorted and merged whenever it has doubled since the last time, so it stays within a
-/// small factor of the distinct ranges read.
+/// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
+/// writer launch, writer). A new piece that overlaps or touches one of the reader's latest
+/// pieces from the same writer joins it (threads of a CTA reading consecutive elements, one
+/// instruction after another, build a few long pieces); a reader's list is sorted and merged
+/// whenever it has doubled since the last time, so it stays within a small factor of the
+/// distinct ranges read.
 #[derive(Default)]
 struct Pieces {
-    v: Vec<Piece>,
-    compacted: usize,
+    by_reader: Vec<Vec<Piece>>,
+    compacted: Vec<usize>,
+    touched: Vec<u32>,
 }
 
 impl Pieces {
-    fn push(&mut self, p: Piece) {
-        if let Some(l) = self.v.last_mut() {
-            if l.key() == p.key() && l.start <= p.start && p.start <= l.end {
-                l.end = l.end.max(p.end);
+    fn push(&mut self, reader: u32, p: Piece) {
+        let r = reader as usize;
+        if r >= self.by_reader.len() {
+            self.by_reader.resize_with(r + 1, Vec::new);
+            self.compacted.resize(r + 1, 0);
+        }
+        let v = &mut self.by_reader[r];
+        if v.is_empty() {
+            self.touched.push(reader);
+        }
+        let recent = v.len().saturating_sub(RECENT);
+        for q in v[recent..].iter_mut().rev() {
+            if q.launch == p.launch && q.writer == p.writer && p.start <= q.end && q.start <= p.end
+            {
+                q.start = q.start.min(p.start);
+                q.end = q.end.max(p.end);
                 return;
             }
         }
-        self.v.push(p);
-        if self.v.len() >= 2 * self.compacted + (1 << 16) {
-            self.compact();
+        v.push(p);
+        if v.len() >= 2 * self.compacted[r] + 64 {
+            compact(v);
+            self.compacted[r] = v.len();
         }
     }
 
-    fn compact(&mut self) {
-        self.v.sort_unstable();
-        self.v.dedup_by(|next, prev| {
-            let join = prev.key() == next.key() && next.start <= prev.end;
-            if join {
-                prev.end = prev.end.max(next.end);
-            }
-            join
-        });
-        self.compacted = self.v.len();
-    }
-
-    /// Calls `f(reader, writer launch, writer, distinct bytes)` per key and empties the list.
+    /// Calls `f(reader, writer launch, writer, distinct bytes)` per key and empties the lists.
     fn drain(&mut self, mut f: impl FnMut(u32, u32, u32, u64)) {
-        self.compact();
-        let mut i = 0;
-        while i < self.v.len() {
-            let key = self.v[i].key();
-            let mut bytes = 0;
-            while i < self.v.len() && self.v[i].key() == key {
-                bytes += self.v[i].end - self.v[i].start;
-                i += 1;
+        self.touched.sort_unstable();
+        for &reader in &self.touched {
+            let v = &mut self.by_reader[reader as usize];
+            compact(v);
+            let mut i = 0;
+            while i < v.len() {
+                let key = (v[i].launch, v[i].writer);
+                let mut bytes = 0;
+                while i < v.len() && (v[i].launch, v[i].writer) == key {
+                    bytes += v[i].end - v[i].start;
+                    i += 1;
+                }
+                f(reader, key.0, key.1, bytes);
             }
-            f(key.0, key.1, key.2, bytes);
+            v.clear();
+            self.compacted[reader as usize] = 0;
         }
-        self.v.clear();
-        self.compacted = 0;
+        self.touched.clear();
     }
+}
+
+/// Sorts pieces and merges those of one writer that overlap or touch.
+fn compact(v: &mut Vec<Piece>) {
+    v.sort_unstable();
+    v.dedup_by(|next, prev| {
+        let join =
+            (prev.launch, prev.writer) == (next.launch, next.writer) && next.start <= prev.end;
+        if join {
+            prev.end = prev.end.max(next.end);
+        }
+        join
+    });
 }
 
 #[cfg(test)]

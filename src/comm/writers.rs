@@ -1,7 +1,7 @@
 //! The last writer of every byte of global memory, kept as ranges: memory grows with the
 //! number of distinct written ranges, not with the trace.
 //!
-//! The address space is cut into 1 KiB pages; each written page holds a sorted list of
+//! The address space is cut into 256-byte pages; each written page holds a sorted list of
 //! non-overlapping segments `[start, end)` with the (launch, CTA) that wrote them last and
 //! whether a later launch has read them (so each written byte is counted as communicated at
 //! most once). Adjacent segments of the same writer and flag are merged, so a CTA that writes
@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashMap;
 
-const PAGE_BITS: u32 = 10;
+const PAGE_BITS: u32 = 8;
 const PAGE: u64 = 1 << PAGE_BITS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +51,7 @@ pub(super) struct Retired {
 pub(super) struct Writers {
     pages: FxHashMap<u64, Vec<Seg>>,
     scratch: Vec<Seg>,
+    merged: Vec<Seg>,
 }
 
 impl Writers {
@@ -80,7 +81,8 @@ impl Writers {
             let stop = end.min(base + PAGE);
             if let Some(segs) = self.pages.get_mut(&page) {
                 let (s, e) = ((at - base) as u16, (stop - base) as u16);
-                read_page(segs, &mut self.scratch, launch, cta, s, e, |a, b, f| {
+                let bufs = (&mut self.scratch, &mut self.merged);
+                read_page(segs, bufs, launch, cta, s, e, |a, b, f| {
                     found(base + u64::from(a), base + u64::from(b), f)
                 });
             }
@@ -142,10 +144,10 @@ impl Writers {
     }
 }
 
-/// One page's part of [`Writers::read`]: bytes `[s, e)` of the page (`e` <= 1024).
+/// One page's part of [`Writers::read`]: bytes `[s, e)` of the page (`e` <= 256).
 fn read_page(
     segs: &mut Vec<Seg>,
-    scratch: &mut Vec<Seg>,
+    (scratch, merged): (&mut Vec<Seg>, &mut Vec<Seg>),
     launch: u32,
     cta: u32,
     s: u16,
@@ -201,7 +203,7 @@ fn read_page(
     // Merge with each other and with the untouched neighbours.
     let lo = first.saturating_sub(1);
     let hi = (i + 1).min(segs.len());
-    let mut merged: Vec<Seg> = Vec::with_capacity(scratch.len() + 2);
+    merged.clear();
     for g in segs[lo..first]
         .iter()
         .chain(scratch.iter())
@@ -212,7 +214,7 @@ fn read_page(
             _ => merged.push(*g),
         }
     }
-    segs.splice(lo..hi, merged);
+    segs.splice(lo..hi, merged.iter().copied());
 }
 
 fn write_page(segs: &mut Vec<Seg>, new: Seg, mut retired: impl FnMut(&Seg)) {
@@ -301,17 +303,18 @@ mod tests {
         for i in 0..512u64 {
             w.write(0, 3, 4096 + i * 4, 4, |_| panic!("nothing was read"));
         }
-        assert_eq!(w.segments(), 2);
+        // 2 KiB from 4096: 8 pages.
+        assert_eq!(w.segments(), 8);
         let f = Found::Earlier { launch: 0, cta: 3 };
         assert_eq!(
             reads(&mut w, 1, 0, 5118, 4),
             vec![(5118, 5120, f), (5120, 5122, f)]
         );
-        // Marking split each page's segment in two at the read's edge.
-        assert_eq!(w.segments(), 4);
+        // Marking split the two pages' segments in two at the read's edges.
+        assert_eq!(w.segments(), 10);
         // Reading it again finds the same writer and changes nothing.
         assert_eq!(reads(&mut w, 2, 1, 5118, 4).len(), 2);
-        assert_eq!(w.segments(), 4);
+        assert_eq!(w.segments(), 10);
     }
 
     #[test]
