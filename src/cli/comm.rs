@@ -122,6 +122,12 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
         "  intra-launch sharing (not reliable communication): {} B",
         r.shared_bytes
     )?;
+    if r.per_launch.len() < 2 {
+        writeln!(
+            out,
+            "  (one launch: communication needs a later launch reading what an earlier one wrote)"
+        )?;
+    }
     writeln!(
         out,
         "  {} transfers between {} CTA pairs",
