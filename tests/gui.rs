@@ -548,3 +548,79 @@ fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
     let d = simulate(t, config::preset("gtx470-16k").unwrap());
     assert!(d.points.thread.is_empty() && d.points.thread(0).is_none());
 }
+
+/// Steps the UI until the communication view has its report.
+fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
+    let start = Instant::now();
+    while h.state().comm.report.is_none() {
+        h.step();
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the communication analysis did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(3);
+}
+
+#[test]
+fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
+    use warpscope::app::views::View;
+    let mut h = harness(app("hotspot", "nx=64 ny=64 steps=3"));
+    settle(&mut h);
+    click(&mut h, "CTA communication");
+    assert_eq!(h.state().settings.view, View::Communication);
+    settle_comm(&mut h);
+    let r = h.state().comm.report.clone().expect("a report");
+    assert_eq!(r.per_launch.len(), 3);
+    // The summary, the launch selector and the side plots are drawn.
+    h.get_by_label("Launches");
+    assert!(h
+        .query_all_by_label_contains("launches, up to 16 CTAs")
+        .next()
+        .is_some());
+    // Pick the second launch pair: the same pattern, half the transfers.
+    click(&mut h, "Launches");
+    click(&mut h, "launch 1 hotspot -> launch 2 hotspot");
+    assert_eq!(h.state().comm.launches, Some((1, 2)));
+    h.run_steps(3);
+    // Counting transfers instead of bytes.
+    click(&mut h, "transfers");
+    assert!(h.state().comm.counts);
+
+    // A new trace replaces the report; a one-launch trace says why there is nothing to see.
+    h.state_mut()
+        .generate("matmul".into(), "n=16 block=8,8".into());
+    settle(&mut h);
+    settle_comm(&mut h);
+    assert_eq!(
+        h.state().comm.report.as_ref().map(|r| r.per_launch.len()),
+        Some(1)
+    );
+    assert_eq!(h.state().comm.launches, None);
+    assert!(h
+        .query_all_by_label_contains("communication needs a later launch")
+        .next()
+        .is_some());
+}
+
+#[test]
+fn the_communication_analysis_can_be_cancelled_and_run_again() {
+    let mut w = Worker::new(Arc::new(|| {}));
+    let t = trace("bfs-levels", &[("nodes", "200000"), ("degree", "8")]);
+    let ticket = w.submit("comm", Job::Communicate { trace: t.clone() });
+    w.cancel(ticket);
+    match w.wait(Duration::from_secs(120)) {
+        Some((got, Outcome::Cancelled)) => assert_eq!(got, ticket),
+        Some((_, Outcome::Communicated(_))) => panic!("finished before the cancel was seen"),
+        _ => panic!("expected the cancelled analysis"),
+    }
+    let ticket = w.submit("comm", Job::Communicate { trace: t });
+    match w.wait(Duration::from_secs(120)) {
+        Some((got, Outcome::Communicated(r))) => {
+            assert_eq!(got, ticket);
+            assert!(r.communicated_bytes > 0);
+        }
+        _ => panic!("expected a report"),
+    }
+}

@@ -2,6 +2,7 @@
 //! simulations on worker threads ([`worker`]), draws the results ([`views`]), and holds no
 //! simulation logic of its own.
 
+pub mod comm_view;
 pub mod config_panel;
 pub mod data;
 pub mod files;
@@ -145,6 +146,8 @@ pub struct WarpscopeApp {
     /// The address-view point hovered in the last frame (pane, plot position), for the
     /// linked panes' tooltips.
     hover: Option<(usize, egui_plot::PlotPoint)>,
+    /// The communication view's report of the loaded trace and its display choices.
+    pub comm: comm_view::CommState,
 }
 
 impl WarpscopeApp {
@@ -177,6 +180,7 @@ impl WarpscopeApp {
             png_results,
             png_sender,
             hover: None,
+            comm: comm_view::CommState::default(),
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -334,6 +338,10 @@ impl WarpscopeApp {
                             .unwrap_or_default()
                     ));
                     self.trace = Some(t);
+                    if let Some(c) = self.comm.ticket.take() {
+                        self.worker.cancel(c);
+                    }
+                    self.comm.reset(None);
                     for p in &mut self.panes {
                         p.result = None;
                         p.stale = false;
@@ -342,6 +350,16 @@ impl WarpscopeApp {
                 }
                 Outcome::Failed(e) => self.status = Status::Error(e),
                 Outcome::Cancelled => self.status = Status::Info("Loading cancelled".into()),
+                _ => {}
+            }
+            return;
+        }
+        if self.comm.ticket == Some(ticket) {
+            self.comm.ticket = None;
+            match outcome {
+                Outcome::Communicated(r) => self.comm.report = Some(r),
+                Outcome::Cancelled => self.comm.cancelled = true,
+                Outcome::Failed(e) => self.status = Status::Error(e),
                 _ => {}
             }
             return;
@@ -371,8 +389,60 @@ impl WarpscopeApp {
                     p.ticket = None;
                 }
             }
-            Outcome::Loaded(_) => {}
+            Outcome::Loaded(_) | Outcome::Communicated(_) => {}
         }
+    }
+
+    /// The communication view: one analysis of the loaded trace, started the first time the
+    /// view is shown for it.
+    fn communication_view(&mut self, ui: &mut egui::Ui, trace: &Arc<TraceData>) {
+        let id = Arc::as_ptr(trace) as usize;
+        if self.comm.for_trace != Some(id) {
+            if let Some(t) = self.comm.ticket.take() {
+                self.worker.cancel(t);
+            }
+            self.comm.reset(Some(id));
+        }
+        if self.comm.report.is_none() && self.comm.ticket.is_none() && !self.comm.cancelled {
+            self.comm.ticket = Some(self.worker.submit(
+                "Analyzing communication",
+                Job::Communicate {
+                    trace: trace.clone(),
+                },
+            ));
+        }
+        if let Some(r) = self.comm.report.clone() {
+            comm_view::draw(ui, &mut self.comm, &r, trace);
+            return;
+        }
+        ui.vertical_centered(|ui| {
+            ui.add_space(ui.available_height() / 3.0);
+            if self.comm.cancelled {
+                ui.label("The communication analysis was cancelled.");
+                if ui.button("Analyze again").clicked() {
+                    self.comm.cancelled = false;
+                    ui.ctx().request_repaint();
+                }
+                return;
+            }
+            ui.spinner();
+            let fraction = self
+                .comm
+                .ticket
+                .and_then(|t| self.worker.progress(t))
+                .and_then(|p| p.fraction());
+            ui.label(match fraction {
+                Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
+                None => "Analyzing inter-CTA communication".to_string(),
+            });
+            if ui.button("Cancel").clicked() {
+                if let Some(t) = self.comm.ticket {
+                    self.worker.cancel(t);
+                }
+            }
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        });
     }
 
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
@@ -713,6 +783,10 @@ impl WarpscopeApp {
             });
             return;
         };
+        if self.settings.view == View::Communication {
+            self.communication_view(ui, &trace);
+            return;
+        }
         let n = self.panes.len();
         let link = egui::Id::unique("linked-panes");
         let view = self.settings.view;
@@ -817,7 +891,8 @@ impl WarpscopeApp {
                         &mut pane.sets,
                         link,
                     ),
-                    View::Communication => views::communication(col),
+                    // Drawn once for the whole area above: it does not depend on a pane.
+                    View::Communication => {}
                 }
             }
         });
@@ -1254,16 +1329,23 @@ impl EframeApp {
             return;
         }
         let app = &mut self.app;
-        let views = View::ALL;
+        // The views of one pane on the start kernel; the communication view comes last, on
+        // multi-launch kernels.
+        let views: Vec<View> = View::ALL
+            .into_iter()
+            .filter(|v| *v != View::Communication)
+            .collect();
         let now = ctx.input(|i| i.time);
-        // Steps 0..5: one per view with one pane; step 5: side by side (gto vs round-robin);
-        // step 6: a box selection in the light theme; step 7: the timing model's cycle axis.
+        // Steps 0..4: one per view with one pane; step 4: side by side (gto vs round-robin);
+        // step 5: a box selection in the light theme; step 6: the timing model's cycle axis;
+        // steps 7 and 8: the communication view of hotspot and of BFS levels.
         let first = plan.prepared != Some(plan.step);
         plan.prepared = Some(plan.step);
+        let extra = plan.step.saturating_sub(views.len());
         let name = if plan.step < views.len() {
             app.settings.view = views[plan.step];
             format!("{}-{}.png", plan.step + 1, views[plan.step].file_stem())
-        } else if plan.step == views.len() {
+        } else if extra == 0 {
             if first {
                 app.settings.view = View::Address;
                 app.add_pane(now);
@@ -1271,8 +1353,8 @@ impl EframeApp {
                 c.schedule.policy = config::IssuePolicy::Gto;
                 app.set_config(1, START_PRESET, c, now);
             }
-            format!("{}-side-by-side.png", plan.step + 1)
-        } else if plan.step == views.len() + 1 {
+            "6-side-by-side.png".to_string()
+        } else if extra == 1 {
             if first {
                 app.remove_pane(1);
                 app.settings.dark = false;
@@ -1286,8 +1368,8 @@ impl EframeApp {
                     app.panes[0].address.selection = Some((sel, app.panes[0].generation));
                 }
             }
-            format!("{}-light-selection.png", plan.step + 1)
-        } else if plan.step == views.len() + 2 {
+            "7-light-selection.png".to_string()
+        } else if extra == 2 {
             if first {
                 app.settings.dark = true;
                 app.panes[0].address.selection = None;
@@ -1295,7 +1377,29 @@ impl EframeApp {
                     app.set_config(0, "gtx470-16k", c, now);
                 }
             }
-            format!("{}-timing.png", plan.step + 1)
+            "8-timing.png".to_string()
+        } else if extra == 3 || extra == 4 {
+            if first {
+                if let Ok(c) = config::preset(START_PRESET) {
+                    app.set_config(0, START_PRESET, c, now);
+                }
+                app.settings.view = View::Communication;
+                let (kernel, params) = if extra == 3 {
+                    ("hotspot", "nx=128 ny=128 steps=6 block=16,16")
+                } else {
+                    ("bfs-levels", "nodes=8192 degree=4 block=64")
+                };
+                app.generate(kernel.to_string(), params.to_string());
+            }
+            if app.comm.report.is_none() {
+                plan.wait_frames = 0;
+                return;
+            }
+            if extra == 3 {
+                "5-communication.png".to_string()
+            } else {
+                "9-communication-bfs.png".to_string()
+            }
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

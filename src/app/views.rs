@@ -80,6 +80,11 @@ pub struct AddressOptions {
     pub linked_hover: Option<(usize, PlotPoint)>,
 }
 
+/// A centred, muted message filling the area.
+pub fn empty_text(ui: &mut Ui, text: &str) {
+    empty(ui, text);
+}
+
 fn empty(ui: &mut Ui, text: &str) {
     ui.centered_and_justified(|ui| {
         ui.label(RichText::new(text).size(15.0).weak());
@@ -1057,14 +1062,4 @@ pub fn sets(
                 egui::vec2(width as f32, sets_n as f32),
             ));
         });
-}
-
-/// The CTA communication density map (its analysis is a later issue).
-pub fn communication(ui: &mut Ui) {
-    empty(
-        ui,
-        "The CTA communication map (writer CTA x reader CTA across kernel launches)\n\
-         appears here once the communication analysis is part of Warpscope.\n\
-         Until then: load a multi-kernel trace and look at it in the other views.",
-    );
 }

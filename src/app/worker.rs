@@ -1,4 +1,5 @@
-//! Background jobs: loading a trace, generating one, simulating a pane's configuration.
+//! Background jobs: loading a trace, generating one, simulating a pane's configuration,
+//! analyzing the trace's communication.
 //!
 //! Each job runs on its own thread, so the UI never waits. A job reports progress through
 //! shared counters (read by the UI each frame) and its result through a channel. Cancelling
@@ -36,6 +37,8 @@ pub enum Job {
         config: SimConfig,
         trace: Arc<TraceData>,
     },
+    /// Analyze the inter-CTA communication of `trace` (the Communication view).
+    Communicate { trace: Arc<TraceData> },
     /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
     Task { label: String, work: Task },
 }
@@ -70,6 +73,7 @@ impl Progress {
 pub enum Outcome {
     Loaded(Arc<TraceData>),
     Simulated { pane: usize, data: Arc<SimData> },
+    Communicated(Arc<crate::comm::CommReport>),
     Done(String),
     Failed(String),
     Cancelled,
@@ -176,6 +180,17 @@ fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
             config,
             trace,
         } => simulate(pane, config, &trace, progress),
+        Job::Communicate { trace } => {
+            let mut relay = |done: u64, total: u64| {
+                progress.done.store(done, Ordering::Relaxed);
+                progress.total.store(total, Ordering::Relaxed);
+                !progress.cancelled()
+            };
+            match crate::comm::analyze(&trace.trace, &mut relay) {
+                Ok(r) => Outcome::Communicated(Arc::new(r)),
+                Err(crate::comm::Cancelled) => Outcome::Cancelled,
+            }
+        }
         Job::Task { label, work } => match work(progress) {
             Ok(msg) => Outcome::Done(msg),
             Err(_) if progress.cancelled() => Outcome::Cancelled,

@@ -1,0 +1,431 @@
+//! The CTA communication view: a zoomable writer x reader density map, the transfer-size
+//! CDF, degree histograms and the per-launch evolution, drawn from [`crate::comm`]'s report of
+//! the loaded trace (computed once per trace on the worker; it does not depend on the panes'
+//! cache configurations).
+
+use std::sync::Arc;
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
+
+use super::data::TraceData;
+use super::theme;
+use super::worker::Ticket;
+use crate::comm::{CommReport, Measure, Pair};
+use crate::trace::Dim3;
+
+/// The density map is drawn at most this many cells a side; larger grids are binned.
+pub const MAX_SIDE: u32 = 512;
+
+/// What the view keeps between frames.
+#[derive(Default)]
+pub struct CommState {
+    /// The trace (by identity) the report or the running job is for.
+    pub for_trace: Option<usize>,
+    pub ticket: Option<Ticket>,
+    pub report: Option<Arc<CommReport>>,
+    /// The analysis was cancelled; it runs again only when asked.
+    pub cancelled: bool,
+    /// One (writer launch, reader launch) pair, or all of them.
+    pub launches: Option<(u32, u32)>,
+    /// Count transfers instead of bytes.
+    pub counts: bool,
+    density: Option<Density>,
+}
+
+impl CommState {
+    /// Forgets the report of the previous trace (keeps the display choices that still apply).
+    pub fn reset(&mut self, for_trace: Option<usize>) {
+        self.for_trace = for_trace;
+        self.ticket = None;
+        self.report = None;
+        self.cancelled = false;
+        self.launches = None;
+        self.density = None;
+    }
+}
+
+/// The binned density map of the current selection and what the side plots need.
+struct Density {
+    key: (usize, Option<(u32, u32)>, bool),
+    /// CTA ids shown (the most CTAs of the launches involved).
+    n: u32,
+    /// CTAs per cell along each axis.
+    bin: u32,
+    side: usize,
+    /// `values[reader_bin * side + writer_bin]`.
+    values: Arc<Vec<u64>>,
+    texture: egui::TextureHandle,
+    cdf: Vec<[f64; 2]>,
+    in_hist: Vec<u64>,
+    out_hist: Vec<u64>,
+    writer_grid: Dim3,
+    reader_grid: Dim3,
+}
+
+fn density(ctx: &egui::Context, r: &Arc<CommReport>, st: &CommState) -> Density {
+    let key = (Arc::as_ptr(r) as usize, st.launches, st.counts);
+    let measure = if st.counts {
+        Measure::Transfers
+    } else {
+        Measure::Bytes
+    };
+    let cells = r.density(st.launches, measure);
+    let grid = |l: u32| r.per_launch.get(l as usize).map_or(Dim3::x(1), |l| l.grid);
+    let (writer_grid, reader_grid, n) = match st.launches {
+        Some((w, rd)) => {
+            let (wg, rg) = (grid(w), grid(rd));
+            (wg, rg, wg.count().max(rg.count()) as u32)
+        }
+        None => {
+            let big = r
+                .per_launch
+                .iter()
+                .max_by_key(|l| l.grid.count())
+                .map_or(Dim3::x(1), |l| l.grid);
+            (big, big, r.ctas)
+        }
+    };
+    let n = n.max(1);
+    let bin = n.div_ceil(MAX_SIDE);
+    let side = n.div_ceil(bin) as usize;
+    let mut values = vec![0u64; side * side];
+    let mut in_deg = vec![0u32; n as usize];
+    let mut out_deg = vec![0u32; n as usize];
+    for &Pair(w, rd, v) in &cells {
+        let (wb, rb) = ((w / bin) as usize, (rd / bin) as usize);
+        if wb < side && rb < side {
+            values[rb * side + wb] += v;
+        }
+        if let Some(d) = out_deg.get_mut(w as usize) {
+            *d += 1;
+        }
+        if let Some(d) = in_deg.get_mut(rd as usize) {
+            *d += 1;
+        }
+    }
+    let max = values.iter().copied().max().unwrap_or(0).max(1);
+    let scale = (max as f32 + 1.0).ln();
+    let pixels: Vec<Color32> = (0..side * side)
+        .map(|i| {
+            // Texture row 0 is the top of the plot: the highest reader bin.
+            let (row, col) = (i / side, i % side);
+            let v = values[(side - 1 - row) * side + col];
+            if v == 0 {
+                Color32::TRANSPARENT
+            } else {
+                theme::ramp(0.15 + 0.85 * (v as f32 + 1.0).ln() / scale)
+            }
+        })
+        .collect();
+    let texture = ctx.load_texture(
+        "comm-density",
+        egui::ColorImage::new([side, side], pixels),
+        egui::TextureOptions::NEAREST,
+    );
+    let hist = |deg: &[u32]| {
+        let mut h = vec![0u64; deg.iter().copied().max().unwrap_or(0) as usize + 1];
+        for &d in deg {
+            h[d as usize] += 1;
+        }
+        h
+    };
+    let mut sizes: Vec<u64> = r
+        .transfers
+        .iter()
+        .filter(|t| {
+            st.launches
+                .is_none_or(|l| l == (t.writer_launch, t.reader_launch))
+        })
+        .map(|t| t.bytes)
+        .collect();
+    sizes.sort_unstable();
+    let mut cdf = Vec::with_capacity(2 * sizes.len().min(4096) + 1);
+    let total = sizes.len() as f64;
+    let mut i = 0;
+    let mut before = 0.0;
+    while i < sizes.len() {
+        let s = sizes[i];
+        while i < sizes.len() && sizes[i] == s {
+            i += 1;
+        }
+        let f = i as f64 / total;
+        cdf.push([s as f64, before]);
+        cdf.push([s as f64, f]);
+        before = f;
+    }
+    Density {
+        key,
+        n,
+        bin,
+        side,
+        values: Arc::new(values),
+        texture,
+        cdf,
+        in_hist: hist(&in_deg),
+        out_hist: hist(&out_deg),
+        writer_grid,
+        reader_grid,
+    }
+}
+
+/// Bytes in binary units, e.g. `1.5 MiB`.
+pub fn human(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn cta(grid: Dim3, id: u32) -> String {
+    let c = grid.from_linear(u64::from(id));
+    match (grid.y, grid.z) {
+        (1, 1) => format!("{id}"),
+        (_, 1) => format!("{id} ({},{})", c.x, c.y),
+        _ => format!("{id} ({},{},{})", c.x, c.y, c.z),
+    }
+}
+
+/// The launch pair's label: `k0 name -> k1 name`.
+fn pair_label(r: &CommReport, (w, rd): (u32, u32)) -> String {
+    let name = |l: u32| {
+        r.per_launch
+            .get(l as usize)
+            .map_or(String::new(), |k| k.name.clone())
+    };
+    format!("launch {w} {} -> launch {rd} {}", name(w), name(rd))
+}
+
+/// Draws the view for a finished report.
+pub fn draw(ui: &mut Ui, st: &mut CommState, r: &Arc<CommReport>, trace: &TraceData) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(&trace.label).strong());
+        ui.label(format!(
+            "{} launches, up to {} CTAs · loads {} · stores {} · communicated {} ({:.1}% of the writes are read later) · intra-launch sharing {}",
+            r.per_launch.len(),
+            r.ctas,
+            human(r.read_bytes),
+            human(r.write_bytes),
+            human(r.communicated_bytes),
+            100.0 * r.communication_fraction,
+            human(r.shared_bytes),
+        ));
+    });
+    if r.transfers.is_empty() {
+        super::views::empty_text(
+            ui,
+            if r.per_launch.len() < 2 {
+                "This trace has one kernel launch: communication needs a later launch reading\n\
+                 what an earlier one wrote. Generate hotspot, histogram2, nbody or bfs-levels\n\
+                 in the panel on the left, or open a trace with several launches."
+            } else {
+                "No launch reads what an earlier launch wrote in this trace."
+            },
+        );
+        return;
+    }
+    ui.horizontal(|ui| {
+        let l = ui.label("Launches");
+        let selected = st
+            .launches
+            .map_or("all launch pairs".to_string(), |p| pair_label(r, p));
+        egui::ComboBox::from_id_salt("comm-launches")
+            .selected_text(selected)
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut st.launches, None, "all launch pairs");
+                for p in r.launch_pairs() {
+                    ui.selectable_value(&mut st.launches, Some(p), pair_label(r, p));
+                }
+            })
+            .response
+            .labelled_by(l.id);
+        ui.separator();
+        ui.selectable_value(&mut st.counts, false, "bytes");
+        ui.selectable_value(&mut st.counts, true, "transfers")
+            .on_hover_text("Number of launch pairs with a transfer between the two CTAs");
+        ui.separator();
+        let dims: Vec<String> = ["x", "y", "z"]
+            .iter()
+            .zip(&r.bisection)
+            .filter(|(_, b)| b.cuttable)
+            .map(|(d, b)| format!("{d} {} ({:.1}%)", human(b.bytes), 100.0 * b.relative))
+            .collect();
+        if !dims.is_empty() {
+            ui.label(format!("bisection: {}", dims.join(", ")))
+                .on_hover_text("Bytes crossing a cut of the CTA grid into two halves");
+        }
+    });
+    let key = (Arc::as_ptr(r) as usize, st.launches, st.counts);
+    if st.density.as_ref().is_none_or(|d| d.key != key) {
+        st.density = Some(density(ui.ctx(), r, st));
+    }
+    let Some(d) = &st.density else {
+        return;
+    };
+    ui.columns(2, |cols| {
+        density_plot(&mut cols[0], d, st.counts);
+        side_plots(&mut cols[1], d, r);
+    });
+}
+
+fn density_plot(ui: &mut Ui, d: &Density, counts: bool) {
+    let n = f64::from(d.n);
+    let span = f64::from(d.bin) * d.side as f64;
+    let values = d.values.clone();
+    let (side, bin) = (d.side, d.bin);
+    let (wg, rg) = (d.writer_grid, d.reader_grid);
+    let unit = if counts { "transfers" } else { "bytes" };
+    Plot::new("comm-density")
+        .data_aspect(1.0)
+        .x_axis_label("writer CTA")
+        .y_axis_label("reader CTA")
+        .include_x(0.0)
+        .include_x(n)
+        .include_y(0.0)
+        .include_y(n)
+        .show_grid(false)
+        .allow_double_click_reset(true)
+        .label_formatter(move |h| {
+            let p = match h {
+                egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
+                egui_plot::HoverPosition::Elsewhere { position } => position,
+            };
+            if p.x < 0.0 || p.y < 0.0 || p.x >= n || p.y >= n {
+                return None;
+            }
+            let (w, rd) = (p.x as u32, p.y as u32);
+            let (wb, rb) = ((w / bin) as usize, (rd / bin) as usize);
+            let v = values.get(rb * side + wb).copied().unwrap_or(0);
+            let amount = if counts {
+                format!("{v} {unit}")
+            } else {
+                human(v)
+            };
+            Some(if bin == 1 {
+                format!(
+                    "writer CTA {}\nreader CTA {}\n{amount}",
+                    cta(wg, w),
+                    cta(rg, rd)
+                )
+            } else {
+                let (w0, r0) = (wb as u32 * bin, rb as u32 * bin);
+                format!(
+                    "writer CTAs {w0}..{}\nreader CTAs {r0}..{}\n{amount}",
+                    w0 + bin - 1,
+                    r0 + bin - 1
+                )
+            })
+        })
+        .show(ui, |pui| {
+            pui.image(PlotImage::new(
+                "density",
+                d.texture.id(),
+                PlotPoint::new(span / 2.0, span / 2.0),
+                egui::vec2(span as f32, span as f32),
+            ));
+        });
+}
+
+fn side_plots(ui: &mut Ui, d: &Density, r: &CommReport) {
+    let h = ((ui.available_height() - 3.0 * ui.spacing().item_spacing.y) / 4.0).max(60.0);
+    Plot::new("comm-cdf")
+        .height(h)
+        .x_axis_label("transfer size (bytes)")
+        .y_axis_label("CDF")
+        .include_y(0.0)
+        .include_y(1.0)
+        .show(ui, |pui| {
+            pui.line(
+                Line::new("transfer sizes", PlotPoints::from(d.cdf.clone()))
+                    .color(theme::ramp(0.55))
+                    .allow_band(false)
+                    .width(2.0),
+            );
+        });
+    let bars = |h: &[u64], offset: f64| -> Vec<Bar> {
+        h.iter()
+            .enumerate()
+            .map(|(deg, &c)| Bar::new(deg as f64 + offset, c as f64).width(0.4))
+            .collect()
+    };
+    let (c_in, c_out) = (theme::ramp(0.3), theme::ramp(0.8));
+    Plot::new("comm-degrees")
+        .height(h)
+        .legend(Legend::default())
+        .x_axis_label("partners (degree)")
+        .y_axis_label("CTAs")
+        .show(ui, |pui| {
+            pui.bar_chart(BarChart::new("in-degree", bars(&d.in_hist, -0.2)).color(c_in));
+            pui.bar_chart(BarChart::new("out-degree", bars(&d.out_hist, 0.2)).color(c_out));
+        });
+    // Loads can be communication from the second launch on, stores up to the last but one
+    // (seed 002 fig. 6.7).
+    let n = r.per_launch.len();
+    let launches = |from: usize, to: usize, f: &dyn Fn(&crate::comm::LaunchComm) -> f64| {
+        let v: Vec<[f64; 2]> = r.per_launch[from.min(n)..to.min(n)]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| [(from + i) as f64, f(l)])
+            .collect();
+        PlotPoints::from(v)
+    };
+    let per_launch = |f: &dyn Fn(&crate::comm::LaunchComm) -> f64| launches(0, n - 1, f);
+    Plot::new("comm-evolution")
+        .height(h)
+        .legend(Legend::default())
+        .x_axis_label("launch")
+        .y_axis_label("bytes")
+        .show(ui, |pui| {
+            pui.line(
+                Line::new(
+                    "communicated loads",
+                    launches(1, n, &|l| l.communicated_read_bytes as f64),
+                )
+                .color(c_in)
+                .width(2.0),
+            );
+            pui.line(
+                Line::new(
+                    "communicated stores",
+                    per_launch(&|l| l.communicated_write_bytes as f64),
+                )
+                .color(c_out)
+                .width(2.0),
+            );
+        });
+    Plot::new("comm-connectivity")
+        .height(h)
+        .legend(Legend::default())
+        .x_axis_label("launch")
+        .y_axis_label("out-degree")
+        .include_y(0.0)
+        .show(ui, |pui| {
+            pui.line(
+                Line::new("mean out-degree", per_launch(&|l| l.out_degree_mean))
+                    .color(c_out)
+                    .width(2.0),
+            );
+            pui.line(
+                Line::new(
+                    "mean + std",
+                    per_launch(&|l| l.out_degree_mean + l.out_degree_std),
+                )
+                .color(c_out.gamma_multiply(0.5)),
+            );
+            pui.line(
+                Line::new(
+                    "mean - std",
+                    per_launch(&|l| (l.out_degree_mean - l.out_degree_std).max(0.0)),
+                )
+                .color(c_out.gamma_multiply(0.5)),
+            );
+        });
+}
