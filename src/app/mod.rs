@@ -1389,6 +1389,8 @@ impl EframeApp {
                 } else {
                     ("bfs-levels", "nodes=8192 degree=4 block=64")
                 };
+                app.settings.generator = kernel.to_string();
+                app.settings.generator_params = params.to_string();
                 app.generate(kernel.to_string(), params.to_string());
             }
             if app.comm.report.is_none() {

@@ -278,10 +278,10 @@ pub fn bfs_levels(p: &mut Params) -> Result<Vec<Kernel>, GenError> {
             },
         )?;
         out.push(k2);
-        for v in 0..n {
-            in_mask[v] = upd[v];
-            is_visited[v] |= upd[v];
+        for (visited, &u) in is_visited.iter_mut().zip(&upd) {
+            *visited |= u;
         }
+        in_mask.copy_from_slice(&upd);
         if !upd.contains(&true) {
             break;
         }
