@@ -383,6 +383,7 @@ fn side_plots(ui: &mut Ui, d: &Density, r: &CommReport) {
         .legend(Legend::default())
         .x_axis_label("launch")
         .y_axis_label("bytes")
+        .include_y(0.0)
         .show(ui, |pui| {
             pui.line(
                 Line::new(
