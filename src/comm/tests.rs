@@ -13,11 +13,23 @@ fn launch(grid: Dim3, rows: &[Row]) -> Kernel {
 }
 
 fn launch_in(grid: Dim3, rows: &[Row], space: MemSpace) -> Kernel {
+    kernel(
+        grid,
+        rows.iter()
+            .map(|&(cta, kind, addr, size)| (cta * 2, kind, space, addr, size)),
+    )
+}
+
+/// A launch of 2-thread CTAs from rows of (thread, kind, space, address, size), in that order.
+fn kernel(
+    grid: Dim3,
+    rows: impl IntoIterator<Item = (u32, AccessKind, MemSpace, u64, u16)>,
+) -> Kernel {
     let mut b = KernelBuilder::new("k", grid, Dim3::x(2), Order::Issued).unwrap();
     b.instruction("i", None);
-    for &(cta, kind, addr, size) in rows {
+    for (thread, kind, space, addr, size) in rows {
         b.push(Access {
-            thread: cta * 2,
+            thread,
             inst: 0,
             dyn_inst: 0,
             addr,
@@ -437,23 +449,13 @@ fn arb_launch() -> impl Strategy<Value = Kernel> {
     (1u32..5, prop_oneof![Just(3072u64), Just(256u64)]).prop_flat_map(|(ctas, span)| {
         proptest::collection::vec((0..ctas * 2, arb_kind(), 0..span, 1u16..24), 0..60).prop_map(
             move |rows| {
-                let mut b =
-                    KernelBuilder::new("k", Dim3::x(ctas), Dim3::x(2), Order::Issued).unwrap();
-                b.instruction("i", None);
-                for (thread, (kind, space), addr, size) in rows {
-                    let size = if kind == AccessKind::Barrier { 0 } else { size };
-                    b.push(Access {
-                        thread,
-                        inst: 0,
-                        dyn_inst: 0,
-                        addr,
-                        size,
-                        kind,
-                        space,
-                    })
-                    .unwrap();
-                }
-                b.finish()
+                kernel(
+                    Dim3::x(ctas),
+                    rows.into_iter().map(|(thread, (kind, space), addr, size)| {
+                        let size = if kind == AccessKind::Barrier { 0 } else { size };
+                        (thread, kind, space, addr, size)
+                    }),
+                )
             },
         )
     })

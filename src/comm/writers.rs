@@ -73,20 +73,13 @@ impl Writers {
         len: u64,
         mut found: impl FnMut(u64, u64, Found),
     ) {
-        let end = addr.saturating_add(len);
-        let mut at = addr;
-        while at < end {
-            let page = at >> PAGE_BITS;
-            let base = page << PAGE_BITS;
-            let stop = end.min(base + PAGE);
+        for (page, base, s, e) in pages(addr, len) {
             if let Some(segs) = self.pages.get_mut(&page) {
-                let (s, e) = ((at - base) as u16, (stop - base) as u16);
                 let bufs = (&mut self.scratch, &mut self.merged);
                 read_page(segs, bufs, launch, cta, s, e, |a, b, f| {
                     found(base + u64::from(a), base + u64::from(b), f)
                 });
             }
-            at = stop;
         }
     }
 
@@ -100,21 +93,15 @@ impl Writers {
         len: u64,
         mut retired: impl FnMut(Retired),
     ) {
-        let end = addr.saturating_add(len);
-        let mut at = addr;
-        while at < end {
-            let page = at >> PAGE_BITS;
-            let base = page << PAGE_BITS;
-            let stop = end.min(base + PAGE);
-            let segs = self.pages.entry(page).or_default();
+        for (page, base, s, e) in pages(addr, len) {
             let new = Seg {
-                start: (at - base) as u16,
-                end: (stop - base) as u16,
+                start: s,
+                end: e,
                 launch,
                 cta,
                 comm: false,
             };
-            write_page(segs, new, |s| {
+            write_page(self.pages.entry(page).or_default(), new, |s| {
                 retired(Retired {
                     launch: s.launch,
                     cta: s.cta,
@@ -122,7 +109,6 @@ impl Writers {
                     end: base + u64::from(s.end),
                 })
             });
-            at = stop;
         }
     }
 
@@ -142,6 +128,24 @@ impl Writers {
             }
         }
     }
+}
+
+/// Splits `[addr, addr + len)` into its pages: `(page, page base, start, end)` with start and
+/// end inside the page. The address space ends at `u64::MAX` (exclusive).
+fn pages(addr: u64, len: u64) -> impl Iterator<Item = (u64, u64, u16, u16)> {
+    let end = addr.saturating_add(len);
+    let mut at = addr;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let page = at >> PAGE_BITS;
+        let base = page << PAGE_BITS;
+        let stop = end.min(base.saturating_add(PAGE));
+        let piece = (page, base, (at - base) as u16, (stop - base) as u16);
+        at = stop;
+        Some(piece)
+    })
 }
 
 /// One page's part of [`Writers::read`]: bytes `[s, e)` of the page (`e` <= 256).
@@ -315,6 +319,20 @@ mod tests {
         // Reading it again finds the same writer and changes nothing.
         assert_eq!(reads(&mut w, 2, 1, 5118, 4).len(), 2);
         assert_eq!(w.segments(), 10);
+    }
+
+    #[test]
+    fn the_top_of_the_address_space_does_not_overflow() {
+        let mut w = Writers::default();
+        w.write(0, 1, u64::MAX - 6, 16, |_| unreachable!());
+        let f = Found::Earlier { launch: 0, cta: 1 };
+        assert_eq!(
+            reads(&mut w, 1, 0, u64::MAX - 3, 8),
+            vec![(u64::MAX - 3, u64::MAX, f)]
+        );
+        let mut r = Vec::new();
+        w.finish(|x| r.push(x));
+        assert_eq!(r.len(), 1);
     }
 
     #[test]
