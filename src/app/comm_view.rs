@@ -130,28 +130,12 @@ fn density(ctx: &egui::Context, r: &Arc<CommReport>, st: &CommState) -> Density 
         }
         h
     };
-    let mut sizes: Vec<u64> = r
-        .transfers
-        .iter()
-        .filter(|t| {
-            st.launches
-                .is_none_or(|l| l == (t.writer_launch, t.reader_launch))
-        })
-        .map(|t| t.bytes)
-        .collect();
-    sizes.sort_unstable();
-    let mut cdf = Vec::with_capacity(2 * sizes.len().min(4096) + 1);
-    let total = sizes.len() as f64;
-    let mut i = 0;
+    // The CDF as steps: up at each size from the fraction below it.
+    let mut cdf = Vec::new();
     let mut before = 0.0;
-    while i < sizes.len() {
-        let s = sizes[i];
-        while i < sizes.len() && sizes[i] == s {
-            i += 1;
-        }
-        let f = i as f64 / total;
-        cdf.push([s as f64, before]);
-        cdf.push([s as f64, f]);
+    for (size, f) in r.transfer_cdf(st.launches) {
+        cdf.push([size as f64, before]);
+        cdf.push([size as f64, f]);
         before = f;
     }
     Density {

@@ -3,7 +3,6 @@
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::io::Write;
-use std::time::Instant;
 use warpscope::comm::{self, CommReport};
 
 use super::args::{CommArgs, InputArgs};
@@ -28,23 +27,13 @@ pub fn run(a: CommArgs) -> Result<()> {
         (None, [_, extra, ..]) => bail!("one trace at a time; unexpected `{extra}`"),
     };
     let (trace, source, _) = super::options::load_trace(&input)?;
-    let start = Instant::now();
-    let mut last = start;
+    let mut progress = super::output::Progress::named(trace.total_accesses() as u64, "analyzing");
     let report = comm::analyze(&trace, &mut |done, total| {
-        let now = Instant::now();
-        if now - start > std::time::Duration::from_secs(1)
-            && now - last > std::time::Duration::from_millis(500)
-        {
-            last = now;
-            eprintln!(
-                "analyzing: {:5.1}% of {} accesses",
-                100.0 * done as f64 / total.max(1) as f64,
-                total / 2
-            );
-        }
+        progress.show(done, total);
         true
-    })
-    .with_context(|| format!("analyzing {source}"))?;
+    });
+    progress.clear();
+    let report = report.with_context(|| format!("analyzing {source}"))?;
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &to_json(&source, &report))?;
@@ -78,7 +67,7 @@ fn to_json(source: &str, r: &CommReport) -> serde_json::Value {
         "out_degree": r.out_degree,
         "bisection": bisection,
         "distance": r.distance,
-        "transfer_cdf": r.transfer_cdf(),
+        "transfer_cdf": r.transfer_cdf(None),
         "transfers": r.transfers.iter().map(|t| [
             u64::from(t.writer_launch),
             u64::from(t.reader_launch),

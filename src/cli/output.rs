@@ -11,16 +11,42 @@ pub struct Progress {
     last: Instant,
     shown: bool,
     total: u64,
+    /// What is being done, e.g. `simulating`.
+    what: &'static str,
 }
 
 impl Progress {
+    /// Progress of a simulation of `total` accesses.
     pub fn new(total: u64) -> Self {
+        Self::named(total, "simulating")
+    }
+    /// Progress of `what` over `total` accesses.
+    pub fn named(total: u64, what: &'static str) -> Self {
         let now = Instant::now();
         Progress {
             start: now,
             last: now,
             shown: false,
             total,
+            what,
+        }
+    }
+    /// Shows the fraction `done / of` (at most twice a second, after the first second).
+    pub fn show(&mut self, done: u64, of: u64) {
+        let now = Instant::now();
+        if self.total > 0
+            && now - self.start > Duration::from_secs(1)
+            && now - self.last > Duration::from_millis(500)
+        {
+            self.last = now;
+            self.shown = true;
+            let pct = 100.0 * done as f64 / of.max(1) as f64;
+            let (what, total) = (self.what, self.total);
+            if std::io::stderr().is_terminal() {
+                eprint!("\r{what}: {pct:5.1}% of {total} accesses");
+            } else {
+                eprintln!("{what}: {pct:5.1}% of {total} accesses");
+            }
         }
     }
     pub fn clear(&self) {
@@ -32,20 +58,7 @@ impl Progress {
 
 impl Observer for Progress {
     fn progress(&mut self, done: u64, total: u64) -> bool {
-        let now = Instant::now();
-        if self.total > 0
-            && now - self.start > Duration::from_secs(1)
-            && now - self.last > Duration::from_millis(500)
-        {
-            self.last = now;
-            self.shown = true;
-            let pct = 100.0 * done as f64 / total.max(1) as f64;
-            if std::io::stderr().is_terminal() {
-                eprint!("\rsimulating: {pct:5.1}% of {total} accesses");
-            } else {
-                eprintln!("simulating: {pct:5.1}% of {total} accesses");
-            }
-        }
+        self.show(done, total);
         true
     }
 }

@@ -141,10 +141,15 @@ impl CommReport {
         v
     }
 
-    /// The CDF of transfer sizes: `(bytes, fraction of transfers of at most that size)`, one
-    /// point per distinct size.
-    pub fn transfer_cdf(&self) -> Vec<(u64, f64)> {
-        let mut sizes: Vec<u64> = self.transfers.iter().map(|t| t.bytes).collect();
+    /// The CDF of transfer sizes over all launch pairs or one `(writer launch, reader launch)`
+    /// pair: `(bytes, fraction of transfers of at most that size)`, one point per distinct size.
+    pub fn transfer_cdf(&self, launches: Option<(u32, u32)>) -> Vec<(u64, f64)> {
+        let mut sizes: Vec<u64> = self
+            .transfers
+            .iter()
+            .filter(|t| launches.is_none_or(|l| l == (t.writer_launch, t.reader_launch)))
+            .map(|t| t.bytes)
+            .collect();
         sizes.sort_unstable();
         let n = sizes.len() as f64;
         let mut out: Vec<(u64, f64)> = Vec::new();

@@ -117,7 +117,7 @@ fn ring_shift() {
     assert_eq!((l[0].out_degree_mean, l[0].out_degree_std), (1.0, 0.0));
     assert_eq!(l[1].in_degree, vec![1; 4]);
     assert_eq!(l[1].out_degree, vec![0; 4]);
-    assert_eq!(rep.transfer_cdf(), vec![(16, 1.0)]);
+    assert_eq!(rep.transfer_cdf(None), vec![(16, 1.0)]);
 }
 
 #[test]
