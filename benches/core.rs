@@ -2,6 +2,8 @@
 //! - set-associative LRU with 3C classification, requests per second;
 //! - exact reuse-distance histogram at 10^7 distinct lines;
 //! - Dinero text trace parsing, bytes per second;
+//! - the importers (Accel-Sim, NVBit, seed 000 and 001 text, cuda-memtrace, CSV with the
+//!   `tables` feature), bytes per second, and the native format, accesses per second;
 //! - the whole pipeline on naive 128x128 matrix multiplication, also in timing mode with
 //!   its comparison runs;
 //! - the communication analysis on multi-launch kernels, accesses per second;
@@ -200,12 +202,95 @@ fn import(c: &mut Criterion) {
         nvbit.push('\n');
         line += 1;
     }
+    // Seed 000 (Crawford): work-groups of 256 threads, each thread 8 loop iterations of a read
+    // and a write of consecutive words.
+    let mut crawford = String::from("local size:256 1 1\n");
+    let mut tid = 0u64;
+    while crawford.len() < 48 << 20 {
+        for iter in 0..8u64 {
+            let snap = (1u64 << 56) | (iter << 40);
+            for (dir, inst, base) in [(0xFu64, 793u64, 0x1000_0000u64), (0xA, 794, 0x4000_0000)] {
+                let addr = base + 4 * (tid * 8 + iter);
+                crawford.push_str(&format!(
+                    "0x{:X}|0x{:x}|0x{:x}\n",
+                    addr << 32 | dir << 28 | inst,
+                    tid,
+                    snap
+                ));
+            }
+        }
+        tid += 1;
+    }
+    crawford.push_str("--\n");
+    // Seed 001 (Nugteren): each thread loads 16 words of a row and stores one.
+    let mut nugteren = String::from("blocksize: 256 1 1\n");
+    let mut tid = 0u64;
+    while nugteren.len() < 48 << 20 {
+        for k in 0..16u64 {
+            nugteren.push_str(&format!(
+                "{tid} 0 {} 4\n",
+                268435456 + 4 * (tid / 32 * 512 + k * 32 + tid % 32)
+            ));
+        }
+        nugteren.push_str(&format!("{tid} 1 {} 4\n", 536870912 + 4 * tid));
+        tid += 1;
+    }
+    // cuda-memtrace, later layout: warps of 32 single records, every fourth a run record.
+    let mut memtrace = vec![0x1a];
+    memtrace.extend_from_slice(b"CUDATRACE");
+    memtrace.push(0x00);
+    memtrace.extend_from_slice(&1u16.to_le_bytes());
+    memtrace.push(b'k');
+    let mut n = 0u64;
+    while memtrace.len() < 48 << 20 {
+        let cta = n / 64 % 65535;
+        let desc = (cta % 16) << 32 | (n % 2) << 28 | 4;
+        let base = rng.below(1 << 40) & !127;
+        let words = |out: &mut Vec<u8>, addr: u64| {
+            for w in [desc, addr, cta << 32] {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        };
+        if n % 4 == 3 {
+            memtrace.push(0xFE);
+            words(&mut memtrace, base);
+            memtrace.extend_from_slice(&32u16.to_le_bytes());
+        } else {
+            for l in 0..32u64 {
+                memtrace.push(0xFF);
+                words(&mut memtrace, base + 4 * l);
+            }
+        }
+        n += 1;
+    }
     let mut g = c.benchmark_group("import");
     g.sample_size(10);
-    for (name, format, bytes) in [
+    let mut inputs = vec![
         ("accelsim_48MiB", Format::AccelSim, accel.into_bytes()),
         ("nvbit_48MiB", Format::NvBit, nvbit.into_bytes()),
-    ] {
+        ("crawford_48MiB", Format::Crawford, crawford.into_bytes()),
+        ("nugteren_48MiB", Format::Nugteren, nugteren.into_bytes()),
+        ("memtrace_48MiB", Format::MemTrace, memtrace),
+    ];
+    #[cfg(feature = "tables")]
+    {
+        // CSV with the documented columns, one thread's access a row.
+        let mut csv = String::from("kernel,cta_x,thread_x,inst,kind,address,size,space\n");
+        let mut i = 0u64;
+        while csv.len() < 48 << 20 {
+            let kind = if i % 4 == 3 { "store" } else { "load" };
+            csv.push_str(&format!(
+                "k,{},{},ld{},{kind},0x{:x},4,global\n",
+                i / 256 % 65535,
+                i % 256,
+                i / 256 % 8,
+                0x1000_0000 + 4 * i
+            ));
+            i += 1;
+        }
+        inputs.push(("csv_48MiB", Format::Csv, csv.into_bytes()));
+    }
+    for (name, format, bytes) in inputs {
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function(name, |b| {
             b.iter(|| black_box(read_bytes(format, &bytes).map(|t| t.total_accesses())))

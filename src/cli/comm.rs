@@ -77,6 +77,7 @@ fn to_json(source: &str, r: &CommReport) -> serde_json::Value {
         ]).collect::<Vec<_>>(),
         "load_strides": r.load_strides,
         "store_strides": r.store_strides,
+        "stride_count_error": {"loads": r.stride_count_error[0], "stores": r.stride_count_error[1]},
         "per_launch": r.per_launch,
     })
 }
@@ -216,6 +217,15 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
                 .map(|(st, n)| format!("{st} B x{n}"))
                 .collect();
             writeln!(out, "commonest {what} strides: {}", shown.join(", "))?;
+        }
+        if r.stride_count_error != [0, 0] {
+            writeln!(
+                out,
+                "(more than {} distinct strides: counts may be over by up to {} for loads, {} for stores)",
+                comm::STRIDE_SLOTS,
+                r.stride_count_error[0],
+                r.stride_count_error[1]
+            )?;
         }
     }
     Ok(())

@@ -111,6 +111,9 @@ pub struct CommReport {
     pub load_strides: Strides,
     /// Strides between consecutive communicated stores of a CTA in a launch.
     pub store_strides: Strides,
+    /// How far the stride counts may be over the true counts, loads and stores: 0 (exact)
+    /// unless more than [`STRIDE_SLOTS`] distinct strides were seen (see [`StrideCounts`]).
+    pub stride_count_error: [u64; 2],
     pub per_launch: Vec<LaunchComm>,
 }
 
@@ -195,10 +198,11 @@ pub fn analyze(
     let total = 2 * trace.total_accesses() as u64;
     let mut done = 0u64;
     let mut writers = Writers::default();
-    let mut transfers: FxHashMap<(u32, u32, u32, u32), u64> = FxHashMap::default();
+    // Per reader launch, its transfers (each key once: a launch's pieces are drained once).
+    let mut into: Vec<Vec<Transfer>> = Vec::with_capacity(trace.kernels.len());
     let mut retired: Vec<Vec<Retired>> = vec![Vec::new(); trace.kernels.len()];
     let mut per_launch = Vec::with_capacity(trace.kernels.len());
-    let mut load_strides: FxHashMap<i64, u64> = FxHashMap::default();
+    let mut load_strides = StrideCounts::default();
     let mut comm = Pieces::default();
     let mut shared = Pieces::default();
 
@@ -249,7 +253,7 @@ pub fn analyze(
                 if any {
                     if let Some(last) = last_load.get_mut(cta as usize) {
                         if *last != u64::MAX {
-                            *load_strides.entry(stride(*last, addr)).or_default() += 1;
+                            load_strides.add(stride(*last, addr));
                         }
                         *last = addr;
                     }
@@ -266,10 +270,19 @@ pub fn analyze(
         }
         done += cols.len() as u64;
         let mut communicated_read_bytes = 0;
+        let mut here = Vec::new();
         comm.drain(|reader, wl, writer, bytes| {
             communicated_read_bytes += bytes;
-            *transfers.entry((wl, launch, writer, reader)).or_default() += bytes;
+            here.push(Transfer {
+                writer_launch: wl,
+                reader_launch: launch,
+                writer_cta: writer,
+                reader_cta: reader,
+                bytes,
+            });
         });
+        here.sort_unstable();
+        into.push(here);
         let mut shared_bytes = 0;
         shared.drain(|_, _, _, bytes| shared_bytes += bytes);
         per_launch.push(LaunchComm {
@@ -310,17 +323,7 @@ pub fn analyze(
     let store_strides = store_strides(trace, &retired, &mut done, total, progress)?;
     progress(total, total);
 
-    let mut transfers: Vec<Transfer> = transfers
-        .into_iter()
-        .map(|((wl, rl, wc, rc), bytes)| Transfer {
-            writer_launch: wl,
-            reader_launch: rl,
-            writer_cta: wc,
-            reader_cta: rc,
-            bytes,
-        })
-        .collect();
-    transfers.sort_unstable();
+    let transfers = in_order(into);
     Ok(summarize(
         trace,
         transfers,
@@ -328,6 +331,26 @@ pub fn analyze(
         load_strides,
         store_strides,
     ))
+}
+
+/// All transfers sorted by writer launch, then reader launch, writer and reader, from each
+/// reader launch's sorted transfers: for each writer launch, the part of each later launch's
+/// list that it wrote.
+fn in_order(into: Vec<Vec<Transfer>>) -> Vec<Transfer> {
+    let mut out = Vec::with_capacity(into.iter().map(Vec::len).sum());
+    // How far each reader launch's list has been taken.
+    let mut taken = vec![0usize; into.len()];
+    for wl in 0..into.len() as u32 {
+        for (list, at) in into.iter().zip(taken.iter_mut()) {
+            let n = list[*at..]
+                .iter()
+                .take_while(|t| t.writer_launch == wl)
+                .count();
+            out.extend_from_slice(&list[*at..*at + n]);
+            *at += n;
+        }
+    }
+    out
 }
 
 /// Whether an access with these flags is counted, and then whether it reads and writes.
@@ -352,8 +375,8 @@ fn store_strides(
     done: &mut u64,
     total: u64,
     progress: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<FxHashMap<i64, u64>, Cancelled> {
-    let mut hist: FxHashMap<i64, u64> = FxHashMap::default();
+) -> Result<StrideCounts, Cancelled> {
+    let mut hist = StrideCounts::default();
     for (k, ranges) in trace.kernels.iter().zip(retired) {
         let cols = k.columns();
         if ranges.is_empty() {
@@ -361,7 +384,19 @@ fn store_strides(
             continue;
         }
         let tpc = k.threads_per_cta().max(1);
-        let mut last = vec![u64::MAX; k.num_ctas() as usize];
+        let ctas = k.num_ctas() as usize;
+        let mut last = vec![u64::MAX; ctas];
+        // Where each CTA's ranges start (the ranges are sorted by CTA), so that a store
+        // searches only its own CTA's ranges.
+        let mut first = vec![ranges.len(); ctas + 1];
+        for (j, r) in ranges.iter().enumerate().rev() {
+            if (r.cta as usize) < ctas {
+                first[r.cta as usize] = j;
+            }
+        }
+        for c in (0..ctas).rev() {
+            first[c] = first[c].min(first[c + 1]);
+        }
         for i in 0..cols.len() {
             if i % PROGRESS_EVERY == 0 && !progress(*done + i as u64, total) {
                 return Err(Cancelled);
@@ -371,16 +406,19 @@ fn store_strides(
             }
             let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
             let end = addr.saturating_add(u64::from(cols.size[i]));
-            let j = ranges.partition_point(|r| (r.cta, r.end) <= (cta, addr));
-            let hit = ranges
-                .get(j)
-                .is_some_and(|r| r.cta == cta && r.start < end && addr < r.end);
+            let c = cta as usize;
+            let own = match (first.get(c), first.get(c + 1)) {
+                (Some(&a), Some(&b)) => &ranges[a..b],
+                _ => &[],
+            };
+            let j = own.partition_point(|r| r.end <= addr);
+            let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end);
             if !hit {
                 continue;
             }
             if let Some(l) = last.get_mut(cta as usize) {
                 if *l != u64::MAX {
-                    *hist.entry(stride(*l, addr)).or_default() += 1;
+                    hist.add(stride(*l, addr));
                 }
                 *l = addr;
             }
@@ -388,6 +426,37 @@ fn store_strides(
         *done += cols.len() as u64;
     }
     Ok(hist)
+}
+
+/// The number of distinct strides a histogram counts exactly.
+pub const STRIDE_SLOTS: usize = 4096;
+
+/// Counts of strides in bounded memory (random accesses have as many distinct strides as
+/// accesses). Exact while at most [`STRIDE_SLOTS`] distinct strides have been seen; when the
+/// table is full, the strides with the lower half of the counts are dropped, and a stride that
+/// enters later starts from the largest count dropped so far (`floor`), as in Metwally et
+/// al.'s Space-Saving. A count is then never below the true count and at most `floor` above
+/// it, so every stride more frequent than `floor` is kept.
+#[derive(Default)]
+struct StrideCounts {
+    counts: FxHashMap<i64, u64>,
+    floor: u64,
+}
+
+impl StrideCounts {
+    fn add(&mut self, s: i64) {
+        if let Some(c) = self.counts.get_mut(&s) {
+            *c += 1;
+            return;
+        }
+        if self.counts.len() >= STRIDE_SLOTS {
+            let mut v: Vec<u64> = self.counts.values().copied().collect();
+            let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
+            self.counts.retain(|_, c| *c > cut);
+            self.floor = self.floor.max(cut);
+        }
+        self.counts.insert(s, self.floor + 1);
+    }
 }
 
 fn top_strides(h: FxHashMap<i64, u64>) -> Strides {
@@ -411,12 +480,12 @@ fn mean_std(v: &[u32]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// Distinct `(a, b)` keys counted per `a`, into `out[a]`.
-fn count_distinct(mut keys: Vec<(u32, u32)>, out: &mut [u32]) {
+/// Distinct `a << 32 | b` keys counted per `a`, into `out[a]`.
+fn count_distinct(mut keys: Vec<u64>, out: &mut [u32]) {
     keys.sort_unstable();
     keys.dedup();
-    for (a, _) in keys {
-        if let Some(o) = out.get_mut(a as usize) {
+    for k in keys {
+        if let Some(o) = out.get_mut((k >> 32) as usize) {
             *o += 1;
         }
     }
@@ -426,8 +495,8 @@ fn summarize(
     trace: &Trace,
     transfers: Vec<Transfer>,
     mut per_launch: Vec<LaunchComm>,
-    load_strides: FxHashMap<i64, u64>,
-    store_strides: FxHashMap<i64, u64>,
+    load_strides: StrideCounts,
+    store_strides: StrideCounts,
 ) -> CommReport {
     let ctas = trace
         .kernels
@@ -435,12 +504,28 @@ fn summarize(
         .map(|k| k.num_ctas())
         .max()
         .unwrap_or(0);
-    let mut pairs: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    // Pairs: (writer << 32 | reader, bytes) sorted, equal keys summed.
+    let mut keyed: Vec<(u64, u64)> = transfers
+        .iter()
+        .map(|t| {
+            (
+                u64::from(t.writer_cta) << 32 | u64::from(t.reader_cta),
+                t.bytes,
+            )
+        })
+        .collect();
+    keyed.sort_unstable_by_key(|k| k.0);
+    keyed.dedup_by(|next, prev| {
+        let same = next.0 == prev.0;
+        if same {
+            prev.1 += next.1;
+        }
+        same
+    });
     let mut distance: Vec<u64> = Vec::new();
     let mut crossing = [0u64; 3];
     let grid = |l: u32| trace.kernels.get(l as usize).map_or(Dim3::x(1), |k| k.grid);
     for t in &transfers {
-        *pairs.entry((t.writer_cta, t.reader_cta)).or_default() += t.bytes;
         let d = (t.reader_launch - t.writer_launch - 1) as usize;
         if distance.len() <= d {
             distance.resize(d + 1, 0);
@@ -479,11 +564,12 @@ fn summarize(
     });
 
     // Degrees per launch: distinct partner CTA ids over all launches on the other side.
-    let mut outs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); per_launch.len()];
-    let mut ins: Vec<Vec<(u32, u32)>> = vec![Vec::new(); per_launch.len()];
+    let mut outs: Vec<Vec<u64>> = vec![Vec::new(); per_launch.len()];
+    let mut ins: Vec<Vec<u64>> = vec![Vec::new(); per_launch.len()];
+    let key = |a: u32, b: u32| u64::from(a) << 32 | u64::from(b);
     for t in &transfers {
-        outs[t.writer_launch as usize].push((t.writer_cta, t.reader_cta));
-        ins[t.reader_launch as usize].push((t.reader_cta, t.writer_cta));
+        outs[t.writer_launch as usize].push(key(t.writer_cta, t.reader_cta));
+        ins[t.reader_launch as usize].push(key(t.reader_cta, t.writer_cta));
     }
     for ((l, o), i) in per_launch.iter_mut().zip(outs).zip(ins) {
         count_distinct(o, &mut l.out_degree);
@@ -491,15 +577,21 @@ fn summarize(
         (l.out_degree_mean, l.out_degree_std) = mean_std(&l.out_degree);
         (l.in_degree_mean, l.in_degree_std) = mean_std(&l.in_degree);
     }
+    // The pairs are distinct: each is one partner of its writer and of its reader.
     let mut in_degree = vec![0u32; ctas as usize];
     let mut out_degree = vec![0u32; ctas as usize];
-    count_distinct(
-        pairs.keys().map(|&(w, r)| (w, r)).collect(),
-        &mut out_degree,
-    );
-    count_distinct(pairs.keys().map(|&(w, r)| (r, w)).collect(), &mut in_degree);
-    let mut pairs: Vec<Pair> = pairs.into_iter().map(|((w, r), b)| Pair(w, r, b)).collect();
-    pairs.sort_unstable();
+    let pairs: Vec<Pair> = keyed
+        .into_iter()
+        .map(|(k, b)| Pair((k >> 32) as u32, k as u32, b))
+        .collect();
+    for p in &pairs {
+        if let Some(o) = out_degree.get_mut(p.0 as usize) {
+            *o += 1;
+        }
+        if let Some(i) = in_degree.get_mut(p.1 as usize) {
+            *i += 1;
+        }
+    }
 
     let write_bytes: u64 = per_launch.iter().map(|l| l.write_bytes).sum();
     let communicated_write_bytes: u64 = per_launch.iter().map(|l| l.communicated_write_bytes).sum();
@@ -517,8 +609,9 @@ fn summarize(
         out_degree,
         bisection,
         distance,
-        load_strides: top_strides(load_strides),
-        store_strides: top_strides(store_strides),
+        stride_count_error: [load_strides.floor, store_strides.floor],
+        load_strides: top_strides(load_strides.counts),
+        store_strides: top_strides(store_strides.counts),
         per_launch,
     }
 }

@@ -557,3 +557,40 @@ fn bfs_levels_keeps_the_diagonal() {
     // Masks and costs are read several launches after they were written.
     assert!(r.distance.len() > 1);
 }
+
+#[test]
+fn stride_counts_are_exact_up_to_the_slots_and_bounded_beyond() {
+    // Exact: STRIDE_SLOTS distinct strides.
+    let mut h = StrideCounts::default();
+    for s in 0..STRIDE_SLOTS as i64 {
+        for _ in 0..(s % 5 + 1) {
+            h.add(s);
+        }
+    }
+    assert_eq!(h.floor, 0);
+    assert!(h.counts.iter().all(|(&s, &c)| c == (s % 5 + 1) as u64));
+
+    // Beyond: 10^5 random strides with 128 every third time and -4 every seventh.
+    let mut h = StrideCounts::default();
+    let mut rng = crate::rng::Rng::new(11);
+    let mut truth: FxHashMap<i64, u64> = FxHashMap::default();
+    for i in 0..100_000u64 {
+        let s = if i % 3 == 0 {
+            128
+        } else if i % 7 == 0 {
+            -4
+        } else {
+            rng.below(1 << 40) as i64
+        };
+        *truth.entry(s).or_default() += 1;
+        h.add(s);
+    }
+    assert!(h.floor > 0 && h.counts.len() <= STRIDE_SLOTS);
+    for (s, &c) in &h.counts {
+        assert!(c >= truth[s] && c <= truth[s] + h.floor, "stride {s}");
+    }
+    let top = top_strides(h.counts);
+    assert_eq!(top[0].0, 128);
+    assert_eq!(top[1].0, -4);
+    assert_eq!(top[0].1, truth[&128]);
+}

@@ -6,11 +6,20 @@
 //! whether a later launch has read them (so each written byte is counted as communicated at
 //! most once). Adjacent segments of the same writer and flag are merged, so a CTA that writes
 //! a contiguous block costs one segment per page.
+//!
+//! A page whose list grows past [`DENSE_AT`] segments (many CTAs writing scattered bytes, as
+//! in BFS's frontier updates) becomes dense: one (launch, CTA) per byte and a flag bit per
+//! byte, 2 KiB, no larger than the list it replaces, and read or written in time proportional
+//! to the bytes touched instead of by searching and shifting the list.
 
 use rustc_hash::FxHashMap;
 
 const PAGE_BITS: u32 = 8;
 const PAGE: u64 = 1 << PAGE_BITS;
+/// Segments above which a page is kept dense (a dense page is about as large as this many).
+const DENSE_AT: usize = 128;
+/// The launch of a byte of a dense page never written.
+const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Seg {
@@ -47,9 +56,96 @@ pub(super) struct Retired {
     pub end: u64,
 }
 
+/// A page as one writer per byte.
+struct Dense {
+    /// (launch, CTA) of each byte's last write; launch [`NONE`] for bytes never written.
+    who: [(u32, u32); PAGE as usize],
+    /// Bit per byte: read by a later launch.
+    comm: [u64; PAGE as usize / 64],
+}
+
+impl Dense {
+    fn from_segs(segs: &[Seg]) -> Box<Self> {
+        let mut d = Box::new(Dense {
+            who: [(NONE, 0); PAGE as usize],
+            comm: [0; PAGE as usize / 64],
+        });
+        for g in segs {
+            for b in g.start..g.end {
+                d.who[b as usize] = (g.launch, g.cta);
+                d.set_comm(b, g.comm);
+            }
+        }
+        d
+    }
+    fn comm(&self, b: u16) -> bool {
+        self.comm[b as usize / 64] >> (b % 64) & 1 == 1
+    }
+    fn set_comm(&mut self, b: u16, on: bool) {
+        let bit = 1u64 << (b % 64);
+        if on {
+            self.comm[b as usize / 64] |= bit;
+        } else {
+            self.comm[b as usize / 64] &= !bit;
+        }
+    }
+    /// Maximal runs `[a, b)` of `[s, e)` whose bytes have the same writer and flag, written
+    /// ones only, as segments.
+    fn runs(&self, s: u16, e: u16, mut f: impl FnMut(Seg)) {
+        let mut a = s;
+        while a < e {
+            let (launch, cta) = self.who[a as usize];
+            let comm = self.comm(a);
+            let mut b = a + 1;
+            while b < e && self.who[b as usize] == (launch, cta) && self.comm(b) == comm {
+                b += 1;
+            }
+            if launch != NONE {
+                f(Seg {
+                    start: a,
+                    end: b,
+                    launch,
+                    cta,
+                    comm,
+                });
+            }
+            a = b;
+        }
+    }
+}
+
+enum Page {
+    Segs(Vec<Seg>),
+    Dense(Box<Dense>),
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page::Segs(Vec::new())
+    }
+}
+
+impl Page {
+    /// Makes a long list dense.
+    fn settle(&mut self) {
+        if let Page::Segs(v) = self {
+            if v.len() > DENSE_AT {
+                *self = Page::Dense(Dense::from_segs(v));
+            }
+        }
+    }
+    /// Calls `f` on every segment (a dense page's runs), in address order.
+    fn each(&self, mut f: impl FnMut(Seg)) {
+        match self {
+            Page::Segs(v) => v.iter().for_each(|g| f(*g)),
+            Page::Dense(d) => d.runs(0, PAGE as u16, f),
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Writers {
-    pages: FxHashMap<u64, Vec<Seg>>,
+    pages: FxHashMap<u64, Page>,
     scratch: Vec<Seg>,
     merged: Vec<Seg>,
 }
@@ -58,7 +154,20 @@ impl Writers {
     /// Number of segments held (for tests of the memory bound).
     #[cfg(test)]
     pub fn segments(&self) -> usize {
-        self.pages.values().map(Vec::len).sum()
+        let mut n = 0;
+        for p in self.pages.values() {
+            p.each(|_| n += 1);
+        }
+        n
+    }
+
+    /// Number of dense pages (for tests).
+    #[cfg(test)]
+    pub fn dense_pages(&self) -> usize {
+        self.pages
+            .values()
+            .filter(|p| matches!(p, Page::Dense(_)))
+            .count()
     }
 
     /// Looks up the writers of `[addr, addr + len)` for a read by `cta` in `launch`: calls
@@ -74,11 +183,19 @@ impl Writers {
         mut found: impl FnMut(u64, u64, Found),
     ) {
         for (page, base, s, e) in pages(addr, len) {
-            if let Some(segs) = self.pages.get_mut(&page) {
-                let bufs = (&mut self.scratch, &mut self.merged);
-                read_page(segs, bufs, launch, cta, s, e, |a, b, f| {
-                    found(base + u64::from(a), base + u64::from(b), f)
-                });
+            let found = |a: u16, b: u16, f| found(base + u64::from(a), base + u64::from(b), f);
+            match self.pages.get_mut(&page) {
+                Some(Page::Segs(segs)) => {
+                    let bufs = (&mut self.scratch, &mut self.merged);
+                    read_page(segs, bufs, launch, cta, s, e, found);
+                    if segs.len() > DENSE_AT {
+                        if let Some(p) = self.pages.get_mut(&page) {
+                            p.settle();
+                        }
+                    }
+                }
+                Some(Page::Dense(d)) => read_dense(d, launch, cta, s, e, found),
+                None => {}
             }
         }
     }
@@ -101,14 +218,22 @@ impl Writers {
                 cta,
                 comm: false,
             };
-            write_page(self.pages.entry(page).or_default(), new, |s| {
+            let retired = |s: &Seg| {
                 retired(Retired {
                     launch: s.launch,
                     cta: s.cta,
                     start: base + u64::from(s.start),
                     end: base + u64::from(s.end),
                 })
-            });
+            };
+            let p = self.pages.entry(page).or_default();
+            match p {
+                Page::Segs(segs) => {
+                    write_page(segs, new, retired);
+                    p.settle();
+                }
+                Page::Dense(d) => write_dense(d, new, retired),
+            }
         }
     }
 
@@ -116,16 +241,18 @@ impl Writers {
     pub fn finish(self, mut retired: impl FnMut(Retired)) {
         let mut pages: Vec<_> = self.pages.into_iter().collect();
         pages.sort_unstable_by_key(|p| p.0);
-        for (page, segs) in pages {
+        for (page, p) in pages {
             let base = page << PAGE_BITS;
-            for s in segs.into_iter().filter(|s| s.comm) {
-                retired(Retired {
-                    launch: s.launch,
-                    cta: s.cta,
-                    start: base + u64::from(s.start),
-                    end: base + u64::from(s.end),
-                });
-            }
+            p.each(|s| {
+                if s.comm {
+                    retired(Retired {
+                        launch: s.launch,
+                        cta: s.cta,
+                        start: base + u64::from(s.start),
+                        end: base + u64::from(s.end),
+                    });
+                }
+            });
         }
     }
 }
@@ -219,6 +346,54 @@ fn read_page(
         }
     }
     segs.splice(lo..hi, merged.iter().copied());
+}
+
+/// [`read_page`] on a dense page.
+fn read_dense(
+    d: &mut Dense,
+    launch: u32,
+    cta: u32,
+    s: u16,
+    e: u16,
+    mut found: impl FnMut(u16, u16, Found),
+) {
+    let mut mark = false;
+    d.runs(s, e, |g| {
+        if g.launch < launch {
+            found(
+                g.start,
+                g.end,
+                Found::Earlier {
+                    launch: g.launch,
+                    cta: g.cta,
+                },
+            );
+            mark |= !g.comm;
+        } else if g.cta != cta {
+            found(g.start, g.end, Found::SameLaunch { cta: g.cta });
+        }
+    });
+    if mark {
+        for b in s..e {
+            let (l, _) = d.who[b as usize];
+            if l != NONE && l < launch {
+                d.set_comm(b, true);
+            }
+        }
+    }
+}
+
+/// [`write_page`] on a dense page.
+fn write_dense(d: &mut Dense, new: Seg, mut retired: impl FnMut(&Seg)) {
+    d.runs(new.start, new.end, |g| {
+        if g.comm {
+            retired(&g);
+        }
+    });
+    for b in new.start..new.end {
+        d.who[b as usize] = (new.launch, new.cta);
+        d.set_comm(b, false);
+    }
 }
 
 fn write_page(segs: &mut Vec<Seg>, new: Seg, mut retired: impl FnMut(&Seg)) {
@@ -319,6 +494,94 @@ mod tests {
         // Reading it again finds the same writer and changes nothing.
         assert_eq!(reads(&mut w, 2, 1, 5118, 4).len(), 2);
         assert_eq!(w.segments(), 10);
+    }
+
+    /// A plain per-byte model of the last writers, to check dense pages against.
+    #[derive(Default)]
+    struct Model(std::collections::BTreeMap<u64, (u32, u32, bool)>);
+
+    impl Model {
+        fn read(&mut self, launch: u32, cta: u32, addr: u64, len: u64) -> Vec<(u64, Found)> {
+            let mut v = Vec::new();
+            for b in addr..addr + len {
+                if let Some(w) = self.0.get_mut(&b) {
+                    if w.0 < launch {
+                        v.push((
+                            b,
+                            Found::Earlier {
+                                launch: w.0,
+                                cta: w.1,
+                            },
+                        ));
+                        w.2 = true;
+                    } else if w.1 != cta {
+                        v.push((b, Found::SameLaunch { cta: w.1 }));
+                    }
+                }
+            }
+            v
+        }
+        fn write(&mut self, launch: u32, cta: u32, addr: u64, len: u64) -> Vec<(u64, u32, u32)> {
+            let mut v = Vec::new();
+            for b in addr..addr + len {
+                if let Some(&(l, c, true)) = self.0.get(&b) {
+                    v.push((b, l, c));
+                }
+                self.0.insert(b, (launch, cta, false));
+            }
+            v
+        }
+    }
+
+    /// Pieces as single bytes, to compare with the model.
+    fn bytes_of(pieces: Vec<(u64, u64, Found)>) -> Vec<(u64, Found)> {
+        pieces
+            .into_iter()
+            .flat_map(|(a, b, f)| (a..b).map(move |x| (x, f)))
+            .collect()
+    }
+
+    #[test]
+    fn scattered_bytes_make_a_page_dense_and_it_agrees_with_a_per_byte_model() {
+        let mut w = Writers::default();
+        let mut m = Model::default();
+        let mut rng = crate::rng::Rng::new(7);
+        // Launch 0: each byte of page 0 written by another CTA: 256 segments.
+        for b in 0..256u64 {
+            let (cta, addr) = (b as u32 % 200, b);
+            w.write(0, cta, addr, 1, |_| unreachable!());
+            m.write(0, cta, addr, 1);
+        }
+        assert_eq!(w.dense_pages(), 1);
+        // Then random reads, writes and atomics across launches 1 to 3 over two pages.
+        for launch in 1..4u32 {
+            for _ in 0..2000 {
+                let cta = rng.below(64) as u32;
+                let addr = rng.below(512);
+                let len = 1 + rng.below(8);
+                if rng.below(3) > 0 {
+                    let mut got = Vec::new();
+                    w.read(launch, cta, addr, len, |a, b, f| got.push((a, b, f)));
+                    assert_eq!(bytes_of(got), m.read(launch, cta, addr, len));
+                } else {
+                    let mut got = Vec::new();
+                    w.write(launch, cta, addr, len, |r| {
+                        got.extend((r.start..r.end).map(|b| (b, r.launch, r.cta)))
+                    });
+                    got.sort_unstable();
+                    assert_eq!(got, m.write(launch, cta, addr, len));
+                }
+            }
+        }
+        assert!(w.dense_pages() >= 1);
+        let mut left = Vec::new();
+        w.finish(|r| left.extend((r.start..r.end).map(|b| (b, r.launch, r.cta))));
+        let want: Vec<(u64, u32, u32)> =
+            m.0.iter()
+                .filter(|(_, w)| w.2)
+                .map(|(&b, w)| (b, w.0, w.1))
+                .collect();
+        assert_eq!(left, want);
     }
 
     #[test]

@@ -16,35 +16,40 @@
 
 use std::io::BufRead;
 
+use super::lex::{self, Lines};
 use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
 use super::{Location, TraceError};
 
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     let err = |line: u64, msg: String| TraceError::parse(file, Location::Line(line), msg);
+    let mut lines = Lines::new(r);
     let mut block: Option<Dim3> = None;
     let mut rows: Vec<(u32, bool, u64, u16)> = Vec::new();
     let mut max_tid = 0u32;
-    for (i, line) in r.lines().enumerate() {
-        let n = i as u64 + 1;
-        let line = line.map_err(|e| TraceError::io(file, e))?;
-        let t = line.trim();
+    while let Some((n, line)) = lines.next_line().map_err(|e| TraceError::io(file, e))? {
+        let t = line.trim_ascii();
         if t.is_empty() {
             continue;
         }
-        let Some(b) = block else {
-            let dims = t
-                .strip_prefix("blocksize:")
-                .ok_or_else(|| err(n, format!("expected `blocksize: X Y Z`, found `{t}`")))?;
-            let v: Vec<u32> = dims
-                .split_whitespace()
-                .map(|x| x.parse::<u32>())
-                .collect::<Result<_, _>>()
-                .map_err(|_| {
-                    err(
-                        n,
-                        format!("expected three whole numbers after `blocksize:`, found `{dims}`"),
-                    )
-                })?;
+        if block.is_none() {
+            let dims = t.strip_prefix(b"blocksize:").ok_or_else(|| {
+                err(
+                    n,
+                    format!("expected `blocksize: X Y Z`, found `{}`", lex::show(t)),
+                )
+            })?;
+            let v: Option<Vec<u32>> = lex::fields(dims)
+                .map(|x| lex::dec(x).and_then(|v| u32::try_from(v).ok()))
+                .collect();
+            let v = v.ok_or_else(|| {
+                err(
+                    n,
+                    format!(
+                        "expected three whole numbers after `blocksize:`, found `{}`",
+                        lex::show(dims)
+                    ),
+                )
+            })?;
             match v[..] {
                 [x, y, z] if x > 0 && y > 0 && z > 0 => {
                     block = Some(Dim3 { x, y, z });
@@ -52,51 +57,72 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
                 _ => {
                     return Err(err(
                         n,
-                        format!("expected three block dimensions of at least 1, found `{dims}`"),
+                        format!(
+                            "expected three block dimensions of at least 1, found `{}`",
+                            lex::show(dims)
+                        ),
                     ))
                 }
             }
             continue;
-        };
-        let f: Vec<&str> = t.split_whitespace().collect();
-        if f.len() != 4 {
+        }
+        let mut f = lex::fields(t);
+        let (Some(tid), Some(dir), Some(addr), Some(bytes), None) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
             return Err(err(
                 n,
                 format!(
                     "expected `tid dir addr bytes` (4 decimal fields), found {} fields",
-                    f.len()
+                    lex::fields(t).count()
                 ),
             ));
-        }
-        let tid: u32 = f[0].parse().map_err(|_| {
-            err(
-                n,
-                format!("thread id: expected a whole number, found `{}`", f[0]),
-            )
-        })?;
-        let store = match f[1] {
-            "0" => false,
-            "1" => true,
+        };
+        let tid = lex::dec(tid)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                err(
+                    n,
+                    format!(
+                        "thread id: expected a whole number, found `{}`",
+                        lex::show(tid)
+                    ),
+                )
+            })?;
+        let store = match dir {
+            b"0" => false,
+            b"1" => true,
             d => {
                 return Err(err(
                     n,
-                    format!("direction: expected 0 (load) or 1 (store), found `{d}`"),
+                    format!(
+                        "direction: expected 0 (load) or 1 (store), found `{}`",
+                        lex::show(d)
+                    ),
                 ))
             }
         };
-        let addr: u64 = f[2].parse().map_err(|_| {
+        let addr = lex::dec(addr).ok_or_else(|| {
             err(
                 n,
-                format!("address: expected a decimal number, found `{}`", f[2]),
+                format!(
+                    "address: expected a decimal number, found `{}`",
+                    lex::show(addr)
+                ),
             )
         })?;
-        let bytes: u16 = f[3].parse().ok().filter(|&b| b > 0).ok_or_else(|| {
-            err(
-                n,
-                format!("size: expected 1 to 65535 bytes, found `{}`", f[3]),
-            )
-        })?;
-        let _ = b;
+        let bytes = lex::dec(bytes)
+            .and_then(|v| u16::try_from(v).ok())
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                err(
+                    n,
+                    format!(
+                        "size: expected 1 to 65535 bytes, found `{}`",
+                        lex::show(bytes)
+                    ),
+                )
+            })?;
         max_tid = max_tid.max(tid);
         rows.push((tid, store, addr, bytes));
     }

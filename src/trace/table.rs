@@ -152,10 +152,44 @@ struct Pending {
     ctas: FxHashMap<Dim3, u32>,
     cta_list: Vec<Dim3>,
     cta_sm: Vec<u32>,
-    threads: FxHashMap<(u32, Dim3), u32>,
+    /// Per provisional CTA: its threads and their instruction counts.
+    cta_rows: Vec<CtaRows>,
     thread_list: Vec<(u32, Dim3)>,
     max_tid: Dim3,
-    occurrences: FxHashMap<(u32, u32), u32>,
+    /// The CTA of the previous row and its provisional id.
+    last_cta: Option<(Dim3, u32)>,
+}
+
+/// The rows of one CTA of a kernel being built, kept per CTA so that the maps stay small and
+/// cache-resident while a CTA's rows are together.
+#[derive(Default)]
+struct CtaRows {
+    /// Provisional thread id of thread `(x, 0, 0)` for x below [`DENSE_X`] (u32::MAX: none).
+    by_x: Vec<u32>,
+    /// Provisional thread ids of the other thread indices.
+    other: FxHashMap<Dim3, u32>,
+    /// `thread id << 32 | instruction` -> occurrences so far (without a `dyn` column).
+    occurrences: FxHashMap<u64, u32>,
+}
+
+/// Thread indices `(x, 0, 0)` below this are looked up in a vector, not a map.
+const DENSE_X: u32 = 1024;
+
+impl CtaRows {
+    /// The provisional id of thread `t`, which becomes `next` if it is new.
+    fn thread(&mut self, t: Dim3, next: u32) -> u32 {
+        if t.y == 0 && t.z == 0 && t.x < DENSE_X {
+            let x = t.x as usize;
+            if self.by_x.len() <= x {
+                self.by_x.resize(x + 1, u32::MAX);
+            }
+            if self.by_x[x] == u32::MAX {
+                self.by_x[x] = next;
+            }
+            return self.by_x[x];
+        }
+        *self.other.entry(t).or_insert(next)
+    }
 }
 
 struct State<'a> {
@@ -229,8 +263,15 @@ fn numbers(
         .map(Some)
 }
 
-/// A column as text, or `None` when absent.
-fn texts(df: &polars::prelude::DataFrame, name: &str) -> Option<Vec<String>> {
+/// A text column as one code per row and its distinct (trimmed) values, so that work per
+/// value (parsing a kind, looking up an instruction) is done once per distinct value.
+struct Codes {
+    code: Vec<u32>,
+    values: Vec<String>,
+}
+
+/// A column as codes of its text, or `None` when absent.
+fn codes(df: &polars::prelude::DataFrame, name: &str) -> Option<Codes> {
     use polars::prelude::*;
     let s = df
         .column(name)
@@ -239,11 +280,26 @@ fn texts(df: &polars::prelude::DataFrame, name: &str) -> Option<Vec<String>> {
         .cast(&DataType::String)
         .ok()?;
     let c = s.str().ok()?;
-    Some(
-        c.iter()
-            .map(|v| v.unwrap_or("").trim().to_string())
-            .collect(),
-    )
+    let mut index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut values = Vec::new();
+    let mut last: Option<(&str, u32)> = None;
+    let code = c
+        .iter()
+        .map(|v| {
+            let v = v.unwrap_or("").trim();
+            // Runs of one value (a kernel name, a space) skip the hash.
+            if let Some(l) = last.filter(|l: &(&str, u32)| l.0 == v) {
+                return l.1;
+            }
+            let code = *index.entry(v).or_insert_with(|| {
+                values.push(v.to_string());
+                values.len() as u32 - 1
+            });
+            last = Some((v, code));
+            code
+        })
+        .collect();
+    Some(Codes { code, values })
 }
 
 fn kind_of(s: &str) -> Option<AccessKind> {
@@ -318,14 +374,42 @@ impl<'a> State<'a> {
         let size = num("size")?;
         let dyn_col = u32col("dyn")?;
         let pc = num("pc")?;
-        let kernel = texts(df, "kernel");
-        let inst = texts(df, "inst");
-        let kind = texts(df, "kind");
-        let space = texts(df, "space");
+        let kernel = codes(df, "kernel");
+        let inst = codes(df, "inst");
+        // Kinds and spaces parsed once per distinct value (`None`: not a kind or space).
+        let kind = codes(df, "kind").map(|c| {
+            let parsed: Vec<Option<AccessKind>> = c.values.iter().map(|v| kind_of(v)).collect();
+            (c, parsed)
+        });
+        let space = codes(df, "space").map(|c| {
+            let parsed: Vec<Option<MemSpace>> = c
+                .values
+                .iter()
+                .map(|v| {
+                    if v.is_empty() {
+                        Some(MemSpace::Global)
+                    } else {
+                        MemSpace::from_name(v)
+                    }
+                })
+                .collect();
+            (c, parsed)
+        });
+        // Instruction id of each distinct `inst` value in the current kernel (u32::MAX: not
+        // looked up yet); cleared when a kernel starts.
+        let mut inst_ids: Vec<u32> = vec![u32::MAX; inst.as_ref().map_or(0, |c| c.values.len())];
+        // The kernel code of the rows since the current kernel was checked.
+        let mut kernel_code: Option<u32> = None;
         let pick = |c: &Option<Vec<u32>>, i: usize| c.as_ref().map_or(0, |v| v[i]);
         for i in 0..n {
-            let key = kernel.as_ref().map_or(String::new(), |k| k[i].clone());
-            if self.current.as_ref().is_none_or(|p| p.key != key) {
+            let code = kernel.as_ref().map(|k| k.code[i]);
+            let same = self.current.is_some() && kernel_code.is_some() && kernel_code == code;
+            let key = match (&kernel, code) {
+                (Some(k), Some(c)) => k.values[c as usize].as_str(),
+                _ => "",
+            };
+            if !same && self.current.as_ref().is_none_or(|p| p.key != key) {
+                let key = key.to_string();
                 if self.done_keys.contains(&key) {
                     return Err(err(i, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
                 }
@@ -354,12 +438,14 @@ impl<'a> State<'a> {
                     ctas: Default::default(),
                     cta_list: Vec::new(),
                     cta_sm: Vec::new(),
-                    threads: Default::default(),
+                    cta_rows: Vec::new(),
                     thread_list: Vec::new(),
                     max_tid: Dim3::new(0, 0, 0),
-                    occurrences: Default::default(),
+                    last_cta: None,
                 });
+                inst_ids.fill(u32::MAX);
             }
+            kernel_code = code;
             let Some(p) = self.current.as_mut() else {
                 continue;
             };
@@ -402,8 +488,12 @@ impl<'a> State<'a> {
                 p.max_tid.y.max(t.y),
                 p.max_tid.z.max(t.z),
             );
-            let ci = match p.ctas.get(&c) {
-                Some(&ci) => ci,
+            let ci = match p
+                .last_cta
+                .filter(|l| l.0 == c)
+                .or_else(|| p.ctas.get(&c).map(|&ci| (c, ci)))
+            {
+                Some((_, ci)) => ci,
                 None => {
                     let ci = p.cta_list.len() as u32;
                     if ci >= 1 << 16 {
@@ -411,6 +501,7 @@ impl<'a> State<'a> {
                     }
                     p.ctas.insert(c, ci);
                     p.cta_list.push(c);
+                    p.cta_rows.push(CtaRows::default());
                     p.cta_sm.push(sm.as_ref().map_or(0, |s| s[i]));
                     ci
                 }
@@ -427,7 +518,9 @@ impl<'a> State<'a> {
                 }
             }
             let next = p.thread_list.len() as u32;
-            let thread = *p.threads.entry((ci, t)).or_insert(next);
+            p.last_cta = Some((c, ci));
+            let rows = &mut p.cta_rows[ci as usize];
+            let thread = rows.thread(t, next);
             if thread == next {
                 if next as u64 >= p.b.threads() {
                     return Err(err(i, "too many threads in one kernel".into()));
@@ -435,25 +528,45 @@ impl<'a> State<'a> {
                 p.thread_list.push((ci, t));
             }
             let k = match &kind {
-                Some(k) => kind_of(&k[i]).ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", k[i])))?,
+                Some((c, parsed)) => {
+                    let v = c.code[i] as usize;
+                    parsed[v].ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", c.values[v])))?
+                }
                 None => AccessKind::Load,
             };
             let sp = match &space {
-                Some(s) if !s[i].is_empty() => MemSpace::from_name(&s[i]).ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", s[i])))?,
-                _ => MemSpace::Global,
+                Some((c, parsed)) => {
+                    let v = c.code[i] as usize;
+                    parsed[v].ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", c.values[v])))?
+                }
+                None => MemSpace::Global,
             };
             let (inst_id, dyn_inst, sz) = if k == AccessKind::Barrier {
                 (0, 0, 0)
             } else {
-                let name = inst.as_ref().map_or("access", |v| v[i].as_str());
-                let name = if name.is_empty() { "access" } else { name };
-                let id = p.b.instruction(name, pc.as_ref().map(|v| v[i]));
-                let occ = p.occurrences.entry((thread, id)).or_insert(0);
+                let id = match &inst {
+                    Some(c) => {
+                        let v = c.code[i] as usize;
+                        if inst_ids[v] == u32::MAX {
+                            let name = c.values[v].as_str();
+                            let name = if name.is_empty() { "access" } else { name };
+                            inst_ids[v] = p.b.instruction(name, pc.as_ref().map(|x| x[i]));
+                        }
+                        inst_ids[v]
+                    }
+                    None => p.b.instruction("access", pc.as_ref().map(|x| x[i])),
+                };
                 let d = match &dyn_col {
                     Some(d) => d[i],
-                    None => *occ,
+                    None => {
+                        let occ = p.cta_rows[ci as usize]
+                            .occurrences
+                            .entry(u64::from(thread) << 32 | u64::from(id))
+                            .or_insert(0);
+                        *occ += 1;
+                        *occ - 1
+                    }
                 };
-                *occ += 1;
                 let sz = match &size {
                     Some(s) => u16::try_from(s[i]).ok().filter(|&z| z > 0).ok_or_else(|| {
                         err(
