@@ -184,19 +184,18 @@ impl Writers {
     ) {
         for (page, base, s, e) in pages(addr, len) {
             let found = |a: u16, b: u16, f| found(base + u64::from(a), base + u64::from(b), f);
-            match self.pages.get_mut(&page) {
-                Some(Page::Segs(segs)) => {
+            let Some(p) = self.pages.get_mut(&page) else {
+                continue;
+            };
+            match p {
+                Page::Segs(segs) => {
                     let bufs = (&mut self.scratch, &mut self.merged);
                     read_page(segs, bufs, launch, cta, s, e, found);
-                    if segs.len() > DENSE_AT {
-                        if let Some(p) = self.pages.get_mut(&page) {
-                            p.settle();
-                        }
-                    }
                 }
-                Some(Page::Dense(d)) => read_dense(d, launch, cta, s, e, found),
-                None => {}
+                Page::Dense(d) => read_dense(d, launch, cta, s, e, found),
             }
+            // Marking can split segments.
+            p.settle();
         }
     }
 
