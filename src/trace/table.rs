@@ -302,6 +302,14 @@ fn codes(df: &polars::prelude::DataFrame, name: &str) -> Option<Codes> {
     Some(Codes { code, values })
 }
 
+impl Codes {
+    /// The codes with `parse` applied once to each distinct value.
+    fn parsed<T>(self, parse: impl Fn(&str) -> Option<T>) -> (Codes, Vec<Option<T>>) {
+        let parsed = self.values.iter().map(|v| parse(v)).collect();
+        (self, parsed)
+    }
+}
+
 fn kind_of(s: &str) -> Option<AccessKind> {
     match s.to_ascii_lowercase().as_str() {
         "" | "load" | "ld" | "read" | "r" => Some(AccessKind::Load),
@@ -377,33 +385,26 @@ impl<'a> State<'a> {
         let kernel = codes(df, "kernel");
         let inst = codes(df, "inst");
         // Kinds and spaces parsed once per distinct value (`None`: not a kind or space).
-        let kind = codes(df, "kind").map(|c| {
-            let parsed: Vec<Option<AccessKind>> = c.values.iter().map(|v| kind_of(v)).collect();
-            (c, parsed)
-        });
+        let kind = codes(df, "kind").map(|c| c.parsed(kind_of));
         let space = codes(df, "space").map(|c| {
-            let parsed: Vec<Option<MemSpace>> = c
-                .values
-                .iter()
-                .map(|v| {
-                    if v.is_empty() {
-                        Some(MemSpace::Global)
-                    } else {
-                        MemSpace::from_name(v)
-                    }
-                })
-                .collect();
-            (c, parsed)
+            c.parsed(|v| {
+                if v.is_empty() {
+                    Some(MemSpace::Global)
+                } else {
+                    MemSpace::from_name(v)
+                }
+            })
         });
         // Instruction id of each distinct `inst` value in the current kernel (u32::MAX: not
         // looked up yet); cleared when a kernel starts.
         let mut inst_ids: Vec<u32> = vec![u32::MAX; inst.as_ref().map_or(0, |c| c.values.len())];
-        // The kernel code of the rows since the current kernel was checked.
+        // The kernel code of the previous row of this chunk (`None` at the start, or without
+        // a kernel column: then every row is of the current kernel).
         let mut kernel_code: Option<u32> = None;
         let pick = |c: &Option<Vec<u32>>, i: usize| c.as_ref().map_or(0, |v| v[i]);
         for i in 0..n {
             let code = kernel.as_ref().map(|k| k.code[i]);
-            let same = self.current.is_some() && kernel_code.is_some() && kernel_code == code;
+            let same = self.current.is_some() && i > 0 && kernel_code == code;
             let key = match (&kernel, code) {
                 (Some(k), Some(c)) => k.values[c as usize].as_str(),
                 _ => "",
