@@ -360,7 +360,7 @@ fn read_into<R: std::io::BufRead>(
         Format::MemTrace => memtrace::read_into(r, name, trace),
         Format::Crawford => crawford::read_into(r, name, trace),
         #[cfg(feature = "tables")]
-        Format::Csv => table::read_csv(r, name, trace),
+        Format::Csv => table::read_csv(r, name, ctx.file_bytes, trace),
         #[cfg(feature = "tables")]
         Format::Parquet => table::read_parquet(ctx.path, name, trace),
         #[cfg(not(feature = "tables"))]

@@ -611,6 +611,9 @@ pub struct KernelBuilder {
     threads: u64,
     sorted: bool,
     last_thread: u32,
+    /// Dynamic instances are numbered at [`KernelBuilder::finish`] (see
+    /// [`KernelBuilder::number_instances`]).
+    number_dyn: bool,
 }
 
 impl KernelBuilder {
@@ -636,7 +639,15 @@ impl KernelBuilder {
             threads,
             sorted: true,
             last_thread: 0,
+            number_dyn: false,
         })
+    }
+    /// For formats without instance numbers: when the kernel is finished, each access's
+    /// dynamic instance becomes the number of earlier rows of its thread with the same
+    /// instruction (the pushed values are replaced; barriers keep theirs). This is one pass
+    /// over rows grouped by thread, instead of a per-row map lookup while reading.
+    pub fn number_instances(&mut self) {
+        self.number_dyn = true;
     }
     /// Reserves room for exactly `n` more rows (keeps memory at 23 bytes a row).
     pub fn reserve(&mut self, n: usize) {
@@ -891,6 +902,59 @@ impl KernelBuilder {
         self.last_thread = last;
         Ok(())
     }
+    /// Numbers each access's dynamic instance within its thread and instruction, visiting the
+    /// rows grouped by thread in row order (per-thread kernels are grouped already).
+    fn number_dyn_instances(&mut self) {
+        let c = &mut self.cols;
+        let grouped: Option<Vec<u32>> = (self.order == Order::Issued).then(|| {
+            let mut perm: Vec<u32> = (0..c.len() as u32).collect();
+            if self.threads > 2 * c.len() as u64 + 1024 {
+                // Few rows in a large grid: a stable sort of the row indices by thread.
+                perm.sort_by_key(|&r| c.thread[r as usize]);
+                return perm;
+            }
+            // A stable counting sort of the row indices by thread.
+            let mut next = vec![0u32; self.threads as usize + 1];
+            for &t in &c.thread {
+                next[t as usize + 1] += 1;
+            }
+            for i in 0..self.threads as usize {
+                next[i + 1] += next[i];
+            }
+            for (row, &t) in c.thread.iter().enumerate() {
+                perm[next[t as usize] as usize] = row as u32;
+                next[t as usize] += 1;
+            }
+            perm
+        });
+        let barrier = AccessKind::Barrier.code();
+        // Counts per instruction of the current thread, and the instructions counted.
+        let mut count = vec![0u32; self.instructions.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut thread = None;
+        for k in 0..c.len() {
+            let row = grouped.as_ref().map_or(k, |p| p[k] as usize);
+            if thread != Some(c.thread[row]) {
+                for &i in &touched {
+                    count[i as usize] = 0;
+                }
+                touched.clear();
+                thread = Some(c.thread[row]);
+            }
+            if c.flags[row] & 0x1f == barrier {
+                continue;
+            }
+            let inst = c.inst[row];
+            let Some(n) = count.get_mut(inst as usize) else {
+                continue; // not reached: pushed rows name declared instructions
+            };
+            if *n == 0 {
+                touched.push(inst);
+            }
+            c.dyn_inst[row] = *n;
+            *n += 1;
+        }
+    }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
@@ -915,6 +979,9 @@ impl KernelBuilder {
             }
             let tpb = (self.block.count() as usize).max(1);
             cta_starts = counts.iter().step_by(tpb).copied().collect();
+        }
+        if self.number_dyn {
+            self.number_dyn_instances();
         }
         self.cols.shrink_to_fit();
         Kernel {

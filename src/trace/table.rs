@@ -31,13 +31,47 @@ use super::lex;
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order, Trace};
 use super::{Location, TraceError};
 
-/// Rows handed to polars at a time.
+/// Rows handed to polars at a time (Parquet).
 const CHUNK_ROWS: usize = 1 << 18;
 
-/// Reads a CSV table from a stream, a chunk of lines at a time.
+/// Bytes of CSV lines handed to polars at a time (then on to the end of the line).
+const CHUNK_BYTES: usize = 16 << 20;
+
+/// The file line of each row of a CSV chunk.
+enum RowLines {
+    /// No blank lines in the chunk: row `i` is line `first + i`.
+    From(u64),
+    /// Blank lines were left out: the line of each row.
+    Each(Vec<u64>),
+}
+
+impl RowLines {
+    fn line(&self, row: usize) -> u64 {
+        match self {
+            RowLines::From(first) => first + row as u64,
+            RowLines::Each(lines) => lines.get(row).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Reads a CSV table from a stream, a chunk of lines at a time. `size_hint` is about the
+/// stream's length in bytes (0 if unknown), from which the rows still to come are estimated
+/// so that the kernel's columns are reserved once instead of grown.
 pub(crate) fn read_csv<R: BufRead>(
+    r: R,
+    file: &str,
+    size_hint: u64,
+    trace: &mut Trace,
+) -> Result<(), TraceError> {
+    read_csv_chunked(r, file, size_hint, CHUNK_BYTES, trace)
+}
+
+/// [`read_csv`] with chunks of `chunk_bytes` (tests use small ones).
+fn read_csv_chunked<R: BufRead>(
     mut r: R,
     file: &str,
+    size_hint: u64,
+    chunk_bytes: usize,
     trace: &mut Trace,
 ) -> Result<(), TraceError> {
     let io = |e| TraceError::io(file, e);
@@ -54,30 +88,94 @@ pub(crate) fn read_csv<R: BufRead>(
     }
     let mut st = State::new(file);
     let mut next_line = 2u64; // the first data line
-    let mut lines_of: Vec<u64> = Vec::with_capacity(CHUNK_ROWS);
-    loop {
-        // A chunk of non-blank lines after the header, and the file line of each.
-        let mut buf = header.clone();
-        lines_of.clear();
-        while lines_of.len() < CHUNK_ROWS {
-            let before = buf.len();
-            if r.read_until(b'\n', &mut buf).map_err(io)? == 0 {
-                break;
+                              // The chunk handed to polars: the header, then whole lines. `carry` is what was read past
+                              // the last line end of the previous chunk.
+    let mut chunk: Vec<u8> = Vec::new();
+    let mut carry: Vec<u8> = Vec::new();
+    let mut kept_lines: Vec<u8> = Vec::new();
+    let body = header.len();
+    let mut eof = false;
+    // Bytes and rows handed on so far (for the estimate of rows to come).
+    let (mut bytes_seen, mut rows_seen) = (body as u64, 0u64);
+    while !(eof && carry.is_empty()) {
+        chunk.clear();
+        chunk.extend_from_slice(&header);
+        chunk.extend_from_slice(&carry);
+        carry.clear();
+        // Read on to `chunk_bytes` and then to a line end (or the end of the file).
+        let mut scanned = body;
+        let cut = loop {
+            if chunk.len() - body >= chunk_bytes || eof {
+                if eof {
+                    break chunk.len();
+                }
+                if let Some(nl) = memchr::memrchr(b'\n', &chunk[scanned..]) {
+                    break scanned + nl + 1;
+                }
+                scanned = chunk.len();
             }
-            if buf[before..].iter().all(|c| c.is_ascii_whitespace()) {
-                buf.truncate(before);
-            } else {
-                lines_of.push(next_line);
+            let have = chunk.len();
+            let want = (body + chunk_bytes).saturating_sub(have).clamp(1, 1 << 20);
+            chunk.resize(have + want, 0);
+            let got = loop {
+                match r.read(&mut chunk[have..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io(e)),
+                }
+            };
+            chunk.truncate(have + got);
+            eof = got == 0;
+        };
+        carry.extend_from_slice(&chunk[cut..]);
+        chunk.truncate(cut);
+        // The chunk's rows: its lines but blank ones, and the file line of each row.
+        let lines = &chunk[body..];
+        let first = next_line;
+        let mut start = 0;
+        let mut rows = 0usize;
+        let mut kept: Option<Vec<u64>> = None;
+        while start < lines.len() {
+            let end = memchr::memchr(b'\n', &lines[start..]).map_or(lines.len(), |p| start + p + 1);
+            let line = &lines[start..end];
+            // A line is blank only if it starts with white space: most are settled by their
+            // first byte.
+            let blank = line[0].is_ascii_whitespace() && line.iter().all(u8::is_ascii_whitespace);
+            if blank && kept.is_none() {
+                // The first blank line: from here on, lines are copied one by one.
+                kept_lines.clear();
+                kept_lines.extend_from_slice(&chunk[..body + start]);
+                kept = Some((first..next_line).collect());
+            }
+            match (&mut kept, blank) {
+                (Some(_), true) => {}
+                (Some(k), false) => {
+                    kept_lines.extend_from_slice(line);
+                    k.push(next_line);
+                    rows += 1;
+                }
+                (None, _) => rows += 1,
             }
             next_line += 1;
+            start = end;
         }
-        let (Some(&line), rows) = (lines_of.first(), lines_of.len()) else {
-            break;
+        let (row_lines, text) = match kept {
+            Some(k) => (RowLines::Each(k), kept_lines.as_slice()),
+            None => (RowLines::From(first), chunk.as_slice()),
         };
+        if rows == 0 {
+            continue;
+        }
+        bytes_seen += lines.len() as u64;
+        rows_seen += rows as u64;
+        let rows_after = (u128::from(size_hint.saturating_sub(bytes_seen)) * u128::from(rows_seen)
+            / u128::from(bytes_seen)) as usize;
+        let line = row_lines.line(0);
         use polars::prelude::SerReader;
         let df = polars::prelude::CsvReadOptions::default()
             .with_has_header(true)
-            .into_reader_with_file_handle(std::io::Cursor::new(buf))
+            .with_rechunk(false)
+            .into_reader_with_file_handle(std::io::Cursor::new(text))
             .finish()
             .map_err(|e| {
                 TraceError::parse(
@@ -86,7 +184,7 @@ pub(crate) fn read_csv<R: BufRead>(
                     format!("in the {rows} lines from here: {e}"),
                 )
             })?;
-        st.ingest(&df, |i| Location::Line(lines_of[i]))?;
+        st.ingest(&df, rows_after, |i| Location::Line(row_lines.line(i)))?;
     }
     st.finish(trace)
 }
@@ -125,7 +223,9 @@ pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result
                 .finish()
         })
         .map_err(perr)?;
-        st.ingest(&df, |i| Location::Row((start + i) as u64))?;
+        st.ingest(&df, total - start - n, |i| {
+            Location::Row((start + i) as u64)
+        })?;
         start += n;
     }
     st.finish(trace)
@@ -168,15 +268,22 @@ struct CtaRows {
     by_x: Vec<u32>,
     /// Provisional thread ids of the other thread indices.
     other: FxHashMap<Dim3, u32>,
-    /// `thread id << 32 | instruction` -> occurrences so far (without a `dyn` column).
-    occurrences: FxHashMap<u64, u32>,
 }
 
 /// Thread indices `(x, 0, 0)` below this are looked up in a vector, not a map.
 const DENSE_X: u32 = 1024;
 
 impl CtaRows {
+    /// Empty, with room for as many threads as `other` has.
+    fn alike(other: &CtaRows) -> CtaRows {
+        CtaRows {
+            by_x: Vec::with_capacity(other.by_x.len()),
+            other: FxHashMap::with_capacity_and_hasher(other.other.len(), Default::default()),
+        }
+    }
+
     /// The provisional id of thread `t`, which becomes `next` if it is new.
+    #[inline]
     fn thread(&mut self, t: Dim3, next: u32) -> u32 {
         if t.y == 0 && t.z == 0 && t.x < DENSE_X {
             let x = t.x as usize;
@@ -199,13 +306,14 @@ struct State<'a> {
     kernels: Vec<super::Kernel>,
 }
 
-/// A column as numbers (integers or decimal/`0x` strings), or `None` when absent.
-fn numbers(
+/// A column as whole numbers of type `T` (from integers or decimal/`0x` strings), or `None`
+/// when absent.
+fn numbers<T: TryFrom<u64>>(
     df: &polars::prelude::DataFrame,
     name: &str,
     at: &dyn Fn(usize) -> Location,
     file: &str,
-) -> Result<Option<Vec<u64>>, TraceError> {
+) -> Result<Option<Vec<T>>, TraceError> {
     use polars::prelude::*;
     let Ok(col) = df.column(name) else {
         return Ok(None);
@@ -217,50 +325,67 @@ fn numbers(
             format!("column `{name}`: expected a whole number (decimal or 0x hex), found `{v}`"),
         )
     };
+    let narrow = |i: usize, x: u64| {
+        T::try_from(x).map_err(|_| {
+            TraceError::parse(
+                file,
+                at(i),
+                format!(
+                    "column `{name}`: {x} does not fit in {} bits",
+                    8 * std::mem::size_of::<T>()
+                ),
+            )
+        })
+    };
     let s = col.as_materialized_series();
     let perr = |e: PolarsError| TraceError::parse(file, at(0), format!("column `{name}`: {e}"));
+    let mut out: Vec<T> = Vec::with_capacity(s.len());
     if s.dtype() == &DataType::UInt64 {
-        return s
-            .u64()
-            .map_err(perr)?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| v.ok_or_else(|| bad(i, "")))
-            .collect::<Result<Vec<u64>, _>>()
-            .map(Some);
-    }
-    if s.dtype().is_integer() {
+        for arr in s.u64().map_err(perr)?.downcast_iter() {
+            for v in arr.iter() {
+                let i = out.len();
+                let v = v.copied().ok_or_else(|| bad(i, ""))?;
+                out.push(narrow(i, v)?);
+            }
+        }
+    } else if s.dtype().is_integer() {
         let c = s.cast(&DataType::Int64).map_err(perr)?;
-        return c
-            .i64()
-            .map_err(perr)?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match v {
-                Some(v) => u64::try_from(v).map_err(|_| bad(i, &v.to_string())),
-                None => Err(bad(i, "")),
-            })
-            .collect::<Result<Vec<u64>, _>>()
-            .map(Some);
+        for arr in c.i64().map_err(perr)?.downcast_iter() {
+            for v in arr.iter() {
+                let i = out.len();
+                let v = v.copied().ok_or_else(|| bad(i, ""))?;
+                let v = u64::try_from(v).map_err(|_| bad(i, &v.to_string()))?;
+                out.push(narrow(i, v)?);
+            }
+        }
+    } else {
+        let c = s
+            .cast(&DataType::String)
+            .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
+        let c = c
+            .str()
+            .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
+        for arr in c.downcast_iter() {
+            for v in arr.iter() {
+                let i = out.len();
+                let v = trimmed(v.unwrap_or(""));
+                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(h) => lex::hex(h.as_bytes()),
+                    None => lex::dec(v.as_bytes()),
+                };
+                out.push(narrow(i, parsed.ok_or_else(|| bad(i, v))?)?);
+            }
+        }
     }
-    let c = s
-        .cast(&DataType::String)
-        .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
-    let c = c
-        .str()
-        .map_err(|e| TraceError::parse(file, at(0), e.to_string()))?;
-    c.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let v = v.unwrap_or("").trim();
-            let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-                Some(h) => lex::hex(h.as_bytes()),
-                None => lex::dec(v.as_bytes()),
-            };
-            parsed.ok_or_else(|| bad(i, v))
-        })
-        .collect::<Result<Vec<u64>, _>>()
-        .map(Some)
+    Ok(Some(out))
+}
+
+/// `s` without surrounding white space (most values have none, which is checked first).
+fn trimmed(s: &str) -> &str {
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(a), Some(b)) if a.is_ascii_graphic() && b.is_ascii_graphic() => s,
+        _ => s.trim(),
+    }
 }
 
 /// A text column as one code per row and its distinct (trimmed) values, so that work per
@@ -282,23 +407,34 @@ fn codes(df: &polars::prelude::DataFrame, name: &str) -> Option<Codes> {
     let c = s.str().ok()?;
     let mut index: FxHashMap<&str, u32> = FxHashMap::default();
     let mut values = Vec::new();
-    let mut last: Option<(&str, u32)> = None;
-    let code = c
-        .iter()
-        .map(|v| {
-            let v = v.unwrap_or("").trim();
-            // Runs of one value (a kernel name, a space) skip the hash.
-            if let Some(l) = last.filter(|l: &(&str, u32)| l.0 == v) {
-                return l.1;
-            }
-            let code = *index.entry(v).or_insert_with(|| {
-                values.push(v.to_string());
-                values.len() as u32 - 1
-            });
-            last = Some((v, code));
-            code
+    let mut code_of = |v| -> u32 {
+        let v = trimmed(v);
+        *index.entry(v).or_insert_with(|| {
+            values.push(v.to_string());
+            values.len() as u32 - 1
         })
-        .collect();
+    };
+    // Values of up to 12 bytes are held whole in their 16-byte view (zero-padded), so equal
+    // views are equal values: such rows are coded by their view, without hashing text. The
+    // previous row's view is tried first (runs of a kernel name or a space).
+    let mut by_view: FxHashMap<u128, u32> = FxHashMap::default();
+    let mut last: Option<(u128, u32)> = None;
+    let mut code = Vec::with_capacity(c.len());
+    for arr in c.downcast_iter() {
+        for (view, v) in arr.views().iter().zip(arr.iter()) {
+            let Some(v) = v.filter(|_| view.is_inline()) else {
+                code.push(code_of(v.unwrap_or("")));
+                continue;
+            };
+            let key = view.as_u128();
+            let c = match last {
+                Some((l, c)) if l == key => c,
+                _ => *by_view.entry(key).or_insert_with(|| code_of(v)),
+            };
+            last = Some((key, c));
+            code.push(c);
+        }
+    }
     Some(Codes { code, values })
 }
 
@@ -333,33 +469,21 @@ impl<'a> State<'a> {
         }
     }
 
+    /// Adds a chunk of rows; about `rows_after` more rows follow in the input.
     fn ingest(
         &mut self,
         df: &polars::prelude::DataFrame,
+        rows_after: usize,
         at: impl Fn(usize) -> Location,
     ) -> Result<(), TraceError> {
         let file = self.file;
         let n = df.height();
         let at: &dyn Fn(usize) -> Location = &at;
         let err = |i: usize, m: String| TraceError::parse(file, at(i), m);
-        let num = |name: &str| numbers(df, name, at, file);
+        let num = |name: &str| numbers::<u64>(df, name, at, file);
         let addr =
             num("address")?.ok_or_else(|| err(0, "the table has no `address` column".into()))?;
-        let u32col = |name: &str| -> Result<Option<Vec<u32>>, TraceError> {
-            match num(name)? {
-                None => Ok(None),
-                Some(v) => v
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, x)| {
-                        u32::try_from(x).map_err(|_| {
-                            err(i, format!("column `{name}`: {x} does not fit in 32 bits"))
-                        })
-                    })
-                    .collect::<Result<Vec<u32>, _>>()
-                    .map(Some),
-            }
-        };
+        let u32col = |name: &str| numbers::<u32>(df, name, at, file);
         let cta: Vec<Option<Vec<u32>>> = vec![u32col("cta_x")?, u32col("cta_y")?, u32col("cta_z")?];
         let tid: Vec<Option<Vec<u32>>> = vec![
             u32col("thread_x")?,
@@ -398,42 +522,42 @@ impl<'a> State<'a> {
         // Instruction id of each distinct `inst` value in the current kernel (u32::MAX: not
         // looked up yet); cleared when a kernel starts.
         let mut inst_ids: Vec<u32> = vec![u32::MAX; inst.as_ref().map_or(0, |c| c.values.len())];
-        // The kernel code of the previous row of this chunk (`None` at the start, or without
-        // a kernel column: then every row is of the current kernel).
-        let mut kernel_code: Option<u32> = None;
         let pick = |c: &Option<Vec<u32>>, i: usize| c.as_ref().map_or(0, |v| v[i]);
-        for i in 0..n {
-            let code = kernel.as_ref().map(|k| k.code[i]);
-            let same = self.current.is_some() && i > 0 && kernel_code == code;
-            let key = match (&kernel, code) {
-                (Some(k), Some(c)) => k.values[c as usize].as_str(),
-                _ => "",
+        let has_block = block.iter().any(Option::is_some);
+        let order = if sm.is_some() {
+            Order::Issued
+        } else {
+            Order::PerThread
+        };
+        // The rows in runs of one kernel value (one run without a kernel column).
+        let mut start = 0;
+        while start < n {
+            let (key, end) = match &kernel {
+                Some(k) => {
+                    let code = k.code[start];
+                    let len = k.code[start..].iter().take_while(|&&c| c == code).count();
+                    (k.values[code as usize].as_str(), start + len)
+                }
+                None => ("", n),
             };
-            if !same && self.current.as_ref().is_none_or(|p| p.key != key) {
-                let key = key.to_string();
-                if self.done_keys.contains(&key) {
-                    return Err(err(i, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
+            if self.current.as_ref().is_none_or(|p| p.key != key) {
+                if self.done_keys.contains(key) {
+                    return Err(err(start, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
                 }
                 self.close()?;
-                let order = if sm.is_some() {
-                    Order::Issued
-                } else {
-                    Order::PerThread
-                };
                 // Provisional shape: one CTA row per dense CTA id, threads dense within.
-                let b = KernelBuilder::new(
-                    if key.is_empty() {
-                        "kernel".to_string()
-                    } else {
-                        key.clone()
-                    },
+                let mut b = KernelBuilder::new(
+                    if key.is_empty() { "kernel" } else { key },
                     Dim3::x(1 << 16),
                     Dim3::x((1 << 16) - 1),
                     order,
                 )
-                .map_err(|e| err(i, e.to_string()))?;
+                .map_err(|e| err(start, e.to_string()))?;
+                if dyn_col.is_none() {
+                    b.number_instances();
+                }
                 self.current = Some(Pending {
-                    key: key.clone(),
+                    key: key.to_string(),
                     b,
                     block: None,
                     ctas: Default::default(),
@@ -446,149 +570,165 @@ impl<'a> State<'a> {
                 });
                 inst_ids.fill(u32::MAX);
             }
-            kernel_code = code;
             let Some(p) = self.current.as_mut() else {
-                continue;
+                break;
             };
-            let c = Dim3::new(pick(&cta[0], i), pick(&cta[1], i), pick(&cta[2], i));
-            let t = match (&warp, &lane) {
-                (Some(w), Some(l)) => {
-                    if l[i] >= 32 {
-                        return Err(err(i, format!("lane {} is not below 32", l[i])));
+            // Room for this run, and for the rest of the input if it might belong to this
+            // kernel too (any excess is given back when the kernel is finished).
+            if p.b.spare_capacity() < end - start {
+                let guess = (n - start + rows_after).max(p.b.len()).min(1 << 28);
+                p.b.reserve(guess.max(end - start));
+            }
+            // Kept in locals while the run lasts (written back after it).
+            let mut max_tid = p.max_tid;
+            let mut last_cta = p.last_cta;
+            for i in start..end {
+                let c = Dim3::new(pick(&cta[0], i), pick(&cta[1], i), pick(&cta[2], i));
+                let t = match (&warp, &lane) {
+                    (Some(w), Some(l)) => {
+                        if l[i] >= 32 {
+                            return Err(err(i, format!("lane {} is not below 32", l[i])));
+                        }
+                        let x = w[i]
+                            .checked_mul(32)
+                            .and_then(|x| x.checked_add(l[i]))
+                            .ok_or_else(|| err(i, "warp * 32 + lane overflows".into()))?;
+                        Dim3::new(x, 0, 0)
                     }
-                    let x = w[i]
-                        .checked_mul(32)
-                        .and_then(|x| x.checked_add(l[i]))
-                        .ok_or_else(|| err(i, "warp * 32 + lane overflows".into()))?;
-                    Dim3::new(x, 0, 0)
+                    _ => Dim3::new(pick(&tid[0], i), pick(&tid[1], i), pick(&tid[2], i)),
+                };
+                if has_block {
+                    let bl = Dim3::new(
+                        block[0].as_ref().map_or(1, |v| v[i]),
+                        block[1].as_ref().map_or(1, |v| v[i]),
+                        block[2].as_ref().map_or(1, |v| v[i]),
+                    );
+                    match p.block {
+                        None => p.block = Some(bl),
+                        Some(prev) if prev != bl => {
+                            return Err(err(
+                                i,
+                                format!(
+                                    "block size {bl} differs from {prev} earlier in the kernel"
+                                ),
+                            ))
+                        }
+                        _ => {}
+                    }
+                    if !bl.contains(t) {
+                        return Err(err(i, format!("thread {t} is outside the block {bl}")));
+                    }
                 }
-                _ => Dim3::new(pick(&tid[0], i), pick(&tid[1], i), pick(&tid[2], i)),
-            };
-            if block.iter().any(Option::is_some) {
-                let bl = Dim3::new(
-                    block[0].as_ref().map_or(1, |v| v[i]),
-                    block[1].as_ref().map_or(1, |v| v[i]),
-                    block[2].as_ref().map_or(1, |v| v[i]),
-                );
-                match p.block {
-                    None => p.block = Some(bl),
-                    Some(prev) if prev != bl => {
+                max_tid = Dim3::new(max_tid.x.max(t.x), max_tid.y.max(t.y), max_tid.z.max(t.z));
+                let ci = match last_cta {
+                    Some((lc, ci)) if lc == c => ci,
+                    _ => {
+                        let ci = match p.ctas.get(&c) {
+                            Some(&ci) => ci,
+                            None => {
+                                let ci = p.cta_list.len() as u32;
+                                if ci >= 1 << 16 {
+                                    return Err(err(
+                                        i,
+                                        "more than 65536 CTAs in one kernel".into(),
+                                    ));
+                                }
+                                p.ctas.insert(c, ci);
+                                p.cta_list.push(c);
+                                // CTAs tend to be alike: sized like the previous one, the maps
+                                // need not grow row by row.
+                                let rows = p
+                                    .cta_rows
+                                    .last()
+                                    .map_or_else(CtaRows::default, CtaRows::alike);
+                                p.cta_rows.push(rows);
+                                p.cta_sm.push(sm.as_ref().map_or(0, |s| s[i]));
+                                ci
+                            }
+                        };
+                        last_cta = Some((c, ci));
+                        ci
+                    }
+                };
+                if let Some(s) = &sm {
+                    if p.cta_sm[ci as usize] != s[i] {
                         return Err(err(
                             i,
-                            format!("block size {bl} differs from {prev} earlier in the kernel"),
-                        ))
+                            format!(
+                                "CTA {c} ran on SM {} and on SM {}",
+                                p.cta_sm[ci as usize], s[i]
+                            ),
+                        ));
                     }
-                    _ => {}
                 }
-                if !bl.contains(t) {
-                    return Err(err(i, format!("thread {t} is outside the block {bl}")));
-                }
-            }
-            p.max_tid = Dim3::new(
-                p.max_tid.x.max(t.x),
-                p.max_tid.y.max(t.y),
-                p.max_tid.z.max(t.z),
-            );
-            let ci = match p
-                .last_cta
-                .filter(|l| l.0 == c)
-                .or_else(|| p.ctas.get(&c).map(|&ci| (c, ci)))
-            {
-                Some((_, ci)) => ci,
-                None => {
-                    let ci = p.cta_list.len() as u32;
-                    if ci >= 1 << 16 {
-                        return Err(err(i, "more than 65536 CTAs in one kernel".into()));
+                let next = p.thread_list.len() as u32;
+                let thread = p.cta_rows[ci as usize].thread(t, next);
+                if thread == next {
+                    if next as u64 >= p.b.threads() {
+                        return Err(err(i, "too many threads in one kernel".into()));
                     }
-                    p.ctas.insert(c, ci);
-                    p.cta_list.push(c);
-                    p.cta_rows.push(CtaRows::default());
-                    p.cta_sm.push(sm.as_ref().map_or(0, |s| s[i]));
-                    ci
+                    p.thread_list.push((ci, t));
                 }
-            };
-            if let Some(s) = &sm {
-                if p.cta_sm[ci as usize] != s[i] {
-                    return Err(err(
-                        i,
-                        format!(
-                            "CTA {c} ran on SM {} and on SM {}",
-                            p.cta_sm[ci as usize], s[i]
-                        ),
-                    ));
-                }
-            }
-            let next = p.thread_list.len() as u32;
-            p.last_cta = Some((c, ci));
-            let rows = &mut p.cta_rows[ci as usize];
-            let thread = rows.thread(t, next);
-            if thread == next {
-                if next as u64 >= p.b.threads() {
-                    return Err(err(i, "too many threads in one kernel".into()));
-                }
-                p.thread_list.push((ci, t));
-            }
-            let k = match &kind {
-                Some((c, parsed)) => {
-                    let v = c.code[i] as usize;
-                    parsed[v].ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", c.values[v])))?
-                }
-                None => AccessKind::Load,
-            };
-            let sp = match &space {
-                Some((c, parsed)) => {
-                    let v = c.code[i] as usize;
-                    parsed[v].ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", c.values[v])))?
-                }
-                None => MemSpace::Global,
-            };
-            let (inst_id, dyn_inst, sz) = if k == AccessKind::Barrier {
-                (0, 0, 0)
-            } else {
-                let id = match &inst {
-                    Some(c) => {
+                let k = match &kind {
+                    Some((c, parsed)) => {
                         let v = c.code[i] as usize;
-                        if inst_ids[v] == u32::MAX {
-                            let name = c.values[v].as_str();
-                            let name = if name.is_empty() { "access" } else { name };
-                            inst_ids[v] = p.b.instruction(name, pc.as_ref().map(|x| x[i]));
-                        }
-                        inst_ids[v]
+                        parsed[v].ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", c.values[v])))?
                     }
-                    None => p.b.instruction("access", pc.as_ref().map(|x| x[i])),
+                    None => AccessKind::Load,
                 };
-                let d = match &dyn_col {
-                    Some(d) => d[i],
-                    None => {
-                        let occ = p.cta_rows[ci as usize]
-                            .occurrences
-                            .entry(u64::from(thread) << 32 | u64::from(id))
-                            .or_insert(0);
-                        *occ += 1;
-                        *occ - 1
+                let sp = match &space {
+                    Some((c, parsed)) => {
+                        let v = c.code[i] as usize;
+                        parsed[v].ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", c.values[v])))?
                     }
+                    None => MemSpace::Global,
                 };
-                let sz = match &size {
-                    Some(s) => u16::try_from(s[i]).ok().filter(|&z| z > 0).ok_or_else(|| {
-                        err(
-                            i,
-                            format!("column `size`: expected 1 to 65535 bytes, found {}", s[i]),
-                        )
-                    })?,
-                    None => 4,
-                };
-                (id, d, sz)
-            };
-            p.b.push(Access {
-                thread,
-                inst: inst_id,
-                dyn_inst,
-                addr: if k == AccessKind::Barrier { 0 } else { addr[i] },
-                size: sz,
-                kind: k,
-                space: sp,
-            })
-            .map_err(|e| err(i, e.to_string()))?;
+                let (inst_id, dyn_inst, sz) =
+                    if k == AccessKind::Barrier {
+                        (0, 0, 0)
+                    } else {
+                        let id = match &inst {
+                            Some(c) => {
+                                let v = c.code[i] as usize;
+                                if inst_ids[v] == u32::MAX {
+                                    let name = c.values[v].as_str();
+                                    let name = if name.is_empty() { "access" } else { name };
+                                    inst_ids[v] = p.b.instruction(name, pc.as_ref().map(|x| x[i]));
+                                }
+                                inst_ids[v]
+                            }
+                            None => p.b.instruction("access", pc.as_ref().map(|x| x[i])),
+                        };
+                        // Without a `dyn` column the builder numbers instances when finished.
+                        let d = dyn_col.as_ref().map_or(0, |d| d[i]);
+                        let sz =
+                            match &size {
+                                Some(s) => u16::try_from(s[i]).ok().filter(|&z| z > 0).ok_or_else(
+                                    || {
+                                        err(
+                                i,
+                                format!("column `size`: expected 1 to 65535 bytes, found {}", s[i]),
+                            )
+                                    },
+                                )?,
+                                None => 4,
+                            };
+                        (id, d, sz)
+                    };
+                p.b.push(Access {
+                    thread,
+                    inst: inst_id,
+                    dyn_inst,
+                    addr: if k == AccessKind::Barrier { 0 } else { addr[i] },
+                    size: sz,
+                    kind: k,
+                    space: sp,
+                })
+                .map_err(|e| err(i, e.to_string()))?;
+            }
+            p.max_tid = max_tid;
+            p.last_cta = last_cta;
+            start = end;
         }
         Ok(())
     }
@@ -660,5 +800,160 @@ impl<'a> State<'a> {
         }
         trace.kernels.append(&mut self.kernels);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table with two kernels, CTAs and threads interleaved, repeated instructions, barriers,
+    /// white-space-only lines (one of them CRLF) and no line end after the last row.
+    fn sample(with_sm: bool) -> String {
+        let mut s = String::from(if with_sm {
+            "kernel,cta_x,thread_x,inst,kind,address,size,space,sm\n"
+        } else {
+            "kernel,cta_x,thread_x,inst,kind,address,size,space\n"
+        });
+        let mut x = 12345u64;
+        for i in 0..400u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = x >> 33;
+            let kernel = if i < 250 { "first" } else { "second" };
+            let cta = r % 3;
+            let thread = (r >> 4) % 5;
+            let kind = match (r >> 8) % 7 {
+                0 => "barrier",
+                1 | 2 => "store",
+                _ => "load",
+            };
+            let inst = format!("i{}", (r >> 12) % 3);
+            s.push_str(&format!(
+                "{kernel},{cta},{thread},{inst},{kind},0x{:x},4,global",
+                64 * i
+            ));
+            if with_sm {
+                s.push_str(&format!(",{}", cta % 2));
+            }
+            if i + 1 < 400 {
+                s.push('\n');
+            }
+            if i % 37 == 5 {
+                s.push_str("\n   \n");
+            }
+            if i % 91 == 7 {
+                s.push_str("\t\r\n");
+            }
+        }
+        s
+    }
+
+    fn read(text: &str, chunk: usize) -> Result<Trace, TraceError> {
+        let mut t = Trace::default();
+        read_csv_chunked(text.as_bytes(), "t.csv", text.len() as u64, chunk, &mut t)?;
+        Ok(t)
+    }
+
+    /// (CTA, thread, instruction name, instance, address) of one access.
+    type Row = (u64, u64, String, u32, u64);
+
+    /// Per kernel: every access, sorted, from a plain reading of the table's lines (instances
+    /// counted per thread and instruction).
+    fn expected(text: &str) -> Vec<Vec<Row>> {
+        let mut kernels: Vec<(String, Vec<Row>)> = Vec::new();
+        let mut seen: std::collections::HashMap<(String, u64, u64, String), u32> =
+            Default::default();
+        for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+            let f: Vec<&str> = line.trim().split(',').collect();
+            if kernels.last().is_none_or(|k| k.0 != f[0]) {
+                kernels.push((f[0].to_string(), Vec::new()));
+            }
+            if f[4] == "barrier" {
+                continue;
+            }
+            let (cta, thread) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+            let n = seen
+                .entry((f[0].to_string(), cta, thread, f[3].to_string()))
+                .or_insert(0);
+            let addr = u64::from_str_radix(&f[5][2..], 16).unwrap();
+            kernels
+                .last_mut()
+                .unwrap()
+                .1
+                .push((cta, thread, f[3].to_string(), *n, addr));
+            *n += 1;
+        }
+        kernels
+            .into_iter()
+            .map(|(_, mut v)| {
+                v.sort();
+                v
+            })
+            .collect()
+    }
+
+    fn accesses(t: &Trace) -> Vec<Vec<Row>> {
+        t.kernels
+            .iter()
+            .map(|k| {
+                let tpb = k.block.count();
+                let mut v: Vec<_> = k
+                    .accesses()
+                    .filter(|a| a.kind != AccessKind::Barrier)
+                    .map(|a| {
+                        let t = a.thread as u64;
+                        let name = k.instructions[a.inst as usize].name.clone();
+                        (t / tpb, t % tpb, name, a.dyn_inst, a.addr)
+                    })
+                    .collect();
+                v.sort();
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunk_boundaries_do_not_change_what_is_read() {
+        for with_sm in [false, true] {
+            let text = sample(with_sm);
+            let whole = read(&text, 1 << 20).unwrap();
+            assert_eq!(accesses(&whole), expected(&text), "sm column: {with_sm}");
+            assert_eq!(whole.kernels.len(), 2);
+            for chunk in [1, 2, 37, 64, 500, 4096] {
+                assert_eq!(
+                    read(&text, chunk).unwrap(),
+                    whole,
+                    "chunks of {chunk} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_the_file_line_across_chunks() {
+        let mut text = sample(false);
+        // A bad size on a line after several chunks and blank lines.
+        let bad_line = text.lines().count() + 1;
+        text.push_str("\nsecond,0,0,i0,load,0x40,0,global\n\n");
+        for chunk in [1, 37, 500, 1 << 20] {
+            let e = read(&text, chunk).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("t.csv: line {bad_line}")) && e.contains("size"),
+                "chunks of {chunk}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn instances_are_numbered_in_sparse_issued_kernels() {
+        // Few rows, a large block, and an `sm` column: issue order, numbered by sorting.
+        let text = "cta_x,thread_x,inst,address,sm\n0,4000,a,0x0,0\n0,3,a,0x4,0\n0,4000,a,0x8,0\n0,3,b,0xc,0\n0,4000,a,0x10,0\n";
+        let t = read(text, 1 << 20).unwrap();
+        let k = &t.kernels[0];
+        assert_eq!(k.order, Order::Issued);
+        let got: Vec<(u32, u32)> = k.accesses().map(|a| (a.thread, a.dyn_inst)).collect();
+        assert_eq!(got, vec![(4000, 0), (3, 0), (4000, 1), (3, 0), (4000, 2)]);
     }
 }
