@@ -563,6 +563,25 @@ fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
     h.run_steps(3);
 }
 
+/// Steps the UI until the density map on screen is of the current selection (it is prepared
+/// on the worker).
+fn settle_density(h: &mut Harness<'static, WarpscopeApp>) {
+    let start = Instant::now();
+    loop {
+        let c = &h.state().comm;
+        if c.shown() == Some((c.launches, c.counts)) {
+            break;
+        }
+        h.step();
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the density map was not prepared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
 #[test]
 fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     use warpscope::app::views::View;
@@ -573,6 +592,8 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     settle_comm(&mut h);
     let r = h.state().comm.report.clone().expect("a report");
     assert_eq!(r.per_launch.len(), 3);
+    settle_density(&mut h);
+    assert_eq!(h.state().comm.shown(), Some((None, false)));
     // The summary, the launch selector and the side plots are drawn.
     h.get_by_label("Launches");
     assert!(h
@@ -583,10 +604,15 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     click(&mut h, "Launches");
     click(&mut h, "launch 1 hotspot -> launch 2 hotspot");
     assert_eq!(h.state().comm.launches, Some((1, 2)));
-    h.run_steps(3);
+    // The map of the old selection stays until the new one is ready.
+    h.run_steps(1);
+    settle_density(&mut h);
+    assert_eq!(h.state().comm.shown(), Some((Some((1, 2)), false)));
     // Counting transfers instead of bytes.
     click(&mut h, "transfers");
     assert!(h.state().comm.counts);
+    settle_density(&mut h);
+    assert_eq!(h.state().comm.shown(), Some((Some((1, 2)), true)));
 
     // A new trace replaces the report; a one-launch trace says why there is nothing to see.
     h.state_mut()

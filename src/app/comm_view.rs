@@ -10,7 +10,7 @@ use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoi
 
 use super::data::TraceData;
 use super::theme;
-use super::worker::Ticket;
+use super::worker::{Job, Ticket, Worker};
 use crate::comm::{CommReport, Measure, Pair};
 use crate::trace::Dim3;
 
@@ -30,7 +30,15 @@ pub struct CommState {
     pub launches: Option<(u32, u32)>,
     /// Count transfers instead of bytes.
     pub counts: bool,
+    /// The density map drawn (possibly of an earlier selection while the current one is
+    /// prepared).
     density: Option<Density>,
+    /// The job preparing the density map of a selection.
+    pub density_job: Option<(Ticket, DensityKey)>,
+    /// A prepared density map, handed over by the app when its job finishes.
+    pub density_ready: Option<Box<DensityData>>,
+    /// The launch pairs of the report (by identity) for the selector.
+    launch_pairs: Option<(usize, Vec<(u32, u32)>)>,
 }
 
 impl CommState {
@@ -42,12 +50,28 @@ impl CommState {
         self.cancelled = false;
         self.launches = None;
         self.density = None;
+        self.density_job = None;
+        self.density_ready = None;
+        self.launch_pairs = None;
+    }
+
+    /// The selection (launch pair, counting transfers) of the density map on screen.
+    pub fn shown(&self) -> Option<(Option<(u32, u32)>, bool)> {
+        self.density.as_ref().map(|d| (d.data.key.1, d.data.key.2))
     }
 }
 
-/// The binned density map of the current selection and what the side plots need.
-struct Density {
-    key: (usize, Option<(u32, u32)>, bool),
+/// What a density map is of: the report (by identity), the launch pair, counting transfers.
+pub type DensityKey = (usize, Option<(u32, u32)>, bool);
+
+fn key_of(r: &Arc<CommReport>, launches: Option<(u32, u32)>, counts: bool) -> DensityKey {
+    (Arc::as_ptr(r) as usize, launches, counts)
+}
+
+/// The binned density map of one selection and what the side plots need, prepared on the
+/// worker (aggregating a large report's transfers takes too long for a frame).
+pub struct DensityData {
+    key: DensityKey,
     /// CTA ids shown (the most CTAs of the launches involved).
     n: u32,
     /// CTAs per cell along each axis.
@@ -55,7 +79,8 @@ struct Density {
     side: usize,
     /// `values[reader_bin * side + writer_bin]`.
     values: Arc<Vec<u64>>,
-    texture: egui::TextureHandle,
+    /// The map's image, row 0 at the top.
+    pixels: Vec<Color32>,
     cdf: Vec<[f64; 2]>,
     in_hist: Vec<u64>,
     out_hist: Vec<u64>,
@@ -63,16 +88,35 @@ struct Density {
     reader_grid: Dim3,
 }
 
-fn density(ctx: &egui::Context, r: &Arc<CommReport>, st: &CommState) -> Density {
-    let key = (Arc::as_ptr(r) as usize, st.launches, st.counts);
-    let measure = if st.counts {
+/// The density map on screen: its data and its texture.
+struct Density {
+    data: DensityData,
+    texture: egui::TextureHandle,
+}
+
+impl Density {
+    fn new(ctx: &egui::Context, mut data: DensityData) -> Self {
+        let pixels = std::mem::take(&mut data.pixels);
+        let texture = ctx.load_texture(
+            "comm-density",
+            egui::ColorImage::new([data.side, data.side], pixels),
+            egui::TextureOptions::NEAREST,
+        );
+        Density { data, texture }
+    }
+}
+
+/// Prepares the density map of `launches` (all pairs if `None`), in bytes or transfers.
+pub fn density(r: &Arc<CommReport>, launches: Option<(u32, u32)>, counts: bool) -> DensityData {
+    let key = key_of(r, launches, counts);
+    let measure = if counts {
         Measure::Transfers
     } else {
         Measure::Bytes
     };
-    let cells = r.density(st.launches, measure);
+    let cells = r.density(launches, measure);
     let grid = |l: u32| r.per_launch.get(l as usize).map_or(Dim3::x(1), |l| l.grid);
-    let (writer_grid, reader_grid, n) = match st.launches {
+    let (writer_grid, reader_grid, n) = match launches {
         Some((w, rd)) => {
             let (wg, rg) = (grid(w), grid(rd));
             (wg, rg, wg.count().max(rg.count()) as u32)
@@ -118,11 +162,6 @@ fn density(ctx: &egui::Context, r: &Arc<CommReport>, st: &CommState) -> Density 
             }
         })
         .collect();
-    let texture = ctx.load_texture(
-        "comm-density",
-        egui::ColorImage::new([side, side], pixels),
-        egui::TextureOptions::NEAREST,
-    );
     let hist = |deg: &[u32]| {
         let mut h = vec![0u64; deg.iter().copied().max().unwrap_or(0) as usize + 1];
         for &d in deg {
@@ -133,18 +172,18 @@ fn density(ctx: &egui::Context, r: &Arc<CommReport>, st: &CommState) -> Density 
     // The CDF as steps: up at each size from the fraction below it.
     let mut cdf = Vec::new();
     let mut before = 0.0;
-    for (size, f) in r.transfer_cdf(st.launches) {
+    for (size, f) in r.transfer_cdf(launches) {
         cdf.push([size as f64, before]);
         cdf.push([size as f64, f]);
         before = f;
     }
-    Density {
+    DensityData {
         key,
         n,
         bin,
         side,
         values: Arc::new(values),
-        texture,
+        pixels,
         cdf,
         in_hist: hist(&in_deg),
         out_hist: hist(&out_deg),
@@ -189,7 +228,15 @@ fn pair_label(r: &CommReport, (w, rd): (u32, u32)) -> String {
 }
 
 /// Draws the view for a finished report.
-pub fn draw(ui: &mut Ui, st: &mut CommState, r: &Arc<CommReport>, trace: &TraceData) {
+/// Draws the view of report `r`; the density map of a new selection is prepared on `worker`
+/// (the previous map stays on screen meanwhile).
+pub fn draw(
+    ui: &mut Ui,
+    st: &mut CommState,
+    r: &Arc<CommReport>,
+    trace: &TraceData,
+    worker: &mut Worker,
+) {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(&trace.label).strong());
         ui.label(format!(
@@ -216,6 +263,10 @@ pub fn draw(ui: &mut Ui, st: &mut CommState, r: &Arc<CommReport>, trace: &TraceD
         );
         return;
     }
+    let id = Arc::as_ptr(r) as usize;
+    if st.launch_pairs.as_ref().is_none_or(|p| p.0 != id) {
+        st.launch_pairs = Some((id, r.launch_pairs()));
+    }
     ui.horizontal(|ui| {
         let l = ui.label("Launches");
         let selected = st
@@ -225,7 +276,7 @@ pub fn draw(ui: &mut Ui, st: &mut CommState, r: &Arc<CommReport>, trace: &TraceD
             .selected_text(selected)
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut st.launches, None, "all launch pairs");
-                for p in r.launch_pairs() {
+                for &p in st.launch_pairs.iter().flat_map(|p| &p.1) {
                     ui.selectable_value(&mut st.launches, Some(p), pair_label(r, p));
                 }
             })
@@ -247,20 +298,55 @@ pub fn draw(ui: &mut Ui, st: &mut CommState, r: &Arc<CommReport>, trace: &TraceD
                 .on_hover_text("Bytes crossing a cut of the CTA grid into two halves");
         }
     });
-    let key = (Arc::as_ptr(r) as usize, st.launches, st.counts);
-    if st.density.as_ref().is_none_or(|d| d.key != key) {
-        st.density = Some(density(ui.ctx(), r, st));
+    let key = key_of(r, st.launches, st.counts);
+    if let Some(d) = st.density_ready.take() {
+        if d.key == key {
+            st.density = Some(Density::new(ui.ctx(), *d));
+        }
+    }
+    let current = st.density.as_ref().is_some_and(|d| d.data.key == key);
+    if !current && st.density_job.is_none_or(|j| j.1 != key) {
+        if let Some((t, _)) = st.density_job.take() {
+            worker.cancel(t);
+        }
+        let ticket = worker.submit(
+            "Preparing the density map",
+            Job::Density {
+                report: r.clone(),
+                launches: st.launches,
+                counts: st.counts,
+            },
+        );
+        st.density_job = Some((ticket, key));
+    }
+    if !current {
+        // Until the job is done (the app is woken then).
+        ui.ctx()
+            .request_repaint_after(std::time::Duration::from_millis(100));
     }
     let Some(d) = &st.density else {
+        ui.vertical_centered(|ui| {
+            ui.add_space(ui.available_height() / 3.0);
+            ui.spinner();
+            ui.label("Preparing the density map");
+        });
         return;
     };
+    if !current {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label("Updating the density map for the new selection");
+        });
+    }
     ui.columns(2, |cols| {
-        density_plot(&mut cols[0], d, st.counts);
-        side_plots(&mut cols[1], d, r);
+        density_plot(&mut cols[0], d);
+        side_plots(&mut cols[1], &d.data, r);
     });
 }
 
-fn density_plot(ui: &mut Ui, d: &Density, counts: bool) {
+fn density_plot(ui: &mut Ui, shown: &Density) {
+    let d = &shown.data;
+    let counts = d.key.2;
     let n = f64::from(d.n);
     let span = f64::from(d.bin) * d.side as f64;
     let values = d.values.clone();
@@ -311,14 +397,14 @@ fn density_plot(ui: &mut Ui, d: &Density, counts: bool) {
         .show(ui, |pui| {
             pui.image(PlotImage::new(
                 "density",
-                d.texture.id(),
+                shown.texture.id(),
                 PlotPoint::new(span / 2.0, span / 2.0),
                 egui::vec2(span as f32, span as f32),
             ));
         });
 }
 
-fn side_plots(ui: &mut Ui, d: &Density, r: &CommReport) {
+fn side_plots(ui: &mut Ui, d: &DensityData, r: &CommReport) {
     let h = ((ui.available_height() - 3.0 * ui.spacing().item_spacing.y) / 4.0).max(60.0);
     Plot::new("comm-cdf")
         .height(h)

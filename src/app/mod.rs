@@ -354,6 +354,15 @@ impl WarpscopeApp {
             }
             return;
         }
+        if self.comm.density_job.is_some_and(|j| j.0 == ticket) {
+            self.comm.density_job = None;
+            match outcome {
+                Outcome::Density(d) => self.comm.density_ready = Some(d),
+                Outcome::Failed(e) => self.status = Status::Error(e),
+                _ => {}
+            }
+            return;
+        }
         if self.comm.ticket == Some(ticket) {
             self.comm.ticket = None;
             match outcome {
@@ -389,7 +398,7 @@ impl WarpscopeApp {
                     p.ticket = None;
                 }
             }
-            Outcome::Loaded(_) | Outcome::Communicated(_) => {}
+            Outcome::Loaded(_) | Outcome::Communicated(_) | Outcome::Density(_) => {}
         }
     }
 
@@ -412,7 +421,7 @@ impl WarpscopeApp {
             ));
         }
         if let Some(r) = self.comm.report.clone() {
-            comm_view::draw(ui, &mut self.comm, &r, trace);
+            comm_view::draw(ui, &mut self.comm, &r, trace, &mut self.worker);
             return;
         }
         ui.vertical_centered(|ui| {
@@ -1393,7 +1402,12 @@ impl EframeApp {
                 app.settings.generator_params = params.to_string();
                 app.generate(kernel.to_string(), params.to_string());
             }
-            if app.comm.report.is_none() {
+            // The report, and its density map (prepared on the worker) unless it has none.
+            let c = &app.comm;
+            let waiting = c.report.as_ref().is_none_or(|r| {
+                !r.transfers.is_empty() && c.shown() != Some((c.launches, c.counts))
+            });
+            if waiting {
                 plan.wait_frames = 0;
                 return;
             }

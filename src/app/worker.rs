@@ -39,6 +39,12 @@ pub enum Job {
     },
     /// Analyze the inter-CTA communication of `trace` (the Communication view).
     Communicate { trace: Arc<TraceData> },
+    /// Prepare the Communication view's density map of one selection of `report`.
+    Density {
+        report: Arc<crate::comm::CommReport>,
+        launches: Option<(u32, u32)>,
+        counts: bool,
+    },
     /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
     Task { label: String, work: Task },
 }
@@ -74,6 +80,7 @@ pub enum Outcome {
     Loaded(Arc<TraceData>),
     Simulated { pane: usize, data: Arc<SimData> },
     Communicated(Arc<crate::comm::CommReport>),
+    Density(Box<super::comm_view::DensityData>),
     Done(String),
     Failed(String),
     Cancelled,
@@ -191,6 +198,13 @@ fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
                 Err(crate::comm::Cancelled) => Outcome::Cancelled,
             }
         }
+        Job::Density {
+            report,
+            launches,
+            counts,
+        } => Outcome::Density(Box::new(super::comm_view::density(
+            &report, launches, counts,
+        ))),
         Job::Task { label, work } => match work(progress) {
             Ok(msg) => Outcome::Done(msg),
             Err(_) if progress.cancelled() => Outcome::Cancelled,
