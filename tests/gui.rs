@@ -549,37 +549,34 @@ fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
     assert!(d.points.thread.is_empty() && d.points.thread(0).is_none());
 }
 
-/// Steps the UI until the communication view has its report.
-fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
+/// Steps the UI until `done` holds (work on the worker), then a few frames more.
+fn step_until(
+    h: &mut Harness<'static, WarpscopeApp>,
+    what: &str,
+    done: impl Fn(&WarpscopeApp) -> bool,
+) {
     let start = Instant::now();
-    while h.state().comm.report.is_none() {
+    while !done(h.state()) {
         h.step();
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the communication analysis did not finish"
-        );
+        assert!(start.elapsed() < Duration::from_secs(120), "{what}");
         std::thread::sleep(Duration::from_millis(5));
     }
     h.run_steps(3);
 }
 
+/// Steps the UI until the communication view has its report.
+fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
+    step_until(h, "the communication analysis did not finish", |a| {
+        a.comm.report.is_some()
+    });
+}
+
 /// Steps the UI until the density map on screen is of the current selection (it is prepared
 /// on the worker).
 fn settle_density(h: &mut Harness<'static, WarpscopeApp>) {
-    let start = Instant::now();
-    loop {
-        let c = &h.state().comm;
-        if c.shown() == Some((c.launches, c.counts)) {
-            break;
-        }
-        h.step();
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the density map was not prepared"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    h.run_steps(2);
+    step_until(h, "the density map was not prepared", |a| {
+        a.comm.shown() == Some((a.comm.launches, a.comm.counts))
+    });
 }
 
 #[test]

@@ -597,6 +597,31 @@ pub fn check_density(grid: Dim3, block: Dim3, rows: usize, order: Order) -> Resu
     Ok(())
 }
 
+/// Where each of `n` threads' rows start when the rows are grouped by thread (`n + 1`
+/// entries, the last one the number of rows).
+fn thread_starts(thread: &[u32], n: usize) -> Vec<u32> {
+    let mut starts = vec![0u32; n + 1];
+    for &t in thread {
+        starts[t as usize + 1] += 1;
+    }
+    for i in 0..n {
+        starts[i + 1] += starts[i];
+    }
+    starts
+}
+
+/// The row indices grouped by thread, in row order within a thread (a counting sort).
+fn rows_by_thread(thread: &[u32], starts: &[u32]) -> Vec<u32> {
+    let mut next = starts.to_vec();
+    let mut perm = vec![0u32; thread.len()];
+    for (row, &t) in thread.iter().enumerate() {
+        let slot = &mut next[t as usize];
+        perm[*slot as usize] = row as u32;
+        *slot += 1;
+    }
+    perm
+}
+
 /// Builds a [`Kernel`] row by row, validating each access.
 #[derive(Debug)]
 pub struct KernelBuilder {
@@ -907,25 +932,13 @@ impl KernelBuilder {
     fn number_dyn_instances(&mut self) {
         let c = &mut self.cols;
         let grouped: Option<Vec<u32>> = (self.order == Order::Issued).then(|| {
-            let mut perm: Vec<u32> = (0..c.len() as u32).collect();
             if self.threads > 2 * c.len() as u64 + 1024 {
                 // Few rows in a large grid: a stable sort of the row indices by thread.
+                let mut perm: Vec<u32> = (0..c.len() as u32).collect();
                 perm.sort_by_key(|&r| c.thread[r as usize]);
                 return perm;
             }
-            // A stable counting sort of the row indices by thread.
-            let mut next = vec![0u32; self.threads as usize + 1];
-            for &t in &c.thread {
-                next[t as usize + 1] += 1;
-            }
-            for i in 0..self.threads as usize {
-                next[i + 1] += next[i];
-            }
-            for (row, &t) in c.thread.iter().enumerate() {
-                perm[next[t as usize] as usize] = row as u32;
-                next[t as usize] += 1;
-            }
-            perm
+            rows_by_thread(&c.thread, &thread_starts(&c.thread, self.threads as usize))
         });
         let barrier = AccessKind::Barrier.code();
         // Counts per instruction of the current thread, and the instructions counted.
@@ -959,22 +972,9 @@ impl KernelBuilder {
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
         if self.order != Order::Issued {
-            let n = self.threads as usize;
-            let mut counts = vec![0u32; n + 1];
-            for &t in &self.cols.thread {
-                counts[t as usize + 1] += 1;
-            }
-            for i in 0..n {
-                counts[i + 1] += counts[i];
-            }
+            let counts = thread_starts(&self.cols.thread, self.threads as usize);
             if !self.sorted {
-                let mut next = counts.clone();
-                let mut perm = vec![0u32; self.cols.len()];
-                for (row, &t) in self.cols.thread.iter().enumerate() {
-                    let slot = &mut next[t as usize];
-                    perm[*slot as usize] = row as u32;
-                    *slot += 1;
-                }
+                let perm = rows_by_thread(&self.cols.thread, &counts);
                 self.cols.permute(&perm);
             }
             let tpb = (self.block.count() as usize).max(1);
