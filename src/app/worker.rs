@@ -195,7 +195,8 @@ fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
             };
             match crate::comm::analyze(&trace.trace, &mut relay) {
                 Ok(r) => Outcome::Communicated(Arc::new(r)),
-                Err(crate::comm::Cancelled) => Outcome::Cancelled,
+                Err(crate::comm::CommError::Cancelled) => Outcome::Cancelled,
+                Err(e) => Outcome::Failed(format!("Communication analysis: {e}")),
             }
         }
         Job::Density {

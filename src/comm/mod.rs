@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::trace::{AccessKind, Dim3, MemSpace, Trace};
-use writers::{Found, Retired, Writers};
+use writers::{Retired, Writers};
 
 /// One transfer: the distinct bytes `reader_cta` read in `reader_launch` whose last write
 /// was by `writer_cta` in `writer_launch`.
@@ -179,8 +179,13 @@ impl CommReport {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("cancelled")]
-pub struct Cancelled;
+pub enum CommError {
+    #[error("cancelled")]
+    Cancelled,
+    /// The analysis numbers every (launch, CTA) pair with 32 bits.
+    #[error("the launches have {0} CTAs in all; the analysis handles at most 4294967295")]
+    TooManyCtas(u64),
+}
 
 /// The most distinct strides kept per histogram; the rest are summed into none.
 pub const MAX_STRIDES: usize = 64;
@@ -194,13 +199,28 @@ const PROGRESS_EVERY: usize = 1 << 16;
 pub fn analyze(
     trace: &Trace,
     progress: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<CommReport, Cancelled> {
+) -> Result<CommReport, CommError> {
     let total = 2 * trace.total_accesses() as u64;
     let mut done = 0u64;
+    // Writer numbers: CTA `c` of launch `l` is `first[l] + c`, so that every writer of an
+    // earlier launch has a smaller number.
+    let mut first = Vec::with_capacity(trace.kernels.len() + 1);
+    let mut n = 0u64;
+    for k in &trace.kernels {
+        first.push(n as u32);
+        n += u64::from(k.num_ctas());
+        if n > u64::from(u32::MAX) {
+            return Err(CommError::TooManyCtas(
+                trace.kernels.iter().map(|k| u64::from(k.num_ctas())).sum(),
+            ));
+        }
+    }
+    first.push(n as u32);
+    let numbers = Numbers(first);
     let mut writers = Writers::default();
     // Per reader launch, its transfers (each key once: a launch's pieces are drained once).
     let mut into: Vec<Vec<Transfer>> = Vec::with_capacity(trace.kernels.len());
-    let mut retired: Vec<Vec<Retired>> = vec![Vec::new(); trace.kernels.len()];
+    let mut retired: Vec<Retired> = Vec::new();
     let mut per_launch = Vec::with_capacity(trace.kernels.len());
     let mut load_strides = StrideCounts::default();
     let mut comm = Pieces::default();
@@ -208,75 +228,60 @@ pub fn analyze(
 
     for (li, k) in trace.kernels.iter().enumerate() {
         let launch = li as u32;
+        let base = numbers.0[li];
+        let ctas = k.num_ctas();
         let tpc = k.threads_per_cta().max(1);
         let cols = k.columns();
-        let mut last_load = vec![u64::MAX; k.num_ctas() as usize];
+        let mut last_load = vec![u64::MAX; ctas as usize];
         let (mut read_bytes, mut write_bytes) = (0u64, 0u64);
         for i in 0..cols.len() {
             if i % PROGRESS_EVERY == 0 && !progress(done + i as u64, total) {
-                return Err(Cancelled);
+                return Err(CommError::Cancelled);
             }
             let Some((reads, writes)) = counted(cols.flags[i]) else {
                 continue;
             };
             let size = u64::from(cols.size[i]);
             let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
+            if cta >= ctas {
+                continue;
+            }
+            let me = base + cta;
             if reads {
                 read_bytes += size;
                 let mut any = false;
-                writers.read(launch, cta, addr, size, |start, end, f| match f {
-                    Found::Earlier {
-                        launch: wl,
-                        cta: wc,
-                    } => {
+                writers.read(base, me, addr, size, |start, end, writer| {
+                    let to = if writer < base {
                         any = true;
-                        comm.push(
-                            cta,
-                            Piece {
-                                launch: wl,
-                                writer: wc,
-                                start,
-                                end,
-                            },
-                        );
-                    }
-                    Found::SameLaunch { cta: wc } => shared.push(
-                        cta,
-                        Piece {
-                            launch,
-                            writer: wc,
-                            start,
-                            end,
-                        },
-                    ),
+                        &mut comm
+                    } else {
+                        &mut shared
+                    };
+                    to.push(cta, Piece { writer, start, end });
                 });
                 if any {
-                    if let Some(last) = last_load.get_mut(cta as usize) {
-                        if *last != u64::MAX {
-                            load_strides.add(stride(*last, addr));
-                        }
-                        *last = addr;
+                    let last = &mut last_load[cta as usize];
+                    if *last != u64::MAX {
+                        load_strides.add(stride(*last, addr));
                     }
+                    *last = addr;
                 }
             }
             if writes {
                 write_bytes += size;
-                writers.write(launch, cta, addr, size, |r| {
-                    if let Some(v) = retired.get_mut(r.launch as usize) {
-                        v.push(r);
-                    }
-                });
+                writers.write(me, addr, size, |r| retired.push(r));
             }
         }
         done += cols.len() as u64;
         let mut communicated_read_bytes = 0;
         let mut here = Vec::new();
-        comm.drain(|reader, wl, writer, bytes| {
+        comm.drain(|reader, writer, bytes| {
             communicated_read_bytes += bytes;
+            let (wl, wc) = numbers.split(writer);
             here.push(Transfer {
                 writer_launch: wl,
                 reader_launch: launch,
-                writer_cta: writer,
+                writer_cta: wc,
                 reader_cta: reader,
                 bytes,
             });
@@ -284,7 +289,7 @@ pub fn analyze(
         here.sort_unstable();
         into.push(here);
         let mut shared_bytes = 0;
-        shared.drain(|_, _, _, bytes| shared_bytes += bytes);
+        shared.drain(|_, _, bytes| shared_bytes += bytes);
         per_launch.push(LaunchComm {
             name: k.name.clone(),
             grid: k.grid,
@@ -297,30 +302,33 @@ pub fn analyze(
             in_degree_std: 0.0,
             out_degree_mean: 0.0,
             out_degree_std: 0.0,
-            in_degree: vec![0; k.num_ctas() as usize],
-            out_degree: vec![0; k.num_ctas() as usize],
+            in_degree: vec![0; ctas as usize],
+            out_degree: vec![0; ctas as usize],
         });
     }
-    writers.finish(|r| {
-        if let Some(v) = retired.get_mut(r.launch as usize) {
-            v.push(r);
-        }
-    });
+    writers.finish(|r| retired.push(r));
 
-    // Communicated write ranges per launch, sorted by CTA and address, adjacent ones merged
-    // (those of one writer never overlap: a launch's writes are all before any later read).
-    for (v, l) in retired.iter_mut().zip(per_launch.iter_mut()) {
-        v.sort_unstable_by_key(|r| (r.cta, r.start));
-        v.dedup_by(|next, prev| {
-            let join = prev.cta == next.cta && prev.end == next.start;
-            if join {
-                prev.end = next.end;
-            }
-            join
-        });
-        l.communicated_write_bytes = v.iter().map(|r| r.end - r.start).sum();
+    // Communicated write ranges sorted by writer (so by launch, then CTA) and address,
+    // adjacent ones merged (those of one writer never overlap: a launch's writes are all
+    // before any later read), then split by launch.
+    retired.sort_unstable_by_key(|r| (r.writer, r.start));
+    retired.dedup_by(|next, prev| {
+        let join = prev.writer == next.writer && prev.end == next.start;
+        if join {
+            prev.end = next.end;
+        }
+        join
+    });
+    let mut by_launch: Vec<&[Retired]> = Vec::with_capacity(per_launch.len());
+    let mut rest = &retired[..];
+    for (l, pl) in per_launch.iter_mut().enumerate() {
+        let n = rest.partition_point(|r| r.writer < numbers.0[l + 1]);
+        let (mine, after) = rest.split_at(n);
+        pl.communicated_write_bytes = mine.iter().map(|r| r.end - r.start).sum();
+        by_launch.push(mine);
+        rest = after;
     }
-    let store_strides = store_strides(trace, &retired, &mut done, total, progress)?;
+    let store_strides = store_strides(trace, &numbers, &by_launch, &mut done, total, progress)?;
     progress(total, total);
 
     let transfers = in_order(into);
@@ -331,6 +339,17 @@ pub fn analyze(
         load_strides,
         store_strides,
     ))
+}
+
+/// The first writer number of each launch, and one past the last.
+struct Numbers(Vec<u32>);
+
+impl Numbers {
+    /// (launch, CTA) of a writer number.
+    fn split(&self, writer: u32) -> (u32, u32) {
+        let l = self.0.partition_point(|&f| f <= writer).saturating_sub(1);
+        (l as u32, writer - self.0[l])
+    }
 }
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
@@ -369,15 +388,17 @@ fn stride(from: u64, to: u64) -> i64 {
 }
 
 /// Second pass: strides between consecutive stores of a CTA that wrote communicated bytes.
+/// `retired[l]`: launch `l`'s communicated write ranges, sorted by writer and address.
 fn store_strides(
     trace: &Trace,
-    retired: &[Vec<Retired>],
+    numbers: &Numbers,
+    retired: &[&[Retired]],
     done: &mut u64,
     total: u64,
     progress: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<StrideCounts, Cancelled> {
+) -> Result<StrideCounts, CommError> {
     let mut hist = StrideCounts::default();
-    for (k, ranges) in trace.kernels.iter().zip(retired) {
+    for ((l, k), ranges) in trace.kernels.iter().enumerate().zip(retired) {
         let cols = k.columns();
         if ranges.is_empty() {
             *done += cols.len() as u64;
@@ -385,21 +406,20 @@ fn store_strides(
         }
         let tpc = k.threads_per_cta().max(1);
         let ctas = k.num_ctas() as usize;
+        let base = numbers.0[l];
         let mut last = vec![u64::MAX; ctas];
-        // Where each CTA's ranges start (the ranges are sorted by CTA), so that a store
-        // searches only its own CTA's ranges.
-        let mut first = vec![ranges.len(); ctas + 1];
-        for (j, r) in ranges.iter().enumerate().rev() {
-            if (r.cta as usize) < ctas {
-                first[r.cta as usize] = j;
+        // Where each CTA's ranges start, so that a store searches only its own CTA's ranges.
+        let mut first = vec![0usize; ctas + 1];
+        let mut j = 0;
+        for (c, f) in first.iter_mut().enumerate() {
+            while j < ranges.len() && ((ranges[j].writer - base) as usize) < c {
+                j += 1;
             }
-        }
-        for c in (0..ctas).rev() {
-            first[c] = first[c].min(first[c + 1]);
+            *f = j;
         }
         for i in 0..cols.len() {
             if i % PROGRESS_EVERY == 0 && !progress(*done + i as u64, total) {
-                return Err(Cancelled);
+                return Err(CommError::Cancelled);
             }
             if !counted(cols.flags[i]).is_some_and(|(_, w)| w) {
                 continue;
@@ -416,7 +436,7 @@ fn store_strides(
             if !hit {
                 continue;
             }
-            if let Some(l) = last.get_mut(cta as usize) {
+            if let Some(l) = last.get_mut(c) {
                 if *l != u64::MAX {
                     hist.add(stride(*l, addr));
                 }
@@ -616,10 +636,9 @@ fn summarize(
     }
 }
 
-/// A read piece: a reader read `[start, end)`, last written by `writer` in `launch`.
+/// A read piece: a reader read `[start, end)`, last written by writer number `writer`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Piece {
-    launch: u32,
     writer: u32,
     start: u64,
     end: u64,
@@ -629,11 +648,11 @@ struct Piece {
 const RECENT: usize = 8;
 
 /// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
-/// writer launch, writer). A new piece that overlaps or touches one of the reader's latest
-/// pieces from the same writer joins it (threads of a CTA reading consecutive elements, one
-/// instruction after another, build a few long pieces); a reader's list is sorted and merged
-/// whenever it has doubled since the last time, so it stays within a small factor of the
-/// distinct ranges read.
+/// writer). A new piece that overlaps or touches one of the reader's latest pieces from the
+/// same writer joins it (threads of a CTA reading consecutive elements, one instruction after
+/// another, build a few long pieces); a reader's list is sorted and merged whenever it has
+/// doubled since the last time, so it stays within a small factor of the distinct ranges
+/// read.
 #[derive(Default)]
 struct Pieces {
     by_reader: Vec<Vec<Piece>>,
@@ -654,8 +673,7 @@ impl Pieces {
         }
         let recent = v.len().saturating_sub(RECENT);
         for q in v[recent..].iter_mut().rev() {
-            if q.launch == p.launch && q.writer == p.writer && p.start <= q.end && q.start <= p.end
-            {
+            if q.writer == p.writer && p.start <= q.end && q.start <= p.end {
                 q.start = q.start.min(p.start);
                 q.end = q.end.max(p.end);
                 return;
@@ -668,21 +686,21 @@ impl Pieces {
         }
     }
 
-    /// Calls `f(reader, writer launch, writer, distinct bytes)` per key and empties the lists.
-    fn drain(&mut self, mut f: impl FnMut(u32, u32, u32, u64)) {
+    /// Calls `f(reader, writer, distinct bytes)` per key and empties the lists.
+    fn drain(&mut self, mut f: impl FnMut(u32, u32, u64)) {
         self.touched.sort_unstable();
         for &reader in &self.touched {
             let v = &mut self.by_reader[reader as usize];
             compact(v);
             let mut i = 0;
             while i < v.len() {
-                let key = (v[i].launch, v[i].writer);
+                let key = v[i].writer;
                 let mut bytes = 0;
-                while i < v.len() && (v[i].launch, v[i].writer) == key {
+                while i < v.len() && v[i].writer == key {
                     bytes += v[i].end - v[i].start;
                     i += 1;
                 }
-                f(reader, key.0, key.1, bytes);
+                f(reader, key, bytes);
             }
             v.clear();
             self.compacted[reader as usize] = 0;
@@ -695,8 +713,7 @@ impl Pieces {
 fn compact(v: &mut Vec<Piece>) {
     v.sort_unstable();
     v.dedup_by(|next, prev| {
-        let join =
-            (prev.launch, prev.writer) == (next.launch, next.writer) && next.start <= prev.end;
+        let join = prev.writer == next.writer && next.start <= prev.end;
         if join {
             prev.end = prev.end.max(next.end);
         }

@@ -281,7 +281,7 @@ fn cancelling_stops_the_analysis() {
         calls += 1;
         calls < 2
     });
-    assert_eq!(r, Err(Cancelled));
+    assert_eq!(r, Err(CommError::Cancelled));
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn memory_follows_written_ranges_not_accesses() {
     // A million 4-byte stores by one CTA over the same 64 KiB: one segment per 256-byte page.
     let mut w = writers::Writers::default();
     for i in 0..1_000_000u64 {
-        w.write(0, 0, (i % 16384) * 4, 4, |_| {});
+        w.write(0, (i % 16384) * 4, 4, |_| {});
     }
     assert_eq!(w.segments(), 256);
 }
