@@ -225,6 +225,17 @@ pub fn analyze(
     let mut load_strides = StrideCounts::default();
     let mut comm = Pieces::default();
     let mut shared = Pieces::default();
+    // Stamps per CTA id, for counting distinct partners.
+    let mut seen = vec![
+        0u64;
+        trace
+            .kernels
+            .iter()
+            .map(|k| k.num_ctas())
+            .max()
+            .unwrap_or(0) as usize
+    ];
+    let mut stamp = 0u64;
 
     for (li, k) in trace.kernels.iter().enumerate() {
         let launch = li as u32;
@@ -274,20 +285,29 @@ pub fn analyze(
         }
         done += cols.len() as u64;
         let mut communicated_read_bytes = 0;
-        let mut here = Vec::new();
+        let mut rows = Vec::new();
+        let mut in_degree = vec![0; ctas as usize];
+        // Distinct writer CTA ids per reader: a writer CTA id is counted when its stamp is
+        // not yet the reader's.
+        let mut reader_at = None;
         comm.drain(|reader, writer, bytes| {
             communicated_read_bytes += bytes;
-            let (wl, wc) = numbers.split(writer);
-            here.push(Transfer {
-                writer_launch: wl,
-                reader_launch: launch,
-                writer_cta: wc,
-                reader_cta: reader,
-                bytes,
-            });
+            rows.push((writer, reader, bytes));
+            if reader_at != Some(reader) {
+                reader_at = Some(reader);
+                stamp += 1;
+            }
+            let (_, wc) = numbers.split(writer);
+            if let Some(s) = seen.get_mut(wc as usize) {
+                if *s != stamp {
+                    *s = stamp;
+                    if let Some(d) = in_degree.get_mut(reader as usize) {
+                        *d += 1;
+                    }
+                }
+            }
         });
-        here.sort_unstable();
-        into.push(here);
+        into.push(by_writer(rows, &numbers, launch));
         let mut shared_bytes = 0;
         shared.drain(|_, _, bytes| shared_bytes += bytes);
         per_launch.push(LaunchComm {
@@ -302,7 +322,7 @@ pub fn analyze(
             in_degree_std: 0.0,
             out_degree_mean: 0.0,
             out_degree_std: 0.0,
-            in_degree: vec![0; ctas as usize],
+            in_degree,
             out_degree: vec![0; ctas as usize],
         });
     }
@@ -339,6 +359,49 @@ pub fn analyze(
         load_strides,
         store_strides,
     ))
+}
+
+/// One reader launch's transfers from `(writer, reader, bytes)` rows in reader order, sorted
+/// by writer, then reader: a stable counting sort by writer when the writers' numbers span
+/// no more than a few times the rows, else a sort.
+fn by_writer(mut rows: Vec<(u32, u32, u64)>, numbers: &Numbers, launch: u32) -> Vec<Transfer> {
+    let lo = rows.iter().map(|r| r.0).min().unwrap_or(0);
+    let hi = rows.iter().map(|r| r.0).max().unwrap_or(0);
+    let span = (hi - lo) as usize + 1;
+    if span <= 4 * rows.len() + 1024 {
+        let mut at = vec![0usize; span + 1];
+        for r in &rows {
+            at[(r.0 - lo) as usize + 1] += 1;
+        }
+        for i in 1..at.len() {
+            at[i] += at[i - 1];
+        }
+        let mut sorted = vec![(0, 0, 0); rows.len()];
+        for r in &rows {
+            let slot = &mut at[(r.0 - lo) as usize];
+            sorted[*slot] = *r;
+            *slot += 1;
+        }
+        rows = sorted;
+    } else {
+        rows.sort_unstable_by_key(|r| (r.0, r.1));
+    }
+    // The writers ascend: their launch only moves forward.
+    let mut l = 0;
+    rows.iter()
+        .map(|&(writer, reader, bytes)| {
+            while numbers.0.get(l + 1).is_some_and(|&f| f <= writer) {
+                l += 1;
+            }
+            Transfer {
+                writer_launch: l as u32,
+                reader_launch: launch,
+                writer_cta: writer - numbers.0[l],
+                reader_cta: reader,
+                bytes,
+            }
+        })
+        .collect()
 }
 
 /// The first writer number of each launch, and one past the last.
@@ -457,16 +520,32 @@ pub const STRIDE_SLOTS: usize = 4096;
 /// enters later starts from the largest count dropped so far (`floor`), as in Metwally et
 /// al.'s Space-Saving. A count is then never below the true count and at most `floor` above
 /// it, so every stride more frequent than `floor` is kept.
+///
+/// A run of one stride (a CTA reading consecutive elements) is counted first and added at once
+/// when another stride comes, which leaves the table exactly as adding it one at a time would.
 #[derive(Default)]
 struct StrideCounts {
     counts: FxHashMap<i64, u64>,
     floor: u64,
+    /// The latest stride and how many times in a row it came, not yet in `counts`.
+    run: Option<(i64, u64)>,
 }
 
 impl StrideCounts {
     fn add(&mut self, s: i64) {
+        match &mut self.run {
+            Some((r, n)) if *r == s => *n += 1,
+            run => {
+                if let Some((r, n)) = run.replace((s, 1)) {
+                    self.add_n(r, n);
+                }
+            }
+        }
+    }
+
+    fn add_n(&mut self, s: i64, n: u64) {
         if let Some(c) = self.counts.get_mut(&s) {
-            *c += 1;
+            *c += n;
             return;
         }
         if self.counts.len() >= STRIDE_SLOTS {
@@ -475,7 +554,15 @@ impl StrideCounts {
             self.counts.retain(|_, c| *c > cut);
             self.floor = self.floor.max(cut);
         }
-        self.counts.insert(s, self.floor + 1);
+        self.counts.insert(s, self.floor + n);
+    }
+
+    /// The counts and the floor, with the pending run added.
+    fn settle(mut self) -> (FxHashMap<i64, u64>, u64) {
+        if let Some((r, n)) = self.run.take() {
+            self.add_n(r, n);
+        }
+        (self.counts, self.floor)
     }
 }
 
@@ -584,16 +671,14 @@ fn summarize(
     });
 
     // Degrees per launch: distinct partner CTA ids over all launches on the other side.
+    // Out-degrees per launch (in-degrees were counted as each launch's reads were drained).
     let mut outs: Vec<Vec<u64>> = vec![Vec::new(); per_launch.len()];
-    let mut ins: Vec<Vec<u64>> = vec![Vec::new(); per_launch.len()];
     let key = |a: u32, b: u32| u64::from(a) << 32 | u64::from(b);
     for t in &transfers {
         outs[t.writer_launch as usize].push(key(t.writer_cta, t.reader_cta));
-        ins[t.reader_launch as usize].push(key(t.reader_cta, t.writer_cta));
     }
-    for ((l, o), i) in per_launch.iter_mut().zip(outs).zip(ins) {
+    for (l, o) in per_launch.iter_mut().zip(outs) {
         count_distinct(o, &mut l.out_degree);
-        count_distinct(i, &mut l.in_degree);
         (l.out_degree_mean, l.out_degree_std) = mean_std(&l.out_degree);
         (l.in_degree_mean, l.in_degree_std) = mean_std(&l.in_degree);
     }
@@ -613,6 +698,8 @@ fn summarize(
         }
     }
 
+    let (load_counts, load_floor) = load_strides.settle();
+    let (store_counts, store_floor) = store_strides.settle();
     let write_bytes: u64 = per_launch.iter().map(|l| l.write_bytes).sum();
     let communicated_write_bytes: u64 = per_launch.iter().map(|l| l.communicated_write_bytes).sum();
     CommReport {
@@ -629,9 +716,9 @@ fn summarize(
         out_degree,
         bisection,
         distance,
-        stride_count_error: [load_strides.floor, store_strides.floor],
-        load_strides: top_strides(load_strides.counts),
-        store_strides: top_strides(store_strides.counts),
+        stride_count_error: [load_floor, store_floor],
+        load_strides: top_strides(load_counts),
+        store_strides: top_strides(store_counts),
         per_launch,
     }
 }
@@ -711,7 +798,7 @@ impl Pieces {
 
 /// Sorts pieces and merges those of one writer that overlap or touch.
 fn compact(v: &mut Vec<Piece>) {
-    v.sort_unstable();
+    v.sort_unstable_by_key(|p| u128::from(p.writer) << 64 | u128::from(p.start));
     v.dedup_by(|next, prev| {
         let join = prev.writer == next.writer && next.start <= prev.end;
         if join {

@@ -567,8 +567,10 @@ fn stride_counts_are_exact_up_to_the_slots_and_bounded_beyond() {
             h.add(s);
         }
     }
-    assert_eq!(h.floor, 0);
-    assert!(h.counts.iter().all(|(&s, &c)| c == (s % 5 + 1) as u64));
+    let (counts, floor) = h.settle();
+    assert_eq!(floor, 0);
+    assert_eq!(counts.len(), STRIDE_SLOTS);
+    assert!(counts.iter().all(|(&s, &c)| c == (s % 5 + 1) as u64));
 
     // Beyond: 10^5 random strides with 128 every third time and -4 every seventh.
     let mut h = StrideCounts::default();
@@ -585,12 +587,36 @@ fn stride_counts_are_exact_up_to_the_slots_and_bounded_beyond() {
         *truth.entry(s).or_default() += 1;
         h.add(s);
     }
-    assert!(h.floor > 0 && h.counts.len() <= STRIDE_SLOTS);
-    for (s, &c) in &h.counts {
-        assert!(c >= truth[s] && c <= truth[s] + h.floor, "stride {s}");
+    let (counts, floor) = h.settle();
+    assert!(floor > 0 && counts.len() <= STRIDE_SLOTS);
+    for (s, &c) in &counts {
+        assert!(c >= truth[s] && c <= truth[s] + floor, "stride {s}");
     }
-    let top = top_strides(h.counts);
+    let top = top_strides(counts);
     assert_eq!(top[0].0, 128);
     assert_eq!(top[1].0, -4);
     assert_eq!(top[0].1, truth[&128]);
+}
+
+#[test]
+fn stride_runs_leave_the_table_as_single_adds_would() {
+    // Runs of repeated strides among many distinct ones, so the table evicts meanwhile.
+    let mut rng = crate::rng::Rng::new(5);
+    let mut runs = StrideCounts::default();
+    let mut single = StrideCounts::default();
+    for _ in 0..20_000 {
+        let s = if rng.below(4) == 0 {
+            rng.below(8) as i64
+        } else {
+            rng.below(1 << 30) as i64
+        };
+        for _ in 0..1 + rng.below(5) {
+            runs.add(s);
+            single.add_n(s, 1);
+        }
+    }
+    let (a, fa) = runs.settle();
+    let (b, fb) = single.settle();
+    assert!(fb > 0, "the table must have evicted");
+    assert_eq!((fa, a), (fb, b));
 }
