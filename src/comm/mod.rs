@@ -587,15 +587,77 @@ fn mean_std(v: &[u32]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// Distinct `a << 32 | b` keys counted per `a`, into `out[a]`.
-fn count_distinct(mut keys: Vec<u64>, out: &mut [u32]) {
-    keys.sort_unstable();
-    keys.dedup();
-    for k in keys {
-        if let Some(o) = out.get_mut((k >> 32) as usize) {
-            *o += 1;
+/// The pairs (transfers summed over launch pairs, sorted by writer, then reader) and each
+/// launch's out-degrees, from the transfers grouped by writer CTA with a stable counting sort
+/// (within a writer they stay in writer launch, reader launch, reader order). `ctas`: more
+/// than any CTA id.
+fn pairs_and_out_degrees(
+    transfers: &[Transfer],
+    ctas: usize,
+    per_launch: &mut [LaunchComm],
+) -> Vec<Pair> {
+    let mut at = vec![0usize; ctas + 1];
+    for t in transfers {
+        if let Some(a) = at.get_mut(t.writer_cta as usize + 1) {
+            *a += 1;
         }
     }
+    for i in 1..at.len() {
+        at[i] += at[i - 1];
+    }
+    // (writer launch, reader, bytes) grouped by writer; `at[w]` ends as the end of group `w`.
+    let mut grouped = vec![(0u32, 0u32, 0u64); transfers.len()];
+    for t in transfers {
+        if let Some(slot) = at.get_mut(t.writer_cta as usize) {
+            grouped[*slot] = (t.writer_launch, t.reader_cta, t.bytes);
+            *slot += 1;
+        }
+    }
+    let mut pairs = Vec::new();
+    // Bytes per reader of the current writer, the readers seen, and stamps per reader for
+    // the current writer (pairs) and the current (writer launch, writer) (out-degrees).
+    let mut bytes = vec![0u64; ctas];
+    let mut readers: Vec<u32> = Vec::new();
+    let (mut pair_seen, mut out_seen) = (vec![0u64; ctas], vec![0u64; ctas]);
+    let (mut pair_stamp, mut out_stamp) = (0u64, 0u64);
+    let mut start = 0;
+    for (writer, &end) in at.iter().take(ctas).enumerate() {
+        let group = &grouped[start..end];
+        start = end;
+        if group.is_empty() {
+            continue;
+        }
+        pair_stamp += 1;
+        let mut launch = None;
+        for &(wl, reader, b) in group {
+            let r = reader as usize;
+            if pair_seen[r] != pair_stamp {
+                pair_seen[r] = pair_stamp;
+                readers.push(reader);
+            }
+            bytes[r] += b;
+            if launch != Some(wl) {
+                launch = Some(wl);
+                out_stamp += 1;
+            }
+            if out_seen[r] != out_stamp {
+                out_seen[r] = out_stamp;
+                if let Some(d) = per_launch
+                    .get_mut(wl as usize)
+                    .and_then(|l| l.out_degree.get_mut(writer))
+                {
+                    *d += 1;
+                }
+            }
+        }
+        readers.sort_unstable();
+        for &reader in &readers {
+            pairs.push(Pair(writer as u32, reader, bytes[reader as usize]));
+            bytes[reader as usize] = 0;
+        }
+        readers.clear();
+    }
+    pairs
 }
 
 fn summarize(
@@ -611,24 +673,7 @@ fn summarize(
         .map(|k| k.num_ctas())
         .max()
         .unwrap_or(0);
-    // Pairs: (writer << 32 | reader, bytes) sorted, equal keys summed.
-    let mut keyed: Vec<(u64, u64)> = transfers
-        .iter()
-        .map(|t| {
-            (
-                u64::from(t.writer_cta) << 32 | u64::from(t.reader_cta),
-                t.bytes,
-            )
-        })
-        .collect();
-    keyed.sort_unstable_by_key(|k| k.0);
-    keyed.dedup_by(|next, prev| {
-        let same = next.0 == prev.0;
-        if same {
-            prev.1 += next.1;
-        }
-        same
-    });
+    let pairs = pairs_and_out_degrees(&transfers, ctas as usize, &mut per_launch);
     let mut distance: Vec<u64> = Vec::new();
     let mut crossing = [0u64; 3];
     let grid = |l: u32| trace.kernels.get(l as usize).map_or(Dim3::x(1), |k| k.grid);
@@ -671,24 +716,13 @@ fn summarize(
     });
 
     // Degrees per launch: distinct partner CTA ids over all launches on the other side.
-    // Out-degrees per launch (in-degrees were counted as each launch's reads were drained).
-    let mut outs: Vec<Vec<u64>> = vec![Vec::new(); per_launch.len()];
-    let key = |a: u32, b: u32| u64::from(a) << 32 | u64::from(b);
-    for t in &transfers {
-        outs[t.writer_launch as usize].push(key(t.writer_cta, t.reader_cta));
-    }
-    for (l, o) in per_launch.iter_mut().zip(outs) {
-        count_distinct(o, &mut l.out_degree);
+    for l in per_launch.iter_mut() {
         (l.out_degree_mean, l.out_degree_std) = mean_std(&l.out_degree);
         (l.in_degree_mean, l.in_degree_std) = mean_std(&l.in_degree);
     }
     // The pairs are distinct: each is one partner of its writer and of its reader.
     let mut in_degree = vec![0u32; ctas as usize];
     let mut out_degree = vec![0u32; ctas as usize];
-    let pairs: Vec<Pair> = keyed
-        .into_iter()
-        .map(|(k, b)| Pair((k >> 32) as u32, k as u32, b))
-        .collect();
     for p in &pairs {
         if let Some(o) = out_degree.get_mut(p.0 as usize) {
             *o += 1;
