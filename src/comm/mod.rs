@@ -218,6 +218,7 @@ pub fn analyze(
     first.push(n as u32);
     let numbers = Numbers(first);
     let mut writers = Writers::default();
+    let classes = counted_table();
     // Per reader launch, its transfers (each key once: a launch's pieces are drained once).
     let mut into: Vec<Vec<Transfer>> = Vec::with_capacity(trace.kernels.len());
     let mut retired: Vec<Retired> = Vec::new();
@@ -241,7 +242,7 @@ pub fn analyze(
         let launch = li as u32;
         let base = numbers.0[li];
         let ctas = k.num_ctas();
-        let tpc = k.threads_per_cta().max(1);
+        let cta_of = CtaOf::new(k);
         let cols = k.columns();
         let mut last_load = vec![u64::MAX; ctas as usize];
         let (mut read_bytes, mut write_bytes) = (0u64, 0u64);
@@ -249,11 +250,13 @@ pub fn analyze(
             if i % PROGRESS_EVERY == 0 && !progress(done + i as u64, total) {
                 return Err(CommError::Cancelled);
             }
-            let Some((reads, writes)) = counted(cols.flags[i]) else {
+            let class = classes[cols.flags[i] as usize];
+            if class == 0 {
                 continue;
-            };
+            }
+            let (reads, writes) = (class & 1 != 0, class & 2 != 0);
             let size = u64::from(cols.size[i]);
-            let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
+            let (cta, addr) = (cta_of.of(cols.thread[i]), cols.addr[i]);
             if cta >= ctas {
                 continue;
             }
@@ -331,7 +334,19 @@ pub fn analyze(
     // Communicated write ranges sorted by writer (so by launch, then CTA) and address,
     // adjacent ones merged (those of one writer never overlap: a launch's writes are all
     // before any later read), then split by launch.
-    retired.sort_unstable_by_key(|r| (r.writer, r.start));
+    match counting_sort(&retired, |r| r.writer) {
+        Some(sorted) => {
+            retired = sorted;
+            let mut rest = &mut retired[..];
+            while let Some(w) = rest.first().map(|r| r.writer) {
+                let n = rest.partition_point(|r| r.writer == w);
+                let (group, after) = rest.split_at_mut(n);
+                group.sort_unstable_by_key(|r| r.start);
+                rest = after;
+            }
+        }
+        None => retired.sort_unstable_by_key(|r| (r.writer, r.start)),
+    }
     retired.dedup_by(|next, prev| {
         let join = prev.writer == next.writer && prev.end == next.start;
         if join {
@@ -361,30 +376,39 @@ pub fn analyze(
     ))
 }
 
-/// One reader launch's transfers from `(writer, reader, bytes)` rows in reader order, sorted
-/// by writer, then reader: a stable counting sort by writer when the writers' numbers span
-/// no more than a few times the rows, else a sort.
-fn by_writer(mut rows: Vec<(u32, u32, u64)>, numbers: &Numbers, launch: u32) -> Vec<Transfer> {
-    let lo = rows.iter().map(|r| r.0).min().unwrap_or(0);
-    let hi = rows.iter().map(|r| r.0).max().unwrap_or(0);
+/// `v` stably sorted by a `u32` key with a counting sort when the keys span no more than a
+/// few times the items (writer numbers and CTA ids are dense), else `None`.
+fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
+    let first = v.first()?;
+    let (lo, hi) = v.iter().fold((key(first), key(first)), |(lo, hi), x| {
+        (lo.min(key(x)), hi.max(key(x)))
+    });
     let span = (hi - lo) as usize + 1;
-    if span <= 4 * rows.len() + 1024 {
-        let mut at = vec![0usize; span + 1];
-        for r in &rows {
-            at[(r.0 - lo) as usize + 1] += 1;
-        }
-        for i in 1..at.len() {
-            at[i] += at[i - 1];
-        }
-        let mut sorted = vec![(0, 0, 0); rows.len()];
-        for r in &rows {
-            let slot = &mut at[(r.0 - lo) as usize];
-            sorted[*slot] = *r;
-            *slot += 1;
-        }
-        rows = sorted;
-    } else {
-        rows.sort_unstable_by_key(|r| (r.0, r.1));
+    if span > 4 * v.len() + 1024 {
+        return None;
+    }
+    let mut at = vec![0usize; span + 1];
+    for x in v {
+        at[(key(x) - lo) as usize + 1] += 1;
+    }
+    for i in 1..at.len() {
+        at[i] += at[i - 1];
+    }
+    let mut sorted = vec![*first; v.len()];
+    for x in v {
+        let slot = &mut at[(key(x) - lo) as usize];
+        sorted[*slot] = *x;
+        *slot += 1;
+    }
+    Some(sorted)
+}
+
+/// One reader launch's transfers from `(writer, reader, bytes)` rows in reader order, sorted
+/// by writer, then reader.
+fn by_writer(mut rows: Vec<(u32, u32, u64)>, numbers: &Numbers, launch: u32) -> Vec<Transfer> {
+    match counting_sort(&rows, |r| r.0) {
+        Some(sorted) => rows = sorted,
+        None => rows.sort_unstable_by_key(|r| (r.0, r.1)),
     }
     // The writers ascend: their launch only moves forward.
     let mut l = 0;
@@ -435,6 +459,37 @@ fn in_order(into: Vec<Vec<Transfer>>) -> Vec<Transfer> {
     out
 }
 
+/// [`counted`] of every flags byte: bit 0 reads, bit 1 writes.
+fn counted_table() -> [u8; 256] {
+    std::array::from_fn(|f| match counted(f as u8) {
+        Some((r, w)) => u8::from(r) | u8::from(w) << 1,
+        None => 0,
+    })
+}
+
+/// The CTA of a thread: a shift when the CTA size is a power of two, as it usually is.
+#[derive(Clone, Copy)]
+struct CtaOf {
+    tpc: u32,
+    shift: Option<u32>,
+}
+
+impl CtaOf {
+    fn new(k: &crate::trace::Kernel) -> Self {
+        let tpc = k.threads_per_cta().max(1);
+        CtaOf {
+            tpc,
+            shift: tpc.is_power_of_two().then(|| tpc.trailing_zeros()),
+        }
+    }
+    fn of(self, thread: u32) -> u32 {
+        match self.shift {
+            Some(s) => thread >> s,
+            None => thread / self.tpc,
+        }
+    }
+}
+
 /// Whether an access with these flags is counted, and then whether it reads and writes.
 fn counted(flags: u8) -> Option<(bool, bool)> {
     let (kind, space) = crate::trace::model_flags(flags);
@@ -461,13 +516,14 @@ fn store_strides(
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<StrideCounts, CommError> {
     let mut hist = StrideCounts::default();
+    let classes = counted_table();
     for ((l, k), ranges) in trace.kernels.iter().enumerate().zip(retired) {
         let cols = k.columns();
         if ranges.is_empty() {
             *done += cols.len() as u64;
             continue;
         }
-        let tpc = k.threads_per_cta().max(1);
+        let cta_of = CtaOf::new(k);
         let ctas = k.num_ctas() as usize;
         let base = numbers.0[l];
         let mut last = vec![u64::MAX; ctas];
@@ -484,10 +540,10 @@ fn store_strides(
             if i % PROGRESS_EVERY == 0 && !progress(*done + i as u64, total) {
                 return Err(CommError::Cancelled);
             }
-            if !counted(cols.flags[i]).is_some_and(|(_, w)| w) {
+            if classes[cols.flags[i] as usize] & 2 == 0 {
                 continue;
             }
-            let (cta, addr) = (cols.thread[i] / tpc, cols.addr[i]);
+            let (cta, addr) = (cta_of.of(cols.thread[i]), cols.addr[i]);
             let end = addr.saturating_add(u64::from(cols.size[i]));
             let c = cta as usize;
             let own = match (first.get(c), first.get(c + 1)) {
