@@ -337,12 +337,8 @@ pub fn analyze(
     match counting_sort(&retired, |r| r.writer) {
         Some(sorted) => {
             retired = sorted;
-            let mut rest = &mut retired[..];
-            while let Some(w) = rest.first().map(|r| r.writer) {
-                let n = rest.partition_point(|r| r.writer == w);
-                let (group, after) = rest.split_at_mut(n);
+            for group in retired.chunk_by_mut(|a, b| a.writer == b.writer) {
                 group.sort_unstable_by_key(|r| r.start);
-                rest = after;
             }
         }
         None => retired.sort_unstable_by_key(|r| (r.writer, r.start)),
@@ -644,31 +640,27 @@ fn mean_std(v: &[u32]) -> (f64, f64) {
 }
 
 /// The pairs (transfers summed over launch pairs, sorted by writer, then reader) and each
-/// launch's out-degrees, from the transfers grouped by writer CTA with a stable counting sort
-/// (within a writer they stay in writer launch, reader launch, reader order). `ctas`: more
+/// launch's out-degrees, from the transfers grouped by writer CTA with a stable (counting)
+/// sort: within a writer they stay in writer launch, reader launch, reader order. `ctas`: more
 /// than any CTA id.
 fn pairs_and_out_degrees(
     transfers: &[Transfer],
     ctas: usize,
     per_launch: &mut [LaunchComm],
 ) -> Vec<Pair> {
-    let mut at = vec![0usize; ctas + 1];
-    for t in transfers {
-        if let Some(a) = at.get_mut(t.writer_cta as usize + 1) {
-            *a += 1;
+    // (writer, writer launch, reader, bytes) grouped by writer, in transfer order within one.
+    let rows: Vec<(u32, u32, u32, u64)> = transfers
+        .iter()
+        .map(|t| (t.writer_cta, t.writer_launch, t.reader_cta, t.bytes))
+        .collect();
+    let grouped = match counting_sort(&rows, |r| r.0) {
+        Some(sorted) => sorted,
+        None => {
+            let mut v = rows;
+            v.sort_by_key(|r| r.0);
+            v
         }
-    }
-    for i in 1..at.len() {
-        at[i] += at[i - 1];
-    }
-    // (writer launch, reader, bytes) grouped by writer; `at[w]` ends as the end of group `w`.
-    let mut grouped = vec![(0u32, 0u32, 0u64); transfers.len()];
-    for t in transfers {
-        if let Some(slot) = at.get_mut(t.writer_cta as usize) {
-            grouped[*slot] = (t.writer_launch, t.reader_cta, t.bytes);
-            *slot += 1;
-        }
-    }
+    };
     let mut pairs = Vec::new();
     // Bytes per reader of the current writer, the readers seen, and stamps per reader for
     // the current writer (pairs) and the current (writer launch, writer) (out-degrees).
@@ -676,16 +668,11 @@ fn pairs_and_out_degrees(
     let mut readers: Vec<u32> = Vec::new();
     let (mut pair_seen, mut out_seen) = (vec![0u64; ctas], vec![0u64; ctas]);
     let (mut pair_stamp, mut out_stamp) = (0u64, 0u64);
-    let mut start = 0;
-    for (writer, &end) in at.iter().take(ctas).enumerate() {
-        let group = &grouped[start..end];
-        start = end;
-        if group.is_empty() {
-            continue;
-        }
+    for group in grouped.chunk_by(|a, b| a.0 == b.0) {
+        let writer = group[0].0 as usize;
         pair_stamp += 1;
         let mut launch = None;
-        for &(wl, reader, b) in group {
+        for &(_, wl, reader, b) in group {
             let r = reader as usize;
             if pair_seen[r] != pair_stamp {
                 pair_seen[r] = pair_stamp;

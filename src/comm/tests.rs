@@ -620,3 +620,56 @@ fn stride_runs_leave_the_table_as_single_adds_would() {
     assert!(fb > 0, "the table must have evicted");
     assert_eq!((fa, a), (fb, b));
 }
+
+#[test]
+fn counting_sort_is_stable_and_declines_sparse_keys() {
+    let v: Vec<(u32, usize)> = [5u32, 1, 5, 3, 1, 0, 5]
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k, i))
+        .collect();
+    let sorted = counting_sort(&v, |x| x.0).unwrap();
+    let mut want = v.clone();
+    want.sort_by_key(|x| x.0);
+    assert_eq!(sorted, want);
+    assert!(counting_sort(&[(0u32, 0), (1 << 20, 1)], |x| x.0).is_none());
+    assert!(counting_sort(&[] as &[(u32, u32)], |x| x.0).is_none());
+}
+
+#[test]
+fn huge_sparse_grids_take_the_comparison_sorts_and_agree_with_the_reference() {
+    // 200 000 CTAs a launch, a few of them active: writer numbers and CTA ids span far more
+    // than the transfers, so every ordering falls back from counting sorts.
+    let far = 199_999u32;
+    let grid = Dim3::x(far + 1);
+    let l0 = launch(
+        grid,
+        &[
+            (0, ST, 0, 8),
+            (far, ST, 8, 8),
+            (7, ST, 64, 4),
+            (far, ST, 68, 4),
+        ],
+    );
+    let l1 = launch(
+        grid,
+        &[
+            (far, LD, 0, 16),
+            (3, LD, 4, 8),
+            (0, LD, 64, 8),
+            (far, ST, 0, 2),
+        ],
+    );
+    let l2 = launch(grid, &[(5, LD, 0, 16), (far, LD, 66, 4)]);
+    let trace = Trace {
+        kernels: vec![l0, l1, l2],
+    };
+    let r = analyze(&trace, &mut |_, _| true).unwrap();
+    assert_eq!(observed(&r), reference(&trace));
+    assert!(r.transfers.len() >= 6);
+    assert_eq!(
+        r.pairs.iter().map(|p| p.2).sum::<u64>(),
+        r.communicated_bytes
+    );
+    assert_eq!(r.out_degree[far as usize], 4);
+}

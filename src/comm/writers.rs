@@ -136,11 +136,11 @@ fn dense_runs(who: &[u32; PAGE as usize], s: u16, e: u16, mut f: impl FnMut(Seg)
     }
 }
 
-impl Page {
+impl Data {
     /// Calls `f` on every segment (a dense page's runs) that overlaps `[s, e)`, clipped to it,
     /// in address order.
     fn within(&self, s: u16, e: u16, mut f: impl FnMut(Seg)) {
-        match &self.data {
+        match self {
             Data::Segs(v) => {
                 let first = v.partition_point(|g| g.end <= s);
                 for g in v[first..].iter().take_while(|g| g.start < e) {
@@ -167,7 +167,7 @@ impl Writers {
     pub fn segments(&self) -> usize {
         let mut n = 0;
         for p in self.pages.values() {
-            p.within(0, PAGE as u16, |_| n += 1);
+            p.data.within(0, PAGE as u16, |_| n += 1);
         }
         n
     }
@@ -199,27 +199,14 @@ impl Writers {
                 continue;
             };
             let comm = &mut p.comm;
-            let mut seen = |g: Seg| {
+            p.data.within(s, e, |g| {
                 if g.writer < first {
                     comm.set(g.start, g.end);
                 } else if g.writer == reader {
                     return;
                 }
                 found(base + u64::from(g.start), base + u64::from(g.end), g.writer);
-            };
-            match &p.data {
-                Data::Segs(v) => {
-                    let i = v.partition_point(|g| g.end <= s);
-                    for g in v[i..].iter().take_while(|g| g.start < e) {
-                        seen(Seg {
-                            start: g.start.max(s),
-                            end: g.end.min(e),
-                            writer: g.writer,
-                        });
-                    }
-                }
-                Data::Dense(who) => dense_runs(who, s, e, seen),
-            }
+            });
         }
     }
 
@@ -230,7 +217,7 @@ impl Writers {
             let p = self.pages.entry(page).or_default();
             if p.comm.any(s, e) {
                 let comm = p.comm;
-                p.within(s, e, |g| {
+                p.data.within(s, e, |g| {
                     comm.runs(g.start, g.end, |a, b| {
                         retired(Retired {
                             writer: g.writer,
@@ -268,7 +255,7 @@ impl Writers {
         pages.sort_unstable_by_key(|p| p.0);
         for (page, p) in pages {
             let base = page << PAGE_BITS;
-            p.within(0, PAGE as u16, |g| {
+            p.data.within(0, PAGE as u16, |g| {
                 p.comm.runs(g.start, g.end, |a, b| {
                     retired(Retired {
                         writer: g.writer,
