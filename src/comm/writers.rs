@@ -59,18 +59,22 @@ impl Bits {
         let high = if b == 64 { u64::MAX } else { (1u64 << b) - 1 };
         high & !((1u64 << a) - 1)
     }
+    /// `(word, mask)` for the words that bits `[s, e)` touch (none when the range is empty).
+    fn masks(s: u16, e: u16) -> impl Iterator<Item = (usize, u64)> {
+        (s as usize / 64..(e as usize).div_ceil(64)).map(move |w| (w, Self::mask(w, s, e)))
+    }
     fn set(&mut self, s: u16, e: u16) {
-        for w in (s as usize / 64)..=((e as usize - 1) / 64) {
-            self.0[w] |= Self::mask(w, s, e);
+        for (w, m) in Self::masks(s, e) {
+            self.0[w] |= m;
         }
     }
     fn clear(&mut self, s: u16, e: u16) {
-        for w in (s as usize / 64)..=((e as usize - 1) / 64) {
-            self.0[w] &= !Self::mask(w, s, e);
+        for (w, m) in Self::masks(s, e) {
+            self.0[w] &= !m;
         }
     }
     fn any(&self, s: u16, e: u16) -> bool {
-        ((s as usize / 64)..=((e as usize - 1) / 64)).any(|w| self.0[w] & Self::mask(w, s, e) != 0)
+        Self::masks(s, e).any(|(w, m)| self.0[w] & m != 0)
     }
     fn get(&self, b: u16) -> bool {
         self.0[b as usize / 64] >> (b % 64) & 1 == 1
