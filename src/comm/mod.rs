@@ -219,8 +219,11 @@ pub fn analyze(
     let numbers = Numbers(first);
     let mut writers = Writers::default();
     let classes = counted_table();
-    // Per reader launch, its transfers (each key once: a launch's pieces are drained once).
-    let mut into: Vec<Vec<Transfer>> = Vec::with_capacity(trace.kernels.len());
+    // Per reader launch, its transfers as `(writer, reader, bytes)` sorted by writer, then
+    // reader (each key once: a launch's pieces are drained once).
+    let mut into: Vec<Vec<Row>> = Vec::with_capacity(trace.kernels.len());
+    // One launch's rows in reader order, reused.
+    let mut rows: Vec<Row> = Vec::new();
     let mut retired: Vec<Retired> = Vec::new();
     let mut per_launch = Vec::with_capacity(trace.kernels.len());
     let mut load_strides = StrideCounts::default();
@@ -239,7 +242,6 @@ pub fn analyze(
     let mut stamp = 0u64;
 
     for (li, k) in trace.kernels.iter().enumerate() {
-        let launch = li as u32;
         let base = numbers.0[li];
         let ctas = k.num_ctas();
         let cta_of = CtaOf::new(k);
@@ -288,7 +290,7 @@ pub fn analyze(
         }
         done += cols.len() as u64;
         let mut communicated_read_bytes = 0;
-        let mut rows = Vec::new();
+        rows.clear();
         let mut in_degree = vec![0; ctas as usize];
         // Distinct writer CTA ids per reader: a writer CTA id is counted when its stamp is
         // not yet the reader's.
@@ -310,7 +312,7 @@ pub fn analyze(
                 }
             }
         });
-        into.push(by_writer(rows, &numbers, launch));
+        into.push(by_writer(&rows));
         let mut shared_bytes = 0;
         shared.drain(|_, _, bytes| shared_bytes += bytes);
         per_launch.push(LaunchComm {
@@ -331,9 +333,9 @@ pub fn analyze(
     }
     writers.finish(|r| retired.push(r));
 
-    // Communicated write ranges sorted by writer (so by launch, then CTA) and address,
-    // adjacent ones merged (those of one writer never overlap: a launch's writes are all
-    // before any later read), then split by launch.
+    // Communicated write ranges sorted by writer (so by launch, then CTA) and address (those
+    // of one writer never overlap: a byte is retired once per write, and a launch's writes
+    // are all before any later read), then split by launch.
     match counting_sort(&retired, |r| r.writer) {
         Some(sorted) => {
             retired = sorted;
@@ -343,26 +345,19 @@ pub fn analyze(
         }
         None => retired.sort_unstable_by_key(|r| (r.writer, r.start)),
     }
-    retired.dedup_by(|next, prev| {
-        let join = prev.writer == next.writer && prev.end == next.start;
-        if join {
-            prev.end = next.end;
-        }
-        join
-    });
     let mut by_launch: Vec<&[Retired]> = Vec::with_capacity(per_launch.len());
     let mut rest = &retired[..];
     for (l, pl) in per_launch.iter_mut().enumerate() {
         let n = rest.partition_point(|r| r.writer < numbers.0[l + 1]);
         let (mine, after) = rest.split_at(n);
-        pl.communicated_write_bytes = mine.iter().map(|r| r.end - r.start).sum();
+        pl.communicated_write_bytes = mine.iter().map(|r| u64::from(r.len)).sum();
         by_launch.push(mine);
         rest = after;
     }
     let store_strides = store_strides(trace, &numbers, &by_launch, &mut done, total, progress)?;
     progress(total, total);
 
-    let transfers = in_order(into);
+    let transfers = in_order(into, &numbers);
     Ok(summarize(
         trace,
         transfers,
@@ -399,29 +394,16 @@ fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
     Some(sorted)
 }
 
-/// One reader launch's transfers from `(writer, reader, bytes)` rows in reader order, sorted
-/// by writer, then reader.
-fn by_writer(mut rows: Vec<(u32, u32, u64)>, numbers: &Numbers, launch: u32) -> Vec<Transfer> {
-    match counting_sort(&rows, |r| r.0) {
-        Some(sorted) => rows = sorted,
-        None => rows.sort_unstable_by_key(|r| (r.0, r.1)),
-    }
-    // The writers ascend: their launch only moves forward.
-    let mut l = 0;
-    rows.iter()
-        .map(|&(writer, reader, bytes)| {
-            while numbers.0.get(l + 1).is_some_and(|&f| f <= writer) {
-                l += 1;
-            }
-            Transfer {
-                writer_launch: l as u32,
-                reader_launch: launch,
-                writer_cta: writer - numbers.0[l],
-                reader_cta: reader,
-                bytes,
-            }
-        })
-        .collect()
+/// A transfer into one reader launch: writer number, reader CTA, bytes.
+type Row = (u32, u32, u64);
+
+/// One reader launch's rows in reader order, sorted by writer, then reader.
+fn by_writer(rows: &[Row]) -> Vec<Row> {
+    counting_sort(rows, |r| r.0).unwrap_or_else(|| {
+        let mut v = rows.to_vec();
+        v.sort_unstable_by_key(|r| (r.0, r.1));
+        v
+    })
 }
 
 /// The first writer number of each launch, and one past the last.
@@ -436,19 +418,27 @@ impl Numbers {
 }
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
-/// reader launch's sorted transfers: for each writer launch, the part of each later launch's
-/// list that it wrote.
-fn in_order(into: Vec<Vec<Transfer>>) -> Vec<Transfer> {
+/// reader launch's rows sorted by writer: for each writer launch, the part of each later
+/// launch's rows that it wrote.
+fn in_order(into: Vec<Vec<Row>>, numbers: &Numbers) -> Vec<Transfer> {
     let mut out = Vec::with_capacity(into.iter().map(Vec::len).sum());
-    // How far each reader launch's list has been taken.
+    // How far each reader launch's rows have been taken.
     let mut taken = vec![0usize; into.len()];
-    for wl in 0..into.len() as u32 {
-        for (list, at) in into.iter().zip(taken.iter_mut()) {
-            let n = list[*at..]
-                .iter()
-                .take_while(|t| t.writer_launch == wl)
-                .count();
-            out.extend_from_slice(&list[*at..*at + n]);
+    for (wl, w) in numbers.0.windows(2).enumerate() {
+        let (first, next) = (w[0], w[1]);
+        for (rl, (list, at)) in into.iter().zip(taken.iter_mut()).enumerate() {
+            let n = list[*at..].iter().take_while(|r| r.0 < next).count();
+            out.extend(
+                list[*at..*at + n]
+                    .iter()
+                    .map(|&(writer, reader, bytes)| Transfer {
+                        writer_launch: wl as u32,
+                        reader_launch: rl as u32,
+                        writer_cta: writer - first,
+                        reader_cta: reader,
+                        bytes,
+                    }),
+            );
             *at += n;
         }
     }
@@ -546,8 +536,8 @@ fn store_strides(
                 (Some(&a), Some(&b)) => &ranges[a..b],
                 _ => &[],
             };
-            let j = own.partition_point(|r| r.end <= addr);
-            let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end);
+            let j = own.partition_point(|r| r.end() <= addr);
+            let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end());
             if !hit {
                 continue;
             }
@@ -648,19 +638,15 @@ fn pairs_and_out_degrees(
     ctas: usize,
     per_launch: &mut [LaunchComm],
 ) -> Vec<Pair> {
-    // (writer, writer launch, reader, bytes) grouped by writer, in transfer order within one.
-    let rows: Vec<(u32, u32, u32, u64)> = transfers
-        .iter()
-        .map(|t| (t.writer_cta, t.writer_launch, t.reader_cta, t.bytes))
-        .collect();
-    let grouped = match counting_sort(&rows, |r| r.0) {
-        Some(sorted) => sorted,
-        None => {
-            let mut v = rows;
-            v.sort_by_key(|r| r.0);
-            v
-        }
-    };
+    // The transfers' indices grouped by writer, in transfer order within one.
+    let all: Vec<usize> = (0..transfers.len()).collect();
+    let writer = |i: &usize| transfers[*i].writer_cta;
+    let order = counting_sort(&all, writer).unwrap_or_else(|| {
+        let mut v = all.clone();
+        v.sort_by_key(writer);
+        v
+    });
+    drop(all);
     let mut pairs = Vec::new();
     // Bytes per reader of the current writer, the readers seen, and stamps per reader for
     // the current writer (pairs) and the current (writer launch, writer) (out-degrees).
@@ -668,11 +654,12 @@ fn pairs_and_out_degrees(
     let mut readers: Vec<u32> = Vec::new();
     let (mut pair_seen, mut out_seen) = (vec![0u64; ctas], vec![0u64; ctas]);
     let (mut pair_stamp, mut out_stamp) = (0u64, 0u64);
-    for group in grouped.chunk_by(|a, b| a.0 == b.0) {
-        let writer = group[0].0 as usize;
+    for group in order.chunk_by(|a, b| writer(a) == writer(b)) {
+        let w = writer(&group[0]) as usize;
         pair_stamp += 1;
         let mut launch = None;
-        for &(_, wl, reader, b) in group {
+        for t in group.iter().map(|&i| &transfers[i]) {
+            let (wl, reader, b) = (t.writer_launch, t.reader_cta, t.bytes);
             let r = reader as usize;
             if pair_seen[r] != pair_stamp {
                 pair_seen[r] = pair_stamp;
@@ -687,7 +674,7 @@ fn pairs_and_out_degrees(
                 out_seen[r] = out_stamp;
                 if let Some(d) = per_launch
                     .get_mut(wl as usize)
-                    .and_then(|l| l.out_degree.get_mut(writer))
+                    .and_then(|l| l.out_degree.get_mut(w))
                 {
                     *d += 1;
                 }
@@ -695,7 +682,7 @@ fn pairs_and_out_degrees(
         }
         readers.sort_unstable();
         for &reader in &readers {
-            pairs.push(Pair(writer as u32, reader, bytes[reader as usize]));
+            pairs.push(Pair(w as u32, reader, bytes[reader as usize]));
             bytes[reader as usize] = 0;
         }
         readers.clear();

@@ -36,12 +36,25 @@ struct Seg {
 }
 
 /// A range of written bytes whose write was read by a later launch, reported when the range
-/// is overwritten or at the end.
+/// is overwritten or at the end. Its bytes lie in one page, so it is 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Retired {
-    pub writer: u32,
     pub start: u64,
-    pub end: u64,
+    pub len: u32,
+    pub writer: u32,
+}
+
+impl Retired {
+    fn new(writer: u32, base: u64, a: u16, b: u16) -> Self {
+        Retired {
+            start: base + u64::from(a),
+            len: u32::from(b - a),
+            writer,
+        }
+    }
+    pub fn end(&self) -> u64 {
+        self.start + u64::from(self.len)
+    }
 }
 
 /// Bit per byte of a page.
@@ -223,11 +236,7 @@ impl Writers {
                 let comm = p.comm;
                 p.data.within(s, e, |g| {
                     comm.runs(g.start, g.end, |a, b| {
-                        retired(Retired {
-                            writer: g.writer,
-                            start: base + u64::from(a),
-                            end: base + u64::from(b),
-                        })
+                        retired(Retired::new(g.writer, base, a, b))
                     })
                 });
                 p.comm.clear(s, e);
@@ -261,11 +270,7 @@ impl Writers {
             let base = page << PAGE_BITS;
             p.data.within(0, PAGE as u16, |g| {
                 p.comm.runs(g.start, g.end, |a, b| {
-                    retired(Retired {
-                        writer: g.writer,
-                        start: base + u64::from(a),
-                        end: base + u64::from(b),
-                    })
+                    retired(Retired::new(g.writer, base, a, b))
                 })
             });
         }
@@ -426,14 +431,14 @@ mod tests {
             left,
             vec![
                 Retired {
-                    writer: id(0, 3),
                     start: 5118,
-                    end: 5120
+                    len: 2,
+                    writer: id(0, 3)
                 },
                 Retired {
-                    writer: id(0, 3),
                     start: 5120,
-                    end: 5122
+                    len: 2,
+                    writer: id(0, 3)
                 }
             ]
         );
@@ -495,7 +500,7 @@ mod tests {
                 } else {
                     let mut got = Vec::new();
                     w.write(me, addr, len, |r| {
-                        got.extend((r.start..r.end).map(|b| (b, r.writer)))
+                        got.extend((r.start..r.end()).map(|b| (b, r.writer)))
                     });
                     got.sort_unstable();
                     assert_eq!(got, m.write(me, addr, len));
@@ -506,7 +511,7 @@ mod tests {
 
     fn left_over(w: Writers, m: &Model) {
         let mut left = Vec::new();
-        w.finish(|r| left.extend((r.start..r.end).map(|b| (b, r.writer))));
+        w.finish(|r| left.extend((r.start..r.end()).map(|b| (b, r.writer))));
         let want: Vec<(u64, u32)> =
             m.0.iter()
                 .filter(|(_, w)| w.1)
@@ -569,9 +574,9 @@ mod tests {
         assert_eq!(
             r,
             vec![Retired {
-                writer: id(0, 1),
                 start: 4,
-                end: 6
+                len: 2,
+                writer: id(0, 1)
             }]
         );
         let mut r = Vec::new();
@@ -579,9 +584,9 @@ mod tests {
         assert_eq!(
             r,
             vec![Retired {
-                writer: id(0, 1),
                 start: 6,
-                end: 8
+                len: 2,
+                writer: id(0, 1)
             }]
         );
     }
