@@ -367,11 +367,12 @@ pub fn analyze(
     ))
 }
 
-/// `v` stably sorted by a `u32` key with a counting sort when the keys span no more than a
-/// few times the items (writer numbers and CTA ids are dense), else `None`.
-fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
-    let first = v.first()?;
-    let (lo, hi) = v.iter().fold((key(first), key(first)), |(lo, hi), x| {
+/// For a stable counting sort of `v` by a `u32` key: the smallest key and where the items of
+/// each key (less the smallest) start. `None` when `v` is empty or the keys span more than a
+/// few times the items (writer numbers and CTA ids are dense, so they seldom do).
+fn key_starts<T>(v: &[T], key: &impl Fn(&T) -> u32) -> Option<(u32, Vec<usize>)> {
+    let first = key(v.first()?);
+    let (lo, hi) = v.iter().fold((first, first), |(lo, hi), x| {
         (lo.min(key(x)), hi.max(key(x)))
     });
     let span = (hi - lo) as usize + 1;
@@ -385,13 +386,33 @@ fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
     for i in 1..at.len() {
         at[i] += at[i - 1];
     }
-    let mut sorted = vec![*first; v.len()];
+    Some((lo, at))
+}
+
+/// `v` stably sorted by a `u32` key with a counting sort, or `None` as [`key_starts`].
+fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
+    let (lo, mut at) = key_starts(v, &key)?;
+    let mut sorted = vec![*v.first()?; v.len()];
     for x in v {
         let slot = &mut at[(key(x) - lo) as usize];
         sorted[*slot] = *x;
         *slot += 1;
     }
     Some(sorted)
+}
+
+/// The indices of `v` in a stable order by a `u32` key (a counting sort), or `None` as
+/// [`key_starts`] or when an index would not fit in 32 bits.
+fn counting_order<T>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<u32>> {
+    u32::try_from(v.len()).ok()?;
+    let (lo, mut at) = key_starts(v, &key)?;
+    let mut order = vec![0u32; v.len()];
+    for (i, x) in v.iter().enumerate() {
+        let slot = &mut at[(key(x) - lo) as usize];
+        order[*slot] = i as u32;
+        *slot += 1;
+    }
+    Some(order)
 }
 
 /// A transfer into one reader launch: writer number, reader CTA, bytes.
@@ -638,56 +659,121 @@ fn pairs_and_out_degrees(
     ctas: usize,
     per_launch: &mut [LaunchComm],
 ) -> Vec<Pair> {
-    // The transfers' indices grouped by writer, in transfer order within one.
-    let all: Vec<usize> = (0..transfers.len()).collect();
-    let writer = |i: &usize| transfers[*i].writer_cta;
-    let order = counting_sort(&all, writer).unwrap_or_else(|| {
-        let mut v = all.clone();
-        v.sort_by_key(writer);
-        v
-    });
-    drop(all);
-    let mut pairs = Vec::new();
-    // Bytes per reader of the current writer, the readers seen, and stamps per reader for
-    // the current writer (pairs) and the current (writer launch, writer) (out-degrees).
-    let mut bytes = vec![0u64; ctas];
-    let mut readers: Vec<u32> = Vec::new();
-    let (mut pair_seen, mut out_seen) = (vec![0u64; ctas], vec![0u64; ctas]);
-    let (mut pair_stamp, mut out_stamp) = (0u64, 0u64);
-    for group in order.chunk_by(|a, b| writer(a) == writer(b)) {
-        let w = writer(&group[0]) as usize;
-        pair_stamp += 1;
-        let mut launch = None;
-        for t in group.iter().map(|&i| &transfers[i]) {
-            let (wl, reader, b) = (t.writer_launch, t.reader_cta, t.bytes);
-            let r = reader as usize;
-            if pair_seen[r] != pair_stamp {
-                pair_seen[r] = pair_stamp;
-                readers.push(reader);
-            }
-            bytes[r] += b;
-            if launch != Some(wl) {
-                launch = Some(wl);
-                out_stamp += 1;
-            }
-            if out_seen[r] != out_stamp {
-                out_seen[r] = out_stamp;
-                if let Some(d) = per_launch
-                    .get_mut(wl as usize)
-                    .and_then(|l| l.out_degree.get_mut(w))
-                {
-                    *d += 1;
-                }
+    let mut pairs = Pairs::new(ctas, transfers.len());
+    match counting_order(transfers, |t| t.writer_cta) {
+        Some(order) => {
+            for &i in &order {
+                pairs.add(&transfers[i as usize], per_launch);
             }
         }
-        readers.sort_unstable();
-        for &reader in &readers {
-            pairs.push(Pair(w as u32, reader, bytes[reader as usize]));
-            bytes[reader as usize] = 0;
+        None => {
+            let mut grouped: Vec<&Transfer> = transfers.iter().collect();
+            grouped.sort_by_key(|t| t.writer_cta);
+            for t in grouped {
+                pairs.add(t, per_launch);
+            }
         }
-        readers.clear();
     }
-    pairs
+    pairs.finish()
+}
+
+/// Pairs and out-degrees from transfers that come grouped by writer CTA.
+struct Pairs {
+    pairs: Vec<Pair>,
+    /// The current writer and writer launch.
+    writer: Option<u32>,
+    launch: Option<u32>,
+    /// Bytes per reader of the current writer, and the readers seen.
+    bytes: Vec<u64>,
+    readers: Vec<u32>,
+    /// Stamps per reader for the current writer (pairs) and the current (writer launch,
+    /// writer) (out-degrees).
+    pair_seen: Vec<u64>,
+    out_seen: Vec<u64>,
+    pair_stamp: u64,
+    out_stamp: u64,
+}
+
+impl Pairs {
+    fn new(ctas: usize, most: usize) -> Self {
+        Pairs {
+            pairs: Vec::with_capacity(most),
+            writer: None,
+            launch: None,
+            bytes: vec![0; ctas],
+            readers: Vec::new(),
+            pair_seen: vec![0; ctas],
+            out_seen: vec![0; ctas],
+            pair_stamp: 0,
+            out_stamp: 0,
+        }
+    }
+
+    fn add(&mut self, t: &Transfer, per_launch: &mut [LaunchComm]) {
+        if self.writer != Some(t.writer_cta) {
+            self.end_writer();
+            self.writer = Some(t.writer_cta);
+            self.launch = None;
+            self.pair_stamp += 1;
+        }
+        let r = t.reader_cta as usize;
+        let (Some(pair_seen), Some(out_seen), Some(bytes)) = (
+            self.pair_seen.get_mut(r),
+            self.out_seen.get_mut(r),
+            self.bytes.get_mut(r),
+        ) else {
+            return;
+        };
+        if *pair_seen != self.pair_stamp {
+            *pair_seen = self.pair_stamp;
+            self.readers.push(t.reader_cta);
+        }
+        *bytes += t.bytes;
+        if self.launch != Some(t.writer_launch) {
+            self.launch = Some(t.writer_launch);
+            self.out_stamp += 1;
+        }
+        if *out_seen != self.out_stamp {
+            *out_seen = self.out_stamp;
+            if let Some(d) = per_launch
+                .get_mut(t.writer_launch as usize)
+                .and_then(|l| l.out_degree.get_mut(t.writer_cta as usize))
+            {
+                *d += 1;
+            }
+        }
+    }
+
+    /// Emits the current writer's pairs.
+    fn end_writer(&mut self) {
+        let Some(w) = self.writer else {
+            return;
+        };
+        self.readers.sort_unstable();
+        for &reader in &self.readers {
+            if let Some(b) = self.bytes.get_mut(reader as usize) {
+                self.pairs.push(Pair(w, reader, *b));
+                *b = 0;
+            }
+        }
+        self.readers.clear();
+    }
+
+    fn finish(mut self) -> Vec<Pair> {
+        self.end_writer();
+        self.pairs
+    }
+}
+
+/// Whether a CTA lies in the upper half of its grid along x, y and z.
+fn upper_halves(grid: Dim3, cta: u32) -> [bool; 3] {
+    let high = |c: u32, n: u32| u64::from(c) * 2 >= u64::from(n);
+    if grid.y <= 1 && grid.z <= 1 {
+        // A 1-D grid (as most are): no division.
+        return [high(cta, grid.x), false, false];
+    }
+    let c = grid.from_linear(u64::from(cta));
+    [high(c.x, grid.x), high(c.y, grid.y), high(c.z, grid.z)]
 }
 
 fn summarize(
@@ -713,22 +799,11 @@ fn summarize(
             distance.resize(d + 1, 0);
         }
         distance[d] += t.bytes;
-        let (wg, rg) = (grid(t.writer_launch), grid(t.reader_launch));
-        let (w, r) = (
-            wg.from_linear(u64::from(t.writer_cta)),
-            rg.from_linear(u64::from(t.reader_cta)),
-        );
-        let high = |c: u32, n: u32| u64::from(c) * 2 >= u64::from(n);
-        for (dim, (wc, wn, rc, rn)) in [
-            (w.x, wg.x, r.x, rg.x),
-            (w.y, wg.y, r.y, rg.y),
-            (w.z, wg.z, r.z, rg.z),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            if high(wc, wn) != high(rc, rn) {
-                crossing[dim] += t.bytes;
+        let w = upper_halves(grid(t.writer_launch), t.writer_cta);
+        let r = upper_halves(grid(t.reader_launch), t.reader_cta);
+        for (dim, c) in crossing.iter_mut().enumerate() {
+            if w[dim] != r[dim] {
+                *c += t.bytes;
             }
         }
     }
@@ -798,6 +873,38 @@ struct Piece {
 /// How many of a reader's latest pieces a new piece may extend.
 const RECENT: usize = 8;
 
+/// One reader's pieces.
+#[derive(Default)]
+struct Reader {
+    pieces: Vec<Piece>,
+    /// The length of `pieces` after the last compaction: the pieces before are not recent.
+    compacted: usize,
+    /// The writer of piece `i` at `i % RECENT` for the latest pieces, so that a new piece
+    /// looks at the pieces themselves only for a writer that matches.
+    writers: [u32; RECENT],
+}
+
+impl Reader {
+    /// Extends a recent piece of the same writer that `p` overlaps or touches, if any (the
+    /// latest first).
+    fn join(&mut self, p: &Piece) -> bool {
+        let n = self.pieces.len();
+        for i in (n.saturating_sub(RECENT).max(self.compacted)..n).rev() {
+            if self.writers[i % RECENT] != p.writer {
+                continue;
+            }
+            if let Some(q) = self.pieces.get_mut(i) {
+                if p.start <= q.end && q.start <= p.end {
+                    q.start = q.start.min(p.start);
+                    q.end = q.end.max(p.end);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
 /// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
 /// writer). A new piece that overlaps or touches one of the reader's latest pieces from the
 /// same writer joins it (threads of a CTA reading consecutive elements, one instruction after
@@ -806,34 +913,28 @@ const RECENT: usize = 8;
 /// read.
 #[derive(Default)]
 struct Pieces {
-    by_reader: Vec<Vec<Piece>>,
-    compacted: Vec<usize>,
+    readers: Vec<Reader>,
     touched: Vec<u32>,
 }
 
 impl Pieces {
     fn push(&mut self, reader: u32, p: Piece) {
         let r = reader as usize;
-        if r >= self.by_reader.len() {
-            self.by_reader.resize_with(r + 1, Vec::new);
-            self.compacted.resize(r + 1, 0);
+        if r >= self.readers.len() {
+            self.readers.resize_with(r + 1, Reader::default);
         }
-        let v = &mut self.by_reader[r];
-        if v.is_empty() {
+        let rd = &mut self.readers[r];
+        if rd.pieces.is_empty() {
             self.touched.push(reader);
         }
-        let recent = v.len().saturating_sub(RECENT);
-        for q in v[recent..].iter_mut().rev() {
-            if q.writer == p.writer && p.start <= q.end && q.start <= p.end {
-                q.start = q.start.min(p.start);
-                q.end = q.end.max(p.end);
-                return;
-            }
+        if rd.join(&p) {
+            return;
         }
-        v.push(p);
-        if v.len() >= 2 * self.compacted[r] + 64 {
-            compact(v);
-            self.compacted[r] = v.len();
+        rd.writers[rd.pieces.len() % RECENT] = p.writer;
+        rd.pieces.push(p);
+        if rd.pieces.len() >= 2 * rd.compacted + 64 {
+            compact(&mut rd.pieces);
+            rd.compacted = rd.pieces.len();
         }
     }
 
@@ -841,7 +942,8 @@ impl Pieces {
     fn drain(&mut self, mut f: impl FnMut(u32, u32, u64)) {
         self.touched.sort_unstable();
         for &reader in &self.touched {
-            let v = &mut self.by_reader[reader as usize];
+            let rd = &mut self.readers[reader as usize];
+            let v = &mut rd.pieces;
             compact(v);
             let mut i = 0;
             while i < v.len() {
@@ -854,7 +956,7 @@ impl Pieces {
                 f(reader, key, bytes);
             }
             v.clear();
-            self.compacted[reader as usize] = 0;
+            rd.compacted = 0;
         }
         self.touched.clear();
     }
