@@ -577,21 +577,32 @@ fn store_strides(
 /// The number of distinct strides a histogram counts exactly.
 pub const STRIDE_SLOTS: usize = 4096;
 
+/// Slots of the probation list of [`StrideCounts`] (a power of two).
+const PROBATION: usize = 4096;
+
 /// Counts of strides in bounded memory (random accesses have as many distinct strides as
-/// accesses). Exact while at most [`STRIDE_SLOTS`] distinct strides have been seen; when the
-/// table is full, the strides with the lower half of the counts are dropped, and a stride that
-/// enters later starts from the largest count dropped so far (`floor`), as in Metwally et
-/// al.'s Space-Saving. A count is then never below the true count and at most `floor` above
-/// it, so every stride more frequent than `floor` is kept.
+/// accesses). Exact while at most [`STRIDE_SLOTS`] distinct strides have been seen. Beyond, as
+/// in Metwally et al.'s Space-Saving, a stride that is dropped raises `floor` to its count, and
+/// a stride that enters starts from `floor`; a count is then never below the true count and at
+/// most `floor` above it, so every stride more frequent than `floor` is kept:
+/// - once the table is full, a new stride waits on probation, a direct-mapped list of
+///   [`PROBATION`] strides, and enters the table when it comes again while there; a stride
+///   that takes its slot drops it. Random strides, seen once each, so cost a slot instead of a
+///   table insertion and eviction.
+/// - when a stride enters the full table, the strides with the lower half of the counts are
+///   dropped.
 ///
 /// A run of one stride (a CTA reading consecutive elements) is counted first and added at once
-/// when another stride comes, which leaves the table exactly as adding it one at a time would.
+/// when another stride comes, which leaves the counts exactly as adding it one at a time would.
 #[derive(Default)]
 struct StrideCounts {
     counts: FxHashMap<i64, u64>,
     floor: u64,
     /// The latest stride and how many times in a row it came, not yet in `counts`.
     run: Option<(i64, u64)>,
+    /// Strides on probation with their counts (0: an empty slot); allocated when the table
+    /// fills.
+    probation: Vec<(i64, u64)>,
 }
 
 impl StrideCounts {
@@ -606,24 +617,55 @@ impl StrideCounts {
         }
     }
 
+    /// Adds `n` (at least 1) counts of `s`, as `n` single adds would.
     fn add_n(&mut self, s: i64, n: u64) {
         if let Some(c) = self.counts.get_mut(&s) {
             *c += n;
             return;
         }
-        if self.counts.len() >= STRIDE_SLOTS {
-            let mut v: Vec<u64> = self.counts.values().copied().collect();
-            let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
-            self.counts.retain(|_, c| *c > cut);
-            self.floor = self.floor.max(cut);
+        if self.counts.len() < STRIDE_SLOTS {
+            self.counts.insert(s, self.floor + n);
+            return;
         }
-        self.counts.insert(s, self.floor + n);
+        if self.probation.is_empty() {
+            self.probation = vec![(0, 0); PROBATION];
+        }
+        let h = (s as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PROBATION.trailing_zeros());
+        let Some(slot) = self.probation.get_mut(h as usize) else {
+            return;
+        };
+        let count = if slot.1 != 0 && slot.0 == s {
+            // Seen again on probation: it enters the table.
+            slot.1 + n
+        } else {
+            // It takes the slot; with a second count at once it enters the table.
+            if slot.1 != 0 {
+                self.floor = self.floor.max(slot.1);
+            }
+            if n == 1 {
+                *slot = (s, self.floor + 1);
+                return;
+            }
+            self.floor + n
+        };
+        *slot = (0, 0);
+        let mut v: Vec<u64> = self.counts.values().copied().collect();
+        let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
+        self.counts.retain(|_, c| *c > cut);
+        self.floor = self.floor.max(cut);
+        self.counts.insert(s, count);
     }
 
-    /// The counts and the floor, with the pending run added.
+    /// The counts (of the table and of the strides on probation) and the floor, with the
+    /// pending run added.
     fn settle(mut self) -> (FxHashMap<i64, u64>, u64) {
         if let Some((r, n)) = self.run.take() {
             self.add_n(r, n);
+        }
+        for &(s, c) in &self.probation {
+            if c != 0 {
+                self.counts.insert(s, c);
+            }
         }
         (self.counts, self.floor)
     }
