@@ -294,15 +294,20 @@ pub fn analyze(
         let mut in_degree = vec![0; ctas as usize];
         // Distinct writer CTA ids per reader: a writer CTA id is counted when its stamp is
         // not yet the reader's.
-        let mut reader_at = None;
+        // A reader's writers come in ascending order, so their launch only moves forward.
+        let (mut reader_at, mut wl) = (None, 0);
         comm.drain(|reader, writer, bytes| {
             communicated_read_bytes += bytes;
             rows.push((writer, reader, bytes));
             if reader_at != Some(reader) {
                 reader_at = Some(reader);
                 stamp += 1;
+                wl = 0;
             }
-            let (_, wc) = numbers.split(writer);
+            while numbers.0.get(wl + 1).is_some_and(|&f| f <= writer) {
+                wl += 1;
+            }
+            let wc = writer - numbers.0[wl];
             if let Some(s) = seen.get_mut(wc as usize) {
                 if *s != stamp {
                     *s = stamp;
@@ -429,14 +434,6 @@ fn by_writer(rows: &[Row]) -> Vec<Row> {
 
 /// The first writer number of each launch, and one past the last.
 struct Numbers(Vec<u32>);
-
-impl Numbers {
-    /// (launch, CTA) of a writer number.
-    fn split(&self, writer: u32) -> (u32, u32) {
-        let l = self.0.partition_point(|&f| f <= writer).saturating_sub(1);
-        (l as u32, writer - self.0[l])
-    }
-}
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
 /// reader launch's rows sorted by writer: for each writer launch, the part of each later
