@@ -673,3 +673,37 @@ fn huge_sparse_grids_take_the_comparison_sorts_and_agree_with_the_reference() {
     );
     assert_eq!(r.out_degree[far as usize], 4);
 }
+
+#[test]
+fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
+    let mut p = Pieces::default();
+    let piece = |writer, start, end| Piece { writer, start, end };
+    // Writer 7 reads forward while writers 1 to 5 come between; writer 7's pieces join.
+    p.push(3, piece(7, 0, 4));
+    for w in 1..=5 {
+        p.push(3, piece(w, 100 * u64::from(w), 100 * u64::from(w) + 1));
+        p.push(3, piece(7, 4 * u64::from(w), 4 * u64::from(w) + 4));
+    }
+    assert_eq!(p.readers[3].pieces.len(), 6);
+    // Beyond the latest RECENT pieces it is a new piece, merged when the list is drained.
+    for w in 10..10 + RECENT as u32 {
+        p.push(3, piece(w, 1000 * u64::from(w), 1000 * u64::from(w) + 2));
+    }
+    p.push(3, piece(7, 24, 28));
+    assert_eq!(p.readers[3].pieces.len(), 6 + RECENT + 1);
+    let mut got = Vec::new();
+    p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    assert_eq!(
+        got[..6],
+        [
+            (3, 1, 1),
+            (3, 2, 1),
+            (3, 3, 1),
+            (3, 4, 1),
+            (3, 5, 1),
+            (3, 7, 28)
+        ]
+    );
+    assert_eq!(got.len(), 6 + RECENT);
+    assert!(got[6..].iter().all(|&(_, w, b)| w >= 10 && b == 2));
+}
