@@ -293,8 +293,7 @@ pub fn analyze(
         rows.clear();
         let mut in_degree = vec![0; ctas as usize];
         // Distinct writer CTA ids per reader: a writer CTA id is counted when its stamp is
-        // not yet the reader's.
-        // A reader's writers come in ascending order, so their launch only moves forward.
+        // not yet the reader's. A reader's writers ascend, so their launch only moves forward.
         let (mut reader_at, mut wl) = (None, 0);
         comm.drain(|reader, writer, bytes| {
             communicated_read_bytes += bytes;
@@ -628,9 +627,7 @@ impl StrideCounts {
             self.probation = vec![(0, 0); PROBATION];
         }
         let h = (s as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PROBATION.trailing_zeros());
-        let Some(slot) = self.probation.get_mut(h as usize) else {
-            return;
-        };
+        let slot = &mut self.probation[h as usize];
         let count = if slot.1 != 0 && slot.0 == s {
             // Seen again on probation: it enters the table.
             slot.1 + n
