@@ -273,7 +273,7 @@ pub fn analyze(
                     } else {
                         &mut shared
                     };
-                    to.push(cta, Piece { writer, start, end });
+                    to.push(cta, Piece::new(writer, start, end));
                 });
                 if any {
                     let last = &mut last_load[cta as usize];
@@ -581,10 +581,10 @@ const PROBATION: usize = 4096;
 /// in Metwally et al.'s Space-Saving, a stride that is dropped raises `floor` to its count, and
 /// a stride that enters starts from `floor`; a count is then never below the true count and at
 /// most `floor` above it, so every stride more frequent than `floor` is kept:
-/// - once the table is full, a new stride waits on probation, a direct-mapped list of
+/// - once the table has filled, a new stride waits on probation, a direct-mapped list of
 ///   [`PROBATION`] strides, and enters the table when it comes again while there; a stride
 ///   that takes its slot drops it. Random strides, seen once each, so cost a slot instead of a
-///   table insertion and eviction.
+///   table insertion (and, every so many insertions, an eviction).
 /// - when a stride enters the full table, the strides with the lower half of the counts are
 ///   dropped.
 ///
@@ -619,11 +619,11 @@ impl StrideCounts {
             *c += n;
             return;
         }
-        if self.counts.len() < STRIDE_SLOTS {
-            self.counts.insert(s, self.floor + n);
-            return;
-        }
         if self.probation.is_empty() {
+            if self.counts.len() < STRIDE_SLOTS {
+                self.counts.insert(s, self.floor + n);
+                return;
+            }
             self.probation = vec![(0, 0); PROBATION];
         }
         let h = (s as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PROBATION.trailing_zeros());
@@ -643,10 +643,12 @@ impl StrideCounts {
             self.floor + n
         };
         *slot = (0, 0);
-        let mut v: Vec<u64> = self.counts.values().copied().collect();
-        let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
-        self.counts.retain(|_, c| *c > cut);
-        self.floor = self.floor.max(cut);
+        if self.counts.len() >= STRIDE_SLOTS {
+            let mut v: Vec<u64> = self.counts.values().copied().collect();
+            let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
+            self.counts.retain(|_, c| *c > cut);
+            self.floor = self.floor.max(cut);
+        }
         self.counts.insert(s, count);
     }
 
@@ -898,12 +900,47 @@ fn summarize(
     }
 }
 
-/// A read piece: a reader read `[start, end)`, last written by writer number `writer`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A read piece: a reader read `[start, start + len)`, last written by writer number `writer`.
+/// A piece lies within one [`BLOCK_BITS`]-aligned block, so that its length fits 32 bits and
+/// the piece fits 16 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Piece {
-    writer: u32,
     start: u64,
-    end: u64,
+    len: u32,
+    writer: u32,
+}
+
+/// Pieces lie within blocks of `1 << BLOCK_BITS` bytes (pieces of one block never overlap
+/// pieces of another, so merging within blocks counts every byte once).
+const BLOCK_BITS: u32 = 31;
+
+impl Piece {
+    /// The piece `[start, end)`, which must lie within one block (a page's piece does).
+    fn new(writer: u32, start: u64, end: u64) -> Self {
+        debug_assert!(start < end && start >> BLOCK_BITS == (end - 1) >> BLOCK_BITS);
+        Piece {
+            start,
+            len: (end - start) as u32,
+            writer,
+        }
+    }
+    fn end(&self) -> u64 {
+        self.start + u64::from(self.len)
+    }
+    /// Makes this piece the union of itself and `p`, of the same writer, when they overlap or
+    /// touch and the union lies within one block.
+    fn absorb(&mut self, p: &Piece) -> bool {
+        if p.start > self.end() || self.start > p.end() {
+            return false;
+        }
+        let (s, e) = (self.start.min(p.start), self.end().max(p.end()));
+        if (s ^ (e - 1)) >> BLOCK_BITS != 0 {
+            return false;
+        }
+        self.start = s;
+        self.len = (e - s) as u32;
+        true
+    }
 }
 
 /// How many of a reader's latest pieces a new piece may extend.
@@ -930,9 +967,7 @@ impl Reader {
                 continue;
             }
             if let Some(q) = self.pieces.get_mut(i) {
-                if p.start <= q.end && q.start <= p.end {
-                    q.start = q.start.min(p.start);
-                    q.end = q.end.max(p.end);
+                if q.absorb(p) {
                     return true;
                 }
             }
@@ -986,7 +1021,7 @@ impl Pieces {
                 let key = v[i].writer;
                 let mut bytes = 0;
                 while i < v.len() && v[i].writer == key {
-                    bytes += v[i].end - v[i].start;
+                    bytes += u64::from(v[i].len);
                     i += 1;
                 }
                 f(reader, key, bytes);
@@ -998,16 +1033,17 @@ impl Pieces {
     }
 }
 
-/// Sorts pieces and merges those of one writer that overlap or touch.
+/// Sorts pieces by writer, then start, and merges those of one writer that overlap or touch.
+/// Most writers have one or two pieces, so the sort by writer (stable: the list's sorted
+/// prefix is one run) does most of the work and each writer's pieces are sorted apart.
 fn compact(v: &mut Vec<Piece>) {
-    v.sort_unstable_by_key(|p| u128::from(p.writer) << 64 | u128::from(p.start));
-    v.dedup_by(|next, prev| {
-        let join = prev.writer == next.writer && next.start <= prev.end;
-        if join {
-            prev.end = prev.end.max(next.end);
+    v.sort_by_key(|p| p.writer);
+    for group in v.chunk_by_mut(|a, b| a.writer == b.writer) {
+        if group.len() > 1 {
+            group.sort_unstable_by_key(|p| p.start);
         }
-        join
-    });
+    }
+    v.dedup_by(|next, prev| prev.writer == next.writer && prev.absorb(next));
 }
 
 #[cfg(test)]

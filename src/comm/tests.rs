@@ -677,7 +677,7 @@ fn huge_sparse_grids_take_the_comparison_sorts_and_agree_with_the_reference() {
 #[test]
 fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
     let mut p = Pieces::default();
-    let piece = |writer, start, end| Piece { writer, start, end };
+    let piece = Piece::new;
     // Writer 7 reads forward while writers 1 to 5 come between; writer 7's pieces join.
     p.push(3, piece(7, 0, 4));
     for w in 1..=5 {

@@ -77,6 +77,12 @@ impl Bits {
         (s as usize / 64..(e as usize).div_ceil(64)).map(move |w| (w, Self::mask(w, s, e)))
     }
     fn set(&mut self, s: u16, e: u16) {
+        // Most reads are a few bytes within one word.
+        let w = s as usize / 64;
+        if e > s && (e as usize - 1) / 64 == w && e - s < 64 {
+            self.0[w] |= ((1u64 << (e - s)) - 1) << (s % 64);
+            return;
+        }
         for (w, m) in Self::masks(s, e) {
             self.0[w] |= m;
         }
@@ -211,9 +217,9 @@ impl Writers {
         len: u64,
         mut found: impl FnMut(u64, u64, u32),
     ) {
-        for (page, base, s, e) in pages(addr, len) {
+        let mut page_read = |page: u64, base: u64, s: u16, e: u16| {
             let Some(p) = self.pages.get_mut(&page) else {
-                continue;
+                return;
             };
             let comm = &mut p.comm;
             p.data.within(s, e, |g| {
@@ -224,13 +230,21 @@ impl Writers {
                 }
                 found(base + u64::from(g.start), base + u64::from(g.end), g.writer);
             });
+        };
+        match one_page(addr, len) {
+            Some((page, base, s, e)) => page_read(page, base, s, e),
+            None => {
+                for (page, base, s, e) in pages(addr, len) {
+                    page_read(page, base, s, e);
+                }
+            }
         }
     }
 
     /// Records `[addr, addr + len)` as written by `writer`; pieces of older writes that a
     /// later launch had read are passed to `retired`.
     pub fn write(&mut self, writer: u32, addr: u64, len: u64, mut retired: impl FnMut(Retired)) {
-        for (page, base, s, e) in pages(addr, len) {
+        let mut page_write = |page: u64, base: u64, s: u16, e: u16| {
             let p = self.pages.entry(page).or_default();
             if p.comm.any(s, e) {
                 let comm = p.comm;
@@ -259,6 +273,14 @@ impl Writers {
                 }
                 Data::Dense(who) => who[s as usize..e as usize].fill(writer),
             }
+        };
+        match one_page(addr, len) {
+            Some((page, base, s, e)) => page_write(page, base, s, e),
+            None => {
+                for (page, base, s, e) in pages(addr, len) {
+                    page_write(page, base, s, e);
+                }
+            }
         }
     }
 
@@ -275,6 +297,15 @@ impl Writers {
             });
         }
     }
+}
+
+/// `[addr, addr + len)` as [`pages`] gives it when it lies within one page (as nearly every
+/// access does), without the iterator.
+fn one_page(addr: u64, len: u64) -> Option<(u64, u64, u16, u16)> {
+    let page = addr >> PAGE_BITS;
+    let base = page << PAGE_BITS;
+    let s = addr - base;
+    (len > 0 && len <= PAGE - s).then(|| (page, base, s as u16, (s + len) as u16))
 }
 
 /// Splits `[addr, addr + len)` into its pages: `(page, page base, start, end)` with start and
