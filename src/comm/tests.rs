@@ -707,3 +707,24 @@ fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
     assert_eq!(got.len(), 6 + RECENT);
     assert!(got[6..].iter().all(|&(_, w, b)| w >= 10 && b == 2));
 }
+
+#[test]
+fn pieces_stay_within_their_block_and_count_each_byte_once() {
+    let mut p = Pieces::default();
+    let b = 1u64 << BLOCK_BITS;
+    // Touching pieces across a block boundary stay apart; overlapping ones within a block
+    // join.
+    p.push(1, Piece::new(9, b - 4, b));
+    p.push(1, Piece::new(9, b, b + 4));
+    p.push(1, Piece::new(9, b - 6, b - 2));
+    assert_eq!(p.readers[1].pieces.len(), 2);
+    // The same bytes again, beyond the recent pieces: merged at the drain, still 10 bytes.
+    for w in 10..10 + RECENT as u32 {
+        p.push(1, Piece::new(w, 0, 1));
+    }
+    p.push(1, Piece::new(9, b - 8, b));
+    let mut got = Vec::new();
+    p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    assert_eq!(got[0], (1, 9, 12));
+    assert_eq!(got.len(), 1 + RECENT);
+}
