@@ -718,7 +718,7 @@ fn pieces_stay_within_their_block_and_count_each_byte_once() {
     p.push(1, Piece::new(9, b, b + 4));
     p.push(1, Piece::new(9, b - 6, b - 2));
     assert_eq!(p.readers[1].pieces.len(), 2);
-    // The same bytes again, beyond the recent pieces: merged at the drain, still 10 bytes.
+    // Bytes already read and 2 more, beyond the recent pieces: merged at the drain, 12 bytes.
     for w in 10..10 + RECENT as u32 {
         p.push(1, Piece::new(w, 0, 1));
     }

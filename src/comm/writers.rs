@@ -217,7 +217,7 @@ impl Writers {
         len: u64,
         mut found: impl FnMut(u64, u64, u32),
     ) {
-        let mut page_read = |page: u64, base: u64, s: u16, e: u16| {
+        each_page(addr, len, |page, base, s, e| {
             let Some(p) = self.pages.get_mut(&page) else {
                 return;
             };
@@ -230,21 +230,13 @@ impl Writers {
                 }
                 found(base + u64::from(g.start), base + u64::from(g.end), g.writer);
             });
-        };
-        match one_page(addr, len) {
-            Some((page, base, s, e)) => page_read(page, base, s, e),
-            None => {
-                for (page, base, s, e) in pages(addr, len) {
-                    page_read(page, base, s, e);
-                }
-            }
-        }
+        });
     }
 
     /// Records `[addr, addr + len)` as written by `writer`; pieces of older writes that a
     /// later launch had read are passed to `retired`.
     pub fn write(&mut self, writer: u32, addr: u64, len: u64, mut retired: impl FnMut(Retired)) {
-        let mut page_write = |page: u64, base: u64, s: u16, e: u16| {
+        each_page(addr, len, |page, base, s, e| {
             let p = self.pages.entry(page).or_default();
             if p.comm.any(s, e) {
                 let comm = p.comm;
@@ -273,15 +265,7 @@ impl Writers {
                 }
                 Data::Dense(who) => who[s as usize..e as usize].fill(writer),
             }
-        };
-        match one_page(addr, len) {
-            Some((page, base, s, e)) => page_write(page, base, s, e),
-            None => {
-                for (page, base, s, e) in pages(addr, len) {
-                    page_write(page, base, s, e);
-                }
-            }
-        }
+        });
     }
 
     /// Ends the analysis: every communicated range still held is retired.
@@ -299,13 +283,18 @@ impl Writers {
     }
 }
 
-/// `[addr, addr + len)` as [`pages`] gives it when it lies within one page (as nearly every
-/// access does), without the iterator.
-fn one_page(addr: u64, len: u64) -> Option<(u64, u64, u16, u16)> {
+/// Calls `f(page, page base, start, end)` for each page of `[addr, addr + len)`, as [`pages`]
+/// splits it; an access within one page (nearly every access) skips the iterator.
+fn each_page(addr: u64, len: u64, mut f: impl FnMut(u64, u64, u16, u16)) {
     let page = addr >> PAGE_BITS;
     let base = page << PAGE_BITS;
     let s = addr - base;
-    (len > 0 && len <= PAGE - s).then(|| (page, base, s as u16, (s + len) as u16))
+    if len > 0 && len <= PAGE - s {
+        return f(page, base, s as u16, (s + len) as u16);
+    }
+    for (page, base, s, e) in pages(addr, len) {
+        f(page, base, s, e);
+    }
 }
 
 /// Splits `[addr, addr + len)` into its pages: `(page, page base, start, end)` with start and
