@@ -248,44 +248,59 @@ pub fn analyze(
         let cols = k.columns();
         let mut last_load = vec![u64::MAX; ctas as usize];
         let (mut read_bytes, mut write_bytes) = (0u64, 0u64);
-        for i in 0..cols.len() {
-            if i % PROGRESS_EVERY == 0 && !progress(done + i as u64, total) {
+        let n = cols.len();
+        let (flags, addrs, threads, sizes) = (
+            &cols.flags[..n],
+            &cols.addr[..n],
+            &cols.thread[..n],
+            &cols.size[..n],
+        );
+        for from in (0..n).step_by(PROGRESS_EVERY) {
+            if !progress(done + from as u64, total) {
                 return Err(CommError::Cancelled);
             }
-            let class = classes[cols.flags[i] as usize];
-            if class == 0 {
-                continue;
-            }
-            let (reads, writes) = (class & 1 != 0, class & 2 != 0);
-            let size = u64::from(cols.size[i]);
-            let (cta, addr) = (cta_of.of(cols.thread[i]), cols.addr[i]);
-            if cta >= ctas {
-                continue;
-            }
-            let me = base + cta;
-            if reads {
-                read_bytes += size;
-                let mut any = false;
-                writers.read(base, me, addr, size, |start, end, writer| {
-                    let to = if writer < base {
-                        any = true;
-                        &mut comm
-                    } else {
-                        &mut shared
-                    };
-                    to.push(cta, Piece::new(writer, start, end));
-                });
-                if any {
-                    let last = &mut last_load[cta as usize];
-                    if *last != u64::MAX {
-                        load_strides.add(stride(*last, addr));
-                    }
-                    *last = addr;
+            let to = n.min(from + PROGRESS_EVERY);
+            for (((&flag, &addr), &thread), &size) in flags[from..to]
+                .iter()
+                .zip(&addrs[from..to])
+                .zip(&threads[from..to])
+                .zip(&sizes[from..to])
+            {
+                let class = classes[flag as usize];
+                if class == 0 {
+                    continue;
                 }
-            }
-            if writes {
-                write_bytes += size;
-                writers.write(me, addr, size, |r| retired.push(r));
+                let size = u64::from(size);
+                let cta = cta_of.of(thread);
+                if cta >= ctas {
+                    continue;
+                }
+                let me = base + cta;
+                if class & 1 != 0 {
+                    read_bytes += size;
+                    let mut any = false;
+                    writers.read(base, me, addr, size, |start, end, writer| {
+                        let to = if writer < base {
+                            any = true;
+                            &mut comm
+                        } else {
+                            &mut shared
+                        };
+                        to.push(cta, Piece::new(writer, start, end));
+                    });
+                    if any {
+                        if let Some(last) = last_load.get_mut(cta as usize) {
+                            if *last != u64::MAX {
+                                load_strides.add(stride(*last, addr));
+                            }
+                            *last = addr;
+                        }
+                    }
+                }
+                if class & 2 != 0 {
+                    write_bytes += size;
+                    writers.write(me, addr, size, |r| retired.push(r));
+                }
             }
         }
         done += cols.len() as u64;
@@ -539,30 +554,44 @@ fn store_strides(
             }
             *f = j;
         }
-        for i in 0..cols.len() {
-            if i % PROGRESS_EVERY == 0 && !progress(*done + i as u64, total) {
+        let n = cols.len();
+        let (flags, addrs, threads, sizes) = (
+            &cols.flags[..n],
+            &cols.addr[..n],
+            &cols.thread[..n],
+            &cols.size[..n],
+        );
+        for from in (0..n).step_by(PROGRESS_EVERY) {
+            if !progress(*done + from as u64, total) {
                 return Err(CommError::Cancelled);
             }
-            if classes[cols.flags[i] as usize] & 2 == 0 {
-                continue;
-            }
-            let (cta, addr) = (cta_of.of(cols.thread[i]), cols.addr[i]);
-            let end = addr.saturating_add(u64::from(cols.size[i]));
-            let c = cta as usize;
-            let own = match (first.get(c), first.get(c + 1)) {
-                (Some(&a), Some(&b)) => &ranges[a..b],
-                _ => &[],
-            };
-            let j = own.partition_point(|r| r.end() <= addr);
-            let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end());
-            if !hit {
-                continue;
-            }
-            if let Some(l) = last.get_mut(c) {
-                if *l != u64::MAX {
-                    hist.add(stride(*l, addr));
+            let to = n.min(from + PROGRESS_EVERY);
+            for (((&flag, &addr), &thread), &size) in flags[from..to]
+                .iter()
+                .zip(&addrs[from..to])
+                .zip(&threads[from..to])
+                .zip(&sizes[from..to])
+            {
+                if classes[flag as usize] & 2 == 0 {
+                    continue;
                 }
-                *l = addr;
+                let c = cta_of.of(thread) as usize;
+                let end = addr.saturating_add(u64::from(size));
+                let own = match (first.get(c), first.get(c + 1)) {
+                    (Some(&a), Some(&b)) => &ranges[a..b],
+                    _ => &[],
+                };
+                let j = own.partition_point(|r| r.end() <= addr);
+                let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end());
+                if !hit {
+                    continue;
+                }
+                if let Some(l) = last.get_mut(c) {
+                    if *l != u64::MAX {
+                        hist.add(stride(*l, addr));
+                    }
+                    *l = addr;
+                }
             }
         }
         *done += cols.len() as u64;
