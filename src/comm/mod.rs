@@ -24,7 +24,7 @@ mod writers;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::trace::{AccessKind, Dim3, MemSpace, Trace};
+use crate::trace::{AccessKind, Columns, Dim3, MemSpace, Trace};
 use writers::{Retired, Writers};
 
 /// One transfer: the distinct bytes `reader_cta` read in `reader_launch` whose last write
@@ -248,61 +248,43 @@ pub fn analyze(
         let cols = k.columns();
         let mut last_load = vec![u64::MAX; ctas as usize];
         let (mut read_bytes, mut write_bytes) = (0u64, 0u64);
-        let n = cols.len();
-        let (flags, addrs, threads, sizes) = (
-            &cols.flags[..n],
-            &cols.addr[..n],
-            &cols.thread[..n],
-            &cols.size[..n],
-        );
-        for from in (0..n).step_by(PROGRESS_EVERY) {
-            if !progress(done + from as u64, total) {
-                return Err(CommError::Cancelled);
+        each_access(cols, done, total, progress, |flag, addr, thread, size| {
+            let class = classes[flag as usize];
+            if class == 0 {
+                return;
             }
-            let to = n.min(from + PROGRESS_EVERY);
-            for (((&flag, &addr), &thread), &size) in flags[from..to]
-                .iter()
-                .zip(&addrs[from..to])
-                .zip(&threads[from..to])
-                .zip(&sizes[from..to])
-            {
-                let class = classes[flag as usize];
-                if class == 0 {
-                    continue;
-                }
-                let size = u64::from(size);
-                let cta = cta_of.of(thread);
-                if cta >= ctas {
-                    continue;
-                }
-                let me = base + cta;
-                if class & 1 != 0 {
-                    read_bytes += size;
-                    let mut any = false;
-                    writers.read(base, me, addr, size, |start, end, writer| {
-                        let to = if writer < base {
-                            any = true;
-                            &mut comm
-                        } else {
-                            &mut shared
-                        };
-                        to.push(cta, Piece::new(writer, start, end));
-                    });
-                    if any {
-                        if let Some(last) = last_load.get_mut(cta as usize) {
-                            if *last != u64::MAX {
-                                load_strides.add(stride(*last, addr));
-                            }
-                            *last = addr;
+            let size = u64::from(size);
+            let cta = cta_of.of(thread);
+            if cta >= ctas {
+                return;
+            }
+            let me = base + cta;
+            if class & 1 != 0 {
+                read_bytes += size;
+                let mut any = false;
+                writers.read(base, me, addr, size, |start, end, writer| {
+                    let to = if writer < base {
+                        any = true;
+                        &mut comm
+                    } else {
+                        &mut shared
+                    };
+                    to.push(cta, Piece::new(writer, start, end));
+                });
+                if any {
+                    if let Some(last) = last_load.get_mut(cta as usize) {
+                        if *last != u64::MAX {
+                            load_strides.add(stride(*last, addr));
                         }
+                        *last = addr;
                     }
                 }
-                if class & 2 != 0 {
-                    write_bytes += size;
-                    writers.write(me, addr, size, |r| retired.push(r));
-                }
             }
-        }
+            if class & 2 != 0 {
+                write_bytes += size;
+                writers.write(me, addr, size, |r| retired.push(r));
+            }
+        })?;
         done += cols.len() as u64;
         let mut communicated_read_bytes = 0;
         rows.clear();
@@ -519,6 +501,40 @@ fn counted(flags: u8) -> Option<(bool, bool)> {
     }
 }
 
+/// Calls `f(flags, addr, thread, size)` for each access of `cols` in order, and `progress`
+/// (with `done` plus the accesses walked) before every [`PROGRESS_EVERY`] of them: the
+/// columns are walked in chunks of zipped slices, with no test per access.
+fn each_access(
+    cols: &Columns,
+    done: u64,
+    total: u64,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+    mut f: impl FnMut(u8, u64, u32, u16),
+) -> Result<(), CommError> {
+    let n = cols.len();
+    let (flags, addrs, threads, sizes) = (
+        &cols.flags[..n],
+        &cols.addr[..n],
+        &cols.thread[..n],
+        &cols.size[..n],
+    );
+    for from in (0..n).step_by(PROGRESS_EVERY) {
+        if !progress(done + from as u64, total) {
+            return Err(CommError::Cancelled);
+        }
+        let to = n.min(from + PROGRESS_EVERY);
+        for (((&flag, &addr), &thread), &size) in flags[from..to]
+            .iter()
+            .zip(&addrs[from..to])
+            .zip(&threads[from..to])
+            .zip(&sizes[from..to])
+        {
+            f(flag, addr, thread, size);
+        }
+    }
+    Ok(())
+}
+
 fn stride(from: u64, to: u64) -> i64 {
     to.wrapping_sub(from) as i64
 }
@@ -554,46 +570,28 @@ fn store_strides(
             }
             *f = j;
         }
-        let n = cols.len();
-        let (flags, addrs, threads, sizes) = (
-            &cols.flags[..n],
-            &cols.addr[..n],
-            &cols.thread[..n],
-            &cols.size[..n],
-        );
-        for from in (0..n).step_by(PROGRESS_EVERY) {
-            if !progress(*done + from as u64, total) {
-                return Err(CommError::Cancelled);
+        each_access(cols, *done, total, progress, |flag, addr, thread, size| {
+            if classes[flag as usize] & 2 == 0 {
+                return;
             }
-            let to = n.min(from + PROGRESS_EVERY);
-            for (((&flag, &addr), &thread), &size) in flags[from..to]
-                .iter()
-                .zip(&addrs[from..to])
-                .zip(&threads[from..to])
-                .zip(&sizes[from..to])
-            {
-                if classes[flag as usize] & 2 == 0 {
-                    continue;
-                }
-                let c = cta_of.of(thread) as usize;
-                let end = addr.saturating_add(u64::from(size));
-                let own = match (first.get(c), first.get(c + 1)) {
-                    (Some(&a), Some(&b)) => &ranges[a..b],
-                    _ => &[],
-                };
-                let j = own.partition_point(|r| r.end() <= addr);
-                let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end());
-                if !hit {
-                    continue;
-                }
-                if let Some(l) = last.get_mut(c) {
-                    if *l != u64::MAX {
-                        hist.add(stride(*l, addr));
-                    }
-                    *l = addr;
-                }
+            let c = cta_of.of(thread) as usize;
+            let end = addr.saturating_add(u64::from(size));
+            let own = match (first.get(c), first.get(c + 1)) {
+                (Some(&a), Some(&b)) => &ranges[a..b],
+                _ => &[],
+            };
+            let j = own.partition_point(|r| r.end() <= addr);
+            let hit = own.get(j).is_some_and(|r| r.start < end && addr < r.end());
+            if !hit {
+                return;
             }
-        }
+            if let Some(l) = last.get_mut(c) {
+                if *l != u64::MAX {
+                    hist.add(stride(*l, addr));
+                }
+                *l = addr;
+            }
+        })?;
         *done += cols.len() as u64;
     }
     Ok(hist)
@@ -1018,6 +1016,8 @@ struct Pieces {
 }
 
 impl Pieces {
+    // Inlined into the read path (its one caller outside tests): 3% fewer instructions.
+    #[inline(always)]
     fn push(&mut self, reader: u32, p: Piece) {
         let r = reader as usize;
         if r >= self.readers.len() {
