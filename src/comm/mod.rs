@@ -24,6 +24,7 @@ mod writers;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::trace::memory;
 use crate::trace::{AccessKind, Columns, Dim3, MemSpace, Trace};
 use writers::{Retired, Writers};
 
@@ -220,8 +221,10 @@ pub fn analyze(
     let mut writers = Writers::default();
     let classes = counted_table();
     // Per reader launch, its transfers as `(writer, reader, bytes)` sorted by writer, then
-    // reader (each key once: a launch's pieces are drained once).
-    let mut into: Vec<Vec<Row>> = Vec::with_capacity(trace.kernels.len());
+    // reader (each key once: a launch's pieces are drained once), launch after launch from
+    // `into_at[l]`.
+    let mut into: Vec<Row> = Vec::new();
+    let mut into_at: Vec<usize> = vec![0];
     // One launch's rows in reader order, reused.
     let mut rows: Vec<Row> = Vec::new();
     let mut retired: Vec<Retired> = Vec::new();
@@ -282,7 +285,7 @@ pub fn analyze(
             }
             if class & 2 != 0 {
                 write_bytes += size;
-                writers.write(me, addr, size, |r| retired.push(r));
+                writers.write(me, addr, size, |r| memory::push(&mut retired, r));
             }
         })?;
         done += cols.len() as u64;
@@ -313,7 +316,8 @@ pub fn analyze(
                 }
             }
         });
-        into.push(by_writer(&rows));
+        by_writer(&rows, &mut into);
+        into_at.push(into.len());
         let mut shared_bytes = 0;
         shared.drain(|_, _, bytes| shared_bytes += bytes);
         per_launch.push(LaunchComm {
@@ -332,7 +336,7 @@ pub fn analyze(
             out_degree: vec![0; ctas as usize],
         });
     }
-    writers.finish(|r| retired.push(r));
+    writers.finish(|r| memory::push(&mut retired, r));
 
     // Communicated write ranges sorted by writer (so by launch, then CTA) and address (those
     // of one writer never overlap: a byte is retired once per write, and a launch's writes
@@ -358,7 +362,7 @@ pub fn analyze(
     let store_strides = store_strides(trace, &numbers, &by_launch, &mut done, total, progress)?;
     progress(total, total);
 
-    let transfers = in_order(into, &numbers);
+    let transfers = in_order(&into, &into_at, &numbers);
     Ok(summarize(
         trace,
         transfers,
@@ -393,7 +397,7 @@ fn key_starts<T>(v: &[T], key: &impl Fn(&T) -> u32) -> Option<(u32, Vec<usize>)>
 /// `v` stably sorted by a `u32` key with a counting sort, or `None` as [`key_starts`].
 fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
     let (lo, mut at) = key_starts(v, &key)?;
-    let mut sorted = vec![*v.first()?; v.len()];
+    let mut sorted = memory::filled(*v.first()?, v.len());
     for x in v {
         let slot = &mut at[(key(x) - lo) as usize];
         sorted[*slot] = *x;
@@ -407,7 +411,7 @@ fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
 fn counting_order<T>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<u32>> {
     u32::try_from(v.len()).ok()?;
     let (lo, mut at) = key_starts(v, &key)?;
-    let mut order = vec![0u32; v.len()];
+    let mut order = memory::filled(0u32, v.len());
     for (i, x) in v.iter().enumerate() {
         let slot = &mut at[(key(x) - lo) as usize];
         order[*slot] = i as u32;
@@ -419,23 +423,36 @@ fn counting_order<T>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<u32>> {
 /// A transfer into one reader launch: writer number, reader CTA, bytes.
 type Row = (u32, u32, u64);
 
-/// One reader launch's rows in reader order, sorted by writer, then reader.
-fn by_writer(rows: &[Row]) -> Vec<Row> {
-    counting_sort(rows, |r| r.0).unwrap_or_else(|| {
-        let mut v = rows.to_vec();
-        v.sort_unstable_by_key(|r| (r.0, r.1));
-        v
-    })
+/// One reader launch's rows in reader order, sorted by writer, then reader, appended to `out`.
+fn by_writer(rows: &[Row], out: &mut Vec<Row>) {
+    let from = out.len();
+    memory::reserve(out, rows.len());
+    match key_starts(rows, &|r: &Row| r.0) {
+        Some((lo, mut at)) => {
+            out.resize(from + rows.len(), (0, 0, 0));
+            let to = &mut out[from..];
+            for r in rows {
+                let slot = &mut at[(r.0 - lo) as usize];
+                to[*slot] = *r;
+                *slot += 1;
+            }
+        }
+        None => {
+            out.extend_from_slice(rows);
+            out[from..].sort_unstable_by_key(|r| (r.0, r.1));
+        }
+    }
 }
 
 /// The first writer number of each launch, and one past the last.
 struct Numbers(Vec<u32>);
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
-/// reader launch's rows sorted by writer: for each writer launch, the part of each later
-/// launch's rows that it wrote.
-fn in_order(into: Vec<Vec<Row>>, numbers: &Numbers) -> Vec<Transfer> {
-    let mut out = Vec::with_capacity(into.iter().map(Vec::len).sum());
+/// reader launch's rows sorted by writer (`rows[at[l]..at[l + 1]]` for launch `l`): for each
+/// writer launch, the part of each later launch's rows that it wrote.
+fn in_order(rows: &[Row], at: &[usize], numbers: &Numbers) -> Vec<Transfer> {
+    let into: Vec<&[Row]> = at.windows(2).map(|w| &rows[w[0]..w[1]]).collect();
+    let mut out = memory::with_capacity(rows.len());
     // How far each reader launch's rows have been taken.
     let mut taken = vec![0usize; into.len()];
     for (wl, w) in numbers.0.windows(2).enumerate() {
@@ -716,15 +733,39 @@ fn mean_std(v: &[u32]) -> (f64, f64) {
 }
 
 /// The pairs (transfers summed over launch pairs, sorted by writer, then reader) and each
-/// launch's out-degrees, from the transfers grouped by writer CTA with a stable (counting)
-/// sort: within a writer they stay in writer launch, reader launch, reader order. `ctas`: more
-/// than any CTA id.
+/// launch's out-degrees, from the transfers taken grouped by writer CTA, within a writer in
+/// writer launch, reader launch, reader order. `ctas`: more than any CTA id.
 fn pairs_and_out_degrees(
     transfers: &[Transfer],
     ctas: usize,
     per_launch: &mut [LaunchComm],
 ) -> Vec<Pair> {
     let mut pairs = Pairs::new(ctas, transfers.len());
+    // The transfers of each launch pair, sorted by writer CTA: where each has got to.
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
+    for b in transfers
+        .chunk_by(|a, b| (a.writer_launch, a.reader_launch) == (b.writer_launch, b.reader_launch))
+    {
+        blocks.push((at, at + b.len()));
+        at += b.len();
+    }
+    if blocks.len().saturating_mul(ctas) <= 4 * transfers.len() + 65536 {
+        // Few launch pairs: for each writer CTA in turn, its run in each launch pair, walking
+        // the transfers in a few sequential streams.
+        for w in 0..ctas as u32 {
+            for (next, end) in blocks.iter_mut() {
+                while let Some(t) = transfers
+                    .get(*next)
+                    .filter(|t| *next < *end && t.writer_cta == w)
+                {
+                    pairs.add(t, per_launch);
+                    *next += 1;
+                }
+            }
+        }
+        return pairs.finish();
+    }
     match counting_order(transfers, |t| t.writer_cta) {
         Some(order) => {
             for &i in &order {
@@ -762,7 +803,7 @@ struct Pairs {
 impl Pairs {
     fn new(ctas: usize, most: usize) -> Self {
         Pairs {
-            pairs: Vec::with_capacity(most),
+            pairs: memory::with_capacity(most),
             writer: None,
             launch: None,
             bytes: vec![0; ctas],

@@ -1,9 +1,10 @@
-//! A memory hint for the large trace columns.
+//! A memory hint for large vectors: the trace columns and the large tables of the analyses.
 //!
 //! Loading a trace writes hundreds of megabytes of fresh memory, and with 4 KiB pages most of
-//! that time goes to page faults. On Linux, transparent huge pages are often enabled only for
-//! memory that asks for them (`madvise` mode), so large columns ask. The hint never changes
-//! what the program computes; elsewhere it does nothing.
+//! that time goes to page faults (on a virtual machine several microseconds each). On Linux,
+//! transparent huge pages are often enabled only for memory that asks for them (`madvise`
+//! mode), so large vectors ask, before they are written. The hint never changes what the
+//! program computes; elsewhere it does nothing.
 
 /// Columns smaller than this keep the default pages.
 const MIN_BYTES: usize = 4 << 20;
@@ -32,6 +33,39 @@ pub(crate) fn prefer_huge_pages<T>(v: &Vec<T>) {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn prefer_huge_pages<T>(_v: &Vec<T>) {}
 
+/// An empty vector with room for `n` items, hinted before anything is written.
+pub(crate) fn with_capacity<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    prefer_huge_pages(&v);
+    v
+}
+
+/// `n` copies of `x`, hinted before they are written.
+pub(crate) fn filled<T: Clone>(x: T, n: usize) -> Vec<T> {
+    let mut v = with_capacity(n);
+    v.resize(n, x);
+    v
+}
+
+/// Makes room for `additional` more items, growing `v` (at least to twice its length) into a
+/// new hinted allocation, as `Vec::reserve` would grow it in place.
+pub(crate) fn reserve<T: Copy>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() < additional {
+        let mut more = with_capacity((2 * v.len()).max(v.len() + additional).max(16));
+        more.extend_from_slice(v);
+        *v = more;
+    }
+}
+
+/// Pushes `x`, growing `v` as [`reserve`] when full.
+#[inline]
+pub(crate) fn push<T: Copy>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        reserve(v, 1);
+    }
+    v.push(x);
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -41,5 +75,16 @@ mod tests {
         super::prefer_huge_pages(&v);
         v.extend(10..(3 << 20));
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+    }
+
+    #[test]
+    fn hinted_vectors_hold_what_plain_ones_do() {
+        let mut v = Vec::new();
+        for i in 0..(1u64 << 20) {
+            super::push(&mut v, i);
+        }
+        assert_eq!(v, (0..1u64 << 20).collect::<Vec<_>>());
+        assert_eq!(super::filled(7u32, 3 << 20), vec![7u32; 3 << 20]);
+        assert!(super::with_capacity::<u8>(5 << 20).is_empty());
     }
 }

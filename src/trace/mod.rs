@@ -10,7 +10,7 @@ pub mod binary;
 pub mod crawford;
 pub mod din;
 mod lex;
-mod memory;
+pub(crate) mod memory;
 pub mod memtrace;
 mod model;
 pub mod nugteren;
