@@ -116,13 +116,10 @@ impl Bits {
     }
 }
 
-/// The writer of each byte of a dense page; [`NONE`] for bytes never written.
-type Dense = [u32; PAGE as usize];
-
 enum Data {
     Segs(Vec<Seg>),
-    /// The index of the page's writers in [`Writers::dense`].
-    Dense(u32),
+    /// The writer of each byte; [`NONE`] for bytes never written.
+    Dense(Box<[u32; PAGE as usize]>),
 }
 
 struct Page {
@@ -142,7 +139,7 @@ impl Default for Page {
 
 /// Calls `f` on the maximal runs of one writer within `[s, e)` of a dense page, written bytes
 /// only.
-fn dense_runs(who: &Dense, s: u16, e: u16, mut f: impl FnMut(Seg)) {
+fn dense_runs(who: &[u32; PAGE as usize], s: u16, e: u16, mut f: impl FnMut(Seg)) {
     let mut a = s as usize;
     let e = e as usize;
     while a < e {
@@ -163,9 +160,9 @@ fn dense_runs(who: &Dense, s: u16, e: u16, mut f: impl FnMut(Seg)) {
 }
 
 impl Data {
-    /// Calls `f` on every segment (a dense page's runs, `dense` holding the dense pages) that
-    /// overlaps `[s, e)`, clipped to it, in address order.
-    fn within(&self, dense: &[Dense], s: u16, e: u16, mut f: impl FnMut(Seg)) {
+    /// Calls `f` on every segment (a dense page's runs) that overlaps `[s, e)`, clipped to it,
+    /// in address order.
+    fn within(&self, s: u16, e: u16, mut f: impl FnMut(Seg)) {
         match self {
             Data::Segs(v) => {
                 let first = v.partition_point(|g| g.end <= s);
@@ -177,11 +174,7 @@ impl Data {
                     });
                 }
             }
-            Data::Dense(i) => {
-                if let Some(who) = dense.get(*i as usize) {
-                    dense_runs(who, s, e, f)
-                }
-            }
+            Data::Dense(who) => dense_runs(who, s, e, f),
         }
     }
 }
@@ -189,9 +182,6 @@ impl Data {
 #[derive(Default)]
 pub(super) struct Writers {
     pages: FxHashMap<u64, Page>,
-    /// The dense pages, together: reads of scattered bytes land anywhere in them, so they ask
-    /// for huge pages (with 4 KiB pages nearly every such read would also miss the TLB).
-    dense: Vec<Dense>,
 }
 
 impl Writers {
@@ -200,7 +190,7 @@ impl Writers {
     pub fn segments(&self) -> usize {
         let mut n = 0;
         for p in self.pages.values() {
-            p.data.within(&self.dense, 0, PAGE as u16, |_| n += 1);
+            p.data.within(0, PAGE as u16, |_| n += 1);
         }
         n
     }
@@ -232,7 +222,7 @@ impl Writers {
                 return;
             };
             let comm = &mut p.comm;
-            p.data.within(&self.dense, s, e, |g| {
+            p.data.within(s, e, |g| {
                 if g.writer < first {
                     comm.set(g.start, g.end);
                 } else if g.writer == reader {
@@ -250,7 +240,7 @@ impl Writers {
             let p = self.pages.entry(page).or_default();
             if p.comm.any(s, e) {
                 let comm = p.comm;
-                p.data.within(&self.dense, s, e, |g| {
+                p.data.within(s, e, |g| {
                     comm.runs(g.start, g.end, |a, b| {
                         retired(Retired::new(g.writer, base, a, b))
                     })
@@ -266,27 +256,14 @@ impl Writers {
                 Data::Segs(v) => {
                     write_page(v, new);
                     if v.len() > DENSE_AT {
-                        let mut who = [NONE; PAGE as usize];
+                        let mut who = Box::new([NONE; PAGE as usize]);
                         for g in v.iter() {
                             who[g.start as usize..g.end as usize].fill(g.writer);
                         }
-                        p.data = Data::Dense(self.dense.len() as u32);
-                        if self.dense.len() == self.dense.capacity() {
-                            // Grown by hand, so that the hint comes before the pages are
-                            // written.
-                            let mut more = Vec::with_capacity((2 * self.dense.len()).max(16));
-                            crate::trace::memory::prefer_huge_pages(&more);
-                            more.extend_from_slice(&self.dense);
-                            self.dense = more;
-                        }
-                        self.dense.push(who);
+                        p.data = Data::Dense(who);
                     }
                 }
-                Data::Dense(i) => {
-                    if let Some(who) = self.dense.get_mut(*i as usize) {
-                        who[s as usize..e as usize].fill(writer);
-                    }
-                }
+                Data::Dense(who) => who[s as usize..e as usize].fill(writer),
             }
         });
     }
@@ -297,7 +274,7 @@ impl Writers {
         pages.sort_unstable_by_key(|p| p.0);
         for (page, p) in pages {
             let base = page << PAGE_BITS;
-            p.data.within(&self.dense, 0, PAGE as u16, |g| {
+            p.data.within(0, PAGE as u16, |g| {
                 p.comm.runs(g.start, g.end, |a, b| {
                     retired(Retired::new(g.writer, base, a, b))
                 })
