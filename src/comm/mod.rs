@@ -396,14 +396,26 @@ fn key_starts<T>(v: &[T], key: &impl Fn(&T) -> u32) -> Option<(u32, Vec<usize>)>
 
 /// `v` stably sorted by a `u32` key with a counting sort, or `None` as [`key_starts`].
 fn counting_sort<T: Copy>(v: &[T], key: impl Fn(&T) -> u32) -> Option<Vec<T>> {
-    let (lo, mut at) = key_starts(v, &key)?;
-    let mut sorted = memory::filled(*v.first()?, v.len());
+    let mut sorted = Vec::new();
+    counting_sort_onto(v, key, &mut sorted).then_some(sorted)
+}
+
+/// Appends `v` stably sorted by a `u32` key (a counting sort) to `out`; `false`, appending
+/// nothing, where [`key_starts`] declines.
+fn counting_sort_onto<T: Copy>(v: &[T], key: impl Fn(&T) -> u32, out: &mut Vec<T>) -> bool {
+    let (Some((lo, mut at)), Some(&fill)) = (key_starts(v, &key), v.first()) else {
+        return false;
+    };
+    let from = out.len();
+    memory::reserve(out, v.len());
+    out.resize(from + v.len(), fill);
+    let sorted = &mut out[from..];
     for x in v {
         let slot = &mut at[(key(x) - lo) as usize];
         sorted[*slot] = *x;
         *slot += 1;
     }
-    Some(sorted)
+    true
 }
 
 /// The indices of `v` in a stable order by a `u32` key (a counting sort), or `None` as
@@ -425,22 +437,10 @@ type Row = (u32, u32, u64);
 
 /// One reader launch's rows in reader order, sorted by writer, then reader, appended to `out`.
 fn by_writer(rows: &[Row], out: &mut Vec<Row>) {
-    let from = out.len();
-    memory::reserve(out, rows.len());
-    match key_starts(rows, &|r: &Row| r.0) {
-        Some((lo, mut at)) => {
-            out.resize(from + rows.len(), (0, 0, 0));
-            let to = &mut out[from..];
-            for r in rows {
-                let slot = &mut at[(r.0 - lo) as usize];
-                to[*slot] = *r;
-                *slot += 1;
-            }
-        }
-        None => {
-            out.extend_from_slice(rows);
-            out[from..].sort_unstable_by_key(|r| (r.0, r.1));
-        }
+    if !counting_sort_onto(rows, |r| r.0, out) {
+        let from = out.len();
+        out.extend_from_slice(rows);
+        out[from..].sort_unstable_by_key(|r| (r.0, r.1));
     }
 }
 
