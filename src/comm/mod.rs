@@ -362,10 +362,15 @@ pub fn analyze(
     let store_strides = store_strides(trace, &numbers, &by_launch, &mut done, total, progress)?;
     progress(total, total);
 
-    let transfers = in_order(&into, &into_at, &numbers);
+    let grids: Vec<Dim3> = trace.kernels.iter().map(|k| k.grid).collect();
+    let (transfers, distance, crossing) = in_order(&into, &into_at, &numbers, &grids);
     Ok(summarize(
         trace,
-        transfers,
+        Transfers {
+            transfers,
+            distance,
+            crossing,
+        },
         per_launch,
         load_strides,
         store_strides,
@@ -449,31 +454,55 @@ struct Numbers(Vec<u32>);
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
 /// reader launch's rows sorted by writer (`rows[at[l]..at[l + 1]]` for launch `l`): for each
-/// writer launch, the part of each later launch's rows that it wrote.
-fn in_order(rows: &[Row], at: &[usize], numbers: &Numbers) -> Vec<Transfer> {
+/// writer launch, the part of each later launch's rows that it wrote. Beside them, as they
+/// are made, the bytes per superstep distance and the bytes crossing each dimension's
+/// bisection (`grids`: each launch's grid).
+fn in_order(
+    rows: &[Row],
+    at: &[usize],
+    numbers: &Numbers,
+    grids: &[Dim3],
+) -> (Vec<Transfer>, Vec<u64>, [u64; 3]) {
     let into: Vec<&[Row]> = at.windows(2).map(|w| &rows[w[0]..w[1]]).collect();
     let mut out = memory::with_capacity(rows.len());
+    let mut distance: Vec<u64> = Vec::new();
+    let mut crossing = [0u64; 3];
     // How far each reader launch's rows have been taken.
     let mut taken = vec![0usize; into.len()];
     for (wl, w) in numbers.0.windows(2).enumerate() {
         let (first, next) = (w[0], w[1]);
         for (rl, (list, at)) in into.iter().zip(taken.iter_mut()).enumerate() {
             let n = list[*at..].iter().take_while(|r| r.0 < next).count();
-            out.extend(
-                list[*at..*at + n]
-                    .iter()
-                    .map(|&(writer, reader, bytes)| Transfer {
-                        writer_launch: wl as u32,
-                        reader_launch: rl as u32,
-                        writer_cta: writer - first,
-                        reader_cta: reader,
-                        bytes,
-                    }),
-            );
+            if n == 0 {
+                continue;
+            }
+            let block = &list[*at..*at + n];
             *at += n;
+            let d = rl.saturating_sub(wl + 1);
+            if distance.len() <= d {
+                distance.resize(d + 1, 0);
+            }
+            distance[d] += block.iter().map(|r| r.2).sum::<u64>();
+            let (wg, rg) = (grids[wl], grids[rl]);
+            out.extend(block.iter().map(|&(writer, reader, bytes)| {
+                let writer_cta = writer - first;
+                let (w, r) = (upper_halves(wg, writer_cta), upper_halves(rg, reader));
+                for (dim, c) in crossing.iter_mut().enumerate() {
+                    if w[dim] != r[dim] {
+                        *c += bytes;
+                    }
+                }
+                Transfer {
+                    writer_launch: wl as u32,
+                    reader_launch: rl as u32,
+                    writer_cta,
+                    reader_cta: reader,
+                    bytes,
+                }
+            }));
         }
     }
-    out
+    (out, distance, crossing)
 }
 
 /// [`counted`] of every flags byte: bit 0 reads, bit 1 writes.
@@ -882,9 +911,21 @@ fn upper_halves(grid: Dim3, cta: u32) -> [bool; 3] {
     [high(c.x, grid.x), high(c.y, grid.y), high(c.z, grid.z)]
 }
 
+/// The transfers in order, with their bytes per superstep distance and across each
+/// dimension's bisection.
+struct Transfers {
+    transfers: Vec<Transfer>,
+    distance: Vec<u64>,
+    crossing: [u64; 3],
+}
+
 fn summarize(
     trace: &Trace,
-    transfers: Vec<Transfer>,
+    Transfers {
+        transfers,
+        distance,
+        crossing,
+    }: Transfers,
     mut per_launch: Vec<LaunchComm>,
     load_strides: StrideCounts,
     store_strides: StrideCounts,
@@ -896,23 +937,6 @@ fn summarize(
         .max()
         .unwrap_or(0);
     let pairs = pairs_and_out_degrees(&transfers, ctas as usize, &mut per_launch);
-    let mut distance: Vec<u64> = Vec::new();
-    let mut crossing = [0u64; 3];
-    let grid = |l: u32| trace.kernels.get(l as usize).map_or(Dim3::x(1), |k| k.grid);
-    for t in &transfers {
-        let d = (t.reader_launch - t.writer_launch - 1) as usize;
-        if distance.len() <= d {
-            distance.resize(d + 1, 0);
-        }
-        distance[d] += t.bytes;
-        let w = upper_halves(grid(t.writer_launch), t.writer_cta);
-        let r = upper_halves(grid(t.reader_launch), t.reader_cta);
-        for (dim, c) in crossing.iter_mut().enumerate() {
-            if w[dim] != r[dim] {
-                *c += t.bytes;
-            }
-        }
-    }
     let communicated_bytes: u64 = transfers.iter().map(|t| t.bytes).sum();
     let cuttable = [
         trace.kernels.iter().any(|k| k.grid.x > 1),
@@ -1028,21 +1052,38 @@ struct Reader {
 impl Reader {
     /// Extends a recent piece of the same writer that `p` overlaps or touches, if any (the
     /// latest first).
+    #[inline(always)]
     fn join(&mut self, p: &Piece) -> bool {
+        // Byte `j` is 1 when ring slot `j` holds the writer: all slots compared at once, as
+        // most pieces of an irregular kernel match none.
+        let hits = u64::from_le_bytes(self.writers.map(|w| u8::from(w == p.writer)));
         let n = self.pieces.len();
-        for i in (n.saturating_sub(RECENT).max(self.compacted)..n).rev() {
-            if self.writers[i % RECENT] != p.writer {
-                continue;
-            }
+        let from = n.saturating_sub(RECENT).max(self.compacted);
+        if hits == 0 || from >= n {
+            return false;
+        }
+        // Bit `j` for slot `j` (each byte's low bit gathered into the top byte), then turned
+        // so that the latest piece's slot is the top bit and older ones follow downwards.
+        let slots = (hits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8;
+        let mut turned = slots.rotate_left((RECENT - 1 - (n - 1) % RECENT) as u32);
+        while turned != 0 {
+            let back = turned.leading_zeros() as usize;
+            let Some(i) = (n - 1).checked_sub(back).filter(|&i| i >= from) else {
+                break;
+            };
             if let Some(q) = self.pieces.get_mut(i) {
                 if q.absorb(p) {
                     return true;
                 }
             }
+            turned &= !(0x80 >> back);
         }
         false
     }
 }
+
+/// [`Reader::join`] turns a ring of eight slots in a byte.
+const _: () = assert!(RECENT == 8);
 
 /// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
 /// writer). A new piece that overlaps or touches one of the reader's latest pieces from the

@@ -728,3 +728,31 @@ fn pieces_stay_within_their_block_and_count_each_byte_once() {
     assert_eq!(got[0], (1, 9, 12));
     assert_eq!(got.len(), 1 + RECENT);
 }
+
+#[test]
+fn a_reader_ring_left_from_an_earlier_launch_joins_nothing() {
+    let mut p = Pieces::default();
+    for w in 0..RECENT as u32 {
+        p.push(2, Piece::new(w, 10 * u64::from(w), 10 * u64::from(w) + 1));
+    }
+    p.drain(|_, _, _| {});
+    // The ring still names writers 0 to 7; the new list has two pieces, neither of them
+    // touching what writer 5 reads next (which the ring's stale slot 5 would point past).
+    p.push(2, Piece::new(9, 0, 1));
+    p.push(2, Piece::new(6, 40, 41));
+    p.push(2, Piece::new(5, 50, 51));
+    p.push(2, Piece::new(5, 51, 52));
+    assert_eq!(p.readers[2].pieces.len(), 3);
+    // The oldest of the recent pieces is still found.
+    for w in 20..20 + RECENT as u32 - 3 {
+        p.push(
+            2,
+            Piece::new(w, 1000 * u64::from(w), 1000 * u64::from(w) + 1),
+        );
+    }
+    p.push(2, Piece::new(9, 1, 2));
+    assert_eq!(p.readers[2].pieces.len(), 3 + RECENT - 3);
+    let mut got = Vec::new();
+    p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    assert_eq!(got[..3], [(2, 5, 2), (2, 6, 1), (2, 9, 2)]);
+}

@@ -93,6 +93,11 @@ impl Bits {
         }
     }
     fn any(&self, s: u16, e: u16) -> bool {
+        // Most writes are a few bytes within one word.
+        let w = s as usize / 64;
+        if e > s && (e as usize - 1) / 64 == w && e - s < 64 {
+            return self.0[w] >> (s % 64) & ((1u64 << (e - s)) - 1) != 0;
+        }
         Self::masks(s, e).any(|(w, m)| self.0[w] & m != 0)
     }
     fn get(&self, b: u16) -> bool {
@@ -139,6 +144,7 @@ impl Default for Page {
 
 /// Calls `f` on the maximal runs of one writer within `[s, e)` of a dense page, written bytes
 /// only.
+#[inline(always)]
 fn dense_runs(who: &[u32; PAGE as usize], s: u16, e: u16, mut f: impl FnMut(Seg)) {
     let mut a = s as usize;
     let e = e as usize;
@@ -162,6 +168,7 @@ fn dense_runs(who: &[u32; PAGE as usize], s: u16, e: u16, mut f: impl FnMut(Seg)
 impl Data {
     /// Calls `f` on every segment (a dense page's runs) that overlaps `[s, e)`, clipped to it,
     /// in address order.
+    #[inline(always)]
     fn within(&self, s: u16, e: u16, mut f: impl FnMut(Seg)) {
         match self {
             Data::Segs(v) => {
@@ -209,6 +216,9 @@ impl Writers {
     /// for every piece written by another writer (in address order), and marks the pieces
     /// from earlier launches (`writer < first`) as read by a later launch. Bytes never
     /// written and bytes the reader itself wrote are skipped.
+    // Inlined into the main pass with the page step (its one caller outside tests): a read
+    // within one page, nearly every read, makes no call.
+    #[inline(always)]
     pub fn read(
         &mut self,
         first: u32,
@@ -217,55 +227,118 @@ impl Writers {
         len: u64,
         mut found: impl FnMut(u64, u64, u32),
     ) {
-        each_page(addr, len, |page, base, s, e| {
-            let Some(p) = self.pages.get_mut(&page) else {
+        let page = addr >> PAGE_BITS;
+        let base = page << PAGE_BITS;
+        let s = addr - base;
+        if len > 0 && len <= PAGE - s {
+            self.read_page(
+                first,
+                reader,
+                page,
+                base,
+                s as u16,
+                (s + len) as u16,
+                &mut found,
+            );
+        } else {
+            self.read_pages(first, reader, addr, len, &mut found);
+        }
+    }
+
+    /// [`Writers::read`] of a range that crosses pages.
+    #[inline(never)]
+    fn read_pages(
+        &mut self,
+        first: u32,
+        reader: u32,
+        addr: u64,
+        len: u64,
+        found: &mut dyn FnMut(u64, u64, u32),
+    ) {
+        for (page, base, s, e) in pages(addr, len) {
+            self.read_page(first, reader, page, base, s, e, found);
+        }
+    }
+
+    /// [`Writers::read`] of `[s, e)` within one page.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn read_page<F: FnMut(u64, u64, u32) + ?Sized>(
+        &mut self,
+        first: u32,
+        reader: u32,
+        page: u64,
+        base: u64,
+        s: u16,
+        e: u16,
+        found: &mut F,
+    ) {
+        let Some(p) = self.pages.get_mut(&page) else {
+            return;
+        };
+        let comm = &mut p.comm;
+        p.data.within(s, e, |g| {
+            if g.writer < first {
+                comm.set(g.start, g.end);
+            } else if g.writer == reader {
                 return;
-            };
-            let comm = &mut p.comm;
-            p.data.within(s, e, |g| {
-                if g.writer < first {
-                    comm.set(g.start, g.end);
-                } else if g.writer == reader {
-                    return;
-                }
-                found(base + u64::from(g.start), base + u64::from(g.end), g.writer);
-            });
+            }
+            found(base + u64::from(g.start), base + u64::from(g.end), g.writer);
         });
     }
 
     /// Records `[addr, addr + len)` as written by `writer`; pieces of older writes that a
     /// later launch had read are passed to `retired`.
+    // Inlined into the main pass like `read`.
+    #[inline(always)]
     pub fn write(&mut self, writer: u32, addr: u64, len: u64, mut retired: impl FnMut(Retired)) {
-        each_page(addr, len, |page, base, s, e| {
-            let p = self.pages.entry(page).or_default();
-            if p.comm.any(s, e) {
-                let comm = p.comm;
-                p.data.within(s, e, |g| {
-                    comm.runs(g.start, g.end, |a, b| {
-                        retired(Retired::new(g.writer, base, a, b))
-                    })
-                });
-                p.comm.clear(s, e);
-            }
-            let new = Seg {
-                start: s,
-                end: e,
-                writer,
-            };
-            match &mut p.data {
-                Data::Segs(v) => {
-                    write_page(v, new);
-                    if v.len() > DENSE_AT {
-                        let mut who = Box::new([NONE; PAGE as usize]);
-                        for g in v.iter() {
-                            who[g.start as usize..g.end as usize].fill(g.writer);
-                        }
-                        p.data = Data::Dense(who);
-                    }
+        let page = addr >> PAGE_BITS;
+        let base = page << PAGE_BITS;
+        let s = addr - base;
+        if len > 0 && len <= PAGE - s {
+            self.write_page(writer, page, base, s as u16, (s + len) as u16, &mut retired);
+        } else {
+            self.write_pages(writer, addr, len, &mut retired);
+        }
+    }
+
+    /// [`Writers::write`] of a range that crosses pages.
+    #[inline(never)]
+    fn write_pages(&mut self, writer: u32, addr: u64, len: u64, retired: &mut dyn FnMut(Retired)) {
+        for (page, base, s, e) in pages(addr, len) {
+            self.write_page(writer, page, base, s, e, retired);
+        }
+    }
+
+    /// [`Writers::write`] of `[s, e)` within one page.
+    #[inline(always)]
+    fn write_page<F: FnMut(Retired) + ?Sized>(
+        &mut self,
+        writer: u32,
+        page: u64,
+        base: u64,
+        s: u16,
+        e: u16,
+        retired: &mut F,
+    ) {
+        let p = self.pages.entry(page).or_default();
+        if p.comm.any(s, e) {
+            retire(p, base, s, e, retired);
+        }
+        match &mut p.data {
+            Data::Dense(who) => who[s as usize..e as usize].fill(writer),
+            Data::Segs(v) => {
+                let new = Seg {
+                    start: s,
+                    end: e,
+                    writer,
+                };
+                write_segs(v, new);
+                if v.len() > DENSE_AT {
+                    p.data = Data::Dense(dense_of(v));
                 }
-                Data::Dense(who) => who[s as usize..e as usize].fill(writer),
             }
-        });
+        }
     }
 
     /// Ends the analysis: every communicated range still held is retired.
@@ -283,18 +356,26 @@ impl Writers {
     }
 }
 
-/// Calls `f(page, page base, start, end)` for each page of `[addr, addr + len)`, as [`pages`]
-/// splits it; an access within one page (nearly every access) skips the iterator.
-fn each_page(addr: u64, len: u64, mut f: impl FnMut(u64, u64, u16, u16)) {
-    let page = addr >> PAGE_BITS;
-    let base = page << PAGE_BITS;
-    let s = addr - base;
-    if len > 0 && len <= PAGE - s {
-        return f(page, base, s as u16, (s + len) as u16);
+/// Passes the communicated bytes of `[s, e)` of a page, about to be overwritten, to
+/// `retired`, and clears their bits.
+#[inline(never)]
+fn retire<F: FnMut(Retired) + ?Sized>(p: &mut Page, base: u64, s: u16, e: u16, retired: &mut F) {
+    let comm = p.comm;
+    p.data.within(s, e, |g| {
+        comm.runs(g.start, g.end, |a, b| {
+            retired(Retired::new(g.writer, base, a, b))
+        })
+    });
+    p.comm.clear(s, e);
+}
+
+/// A page's segments as a dense page.
+fn dense_of(v: &[Seg]) -> Box<[u32; PAGE as usize]> {
+    let mut who = Box::new([NONE; PAGE as usize]);
+    for g in v {
+        who[g.start as usize..g.end as usize].fill(g.writer);
     }
-    for (page, base, s, e) in pages(addr, len) {
-        f(page, base, s, e);
-    }
+    who
 }
 
 /// Splits `[addr, addr + len)` into its pages: `(page, page base, start, end)` with start and
@@ -316,7 +397,7 @@ fn pages(addr: u64, len: u64) -> impl Iterator<Item = (u64, u64, u16, u16)> {
 }
 
 /// Writes `new` into a page's sorted list of segments.
-fn write_page(segs: &mut Vec<Seg>, new: Seg) {
+fn write_segs(segs: &mut Vec<Seg>, new: Seg) {
     let first = segs.partition_point(|g| g.end <= new.start);
     let mut i = first;
     while i < segs.len() && segs[i].start < new.end {
