@@ -1052,38 +1052,21 @@ struct Reader {
 impl Reader {
     /// Extends a recent piece of the same writer that `p` overlaps or touches, if any (the
     /// latest first).
-    #[inline(always)]
     fn join(&mut self, p: &Piece) -> bool {
-        // Byte `j` is 1 when ring slot `j` holds the writer: all slots compared at once, as
-        // most pieces of an irregular kernel match none.
-        let hits = u64::from_le_bytes(self.writers.map(|w| u8::from(w == p.writer)));
         let n = self.pieces.len();
-        let from = n.saturating_sub(RECENT).max(self.compacted);
-        if hits == 0 || from >= n {
-            return false;
-        }
-        // Bit `j` for slot `j` (each byte's low bit gathered into the top byte), then turned
-        // so that the latest piece's slot is the top bit and older ones follow downwards.
-        let slots = (hits.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8;
-        let mut turned = slots.rotate_left((RECENT - 1 - (n - 1) % RECENT) as u32);
-        while turned != 0 {
-            let back = turned.leading_zeros() as usize;
-            let Some(i) = (n - 1).checked_sub(back).filter(|&i| i >= from) else {
-                break;
-            };
+        for i in (n.saturating_sub(RECENT).max(self.compacted)..n).rev() {
+            if self.writers[i % RECENT] != p.writer {
+                continue;
+            }
             if let Some(q) = self.pieces.get_mut(i) {
                 if q.absorb(p) {
                     return true;
                 }
             }
-            turned &= !(0x80 >> back);
         }
         false
     }
 }
-
-/// [`Reader::join`] turns a ring of eight slots in a byte.
-const _: () = assert!(RECENT == 8);
 
 /// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
 /// writer). A new piece that overlaps or touches one of the reader's latest pieces from the
