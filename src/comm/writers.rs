@@ -76,11 +76,17 @@ impl Bits {
     fn masks(s: u16, e: u16) -> impl Iterator<Item = (usize, u64)> {
         (s as usize / 64..(e as usize).div_ceil(64)).map(move |w| (w, Self::mask(w, s, e)))
     }
-    fn set(&mut self, s: u16, e: u16) {
-        // Most reads are a few bytes within one word.
+    /// `(word, mask)` when bits `[s, e)` lie in one word and are fewer than 64, as for most
+    /// accesses (a few bytes), which then skip the walk over [`Bits::masks`].
+    #[inline(always)]
+    fn one_word(s: u16, e: u16) -> Option<(usize, u64)> {
         let w = s as usize / 64;
-        if e > s && (e as usize - 1) / 64 == w && e - s < 64 {
-            self.0[w] |= ((1u64 << (e - s)) - 1) << (s % 64);
+        (e > s && (e as usize - 1) / 64 == w && e - s < 64)
+            .then(|| (w, ((1u64 << (e - s)) - 1) << (s % 64)))
+    }
+    fn set(&mut self, s: u16, e: u16) {
+        if let Some((w, m)) = Self::one_word(s, e) {
+            self.0[w] |= m;
             return;
         }
         for (w, m) in Self::masks(s, e) {
@@ -93,10 +99,8 @@ impl Bits {
         }
     }
     fn any(&self, s: u16, e: u16) -> bool {
-        // Most writes are a few bytes within one word.
-        let w = s as usize / 64;
-        if e > s && (e as usize - 1) / 64 == w && e - s < 64 {
-            return self.0[w] >> (s % 64) & ((1u64 << (e - s)) - 1) != 0;
+        if let Some((w, m)) = Self::one_word(s, e) {
+            return self.0[w] & m != 0;
         }
         Self::masks(s, e).any(|(w, m)| self.0[w] & m != 0)
     }
@@ -227,21 +231,9 @@ impl Writers {
         len: u64,
         mut found: impl FnMut(u64, u64, u32),
     ) {
-        let page = addr >> PAGE_BITS;
-        let base = page << PAGE_BITS;
-        let s = addr - base;
-        if len > 0 && len <= PAGE - s {
-            self.read_page(
-                first,
-                reader,
-                page,
-                base,
-                s as u16,
-                (s + len) as u16,
-                &mut found,
-            );
-        } else {
-            self.read_pages(first, reader, addr, len, &mut found);
+        match one_page(addr, len) {
+            Some((page, base, s, e)) => self.read_page(first, reader, page, base, s, e, &mut found),
+            None => self.read_pages(first, reader, addr, len, &mut found),
         }
     }
 
@@ -292,13 +284,9 @@ impl Writers {
     // Inlined into the main pass like `read`.
     #[inline(always)]
     pub fn write(&mut self, writer: u32, addr: u64, len: u64, mut retired: impl FnMut(Retired)) {
-        let page = addr >> PAGE_BITS;
-        let base = page << PAGE_BITS;
-        let s = addr - base;
-        if len > 0 && len <= PAGE - s {
-            self.write_page(writer, page, base, s as u16, (s + len) as u16, &mut retired);
-        } else {
-            self.write_pages(writer, addr, len, &mut retired);
+        match one_page(addr, len) {
+            Some((page, base, s, e)) => self.write_page(writer, page, base, s, e, &mut retired),
+            None => self.write_pages(writer, addr, len, &mut retired),
         }
     }
 
@@ -354,6 +342,16 @@ impl Writers {
             });
         }
     }
+}
+
+/// `(page, page base, start, end)` as [`pages`] gives it when `[addr, addr + len)` lies in one
+/// page (nearly every access), which then skips the iterator.
+#[inline(always)]
+fn one_page(addr: u64, len: u64) -> Option<(u64, u64, u16, u16)> {
+    let page = addr >> PAGE_BITS;
+    let base = page << PAGE_BITS;
+    let s = addr - base;
+    (len > 0 && len <= PAGE - s).then(|| (page, base, s as u16, (s + len) as u16))
 }
 
 /// Passes the communicated bytes of `[s, e)` of a page, about to be overwritten, to
