@@ -363,14 +363,9 @@ pub fn analyze(
     progress(total, total);
 
     let grids: Vec<Dim3> = trace.kernels.iter().map(|k| k.grid).collect();
-    let (transfers, distance, crossing) = in_order(&into, &into_at, &numbers, &grids);
     Ok(summarize(
         trace,
-        Transfers {
-            transfers,
-            distance,
-            crossing,
-        },
+        in_order(&into, &into_at, &numbers, &grids),
         per_launch,
         load_strides,
         store_strides,
@@ -457,12 +452,7 @@ struct Numbers(Vec<u32>);
 /// writer launch, the part of each later launch's rows that it wrote. Beside them, as they
 /// are made, the bytes per superstep distance and the bytes crossing each dimension's
 /// bisection (`grids`: each launch's grid).
-fn in_order(
-    rows: &[Row],
-    at: &[usize],
-    numbers: &Numbers,
-    grids: &[Dim3],
-) -> (Vec<Transfer>, Vec<u64>, [u64; 3]) {
+fn in_order(rows: &[Row], at: &[usize], numbers: &Numbers, grids: &[Dim3]) -> Transfers {
     let into: Vec<&[Row]> = at.windows(2).map(|w| &rows[w[0]..w[1]]).collect();
     let mut out = memory::with_capacity(rows.len());
     let mut distance: Vec<u64> = Vec::new();
@@ -502,7 +492,11 @@ fn in_order(
             }));
         }
     }
-    (out, distance, crossing)
+    Transfers {
+        transfers: out,
+        distance,
+        crossing,
+    }
 }
 
 /// [`counted`] of every flags byte: bit 0 reads, bit 1 writes.
