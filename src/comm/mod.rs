@@ -1029,95 +1029,140 @@ impl Piece {
     }
 }
 
-/// How many of a reader's latest pieces a new piece may extend.
+/// How many of the reader's latest pieces a new piece may extend.
 const RECENT: usize = 8;
 
-/// One reader's pieces.
-#[derive(Default)]
-struct Reader {
-    pieces: Vec<Piece>,
-    /// The length of `pieces` after the last compaction: the pieces before are not recent.
-    compacted: usize,
-    /// The writer of piece `i` at `i % RECENT` for the latest pieces, so that a new piece
-    /// looks at the pieces themselves only for a writer that matches.
-    writers: [u32; RECENT],
-}
+/// Pieces the current reader's list may hold beyond twice its length after its last
+/// compaction before it is compacted again.
+const SLACK: usize = 1024;
 
-impl Reader {
-    /// Extends a recent piece of the same writer that `p` overlaps or touches, if any (the
-    /// latest first).
-    fn join(&mut self, p: &Piece) -> bool {
-        let n = self.pieces.len();
-        for i in (n.saturating_sub(RECENT).max(self.compacted)..n).rev() {
-            if self.writers[i % RECENT] != p.writer {
-                continue;
-            }
-            if let Some(q) = self.pieces.get_mut(i) {
-                if q.absorb(p) {
-                    return true;
-                }
-            }
-        }
-        false
-    }
-}
+/// Pieces the finished runs may hold beyond twice their length after the last consolidation
+/// before they are consolidated again.
+const RUN_SLACK: usize = 1 << 16;
 
 /// The read pieces of one launch, per reader CTA, reduced to distinct bytes per (reader,
-/// writer). A new piece that overlaps or touches one of the reader's latest pieces from the
-/// same writer joins it (threads of a CTA reading consecutive elements, one instruction after
-/// another, build a few long pieces); a reader's list is sorted and merged whenever it has
-/// doubled since the last time, so it stays within a small factor of the distinct ranges
-/// read.
+/// writer).
+///
+/// A trace usually holds each CTA's accesses together (a CTA runs on one SM, its warps
+/// issue one after another), so pieces come reader by reader: the current reader's pieces
+/// are gathered in one list, where a new piece that overlaps or touches one of the latest
+/// pieces of the same writer joins it (threads of a CTA reading consecutive elements, one
+/// instruction after another, build a few long pieces). When another reader comes, the list
+/// is sorted and merged once, while it is still in the processor's cache, and kept as a
+/// finished run. A reader that comes back starts a new run; runs of one reader are merged
+/// when the launch ends, or earlier when the runs have doubled since they were last merged,
+/// so memory stays within a small factor of the distinct ranges read even for a trace that
+/// interleaves its CTAs access by access.
 #[derive(Default)]
 struct Pieces {
-    readers: Vec<Reader>,
-    touched: Vec<u32>,
+    /// The reader whose pieces `current` holds.
+    reader: Option<u32>,
+    current: Vec<Piece>,
+    /// The length of `current` after its last compaction: the pieces before are not recent.
+    compacted: usize,
+    /// Finished runs' pieces, run after run, each sorted by writer, then start, and merged.
+    done: Vec<Piece>,
+    /// `(reader, start, end)` of each finished run in `done`.
+    runs: Vec<(u32, usize, usize)>,
+    /// The length of `done` after the last consolidation.
+    consolidated: usize,
 }
 
 impl Pieces {
     // Inlined into the read path (its one caller outside tests): 3% fewer instructions.
     #[inline(always)]
     fn push(&mut self, reader: u32, p: Piece) {
-        let r = reader as usize;
-        if r >= self.readers.len() {
-            self.readers.resize_with(r + 1, Reader::default);
+        if self.reader != Some(reader) {
+            self.switch(reader);
         }
-        let rd = &mut self.readers[r];
-        if rd.pieces.is_empty() {
-            self.touched.push(reader);
+        let n = self.current.len();
+        let recent = n.saturating_sub(RECENT).max(self.compacted);
+        for q in self.current[recent..].iter_mut().rev() {
+            if q.writer == p.writer && q.absorb(&p) {
+                return;
+            }
         }
-        if rd.join(&p) {
-            return;
-        }
-        rd.writers[rd.pieces.len() % RECENT] = p.writer;
-        rd.pieces.push(p);
-        if rd.pieces.len() >= 2 * rd.compacted + 64 {
-            compact(&mut rd.pieces);
-            rd.compacted = rd.pieces.len();
+        self.current.push(p);
+        if self.current.len() >= 2 * self.compacted + SLACK {
+            compact(&mut self.current);
+            self.compacted = self.current.len();
         }
     }
 
-    /// Calls `f(reader, writer, distinct bytes)` per key and empties the lists.
-    fn drain(&mut self, mut f: impl FnMut(u32, u32, u64)) {
-        self.touched.sort_unstable();
-        for &reader in &self.touched {
-            let rd = &mut self.readers[reader as usize];
-            let v = &mut rd.pieces;
-            compact(v);
-            let mut i = 0;
-            while i < v.len() {
-                let key = v[i].writer;
-                let mut bytes = 0;
-                while i < v.len() && v[i].writer == key {
-                    bytes += u64::from(v[i].len);
-                    i += 1;
-                }
-                f(reader, key, bytes);
-            }
-            v.clear();
-            rd.compacted = 0;
+    /// Finishes the current reader's run and makes `reader` current.
+    #[inline(never)]
+    fn switch(&mut self, reader: u32) {
+        self.finish_run();
+        self.reader = Some(reader);
+    }
+
+    fn finish_run(&mut self) {
+        let Some(reader) = self.reader.take() else {
+            return;
+        };
+        compact(&mut self.current);
+        let start = self.done.len();
+        self.done.append(&mut self.current);
+        self.compacted = 0;
+        self.runs.push((reader, start, self.done.len()));
+        if self.done.len() >= 2 * self.consolidated + RUN_SLACK {
+            self.consolidate();
         }
-        self.touched.clear();
+    }
+
+    /// Merges the runs of each reader into one, the runs in reader order.
+    fn consolidate(&mut self) {
+        if self.runs.is_sorted_by(|a, b| a.0 < b.0) {
+            self.consolidated = self.done.len();
+            return;
+        }
+        self.runs.sort_by_key(|r| r.0);
+        let mut done = memory::with_capacity(self.done.len());
+        let mut runs = Vec::with_capacity(self.runs.len());
+        for group in self.runs.chunk_by(|a, b| a.0 == b.0) {
+            let start = done.len();
+            for &(_, a, b) in group {
+                done.extend_from_slice(&self.done[a..b]);
+            }
+            if group.len() > 1 {
+                let mut merged = done.split_off(start);
+                compact(&mut merged);
+                done.append(&mut merged);
+            }
+            runs.push((group[0].0, start, done.len()));
+        }
+        self.done = done;
+        self.runs = runs;
+        self.consolidated = self.done.len();
+    }
+
+    /// Calls `f(reader, writer, distinct bytes)` per key, in reader, then writer order, and
+    /// empties the lists.
+    fn drain(&mut self, mut f: impl FnMut(u32, u32, u64)) {
+        self.finish_run();
+        self.consolidate();
+        for &(reader, a, b) in &self.runs {
+            for group in self.done[a..b].chunk_by(|p, q| p.writer == q.writer) {
+                f(
+                    reader,
+                    group[0].writer,
+                    group.iter().map(|p| u64::from(p.len)).sum(),
+                );
+            }
+        }
+        self.done.clear();
+        self.runs.clear();
+        self.consolidated = 0;
+    }
+
+    /// The number of pieces the current reader holds (for tests).
+    #[cfg(test)]
+    fn held(&self, reader: u32) -> usize {
+        if self.reader == Some(reader) {
+            self.current.len()
+        } else {
+            0
+        }
     }
 }
 

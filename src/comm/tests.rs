@@ -684,13 +684,13 @@ fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
         p.push(3, piece(w, 100 * u64::from(w), 100 * u64::from(w) + 1));
         p.push(3, piece(7, 4 * u64::from(w), 4 * u64::from(w) + 4));
     }
-    assert_eq!(p.readers[3].pieces.len(), 6);
+    assert_eq!(p.held(3), 6);
     // Beyond the latest RECENT pieces it is a new piece, merged when the list is drained.
     for w in 10..10 + RECENT as u32 {
         p.push(3, piece(w, 1000 * u64::from(w), 1000 * u64::from(w) + 2));
     }
     p.push(3, piece(7, 24, 28));
-    assert_eq!(p.readers[3].pieces.len(), 6 + RECENT + 1);
+    assert_eq!(p.held(3), 6 + RECENT + 1);
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
     assert_eq!(
@@ -717,7 +717,7 @@ fn pieces_stay_within_their_block_and_count_each_byte_once() {
     p.push(1, Piece::new(9, b - 4, b));
     p.push(1, Piece::new(9, b, b + 4));
     p.push(1, Piece::new(9, b - 6, b - 2));
-    assert_eq!(p.readers[1].pieces.len(), 2);
+    assert_eq!(p.held(1), 2);
     // Bytes already read and 2 more, beyond the recent pieces: merged at the drain, 12 bytes.
     for w in 10..10 + RECENT as u32 {
         p.push(1, Piece::new(w, 0, 1));
@@ -742,7 +742,7 @@ fn a_reader_ring_left_from_an_earlier_launch_joins_nothing() {
     p.push(2, Piece::new(6, 40, 41));
     p.push(2, Piece::new(5, 50, 51));
     p.push(2, Piece::new(5, 51, 52));
-    assert_eq!(p.readers[2].pieces.len(), 3);
+    assert_eq!(p.held(2), 3);
     // The oldest of the recent pieces is still found.
     for w in 20..20 + RECENT as u32 - 3 {
         p.push(
@@ -751,8 +751,40 @@ fn a_reader_ring_left_from_an_earlier_launch_joins_nothing() {
         );
     }
     p.push(2, Piece::new(9, 1, 2));
-    assert_eq!(p.readers[2].pieces.len(), 3 + RECENT - 3);
+    assert_eq!(p.held(2), 3 + RECENT - 3);
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
     assert_eq!(got[..3], [(2, 5, 2), (2, 6, 1), (2, 9, 2)]);
+}
+
+#[test]
+fn a_reader_that_comes_back_counts_each_byte_once() {
+    let mut p = Pieces::default();
+    p.push(1, Piece::new(9, 0, 4));
+    p.push(2, Piece::new(9, 0, 4));
+    p.push(1, Piece::new(9, 2, 6));
+    p.push(0, Piece::new(4, 8, 9));
+    p.push(1, Piece::new(3, 0, 1));
+    let mut got = Vec::new();
+    p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    assert_eq!(got, [(0, 4, 1), (1, 3, 1), (1, 9, 6), (2, 9, 4)]);
+}
+
+#[test]
+fn readers_interleaved_access_by_access_keep_memory_bounded() {
+    // Three readers take turns, each re-reading the same 16 bytes of 4 writers: every push
+    // finishes a run, and the runs are merged as they double.
+    let mut p = Pieces::default();
+    for i in 0..300_000u64 {
+        let (reader, writer, at) = ((i % 3) as u32, (i / 3 % 4) as u32, i / 12 % 16);
+        p.push(reader, Piece::new(writer, at, at + 1));
+        assert!(p.done.len() <= 2 * 3 * 4 * 16 + RUN_SLACK);
+    }
+    let mut got = Vec::new();
+    p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    let want: Vec<_> = (0..3)
+        .flat_map(|r| (0..4).map(move |w| (r, w, 16)))
+        .collect();
+    assert_eq!(got, want);
+    assert!(p.done.is_empty() && p.runs.is_empty());
 }
