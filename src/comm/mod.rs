@@ -307,13 +307,13 @@ pub fn analyze(
                 wl += 1;
             }
             let wc = writer - numbers.0[wl];
-            if let Some(s) = seen.get_mut(wc as usize) {
-                if *s != stamp {
-                    *s = stamp;
-                    if let Some(d) = in_degree.get_mut(reader as usize) {
-                        *d += 1;
-                    }
-                }
+            if let (Some(s), Some(d)) = (
+                seen.get_mut(wc as usize),
+                in_degree.get_mut(reader as usize),
+            ) {
+                // Added, not branched on, as in `Pairs::add`.
+                *d += u32::from(*s != stamp);
+                *s = stamp;
             }
         });
         by_writer(&rows, &mut into);
@@ -477,10 +477,9 @@ fn in_order(rows: &[Row], at: &[usize], numbers: &Numbers, grids: &[Dim3]) -> Tr
             out.extend(block.iter().map(|&(writer, reader, bytes)| {
                 let writer_cta = writer - first;
                 let (w, r) = (upper_halves(wg, writer_cta), upper_halves(rg, reader));
+                // Multiplied, not branched on: which transfers cross is as good as random.
                 for (dim, c) in crossing.iter_mut().enumerate() {
-                    if w[dim] != r[dim] {
-                        *c += bytes;
-                    }
+                    *c += bytes * u64::from(w[dim] != r[dim]);
                 }
                 Transfer {
                     writer_launch: wl as u32,
@@ -787,7 +786,7 @@ fn pairs_and_out_degrees(
                 }
             }
         }
-        return pairs.finish();
+        return pairs.finish(per_launch);
     }
     match counting_order(transfers, |t| t.writer_cta) {
         Some(order) => {
@@ -803,18 +802,25 @@ fn pairs_and_out_degrees(
             }
         }
     }
-    pairs.finish()
+    pairs.finish(per_launch)
 }
 
-/// Pairs and out-degrees from transfers that come grouped by writer CTA.
+/// Pairs and out-degrees from transfers that come grouped by writer CTA, within a writer by
+/// writer launch. Whether a transfer brings a new reader (of the writer, and of the writer
+/// in its launch) is added as a number, not branched on: which readers repeat is as good as
+/// random.
 struct Pairs {
     pairs: Vec<Pair>,
     /// The current writer and writer launch.
     writer: Option<u32>,
     launch: Option<u32>,
-    /// Bytes per reader of the current writer, and the readers seen.
+    /// Bytes per reader of the current writer.
     bytes: Vec<u64>,
+    /// The current writer's readers, in the order first seen: the first `readers_seen`.
     readers: Vec<u32>,
+    readers_seen: usize,
+    /// Readers of the current writer in the current launch.
+    out_degree: u32,
     /// Stamps per reader for the current writer (pairs) and the current (writer launch,
     /// writer) (out-degrees).
     pair_seen: Vec<u64>,
@@ -830,7 +836,9 @@ impl Pairs {
             writer: None,
             launch: None,
             bytes: vec![0; ctas],
-            readers: Vec::new(),
+            readers: vec![0; ctas],
+            readers_seen: 0,
+            out_degree: 0,
             pair_seen: vec![0; ctas],
             out_seen: vec![0; ctas],
             pair_stamp: 0,
@@ -838,12 +846,10 @@ impl Pairs {
         }
     }
 
+    #[inline(always)]
     fn add(&mut self, t: &Transfer, per_launch: &mut [LaunchComm]) {
-        if self.writer != Some(t.writer_cta) {
-            self.end_writer();
-            self.writer = Some(t.writer_cta);
-            self.launch = None;
-            self.pair_stamp += 1;
+        if self.writer != Some(t.writer_cta) || self.launch != Some(t.writer_launch) {
+            self.next_group(t, per_launch);
         }
         let r = t.reader_cta as usize;
         let (Some(pair_seen), Some(out_seen), Some(bytes)) = (
@@ -853,24 +859,42 @@ impl Pairs {
         ) else {
             return;
         };
-        if *pair_seen != self.pair_stamp {
-            *pair_seen = self.pair_stamp;
-            self.readers.push(t.reader_cta);
+        // Written in the next free slot whether new or not, kept when new.
+        let new = *pair_seen != self.pair_stamp;
+        *pair_seen = self.pair_stamp;
+        if let Some(slot) = self.readers.get_mut(self.readers_seen) {
+            *slot = t.reader_cta;
         }
+        self.readers_seen += usize::from(new);
         *bytes += t.bytes;
-        if self.launch != Some(t.writer_launch) {
-            self.launch = Some(t.writer_launch);
-            self.out_stamp += 1;
+        self.out_degree += u32::from(*out_seen != self.out_stamp);
+        *out_seen = self.out_stamp;
+    }
+
+    /// Starts the group of `t`'s writer and writer launch.
+    #[inline(never)]
+    fn next_group(&mut self, t: &Transfer, per_launch: &mut [LaunchComm]) {
+        self.end_launch(per_launch);
+        if self.writer != Some(t.writer_cta) {
+            self.end_writer();
+            self.writer = Some(t.writer_cta);
+            self.pair_stamp += 1;
         }
-        if *out_seen != self.out_stamp {
-            *out_seen = self.out_stamp;
+        self.launch = Some(t.writer_launch);
+        self.out_stamp += 1;
+    }
+
+    /// Records the current writer's out-degree in the current launch.
+    fn end_launch(&mut self, per_launch: &mut [LaunchComm]) {
+        if let (Some(w), Some(l)) = (self.writer, self.launch) {
             if let Some(d) = per_launch
-                .get_mut(t.writer_launch as usize)
-                .and_then(|l| l.out_degree.get_mut(t.writer_cta as usize))
+                .get_mut(l as usize)
+                .and_then(|l| l.out_degree.get_mut(w as usize))
             {
-                *d += 1;
+                *d += self.out_degree;
             }
         }
+        self.out_degree = 0;
     }
 
     /// Emits the current writer's pairs.
@@ -878,17 +902,29 @@ impl Pairs {
         let Some(w) = self.writer else {
             return;
         };
-        self.readers.sort_unstable();
-        for &reader in &self.readers {
-            if let Some(b) = self.bytes.get_mut(reader as usize) {
-                self.pairs.push(Pair(w, reader, *b));
-                *b = 0;
+        let readers = &mut self.readers[..self.readers_seen.min(self.bytes.len())];
+        if readers.len() * 16 >= self.bytes.len() {
+            // Many readers: the stamps, in reader order, instead of sorting them.
+            for (reader, (b, seen)) in self.bytes.iter_mut().zip(&self.pair_seen).enumerate() {
+                if *seen == self.pair_stamp {
+                    self.pairs.push(Pair(w, reader as u32, *b));
+                    *b = 0;
+                }
+            }
+        } else {
+            readers.sort_unstable();
+            for &reader in readers.iter() {
+                if let Some(b) = self.bytes.get_mut(reader as usize) {
+                    self.pairs.push(Pair(w, reader, *b));
+                    *b = 0;
+                }
             }
         }
-        self.readers.clear();
+        self.readers_seen = 0;
     }
 
-    fn finish(mut self) -> Vec<Pair> {
+    fn finish(mut self, per_launch: &mut [LaunchComm]) -> Vec<Pair> {
+        self.end_launch(per_launch);
         self.end_writer();
         self.pairs
     }
