@@ -904,20 +904,19 @@ impl Pairs {
         };
         let readers = &mut self.readers[..self.readers_seen.min(self.bytes.len())];
         if readers.len() * 16 >= self.bytes.len() {
-            // Many readers: the stamps, in reader order, instead of sorting them.
-            for (reader, (b, seen)) in self.bytes.iter_mut().zip(&self.pair_seen).enumerate() {
-                if *seen == self.pair_stamp {
-                    self.pairs.push(Pair(w, reader as u32, *b));
-                    *b = 0;
-                }
+            // Many readers: listed again in order from their stamps instead of sorted.
+            let seen = self.pair_seen.iter().enumerate();
+            let now = seen.filter(|(_, &s)| s == self.pair_stamp);
+            for (slot, (reader, _)) in readers.iter_mut().zip(now) {
+                *slot = reader as u32;
             }
         } else {
             readers.sort_unstable();
-            for &reader in readers.iter() {
-                if let Some(b) = self.bytes.get_mut(reader as usize) {
-                    self.pairs.push(Pair(w, reader, *b));
-                    *b = 0;
-                }
+        }
+        for &reader in readers.iter() {
+            if let Some(b) = self.bytes.get_mut(reader as usize) {
+                self.pairs.push(Pair(w, reader, *b));
+                *b = 0;
             }
         }
         self.readers_seen = 0;
