@@ -401,7 +401,17 @@ fn write_segs(segs: &mut Vec<Seg>, new: Seg) {
     while i < segs.len() && segs[i].start < new.end {
         i += 1;
     }
-    // Fast path: the write extends the segment just before it (a CTA writing forward).
+    // Fast path: the write extends the segment just before it (a CTA writing forward) into
+    // the head of the segment it overwrites.
+    if first + 1 == i && first > 0 {
+        let (p, g) = (segs[first - 1], segs[first]);
+        if p.end == new.start && p.writer == new.writer && g.start == new.start && g.end > new.end {
+            segs[first - 1].end = new.end;
+            segs[first].start = new.end;
+            return;
+        }
+    }
+    // Fast path: the write extends the segment just before it into bytes not written.
     if first == i {
         if let Some(p) = first.checked_sub(1).map(|p| &mut segs[p]) {
             if p.end == new.start && p.writer == new.writer {
@@ -450,7 +460,21 @@ fn write_segs(segs: &mut Vec<Seg>, new: Seg) {
             n += 1;
         }
     }
-    segs.splice(lo..hi, merged[..n].iter().copied());
+    replace(segs, lo, hi, &merged[..n]);
+}
+
+/// Replaces `v[lo..hi]` with `new`, as `Vec::splice` would, shifting the tail once.
+fn replace(v: &mut Vec<Seg>, lo: usize, hi: usize, new: &[Seg]) {
+    let (len, old) = (v.len(), hi - lo);
+    if new.len() > old {
+        let more = new.len() - old;
+        v.resize(len + more, new[0]);
+        v.copy_within(hi..len, hi + more);
+    } else if new.len() < old {
+        v.copy_within(hi..len, lo + new.len());
+        v.truncate(len - (old - new.len()));
+    }
+    v[lo..lo + new.len()].copy_from_slice(new);
 }
 
 #[cfg(test)]
