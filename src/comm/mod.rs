@@ -218,6 +218,7 @@ pub fn analyze(
     }
     first.push(n as u32);
     let numbers = Numbers(first);
+    let launch_of = LaunchOf::new(&numbers.0);
     let mut writers = Writers::default();
     let classes = counted_table();
     // Per reader launch, its transfers as `(writer, reader, bytes)` sorted by writer, then
@@ -293,20 +294,16 @@ pub fn analyze(
         rows.clear();
         let mut in_degree = vec![0; ctas as usize];
         // Distinct writer CTA ids per reader: a writer CTA id is counted when its stamp is
-        // not yet the reader's. A reader's writers ascend, so their launch only moves forward.
-        let (mut reader_at, mut wl) = (None, 0);
+        // not yet the reader's.
+        let mut reader_at = None;
         comm.drain(|reader, writer, bytes| {
             communicated_read_bytes += bytes;
             rows.push((writer, reader, bytes));
             if reader_at != Some(reader) {
                 reader_at = Some(reader);
                 stamp += 1;
-                wl = 0;
             }
-            while numbers.0.get(wl + 1).is_some_and(|&f| f <= writer) {
-                wl += 1;
-            }
-            let wc = writer - numbers.0[wl];
+            let wc = writer - numbers.0[launch_of.of(writer)];
             if let (Some(s), Some(d)) = (
                 seen.get_mut(wc as usize),
                 in_degree.get_mut(reader as usize),
@@ -446,6 +443,57 @@ fn by_writer(rows: &[Row], out: &mut Vec<Row>) {
 
 /// The first writer number of each launch, and one past the last.
 struct Numbers(Vec<u32>);
+
+/// The launch of a writer number in a step or two: the launch at the start of each block of
+/// `1 << shift` writer numbers, blocks no longer than the smallest launch (unless the table
+/// would grow past [`LAUNCH_BLOCKS`]), so a block holds the start of few other launches.
+struct LaunchOf<'a> {
+    first: &'a [u32],
+    shift: u32,
+    at: Vec<usize>,
+}
+
+/// The most blocks [`LaunchOf`] keeps.
+const LAUNCH_BLOCKS: u32 = 1 << 16;
+
+impl<'a> LaunchOf<'a> {
+    /// `first`: the first writer number of each launch, and the number past the last.
+    fn new(first: &'a [u32]) -> Self {
+        let smallest = first
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|&n| n > 0)
+            .min()
+            .unwrap_or(1);
+        let total = first.last().copied().unwrap_or(0);
+        let mut shift = smallest.ilog2();
+        while total >> shift > LAUNCH_BLOCKS {
+            shift += 1;
+        }
+        let at = (0..=total >> shift)
+            .map(|b| {
+                first
+                    .partition_point(|&f| f <= b << shift)
+                    .saturating_sub(1)
+            })
+            .collect();
+        LaunchOf { first, shift, at }
+    }
+
+    /// The launch whose writers include `writer` (the last launch with a first number at or
+    /// below it).
+    fn of(&self, writer: u32) -> usize {
+        let mut l = self
+            .at
+            .get((writer >> self.shift) as usize)
+            .copied()
+            .unwrap_or(0);
+        while self.first.get(l + 1).is_some_and(|&f| f <= writer) {
+            l += 1;
+        }
+        l
+    }
+}
 
 /// All transfers sorted by writer launch, then reader launch, writer and reader, from each
 /// reader launch's rows sorted by writer (`rows[at[l]..at[l + 1]]` for launch `l`): for each
@@ -1083,8 +1131,8 @@ const RUN_SLACK: usize = 1 << 16;
 /// are gathered in one list, where a new piece that overlaps or touches one of the latest
 /// pieces of the same writer joins it (threads of a CTA reading consecutive elements, one
 /// instruction after another, build a few long pieces). When another reader comes, the list
-/// is sorted and merged once, while it is still in the processor's cache, and kept as a
-/// finished run. A reader that comes back starts a new run; runs of one reader are merged
+/// is grouped by writer and merged once (see [`Grouper`]), while it is still in the
+/// processor's cache, and kept as a finished run. A reader that comes back starts a new run; runs of one reader are merged
 /// when the launch ends, or earlier when the runs have doubled since they were last merged,
 /// so memory stays within a small factor of the distinct ranges read even for a trace that
 /// interleaves its CTAs access by access.
@@ -1095,12 +1143,14 @@ struct Pieces {
     current: Vec<Piece>,
     /// The length of `current` after its last compaction: the pieces before are not recent.
     compacted: usize,
-    /// Finished runs' pieces, run after run, each sorted by writer, then start, and merged.
+    /// Finished runs' pieces, run after run, each grouped by writer, each writer's sorted by
+    /// start and merged.
     done: Vec<Piece>,
     /// `(reader, start, end)` of each finished run in `done`.
     runs: Vec<(u32, usize, usize)>,
     /// The length of `done` after the last consolidation.
     consolidated: usize,
+    grouper: Grouper,
 }
 
 impl Pieces {
@@ -1119,7 +1169,7 @@ impl Pieces {
         }
         self.current.push(p);
         if self.current.len() >= 2 * self.compacted + SLACK {
-            compact(&mut self.current);
+            self.grouper.compact(&mut self.current);
             self.compacted = self.current.len();
         }
     }
@@ -1135,7 +1185,7 @@ impl Pieces {
         let Some(reader) = self.reader.take() else {
             return;
         };
-        compact(&mut self.current);
+        self.grouper.compact(&mut self.current);
         let start = self.done.len();
         self.done.append(&mut self.current);
         self.compacted = 0;
@@ -1161,7 +1211,7 @@ impl Pieces {
             }
             if group.len() > 1 {
                 let mut merged = done.split_off(start);
-                compact(&mut merged);
+                self.grouper.compact(&mut merged);
                 done.append(&mut merged);
             }
             runs.push((group[0].0, start, done.len()));
@@ -1171,8 +1221,8 @@ impl Pieces {
         self.consolidated = self.done.len();
     }
 
-    /// Calls `f(reader, writer, distinct bytes)` per key, in reader, then writer order, and
-    /// empties the lists.
+    /// Calls `f(reader, writer, distinct bytes)` per key, readers in order (each reader's
+    /// writers in no particular order), and empties the lists.
     fn drain(&mut self, mut f: impl FnMut(u32, u32, u64)) {
         self.finish_run();
         self.consolidate();
@@ -1201,15 +1251,99 @@ impl Pieces {
     }
 }
 
-/// Sorts pieces by writer, then start, and merges those of one writer that overlap or touch.
-/// Most writers have one or two pieces, so the sort by writer (stable: the list's sorted
-/// prefix is one run) does most of the work and each writer's pieces are sorted apart.
-fn compact(v: &mut Vec<Piece>) {
+/// Groups pieces by writer and merges those of one writer that overlap or touch, without
+/// sorting the list by writer: most writers of a reader have one or two pieces, so a table
+/// from writer to its latest piece chains each writer's pieces, and only a writer with
+/// several pieces has them sorted by start.
+#[derive(Default)]
+struct Grouper {
+    /// Per writer number, `(stamp, group)`: its group in the list being compacted when the
+    /// stamp is the current one.
+    slot: Vec<(u32, u32)>,
+    stamp: u32,
+    /// Per group, its latest piece.
+    head: Vec<u32>,
+    /// Per piece, the piece of its writer before it ([`NO_PIECE`]: none).
+    before: Vec<u32>,
+    grouped: Vec<Piece>,
+}
+
+/// The end of a chain of pieces.
+const NO_PIECE: u32 = u32::MAX;
+
+impl Grouper {
+    /// Leaves the pieces of each writer together (writers in the order they first come),
+    /// each writer's sorted by start and merged.
+    fn compact(&mut self, v: &mut Vec<Piece>) {
+        let n = v.len();
+        if n < 2 {
+            return;
+        }
+        if n >= NO_PIECE as usize {
+            sort_compact(v);
+            return;
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.slot.fill((0, 0));
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        self.head.clear();
+        self.before.clear();
+        self.before.resize(n, NO_PIECE);
+        for (i, (p, before)) in v.iter().zip(self.before.iter_mut()).enumerate() {
+            let w = p.writer as usize;
+            if w >= self.slot.len() {
+                self.slot.resize((w + 1).next_power_of_two(), (0, 0));
+            }
+            let s = &mut self.slot[w];
+            if s.0 == stamp {
+                if let Some(h) = self.head.get_mut(s.1 as usize) {
+                    *before = *h;
+                    *h = i as u32;
+                }
+            } else {
+                *s = (stamp, self.head.len() as u32);
+                self.head.push(i as u32);
+            }
+        }
+        if self.head.len() == n {
+            // One piece per writer: nothing to merge.
+            return;
+        }
+        let out = &mut self.grouped;
+        out.clear();
+        out.reserve(n);
+        for &h in &self.head {
+            let start = out.len();
+            let mut i = h as usize;
+            while let Some(p) = v.get(i) {
+                out.push(*p);
+                i = self.before.get(i).map_or(usize::MAX, |&b| b as usize);
+            }
+            if out.len() - start > 1 {
+                out[start..].sort_unstable_by_key(|p| p.start);
+                let mut k = start;
+                for j in start + 1..out.len() {
+                    let p = out[j];
+                    if !out[k].absorb(&p) {
+                        k += 1;
+                        out[k] = p;
+                    }
+                }
+                out.truncate(k + 1);
+            }
+        }
+        std::mem::swap(v, out);
+    }
+}
+
+/// [`Grouper::compact`] by sorting: by writer, then start, then merged.
+fn sort_compact(v: &mut Vec<Piece>) {
     v.sort_by_key(|p| p.writer);
     for group in v.chunk_by_mut(|a, b| a.writer == b.writer) {
-        if group.len() > 1 {
-            group.sort_unstable_by_key(|p| p.start);
-        }
+        group.sort_unstable_by_key(|p| p.start);
     }
     v.dedup_by(|next, prev| prev.writer == next.writer && prev.absorb(next));
 }

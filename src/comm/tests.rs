@@ -693,6 +693,8 @@ fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
     assert_eq!(p.held(3), 6 + RECENT + 1);
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    // Readers come in order, each reader's writers in any order.
+    got.sort_unstable();
     assert_eq!(
         got[..6],
         [
@@ -725,6 +727,8 @@ fn pieces_stay_within_their_block_and_count_each_byte_once() {
     p.push(1, Piece::new(9, b - 8, b));
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    // Readers come in order, each reader's writers in any order.
+    got.sort_unstable();
     assert_eq!(got[0], (1, 9, 12));
     assert_eq!(got.len(), 1 + RECENT);
 }
@@ -754,6 +758,8 @@ fn a_reader_ring_left_from_an_earlier_launch_joins_nothing() {
     assert_eq!(p.held(2), 3 + RECENT - 3);
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    // Readers come in order, each reader's writers in any order.
+    got.sort_unstable();
     assert_eq!(got[..3], [(2, 5, 2), (2, 6, 1), (2, 9, 2)]);
 }
 
@@ -767,6 +773,8 @@ fn a_reader_that_comes_back_counts_each_byte_once() {
     p.push(1, Piece::new(3, 0, 1));
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    // Readers come in order, each reader's writers in any order.
+    got.sort_unstable();
     assert_eq!(got, [(0, 4, 1), (1, 3, 1), (1, 9, 6), (2, 9, 4)]);
 }
 
@@ -782,9 +790,39 @@ fn readers_interleaved_access_by_access_keep_memory_bounded() {
     }
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
+    // Readers come in order, each reader's writers in any order.
+    got.sort_unstable();
     let want: Vec<_> = (0..3)
         .flat_map(|r| (0..4).map(move |w| (r, w, 16)))
         .collect();
     assert_eq!(got, want);
     assert!(p.done.is_empty() && p.runs.is_empty());
+}
+
+#[test]
+fn the_launch_of_a_writer_number_agrees_with_a_search() {
+    // Launch sizes with empty launches, one-CTA launches and uneven ones.
+    for sizes in [
+        vec![4u32, 4, 4],
+        vec![1, 1000, 0, 7, 1],
+        vec![0, 3, 0, 0, 5],
+        vec![100_000, 1, 200_000, 3],
+        vec![65_537, 65_535],
+    ] {
+        let mut first = vec![0u32];
+        for n in &sizes {
+            first.push(first.last().unwrap() + n);
+        }
+        let of = LaunchOf::new(&first);
+        let total = *first.last().unwrap();
+        let edges = first.iter().flat_map(|&f| [f.saturating_sub(1), f, f + 1]);
+        for w in (0..total)
+            .step_by(1 + total as usize / 5000)
+            .chain(edges.filter(|&w| w < total))
+        {
+            let want = first.partition_point(|&f| f <= w) - 1;
+            assert_eq!(of.of(w), want, "writer {w} of {sizes:?}");
+            assert!(first[want] <= w && w < first[want + 1]);
+        }
+    }
 }
