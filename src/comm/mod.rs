@@ -734,14 +734,13 @@ impl StrideCounts {
             return;
         }
         if self.probation.is_empty() {
-            if self.counts.len() < STRIDE_SLOTS {
-                self.counts.insert(s, self.floor + n);
-                return;
-            }
-            self.probation = vec![(0, 0); PROBATION];
+            self.enter_early(s, n);
+            return;
         }
         let h = (s as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PROBATION.trailing_zeros());
-        let slot = &mut self.probation[h as usize];
+        let Some(slot) = self.probation.get_mut(h as usize) else {
+            return;
+        };
         let count = if slot.1 != 0 && slot.0 == s {
             // Seen again on probation: it enters the table.
             slot.1 + n
@@ -757,6 +756,27 @@ impl StrideCounts {
             self.floor + n
         };
         *slot = (0, 0);
+        self.enter(s, count);
+    }
+
+    /// [`StrideCounts::add_n`] of a stride not counted before the table has filled: it
+    /// enters the table, or, once the table is full, probation begins.
+    #[cold]
+    #[inline(never)]
+    fn enter_early(&mut self, s: i64, n: u64) {
+        if self.counts.len() < STRIDE_SLOTS {
+            self.counts.insert(s, self.floor + n);
+            return;
+        }
+        self.probation = vec![(0, 0); PROBATION];
+        self.add_n(s, n);
+    }
+
+    /// Puts stride `s` into the full table with `count`, dropping the lower half of the
+    /// counts when there is no room (apart from the hot path of [`StrideCounts::add_n`]).
+    #[cold]
+    #[inline(never)]
+    fn enter(&mut self, s: i64, count: u64) {
         if self.counts.len() >= STRIDE_SLOTS {
             let mut v: Vec<u64> = self.counts.values().copied().collect();
             let (_, &mut cut, _) = v.select_nth_unstable(STRIDE_SLOTS / 2);
@@ -1113,7 +1133,7 @@ impl Piece {
 }
 
 /// How many of the reader's latest pieces a new piece may extend.
-const RECENT: usize = 8;
+const RECENT: usize = 4;
 
 /// Pieces the current reader's list may hold beyond twice its length after its last
 /// compaction before it is compacted again.

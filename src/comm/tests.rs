@@ -678,36 +678,31 @@ fn huge_sparse_grids_take_the_comparison_sorts_and_agree_with_the_reference() {
 fn a_piece_joins_the_latest_piece_of_its_writer_across_other_writers() {
     let mut p = Pieces::default();
     let piece = Piece::new;
-    // Writer 7 reads forward while writers 1 to 5 come between; writer 7's pieces join.
+    // Writer 7 reads forward while writers 1 to RECENT - 1 come between (so its piece stays
+    // among the latest RECENT); writer 7's pieces join.
+    let between = RECENT as u32 - 1;
     p.push(3, piece(7, 0, 4));
-    for w in 1..=5 {
+    for w in 1..=between {
         p.push(3, piece(w, 100 * u64::from(w), 100 * u64::from(w) + 1));
         p.push(3, piece(7, 4 * u64::from(w), 4 * u64::from(w) + 4));
     }
-    assert_eq!(p.held(3), 6);
+    assert_eq!(p.held(3), RECENT);
     // Beyond the latest RECENT pieces it is a new piece, merged when the list is drained.
     for w in 10..10 + RECENT as u32 {
         p.push(3, piece(w, 1000 * u64::from(w), 1000 * u64::from(w) + 2));
     }
-    p.push(3, piece(7, 24, 28));
-    assert_eq!(p.held(3), 6 + RECENT + 1);
+    let next = 4 * u64::from(between + 1);
+    p.push(3, piece(7, next, next + 4));
+    assert_eq!(p.held(3), 2 * RECENT + 1);
     let mut got = Vec::new();
     p.drain(|r, w, bytes| got.push((r, w, bytes)));
     // Readers come in order, each reader's writers in any order.
     got.sort_unstable();
-    assert_eq!(
-        got[..6],
-        [
-            (3, 1, 1),
-            (3, 2, 1),
-            (3, 3, 1),
-            (3, 4, 1),
-            (3, 5, 1),
-            (3, 7, 28)
-        ]
-    );
-    assert_eq!(got.len(), 6 + RECENT);
-    assert!(got[6..].iter().all(|&(_, w, b)| w >= 10 && b == 2));
+    let mut want: Vec<_> = (1..=between).map(|w| (3, w, 1)).collect();
+    want.push((3, 7, next + 4));
+    assert_eq!(got[..RECENT], want[..]);
+    assert_eq!(got.len(), 2 * RECENT);
+    assert!(got[RECENT..].iter().all(|&(_, w, b)| w >= 10 && b == 2));
 }
 
 #[test]
