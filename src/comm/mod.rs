@@ -745,9 +745,7 @@ impl StrideCounts {
             return;
         }
         let h = (s as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PROBATION.trailing_zeros());
-        let Some(slot) = self.probation.get_mut(h as usize) else {
-            return;
-        };
+        let slot = &mut self.probation[h as usize];
         let count = if slot.1 != 0 && slot.0 == s {
             // Seen again on probation: it enters the table.
             slot.1 + n
@@ -1159,10 +1157,10 @@ const RUN_SLACK: usize = 1 << 16;
 /// pieces of the same writer joins it (threads of a CTA reading consecutive elements, one
 /// instruction after another, build a few long pieces). When another reader comes, the list
 /// is grouped by writer and merged once (see [`Grouper`]), while it is still in the
-/// processor's cache, and kept as a finished run. A reader that comes back starts a new run; runs of one reader are merged
-/// when the launch ends, or earlier when the runs have doubled since they were last merged,
-/// so memory stays within a small factor of the distinct ranges read even for a trace that
-/// interleaves its CTAs access by access.
+/// processor's cache, and kept as a finished run. A reader that comes back starts a new run;
+/// runs of one reader are merged when the launch ends, or earlier when the runs have doubled
+/// since they were last merged, so memory stays within a small factor of the distinct ranges
+/// read even for a trace that interleaves its CTAs access by access.
 #[derive(Default)]
 struct Pieces {
     /// The reader whose pieces `current` holds.
