@@ -401,21 +401,18 @@ fn write_segs(segs: &mut Vec<Seg>, new: Seg) {
     while i < segs.len() && segs[i].start < new.end {
         i += 1;
     }
-    // Fast path: the write extends the segment just before it (a CTA writing forward) into
-    // the head of the segment it overwrites.
-    if first + 1 == i && first > 0 {
-        let (p, g) = (segs[first - 1], segs[first]);
-        if p.end == new.start && p.writer == new.writer && g.start == new.start && g.end > new.end {
-            segs[first - 1].end = new.end;
-            segs[first].start = new.end;
-            return;
-        }
-    }
     // Whether the segment before `first` and the one at `after` join the new one.
     let joins_left = first > 0 && {
         let p = segs[first - 1];
         p.end == new.start && p.writer == new.writer
     };
+    // Fast path: the write extends the segment just before it (a CTA writing forward) into
+    // the head of the segment it overwrites.
+    if first + 1 == i && joins_left && segs[first].start == new.start && segs[first].end > new.end {
+        segs[first - 1].end = new.end;
+        segs[first].start = new.end;
+        return;
+    }
     let joins_right = |after: usize| {
         segs.get(after)
             .is_some_and(|n| n.start == new.end && n.writer == new.writer)
