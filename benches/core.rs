@@ -265,6 +265,7 @@ fn import(c: &mut Criterion) {
     }
     let mut g = c.benchmark_group("import");
     g.sample_size(10);
+    #[cfg_attr(not(feature = "tables"), allow(unused_mut))]
     let mut inputs = vec![
         ("accelsim_48MiB", Format::AccelSim, accel.into_bytes()),
         ("nvbit_48MiB", Format::NvBit, nvbit.into_bytes()),

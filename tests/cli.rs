@@ -314,6 +314,7 @@ fn sim_json_of_the_real_accel_sim_matrixmul() {
 }
 
 #[test]
+#[cfg(feature = "tables")]
 fn export_writes_the_request_table_and_summaries() {
     let dir = std::env::temp_dir().join(format!("ws-cli-export-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

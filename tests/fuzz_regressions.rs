@@ -31,6 +31,10 @@ fn every_seed_reads_in_its_format() {
     assert!(seeds.len() >= 8, "one seed per format");
     for (name, bytes) in seeds {
         let format = FORMATS[bytes[0] as usize % FORMATS.len()];
+        if format == Format::Csv && !cfg!(feature = "tables") {
+            // CSV is read through polars; without it the reader says so, as it should.
+            continue;
+        }
         let t = read_bytes(format, &bytes[1..]).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(t.total_accesses() > 0, "{name}");
     }

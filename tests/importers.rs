@@ -206,7 +206,7 @@ fn every_format_is_detected_from_content() {
     let dir = temp("detect");
     let mut wsb = Vec::new();
     trace::binary::write(&two_kernels(), &mut wsb).unwrap();
-    let cases: Vec<(&str, Vec<u8>, Format)> = vec![
+    let mut cases: Vec<(&str, Vec<u8>, Format)> = vec![
         ("a.wsb", wsb, Format::Binary),
         ("a.wst", b"kernel k grid=1 block=1\n0 0 i 0 ld 0 4\n".to_vec(), Format::Text),
         ("a.din", b"0 1000\n1 2000\n".to_vec(), Format::Din),
@@ -217,8 +217,11 @@ fn every_format_is_detected_from_content() {
             b"hello\nMEMTRACE: CTX 0x1 - LAUNCH - Kernel pc 0x7 - Kernel name k - grid launch id 0 - grid size 1,1,1 - block size 1,1,1 - nregs 1 - shmem 0 - cuda stream id 0\n".to_vec(),
             Format::NvBit,
         ),
-        ("a.table", b"cta_x,thread_x,address\n0,1,0x40\n".to_vec(), Format::Csv),
     ];
+    if cfg!(feature = "tables") {
+        let csv = b"cta_x,thread_x,address\n0,1,0x40\n".to_vec();
+        cases.push(("a.table", csv, Format::Csv));
+    }
     for (name, bytes, want) in cases {
         let p = dir.join(name);
         std::fs::write(&p, &bytes).unwrap();
@@ -234,6 +237,7 @@ fn every_format_is_detected_from_content() {
 }
 
 #[test]
+#[cfg(feature = "tables")]
 fn tables_round_trip_through_csv_and_parquet() {
     let dir = temp("tables");
     let csv = "kernel,cta_x,thread_x,inst,kind,address,size,space\nk1,1,3,ld_a,load,0x1000,4,global\nk1,0,0,st_b,store,4096,8,shared\nk1,1,3,ld_a,load,0x1004,4,\nk2,0,1,x,atom.add,0x40,4,global\n";
