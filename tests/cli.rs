@@ -88,6 +88,38 @@ fn dinero_sample_counts_by_hand() {
 }
 
 #[test]
+fn dirty_lines_left_at_the_end_are_written_back_as_dinero_does() {
+    // 128 B direct mapped, 64-byte lines, write-back with write-allocate. `w 40` dirties set 1,
+    // `w 80` set 0, `r c0` evicts the dirty line 0x40 (one writeback); line 0x80 is still
+    // dirty at the end and is written back then. Dinero IV r7 prints 128 bytes to memory.
+    let dir = std::env::temp_dir().join(format!("warpscope-flush-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let din = dir.join("flush.din");
+    std::fs::write(&din, "w 40 8\nw 80 4\nr c0 4\n").unwrap();
+    let v = json(&[
+        "sim",
+        "--trace",
+        din.to_str().unwrap(),
+        "--cache-size",
+        "128",
+        "--line-size",
+        "64",
+        "--ways",
+        "1",
+        "--write-policy",
+        "wbwa",
+        "--json",
+    ]);
+    assert_eq!(v["writebacks"], 1);
+    assert_eq!(v["flush_writebacks"], 1);
+    assert_eq!(v["flush_bytes_to_memory"], 64);
+    assert_eq!(v["bytes_to_memory"], 128);
+    assert_eq!(v["bytes_from_memory"], 192);
+    assert_eq!(v["sms"][0]["flush_bytes_to_memory"], 64);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn convert_round_trips_text_and_binary() {
     let dir = std::env::temp_dir().join(format!("warpscope-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

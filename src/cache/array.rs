@@ -57,6 +57,24 @@ impl CacheArray {
         self.sets
     }
 
+    /// Writes back every dirty line (Dinero IV's copy-back of the whole cache at the end of a
+    /// run): returns the lines and sectors written and leaves every line clean.
+    pub fn flush(&mut self) -> (u64, u64) {
+        let (mut lines, mut sectors) = (0, 0);
+        for set in 0..self.sets {
+            let base = set * self.ways;
+            for slot in base..base + self.fill[set] as usize {
+                let d = self.valid[slot] & self.dirty[slot];
+                if d != 0 {
+                    lines += 1;
+                    sectors += d.count_ones() as u64;
+                }
+                self.dirty[slot] = 0;
+            }
+        }
+        (lines, sectors)
+    }
+
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
         if let Some(index) = &self.index {

@@ -67,6 +67,17 @@ impl CacheModel {
         }
     }
 
+    /// Writes back every dirty line, as Dinero IV does when a trace ends; the counters get the
+    /// lines and bytes in `flush_writebacks` and `flush_bytes_to_memory`, and the bytes in
+    /// `bytes_to_memory` too (so that it matches Dinero's "Bytes To Memory").
+    pub fn flush(&mut self, into: &mut Counters) {
+        let (lines, sectors) = self.main.flush();
+        let bytes = sectors * self.sector_bytes;
+        into.flush_writebacks += lines;
+        into.flush_bytes_to_memory += bytes;
+        into.bytes_to_memory += bytes;
+    }
+
     #[inline]
     pub fn set_of(&self, line: u64) -> u32 {
         self.index.set(line)

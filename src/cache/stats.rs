@@ -57,9 +57,16 @@ pub struct Counters {
     pub misses: u64,
     pub read_misses: u64,
     pub write_misses: u64,
+    /// Dirty lines written back when they were evicted.
     pub writebacks: u64,
     pub bytes_from_memory: u64,
+    /// Write-through stores, writebacks of evicted lines and the final flush.
     pub bytes_to_memory: u64,
+    /// Dirty lines still in the cache at the end of the run, written back then (Dinero IV's
+    /// final copy-back); only SM rows and totals have them.
+    pub flush_writebacks: u64,
+    /// The bytes of those lines (also counted in `bytes_to_memory`).
+    pub flush_bytes_to_memory: u64,
     pub requests: u64,
     pub transactions: u64,
     pub miss_classes: MissClasses,
@@ -107,6 +114,8 @@ impl Counters {
         self.writebacks += o.writebacks;
         self.bytes_from_memory += o.bytes_from_memory;
         self.bytes_to_memory += o.bytes_to_memory;
+        self.flush_writebacks += o.flush_writebacks;
+        self.flush_bytes_to_memory += o.flush_bytes_to_memory;
         self.requests += o.requests;
         self.transactions += o.transactions;
         self.miss_classes.add(&o.miss_classes);

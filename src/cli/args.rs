@@ -201,9 +201,13 @@ pub struct GenArgs {
     /// Parameters as key=value.
     #[arg(value_name = "KEY=VALUE")]
     pub params: Vec<String>,
-    /// Output file (.wsb binary, anything else text).
+    /// Output file (.wsb binary, anything else text, unless --to says otherwise).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Output format: text, binary or nugteren (the .trc files of Nugteren et al.'s released
+    /// model, one per kernel); by default from the file name.
+    #[arg(long, value_name = "FORMAT")]
+    pub to: Option<String>,
     /// List the built-in kernels and their parameters.
     #[arg(long)]
     pub list: bool,
@@ -212,8 +216,12 @@ pub struct GenArgs {
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
     pub input: PathBuf,
-    /// Output file (.wsb binary, anything else text).
+    /// Output file (.wsb binary, anything else text, unless --to says otherwise).
     pub output: PathBuf,
+    /// Output format: text, binary or nugteren (the .trc files of Nugteren et al.'s released
+    /// model, one per kernel); by default from the file name.
+    #[arg(long, value_name = "FORMAT")]
+    pub to: Option<String>,
     /// Input format (detected when omitted): accelsim, nvbit, memtrace, crawford, nugteren,
     /// din, csv, parquet, native or text.
     #[arg(long)]

@@ -26,7 +26,7 @@ pub fn run(a: CommArgs) -> Result<()> {
         (None, []) => bail!("give a trace file or a built-in kernel (--kernel NAME)"),
         (None, [_, extra, ..]) => bail!("one trace at a time; unexpected `{extra}`"),
     };
-    let (trace, source, _) = super::options::load_trace(&input)?;
+    let (trace, source) = super::options::load_trace(&input)?;
     let mut progress = super::output::Progress::named(trace.total_accesses() as u64, "analyzing");
     let report = comm::analyze(&trace, &mut |done, total| {
         progress.show(done, total);

@@ -69,8 +69,8 @@ fn no_command(
 }
 
 fn simulate(a: SimArgs) -> Result<()> {
-    let (trace, source, format) = options::load_trace(&a.input)?;
-    let cfg = options::config(&a.config, format)?;
+    let (trace, source) = options::load_trace(&a.input)?;
+    let cfg = options::config(&a.config)?;
     let progress = output::Progress::new(trace.total_accesses() as u64);
     let report = match &a.export {
         None => {
@@ -155,14 +155,24 @@ fn generate(a: GenArgs) -> Result<()> {
         .context("give an output file with -o FILE (.wst text, .wsb binary)")?;
     let pairs = gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
     let t = gen::generate(&name, &pairs)?;
-    trace::write_file(&t, &output)?;
-    eprintln!("wrote {} ({} rows)", output.display(), t.total_accesses());
-    Ok(())
+    write(&t, &output, a.to.as_deref())
 }
 
 fn convert(a: ConvertArgs) -> Result<()> {
-    let (t, _) = options::read_trace(&a.input, a.format.as_deref(), a.allow_truncated)?;
-    trace::write_file(&t, &a.output)?;
-    eprintln!("wrote {} ({} rows)", a.output.display(), t.total_accesses());
+    let t = options::read_trace(&a.input, a.format.as_deref(), a.allow_truncated)?;
+    write(&t, &a.output, a.to.as_deref())
+}
+
+/// Writes `t` in the format `to` names (by default the one `path` implies) and says where.
+fn write(t: &trace::Trace, path: &std::path::Path, to: Option<&str>) -> Result<()> {
+    let format = match to {
+        None => trace::WriteFormat::for_path(path),
+        Some(name) => trace::WriteFormat::from_name(name).with_context(|| {
+            format!("--to: unknown output format `{name}`: expected text, binary or nugteren")
+        })?,
+    };
+    let written = trace::write_file_as(t, path, format)?;
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("wrote {} ({} rows)", names.join(", "), t.total_accesses());
     Ok(())
 }

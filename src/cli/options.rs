@@ -25,7 +25,7 @@ pub fn read_trace(
     path: &std::path::Path,
     format: Option<&str>,
     allow_truncated: bool,
-) -> Result<(Trace, Format)> {
+) -> Result<Trace> {
     let opts = trace::ReadOptions {
         format: format.map(self::format).transpose()?,
         allow_truncated,
@@ -55,11 +55,11 @@ pub fn read_trace(
             );
         }
     }
-    Ok((loaded.trace, loaded.format))
+    Ok(loaded.trace)
 }
 
-/// Loads the trace named by the input flags; returns it, a display name and its format.
-pub fn load_trace(a: &InputArgs) -> Result<(Trace, String, Option<Format>)> {
+/// Loads the trace named by the input flags; returns it and a display name.
+pub fn load_trace(a: &InputArgs) -> Result<(Trace, String)> {
     match (&a.trace, &a.kernel) {
         (Some(path), None) => {
             if !a.params.is_empty() {
@@ -68,8 +68,8 @@ pub fn load_trace(a: &InputArgs) -> Result<(Trace, String, Option<Format>)> {
                     a.params[0]
                 );
             }
-            let (t, detected) = read_trace(path, a.format.as_deref(), a.allow_truncated)?;
-            Ok((t, path.display().to_string(), Some(detected)))
+            let t = read_trace(path, a.format.as_deref(), a.allow_truncated)?;
+            Ok((t, path.display().to_string()))
         }
         (None, Some(name)) => {
             let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
@@ -79,7 +79,7 @@ pub fn load_trace(a: &InputArgs) -> Result<(Trace, String, Option<Format>)> {
                 label.push(' ');
                 label.push_str(p);
             }
-            Ok((t, label, None))
+            Ok((t, label))
         }
         _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
     }
@@ -170,7 +170,7 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
 }
 
 /// Builds the configuration: preset (or file, or defaults), then every flag given.
-pub fn config(a: &ConfigArgs, format: Option<Format>) -> Result<SimConfig> {
+pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     let mut c = match (&a.preset, &a.config) {
         (Some(_), Some(_)) => bail!("give either --preset or --config, not both"),
         (Some(p), None) => config::preset(p).map_err(anyhow::Error::msg)?,
@@ -182,11 +182,6 @@ pub fn config(a: &ConfigArgs, format: Option<Format>) -> Result<SimConfig> {
         }
         (None, None) => SimConfig::default(),
     };
-    if format == Some(Format::Din) {
-        // Dinero traces: one thread issuing in file order, no coalescing.
-        c.coalescing = Coalescing::None;
-        c.schedule.warp_size = 1;
-    }
     if a.timing && c.timing.is_none() {
         c.timing = Some(TimingConfig::default());
     }

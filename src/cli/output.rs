@@ -108,7 +108,15 @@ fn counters_block(w: &mut impl Write, c: &Counters, timing: bool) -> std::io::Re
         w,
         "  bytes from / to memory  {} / {}",
         c.bytes_from_memory, c.bytes_to_memory
-    )
+    )?;
+    if c.flush_writebacks > 0 {
+        writeln!(
+            w,
+            "    of which the final flush of {} dirty lines: {} bytes",
+            c.flush_writebacks, c.flush_bytes_to_memory
+        )?;
+    }
+    Ok(())
 }
 
 fn limit(v: u32) -> String {

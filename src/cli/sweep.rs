@@ -25,8 +25,8 @@ struct Row {
 }
 
 pub fn run(a: SweepArgs) -> Result<()> {
-    let (trace, source, format) = options::load_trace(&a.input)?;
-    let mut base = options::config(&a.config, format)?;
+    let (trace, source) = options::load_trace(&a.input)?;
+    let mut base = options::config(&a.config)?;
     base.reuse = false;
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
     for v in &a.vary {

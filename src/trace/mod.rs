@@ -383,19 +383,76 @@ fn looks_like_csv(line: &str) -> bool {
             .any(|c| c.trim().trim_matches('"').eq_ignore_ascii_case("address"))
 }
 
+/// The formats Warpscope writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteFormat {
+    /// Warpscope text (`.wst`).
+    Text,
+    /// Warpscope binary (`.wsb`).
+    Binary,
+    /// Nugteren et al.'s `.trc`, one file per kernel (the input of their released model).
+    Nugteren,
+}
+
+impl WriteFormat {
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "text" => Some(WriteFormat::Text),
+            "binary" | "native" => Some(WriteFormat::Binary),
+            "nugteren" => Some(WriteFormat::Nugteren),
+            _ => None,
+        }
+    }
+    /// The format a file name implies: `.wsb` binary, anything else text.
+    pub fn for_path(path: &Path) -> Self {
+        if is_binary_path(path) {
+            WriteFormat::Binary
+        } else {
+            WriteFormat::Text
+        }
+    }
+}
+
 /// Writes a trace in the format implied by the extension (`.wsb` binary, else text).
 pub fn write_file(trace: &Trace, path: &Path) -> Result<(), TraceError> {
-    let name = path.display().to_string();
-    let file = std::fs::File::create(path).map_err(|e| TraceError::io(&name, e))?;
-    let mut w = std::io::BufWriter::new(file);
-    let result = if is_binary_path(path) {
-        binary::write(trace, &mut w)
-    } else {
-        text::write(trace, &mut w)
+    write_file_as(trace, path, WriteFormat::for_path(path)).map(|_| ())
+}
+
+/// Writes a trace in `format` and returns the files written: `path` itself, except for the
+/// Nugteren format of a trace of several kernels, whose kernel `k` goes to `STEM_kk.trc`
+/// beside it (the names the released model looks for).
+pub fn write_file_as(
+    trace: &Trace,
+    path: &Path,
+    format: WriteFormat,
+) -> Result<Vec<std::path::PathBuf>, TraceError> {
+    let write_one = |path: &Path, body: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>| {
+        let name = path.display().to_string();
+        let file = std::fs::File::create(path).map_err(|e| TraceError::io(&name, e))?;
+        let mut w = std::io::BufWriter::new(file);
+        body(&mut w)
+            .and_then(|_| std::io::Write::flush(&mut w))
+            .map_err(|e| TraceError::io(&name, e))
     };
-    result
-        .and_then(|_| std::io::Write::flush(&mut w))
-        .map_err(|e| TraceError::io(&name, e))
+    match format {
+        WriteFormat::Text => write_one(path, &|w| text::write(trace, &mut &mut *w))?,
+        WriteFormat::Binary => write_one(path, &|w| binary::write(trace, &mut &mut *w))?,
+        WriteFormat::Nugteren => {
+            if trace.kernels.len() == 1 {
+                write_one(path, &|w| nugteren::write(&trace.kernels[0], &mut &mut *w))?;
+            } else {
+                let stem = path.with_extension("");
+                let mut paths = Vec::new();
+                for (i, k) in trace.kernels.iter().enumerate() {
+                    let p = std::path::PathBuf::from(format!("{}_{i:02}.trc", stem.display()));
+                    write_one(&p, &|w| nugteren::write(k, &mut &mut *w))?;
+                    paths.push(p);
+                }
+                return Ok(paths);
+            }
+        }
+    }
+    Ok(vec![path.to_path_buf()])
 }
 
 /// `.wsb` files are binary.

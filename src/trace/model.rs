@@ -464,6 +464,11 @@ impl Kernel {
     pub fn num_threads(&self) -> u64 {
         self.grid.count().saturating_mul(self.block.count())
     }
+    /// One thread's references in the order it made them (a Dinero IV trace, a CPU trace):
+    /// there is nothing to coalesce, so each reference is one request per line it touches.
+    pub fn is_reference_stream(&self) -> bool {
+        self.order == Order::Issued && self.num_threads() == 1
+    }
     /// Row `i` as an [`Access`].
     pub fn access(&self, i: usize) -> Access {
         let (kind, space) = unpack_flags(self.cols.flags[i]);

@@ -14,10 +14,10 @@
 //! and its k-th store instance k of instruction `store`, so a warp's k-th loads issue
 //! together, as in the released model.
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 
 use super::lex::{self, Lines};
-use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
 use super::{Location, TraceError};
 
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
@@ -168,6 +168,30 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     })
 }
 
+/// Writes one kernel in this format, so that the released model can read it: global and local
+/// loads as direction 0, stores and atomics as 1, in each thread's order; barriers and
+/// accesses to other spaces (which bypass the L1) are left out, as the released tracer does.
+pub fn write<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
+    let b = k.block;
+    writeln!(w, "blocksize: {} {} {}", b.x, b.y, b.z)?;
+    let cols = k.columns();
+    for i in 0..k.len() {
+        let (kind, space) = super::model_flags(cols.flags[i]);
+        if kind == AccessKind::Barrier || !space.reaches_l1() {
+            continue;
+        }
+        writeln!(
+            w,
+            "{} {} {} {}",
+            cols.thread[i],
+            kind.is_write() as u8,
+            cols.addr[i],
+            cols.size[i]
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +214,16 @@ mod tests {
             vec![(100, 0, 0), (104, 1, 0), (108, 0, 1)]
         );
         assert_eq!(a.iter().find(|x| x.thread == 3).map(|x| x.addr), Some(200));
+    }
+
+    #[test]
+    fn writes_what_it_reads() {
+        let text = "blocksize: 2 1 1\n0 0 100 4\n3 0 200 8\n0 1 104 4\n0 0 108 4\n";
+        let t = read(text.as_bytes(), "a.trc").unwrap();
+        let mut out = Vec::new();
+        write(&t.kernels[0], &mut out).unwrap();
+        let back = read(out.as_slice(), "b.trc").unwrap();
+        assert_eq!(back, t);
     }
 
     #[test]
