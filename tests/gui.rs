@@ -424,7 +424,10 @@ fn in_the_timing_model_the_address_view_runs_on_cycles() {
     assert_eq!(plain.visible(2.5, 5.0).collect::<Vec<_>>(), vec![3, 4, 5]);
     // With it, x is the issue cycle: requests miss for ~100 cycles, so the cycle axis is far
     // longer than the request count, and the requests in a window are those issued in it.
-    let timed = simulate(t, config::preset("gtx470-16k").unwrap());
+    // 14 SMs (the hardware view), so SM 0 has few requests against ~100-cycle misses.
+    let mut gtx = config::preset("gtx470-16k").unwrap();
+    gtx.gpu.sms = 14;
+    let timed = simulate(t, gtx);
     let XAxis::Time { x, by_x, end } = &timed.x else {
         panic!("expected a time axis")
     };

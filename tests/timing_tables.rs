@@ -37,6 +37,7 @@ fn cfg(lines: u64, hit: u32, miss: u32, mshrs: u32) -> SimConfig {
             clip: false,
             warp_delay: false,
             classify: true,
+            rules: Default::default(),
         }),
         ..SimConfig::default()
     };

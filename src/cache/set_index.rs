@@ -10,7 +10,7 @@ use crate::config::SetIndex;
 pub enum SetIndexFn {
     Mask { mask: u64 },
     Modulo { sets: u64 },
-    Fermi { line_shift: u32, sets64: bool },
+    Fermi { sets: u64 },
     Bits { line_shift: u32, bits: Vec<u8> },
 }
 
@@ -23,8 +23,7 @@ impl SetIndexFn {
             },
             SetIndex::Modulo => SetIndexFn::Modulo { sets: sets as u64 },
             SetIndex::FermiHash => SetIndexFn::Fermi {
-                line_shift,
-                sets64: sets == 64,
+                sets: sets.max(1) as u64,
             },
             SetIndex::Bits(bits) => SetIndexFn::Bits {
                 line_shift,
@@ -39,10 +38,7 @@ impl SetIndexFn {
         match self {
             SetIndexFn::Mask { mask } => (line & mask) as u32,
             SetIndexFn::Modulo { sets } => (line % sets) as u32,
-            SetIndexFn::Fermi { line_shift, sets64 } => {
-                let a = line << line_shift;
-                fermi_set(a, *sets64)
-            }
+            SetIndexFn::Fermi { sets } => fermi_line_set(line, *sets),
             SetIndexFn::Bits { line_shift, bits } => {
                 let a = line << line_shift;
                 bits.iter()
@@ -53,19 +49,23 @@ impl SetIndexFn {
     }
 }
 
-/// Fermi's L1 set hash (seed 001 §5.1, fig. 6), on byte addresses: bits 7-11 XOR bits
-/// 13, 14, 15, 17, 19 (pairwise in that order); the 64-set (48 KB) cache prefixes bit 12.
+/// Fermi's L1 set hash (Nugteren et al. 2014, §5.1, fig. 6) on a line address: line bits
+/// 0-4 XOR bits 6, 7, 8, 10, 12 (pairwise in that order), plus 32 x bit 5, modulo the sets.
+/// With 128-byte lines these are byte-address bits 7-11, 13, 14, 15, 17, 19 and 12, the
+/// published hash of the 32-set (16 KB) and 64-set (48 KB) caches; for other line sizes and
+/// set counts it is the same function of the line address, as the released model applies it.
+#[inline]
+pub fn fermi_line_set(line: u64, sets: u64) -> u32 {
+    let low = line & 0x1f;
+    let bit = |b: u32| (line >> b) & 1;
+    let high = bit(6) | bit(7) << 1 | bit(8) << 2 | bit(10) << 3 | bit(12) << 4;
+    (((low ^ high) + (bit(5) << 5)) % sets) as u32
+}
+
+/// [`fermi_line_set`] of a byte address in a cache of 128-byte lines with 32 or 64 sets.
 #[inline]
 pub fn fermi_set(addr: u64, sets64: bool) -> u32 {
-    let low = (addr >> 7) & 0x1f;
-    let bit = |b: u32| (addr >> b) & 1;
-    let high = bit(13) | bit(14) << 1 | bit(15) << 2 | bit(17) << 3 | bit(19) << 4;
-    let s = (low ^ high) as u32;
-    if sets64 {
-        s | ((bit(12) as u32) << 5)
-    } else {
-        s
-    }
+    fermi_line_set(addr >> 7, if sets64 { 64 } else { 32 })
 }
 
 #[cfg(test)]

@@ -125,13 +125,17 @@ pub struct ConfigArgs {
     /// Resident warps per SM.
     #[arg(long)]
     pub max_warps: Option<String>,
+    /// Model only the CTAs whose threads all have ids below N (0 = all; the gtx470 presets
+    /// use 8192, the first threads the tracer of Nugteren et al. 2014 records).
+    #[arg(long, value_name = "N")]
+    pub thread_limit: Option<String>,
     /// Seed for random scheduling, replacement and SM sampling.
     #[arg(long)]
     pub seed: Option<String>,
     /// Skip reuse-distance analysis (faster).
     #[arg(long)]
     pub no_reuse: bool,
-    /// Use the GPU timing model (seed 001 §4.2-4.7: latencies, MSHRs, warp queue).
+    /// Use the GPU timing model (Nugteren et al. 2014 §4.2-4.7: latencies, MSHRs, warp queue).
     #[arg(long)]
     pub timing: bool,
     /// Timing: steps from issue to effect for a hit.
@@ -158,6 +162,15 @@ pub struct ConfigArgs {
     /// Timing: on|off, run the comparison models that give the five miss classes.
     #[arg(long)]
     pub classify: Option<String>,
+    /// Reproduce another tool exactly: gpu-cache-model (the released model of Nugteren et
+    /// al. 2014; keeps the cache size, line size, ways, MSHRs and miss latency given).
+    #[arg(long, value_name = "MODE")]
+    pub compat: Option<String>,
+    /// Timing: set one behaviour where our model and the released one differ, KEY=VALUE
+    /// (cta-launch, issue, mshr-check, arrivals, effect-order, warp-return, finished-warps,
+    /// stores, kernels, hit-rule, classes; see docs/model.md). Repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub rule: Vec<String>,
 }
 
 #[derive(Args, Debug)]

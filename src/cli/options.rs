@@ -143,6 +143,8 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         "max-ctas" => c.gpu.max_ctas_per_sm = number(key, v)?,
         "max-threads" => c.gpu.max_threads_per_sm = number(key, v)?,
         "max-warps" => c.gpu.max_warps_per_sm = number(key, v)?,
+        "thread-limit" => c.gpu.thread_limit = number(key, v)?,
+        "compat" => config::compat(c, v)?,
         "seed" => {
             c.seed = v
                 .parse()
@@ -164,7 +166,16 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         "clip" => timing(c).clip = on_off(key, v)?,
         "warp-delay" => timing(c).warp_delay = on_off(key, v)?,
         "classify" => timing(c).classify = on_off(key, v)?,
-        _ => return Err(format!("unknown parameter `{key}`")),
+        "rule" => {
+            let (k, v) = v
+                .split_once('=')
+                .ok_or_else(|| format!("rule: expected KEY=VALUE, found `{v}`"))?;
+            timing(c).rules.set(k, v)?
+        }
+        _ => match key.strip_prefix("rule.") {
+            Some(rule) => timing(c).rules.set(rule, v)?,
+            None => return Err(format!("unknown parameter `{key}`")),
+        },
     }
     Ok(())
 }
@@ -185,7 +196,10 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     if a.timing && c.timing.is_none() {
         c.timing = Some(TimingConfig::default());
     }
-    let flags: [(&str, &Option<String>); 26] = [
+    if let Some(mode) = &a.compat {
+        apply(&mut c, "compat", mode).map_err(|e| anyhow::anyhow!("--compat: {e}"))?;
+    }
+    let flags: [(&str, &Option<String>); 27] = [
         ("cache-size", &a.cache_size),
         ("line-size", &a.line_size),
         ("ways", &a.ways),
@@ -203,6 +217,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         ("max-ctas", &a.max_ctas),
         ("max-threads", &a.max_threads),
         ("max-warps", &a.max_warps),
+        ("thread-limit", &a.thread_limit),
         ("seed", &a.seed),
         ("hit-latency", &a.hit_latency),
         ("miss-latency", &a.miss_latency),
@@ -217,6 +232,9 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         if let Some(v) = value {
             apply(&mut c, key, v).map_err(|e| anyhow::anyhow!("--{key}: {e}"))?;
         }
+    }
+    for r in &a.rule {
+        apply(&mut c, "rule", r).map_err(|e| anyhow::anyhow!("--rule: {e}"))?;
     }
     if a.all_sms {
         c.gpu.simulate = SmSelection::All;

@@ -198,7 +198,8 @@ impl<'k> Scheduler<'k> {
                 max_warps: gpu.max_warps_per_sm,
             });
         }
-        let n_ctas = k.num_ctas();
+        // CTAs past the thread limit never start.
+        let n_ctas = gpu.modelled_ctas(k.num_ctas(), tpb);
         let threads = k.num_threads() as usize;
         let starts = k.thread_starts();
         let cursor: Vec<u32> = starts[..threads].to_vec();

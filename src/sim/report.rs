@@ -104,6 +104,16 @@ pub struct TimingReport {
     pub mshr_occupancy: Vec<OccupancySample>,
     /// Totals of the full run and of the comparison runs behind the miss classes.
     pub comparison: Comparison,
+    /// Requests per exact set-stack distance at issue in the full run, as the released model
+    /// of Nugteren et al. (2014) prints them (with its class rule only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_distance_counts: Option<DistanceCounts>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct DistanceCounts {
+    pub finite: Vec<ValueCount>,
+    pub infinite: u64,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]

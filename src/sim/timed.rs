@@ -1,14 +1,15 @@
 //! The pipeline in timing mode: every simulated SM through the timing model, once per run
 //! (the full model and its comparison runs), then the five miss classes.
 
-use super::report::{Comparison, OccupancySample, TimingReport, ValueCount};
+use super::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
 use crate::cache::Counters;
+use crate::config::Kernels;
 use crate::config::{SimConfig, TimingConfig};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
-    classify, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant, WarpStreams,
+    classify_by, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant, WarpStreams,
 };
 use crate::trace::Trace;
 
@@ -93,6 +94,7 @@ pub(super) fn run(
                 cfg.coalescing,
                 &cfg.cache,
                 &cfg.gpu,
+                &t.rules,
             )
             .map_err(|e| timing_err(k, e))
         })
@@ -142,7 +144,13 @@ pub(super) fn run(
         (0..n)
             .map(|i| {
                 if variants.len() == 4 {
-                    classify(&counts[0][i], &counts[1][i], &counts[2][i], &counts[3][i])
+                    classify_by(
+                        &t.rules,
+                        &counts[0][i],
+                        &counts[1][i],
+                        &counts[2][i],
+                        &counts[3][i],
+                    )
                 } else {
                     Default::default()
                 }
@@ -184,19 +192,31 @@ pub(super) fn run(
         let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
         report.add_kernel(k, ki, &insts, &ctas, |c| Some(c % n_sms), warp_insts);
     }
-    // Per SM.
-    let sm_classes = classes(&|r| {
-        r.iter()
-            .map(|s| {
-                let mut t = RunCounts::default();
-                s.iter().for_each(|kr| t.add(&kr.counts));
-                t
-            })
-            .collect()
-    });
+    // Per SM: kernels modelled cold are classified one by one, as the released model does.
+    let sm_classes = if t.rules.kernels == Kernels::Cold {
+        let mut per_sm = vec![crate::cache::MissClasses::default(); sms.len()];
+        for ki in 0..trace.kernels.len() {
+            let of_kernel = classes(&|r| r.iter().map(|s| s[ki].counts).collect());
+            for (a, b) in per_sm.iter_mut().zip(&of_kernel) {
+                a.add(b);
+            }
+        }
+        per_sm
+    } else {
+        classes(&|r| {
+            r.iter()
+                .map(|s| {
+                    let mut t = RunCounts::default();
+                    s.iter().for_each(|kr| t.add(&kr.counts));
+                    t
+                })
+                .collect()
+        })
+    };
     let mut timing = TimingReport::default();
     let mut latency_counts: Vec<u64> = Vec::new();
     let mut set_hist = Histogram::default();
+    let mut distance_counts: Option<std::collections::BTreeMap<u64, u64>> = None;
     for (slot, &sm) in sms.iter().enumerate() {
         let mut c = Counters::default();
         let mut rc = RunCounts::default();
@@ -235,7 +255,21 @@ pub(super) fn run(
                 .collect();
         }
         super::report::merge(&mut set_hist, &st.set_hist);
+        if let Some(dc) = &st.distance_counts {
+            let all = distance_counts.get_or_insert_with(Default::default);
+            for (&d, &n) in dc {
+                *all.entry(d).or_insert(0) += n;
+            }
+        }
     }
+    timing.set_distance_counts = distance_counts.map(|all| DistanceCounts {
+        infinite: all.get(&u64::MAX).copied().unwrap_or(0),
+        finite: all
+            .iter()
+            .filter(|(&d, _)| d != u64::MAX)
+            .map(|(&value, &count)| ValueCount { value, count })
+            .collect(),
+    });
     let issued: u64 = latency_counts.iter().sum();
     let lat_sum: u64 = full_engines.iter().map(|e| e.stats.latency_sum).sum();
     timing.mean_latency = if issued == 0 {

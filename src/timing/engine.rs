@@ -1,17 +1,22 @@
-//! One SM's L1 under the timing model: delayed LRU stacks, MSHRs and the warp queue.
+//! One SM's L1 under the timing model: delayed LRU stacks, MSHRs and the issue loop. The
+//! [`TimingRules`] choose, behaviour by behaviour, between our model and the released model
+//! of Nugteren et al. (2014).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::streams::WarpStreams;
+use super::warps::Warps;
 use crate::cache::set_index::SetIndexFn;
-use crate::coalesce::{Coalesced, Coalescer, Geometry};
-use crate::config::{CacheConfig, Coalescing, GpuConfig, TimingConfig};
+use crate::config::{
+    Arrivals, CacheConfig, CtaLaunch, EffectOrder, FinishedWarps, GpuConfig, HitRule, IssueUnit,
+    Kernels, MshrCheck, TimingConfig, TimingRules, WarpReturn,
+};
 use crate::linemap::LineMap;
 use crate::reuse::{Histogram, Marks};
 use crate::rng::Rng;
-use crate::schedule::{WarpThreads, BARRIER, DONE, HW_WARP, READY};
 use crate::trace::Kernel;
 
 /// How one issue attempt of a request ended.
@@ -111,6 +116,9 @@ pub struct TimingStats {
     sample_every: u64,
     /// Distances in the set stacks at issue.
     pub set_hist: Histogram,
+    /// The same distances exactly (`u64::MAX` = ∞), kept for the released model's report
+    /// ([`crate::config::Classes::Released`]).
+    pub distance_counts: Option<FxHashMap<u64, u64>>,
 }
 
 pub const MAX_SAMPLES: usize = 512;
@@ -126,6 +134,7 @@ pub struct Params {
     pub mshrs_per_warp: u32,
     pub clip: bool,
     pub warp_delay: bool,
+    pub rules: TimingRules,
 }
 
 impl Params {
@@ -139,6 +148,7 @@ impl Params {
             mshrs_per_warp: unlimited(t.mshrs_per_warp),
             clip: t.clip,
             warp_delay: t.warp_delay,
+            rules: t.rules,
         }
     }
 }
@@ -167,15 +177,24 @@ impl Stacks {
     }
 }
 
+/// A pending stack update: (time, rank, issue order, line, set, is a miss).
+type Effect = (u64, u8, u64, u64, u32, bool);
+
 /// One SM's L1 and clock; keeps its state across kernels.
 pub struct Engine {
     p: Params,
     ways: u64,
     set_of: SetIndexFn,
+    sets: u32,
     stacks: Stacks,
-    /// Pending stack updates: (time, issue order, line, set).
-    effects: BinaryHeap<Reverse<(u64, u64, u64, u32)>>,
+    /// Pending stack updates: (time, rank, issue order, line, set, is a miss); the rank puts
+    /// hits first under [`EffectOrder::HitsFirst`].
+    effects: BinaryHeap<Reverse<Effect>>,
     seq: u64,
+    /// [`MshrCheck::FirstThread`]: lines with a miss whose effect is pending, and their count
+    /// at the start of the step.
+    pending: FxHashSet<u64>,
+    pending_at_step: usize,
     /// Line -> arrival time of its latest fill.
     in_flight: FxHashMap<u64, u64>,
     /// MSHR releases: (arrival time, warp holding it).
@@ -221,12 +240,15 @@ impl Engine {
             p,
             ways,
             set_of,
+            sets,
             stacks: Stacks {
                 sets: (0..sets).map(|_| Marks::new()).collect(),
                 pos: LineMap::default(),
             },
             effects: BinaryHeap::new(),
             seq: 0,
+            pending: FxHashSet::default(),
+            pending_at_step: 0,
             in_flight: FxHashMap::default(),
             releases: BinaryHeap::new(),
             mshrs_used: 0,
@@ -235,6 +257,8 @@ impl Engine {
             rng: Rng::new(seed),
             stats: TimingStats {
                 sample_every: 1,
+                distance_counts: (p.rules.classes == crate::config::Classes::Released)
+                    .then(FxHashMap::default),
                 ..Default::default()
             },
             log: None,
@@ -266,32 +290,62 @@ impl Engine {
         }
     }
 
-    /// Applies the stack updates due before `now` (ties in issue order).
+    /// Applies the stack updates due before `before` (ties in issue order, or hits first).
     fn apply_effects(&mut self, before: u64) {
-        while let Some(&Reverse((t, _, line, set))) = self.effects.peek() {
+        while let Some(&Reverse((t, _, _, line, set, miss))) = self.effects.peek() {
             if t >= before {
                 break;
             }
             self.effects.pop();
             self.stacks.touch(line, set);
+            if miss && self.p.rules.mshr_check == MshrCheck::FirstThread {
+                self.pending.remove(&line);
+            }
         }
     }
 
-    fn push_effect(&mut self, at: u64, line: u64, set: u32) {
-        self.effects.push(Reverse((at, self.seq, line, set)));
+    fn push_effect(&mut self, at: u64, line: u64, set: u32, miss: bool) {
+        let rank = (miss && self.p.rules.effect_order == EffectOrder::HitsFirst) as u8;
+        self.effects
+            .push(Reverse((at, rank, self.seq, line, set, miss)));
         self.seq += 1;
     }
 
-    /// One request of warp `gw` at the current time.
-    fn request(&mut self, line: u64, gw: u32) -> (Status, TimedRequest) {
+    /// Forgets everything (a kernel under [`Kernels::Cold`]).
+    fn reset(&mut self) {
+        self.stacks = Stacks {
+            sets: (0..self.sets).map(|_| Marks::new()).collect(),
+            pos: LineMap::default(),
+        };
+        self.effects.clear();
+        self.in_flight.clear();
+        self.releases.clear();
+        self.mshrs_used = 0;
+        self.warp_mshrs.clear();
+        self.pending.clear();
+    }
+
+    /// Whether a request at this distance counts as a miss in the reported numbers.
+    fn reported_miss(&self, distance: Option<u64>) -> bool {
+        match (distance, self.p.rules.hit_rule) {
+            (None, _) => true,
+            (Some(d), HitRule::BelowWays) => d >= self.ways,
+            (Some(d), HitRule::AtMostWays) => d > self.ways,
+        }
+    }
+
+    /// One request of warp `gw` at the current time; `first`: the warp's first request of
+    /// this issue (the one [`MshrCheck::FirstThread`] may stall).
+    fn request(&mut self, line: u64, gw: u32, first: bool) -> (Status, TimedRequest) {
         self.release();
         self.apply_effects(self.now);
         let set = self.set_of.set(line);
         let now = self.now;
         let fill = self.in_flight.get(&line).copied();
-        // A line arriving in this very step is there for a request to it (seed 001 table 5,
-        // time 2); other effects of this step come after the step's lookups (tables 3, 4).
-        let distance = if fill == Some(now) {
+        // A line arriving in this very step is there for a request to it (Nugteren et al.
+        // 2014, table 5, time 2); other effects of this step come after the step's lookups
+        // (tables 3, 4). Under `Arrivals::AfterGroup` the loop applies them between groups.
+        let distance = if fill == Some(now) && self.p.rules.arrivals == Arrivals::OwnLine {
             Some(0)
         } else {
             self.stacks.distance(line, set)
@@ -315,10 +369,15 @@ impl Engine {
         };
         if distance.is_some_and(|d| d < self.ways) {
             let at = now + self.p.hit_latency;
-            self.push_effect(at, line, set);
+            self.push_effect(at, line, set, false);
             rec.latency = self.p.hit_latency;
             rec.effect_at = at;
             return (Status::Hit, rec);
+        }
+        let first_thread = self.p.rules.mshr_check == MshrCheck::FirstThread;
+        if first_thread && first && self.pending_at_step >= self.p.mshrs as usize {
+            rec.status = Status::Cancelled;
+            return (Status::Cancelled, rec);
         }
         let at = if let Some(f) = fill.filter(|_| in_flight) {
             // Shares the line's MSHR entry.
@@ -330,7 +389,7 @@ impl Engine {
             }
         } else {
             let held = self.warp_mshrs.get(&gw).copied().unwrap_or(0);
-            if self.mshrs_used >= self.p.mshrs || held >= self.p.mshrs_per_warp {
+            if !first_thread && (self.mshrs_used >= self.p.mshrs || held >= self.p.mshrs_per_warp) {
                 rec.status = Status::Cancelled;
                 return (Status::Cancelled, rec);
             }
@@ -342,7 +401,10 @@ impl Engine {
             self.stats.fills += 1;
             at
         };
-        self.push_effect(at, line, set);
+        if first_thread {
+            self.pending.insert(line);
+        }
+        self.push_effect(at, line, set, true);
         rec.status = Status::Miss;
         rec.mshrs_after = self.mshrs_used;
         rec.latency = at - now;
@@ -389,7 +451,7 @@ impl Engine {
     }
 
     /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM, from the warps' precomputed
-    /// instruction streams.
+    /// streams.
     pub fn run_kernel(
         &mut self,
         k: &Kernel,
@@ -398,7 +460,10 @@ impl Engine {
         gpu: &GpuConfig,
         hooks: &mut dyn Hooks,
     ) -> Result<KernelRun, TimingError> {
-        let wpc = streams.wpc;
+        let rules = self.p.rules;
+        if rules.kernels == Kernels::Cold {
+            self.reset();
+        }
         let resident_max = streams.resident_max(gpu);
         let n_ctas = k.num_ctas();
         let n_insts = k.instructions.len();
@@ -414,19 +479,23 @@ impl Engine {
             ..Default::default()
         };
         let sms = gpu.sms.max(1);
-        let mut my_ctas = (sm..n_ctas).step_by(sms as usize);
-        let mut warps = Warps::new(streams, n_ctas);
+        let mut my_ctas = (sm..streams.ctas).step_by(sms as usize);
+        let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
+        let mut warps = Warps::new(streams, n_ctas, take_a_step);
         // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
         let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
+        // Warps waiting for their requests: (step they rejoin, tie-break, warp).
         let mut delayed: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
         let mut dseq = 0u64;
         let mut since_progress = 0u32;
         loop {
-            // Fill free CTA slots (at the start and whenever CTAs finished).
+            // Start CTAs: whenever one finished, or a whole set when the last one did.
             warps.finished = false;
-            while warps.resident < resident_max {
-                let Some(c) = my_ctas.next() else { break };
-                warps.launch(c);
+            if rules.cta_launch == CtaLaunch::AsFinished || warps.resident == 0 {
+                while warps.resident < resident_max {
+                    let Some(c) = my_ctas.next() else { break };
+                    warps.launch(c);
+                }
             }
             // Warps whose latency has passed rejoin the queue.
             while let Some(&Reverse((t, _, gw))) = delayed.peek() {
@@ -449,82 +518,39 @@ impl Engine {
                     None => break,
                 }
             };
-            let (cta, w) = (gw / wpc, gw % wpc);
-            let (inst, first, end) = match replay.remove(&gw) {
-                Some((inst, next)) => (inst, next, warps.current(gw).req_end),
-                None => {
-                    let e = warps.issue(gw);
-                    run.rows += e.accesses as u64;
-                    since_progress += 1;
-                    if since_progress >= 4096 {
-                        since_progress = 0;
-                        if !hooks.progress(run.rows) {
-                            return Err(TimingError::Cancelled);
-                        }
-                    }
-                    if e.accesses > 0 {
-                        run.warp_instructions += 1;
-                    }
-                    let (i, c) = (e.inst as usize, cta as usize);
-                    run.accesses_inst[i] += e.accesses as u64;
-                    run.accesses_cta[c] += e.accesses as u64;
-                    run.transactions_inst[i] += e.transactions as u64;
-                    run.transactions_cta[c] += e.transactions as u64;
-                    run.stores_inst[i].0 += e.stores as u64;
-                    run.stores_inst[i].1 += e.store_bytes;
-                    run.stores_cta[c].0 += e.stores as u64;
-                    run.stores_cta[c].1 += e.store_bytes;
-                    (e.inst, e.req_start, e.req_end)
-                }
-            };
-            let mut ready_at = self.now;
-            let mut cancelled_at = None;
-            for i in first..end {
-                let line = streams.reqs[i as usize];
-                let (status, mut rec) = self.request(line, gw);
-                rec.cta = cta;
-                rec.warp = w;
-                rec.inst = inst;
-                hooks.request(&rec);
-                if let Some(log) = self.log.as_mut() {
-                    log.push(rec);
-                }
-                if status == Status::Cancelled {
-                    cancelled_at = Some(i);
-                    break;
-                }
-                ready_at = ready_at.max(rec.effect_at);
-                let miss = status == Status::Miss;
-                let infinite = rec.distance.is_none();
-                let fill = miss && !rec.in_flight;
-                for counts in [
-                    &mut run.counts,
-                    &mut run.per_inst[inst as usize],
-                    &mut run.per_cta[cta as usize],
-                ] {
-                    counts.requests += 1;
-                    counts.misses += miss as u64;
-                    counts.infinite += infinite as u64;
-                    counts.fills += fill as u64;
-                }
-                self.stats.latency_sum += rec.latency;
-                let bin = (rec.latency as usize).min(MAX_LATENCY_BIN);
-                let lc = &mut self.stats.latency_counts;
-                if lc.len() <= bin {
-                    lc.resize(bin + 1, 0);
-                }
-                lc[bin] += 1;
-                self.stats.set_hist.add(rec.distance);
+            if rules.mshr_check == MshrCheck::FirstThread {
+                // Lines arriving in this step still hold their MSHR at its start.
+                self.apply_effects(self.now);
+                self.pending_at_step = self.pending.len();
             }
-            if let Some(i) = cancelled_at {
-                self.stats.mshr_stalls += 1;
-                replay.insert(gw, (inst, i));
-                warps.fifo.push_back(gw);
-            } else if self.p.warp_delay && ready_at > self.now {
-                delayed.push(Reverse((ready_at, dseq, gw)));
-                dseq += 1;
+            if warps.is_last_step(gw) {
+                warps.leave(gw);
+                self.now += 1;
+                continue;
+            }
+            let ready_at = if rules.issue == IssueUnit::ThreadPortions {
+                self.issue_portions(gw, &mut warps, &mut run, hooks)
             } else {
-                warps.rejoin(gw);
+                self.issue_warp(gw, &mut warps, &mut replay, &mut run, hooks)
+            };
+            since_progress += 1;
+            if since_progress >= 4096 {
+                since_progress = 0;
+                if !hooks.progress(run.rows) {
+                    return Err(TimingError::Cancelled);
+                }
+            }
+            match ready_at {
+                None => warps.fifo.push_back(gw),
+                Some(at) if self.p.warp_delay && at > self.now => {
+                    let (due, tie) = match rules.warp_return {
+                        WarpReturn::OnArrival => (at, dseq),
+                        WarpReturn::StepAfterByWarpId => (at + 1, gw as u64),
+                    };
+                    delayed.push(Reverse((due, tie, gw)));
+                    dseq += 1;
+                }
+                Some(_) => warps.rejoin(gw),
             }
             self.sample_occupancy();
             self.now += 1;
@@ -533,236 +559,165 @@ impl Engine {
         self.drain();
         Ok(run)
     }
-}
 
-/// The warps of one kernel on one SM: where each is in its stream, and the CTA bookkeeping.
-struct Warps<'s> {
-    streams: &'s WarpStreams,
-    /// Per warp: its next event.
-    pos: Vec<u32>,
-    /// Per warp: its state once its current instruction completes.
-    deferred: Vec<u8>,
-    cta_bar: Vec<u32>,
-    cta_done: Vec<u32>,
-    /// Warps ready to issue, in order.
-    fifo: VecDeque<u32>,
-    resident: u32,
-    /// A CTA finished since the last launch.
-    finished: bool,
-}
-
-impl<'s> Warps<'s> {
-    fn new(streams: &'s WarpStreams, n_ctas: u32) -> Self {
-        Warps {
-            streams,
-            pos: streams.warp_events.iter().map(|r| r.0).collect(),
-            deferred: vec![0; streams.warp_events.len()],
-            cta_bar: vec![0; n_ctas as usize],
-            cta_done: vec![0; n_ctas as usize],
-            fifo: VecDeque::new(),
-            resident: 0,
-            finished: false,
+    /// Counts one issued request.
+    fn count(&mut self, run: &mut KernelRun, rec: &TimedRequest) {
+        let miss = self.reported_miss(rec.distance);
+        let infinite = rec.distance.is_none();
+        let fill = rec.status == Status::Miss && !rec.in_flight;
+        for counts in [
+            &mut run.counts,
+            &mut run.per_inst[rec.inst as usize],
+            &mut run.per_cta[rec.cta as usize],
+        ] {
+            counts.requests += 1;
+            counts.misses += miss as u64;
+            counts.infinite += infinite as u64;
+            counts.fills += fill as u64;
+        }
+        self.stats.latency_sum += rec.latency;
+        let bin = (rec.latency as usize).min(MAX_LATENCY_BIN);
+        let lc = &mut self.stats.latency_counts;
+        if lc.len() <= bin {
+            lc.resize(bin + 1, 0);
+        }
+        lc[bin] += 1;
+        self.stats.set_hist.add(rec.distance);
+        if let Some(dc) = self.stats.distance_counts.as_mut() {
+            *dc.entry(rec.distance.unwrap_or(u64::MAX)).or_insert(0) += 1;
         }
     }
 
-    fn state_of(&self, gw: u32) -> u8 {
-        let p = self.pos[gw as usize];
-        if p >= self.streams.warp_events[gw as usize].1 {
-            DONE
-        } else if self.streams.events[p as usize].barrier {
-            BARRIER
+    fn record(&mut self, rec: &TimedRequest, hooks: &mut dyn Hooks) {
+        hooks.request(rec);
+        if let Some(log) = self.log.as_mut() {
+            log.push(*rec);
+        }
+    }
+
+    /// Issues warp `gw`'s next instruction (or the rest of one an MSHR stall cut short).
+    /// Returns when its last request takes effect, or `None` if it stalled again.
+    fn issue_warp(
+        &mut self,
+        gw: u32,
+        warps: &mut Warps,
+        replay: &mut FxHashMap<u32, (u32, u32)>,
+        run: &mut KernelRun,
+        hooks: &mut dyn Hooks,
+    ) -> Option<u64> {
+        let streams = warps.streams;
+        let (cta, w) = (gw / streams.wpc, gw % streams.wpc);
+        let (inst, first, end) = match replay.remove(&gw) {
+            Some((inst, next)) => (inst, next, warps.current(gw).req_end),
+            None => {
+                let e = warps.issue(gw);
+                run.rows += e.accesses as u64;
+                if e.accesses > 0 {
+                    run.warp_instructions += 1;
+                }
+                let (i, c) = (e.inst as usize, cta as usize);
+                run.accesses_inst[i] += e.accesses as u64;
+                run.accesses_cta[c] += e.accesses as u64;
+                run.transactions_inst[i] += e.transactions as u64;
+                run.transactions_cta[c] += e.transactions as u64;
+                run.stores_inst[i].0 += e.stores as u64;
+                run.stores_inst[i].1 += e.store_bytes;
+                run.stores_cta[c].0 += e.stores as u64;
+                run.stores_cta[c].1 += e.store_bytes;
+                (e.inst, e.req_start, e.req_end)
+            }
+        };
+        let mut ready_at = self.now;
+        for i in first..end {
+            let line = streams.reqs[i as usize];
+            let (status, mut rec) = self.request(line, gw, i == first);
+            rec.cta = cta;
+            rec.warp = w;
+            rec.inst = inst;
+            self.record(&rec, hooks);
+            if status == Status::Cancelled {
+                self.stats.mshr_stalls += 1;
+                replay.insert(gw, (inst, i));
+                return None;
+            }
+            ready_at = ready_at.max(rec.effect_at);
+            self.count(run, &rec);
+        }
+        if self.p.rules.arrivals == Arrivals::AfterGroup {
+            self.apply_effects(self.now + 1);
+        }
+        Some(ready_at)
+    }
+
+    /// Issues warp `gw` the released model's way: its threads in groups by the first
+    /// thread's access size (the whole warp for 4 bytes, halves for 8, quarters for 16, ...),
+    /// each thread its next load; the effects due now are applied after each group. An
+    /// MSHR stall of the first thread ends the first group; the other groups still issue.
+    fn issue_portions(
+        &mut self,
+        gw: u32,
+        warps: &mut Warps,
+        run: &mut KernelRun,
+        hooks: &mut dyn Hooks,
+    ) -> Option<u64> {
+        let streams = warps.streams;
+        let (cta, w) = (gw / streams.wpc, gw % streams.wpc);
+        let threads = streams.warp_threads(gw);
+        let lane0 = threads.start;
+        let bytes = if warps.pc[lane0] < streams.thread_loads[lane0].1 {
+            streams.loads[warps.pc[lane0] as usize].bytes as u32
         } else {
-            READY
-        }
-    }
-
-    /// Makes a CTA resident and queues its warps.
-    fn launch(&mut self, cta: u32) {
-        self.resident += 1;
-        let wpc = self.streams.wpc;
-        for gw in cta * wpc..(cta + 1) * wpc {
-            self.deferred[gw as usize] = self.state_of(gw);
-            self.rejoin(gw);
-        }
-    }
-
-    /// Takes the warp's next instruction.
-    fn issue(&mut self, gw: u32) -> Event {
-        let e = self.streams.events[self.pos[gw as usize] as usize];
-        self.pos[gw as usize] += 1;
-        self.deferred[gw as usize] = self.state_of(gw);
-        e
-    }
-
-    /// The instruction the warp issued last.
-    fn current(&self, gw: u32) -> &Event {
-        &self.streams.events[self.pos[gw as usize] as usize - 1]
-    }
-
-    /// The warp enters its deferred state: queue it, or count it at its CTA's barrier or as
-    /// done; release the barrier when the whole CTA has arrived.
-    fn rejoin(&mut self, gw: u32) {
-        let wpc = self.streams.wpc;
-        let mut work = vec![gw];
-        while let Some(gw) = work.pop() {
-            let cta = (gw / wpc) as usize;
-            match self.deferred[gw as usize] {
-                READY => {
-                    self.fifo.push_back(gw);
+            1
+        };
+        let portions = (bytes / 4).max(1);
+        let per_portion = (streams.warp_size / portions) as usize;
+        let mut ready_at = self.now;
+        let mut issued = false;
+        for p in 0..portions as usize {
+            let lanes = threads.start + p * per_portion..threads.start + (p + 1) * per_portion;
+            for t in lanes.start..lanes.end.min(threads.end) {
+                let pc = warps.pc[t];
+                if pc >= streams.thread_loads[t].1 {
                     continue;
                 }
-                BARRIER => self.cta_bar[cta] += 1,
-                _ => self.cta_done[cta] += 1,
-            }
-            if self.cta_bar[cta] > 0 && self.cta_bar[cta] + self.cta_done[cta] == wpc {
-                self.cta_bar[cta] = 0;
-                let before = work.len();
-                for g in cta as u32 * wpc..(cta as u32 + 1) * wpc {
-                    if self.deferred[g as usize] == BARRIER {
-                        self.pos[g as usize] += 1;
-                        self.deferred[g as usize] = self.state_of(g);
-                        work.push(g);
-                    }
+                let a = streams.loads[pc as usize];
+                warps.pc[t] += 1;
+                if !a.leader {
+                    self.count_access(run, a.inst, cta);
+                    continue;
                 }
-                // Keep warp order within the CTA when they rejoin the queue.
-                work[before..].reverse();
-            } else if self.cta_done[cta] == wpc {
-                self.resident -= 1;
-                self.finished = true;
-            }
-        }
-    }
-}
-
-/// One event of a warp's stream: a warp instruction (its load requests are
-/// `reqs[req_start..req_end]`) or a CTA barrier.
-#[derive(Clone, Copy, Debug, Default)]
-struct Event {
-    barrier: bool,
-    inst: u32,
-    req_start: u32,
-    req_end: u32,
-    /// Thread accesses of the instruction (loads and stores).
-    accesses: u32,
-    /// Memory transactions of its load requests.
-    transactions: u32,
-    stores: u32,
-    store_bytes: u64,
-}
-
-/// The instruction streams of one kernel's warps: what each warp issues does not depend on
-/// timing (only when it does), so the streams are built once and shared by every run.
-pub struct WarpStreams {
-    wpc: u32,
-    tpb: u32,
-    /// Per warp (CTA * warps per CTA + warp): its range of `events`.
-    warp_events: Vec<(u32, u32)>,
-    events: Vec<Event>,
-    /// Line addresses of the load requests.
-    reqs: Vec<u64>,
-}
-
-impl WarpStreams {
-    /// Builds the streams of the warps of `ctas` (the others stay empty).
-    pub fn build(
-        k: &Kernel,
-        ctas: impl Iterator<Item = u32>,
-        warp_size: u32,
-        coalescing: Coalescing,
-        cache: &CacheConfig,
-        gpu: &GpuConfig,
-    ) -> Result<Self, TimingError> {
-        if k.order == crate::trace::Order::Issued {
-            return Err(TimingError::IssuedOrder);
-        }
-        let tpb = k.threads_per_cta().max(1);
-        let ws = warp_size.max(1);
-        let wpc = tpb.div_ceil(ws);
-        let hw_warps = tpb.div_ceil(HW_WARP);
-        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
-            return Err(TimingError::CtaTooLarge {
-                threads: tpb,
-                max_threads: gpu.max_threads_per_sm,
-                max_warps: gpu.max_warps_per_sm,
-            });
-        }
-        let starts = k.thread_starts();
-        let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
-        let end = &starts[1..];
-        let mut coalescer = Coalescer::new(
-            coalescing,
-            Geometry {
-                line_bytes: cache.line_bytes,
-                sector_bytes: cache.sector_bytes,
-                warp_size: ws,
-                threads_per_cta: tpb,
-            },
-        );
-        let n_warps = k.num_ctas() as usize * wpc as usize;
-        let mut s = WarpStreams {
-            wpc,
-            tpb,
-            warp_events: vec![(0, 0); n_warps],
-            events: Vec::new(),
-            reqs: Vec::new(),
-        };
-        let mut rows = Vec::with_capacity(64);
-        let mut out: Vec<Coalesced> = Vec::with_capacity(64);
-        for cta in ctas {
-            for w in 0..wpc {
-                let t0 = (cta * tpb + w * ws) as usize;
-                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
-                let mut wt = WarpThreads {
-                    cursor: &mut cursor[t0..t1],
-                    end: &end[t0..t1],
-                };
-                let first = s.events.len() as u32;
-                let mut st = wt.state(k);
-                loop {
-                    match st {
-                        READY => {
-                            rows.clear();
-                            st = wt.exec(k, &mut rows);
-                            let used = coalescer.coalesce(k.columns(), &rows, &mut out);
-                            let mut e = Event {
-                                inst: rows.first().map_or(0, |&r| k.columns().inst[r as usize]),
-                                req_start: s.reqs.len() as u32,
-                                accesses: used,
-                                ..Default::default()
-                            };
-                            for c in &out {
-                                if c.request.write {
-                                    e.stores += 1;
-                                    e.store_bytes += c.request.bytes as u64;
-                                } else {
-                                    s.reqs.push(c.request.line);
-                                    e.transactions += c.transactions;
-                                }
-                            }
-                            e.req_end = s.reqs.len() as u32;
-                            s.events.push(e);
-                        }
-                        BARRIER => {
-                            s.events.push(Event {
-                                barrier: true,
-                                ..Default::default()
-                            });
-                            wt.pass_barrier(k);
-                            st = wt.state(k);
-                        }
-                        _ => break,
-                    }
+                let (status, mut rec) = self.request(a.line, gw, t == lane0);
+                rec.cta = cta;
+                rec.warp = w;
+                rec.inst = a.inst;
+                self.record(&rec, hooks);
+                if status == Status::Cancelled {
+                    warps.pc[t] -= 1;
+                    self.stats.mshr_stalls += 1;
+                    ready_at = self.now;
+                    break;
                 }
-                s.warp_events[(cta * wpc + w) as usize] = (first, s.events.len() as u32);
+                issued = true;
+                self.count_access(run, a.inst, cta);
+                run.transactions_inst[a.inst as usize] += 1;
+                run.transactions_cta[cta as usize] += 1;
+                if rec.status == Status::Miss {
+                    ready_at = ready_at.max(rec.effect_at);
+                }
+                self.count(run, &rec);
+            }
+            if self.p.rules.arrivals == Arrivals::AfterGroup {
+                self.apply_effects(self.now + 1);
             }
         }
-        Ok(s)
+        run.warp_instructions += issued as u64;
+        warps.deferred[gw as usize] = warps.state_of(gw);
+        Some(ready_at)
     }
 
-    fn resident_max(&self, gpu: &GpuConfig) -> u32 {
-        gpu.max_ctas_per_sm
-            .min(gpu.max_threads_per_sm / self.tpb)
-            .min(gpu.max_warps_per_sm / self.tpb.div_ceil(HW_WARP))
-            .max(1)
+    fn count_access(&mut self, run: &mut KernelRun, inst: u32, cta: u32) {
+        run.rows += 1;
+        run.accesses_inst[inst as usize] += 1;
+        run.accesses_cta[cta as usize] += 1;
     }
 }

@@ -1,10 +1,10 @@
-//! The GPU timing model of seed 001 §4.2-4.7, as a mode of the same simulator.
+//! The GPU timing model of Nugteren et al. (2014) §4.2-4.7, as a mode of the same simulator.
 //!
 //! Time advances one step per issued warp instruction. A request issued at time `t` takes
 //! effect in its set's LRU stack at `t + latency` (hit latency, or λmin + |N(0, σ²)| for a
 //! miss, from the seeded generator). A lookup at `t` sees the effects of earlier steps, plus
-//! the arrival of its own line in this very step (seed 001 tables 3-5 together fix these
-//! two rules). A miss needs an MSHR unless its line is already in flight (then it shares
+//! the arrival of its own line in this very step (Nugteren et al.'s tables 3-5 together fix
+//! these two rules). A miss needs an MSHR unless its line is already in flight (then it shares
 //! that entry and, with clipping, takes effect when the line arrives); with none free the
 //! request is not issued and its warp goes to the back of the queue, to retry the rest of
 //! the instruction later. Warps wait in a FIFO; after issuing, a warp rejoins it when its
@@ -17,15 +17,21 @@
 //! Miss classes (§6.1) come from comparing the full run with three runs that each switch one
 //! extension off; see [`classify`] and `docs/model.md`.
 
+//!
+//! Where the released model of Nugteren et al. behaves differently, a [`TimingRules`] rule
+//! chooses; `--compat gpu-cache-model` sets them all to the released model's.
+
 mod engine;
+mod streams;
+mod warps;
 
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
-    WarpStreams,
 };
+pub use streams::WarpStreams;
 
 use crate::cache::MissClasses;
-use crate::config::{SimConfig, TimingConfig};
+use crate::config::{Classes, SimConfig, TimingConfig, TimingRules};
 use crate::trace::Kernel;
 
 /// The four runs: the full model and the three comparisons.
@@ -75,7 +81,7 @@ impl Variant {
     }
 }
 
-/// Splits the full run's misses into five classes (seed 001 §6.1, as its released model
+/// Splits the full run's misses into five classes (Nugteren et al. 2014 §6.1, as their released model
 /// does, without its off-by-one and with the sum kept equal to the misses):
 ///
 /// - conflict (associativity) = full misses - fully associative misses;
@@ -114,8 +120,58 @@ pub fn classify(
     }
 }
 
+/// The released program's class arithmetic ([`Classes::Released`]), on its counts: misses
+/// (by its hit rule) of the full, fully associative, zero-latency and unlimited-MSHR runs,
+/// and the ∞-distance requests of the full and zero-latency runs. When the differences
+/// over-claim, it *adds* the excess to one class, so the five need not sum to the misses;
+/// each is printed clamped at 0.
+pub fn classify_released(
+    full: &RunCounts,
+    fa: &RunCounts,
+    zero_latency: &RunCounts,
+    unlimited: &RunCounts,
+) -> MissClasses {
+    let m0 = full.misses as i64;
+    let mut associativity = m0 - fa.misses as i64;
+    let mut latency = full.infinite as i64 - zero_latency.infinite as i64;
+    let mut mshr = m0 - unlimited.misses as i64;
+    let compulsory = zero_latency.infinite as i64;
+    let rest = m0 - (compulsory + latency.max(0) + associativity.max(0) + mshr.max(0));
+    if rest < 0 {
+        if mshr > -rest {
+            mshr -= rest;
+        } else if latency > -rest {
+            latency -= rest;
+        } else {
+            associativity -= rest;
+        }
+    }
+    let c = |v: i64| v.max(0) as u64;
+    MissClasses {
+        compulsory: c(compulsory),
+        capacity: c(rest),
+        conflict: c(associativity),
+        latency: c(latency),
+        mshr: c(mshr),
+    }
+}
+
+/// The classes by the configured rule.
+pub fn classify_by(
+    rules: &TimingRules,
+    full: &RunCounts,
+    fa: &RunCounts,
+    zero_latency: &RunCounts,
+    unlimited: &RunCounts,
+) -> MissClasses {
+    match rules.classes {
+        Classes::Balanced => classify(full, fa, zero_latency, unlimited),
+        Classes::Released => classify_released(full, fa, zero_latency, unlimited),
+    }
+}
+
 /// Runs the full model on one kernel on SM 0 of `cfg` (which must have timing on) and
-/// returns every issue attempt: seed 001's tables 3-5 row by row.
+/// returns every issue attempt: Nugteren et al.'s tables 3-5 row by row.
 pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, String> {
     cfg.validate()?;
     let t = cfg
@@ -134,6 +190,7 @@ pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, 
         cfg.coalescing,
         &cfg.cache,
         &cfg.gpu,
+        &t.rules,
     )
     .map_err(|e| e.to_string())?;
     e.run_kernel(k, &streams, 0, &cfg.gpu, &mut Quiet)

@@ -1,6 +1,12 @@
 //! Simulation configuration: cache geometry and policies, coalescing, scheduling, GPU shape,
 //! and the named presets of real L1 caches (sources in `docs/presets.md`).
 
+mod rules;
+
+pub use rules::{
+    Arrivals, Classes, CtaLaunch, EffectOrder, FinishedWarps, HitRule, IssueUnit, Kernels,
+    MshrCheck, Stores, TimingRules, WarpReturn,
+};
 use serde::{Deserialize, Serialize};
 
 /// How addresses map to sets.
@@ -10,8 +16,9 @@ pub enum SetIndex {
     /// `line_address % sets`.
     #[default]
     Modulo,
-    /// Fermi's XOR hash (seed 001 §5.1, fig. 6): bits 7-11 XOR bits 13,14,15,17,19, and for 64
-    /// sets bit 12 on top. Needs 128-byte lines and 32 or 64 sets.
+    /// Fermi's XOR hash (Nugteren et al. 2014, §5.1, fig. 6): with 128-byte lines, bits 7-11
+    /// XOR bits 13,14,15,17,19, and bit 12 on top for 64 sets; the same bits of the line
+    /// address for other line sizes, modulo the sets (at most 64).
     FermiHash,
     /// Set index bit `i` is byte-address bit `bits[i]`.
     Bits(Vec<u8>),
@@ -206,8 +213,10 @@ impl CacheConfig {
         match &self.set_index {
             SetIndex::Modulo => {}
             SetIndex::FermiHash => {
-                if self.line_bytes != 128 || !(sets == 32 || sets == 64) {
-                    return Err(format!("the Fermi set hash needs 128-byte lines and 32 or 64 sets (this cache has {sets} sets of {}-byte lines)", self.line_bytes));
+                if sets > 64 {
+                    return Err(format!(
+                        "the Fermi set hash gives at most 64 sets (this cache has {sets})"
+                    ));
                 }
             }
             SetIndex::Bits(bits) => {
@@ -373,6 +382,9 @@ pub struct GpuConfig {
     pub max_threads_per_sm: u32,
     pub max_warps_per_sm: u32,
     pub simulate: SmSelection,
+    /// Model only the CTAs whose threads all have linear ids below this (0 = every CTA): the
+    /// tracer of Nugteren et al. (2014) records the first 8192 threads of a kernel.
+    pub thread_limit: u32,
 }
 
 impl Default for GpuConfig {
@@ -383,6 +395,18 @@ impl Default for GpuConfig {
             max_threads_per_sm: 1536,
             max_warps_per_sm: 48,
             simulate: SmSelection::One(0),
+            thread_limit: 0,
+        }
+    }
+}
+
+impl GpuConfig {
+    /// How many of a kernel's CTAs are modelled under [`GpuConfig::thread_limit`].
+    pub fn modelled_ctas(&self, ctas: u32, threads_per_cta: u32) -> u32 {
+        if self.thread_limit == 0 {
+            ctas
+        } else {
+            ctas.min(self.thread_limit / threads_per_cta.max(1))
         }
     }
 }
@@ -409,6 +433,8 @@ pub struct TimingConfig {
     /// Also run the comparison models (fully associative, zero latency, unlimited MSHRs)
     /// that split the misses into five classes.
     pub classify: bool,
+    /// The behaviours where the released model of Nugteren et al. (2014) differs from ours.
+    pub rules: TimingRules,
 }
 
 impl Default for TimingConfig {
@@ -422,6 +448,7 @@ impl Default for TimingConfig {
             clip: true,
             warp_delay: true,
             classify: true,
+            rules: TimingRules::default(),
         }
     }
 }
@@ -521,11 +548,11 @@ pub const PRESETS: [Preset; 8] = [
     },
     Preset {
         name: "gtx470-16k",
-        description: "Seed 001's GTX470 model: fermi-16k plus the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
+        description: "Nugteren et al. 2014's GTX470 setting: fermi-16k on one SM running every CTA of the first 8192 threads, with the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
     },
     Preset {
         name: "gtx470-48k",
-        description: "Seed 001's GTX470 model: fermi-48k plus the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
+        description: "Nugteren et al. 2014's GTX470 setting: fermi-48k on one SM running every CTA of the first 8192 threads, with the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
     },
     Preset {
         name: "kepler",
@@ -565,15 +592,12 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
             max_threads_per_sm: 2048,
             max_warps_per_sm: 64,
             simulate: SmSelection::One(0),
+            thread_limit: 0,
         };
     };
     match name {
         "fermi-16k" | "fermi-48k" | "gtx470-16k" | "gtx470-48k" => {
             let big = name.ends_with("48k");
-            if name.starts_with("gtx470") {
-                // Seed 001 §5-6: 64 MSHRs, λmin 100, σ 5, hit latency 0, one SM simulated.
-                c.timing = Some(TimingConfig::default());
-            }
             c.cache = CacheConfig {
                 size_bytes: if big { 48 * 1024 } else { 16 * 1024 },
                 line_bytes: 128,
@@ -590,7 +614,15 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
                 max_threads_per_sm: 1536,
                 max_warps_per_sm: 48,
                 simulate: SmSelection::One(0),
+                thread_limit: 0,
             };
+            if name.starts_with("gtx470") {
+                // Nugteren et al. 2014 §5-6: one core running every CTA of the first 8192
+                // threads; 64 MSHRs, λmin 100, σ 5, hit latency 0.
+                c.timing = Some(TimingConfig::default());
+                c.gpu.sms = 1;
+                c.gpu.thread_limit = 8192;
+            }
         }
         "kepler" => {
             c.cache = CacheConfig {
@@ -607,6 +639,7 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
                 max_threads_per_sm: 2048,
                 max_warps_per_sm: 64,
                 simulate: SmSelection::One(0),
+                thread_limit: 0,
             };
         }
         "volta" => sectored(&mut c, 128, 80),
@@ -621,6 +654,44 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
         }
     }
     Ok(c)
+}
+
+/// The reproduction modes (`--compat NAME`).
+pub const COMPAT_MODES: [&str; 1] = ["gpu-cache-model"];
+
+/// Switches `c` to an exact reproduction of another tool. `gpu-cache-model`: the released
+/// model of Nugteren et al. (2014) with every rule of [`TimingRules::released`] and its
+/// fixed settings (one SM of at most 8 CTAs, 1536 threads and 48 warps, 32-thread warps,
+/// the Fermi hash, LRU, hit latency 0, no clipping, no per-warp MSHR limit, every thread).
+/// The cache size, line size, associativity, MSHRs and miss latency stay as configured
+/// (its `current.conf`); with no timing section yet, they are its `default16.conf`.
+pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), String> {
+    match name {
+        "gpu-cache-model" => {
+            let t = c.timing.get_or_insert_with(TimingConfig::default);
+            t.hit_latency = 0;
+            t.mshrs_per_warp = 0;
+            t.clip = false;
+            t.warp_delay = true;
+            t.classify = true;
+            t.rules = TimingRules::released();
+            c.cache.set_index = SetIndex::FermiHash;
+            c.cache.replacement = Replacement::Lru;
+            c.cache.sector_bytes = c.cache.line_bytes;
+            c.coalescing = Coalescing::Line;
+            c.schedule.warp_size = 32;
+            // One core, 8 CTAs and 1536 threads at a time; it has no warp limit.
+            c.gpu = GpuConfig {
+                max_warps_per_sm: 1536,
+                ..GpuConfig::default()
+            };
+            Ok(())
+        }
+        _ => Err(format!(
+            "unknown compatibility mode `{name}`: expected {}",
+            COMPAT_MODES.join(", ")
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,272 @@
+//! What each warp issues, built once per kernel and shared by every run (what a warp issues
+//! does not depend on timing, only when it does): warp-instruction streams of coalesced
+//! requests for the default issue unit, per-thread load streams for the released model's
+//! thread portions ([`IssueUnit::ThreadPortions`]).
+
+use super::engine::TimingError;
+use crate::coalesce::{Coalesced, Coalescer, Geometry};
+use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
+use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
+use crate::trace::{model_flags, AccessKind, Kernel};
+
+/// One event of a warp's stream: a warp instruction (its load requests are
+/// `reqs[req_start..req_end]`) or a CTA barrier.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Event {
+    pub barrier: bool,
+    pub inst: u32,
+    pub req_start: u32,
+    pub req_end: u32,
+    /// Thread accesses of the instruction (loads and stores).
+    pub accesses: u32,
+    /// Memory transactions of its load requests.
+    pub transactions: u32,
+    pub stores: u32,
+    pub store_bytes: u64,
+}
+
+/// One load of one thread, for the thread-portions issue unit.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ThreadLoad {
+    pub line: u64,
+    pub inst: u32,
+    pub bytes: u16,
+    /// No earlier thread of its coalescing group used this line at this position.
+    pub leader: bool,
+}
+
+/// The streams of one kernel's warps.
+pub struct WarpStreams {
+    pub(super) wpc: u32,
+    pub(super) tpb: u32,
+    pub(super) warp_size: u32,
+    /// CTAs modelled (the others, past the thread limit, never run).
+    pub(super) ctas: u32,
+    /// Per warp (CTA * warps per CTA + warp): its range of `events`.
+    pub(super) warp_events: Vec<(u32, u32)>,
+    pub(super) events: Vec<Event>,
+    /// Line addresses of the load requests.
+    pub(super) reqs: Vec<u64>,
+    /// Thread portions: per thread (CTA * threads per CTA + thread) its range of `loads`.
+    pub(super) thread_loads: Vec<(u32, u32)>,
+    pub(super) loads: Vec<ThreadLoad>,
+}
+
+impl WarpStreams {
+    /// Builds the streams of the warps of `ctas` (the others stay empty).
+    pub fn build(
+        k: &Kernel,
+        ctas: impl Iterator<Item = u32>,
+        warp_size: u32,
+        coalescing: Coalescing,
+        cache: &CacheConfig,
+        gpu: &GpuConfig,
+        rules: &TimingRules,
+    ) -> Result<Self, TimingError> {
+        if k.order == crate::trace::Order::Issued {
+            return Err(TimingError::IssuedOrder);
+        }
+        let tpb = k.threads_per_cta().max(1);
+        let ws = warp_size.max(1);
+        let wpc = tpb.div_ceil(ws);
+        let hw_warps = tpb.div_ceil(HW_WARP);
+        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
+            return Err(TimingError::CtaTooLarge {
+                threads: tpb,
+                max_threads: gpu.max_threads_per_sm,
+                max_warps: gpu.max_warps_per_sm,
+            });
+        }
+        let modelled = gpu.modelled_ctas(k.num_ctas(), tpb);
+        let n_warps = k.num_ctas() as usize * wpc as usize;
+        let mut s = WarpStreams {
+            wpc,
+            tpb,
+            warp_size: ws,
+            ctas: modelled,
+            warp_events: vec![(0, 0); n_warps],
+            events: Vec::new(),
+            reqs: Vec::new(),
+            thread_loads: Vec::new(),
+            loads: Vec::new(),
+        };
+        let ctas = ctas.filter(|&c| c < modelled);
+        if rules.issue == IssueUnit::ThreadPortions {
+            s.build_threads(k, ctas, cache);
+        } else {
+            s.build_warps(k, ctas, coalescing, cache, rules.stores == Stores::Dropped);
+        }
+        Ok(s)
+    }
+
+    fn build_warps(
+        &mut self,
+        k: &Kernel,
+        ctas: impl Iterator<Item = u32>,
+        coalescing: Coalescing,
+        cache: &CacheConfig,
+        drop_stores: bool,
+    ) {
+        let (tpb, ws, wpc) = (self.tpb, self.warp_size, self.wpc);
+        let starts = k.thread_starts();
+        let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
+        let end = &starts[1..];
+        let mut coalescer = Coalescer::new(
+            coalescing,
+            Geometry {
+                line_bytes: cache.line_bytes,
+                sector_bytes: cache.sector_bytes,
+                warp_size: ws,
+                threads_per_cta: tpb,
+            },
+        );
+        let flags = &k.columns().flags;
+        let mut rows = Vec::with_capacity(64);
+        let mut out: Vec<Coalesced> = Vec::with_capacity(64);
+        for cta in ctas {
+            for w in 0..wpc {
+                let t0 = (cta * tpb + w * ws) as usize;
+                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
+                let mut wt = WarpThreads {
+                    cursor: &mut cursor[t0..t1],
+                    end: &end[t0..t1],
+                };
+                let first = self.events.len() as u32;
+                let mut st = wt.state(k);
+                loop {
+                    match st {
+                        READY => {
+                            rows.clear();
+                            st = wt.exec(k, &mut rows);
+                            if drop_stores {
+                                rows.retain(|&r| !model_flags(flags[r as usize]).0.is_write());
+                                if rows.is_empty() {
+                                    continue;
+                                }
+                            }
+                            let used = coalescer.coalesce(k.columns(), &rows, &mut out);
+                            let mut e = Event {
+                                inst: rows.first().map_or(0, |&r| k.columns().inst[r as usize]),
+                                req_start: self.reqs.len() as u32,
+                                accesses: used,
+                                ..Default::default()
+                            };
+                            for c in &out {
+                                if c.request.write {
+                                    e.stores += 1;
+                                    e.store_bytes += c.request.bytes as u64;
+                                } else {
+                                    self.reqs.push(c.request.line);
+                                    e.transactions += c.transactions;
+                                }
+                            }
+                            e.req_end = self.reqs.len() as u32;
+                            self.events.push(e);
+                        }
+                        BARRIER => {
+                            self.events.push(Event {
+                                barrier: true,
+                                ..Default::default()
+                            });
+                            wt.pass_barrier(k);
+                            st = wt.state(k);
+                        }
+                        _ => break,
+                    }
+                }
+                self.warp_events[(cta * wpc + w) as usize] = (first, self.events.len() as u32);
+            }
+        }
+    }
+
+    /// Per-thread load streams and, per position, which threads request their line (the
+    /// released model's rule: a thread is served by the first earlier thread of its group, a
+    /// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones,
+    /// with the same line at the same position of its stream).
+    fn build_threads(&mut self, k: &Kernel, ctas: impl Iterator<Item = u32>, cache: &CacheConfig) {
+        let (tpb, ws) = (self.tpb, self.warp_size);
+        let line_shift = cache.line_bytes.trailing_zeros();
+        let starts = k.thread_starts();
+        let cols = k.columns();
+        self.thread_loads = vec![(0, 0); k.num_threads() as usize];
+        // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
+        let mut addrs: Vec<u64> = Vec::new();
+        let mut width: Vec<u32> = Vec::new();
+        for cta in ctas {
+            let base = self.loads.len();
+            for t in cta * tpb..(cta + 1) * tpb {
+                let first = self.loads.len() as u32;
+                for r in starts[t as usize] as usize..starts[t as usize + 1] as usize {
+                    let (kind, space) = model_flags(cols.flags[r]);
+                    if kind == AccessKind::Load && space.reaches_l1() {
+                        self.loads.push(ThreadLoad {
+                            line: cols.addr[r] >> line_shift,
+                            inst: cols.inst[r],
+                            bytes: cols.size[r],
+                            leader: true,
+                        });
+                        addrs.push(cols.addr[r]);
+                        width.push(1);
+                    }
+                }
+                self.thread_loads[t as usize] = (first, self.loads.len() as u32);
+            }
+            for w in 0..self.wpc {
+                let t0 = (cta * tpb + w * ws) as usize;
+                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
+                let lanes = &self.thread_loads[t0..t1];
+                let longest = lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
+                for pos in 0..longest {
+                    for lane in 0..lanes.len() {
+                        let (a, b) = lanes[lane];
+                        if a + pos >= b {
+                            continue;
+                        }
+                        let me = (a + pos) as usize;
+                        let group = match self.loads[me].bytes {
+                            8 => ws / 2,
+                            16 => ws / 4,
+                            _ => ws,
+                        }
+                        .max(1) as usize;
+                        // The first earlier thread of the group with this line serves it; it
+                        // takes on the access (and requests again even if it had been
+                        // served itself) unless the addresses are equal.
+                        let serving = (group * (lane / group)..lane).find_map(|old| {
+                            let (oa, ob) = lanes[old];
+                            let o = (oa + pos) as usize;
+                            (oa + pos < ob && self.loads[o].line == self.loads[me].line)
+                                .then_some(o)
+                        });
+                        if let Some(o) = serving {
+                            width[me - base] = 0;
+                            if addrs[o - base] != addrs[me - base] {
+                                width[o - base] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            for (l, &wd) in self.loads[base..].iter_mut().zip(&width) {
+                l.leader = wd != 0;
+            }
+            addrs.clear();
+            width.clear();
+        }
+    }
+
+    pub(super) fn resident_max(&self, gpu: &GpuConfig) -> u32 {
+        gpu.max_ctas_per_sm
+            .min(gpu.max_threads_per_sm / self.tpb)
+            .min(gpu.max_warps_per_sm / self.tpb.div_ceil(HW_WARP))
+            .max(1)
+    }
+
+    /// Thread range of warp `gw`.
+    pub(super) fn warp_threads(&self, gw: u32) -> std::ops::Range<usize> {
+        let (cta, w) = (gw / self.wpc, gw % self.wpc);
+        let t0 = cta * self.tpb + w * self.warp_size;
+        let t1 = (t0 + self.warp_size).min((cta + 1) * self.tpb);
+        t0 as usize..t1 as usize
+    }
+}
