@@ -2,7 +2,7 @@
 //! - set-associative LRU with 3C classification, requests per second;
 //! - exact reuse-distance histogram at 10^7 distinct lines;
 //! - Dinero text trace parsing, bytes per second;
-//! - the importers (Accel-Sim, NVBit, seed 000 and 001 text, cuda-memtrace, CSV with the
+//! - the importers (Accel-Sim, NVBit, Crawford 2014 and Nugteren et al. 2014 text, cuda-memtrace, CSV with the
 //!   `tables` feature), bytes per second, and the native format, accesses per second;
 //! - the whole pipeline on naive 128x128 matrix multiplication, also in timing mode with
 //!   its comparison runs;
@@ -202,7 +202,7 @@ fn import(c: &mut Criterion) {
         nvbit.push('\n');
         line += 1;
     }
-    // Seed 000 (Crawford): work-groups of 256 threads, each thread 8 loop iterations of a read
+    // Crawford 2014: work-groups of 256 threads, each thread 8 loop iterations of a read
     // and a write of consecutive words.
     let mut crawford = String::from("local size:256 1 1\n");
     let mut tid = 0u64;
@@ -222,7 +222,7 @@ fn import(c: &mut Criterion) {
         tid += 1;
     }
     crawford.push_str("--\n");
-    // Seed 001 (Nugteren): each thread loads 16 words of a row and stores one.
+    // Nugteren et al. 2014: each thread loads 16 words of a row and stores one.
     let mut nugteren = String::from("blocksize: 256 1 1\n");
     let mut tid = 0u64;
     while nugteren.len() < 48 << 20 {
@@ -337,7 +337,7 @@ fn pipeline(c: &mut Criterion) {
             )
         })
     });
-    // The timing model (seed 001) with its three comparison runs, every CTA on the one
+    // The timing model (Nugteren et al. 2014) with its three comparison runs, every CTA on the one
     // simulated SM so that all 4.2 M thread loads go through all four runs.
     let mut timed = preset("gtx470-16k").expect("preset");
     timed.gpu.sms = 1;

@@ -9,7 +9,7 @@
 //! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
 //! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
 //! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
-//! 9. [`comm`]: inter-CTA communication across kernel launches (seed 002);
+//! 9. [`comm`]: inter-CTA communication across kernel launches (Rieber 2017);
 //! 10. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
 //!
 //! The desktop app (`app`, feature `gui`) is a shell over these modules: it runs them on

@@ -202,7 +202,7 @@ fn sweep_writes_one_row_per_configuration() {
 
 #[test]
 fn per_thread_scheduling_fits_fermi_residency() {
-    // Warp size 1 (seed 000's per-thread policies): residency still counts hardware warps.
+    // Warp size 1 (Crawford's (2014) per-thread policies): residency still counts hardware warps.
     let v = json(&[
         "sim",
         "--kernel",
@@ -252,7 +252,7 @@ fn no_arguments_without_a_display_fail_with_a_pointer_to_the_cli() {
 
 #[test]
 fn timing_mode_on_seed001_trace_format() {
-    // Table 4 of seed 001 through the CLI: 4 misses (2 compulsory, 2 latency), 4 hits.
+    // Table 4 of Nugteren et al. 2014 through the CLI: 4 misses (2 compulsory, 2 latency), 4 hits.
     let v = json(&[
         "sim",
         "--trace",

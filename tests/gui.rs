@@ -650,3 +650,59 @@ fn the_communication_analysis_can_be_cancelled_and_run_again() {
         _ => panic!("expected a report"),
     }
 }
+
+#[test]
+fn the_released_model_button_reproduces_it_and_the_app_matches_the_library() {
+    // Tall enough for the whole configuration panel, rules included.
+    let mut h = Harness::builder()
+        .with_size([1400.0, 2000.0])
+        .build_ui_state(
+            |ui, app: &mut WarpscopeApp| app.ui(ui),
+            app("stencil2d", "nx=66 ny=66"),
+        );
+    settle(&mut h);
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut()
+        .set_config(0, "gtx470-16k", config::preset("gtx470-16k").unwrap(), now);
+    settle(&mut h);
+    h.get_by_label("Released model").click();
+    h.run_steps(3);
+    settle(&mut h);
+    let c = h.state().settings.panes[0].1.clone();
+    let t = c.timing.as_ref().unwrap();
+    assert_eq!(t.rules, config::TimingRules::released());
+    assert!(!t.clip);
+    // The rules section is open; one rule switched back by its menu.
+    click(&mut h, "CTA launch");
+    click(&mut h, "as-finished");
+    assert_eq!(
+        h.state().settings.panes[0]
+            .1
+            .timing
+            .as_ref()
+            .unwrap()
+            .rules
+            .cta_launch,
+        config::CtaLaunch::AsFinished
+    );
+    click(&mut h, "CTA launch");
+    click(&mut h, "in-sets");
+    settle(&mut h);
+    // The same trace and configuration through the library give the same numbers.
+    let trace = warpscope::gen::generate(
+        "stencil2d",
+        &warpscope::gen::parse_pairs(&["nx=66".into(), "ny=66".into()]).unwrap(),
+    )
+    .unwrap();
+    let want = warpscope::sim::run(&c, &trace, &mut warpscope::sim::NoObserver).unwrap();
+    let got = &h.state().panes[0].result.as_ref().unwrap().report;
+    assert_eq!(got.totals, want.totals);
+    assert_eq!(got.timing, want.timing);
+    // Back to our rules.
+    h.get_by_label("Our rules").click();
+    h.run_steps(3);
+    assert_eq!(
+        h.state().settings.panes[0].1.timing.as_ref().unwrap().rules,
+        config::TimingRules::default()
+    );
+}

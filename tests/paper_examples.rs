@@ -119,7 +119,7 @@ fn seed000_every_read_of_the_naive_transpose_misses() {
 
 #[test]
 fn fermi_hash_conflicts_differ_from_modulo() {
-    // Seed 001 §5.1: a single warp striding 2^12 bytes. Modulo indexing maps every line to set 0;
+    // Nugteren et al. 2014 §5.1: a single warp striding 2^12 bytes. Modulo indexing maps every line to set 0;
     // the hash spreads 16 lines over 16 sets, so a second pass hits.
     let mut s = String::from("kernel stride grid=1 block=1\n");
     for pass in 0..2 {

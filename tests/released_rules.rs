@@ -381,3 +381,29 @@ fn compat_mode_gives_the_released_program_s_numbers_on_a_2d_stencil() {
         ),
     );
 }
+
+#[test]
+fn the_gtx470_presets_are_the_paper_s_setting_one_core_running_the_first_8192_threads() {
+    for name in ["gtx470-16k", "gtx470-48k"] {
+        let c = warpscope::config::preset(name).unwrap();
+        assert_eq!((c.gpu.sms, c.gpu.thread_limit), (1, 8192), "{name}");
+        assert!(c.timing.is_some());
+        assert_eq!(c.timing.as_ref().unwrap().rules, TimingRules::default());
+    }
+    // Naive matmul n=128: 64 CTAs of 256 threads; the first 32 are modelled, all on SM 0.
+    let t = warpscope::gen::generate("matmul", &[("n".into(), "128".into())]).unwrap();
+    let mut c = warpscope::config::preset("gtx470-16k").unwrap();
+    c.timing.as_mut().unwrap().classify = false;
+    c.reuse = false;
+    let r = run(&c, &t);
+    let with_requests: Vec<u32> = r
+        .ctas
+        .iter()
+        .filter(|row| row.counters.requests > 0)
+        .map(|row| row.cta.x + 8 * row.cta.y)
+        .collect();
+    assert_eq!(with_requests, (0..32).collect::<Vec<u32>>());
+    c.gpu.thread_limit = 0;
+    let all = run(&c, &t);
+    assert_eq!(all.totals.requests, 2 * r.totals.requests);
+}

@@ -1,4 +1,4 @@
-//! Seed 001 (Nugteren et al., HPCA 2014) tables 3, 4 and 5: the timing extensions of reuse
+//! Nugteren et al. 2014 tables 3, 4 and 5: the timing extensions of reuse
 //! distance theory, row by row, plus the clipping example of §4.2 and fig. 3's experiment.
 
 use warpscope::config::{CacheConfig, Coalescing, SimConfig, TimingConfig};

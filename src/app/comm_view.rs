@@ -437,7 +437,7 @@ fn side_plots(ui: &mut Ui, d: &DensityData, r: &CommReport) {
             pui.bar_chart(BarChart::new("out-degree", bars(&d.out_hist, 0.2)).color(c_out));
         });
     // Loads can be communication from the second launch on, stores up to the last but one
-    // (seed 002 fig. 6.7).
+    // (Rieber 2017 fig. 6.7).
     let n = r.per_launch.len();
     let launches = |from: usize, to: usize, f: &dyn Fn(&crate::comm::LaunchComm) -> f64| {
         let v: Vec<[f64; 2]> = r.per_launch[from.min(n)..to.min(n)]

@@ -4,8 +4,9 @@
 use egui::{ComboBox, DragValue, Ui};
 
 use crate::config::{
-    self, Coalescing, IssuePolicy, Replacement, SetIndex, SimConfig, SmSelection, TimingConfig,
-    WritePolicy,
+    self, Arrivals, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps, HitRule,
+    IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig, SmSelection,
+    Stores, TimingConfig, TimingRules, WarpReturn, WritePolicy,
 };
 
 /// Draws the editors; returns true when something changed.
@@ -48,7 +49,9 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
         egui::CollapsingHeader::new("GPU")
             .default_open(false)
             .show(ui, |ui| gpu(ui, c));
+        // A fresh header state when timing is switched on, so that it opens.
         egui::CollapsingHeader::new("Timing model")
+            .id_salt(("timing", c.timing.is_some()))
             .default_open(c.timing.is_some())
             .show(ui, |ui| timing(ui, c));
         ui.horizontal(|ui| {
@@ -400,7 +403,7 @@ fn schedule(ui: &mut Ui, c: &mut SimConfig) {
     row(
         ui,
         "Warp size",
-        "Threads per warp (1 = per-thread scheduling, as seed 000 §5.2)",
+        "Threads per warp (1 = per-thread scheduling, as Crawford 2014 §5.2)",
         |ui| ui.add(DragValue::new(&mut s.warp_size).range(1..=1024)),
     );
     if s.policy == IssuePolicy::TwoLevel {
@@ -436,6 +439,12 @@ fn gpu(ui: &mut Ui, c: &mut SimConfig) {
     row(ui, "Warps per SM", "Most warps resident on one SM", |ui| {
         ui.add(DragValue::new(&mut g.max_warps_per_sm).range(1..=128))
     });
+    row(
+        ui,
+        "Thread limit",
+        "Model only the CTAs whose threads all have ids below this (0 = all; the GTX470 presets use the first 8192 threads, as Nugteren et al. 2014 did)",
+        |ui| ui.add(DragValue::new(&mut g.thread_limit).range(0..=1 << 30)),
+    );
     let kind = match g.simulate {
         SmSelection::One(_) => 0,
         SmSelection::Sample(_) => 1,
@@ -476,7 +485,7 @@ fn gpu(ui: &mut Ui, c: &mut SimConfig) {
 fn timing(ui: &mut Ui, c: &mut SimConfig) {
     let mut on = c.timing.is_some();
     if ui
-        .checkbox(&mut on, "Timing model (seed 001)")
+        .checkbox(&mut on, "Timing model (Nugteren et al. 2014)")
         .on_hover_text(
             "Latencies, MSHRs and a warp queue; adds latency and MSHR miss classes (needs LRU)",
         )
@@ -486,6 +495,30 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
         if on {
             c.cache.replacement = Replacement::Lru;
         }
+    }
+    if c.timing.is_some() {
+        ui.horizontal(|ui| {
+            if ui
+                .button("Released model")
+                .on_hover_text(
+                    "Reproduce the released model of Nugteren et al. (2014) exactly: its rules \
+                     and fixed settings (one SM, Fermi hash, no clipping, hit latency 0)",
+                )
+                .clicked()
+            {
+                // Only an unknown mode name fails, and this one is known.
+                let _ = config::compat(c, "gpu-cache-model");
+            }
+            if ui
+                .button("Our rules")
+                .on_hover_text("Every rule back to our model's behaviour")
+                .clicked()
+            {
+                if let Some(t) = &mut c.timing {
+                    t.rules = TimingRules::default();
+                }
+            }
+        });
     }
     let Some(t) = &mut c.timing else {
         return;
@@ -534,4 +567,91 @@ fn timing(ui: &mut Ui, c: &mut SimConfig) {
         .on_hover_text("A warp re-enters the queue only when its requests' latency has passed");
     ui.checkbox(&mut t.classify, "Classify misses")
         .on_hover_text("Also run the comparison models that split misses into five classes");
+    egui::CollapsingHeader::new("Rules: ours or the released model's")
+        .id_salt(("rules", t.rules != TimingRules::default()))
+        .default_open(t.rules != TimingRules::default())
+        .show(ui, |ui| {
+            let r = &mut t.rules;
+            rule(
+                ui,
+                "CTA launch",
+                &mut r.cta_launch,
+                CtaLaunch::ALL,
+                CtaLaunch::name,
+            );
+            rule(
+                ui,
+                "Issue unit",
+                &mut r.issue,
+                IssueUnit::ALL,
+                IssueUnit::name,
+            );
+            rule(
+                ui,
+                "MSHR check",
+                &mut r.mshr_check,
+                MshrCheck::ALL,
+                MshrCheck::name,
+            );
+            rule(
+                ui,
+                "Arrivals",
+                &mut r.arrivals,
+                Arrivals::ALL,
+                Arrivals::name,
+            );
+            rule(
+                ui,
+                "Effect order",
+                &mut r.effect_order,
+                EffectOrder::ALL,
+                EffectOrder::name,
+            );
+            rule(
+                ui,
+                "Warp return",
+                &mut r.warp_return,
+                WarpReturn::ALL,
+                WarpReturn::name,
+            );
+            rule(
+                ui,
+                "Finished warps",
+                &mut r.finished_warps,
+                FinishedWarps::ALL,
+                FinishedWarps::name,
+            );
+            rule(ui, "Stores", &mut r.stores, Stores::ALL, Stores::name);
+            rule(ui, "Kernels", &mut r.kernels, Kernels::ALL, Kernels::name);
+            rule(ui, "Hit rule", &mut r.hit_rule, HitRule::ALL, HitRule::name);
+            rule(ui, "Classes", &mut r.classes, Classes::ALL, Classes::name);
+        });
+}
+
+/// One timing rule: the first value is ours, the other the released model's.
+fn rule<T: PartialEq + Copy>(
+    ui: &mut Ui,
+    label: &str,
+    value: &mut T,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) {
+    let options: Vec<(T, &str, &str)> = all
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let tip = if i == 0 {
+                "ours"
+            } else {
+                "the released model's"
+            };
+            (v, name(v), tip)
+        })
+        .collect();
+    row(
+        ui,
+        label,
+        "See docs/model.md, \"Where we differ from the released model\"",
+        |ui| pick(ui, label, value, &options),
+    );
 }

@@ -125,7 +125,7 @@ impl Points {
 }
 
 /// Address ranges that hold data, packed one above the other so that buffers far apart in
-/// memory share one readable axis (seed 000 fig. 8.1 draws each allocation separately).
+/// memory share one readable axis (Crawford 2014 fig. 8.1 draws each allocation separately).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Segments {
     /// (first byte, one past the last byte, axis offset of the first byte), by address.

@@ -1382,8 +1382,11 @@ impl EframeApp {
             if first {
                 app.settings.dark = true;
                 app.panes[0].address.selection = None;
-                if let Ok(c) = config::preset("gtx470-16k") {
-                    app.set_config(0, "gtx470-16k", c, now);
+                // The paper's setting, as the released model of Nugteren et al. runs it.
+                if let Ok(mut c) = config::preset("gtx470-16k") {
+                    if config::compat(&mut c, "gpu-cache-model").is_ok() {
+                        app.set_config(0, "gtx470-16k", c, now);
+                    }
                 }
             }
             "8-timing.png".to_string()

@@ -95,7 +95,7 @@ fn hex(a: u64) -> String {
     format!("0x{a:x}")
 }
 
-/// Address vs time (seed 000 figs 8.1, 8.5, 8.10). Returns the plot position hovered in this
+/// Address vs time (Crawford 2014 figs 8.1, 8.5, 8.10). Returns the plot position hovered in this
 /// pane, for the linked panes.
 #[allow(clippy::too_many_arguments)]
 pub fn address(

@@ -87,10 +87,27 @@ mod tests {
         }
         // Bits 16 and 18 are not used.
         assert_eq!(fermi_set((1 << 16) | (1 << 18), false), 0);
-        // A stride of 2^12 over 128 loads touches 16 sets (bits 13,14,15,17 vary): seed 001 §5.1.
+        // A stride of 2^12 over 128 loads touches 16 sets (bits 13,14,15,17 vary): Nugteren et al. 2014 §5.1.
         let sets: std::collections::BTreeSet<u32> =
             (0..128u64).map(|i| fermi_set(i << 12, false)).collect();
         assert_eq!(sets.len(), 16);
+    }
+
+    #[test]
+    fn the_fermi_hash_of_other_line_sizes_uses_the_same_line_address_bits() {
+        // 64-byte lines, 32 sets: line bits 0-4 XOR line bits 6, 7, 8, 10, 12; bit 5 adds 32.
+        let f = SetIndexFn::new(&SetIndex::FermiHash, 32, 64);
+        assert_eq!(f.set(3), 3);
+        assert_eq!(f.set(1 << 6), 1);
+        assert_eq!(f.set((1 << 12) | 16), 0);
+        assert_eq!(f.set(1 << 5), 0);
+        // 16 sets: modulo 16 of the 32-set value.
+        let f = SetIndexFn::new(&SetIndex::FermiHash, 16, 64);
+        assert_eq!(f.set(1 << 10), 8);
+        assert_eq!(f.set(1 << 12), 0);
+        // 64 sets: bit 5 selects the upper half.
+        let f = SetIndexFn::new(&SetIndex::FermiHash, 64, 32);
+        assert_eq!(f.set(1 << 5), 32);
     }
 
     #[test]

@@ -21,7 +21,7 @@ impl MissClass {
     }
 }
 
-/// Misses by class. `latency` and `mshr` are only non-zero in timing mode (seed 001 §6.1):
+/// Misses by class. `latency` and `mshr` are only non-zero in timing mode (Nugteren et al. 2014 §6.1):
 /// misses because the line was still in flight, and because MSHR stalls changed the order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MissClasses {

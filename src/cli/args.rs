@@ -34,7 +34,7 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Run a grid of configurations in parallel and write one row per configuration.
     Sweep(SweepArgs),
-    /// Inter-CTA communication across kernel launches (seed 002): volumes, pairs, degrees,
+    /// Inter-CTA communication across kernel launches (Rieber 2017): volumes, pairs, degrees,
     /// bisection, strides, per-launch evolution.
     Comm(CommArgs),
 }
@@ -98,7 +98,7 @@ pub struct ConfigArgs {
     /// Warp issue policy: round-robin, sequential, random, gto, two-level.
     #[arg(long)]
     pub schedule: Option<String>,
-    /// Threads per warp (1 = per-thread scheduling as in seed 000 §5.2).
+    /// Threads per warp (1 = per-thread scheduling as in Crawford 2014 §5.2).
     #[arg(long)]
     pub warp_size: Option<String>,
     /// Warps per fetch group (two-level policy).

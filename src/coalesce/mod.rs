@@ -4,11 +4,11 @@
 //! - `line`: one request per distinct line, fetching the whole line;
 //! - `sector`: one request per distinct line with a mask of the sectors used; each sector is
 //!   a transaction;
-//! - `gt200`: compute capability 1.2/1.3 rules (seed 003 §2.3.1, CUDA guide G.3.2.2): per
+//! - `gt200`: compute capability 1.2/1.3 rules (Dasgupta 2011 §2.3.1, CUDA guide G.3.2.2): per
 //!   half-warp, the segment of the lowest active thread (32 B for 1-byte words, 64 B for
 //!   2-byte, else 128 B) serves every thread inside it, reduced to 64 or 32 B when only one
 //!   half is used; one transaction (and one request) per segment;
-//! - `bits:LO-HI` (seed 004 §4): accesses that differ only in address bits LO..=HI form one
+//! - `bits:LO-HI` (Hadidi 2015 §4): accesses that differ only in address bits LO..=HI form one
 //!   request, represented by the lowest address of the group.
 
 use crate::cache::Request;

@@ -1,4 +1,4 @@
-//! Inter-CTA communication across kernel launches (seed 002, ch. 4 and 6).
+//! Inter-CTA communication across kernel launches (Rieber 2017, ch. 4 and 6).
 //!
 //! CTAs exchange data reliably only through global memory across kernel boundaries: bytes
 //! written by one CTA in one launch and read by a CTA in a later launch. [`analyze`] tracks the
@@ -13,7 +13,7 @@
 //!
 //! Volumes of communication are sets: a transfer from (writer launch, writer CTA) to
 //! (reader launch, reader CTA) is the number of distinct bytes the reader read that the
-//! writer wrote, however many times it read them (seed 002 fig. 4.1: the overlap of a write
+//! writer wrote, however many times it read them (Rieber 2017 fig. 4.1: the overlap of a write
 //! set and a read set). CTA ids are serialized x fastest, then y, then z.
 //!
 //! Within a launch the trace order decides which write a read sees (per-thread order for

@@ -1,5 +1,6 @@
 //! Simulation configuration: cache geometry and policies, coalescing, scheduling, GPU shape,
-//! and the named presets of real L1 caches (sources in `docs/presets.md`).
+//! and the named presets of real L1 caches (sources in `docs/model.md`, "Presets"), and the reproduction
+//! modes of other tools (`compat`).
 
 mod rules;
 
@@ -258,7 +259,7 @@ pub enum Coalescing {
     Sector,
     /// Compute capability 1.2/1.3 rules: per half-warp, 32/64/128-byte segments reduced in size.
     Gt200,
-    /// Accesses coalesce when they differ only in address bits `lo..=hi` (seed 004 §4).
+    /// Accesses coalesce when they differ only in address bits `lo..=hi` (Hadidi 2015 §4).
     Bits { lo: u8, hi: u8 },
 }
 
@@ -299,10 +300,10 @@ impl Coalescing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum IssuePolicy {
-    /// Loose round-robin: each ready warp issues one instruction in turn (seed 000 §5.3.3).
+    /// Loose round-robin: each ready warp issues one instruction in turn (Crawford 2014 §5.3.3).
     #[default]
     RoundRobin,
-    /// A warp runs until it finishes or reaches a barrier, then the next one in order (seed 000 §5.2.2).
+    /// A warp runs until it finishes or reaches a barrier, then the next one in order (Crawford 2014 §5.2.2).
     Sequential,
     /// A random ready warp each time (seeded).
     Random,
@@ -339,7 +340,7 @@ impl IssuePolicy {
 #[serde(default)]
 pub struct ScheduleConfig {
     pub policy: IssuePolicy,
-    /// Threads per warp; 1 gives the per-thread policies of seed 000 §5.2.
+    /// Threads per warp; 1 gives the per-thread policies of Crawford 2014 §5.2.
     pub warp_size: u32,
     /// Warps per fetch group for [`IssuePolicy::TwoLevel`].
     pub fetch_group: u32,
@@ -411,7 +412,7 @@ impl GpuConfig {
     }
 }
 
-/// The GPU timing model of seed 001 §4.2-4.7 (see `docs/model.md`, "Timing mode").
+/// The GPU timing model of Nugteren et al. 2014 §4.2-4.7 (see `docs/model.md`, "Timing mode").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TimingConfig {
@@ -680,9 +681,10 @@ pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), String> {
             c.cache.sector_bytes = c.cache.line_bytes;
             c.coalescing = Coalescing::Line;
             c.schedule.warp_size = 32;
-            // One core, 8 CTAs and 1536 threads at a time; it has no warp limit.
+            // One core, 8 CTAs and 1536 threads at a time. It has no warp limit: 64 never
+            // binds (8 CTAs of at most 192 threads, or fewer larger ones: at most 56 warps).
             c.gpu = GpuConfig {
-                max_warps_per_sm: 1536,
+                max_warps_per_sm: 64,
                 ..GpuConfig::default()
             };
             Ok(())

@@ -2,7 +2,7 @@
 //! order each thread executes them, barriers included, so no GPU is needed.
 //!
 //! Instruction ids are declared in program order; the dynamic instance of an access inside a
-//! loop is the loop iteration (seed 000 §4.4), 0 outside loops. Only global-memory accesses
+//! loop is the loop iteration (Crawford 2014 §4.4), 0 outside loops. Only global-memory accesses
 //! are traced (shared-memory traffic of tiled kernels is not an L1 access).
 
 mod kernels;
@@ -31,7 +31,7 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "matmul",
-        description: "naive matrix multiplication (seed 000 listing 7.1)",
+        description: "naive matrix multiplication (Crawford 2014 listing 7.1)",
         params: "n=64 block=16,16",
     },
     KernelInfo {
@@ -41,7 +41,7 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "transpose",
-        description: "naive matrix transpose (seed 000 listing 7.2)",
+        description: "naive matrix transpose (Crawford 2014 listing 7.2)",
         params: "width=64 height=64 block=16,16",
     },
     KernelInfo {
@@ -51,7 +51,7 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "stencil3d",
-        description: "3-D 7-point Jacobi stencil (seed 000 listing 7.3)",
+        description: "3-D 7-point Jacobi stencil (Crawford 2014 listing 7.3)",
         params: "nx=18 ny=18 nz=10 block=16,4,1",
     },
     KernelInfo {
@@ -61,7 +61,7 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "column-copy",
-        description: "each thread copies one row: column-wise warp accesses (seed 001 fig. 3)",
+        description: "each thread copies one row: column-wise warp accesses (Nugteren et al. 2014 fig. 3)",
         params: "threads=256 width=1024",
     },
     KernelInfo {

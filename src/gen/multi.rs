@@ -1,4 +1,4 @@
-//! Multi-launch kernels, for the communication analysis (seed 002 table 6.1): an iterative
+//! Multi-launch kernels, for the communication analysis (Rieber 2017 table 6.1): an iterative
 //! 2-D stencil (hotspot-like), a two-step histogram, a tiled n-body and BFS by levels. Each
 //! is a series of launches that pass data through global memory.
 

@@ -1,4 +1,4 @@
-//! Exact reuse distances at line granularity (seed 001 §3.3): the number of distinct lines
+//! Exact reuse distances at line granularity (Nugteren et al. 2014 §3.3): the number of distinct lines
 //! referenced between two uses of a line, for the whole cache and per set.
 //!
 //! One pass, O(log N) per request: every line keeps one mark at the time of its last use (see

@@ -1,7 +1,7 @@
 //! Scheduling: the order in which warp instructions reach each SM's L1.
 //!
 //! - CTAs go to SMs round-robin until every SM is full (CTA, thread and warp limits); after
-//!   that a waiting CTA starts on the SM where one finishes (seed 001 §4.1). SMs advance in
+//!   that a waiting CTA starts on the SM where one finishes (Nugteren et al. 2014 §4.1). SMs advance in
 //!   lock-step, one warp instruction each per round, so "finishes first" is well defined.
 //! - Threads form warps of `warp_size` consecutive linear thread ids within a CTA. A warp's
 //!   next instruction groups the next access of each thread that shares the smallest
@@ -12,7 +12,7 @@
 //!   CTA barrier: a warp whose live threads all wait at a barrier stalls until every warp of
 //!   its CTA has arrived or finished.
 //! - The issue policy picks among ready warps ([`IssuePolicy`]). With `warp_size = 1` the
-//!   policies are the per-thread ones of seed 000 §5.2.
+//!   policies are the per-thread ones of Crawford 2014 §5.2.
 //!
 //! Kernels whose rows are already in issue order ([`Order::Issued`]) are replayed as they
 //! are: consecutive rows of one warp with the same instruction and instance form one warp

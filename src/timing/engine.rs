@@ -28,7 +28,7 @@ pub enum Status {
     Cancelled,
 }
 
-/// One issue attempt of a request (the columns of seed 001's tables 3-5).
+/// One issue attempt of a request (the columns of Nugteren et al.'s (2014) tables 3-5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimedRequest {
     pub time: u64,

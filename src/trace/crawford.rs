@@ -1,4 +1,4 @@
-//! Seed 000's OpenCL traces (Crawford 2014, listing 5.1):
+//! Crawford's (2014) OpenCL traces (Crawford 2014, listing 5.1):
 //!
 //! ```text
 //! local size:16 16 1
@@ -139,7 +139,7 @@ impl Exec {
     }
 }
 
-/// Reads a seed 000 trace; each `--`-terminated execution becomes a kernel.
+/// Reads a Crawford 2014 trace; each `--`-terminated execution becomes a kernel.
 pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
     let mut lines = Lines::new(r);
     let io = |e| TraceError::io(file, e);
@@ -282,7 +282,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
 mod tests {
     use super::*;
 
-    /// Listing 5.1 of seed 000 plus the end marker.
+    /// Listing 5.1 of Crawford 2014 plus the end marker.
     const LISTING: &str = "local size:16 16 1\n0x9CAE000F0000319|0x0|0x10000000000\n0x9CAE000F0000319|0x10|0x10000000000\n0x9CBB000F000031A|0x0|0x10000000000\n0x9CBB040F000031A|0x10|0x10000000000\n0x9CAE004F0000319|0x0|0x20000000000\n0x9CAE004F0000319|0x10|0x20000000000\n0x9CBB1C0F000031A|0x0|0x20000000000\n0x9CBB200F000031A|0x10|0x20000000000\n0x1|0x10|0x0\n--\n";
 
     #[test]

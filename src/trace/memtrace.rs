@@ -1,6 +1,6 @@
-//! cuda-memtrace binary traces (the tracer of seed 002), in both layouts:
+//! cuda-memtrace binary traces (the tracer of Rieber 2017), in both layouts:
 //!
-//! - **thesis** (seed 002 §5.1.2): a first byte giving the record size (24) and a LF, a kernel
+//! - **thesis** (Rieber 2017 §5.1.2): a first byte giving the record size (24) and a LF, a kernel
 //!   name line, then 24-byte records; an all-zero record ends the kernel and the next kernel's
 //!   name line (or the end of the file) follows.
 //! - **later**: 10 magic bytes, `0x19` or `0x1a` then `CUDATRACE`; `0x00` + u16 length + name

@@ -2,7 +2,7 @@
 //!
 //! `model` holds the in-memory columns; `text` and `binary` are Warpscope's own formats
 //! (specified in `docs/trace-format.md`); the other modules import the formats people have:
-//! Accel-Sim, NVBit `mem_trace`, cuda-memtrace, seed 000 (Crawford), seed 001 (Nugteren),
+//! Accel-Sim, NVBit `mem_trace`, cuda-memtrace, Crawford 2014, Nugteren et al. 2014,
 //! Dinero IV, and CSV/Parquet tables. `source` undoes gzip/zstd/xz compression while streaming.
 
 pub mod accelsim;
@@ -100,15 +100,15 @@ pub enum Format {
     Binary,
     /// Dinero IV traditional or extended `din` text.
     Din,
-    /// Seed 001's `.trc` format (`blocksize: X Y Z`, then `tid dir addr bytes`).
+    /// Nugteren et al.'s (2014) `.trc` format (`blocksize: X Y Z`, then `tid dir addr bytes`).
     Nugteren,
     /// Accel-Sim tracer output: `kernelslist.g` plus `kernel-N.traceg`, or one `.traceg`.
     AccelSim,
     /// NVBit's `mem_trace` tool output (`MEMTRACE: ` lines).
     NvBit,
-    /// cuda-memtrace binary `.trc` (seed 002), thesis or later layout.
+    /// cuda-memtrace binary `.trc` (Rieber 2017), thesis or later layout.
     MemTrace,
-    /// Seed 000's OpenCL traces (`local size:` header, `addr-type-inst|tid|loop` records).
+    /// Crawford's (2014) OpenCL traces (`local size:` header, `addr-type-inst|tid|loop` records).
     Crawford,
     /// A table with documented columns, read through polars.
     Csv,

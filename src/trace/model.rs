@@ -5,7 +5,7 @@
 //! 10^8 accesses fit in memory and the scheduler's hot loops walk contiguous data.
 //!
 //! Two orderings exist: per-thread program order with no global order ([`Order::PerThread`],
-//! seeds 000 and 001, our generators) and an order already fixed by the source
+//! Crawford 2014 and Nugteren et al. 2014, our generators) and an order already fixed by the source
 //! ([`Order::Issued`], e.g. Dinero traces, which are replayed in file order).
 
 use super::memory;

@@ -1,4 +1,4 @@
-//! Seed 001's trace format (the `.trc` files of Nugteren et al.'s released GPU cache model):
+//! Nugteren et al.'s (2014) trace format (the `.trc` files of Nugteren et al.'s released GPU cache model):
 //!
 //! ```text
 //! blocksize: 16 16 1

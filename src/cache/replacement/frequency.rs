@@ -1,4 +1,4 @@
-//! Least / most frequently used (seed 000 ch. 6): a use count per line, reset when the line
+//! Least / most frequently used (Crawford 2014 ch. 6): a use count per line, reset when the line
 //! is filled. Ties go to the line filled earliest.
 
 #[derive(Clone, Debug)]
