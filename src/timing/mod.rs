@@ -22,6 +22,7 @@
 //! chooses; `--compat gpu-cache-model` sets them all to the released model's.
 
 mod engine;
+mod issue;
 mod streams;
 mod warps;
 

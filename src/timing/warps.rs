@@ -92,14 +92,17 @@ impl<'s> Warps<'s> {
 
     pub fn leave(&mut self, gw: u32) {
         self.last_step[gw as usize] = false;
-        self.take_a_step = false;
-        self.rejoin(gw);
-        self.take_a_step = true;
+        self.enter(gw, false);
     }
 
     /// The warp enters its deferred state: queue it, or count it at its CTA's barrier or as
     /// done; release the barrier when the whole CTA has arrived.
     pub fn rejoin(&mut self, gw: u32) {
+        self.enter(gw, self.take_a_step);
+    }
+
+    /// [`Warps::rejoin`]; a finished warp is queued for a last step if `last_step`.
+    fn enter(&mut self, gw: u32, last_step: bool) {
         let wpc = self.streams.wpc;
         let mut work = vec![gw];
         while let Some(gw) = work.pop() {
@@ -110,7 +113,7 @@ impl<'s> Warps<'s> {
                     continue;
                 }
                 BARRIER => self.cta_bar[cta] += 1,
-                _ if self.take_a_step => {
+                _ if last_step => {
                     self.last_step[gw as usize] = true;
                     self.fifo.push_back(gw);
                     continue;
