@@ -188,6 +188,38 @@ fn warp_return_a_waiting_warp_issues_when_its_data_arrives_or_a_step_later() {
 }
 
 #[test]
+fn warp_return_warps_returning_together_rejoin_in_waiting_order_or_by_warp_number() {
+    // Three one-thread warps, miss latency 3, hit latency 1: warp 0's second load hits, so
+    // it waits 1 step and returns together with a warp that waited since earlier.
+    let k = kernel(
+        "kernel k grid=1 block=3\n\
+         0 0 i 0 ld 0x00 4\n0 0 i 1 ld 0x00 4\n0 0 i 2 ld 0x40 4\n\
+         0 1 i 0 ld 0x10 4\n0 1 i 1 ld 0x50 4\n\
+         0 2 i 0 ld 0x20 4\n0 2 i 1 ld 0x60 4\n",
+    );
+    let order = |rule| {
+        let mut c = cfg(64, 1, 3, rule);
+        c.timing.as_mut().unwrap().hit_latency = 1;
+        trace_requests(&c, &k)
+            .unwrap()
+            .iter()
+            .map(|r| (r.time, r.warp))
+            .collect::<Vec<_>>()
+    };
+    // Ours: at time 4 warps 1 (waiting since time 1) and 0 (since 3) return, in that order.
+    assert_eq!(
+        order(None),
+        vec![(0, 0), (1, 1), (2, 2), (3, 0), (4, 1), (5, 0), (6, 2)]
+    );
+    // Released: a step later; at time 6 warps 2 (waiting since 2) and 0 (since 4) return,
+    // warp 0 first.
+    assert_eq!(
+        order(Some(("warp-return", "step-after-by-warp-id"))),
+        vec![(0, 0), (1, 1), (2, 2), (4, 0), (5, 1), (6, 0), (7, 2)]
+    );
+}
+
+#[test]
 fn finished_warps_leave_or_take_one_more_step() {
     // One CTA at a time, miss latency 0: under take-a-step each finished warp costs a step
     // before the next CTA can start.
