@@ -706,3 +706,45 @@ fn the_released_model_button_reproduces_it_and_the_app_matches_the_library() {
         config::TimingRules::default()
     );
 }
+
+#[test]
+fn reuse_markers_put_a_distance_equal_to_the_capacity_on_the_miss_side() {
+    use warpscope::app::views::{distance_bin_x, limit_x};
+    use warpscope::reuse::Histogram;
+    // Every distance 0..4096 once, in log bins [0,1) [1,2) [2,4) ...
+    let bins = Histogram {
+        counts: vec![1; 4096],
+        infinite: 0,
+    }
+    .log2_bins();
+    for limit in 1..=2048u64 {
+        let x = limit_x(limit);
+        for b in &bins {
+            let centre = distance_bin_x(b.lo);
+            if b.hi <= limit {
+                // Only hits in this bin: left of the marker.
+                assert!(
+                    centre < x,
+                    "limit {limit}: bin {}..{} at {centre} vs {x}",
+                    b.lo,
+                    b.hi
+                );
+            } else if b.lo >= limit {
+                // Only misses (a distance equal to the limit misses): right of it.
+                assert!(
+                    centre > x,
+                    "limit {limit}: bin {}..{} at {centre} vs {x}",
+                    b.lo,
+                    b.hi
+                );
+            } else {
+                // The bin holds both: the marker lies inside it.
+                assert!((centre - 0.5..centre + 0.5).contains(&x), "limit {limit}");
+            }
+        }
+    }
+    // The cases: 64 lines between the 32..64 and 64..128 bins, 4 ways between 2..4
+    // and 4..8.
+    assert_eq!(limit_x(64), 6.5);
+    assert_eq!(limit_x(4), 2.5);
+}

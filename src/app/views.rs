@@ -479,6 +479,26 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
 }
 
 /// Reuse-distance histogram (log bins) with the capacity marked, and the miss-rate curve.
+/// x of the reuse-distance bin `[lo, 2 lo)` (bin `[0, 1)` at 0): one unit per bin.
+pub fn distance_bin_x(lo: u64) -> f64 {
+    if lo == 0 {
+        0.0
+    } else {
+        (lo as f64).log2() + 1.0
+    }
+}
+
+/// x of the boundary between distances below `limit` (hits in a cache of `limit` lines or
+/// ways) and the rest: the edge between two bins when `limit` is a power of two, otherwise
+/// inside the bin that holds both, in proportion.
+pub fn limit_x(limit: u64) -> f64 {
+    if limit == 0 {
+        return -0.5;
+    }
+    let lo = 1u64 << (63 - limit.leading_zeros());
+    distance_bin_x(lo) - 0.5 + (limit - lo) as f64 / lo as f64
+}
+
 pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     let Some(r) = &d.report.reuse else {
         empty(
@@ -496,13 +516,7 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         r.infinite,
         r.distinct_lines
     ));
-    let bin_x = |lo: u64| {
-        if lo == 0 {
-            0.0
-        } else {
-            (lo as f64).log2() + 1.0
-        }
-    };
+    let bin_x = distance_bin_x;
     let bars = |bins: &[crate::reuse::LogBin], colour: Color32, name: &str| {
         BarChart::new(
             name,
@@ -527,8 +541,9 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
             format!("{}", 1u64 << (m.value as u32 - 1).min(62))
         }
     };
-    let cap = bin_x(lines.max(1)) + 0.5;
-    let way_mark = bin_x(ways.max(1) as u64) + 0.5;
+    // A distance equal to the capacity (or the associativity) misses under LRU.
+    let cap = limit_x(lines);
+    let way_mark = limit_x(ways as u64);
     let histogram = |ui: &mut Ui,
                      id: &str,
                      height: f32,

@@ -15,7 +15,8 @@ pub use params::GenError;
 use crate::trace::Trace;
 use params::Params;
 
-/// A built-in kernel: name, one-line description, parameters with defaults.
+/// A built-in kernel: name, one-line description, parameters with defaults (`params` is what
+/// the app pre-fills, so it must parse as it stands).
 #[derive(Clone, Copy, Debug)]
 pub struct KernelInfo {
     pub name: &'static str,
@@ -86,8 +87,8 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "bfs",
-        description: "one BFS frontier expansion on a seeded random graph",
-        params: "nodes=2048 degree=8 frontier=25 (percent) block=128 seed=1",
+        description: "one BFS frontier expansion on a seeded random graph (frontier: percent of the nodes)",
+        params: "nodes=2048 degree=8 frontier=25 block=128 seed=1",
     },
     KernelInfo {
         name: "hotspot",
@@ -106,8 +107,8 @@ pub const KERNELS: [KernelInfo; 17] = [
     },
     KernelInfo {
         name: "bfs-levels",
-        description: "BFS from node 0 by levels on a seeded random graph, two launches per level (multi-launch)",
-        params: "nodes=4096 degree=4 levels=64 (at most) block=128 seed=1",
+        description: "BFS from node 0 by levels on a seeded random graph, two launches per level, at most `levels` levels (multi-launch)",
+        params: "nodes=4096 degree=4 levels=64 block=128 seed=1",
     },
 ];
 
@@ -170,6 +171,21 @@ mod tests {
         for k in KERNELS {
             let t = generate(k.name, &[]).unwrap_or_else(|e| panic!("{}: {e}", k.name));
             assert!(t.kernels[0].memory_accesses() > 0, "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn the_listed_defaults_parse_and_generate_as_written() {
+        for k in KERNELS {
+            let words: Vec<String> = k.params.split_whitespace().map(String::from).collect();
+            let pairs = parse_pairs(&words).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            let t = generate(k.name, &pairs).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            assert_eq!(
+                t,
+                generate(k.name, &[]).unwrap(),
+                "{}: defaults differ",
+                k.name
+            );
         }
     }
 
