@@ -748,3 +748,34 @@ fn reuse_markers_put_a_distance_equal_to_the_capacity_on_the_miss_side() {
     assert_eq!(limit_x(64), 6.5);
     assert_eq!(limit_x(4), 2.5);
 }
+
+#[test]
+fn an_empty_or_binary_file_is_an_error_that_keeps_the_current_trace() {
+    let dir = std::env::temp_dir().join(format!("warpscope-undetectable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.trc");
+    std::fs::write(&empty, b"").unwrap();
+    let noise = dir.join("noise.bin");
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&noise, &bytes).unwrap();
+    let mut h = harness(app("vecadd", "n=64"));
+    settle(&mut h);
+    for (path, expect) in [(&empty, "empty"), (&noise, "binary bytes `\\x")] {
+        h.state_mut().open(path.clone());
+        let start = Instant::now();
+        while !matches!(h.state().status, warpscope::app::Status::Error(_)) {
+            h.step();
+            assert!(start.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let warpscope::app::Status::Error(e) = h.state().status.clone() else {
+            unreachable!()
+        };
+        assert!(e.contains(expect), "{e}");
+        assert!(!e.contains('\u{fffd}'), "raw bytes in {e}");
+        assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -272,3 +272,31 @@ fn tables_round_trip_through_csv_and_parquet() {
     assert!(e.contains("bad.csv: line 5") && e.contains("size"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn empty_binary_and_kernel_less_files_are_errors_that_show_bytes_escaped() {
+    let dir = temp("undetectable");
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("empty.trc", b"", "the file is empty"),
+        (
+            "noise.bin",
+            b"\x00\x9f\xd3binary\xff\xfe",
+            "binary bytes `\\x00\\x9f\\xd3binary",
+        ),
+        ("comments.wst", b"# only a comment\n", "no kernel found"),
+        ("bad.din", b"r 0 zz\xff\n", "found `zz\\xff`"),
+    ];
+    for (name, bytes, expect) in cases {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let format = name.ends_with(".din").then_some(Format::Din);
+        let opts = ReadOptions {
+            format,
+            allow_truncated: false,
+        };
+        let e = trace::load(&p, opts, &|s| s).unwrap_err().to_string();
+        assert!(e.contains(expect), "{name}: {e}");
+        assert!(!e.contains('\u{fffd}'), "{name}: raw bytes in {e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

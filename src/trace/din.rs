@@ -285,12 +285,14 @@ fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
     Ok(Some((label as u8, addr & !3, 4)))
 }
 
+/// The next whitespace-delimited field, for an error message: at most 40 bytes, with bytes
+/// that are not printable ASCII escaped (`\xff`), so a binary file shows as bytes.
 fn field(s: &[u8]) -> String {
     let end = s
         .iter()
         .position(|c| c.is_ascii_whitespace())
         .unwrap_or(s.len());
-    String::from_utf8_lossy(&s[..end.min(40)]).into_owned()
+    s[..end.min(40)].escape_ascii().to_string()
 }
 
 #[cfg(test)]

@@ -146,6 +146,10 @@ impl Format {
             Format::Parquet => "parquet",
         }
     }
+    /// A line-oriented text format (detection falls back to these).
+    pub fn is_text(self) -> bool {
+        !matches!(self, Format::Binary | Format::MemTrace | Format::Parquet)
+    }
     pub fn from_name(s: &str) -> Option<Self> {
         match s {
             "text" | "wst" => Some(Format::Text),
@@ -273,10 +277,28 @@ pub fn load_watched(
     let compression = opened.compression;
     let (head, reader) = source::peek(opened.reader, 8192).map_err(|e| TraceError::io(&name, e))?;
     let detected = opts.format.is_none();
+    if head.is_empty() && dir_format.is_none() {
+        return Err(TraceError::parse(
+            &name,
+            Location::Byte(0),
+            "the file is empty: expected a trace",
+        ));
+    }
     let format = opts
         .format
         .or(dir_format)
         .unwrap_or_else(|| detect_with_extension(&head, &path));
+    if detected && dir_format.is_none() && format.is_text() && looks_binary(&head) {
+        let shown: String = head[..head.len().min(16)].escape_ascii().to_string();
+        return Err(TraceError::parse(
+            &name,
+            Location::Byte(0),
+            format!(
+                "not a trace format Warpscope recognises: the file starts with binary bytes \
+                 `{shown}` (give --format if it is one)"
+            ),
+        ));
+    }
     let ctx = Ctx {
         file: &name,
         path: &path,
@@ -291,6 +313,16 @@ pub fn load_watched(
         Err(e) if opts.allow_truncated => Some(e),
         Err(e) => return Err(e),
     };
+    if truncated.is_none() && trace.kernels.is_empty() {
+        return Err(TraceError::parse(
+            &name,
+            Location::Byte(0),
+            format!(
+                "no kernel found: expected a trace ({} format)",
+                format.name()
+            ),
+        ));
+    }
     Ok(Loaded {
         trace,
         format,
@@ -373,6 +405,21 @@ fn read_into<R: std::io::BufRead>(
             ))
         }
     }
+}
+
+/// Whether the first bytes look like binary data rather than text: a NUL byte, or more than
+/// one in twenty bytes that is a control character or not UTF-8.
+fn looks_binary(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(4096)];
+    if head.contains(&0) {
+        return true;
+    }
+    let text = String::from_utf8_lossy(head);
+    let odd = text
+        .chars()
+        .filter(|&c| c == char::REPLACEMENT_CHARACTER || (c.is_control() && !c.is_whitespace()))
+        .count();
+    odd * 20 > text.chars().count()
 }
 
 /// A CSV header line naming an `address` column.
