@@ -779,3 +779,38 @@ fn an_empty_or_binary_file_is_an_error_that_keeps_the_current_trace() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn enter_in_the_parameters_generates_and_reverting_every_change_drops_edited() {
+    let mut h = harness(app("vecadd", "n=64"));
+    settle(&mut h);
+    // Enter in the parameter field generates, as the button does.
+    h.get_by_label("Parameters").focus();
+    h.step();
+    h.state_mut().settings.generator_params = "n=128".into();
+    h.key_press(egui::Key::Enter);
+    h.run_steps(2);
+    settle(&mut h);
+    assert!(trace_label(&h).contains("n=128"), "{}", trace_label(&h));
+    // Direct mapped, then back to 4 ways: the preset is no longer "(edited)".
+    let preset = |h: &Harness<'static, WarpscopeApp>| h.state().settings.panes[0].0.clone();
+    let start = preset(&h);
+    click(&mut h, "Ways");
+    click(&mut h, "direct mapped");
+    assert_eq!(preset(&h), format!("{start} (edited)"));
+    click(&mut h, "Ways");
+    click(&mut h, "4-way");
+    assert_eq!(preset(&h), start);
+}
+
+#[test]
+fn a_store_miss_under_write_no_allocate_says_why_in_its_hover() {
+    use warpscope::app::data::Outcome;
+    use warpscope::app::views::store_note;
+    use warpscope::config::WritePolicy;
+    let note = store_note(true, Outcome::Capacity, WritePolicy::Wtna).unwrap();
+    assert!(note.contains("never allocates"), "{note}");
+    assert!(store_note(false, Outcome::Capacity, WritePolicy::Wtna).is_none());
+    assert!(store_note(true, Outcome::Hit, WritePolicy::Wtna).is_none());
+    assert!(store_note(true, Outcome::Capacity, WritePolicy::Wbwa).is_none());
+}

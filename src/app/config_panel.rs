@@ -66,12 +66,15 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
             "Compute exact reuse distances and the miss-rate curve (costs some speed)",
         );
     });
-    if *c != before
-        && preset_differs(preset, c)
-        && !preset.ends_with(" (edited)")
-        && !preset.is_empty()
-    {
-        preset.push_str(" (edited)");
+    // "(edited)" while the configuration differs from its preset, gone again when every
+    // change is reverted.
+    let base = preset.trim_end_matches(" (edited)").to_string();
+    if *c != before && !base.is_empty() {
+        *preset = if preset_differs(&base, c) {
+            format!("{base} (edited)")
+        } else {
+            base
+        };
     }
     *c != before
 }

@@ -729,10 +729,12 @@ impl WarpscopeApp {
                     ui.label(RichText::new(k.description).weak());
                 }
                 let l = ui.label("Parameters");
-                ui.text_edit_singleline(&mut self.settings.generator_params)
+                let field = ui
+                    .text_edit_singleline(&mut self.settings.generator_params)
                     .labelled_by(l.id)
-                    .on_hover_text("key=value pairs separated by spaces");
-                if ui.button("Generate").clicked() {
+                    .on_hover_text("key=value pairs separated by spaces; Enter generates");
+                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                if ui.button("Generate").clicked() || entered {
                     self.actions.push(Action::Generate);
                 }
             });

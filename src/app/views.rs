@@ -450,6 +450,9 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
             },
         );
         kv("result", p.outcome(i).name().to_string());
+        if let Some(note) = store_note(p.is_write(i), p.outcome(i), d.config.cache.write_policy) {
+            kv("why", note.into());
+        }
         kv("kernel", kernel.map(|k| k.name.clone()).unwrap_or_default());
         kv("instruction", inst);
         kv("CTA", cta);
@@ -479,6 +482,20 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
 }
 
 /// Reuse-distance histogram (log bins) with the capacity marked, and the miss-rate curve.
+/// Why a store missed, where the reuse distance alone would mislead: under write-through,
+/// no-allocate a store never brings its line in, so it misses whenever no load did.
+pub fn store_note(
+    write: bool,
+    outcome: Outcome,
+    policy: crate::config::WritePolicy,
+) -> Option<&'static str> {
+    (write && outcome != Outcome::Hit && policy == crate::config::WritePolicy::Wtna).then_some(
+        "a store never allocates (write-through, no-allocate): it misses unless a load \
+         brought the line in, whatever its reuse distance; the class is Dinero IV's, from the \
+         fully associative cache of the same size",
+    )
+}
+
 /// x of the reuse-distance bin `[lo, 2 lo)` (bin `[0, 1)` at 0): one unit per bin.
 pub fn distance_bin_x(lo: u64) -> f64 {
     if lo == 0 {
