@@ -814,3 +814,35 @@ fn a_store_miss_under_write_no_allocate_says_why_in_its_hover() {
     assert!(store_note(true, Outcome::Hit, WritePolicy::Wtna).is_none());
     assert!(store_note(true, Outcome::Capacity, WritePolicy::Wbwa).is_none());
 }
+
+#[test]
+fn the_address_axis_and_the_access_count_cover_only_what_reaches_the_l1() {
+    // The Accel-Sim matrixmul sample: 3072 global accesses (what `sim` reports) among
+    // shared-memory accesses and barriers at low addresses.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/accelsim-matrixmul");
+    let loaded = warpscope::trace::load(&path, Default::default(), &|s| s).unwrap();
+    let d = warpscope::app::data::TraceData::new(loaded.trace, "m".into(), None, None);
+    let cfg = config::preset("fermi-16k").unwrap();
+    let r = warpscope::sim::run(&cfg, &d.trace, &mut warpscope::sim::NoObserver).unwrap();
+    assert_eq!(d.accesses, r.totals.accesses);
+    assert_eq!(d.accesses, 3072);
+    // No phantom band from address 0: every segment starts where global data does.
+    let lowest = d.segments.ranges.iter().map(|r| r.0).min().unwrap();
+    assert!(lowest >= 0x2000, "lowest segment at {lowest:#x}");
+}
+
+#[test]
+fn address_ticks_fall_on_round_hexadecimal_addresses() {
+    use warpscope::app::data::Segments;
+    let segs = Segments::from_addresses([0x1000_0123u64, 0x1003_4567].into_iter());
+    let (lo, hi) = (0.0, segs.height());
+    let marks = segs.hex_marks(lo, hi, 1000.0);
+    assert!(marks.len() >= 4, "{marks:?}");
+    for &(y, step) in &marks {
+        assert!(step.is_power_of_two() && step >= 1024, "step {step}");
+        let a = segs.addr(y).expect("a mark inside a segment");
+        assert_eq!(a % 1024, 0, "{a:#x} is not round");
+        assert_eq!(a % step, 0, "{a:#x} not a multiple of its step {step}");
+    }
+}

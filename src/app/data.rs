@@ -189,6 +189,34 @@ impl Segments {
             (off >= 0.0 && off < (hi - lo) as f64).then(|| lo + off as u64)
         })
     }
+    /// Grid marks of the address axis between `lo` and `hi` (axis values): addresses that are
+    /// multiples of a power-of-two step of at least `min_step`, so their hex labels are round,
+    /// as (axis value, step). Steps of 4 and 16 times the smallest mark the thicker lines.
+    pub fn hex_marks(&self, lo: f64, hi: f64, min_step: f64) -> Vec<(f64, u64)> {
+        let step = (min_step.max(1.0).ceil() as u64).next_power_of_two();
+        let mut marks = Vec::new();
+        for &(a0, a1, y0) in &self.ranges {
+            let y1 = y0 + (a1 - a0) as f64;
+            if y1 < lo || y0 > hi {
+                continue;
+            }
+            let first = a0 + (lo - y0).max(0.0) as u64;
+            let last = (a0 + (hi - y0).max(0.0) as u64).min(a1.saturating_sub(1));
+            let mut a = first.div_ceil(step).saturating_mul(step);
+            while a <= last && marks.len() < 1000 {
+                let size = [step * 16, step * 4, step]
+                    .into_iter()
+                    .find(|&s| a % s == 0)
+                    .unwrap_or(step);
+                marks.push((y0 + (a - a0) as f64, size));
+                a = match a.checked_add(step) {
+                    Some(n) => n,
+                    None => break,
+                };
+            }
+        }
+        marks
+    }
     /// The top of the axis.
     pub fn height(&self) -> f64 {
         self.ranges
@@ -205,19 +233,26 @@ pub struct TraceData {
     pub label: String,
     pub path: Option<PathBuf>,
     pub format: Option<Format>,
+    /// The address segments of the accesses that reach the L1 (global and local memory).
     pub segments: Segments,
+    /// Accesses that reach the L1 (shared-memory, constant and texture accesses and barriers
+    /// are in the trace but not here).
     pub accesses: u64,
 }
 
 impl TraceData {
     pub fn new(trace: Trace, label: String, path: Option<PathBuf>, format: Option<Format>) -> Self {
-        let segments = Segments::from_addresses(
-            trace
-                .kernels
-                .iter()
-                .flat_map(|k| k.columns().addr.iter().copied()),
-        );
-        let accesses = trace.total_accesses() as u64;
+        let l1_addresses = || {
+            trace.kernels.iter().flat_map(|k| {
+                let c = k.columns();
+                c.addr.iter().zip(&c.flags).filter_map(|(&a, &f)| {
+                    let (kind, space) = crate::trace::model_flags(f);
+                    (kind != crate::trace::AccessKind::Barrier && space.reaches_l1()).then_some(a)
+                })
+            })
+        };
+        let segments = Segments::from_addresses(l1_addresses());
+        let accesses = l1_addresses().count() as u64;
         TraceData {
             trace,
             label,

@@ -329,7 +329,7 @@ impl WarpscopeApp {
             match outcome {
                 Outcome::Loaded(t) => {
                     self.status = Status::Info(format!(
-                        "{}: {} kernel(s), {} accesses{}",
+                        "{}: {} kernel(s), {} global/local accesses{}",
                         t.label,
                         t.trace.kernels.len(),
                         t.accesses,
@@ -668,7 +668,7 @@ impl WarpscopeApp {
             Some(t) => {
                 ui.label(RichText::new(&t.label).strong());
                 ui.label(format!(
-                    "{} kernel(s), {} accesses",
+                    "{} kernel(s), {} global/local accesses",
                     t.trace.kernels.len(),
                     t.accesses
                 ));

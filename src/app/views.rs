@@ -116,6 +116,7 @@ pub fn address(
     let n = p.len();
     let segs = &trace.segments;
     let segs_fmt = segs.clone();
+    let segs_marks = segs.clone();
     let legend_note = if p.dropped > 0 {
         format!(" (first {n} of {} requests)", n as u64 + p.dropped)
     } else {
@@ -159,6 +160,17 @@ pub fn address(
         .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
             Some(a) => hex(a),
             None => String::new(),
+        })
+        // Ticks at round hexadecimal addresses (the labels are hex).
+        .y_grid_spacer(move |g| {
+            segs_marks
+                .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
+                .into_iter()
+                .map(|(value, step)| egui_plot::GridMark {
+                    value,
+                    step_size: step as f64,
+                })
+                .collect()
         })
         .y_axis_min_width(80.0)
         .include_x(0.0)
