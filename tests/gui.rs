@@ -8,65 +8,11 @@ use std::time::{Duration, Instant};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use warpscope::app::worker::{Job, Outcome, Worker};
-use warpscope::app::{Settings, Startup, WarpscopeApp};
+use warpscope::app::WarpscopeApp;
 use warpscope::config;
 
-fn app(kernel: &str, params: &str) -> WarpscopeApp {
-    let mut a = WarpscopeApp::new(
-        Settings::default(),
-        Startup {
-            file: None,
-            fresh: true,
-            generator: Some((kernel.into(), params.into())),
-        },
-        Arc::new(|| {}),
-    );
-    a.in_app_dialogs = true;
-    a
-}
-
-fn trace_label(h: &Harness<'static, WarpscopeApp>) -> String {
-    h.state().trace.as_ref().expect("a trace").label.clone()
-}
-
-fn harness(a: WarpscopeApp) -> Harness<'static, WarpscopeApp> {
-    Harness::builder()
-        .with_size([1400.0, 900.0])
-        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), a)
-}
-
-/// Steps the UI until every job is done and every pane has a fresh result.
-fn settle(h: &mut Harness<'static, WarpscopeApp>) {
-    let start = Instant::now();
-    loop {
-        h.step();
-        let s = h.state();
-        if s.idle() && s.trace.is_some() && s.panes.iter().all(|p| p.result.is_some() && !p.stale) {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the app did not settle"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    h.step();
-}
-
-/// Clicks the node labelled `label` and lets the UI react (menus and combo boxes open on the
-/// next frame).
-fn click(h: &mut Harness<'static, WarpscopeApp>, label: &str) {
-    h.get_by_label(label).click();
-    h.run_steps(3);
-}
-
-fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
-    h.state().panes[pane]
-        .result
-        .as_ref()
-        .map(|r| r.report.miss_rate)
-        .expect("a result")
-}
+mod support;
+use support::*;
 
 #[test]
 fn start_pick_a_generator_change_associativity_and_see_the_miss_rate_change() {
@@ -204,34 +150,6 @@ fn a_bad_trace_file_shows_the_file_line_and_reason_in_the_status_bar() {
 }
 
 // The worker protocol, without a window.
-
-fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data::TraceData> {
-    let pairs: Vec<(String, String)> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
-}
-
-/// Runs one simulation on a worker and returns its result.
-fn simulate(
-    t: Arc<warpscope::app::data::TraceData>,
-    cfg: config::SimConfig,
-) -> Arc<warpscope::app::data::SimData> {
-    let mut w = Worker::new(Arc::new(|| {}));
-    w.submit(
-        "sim",
-        Job::Simulate {
-            pane: 0,
-            config: cfg,
-            trace: t,
-        },
-    );
-    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
-        Outcome::Simulated { data, .. } => data,
-        _ => panic!("expected a result"),
-    }
-}
 
 #[test]
 fn worker_reports_progress_and_cancels() {
@@ -553,19 +471,6 @@ fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
 }
 
 /// Steps the UI until `done` holds (work on the worker), then a few frames more.
-fn step_until(
-    h: &mut Harness<'static, WarpscopeApp>,
-    what: &str,
-    done: impl Fn(&WarpscopeApp) -> bool,
-) {
-    let start = Instant::now();
-    while !done(h.state()) {
-        h.step();
-        assert!(start.elapsed() < Duration::from_secs(120), "{what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    h.run_steps(3);
-}
 
 /// Steps the UI until the communication view has its report.
 fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {

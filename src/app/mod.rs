@@ -82,7 +82,8 @@ impl Default for Settings {
 pub struct Pane {
     /// The newest result, kept on screen (marked stale) while a new one is computed.
     pub result: Option<Arc<SimData>>,
-    /// Counts results, so cached drawings know when to redraw.
+    /// Numbers results (unique across panes), so cached drawings know when to redraw and a
+    /// raster never lands on another pane after one is closed.
     pub generation: u64,
     pub stale: bool,
     /// The running simulation whose result this pane waits for.
@@ -148,6 +149,8 @@ pub struct WarpscopeApp {
     hover: Option<(usize, egui_plot::PlotPoint)>,
     /// The communication view's report of the loaded trace and its display choices.
     pub comm: comm_view::CommState,
+    /// Results received so far (the source of [`Pane::generation`]).
+    results_seen: u64,
 }
 
 impl WarpscopeApp {
@@ -181,6 +184,7 @@ impl WarpscopeApp {
             png_sender,
             hover: None,
             comm: comm_view::CommState::default(),
+            results_seen: 0,
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -276,11 +280,9 @@ impl WarpscopeApp {
             self.finished(ticket, outcome, now);
         }
         for r in self.rasterizer.poll() {
-            let pane = (r.key >> 48) as usize;
-            let generation = r.key & ((1 << 48) - 1);
-            if let Some(p) = self.panes.get_mut(pane) {
-                if p.generation == generation {
-                    p.address.pending_image = Some((r.view, r.image, generation));
+            if let Some(p) = self.panes.get_mut(r.pane) {
+                if p.generation == r.generation {
+                    p.address.pending_image = Some((r.view, r.image, r.generation));
                 }
             }
         }
@@ -307,7 +309,9 @@ impl WarpscopeApp {
             }
             let config = self.settings.panes[i].1.clone();
             if let Err(e) = config.validate() {
+                // Nothing runs: the result on screen is the last valid one, not an update.
                 pane.error = Some(e);
+                pane.stale = false;
                 continue;
             }
             pane.error = None;
@@ -379,7 +383,8 @@ impl WarpscopeApp {
                     if p.ticket == Some(ticket) {
                         p.ticket = None;
                         p.result = Some(data);
-                        p.generation += 1;
+                        self.results_seen += 1;
+                        p.generation = self.results_seen;
                         p.stale = false;
                         p.error = None;
                     }
@@ -388,6 +393,7 @@ impl WarpscopeApp {
             Outcome::Failed(e) => {
                 if let Some(p) = self.panes.iter_mut().find(|p| p.ticket == Some(ticket)) {
                     p.ticket = None;
+                    p.stale = false;
                     p.error = Some(e.clone());
                 }
                 self.status = Status::Error(e);
@@ -826,12 +832,19 @@ impl WarpscopeApp {
                         }
                     }
                     ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
-                    if let Some(r) = &pane.result {
-                        ui.label(
-                            RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
-                        );
+                    match (&pane.error, &pane.result) {
+                        // The error stands where this configuration's numbers would.
+                        (Some(_), _) => {
+                            ui.colored_label(ui.visuals().error_fg_color, "not run");
+                        }
+                        (None, Some(r)) => {
+                            ui.label(
+                                RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
+                            );
+                        }
+                        (None, None) => {}
                     }
-                    if pane.stale || pane.ticket.is_some() {
+                    if pane.error.is_none() && (pane.stale || pane.ticket.is_some()) {
                         ui.label(
                             RichText::new("stale, updating…").color(ui.visuals().warn_fg_color),
                         );
@@ -846,7 +859,20 @@ impl WarpscopeApp {
                     }
                 });
                 if let Some(e) = &pane.error {
-                    col.colored_label(col.visuals().error_fg_color, format!("Not run: {e}"));
+                    col.colored_label(
+                        col.visuals().error_fg_color,
+                        format!("This configuration is not valid: {e}"),
+                    );
+                    if let Some(r) = &pane.result {
+                        col.colored_label(
+                            col.visuals().warn_fg_color,
+                            format!(
+                                "Below: the last valid result ({}), {:.2}% misses",
+                                short(&r.config),
+                                r.miss_percent()
+                            ),
+                        );
+                    }
                 }
                 let Some(data) = pane.result.clone() else {
                     col.centered_and_justified(|ui| {

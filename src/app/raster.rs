@@ -73,13 +73,16 @@ pub struct View {
 
 /// A raster request: which data (by pane and generation), which view.
 pub struct RasterJob {
-    pub key: u64,
+    pub pane: usize,
+    /// The pane's result generation the raster is drawn from.
+    pub generation: u64,
     pub view: View,
     pub data: Arc<SimData>,
 }
 
 pub struct Raster {
-    pub key: u64,
+    pub pane: usize,
+    pub generation: u64,
     pub view: View,
     pub image: ColorImage,
     /// Requests inside the view.
@@ -131,7 +134,8 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     )
 }
 
-/// One thread that draws rasters; only the newest queued job is drawn.
+/// One thread that draws rasters; of the jobs queued for a pane only the newest is drawn
+/// (every pane's newest is, so no pane waits for a raster that was skipped).
 pub struct Rasterizer {
     tx: Sender<RasterJob>,
     rx: Receiver<Raster>,
@@ -144,24 +148,23 @@ impl Rasterizer {
         let spawned = std::thread::Builder::new()
             .name("warpscope-raster".into())
             .spawn(move || {
-                while let Ok(mut job) = jrx.recv() {
-                    // Skip to the newest request.
-                    while let Ok(newer) = jrx.try_recv() {
-                        job = newer;
-                    }
-                    let (image, in_view) = rasterize(&job.data, &job.view);
-                    if rtx
-                        .send(Raster {
-                            key: job.key,
+                while let Ok(first) = jrx.recv() {
+                    let mut jobs = vec![first];
+                    jobs.extend(jrx.try_iter());
+                    for job in newest_per_pane(jobs, |j| j.pane) {
+                        let (image, in_view) = rasterize(&job.data, &job.view);
+                        let raster = Raster {
+                            pane: job.pane,
+                            generation: job.generation,
                             view: job.view,
                             image,
                             in_view,
-                        })
-                        .is_err()
-                    {
-                        return;
+                        };
+                        if rtx.send(raster).is_err() {
+                            return;
+                        }
+                        wake();
                     }
-                    wake();
                 }
             });
         // Without the thread, rasters are never answered and the plot keeps its markers.
@@ -173,5 +176,29 @@ impl Rasterizer {
     }
     pub fn poll(&self) -> Vec<Raster> {
         self.rx.try_iter().collect()
+    }
+}
+
+/// Of queued jobs, the last one of each pane, in the order the panes first asked.
+fn newest_per_pane<T>(jobs: Vec<T>, pane: impl Fn(&T) -> usize) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for job in jobs {
+        match out.iter_mut().find(|j| pane(j) == pane(&job)) {
+            Some(slot) => *slot = job,
+            None => out.push(job),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newer_job_replaces_only_its_own_panes() {
+        // (pane, generation): pane 0 asked twice, pane 1 once in between.
+        let jobs = vec![(0, 1), (1, 1), (0, 2), (2, 5)];
+        assert_eq!(newest_per_pane(jobs, |j| j.0), vec![(0, 2), (1, 1), (2, 5)]);
     }
 }

@@ -187,7 +187,13 @@ pub fn address(
     } else {
         plot
     };
-    let texture = state.texture.as_ref().map(|(v, t, _)| (*v, t.id()));
+    // Only a raster of this result is drawn: one of an older result would show its outcomes
+    // under the new header (a view of this result at another zoom is fine meanwhile).
+    let texture = state
+        .texture
+        .as_ref()
+        .filter(|(_, _, g)| *g == generation)
+        .map(|(v, t, _)| (*v, t.id()));
     let sel_stroke = ui.visuals().selection.bg_fill;
     let sel_fill = sel_stroke.gamma_multiply(0.15);
     let resp = plot.show(ui, |pui| {
@@ -273,7 +279,8 @@ pub fn address(
         if !fresh && state.requested != Some((want, generation)) {
             state.requested = Some((want, generation));
             rasterizer.request(RasterJob {
-                key: (pane as u64) << 48 | generation,
+                pane,
+                generation,
                 view: want,
                 data: data.clone(),
             });

@@ -1,0 +1,116 @@
+//! Flows with several panes and with configurations that change under them: every pane shows
+//! its own current result, and a pane whose configuration cannot run says so.
+#![cfg(feature = "gui")]
+
+use std::time::{Duration, Instant};
+
+use egui_kittest::kittest::Queryable;
+use warpscope::app::WarpscopeApp;
+use warpscope::config;
+
+mod support;
+use support::*;
+
+/// A configuration whose address view draws a density raster (more requests than markers).
+fn raster_config() -> config::SimConfig {
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.coalescing = config::Coalescing::None;
+    cfg.gpu.simulate = config::SmSelection::All;
+    cfg.cache.set_index = config::SetIndex::Modulo;
+    cfg
+}
+
+/// Whether every pane shows a raster drawn from its newest result.
+fn every_raster_current(a: &WarpscopeApp) -> bool {
+    a.idle()
+        && a.panes.iter().all(|p| {
+            !p.stale
+                && p.result.is_some()
+                && p.address
+                    .texture
+                    .as_ref()
+                    .is_some_and(|t| t.2 == p.generation)
+        })
+}
+
+#[test]
+fn after_a_change_every_pane_gets_a_raster_of_its_own_new_result() {
+    let mut a = app("vecadd", "n=40000");
+    let cfg = raster_config();
+    a.set_config(0, "test", cfg.clone(), 0.0);
+    a.add_pane(0.0);
+    a.add_pane(0.0);
+    let mut h = harness(a);
+    step_until(
+        &mut h,
+        "not every pane drew its raster",
+        every_raster_current,
+    );
+    for round in 0..3 {
+        // Change every pane at once, as loading a new trace or a shared setting does.
+        let now = h.ctx.input(|i| i.time);
+        let before: Vec<u64> = h.state().panes.iter().map(|p| p.generation).collect();
+        for pane in 0..3 {
+            let mut c = cfg.clone();
+            c.cache.ways = 1 << ((pane + round) % 4);
+            h.state_mut().set_config(pane, "test", c, now);
+        }
+        step_until(
+            &mut h,
+            "a pane kept an old raster or none",
+            every_raster_current,
+        );
+        for (p, b) in h.state().panes.iter().zip(before) {
+            assert!(p.generation > b);
+        }
+    }
+    // Generations are unique across panes, so a raster cannot land on the wrong one.
+    let mut g: Vec<u64> = h.state().panes.iter().map(|p| p.generation).collect();
+    g.dedup();
+    assert_eq!(g.len(), 3);
+}
+
+#[test]
+fn an_invalid_configuration_shows_its_error_and_marks_the_last_valid_result() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    let valid = h.state().panes[0].result.as_ref().unwrap().report.clone();
+    let good = h.state().settings.panes[0].1.clone();
+    let mut cfg = good.clone();
+    cfg.cache.line_bytes = 96;
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().set_config(0, "test", cfg, now);
+    let start = Instant::now();
+    while h.state().panes[0].error.is_none() {
+        h.step();
+        assert!(start.elapsed() < Duration::from_secs(30), "no error shown");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(3);
+    let p = &h.state().panes[0];
+    assert!(!p.stale, "nothing runs, so nothing is updating");
+    assert!(p.ticket.is_none());
+    assert_eq!(
+        p.result.as_ref().unwrap().report.totals.requests,
+        valid.totals.requests
+    );
+    assert!(h
+        .query_all_by_label_contains("stale, updating")
+        .next()
+        .is_none());
+    h.get_by_label_contains("This configuration is not valid: line size 96");
+    h.get_by_label_contains("the last valid result (16 KiB");
+    // Fixing it runs again and clears the marks.
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().set_config(0, "test", good, now);
+    settle(&mut h);
+    assert!(
+        h.state().panes[0].error.is_none(),
+        "{:?}",
+        h.state().panes[0].error
+    );
+    assert!(h
+        .query_all_by_label_contains("the last valid result")
+        .next()
+        .is_none());
+}

@@ -1,0 +1,111 @@
+//! What the app's kittest flows share: an app started on a built-in kernel, a harness, and
+//! steps until the background work is done.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+use warpscope::app::worker::{Job, Outcome, Worker};
+use warpscope::app::{Settings, Startup, WarpscopeApp};
+use warpscope::config;
+
+pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
+    let mut a = WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: None,
+            fresh: true,
+            generator: Some((kernel.into(), params.into())),
+        },
+        Arc::new(|| {}),
+    );
+    a.in_app_dialogs = true;
+    a
+}
+
+pub fn trace_label(h: &Harness<'static, WarpscopeApp>) -> String {
+    h.state().trace.as_ref().expect("a trace").label.clone()
+}
+
+pub fn harness(a: WarpscopeApp) -> Harness<'static, WarpscopeApp> {
+    Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), a)
+}
+
+/// Steps the UI until every job is done and every pane has a fresh result.
+pub fn settle(h: &mut Harness<'static, WarpscopeApp>) {
+    let start = Instant::now();
+    loop {
+        h.step();
+        let s = h.state();
+        if s.idle() && s.trace.is_some() && s.panes.iter().all(|p| p.result.is_some() && !p.stale) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the app did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.step();
+}
+
+/// Clicks the node labelled `label` and lets the UI react (menus and combo boxes open on the
+/// next frame).
+pub fn click(h: &mut Harness<'static, WarpscopeApp>, label: &str) {
+    h.get_by_label(label).click();
+    h.run_steps(3);
+}
+
+pub fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
+    h.state().panes[pane]
+        .result
+        .as_ref()
+        .map(|r| r.report.miss_rate)
+        .expect("a result")
+}
+
+pub fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data::TraceData> {
+    let pairs: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
+}
+
+/// Runs one simulation on a worker and returns its result.
+pub fn simulate(
+    t: Arc<warpscope::app::data::TraceData>,
+    cfg: config::SimConfig,
+) -> Arc<warpscope::app::data::SimData> {
+    let mut w = Worker::new(Arc::new(|| {}));
+    w.submit(
+        "sim",
+        Job::Simulate {
+            pane: 0,
+            config: cfg,
+            trace: t,
+        },
+    );
+    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
+        Outcome::Simulated { data, .. } => data,
+        _ => panic!("expected a result"),
+    }
+}
+
+pub fn step_until(
+    h: &mut Harness<'static, WarpscopeApp>,
+    what: &str,
+    done: impl Fn(&WarpscopeApp) -> bool,
+) {
+    let start = Instant::now();
+    while !done(h.state()) {
+        h.step();
+        assert!(start.elapsed() < Duration::from_secs(120), "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(3);
+}
