@@ -59,9 +59,11 @@ pub struct Points {
     pub kernel: Vec<u16>,
     pub sm: Vec<u16>,
     pub set: Vec<u32>,
-    /// Outcome code in the low 3 bits, bit 7 set for writes.
+    /// Outcome code in the low 3 bits, bit 6 set for a timing-model miss whose line was in
+    /// flight, bit 7 set for writes.
     pub outcome: Vec<u8>,
-    /// Whole-cache reuse distance; `u32::MAX` for a first use (or no tracking).
+    /// Whole-cache reuse distance; in the timing model the set-stack distance instead (it has
+    /// no whole-cache order per request); `u32::MAX` for a first use (or no tracking).
     pub reuse: Vec<u32>,
     /// Issue cycle within the kernel, in the timing model only (empty otherwise).
     pub time: Vec<u64>,
@@ -98,10 +100,16 @@ impl Points {
         self.kernel.push(e.kernel.min(u16::MAX as u32) as u16);
         self.sm.push(e.sm.min(u16::MAX as u32) as u16);
         self.set.push(e.set);
-        self.outcome
-            .push(outcome.code() | if e.write { 0x80 } else { 0 });
-        self.reuse.push(
+        self.outcome.push(
+            outcome.code() | if e.write { 0x80 } else { 0 } | if e.in_flight { 0x40 } else { 0 },
+        );
+        let distance = if e.time.is_some() {
+            e.set_distance
+        } else {
             e.reuse_distance
+        };
+        self.reuse.push(
+            distance
                 .map(|d| d.min(u32::MAX as u64 - 1) as u32)
                 .unwrap_or(u32::MAX),
         );
@@ -117,6 +125,10 @@ impl Points {
     }
     pub fn is_write(&self, i: usize) -> bool {
         self.outcome[i] & 0x80 != 0
+    }
+    /// Whether request `i` (a timing-model miss) found its line in flight.
+    pub fn in_flight(&self, i: usize) -> bool {
+        self.outcome[i] & 0x40 != 0
     }
     /// Request `i`'s thread, where known.
     pub fn thread(&self, i: usize) -> Option<u32> {

@@ -6,6 +6,7 @@ pub mod comm_view;
 pub mod config_panel;
 pub mod data;
 pub mod files;
+pub mod miss_view;
 pub mod raster;
 pub mod theme;
 pub mod views;
@@ -20,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::{self, SimConfig};
 use data::{SimData, TraceData};
 use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
+use miss_view::{MissOptions, MissState};
 use raster::{ColourBy, Rasterizer};
-use views::{AddressState, MissOptions, MissState, SetMetric, SetsState, View};
+use views::{AddressState, SetMetric, SetsState, View};
 use worker::{Job, Outcome, Ticket, Worker};
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
@@ -910,7 +912,7 @@ impl WarpscopeApp {
                         }
                     }
                     View::Reuse => views::reuse(col, i, &data, link),
-                    View::Misses => views::misses(
+                    View::Misses => miss_view::misses(
                         col,
                         i,
                         &data,

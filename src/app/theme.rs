@@ -11,7 +11,8 @@ pub fn outcome(o: Outcome) -> Color32 {
         Outcome::Compulsory => Color32::from_rgb(0x56, 0xB4, 0xE9),
         Outcome::Capacity => Color32::from_rgb(0xE6, 0x9F, 0x00),
         Outcome::Conflict => Color32::from_rgb(0xD5, 0x5E, 0x00),
-        Outcome::Miss => Color32::from_rgb(0xCC, 0x79, 0xA7),
+        // A timing-model miss (its class exists only in aggregate): distinct from LATENCY.
+        Outcome::Miss => Color32::from_rgb(0xB2, 0x22, 0x3C),
     }
 }
 

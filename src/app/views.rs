@@ -7,7 +7,7 @@ use egui_plot::{
     Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine,
 };
 
-use super::data::{ClassSplit, Outcome, Selection, SimData, TraceData};
+use super::data::{Outcome, Selection, SimData, TraceData};
 use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
 use super::theme;
 
@@ -448,6 +448,7 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
             format!("({},{},{})", c % gx, c / gx % gy, c / (gx * gy))
         })
         .unwrap_or_else(|| p.cta[i].to_string());
+    let timing = d.config.timing.is_some();
     let reuse = match p.reuse[i] {
         u32::MAX => "∞ (first use)".to_string(),
         r => format!("{r} lines"),
@@ -468,7 +469,20 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
                 "load".into()
             },
         );
-        kv("result", p.outcome(i).name().to_string());
+        if timing {
+            let distance = (p.reuse[i] != u32::MAX).then_some(p.reuse[i]);
+            let ways = d.config.cache.ways_effective();
+            kv(
+                "result",
+                timing_result(p.outcome(i) == Outcome::Hit, p.in_flight(i), distance, ways),
+            );
+            kv(
+                "classes",
+                "counted over whole runs (Nugteren et al. 2014): see the Misses view".into(),
+            );
+        } else {
+            kv("result", p.outcome(i).name().to_string());
+        }
         if let Some(note) = store_note(p.is_write(i), p.outcome(i), d.config.cache.write_policy) {
             kv("why", note.into());
         }
@@ -496,8 +510,32 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
         kv("SM", p.sm[i].to_string());
         kv("line", hex(line_addr));
         kv("set", p.set[i].to_string());
-        kv("reuse distance", reuse);
+        if timing {
+            kv("set-stack distance", reuse);
+        } else {
+            kv("reuse distance", reuse);
+        }
     });
+}
+
+/// What a timing-model request's result means, from what it saw at issue: its set-stack
+/// distance (`None`: not in the stack) and whether its line was already on its way.
+pub fn timing_result(hit: bool, in_flight: bool, set_distance: Option<u32>, ways: u32) -> String {
+    match (hit, in_flight, set_distance) {
+        (true, _, Some(d)) => format!("hit ({d} other lines used in its set since, < {ways} ways)"),
+        (true, _, None) => "hit".into(),
+        (false, true, _) => {
+            "miss: the line was requested earlier and had not arrived (a latency miss)".into()
+        }
+        (false, false, None) => "miss: the first use of this line on this SM".into(),
+        (false, false, Some(d)) if d >= ways => format!(
+            "miss: {d} other lines used in its set since, at least its {ways} ways (evicted)"
+        ),
+        (false, false, Some(d)) => format!(
+            "miss: {d} other lines used in its set since, fewer than its {ways} ways, but the \
+             line was gone when the request took effect"
+        ),
+    }
 }
 
 /// Reuse-distance histogram (log bins) with the capacity marked, and the miss-rate curve.
@@ -658,328 +696,6 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
                 .radius(5.0)
                 .color(theme::outcome(Outcome::Conflict)),
             );
-        });
-}
-
-/// Sort order of the miss tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub enum SortBy {
-    #[default]
-    Row,
-    Requests,
-    Misses,
-    MissRate,
-}
-
-/// Which table the miss view shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub enum Per {
-    #[default]
-    Instruction,
-    Cta,
-}
-
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct MissOptions {
-    pub per: Per,
-    pub sort: SortBy,
-    pub descending: bool,
-}
-
-/// Classes drawn in the stacked bars, in stacking order.
-fn class_rows(d: &SimData) -> Vec<(Outcome, &'static str, Color32)> {
-    let mut v = vec![
-        (
-            Outcome::Compulsory,
-            "compulsory",
-            theme::outcome(Outcome::Compulsory),
-        ),
-        (
-            Outcome::Capacity,
-            "capacity",
-            theme::outcome(Outcome::Capacity),
-        ),
-        (
-            Outcome::Conflict,
-            "conflict",
-            theme::outcome(Outcome::Conflict),
-        ),
-    ];
-    if d.config.timing.is_some() {
-        v.push((Outcome::Miss, "unclassified", theme::outcome(Outcome::Miss)));
-    }
-    v
-}
-
-/// Miss categories: totals for reads and writes, then per instruction or CTA.
-/// A miss table row: label, requests, misses and the class split.
-type MissRow = (String, u64, u64, ClassSplit);
-
-/// The miss view's rows in table order, kept between frames for one pane (built again only
-/// for a new result or another table or sort order).
-#[derive(Default)]
-pub struct MissState {
-    rows: Vec<MissRow>,
-    order: Vec<usize>,
-    key: Option<(u64, Per, SortBy, bool)>,
-}
-
-pub fn misses(
-    ui: &mut Ui,
-    pane: usize,
-    d: &SimData,
-    trace: &TraceData,
-    generation: u64,
-    opts: &mut MissOptions,
-    state: &mut MissState,
-) {
-    let t = &d.report.totals;
-    let mc = &t.miss_classes;
-    ui.label(format!(
-        "{} requests, {} misses ({:.2}%): {} compulsory, {} capacity, {} conflict{}",
-        t.requests,
-        t.misses,
-        d.miss_percent(),
-        mc.compulsory,
-        mc.capacity,
-        mc.conflict,
-        if d.config.timing.is_some() {
-            format!(", {} latency, {} MSHR", mc.latency, mc.mshr)
-        } else {
-            String::new()
-        }
-    ));
-    let h = ui.available_height();
-    // Totals: the report's classes (five in timing mode), reads and writes from the requests.
-    let mut totals = ClassSplit::default();
-    for s in &d.per_inst {
-        for w in [false, true] {
-            for o in Outcome::ALL {
-                totals.counts[w as usize][o as usize] += s.get(w, o);
-            }
-        }
-    }
-    let mut classes: Vec<(&str, u64, Color32)> = vec![
-        (
-            "compulsory",
-            mc.compulsory,
-            theme::outcome(Outcome::Compulsory),
-        ),
-        ("capacity", mc.capacity, theme::outcome(Outcome::Capacity)),
-        ("conflict", mc.conflict, theme::outcome(Outcome::Conflict)),
-    ];
-    if d.config.timing.is_some() {
-        classes.push(("latency", mc.latency, theme::LATENCY));
-        classes.push(("MSHR", mc.mshr, theme::MSHR));
-    }
-    Plot::new(("miss-totals", pane))
-        .height(h * 0.25)
-        .legend(Legend::default())
-        .y_axis_label("misses")
-        .x_axis_formatter(|m, _| match m.value as i64 {
-            0 if m.value.fract() == 0.0 => "all".into(),
-            1 if m.value.fract() == 0.0 => "reads".into(),
-            2 if m.value.fract() == 0.0 => "writes".into(),
-            _ => String::new(),
-        })
-        .include_y(0.0)
-        .allow_drag(false)
-        .allow_zoom(false)
-        .allow_scroll(false)
-        .show(ui, |pui| {
-            let mut below: Vec<BarChart> = Vec::new();
-            for (i, (name, all, colour)) in classes.iter().enumerate() {
-                let o = [Outcome::Compulsory, Outcome::Capacity, Outcome::Conflict]
-                    .get(i)
-                    .copied();
-                let mut bars = vec![Bar::new(0.0, *all as f64).width(0.6)];
-                if let Some(o) = o {
-                    bars.push(Bar::new(1.0, totals.get(false, o) as f64).width(0.6));
-                    bars.push(Bar::new(2.0, totals.get(true, o) as f64).width(0.6));
-                }
-                let refs: Vec<&BarChart> = below.iter().collect();
-                let chart = BarChart::new(*name, bars).color(*colour).stack_on(&refs);
-                below.push(chart);
-            }
-            for c in below {
-                pui.bar_chart(c);
-            }
-        });
-    ui.horizontal(|ui| {
-        ui.selectable_value(&mut opts.per, Per::Instruction, "per instruction");
-        ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
-        ui.label(RichText::new("click a column header to sort").weak());
-    });
-    let rate = |r: &MissRow| r.2 as f64 / r.1.max(1) as f64;
-    let key = (generation, opts.per, opts.sort, opts.descending);
-    if state.key != Some(key) {
-        let rows: Vec<MissRow> = match opts.per {
-            Per::Instruction => d
-                .report
-                .instructions
-                .iter()
-                .zip(
-                    d.per_inst
-                        .iter()
-                        .copied()
-                        .chain(std::iter::repeat(ClassSplit::default())),
-                )
-                .map(|(r, s)| {
-                    let label = if trace.trace.kernels.len() > 1 {
-                        format!("k{} {}", r.kernel, r.name)
-                    } else {
-                        r.name.clone()
-                    };
-                    (label, r.counters.requests, r.counters.misses, s)
-                })
-                .collect(),
-            Per::Cta => d
-                .report
-                .ctas
-                .iter()
-                .zip(
-                    d.per_cta
-                        .iter()
-                        .copied()
-                        .chain(std::iter::repeat(ClassSplit::default())),
-                )
-                .filter(|(r, _)| r.counters.requests > 0)
-                .map(|(r, s)| {
-                    let label = format!(
-                        "{}({},{},{})",
-                        if trace.trace.kernels.len() > 1 {
-                            format!("k{} ", r.kernel)
-                        } else {
-                            String::new()
-                        },
-                        r.cta.x,
-                        r.cta.y,
-                        r.cta.z
-                    );
-                    (label, r.counters.requests, r.counters.misses, s)
-                })
-                .collect(),
-        };
-        let mut order: Vec<usize> = (0..rows.len()).collect();
-        match opts.sort {
-            SortBy::Row => {}
-            SortBy::Requests => order.sort_by_key(|&i| rows[i].1),
-            SortBy::Misses => order.sort_by_key(|&i| rows[i].2),
-            SortBy::MissRate => order.sort_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b]))),
-        }
-        if opts.descending {
-            order.reverse();
-        }
-        state.rows = rows;
-        state.order = order;
-        state.key = Some(key);
-    }
-    let (rows, order) = (&state.rows, &state.order);
-    // Stacked bars of the first rows in table order.
-    let shown: Vec<usize> = order.iter().copied().take(40).collect();
-    let class_list = class_rows(d);
-    Plot::new(("miss-rows", pane))
-        .height(h * 0.3)
-        .legend(Legend::default())
-        .y_axis_label("misses (reads + writes)")
-        .x_axis_formatter({
-            let labels: Vec<String> = shown.iter().map(|&i| rows[i].0.clone()).collect();
-            move |m, _| {
-                if m.value.fract() == 0.0 && m.value >= 0.0 {
-                    labels.get(m.value as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            }
-        })
-        .include_y(0.0)
-        .show(ui, |pui| {
-            let mut below: Vec<BarChart> = Vec::new();
-            for (o, name, colour) in &class_list {
-                let bars = shown
-                    .iter()
-                    .enumerate()
-                    .map(|(x, &i)| {
-                        let s = &rows[i].3;
-                        Bar::new(x as f64, (s.get(false, *o) + s.get(true, *o)) as f64)
-                            .width(0.7)
-                            .name(&rows[i].0)
-                    })
-                    .collect();
-                let refs: Vec<&BarChart> = below.iter().collect();
-                below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
-            }
-            for c in below {
-                pui.bar_chart(c);
-            }
-        });
-    // The sortable table.
-    let header = |ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions| {
-        let arrow = if opts.sort == key {
-            if opts.descending {
-                " v"
-            } else {
-                " ^"
-            }
-        } else {
-            ""
-        };
-        if ui
-            .add(egui::Button::new(RichText::new(format!("{text}{arrow}")).strong()).frame(false))
-            .on_hover_text("Sort by this column (again to reverse)")
-            .clicked()
-        {
-            if opts.sort == key {
-                opts.descending = !opts.descending;
-            } else {
-                opts.sort = key;
-                opts.descending = key != SortBy::Row;
-            }
-        }
-    };
-    egui::ScrollArea::vertical()
-        .id_salt(("miss-table", pane))
-        .auto_shrink([false, false])
-        .show_rows(ui, 18.0, order.len() + 1, |ui, range| {
-            egui::Grid::new(("miss-grid", pane))
-                .striped(true)
-                .num_columns(8)
-                .show(ui, |ui| {
-                    if range.start == 0 {
-                        header(
-                            ui,
-                            if opts.per == Per::Cta {
-                                "CTA"
-                            } else {
-                                "instruction"
-                            },
-                            SortBy::Row,
-                            opts,
-                        );
-                        header(ui, "requests", SortBy::Requests, opts);
-                        header(ui, "misses", SortBy::Misses, opts);
-                        header(ui, "miss rate", SortBy::MissRate, opts);
-                        for (_, name, colour) in &class_list {
-                            ui.label(RichText::new(format!("{name} R/W")).color(*colour));
-                        }
-                        ui.end_row();
-                    }
-                    for &i in order
-                        .iter()
-                        .skip(range.start.saturating_sub(1))
-                        .take(range.end - range.start.max(1))
-                    {
-                        let r = &rows[i];
-                        ui.label(&r.0);
-                        ui.label(r.1.to_string());
-                        ui.label(r.2.to_string());
-                        ui.label(format!("{:.1}%", rate(r) * 100.0));
-                        for (o, _, _) in &class_list {
-                            ui.label(format!("{}/{}", r.3.get(false, *o), r.3.get(true, *o)));
-                        }
-                        ui.end_row();
-                    }
-                });
         });
 }
 

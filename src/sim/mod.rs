@@ -43,6 +43,12 @@ pub struct RequestEvent {
     /// to a line in a warp instruction belongs to the k-th access starting in that line, so a
     /// coalesced request names its lowest such thread (`None` in the timing model).
     pub thread: Option<u32>,
+    /// Timing model only: a miss whose line was already requested and had not arrived yet
+    /// (what makes a latency miss).
+    pub in_flight: bool,
+    /// Timing model only: the line's distance in its set's LRU stack at issue (`None` for a
+    /// line not in the stack: its first use); at least the associativity is a miss.
+    pub set_distance: Option<u64>,
 }
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
@@ -240,6 +246,8 @@ pub fn run(
                     reuse_distance,
                     time: None,
                     thread,
+                    in_flight: false,
+                    set_distance: None,
                 });
                 s.order += 1;
             }

@@ -184,8 +184,10 @@ impl Report {
             rows: k.len() as u64,
             warp_instructions: warp_insts,
         });
+        // A row for everything that reached the L1, and for stores that went past it (the
+        // timing model's bypassed stores have writes but no requests).
         for (i, c) in insts.iter().enumerate() {
-            if c.requests > 0 {
+            if c.requests > 0 || c.writes > 0 {
                 self.instructions.push(InstRow {
                     kernel: ki as u32,
                     inst: i as u32,
@@ -196,7 +198,7 @@ impl Report {
             }
         }
         for (i, c) in ctas.iter().enumerate() {
-            if c.requests > 0 {
+            if c.requests > 0 || c.writes > 0 {
                 self.ctas.push(CtaRow {
                     kernel: ki as u32,
                     cta: k.grid.from_linear(i as u64),

@@ -46,6 +46,8 @@ impl Hooks for Adapter<'_> {
             reuse_distance: None,
             time: Some(r.time),
             thread: None,
+            in_flight: r.in_flight,
+            set_distance: r.distance,
         });
         *self.order += 1;
     }

@@ -1,0 +1,72 @@
+//! What the views draw, checked on their data and on screen: the timing model's misses and
+//! stores, legends and colour scales.
+#![cfg(feature = "gui")]
+
+use egui_kittest::kittest::Queryable;
+use warpscope::app::data::Outcome;
+use warpscope::app::miss_view::{self, Per};
+use warpscope::app::theme;
+use warpscope::app::views::{timing_result, View};
+use warpscope::config;
+
+mod support;
+use support::*;
+
+#[test]
+fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
+    let t = trace("matmul", &[("n", "32")]);
+    let cfg = config::preset("gtx470-16k").unwrap();
+    let d = simulate(t.clone(), cfg.clone());
+    // Stores bypass the L1: a row of their own, no requests, and a note saying so.
+    let rows = miss_view::rows(&d, &t, Per::Instruction);
+    let names: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
+    let st = &rows[2];
+    // The stores, coalesced into 64 requests, go to memory.
+    assert_eq!((st.requests, st.misses, st.bypassed), (0, 0, 64));
+    assert_eq!(d.report.totals.writes, 64);
+    assert!(miss_view::store_note(&d)
+        .unwrap()
+        .starts_with("64 store requests bypassed the L1"));
+    // Per instruction, the five classes of the report, adding up to the misses.
+    for r in &rows {
+        assert_eq!(r.classes.reads.iter().sum::<u64>(), r.misses, "{}", r.label);
+    }
+    assert!(rows[1].classes.reads[3] > 0, "ld_B has latency misses");
+    let columns: Vec<&str> = miss_view::class_columns(&d).iter().map(|c| c.0).collect();
+    assert_eq!(
+        columns,
+        ["compulsory", "capacity", "conflict", "latency", "MSHR"]
+    );
+    // An unclassified miss is not drawn in the colour of a latency miss.
+    assert_ne!(theme::outcome(Outcome::Miss), theme::LATENCY);
+    // Each request says what it saw; ld_B's repeated lines are in flight (latency misses).
+    let p = &d.points;
+    let mut saw = [false; 3];
+    for i in 0..p.len() {
+        if p.outcome(i) == Outcome::Hit {
+            continue;
+        }
+        let distance = (p.reuse[i] != u32::MAX).then_some(p.reuse[i]);
+        let text = timing_result(false, p.in_flight(i), distance, 4);
+        saw[0] |= text.contains("a latency miss");
+        saw[1] |= text.contains("first use");
+        saw[2] |= text == "miss";
+    }
+    assert!(saw[0] && saw[1] && !saw[2], "{saw:?}");
+    assert_eq!(
+        timing_result(false, false, Some(4), 4),
+        "miss: 4 other lines used in its set since, at least its 4 ways (evicted)"
+    );
+
+    // On screen: the store note and the store row.
+    let mut a = app("matmul", "n=32");
+    a.set_config(0, "gtx470-16k", cfg, 0.0);
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.get_by_label_contains("64 store requests bypassed the L1");
+    h.get_by_label("st_C");
+    // In the totals chart's legend and as a table column.
+    assert_eq!(h.query_all_by_label("stores past the L1").count(), 2);
+}
