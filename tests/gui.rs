@@ -470,8 +470,6 @@ fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
     assert!(d.points.thread.is_empty() && d.points.thread(0).is_none());
 }
 
-/// Steps the UI until `done` holds (work on the worker), then a few frames more.
-
 /// Steps the UI until the communication view has its report.
 fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
     step_until(h, "the communication analysis did not finish", |a| {

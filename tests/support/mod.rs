@@ -96,6 +96,7 @@ pub fn simulate(
     }
 }
 
+/// Steps the UI until `done` holds (work on the worker), then a few frames more.
 pub fn step_until(
     h: &mut Harness<'static, WarpscopeApp>,
     what: &str,
