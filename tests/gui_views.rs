@@ -70,3 +70,48 @@ fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
     // In the totals chart's legend and as a table column.
     assert_eq!(h.query_all_by_label("stores past the L1").count(), 2);
 }
+
+#[test]
+fn a_density_pixel_with_misses_is_not_drawn_as_all_hits() {
+    use warpscope::app::raster::{miss_share_colour, rasterize, ColourBy, View as RasterView};
+    let t = trace("matmul", &[("n", "32")]);
+    let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
+    let p = &d.points;
+    // Requests up to the last hit: the last one drawn into the pixel is a hit.
+    let last = (0..p.len())
+        .rev()
+        .find(|&i| p.outcome(i) == Outcome::Hit)
+        .unwrap();
+    let first_miss = (0..last).find(|&i| p.outcome(i) != Outcome::Hit).unwrap();
+    assert!(d.x(first_miss) < d.x(last));
+    // One pixel holds them all: its colour is their miss share, not the last request's.
+    let view = RasterView {
+        x: [0.0, d.x(last) + 0.5],
+        y: [-1.0, t.segments.height() + 1.0],
+        width: 1,
+        height: 1,
+        colour: ColourBy::Outcome,
+    };
+    let (img, in_view) = rasterize(&d, &view);
+    let drawn: Vec<usize> = d.visible(view.x[0], view.x[1]).collect();
+    assert_eq!(in_view as usize, drawn.len());
+    let misses = drawn
+        .iter()
+        .filter(|&&i| p.outcome(i) != Outcome::Hit)
+        .count();
+    let last_miss = drawn
+        .iter()
+        .rev()
+        .map(|&i| p.outcome(i))
+        .find(|&o| o != Outcome::Hit)
+        .unwrap();
+    let px = img.pixels[0];
+    let hit = theme::outcome(Outcome::Hit);
+    let alpha = px.a();
+    let share = misses as f32 / in_view as f32;
+    let want = miss_share_colour(hit, theme::outcome(last_miss), share);
+    let unmul =
+        |c: egui::Color32| egui::Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), alpha);
+    assert_eq!(px, unmul(want));
+    assert_ne!(px, unmul(hit));
+}

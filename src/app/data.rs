@@ -247,6 +247,9 @@ pub struct TraceData {
     pub format: Option<Format>,
     /// The address segments of the accesses that reach the L1 (global and local memory).
     pub segments: Segments,
+    /// The arrays the instructions touch, by address: first byte and label
+    /// ([`array_labels`]).
+    pub arrays: Vec<(u64, String)>,
     /// Accesses that reach the L1 (shared-memory, constant and texture accesses and barriers
     /// are in the trace but not here).
     pub accesses: u64,
@@ -265,15 +268,75 @@ impl TraceData {
         };
         let segments = Segments::from_addresses(l1_addresses());
         let accesses = l1_addresses().count() as u64;
+        let arrays = array_labels(&trace);
         TraceData {
             trace,
             label,
             path,
             format,
             segments,
+            arrays,
             accesses,
         }
     }
+}
+
+/// Instruction names shown in an array's label, at most.
+const LABEL_NAMES: usize = 3;
+
+/// The arrays of a trace as its instructions show them: each instruction's address range
+/// (what it touches of global and local memory), ranges that overlap joined into one.
+/// Returns each array's first byte and a label naming its instructions ("ld_A, st_A"), by
+/// address. A trace has no array names; the instructions say which array a range is.
+pub fn array_labels(trace: &Trace) -> Vec<(u64, String)> {
+    // (first byte, one past the last, name) per instruction of each kernel.
+    let mut ranges: Vec<(u64, u64, &str)> = Vec::new();
+    for k in &trace.kernels {
+        let c = k.columns();
+        let mut span = vec![(u64::MAX, 0u64); k.instructions.len()];
+        for (((&a, &f), &inst), &size) in c.addr.iter().zip(&c.flags).zip(&c.inst).zip(&c.size) {
+            let (kind, space) = crate::trace::model_flags(f);
+            if kind == crate::trace::AccessKind::Barrier || !space.reaches_l1() {
+                continue;
+            }
+            if let Some(s) = span.get_mut(inst as usize) {
+                s.0 = s.0.min(a);
+                s.1 = s.1.max(a.saturating_add(size.max(1) as u64));
+            }
+        }
+        for (i, &(lo, hi)) in span.iter().enumerate() {
+            if lo < hi {
+                ranges.push((lo, hi, k.instructions[i].name.as_str()));
+            }
+        }
+    }
+    ranges.sort_unstable_by_key(|r| (r.0, r.1));
+    let mut arrays: Vec<(u64, u64, Vec<&str>, usize)> = Vec::new();
+    for (lo, hi, name) in ranges {
+        match arrays.last_mut() {
+            Some(a) if lo < a.1 => {
+                a.1 = a.1.max(hi);
+                if !a.2.contains(&name) {
+                    if a.2.len() < LABEL_NAMES {
+                        a.2.push(name);
+                    } else {
+                        a.3 += 1;
+                    }
+                }
+            }
+            _ => arrays.push((lo, hi, vec![name], 0)),
+        }
+    }
+    arrays
+        .into_iter()
+        .map(|(lo, _, names, more)| {
+            let mut text = names.join(", ");
+            if more > 0 {
+                text.push_str(&format!(" +{more} more"));
+            }
+            (lo, text)
+        })
+        .collect()
 }
 
 /// Accesses and misses per set over time: `bins` time slices x `sets` rows.
@@ -635,6 +698,31 @@ impl SimData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_array_is_labelled_with_the_instructions_that_touch_it() {
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, x)| (k.to_string(), x.to_string()))
+                .collect()
+        };
+        // Three arrays side by side in one address segment.
+        let t = crate::gen::generate("vecadd", &pairs(&[("n", "1024")])).unwrap();
+        let d = TraceData::new(t, "vecadd".into(), None, None);
+        assert_eq!(d.segments.ranges.len(), 1);
+        let base = d.segments.ranges[0].0;
+        let a: Vec<(u64, &str)> = d
+            .arrays
+            .iter()
+            .map(|(a, l)| (a - base, l.as_str()))
+            .collect();
+        assert_eq!(a, [(0, "ld_a"), (4096, "ld_b"), (8192, "st_c")]);
+        // Instructions whose ranges overlap share one array; shared memory is not an array.
+        let t = crate::gen::generate("stencil2d", &pairs(&[])).unwrap();
+        let d = TraceData::new(t, "stencil2d".into(), None, None);
+        assert_eq!(d.arrays.len(), 2, "{:?}", d.arrays);
+        assert!(d.arrays[0].1.contains(" +"), "{:?}", d.arrays);
+    }
 
     #[test]
     fn segments_pack_distant_buffers() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
-use super::data::SimData;
+use super::data::{Outcome, SimData};
 use super::theme;
 
 /// What colours a request.
@@ -89,12 +89,16 @@ pub struct Raster {
     pub in_view: u64,
 }
 
-/// Bins the requests of `data` inside `view` into pixels; a pixel's colour is that of the
-/// last request drawn there, brighter the more requests it holds (log scale).
+/// Bins the requests of `data` inside `view` into pixels, brighter the more requests a pixel
+/// holds (log scale). Coloured by outcome, a pixel shows its miss share: from the hit colour
+/// (no misses) to the colour of its most recent miss class (all misses), so misses never
+/// vanish under hits. Otherwise a pixel takes its last request's colour.
 pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let (w, h) = (view.width.max(1), view.height.max(1));
     let mut count = vec![0u32; w * h];
+    let mut misses = vec![0u32; w * h];
     let mut colour = vec![Color32::TRANSPARENT; w * h];
+    let by_outcome = view.colour == ColourBy::Outcome;
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
@@ -107,21 +111,33 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
         // Non-negative, so truncation is the floor.
         let at = py as usize * w + px as usize;
         count[at] += 1;
-        colour[at] = view.colour.colour(data, i);
         in_view += 1;
+        if by_outcome {
+            let o = data.points.outcome(i);
+            if o != Outcome::Hit {
+                misses[at] += 1;
+                colour[at] = theme::outcome(o);
+            }
+        } else {
+            colour[at] = view.colour.colour(data, i);
+        }
     }
     let max = count.iter().copied().max().unwrap_or(0).max(1) as f32;
-    let pixels = count
-        .iter()
-        .zip(&colour)
-        .map(|(&c, &col)| {
+    let hit = theme::outcome(Outcome::Hit);
+    let pixels = (0..w * h)
+        .map(|at| {
+            let c = count[at];
             if c == 0 {
-                Color32::TRANSPARENT
-            } else {
-                let t = 0.45 + 0.55 * ((c as f32).ln_1p() / max.ln_1p());
-                let [r, g, b, _] = col.to_array();
-                Color32::from_rgba_unmultiplied(r, g, b, (t * 255.0) as u8)
+                return Color32::TRANSPARENT;
             }
+            let col = if by_outcome {
+                miss_share_colour(hit, colour[at], misses[at] as f32 / c as f32)
+            } else {
+                colour[at]
+            };
+            let t = 0.45 + 0.55 * ((c as f32).ln_1p() / max.ln_1p());
+            let [r, g, b, _] = col.to_array();
+            Color32::from_rgba_unmultiplied(r, g, b, (t * 255.0) as u8)
         })
         .collect();
     (
@@ -132,6 +148,19 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
         },
         in_view,
     )
+}
+
+/// The colour of a pixel whose requests are `share` misses (0..=1): the hit colour mixed
+/// with the miss colour. Any miss at all moves it at least a quarter of the way, so a few
+/// misses among many hits stay visible.
+pub fn miss_share_colour(hit: Color32, miss: Color32, share: f32) -> Color32 {
+    if share <= 0.0 {
+        return hit;
+    }
+    let t = 0.25 + 0.75 * share.clamp(0.0, 1.0);
+    let mix = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * t).round() as u8;
+    let ([r0, g0, b0, _], [r1, g1, b1, _]) = (hit.to_array(), miss.to_array());
+    Color32::from_rgb(mix(r0, r1), mix(g0, g1), mix(b0, b1))
 }
 
 /// One thread that draws rasters; of the jobs queued for a pane only the newest is drawn
@@ -194,6 +223,20 @@ fn newest_per_pane<T>(jobs: Vec<T>, pane: impl Fn(&T) -> usize) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pixel_shows_its_miss_share() {
+        let (hit, miss) = (Color32::from_rgb(0, 200, 0), Color32::from_rgb(200, 0, 0));
+        assert_eq!(miss_share_colour(hit, miss, 0.0), hit);
+        assert_eq!(miss_share_colour(hit, miss, 1.0), miss);
+        // One miss in a hundred still shows; more misses, more of the miss colour.
+        let few = miss_share_colour(hit, miss, 0.01);
+        let half = miss_share_colour(hit, miss, 0.5);
+        assert!(
+            few.r() >= 50 && few.r() < half.r() && half.r() < 200,
+            "{few:?} {half:?}"
+        );
+    }
 
     #[test]
     fn a_newer_job_replaces_only_its_own_panes() {

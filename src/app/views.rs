@@ -196,11 +196,12 @@ pub fn address(
         .map(|(v, t, _)| (*v, t.id()));
     let sel_stroke = ui.visuals().selection.bg_fill;
     let sel_fill = sel_stroke.gamma_multiply(0.15);
+    let label_colour = ui.visuals().text_color();
     let resp = plot.show(ui, |pui| {
         let b = pui.plot_bounds();
         let (x0, x1) = (b.min()[0], b.max()[0]);
         let visible = data.visible(x0, x1).len();
-        // Segment separators and base addresses.
+        // Segment separators (each array's label is painted over the plot below).
         for &(lo, _, y) in &segs.ranges {
             pui.hline(
                 egui_plot::HLine::new(hex(lo), y)
@@ -272,6 +273,7 @@ pub fn address(
             Some(want)
         }
     });
+    array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
     // Ask for a new raster when the view changed and the newest request is not this one.
     if let Some(want) = resp.inner {
         let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
@@ -516,6 +518,37 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
             kv("reuse distance", reuse);
         }
     });
+}
+
+/// Paints each array's label at its first byte, at the plot's left edge (painted, not a plot
+/// item, so the labels never widen the plot's bounds). Labels closer than a line of text to the
+/// one below are left out until the user zooms in.
+fn array_labels(
+    ui: &Ui,
+    t: &egui_plot::PlotTransform,
+    rect: egui::Rect,
+    trace: &TraceData,
+    colour: Color32,
+) {
+    let painter = ui.painter_at(rect);
+    let font = egui::FontId::proportional(11.0);
+    let mut last = f32::INFINITY;
+    for (start, text) in &trace.arrays {
+        let y = t
+            .position_from_point(&PlotPoint::new(0.0, trace.segments.y(*start)))
+            .y;
+        if y > rect.bottom() + 1.0 || y < rect.top() + 12.0 || last - y < 14.0 {
+            continue;
+        }
+        last = y;
+        painter.text(
+            egui::pos2(rect.left() + 4.0, y),
+            egui::Align2::LEFT_BOTTOM,
+            text,
+            font.clone(),
+            colour,
+        );
+    }
 }
 
 /// What a timing-model request's result means, from what it saw at issue: its set-stack
