@@ -497,8 +497,9 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     assert_eq!(r.per_launch.len(), 3);
     settle_density(&mut h);
     assert_eq!(h.state().comm.shown(), Some((None, false)));
-    // The summary, the launch selector and the side plots are drawn.
+    // The summary, the launch selector, the map's colour scale and the side plots are drawn.
     h.get_by_label("Launches");
+    h.get_by_label("bytes per CTA pair (log scale)");
     assert!(h
         .query_all_by_label_contains("launches, up to 16 CTAs")
         .next()

@@ -115,3 +115,46 @@ fn a_density_pixel_with_misses_is_not_drawn_as_all_hits() {
     assert_eq!(px, unmul(want));
     assert_ne!(px, unmul(hit));
 }
+
+#[test]
+fn every_colouring_has_a_legend_and_the_heatmaps_have_scales() {
+    use warpscope::app::raster::ColourBy;
+    use warpscope::app::views::{colour_legend, set_label, set_marks};
+    let t = trace("matmul", &[("n", "64")]);
+    let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
+    // By instruction: one swatch per instruction, named, in its colour.
+    let (entries, note) = colour_legend(&d, &t, ColourBy::Instruction);
+    let names: Vec<&str> = entries.iter().map(|e| e.1.as_str()).collect();
+    assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
+    assert_eq!(entries[1].0, theme::category(1));
+    assert!(note.is_none());
+    // By CTA: 16 CTAs, more than the palette: the note says colours repeat.
+    let (entries, note) = colour_legend(&d, &t, ColourBy::Cta);
+    assert_eq!(entries.len(), theme::PALETTE_LEN);
+    assert_eq!(entries[3].1, "CTA 3");
+    assert!(note.unwrap().contains("modulo 12"));
+    for by in ColourBy::ALL {
+        assert!(!colour_legend(&d, &t, by).0.is_empty(), "{by:?}");
+    }
+    // The set axis: labels at row centres only, marks inside the rows.
+    assert_eq!(set_label(0.5), "0");
+    assert_eq!(set_label(31.5), "31");
+    assert_eq!(set_label(1.0), "");
+    assert_eq!(set_label(-0.5), "");
+    let marks: Vec<f64> = set_marks((-1.0, 33.0), 32.0, 4.0)
+        .iter()
+        .map(|m| m.value)
+        .collect();
+    assert_eq!(marks, [0.5, 4.5, 8.5, 12.5, 16.5, 20.5, 24.5, 28.5]);
+
+    // On screen: the Sets view and the communication view carry colour scales.
+    let mut a = app("matmul", "n=64");
+    a.settings.view = View::Sets;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.get_by_label("accesses per cell (log scale)");
+    h.state_mut().settings.colour = ColourBy::Instruction;
+    h.state_mut().settings.view = View::Address;
+    h.run_steps(3);
+    h.get_by_label("ld_B");
+}

@@ -353,6 +353,16 @@ fn density_plot(ui: &mut Ui, shown: &Density) {
     let (side, bin) = (d.side, d.bin);
     let (wg, rg) = (d.writer_grid, d.reader_grid);
     let unit = if counts { "transfers" } else { "bytes" };
+    let max = values.iter().copied().max().unwrap_or(0);
+    ui.horizontal_wrapped(|ui| {
+        let high = if counts { max.to_string() } else { human(max) };
+        let what = if bin > 1 {
+            format!("{unit} per cell of {bin} x {bin} CTAs (log scale)")
+        } else {
+            format!("{unit} per CTA pair (log scale)")
+        };
+        theme::colour_scale(ui, 0.15, if counts { "1" } else { "1 B" }, &high, &what);
+    });
     Plot::new("comm-density")
         .data_aspect(1.0)
         .x_axis_label("writer CTA")

@@ -36,6 +36,9 @@ const PALETTE: [Color32; 12] = [
     Color32::from_rgb(0x8C, 0x6D, 0xD7),
 ];
 
+/// Colours in the categorical palette (ids further apart share a colour).
+pub const PALETTE_LEN: usize = PALETTE.len();
+
 pub fn category(i: u32) -> Color32 {
     PALETTE[i as usize % PALETTE.len()]
 }
@@ -63,4 +66,26 @@ pub fn swatch(ui: &mut egui::Ui, colour: Color32, text: &str) {
     let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
     ui.painter().rect_filled(rect, 2.0, colour);
     ui.label(text);
+}
+
+/// A horizontal colour scale of [`ramp`] from `from` to 1 with its end labels, for heatmaps
+/// and density maps.
+pub fn colour_scale(ui: &mut egui::Ui, from: f32, low: &str, high: &str, what: &str) {
+    ui.label(egui::RichText::new(low).small());
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(120.0, 10.0), egui::Sense::hover());
+    let steps = 40;
+    let w = rect.width() / steps as f32;
+    for i in 0..steps {
+        let x = rect.left() + i as f32 * w;
+        ui.painter().rect_filled(
+            egui::Rect::from_min_size(
+                egui::pos2(x, rect.top()),
+                egui::vec2(w + 0.5, rect.height()),
+            ),
+            0.0,
+            ramp(from + (1.0 - from) * i as f32 / (steps - 1) as f32),
+        );
+    }
+    ui.label(egui::RichText::new(high).small());
+    ui.label(egui::RichText::new(what).small().weak());
 }

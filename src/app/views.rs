@@ -122,17 +122,14 @@ pub fn address(
     } else {
         String::new()
     };
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
-        if opts.colour == ColourBy::Outcome {
-            // The timing model gives each request only hit or miss (classes in aggregate).
-            let timing = data.config.timing.is_some();
-            for o in Outcome::ALL {
-                if (o == Outcome::Miss) != timing && o != Outcome::Hit {
-                    continue;
-                }
-                theme::swatch(ui, theme::outcome(o), o.name());
-            }
+        let (entries, note) = colour_legend(data, trace, opts.colour);
+        for (colour, text) in entries {
+            theme::swatch(ui, colour, &text);
+        }
+        if let Some(note) = note {
+            ui.label(RichText::new(note).weak());
         }
     });
     // A selection made on an older result is summarized again for the new one.
@@ -520,6 +517,120 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
     });
 }
 
+/// The colour scale's ends and name for a set-heatmap metric.
+fn set_scale(g: &super::data::SetGrid, metric: SetMetric) -> (String, String, String) {
+    match metric {
+        SetMetric::Accesses => (
+            "1".into(),
+            g.accesses.iter().max().copied().unwrap_or(0).to_string(),
+            "accesses per cell (log scale)".into(),
+        ),
+        SetMetric::Misses => (
+            "1".into(),
+            g.misses.iter().max().copied().unwrap_or(0).to_string(),
+            "misses per cell (log scale)".into(),
+        ),
+        SetMetric::MissRate => {
+            let max = g
+                .accesses
+                .iter()
+                .zip(&g.misses)
+                .filter(|(&a, _)| a > 0)
+                .map(|(&a, &m)| m as f64 / a as f64)
+                .fold(0.0, f64::max);
+            (
+                "0%".into(),
+                format!("{:.0}%", max * 100.0),
+                "misses / accesses per cell".into(),
+            )
+        }
+    }
+}
+
+/// A set-axis label: the set number at a row's centre, nothing elsewhere.
+pub fn set_label(y: f64) -> String {
+    let row = y - 0.5;
+    if row >= 0.0 && row.fract() == 0.0 {
+        format!("{row}")
+    } else {
+        String::new()
+    }
+}
+
+/// Grid marks at the centres of every `step`-th row inside `bounds`.
+pub fn set_marks(bounds: (f64, f64), sets: f64, step: f64) -> Vec<egui_plot::GridMark> {
+    let first = (bounds.0.max(0.0) / step).ceil() * step;
+    let mut marks = Vec::new();
+    let mut s = first;
+    while s < sets.min(bounds.1) && marks.len() < 200 {
+        marks.push(egui_plot::GridMark {
+            value: s + 0.5,
+            step_size: step,
+        });
+        s += step;
+    }
+    marks
+}
+
+/// The address view's legend for a colouring: swatches, and a note where colours repeat.
+pub fn colour_legend(
+    d: &SimData,
+    trace: &TraceData,
+    by: ColourBy,
+) -> (Vec<(Color32, String)>, Option<String>) {
+    let p = &d.points;
+    let palette = theme::PALETTE_LEN as u32;
+    match by {
+        ColourBy::Outcome => {
+            // The timing model gives each request only hit or miss (classes in aggregate).
+            let timing = d.config.timing.is_some();
+            let entries = Outcome::ALL
+                .into_iter()
+                .filter(|&o| o == Outcome::Hit || (o == Outcome::Miss) == timing)
+                .map(|o| (theme::outcome(o), o.name().to_string()))
+                .collect();
+            (entries, None)
+        }
+        ColourBy::Instruction => {
+            // Instruction ids are per kernel: an id's name in each kernel that has it.
+            let count = p.inst.iter().copied().max().map_or(0, |m| m + 1);
+            let entries = (0..count.min(palette))
+                .map(|i| {
+                    let mut names: Vec<&str> = Vec::new();
+                    for k in &trace.trace.kernels {
+                        if let Some(inst) = k.instructions.get(i as usize) {
+                            if !names.contains(&inst.name.as_str()) {
+                                names.push(&inst.name);
+                            }
+                        }
+                    }
+                    (theme::category(i), names.join(" / "))
+                })
+                .collect();
+            let note = (count > palette)
+                .then(|| format!("{count} instructions: colours repeat every {palette}"));
+            (entries, note)
+        }
+        _ => {
+            let (what, ids): (&str, Vec<u32>) = match by {
+                ColourBy::Warp => ("warp", p.warp.clone()),
+                ColourBy::Cta => ("CTA", p.cta.clone()),
+                ColourBy::Sm => ("SM", p.sm.iter().map(|&v| v as u32).collect()),
+                ColourBy::Kernel => ("kernel", p.kernel.iter().map(|&v| v as u32).collect()),
+                _ if p.thread.is_empty() => ("warp", p.warp.clone()),
+                _ => ("thread", p.thread.clone()),
+            };
+            let count = ids.iter().copied().max().map_or(0, |m| m + 1);
+            let entries = (0..count.min(palette))
+                .map(|i| (theme::category(i), format!("{what} {i}")))
+                .collect();
+            let note = (count > palette)
+                .then(|| format!("{count} {what} ids: the colour is the id modulo {palette}"));
+            (entries, note)
+        }
+    }
+}
+
 /// Paints each array's label at its first byte, at the plot's left edge (painted, not a plot
 /// item, so the labels never widen the plot's bounds). Labels closer than a line of text to the
 /// one below are left out until the user zooms in.
@@ -770,11 +881,16 @@ pub fn sets(
         ui.selectable_value(metric, SetMetric::MissRate, "miss rate");
         ui.label(
             RichText::new(format!(
-                "{} sets x {} time slices of {} requests; brighter = more",
+                "{} sets x {} time slices of {} requests",
                 g.sets, g.bins, g.per_bin
             ))
             .weak(),
         );
+    });
+    let (low, high, what) = set_scale(g, *metric);
+    ui.horizontal(|ui| {
+        theme::colour_scale(ui, 0.0, &low, &high, &what);
+        theme::swatch(ui, Color32::from_gray(20), "none");
     });
     let stale = state
         .texture
@@ -825,6 +941,8 @@ pub fn sets(
     state.extent = Some(width.to_bits());
     let plot = Plot::new(("sets", pane));
     let plot = if reset { plot.reset() } else { plot };
+    // Row s spans [s, s + 1): label rows at their centres, never at their edges.
+    let label_step = (g.sets as u64).div_ceil(16).next_power_of_two() as f64;
     plot.link_axis(link, [true, false])
         .x_axis_label("request (issue order)")
         .y_axis_label("set")
@@ -832,6 +950,9 @@ pub fn sets(
         .include_x(width)
         .include_y(0.0)
         .include_y(sets_n)
+        .set_margin_fraction(egui::vec2(0.01, 0.0))
+        .y_axis_formatter(|m, _| set_label(m.value))
+        .y_grid_spacer(move |gi| set_marks(gi.bounds, sets_n, label_step))
         .show_grid(false)
         .label_formatter(move |h| {
             let p = match h {
