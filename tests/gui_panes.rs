@@ -114,3 +114,50 @@ fn an_invalid_configuration_shows_its_error_and_marks_the_last_valid_result() {
         .next()
         .is_none());
 }
+
+#[test]
+fn cancelling_a_generator_stops_it_and_keeps_the_current_trace() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    // 16.8 M accesses: long enough to cancel while it runs.
+    h.state_mut().max_generated_accesses = None;
+    h.state_mut().generate("matmul".into(), "n=256".into());
+    h.step();
+    let running: Vec<u64> = h.state().worker.running().iter().map(|r| r.0).collect();
+    assert_eq!(running.len(), 1);
+    h.state().worker.cancel(running[0]);
+    let start = Instant::now();
+    step_until(&mut h, "the generator did not stop", |a| a.idle());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
+    h.get_by_label_contains("Cancelled: the current trace stays");
+}
+
+#[test]
+fn a_trace_that_will_not_fit_is_not_generated_until_the_user_says_so() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    h.state_mut().max_generated_accesses = Some(1_000_000);
+    h.state_mut().generate("matmul".into(), "n=256".into());
+    step_until(&mut h, "no question", |a| a.too_large.is_some());
+    let q = h.state().too_large.clone().unwrap();
+    // 256 x 256 threads, 2 x 256 loads and a store each.
+    assert_eq!(q.projected, 256 * 256 * 513);
+    assert!(trace_label(&h).starts_with("vecadd"));
+    h.get_by_label("This trace will not fit in memory");
+    click(&mut h, "Keep the current trace");
+    assert!(h.state().too_large.is_none());
+    assert!(trace_label(&h).starts_with("vecadd"));
+    // Asked again, the user goes ahead: the whole trace is generated.
+    h.state_mut().max_generated_accesses = Some(1_000);
+    h.state_mut().generate("matmul".into(), "n=32".into());
+    step_until(&mut h, "no question", |a| a.too_large.is_some());
+    click(&mut h, "Generate anyway");
+    settle(&mut h);
+    assert!(trace_label(&h).starts_with("matmul"), "{}", trace_label(&h));
+    assert_eq!(h.state().trace.as_ref().unwrap().accesses, 32 * 32 * 65);
+}

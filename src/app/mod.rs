@@ -153,6 +153,39 @@ pub struct WarpscopeApp {
     pub comm: comm_view::CommState,
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
+    /// Generators stop (and ask) once projected past this many accesses: what fits in the
+    /// memory free at start ([`memory_budget_accesses`]); `None` = no limit.
+    pub max_generated_accesses: Option<u64>,
+    /// The kernel and parameters being generated.
+    load_job: Option<(String, String)>,
+    /// A generator stopped because its trace would not fit: the question shown to the user.
+    pub too_large: Option<TooLarge>,
+}
+
+/// A generated trace that would not fit in memory, waiting for the user's decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TooLarge {
+    pub kernel: String,
+    pub params: String,
+    /// Accesses the trace would hold.
+    pub projected: u64,
+}
+
+/// Memory one access takes in the app: its trace columns and its share of a pane's result.
+pub const BYTES_PER_ACCESS: u64 = 48;
+
+/// How many accesses a generated trace may hold: what fits in half the memory available now
+/// (Linux's MemAvailable), or `None` where that is unknown.
+pub fn memory_budget_accesses() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kib * 1024 / 2 / BYTES_PER_ACCESS)
 }
 
 impl WarpscopeApp {
@@ -187,6 +220,9 @@ impl WarpscopeApp {
             hover: None,
             comm: comm_view::CommState::default(),
             results_seen: 0,
+            max_generated_accesses: memory_budget_accesses(),
+            load_job: None,
+            too_large: None,
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -207,12 +243,19 @@ impl WarpscopeApp {
         }
         let label = format!("Loading {}", path.display());
         self.status = Status::Info(label.clone());
+        self.load_job = None;
         self.remember(&path);
         self.load_ticket = Some(self.worker.submit(label, Job::Load { path, format: None }));
     }
 
-    /// Starts generating a built-in kernel's trace.
+    /// Starts generating a built-in kernel's trace; one projected to need more memory than
+    /// the machine has free stops early and asks first ([`WarpscopeApp::too_large`]).
     pub fn generate(&mut self, kernel: String, params: String) {
+        let limit = self.max_generated_accesses;
+        self.generate_limited(kernel, params, limit);
+    }
+
+    fn generate_limited(&mut self, kernel: String, params: String, max_accesses: Option<u64>) {
         let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
         let pairs = match crate::gen::parse_pairs(&words) {
             Ok(p) => p,
@@ -226,11 +269,14 @@ impl WarpscopeApp {
         }
         let label = format!("Generating {kernel} {params}");
         self.status = Status::Info(label.clone());
+        self.too_large = None;
+        self.load_job = Some((kernel.clone(), params));
         self.load_ticket = Some(self.worker.submit(
             label,
             Job::Generate {
                 kernel,
                 params: pairs,
+                max_accesses,
             },
         ));
     }
@@ -355,7 +401,21 @@ impl WarpscopeApp {
                     self.invalidate_all(now);
                 }
                 Outcome::Failed(e) => self.status = Status::Error(e),
-                Outcome::Cancelled => self.status = Status::Info("Loading cancelled".into()),
+                Outcome::Cancelled => {
+                    self.status = Status::Info("Cancelled: the current trace stays".into())
+                }
+                Outcome::TooLarge { projected } => {
+                    if let Some((kernel, params)) = self.load_job.take() {
+                        self.status = Status::Info(format!(
+                            "{kernel} {params} would not fit in memory: not generated"
+                        ));
+                        self.too_large = Some(TooLarge {
+                            kernel,
+                            params,
+                            projected,
+                        });
+                    }
+                }
                 _ => {}
             }
             return;
@@ -406,7 +466,10 @@ impl WarpscopeApp {
                     p.ticket = None;
                 }
             }
-            Outcome::Loaded(_) | Outcome::Communicated(_) | Outcome::Density(_) => {}
+            Outcome::Loaded(_)
+            | Outcome::Communicated(_)
+            | Outcome::Density(_)
+            | Outcome::TooLarge { .. } => {}
         }
     }
 
@@ -506,12 +569,51 @@ impl WarpscopeApp {
             });
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
         self.dialogs(&ctx);
+        self.too_large_question(ui);
         let actions = std::mem::take(&mut self.actions);
         for a in actions {
             self.act(a, &ctx, now);
         }
         if !self.worker.running().is_empty() || self.panes.iter().any(|p| p.dirty_since.is_some()) {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
+        }
+    }
+
+    /// Asks whether to generate a trace that will not fit in memory anyway.
+    fn too_large_question(&mut self, ui: &mut Ui) {
+        let Some(q) = self.too_large.clone() else {
+            return;
+        };
+        let gib = (q.projected * BYTES_PER_ACCESS) as f64 / (1u64 << 30) as f64;
+        let free = self
+            .max_generated_accesses
+            .map(|m| (m * 2 * BYTES_PER_ACCESS) as f64 / (1u64 << 30) as f64);
+        let modal = egui::Modal::new(egui::Id::unique("too-large")).show(ui.ctx(), |ui| {
+            ui.heading("This trace will not fit in memory");
+            ui.label(format!(
+                "{} {} would hold about {} accesses, about {gib:.1} GiB in the app{}.",
+                q.kernel,
+                q.params,
+                q.projected,
+                free.map(|f| format!(", with {f:.1} GiB free"))
+                    .unwrap_or_default()
+            ));
+            ui.label(
+                "Nothing was generated; the current trace stays. Smaller parameters will fit.",
+            );
+            ui.horizontal(|ui| {
+                let anyway = ui.button("Generate anyway").clicked();
+                let keep = ui.button("Keep the current trace").clicked();
+                (anyway, keep)
+            })
+            .inner
+        });
+        let (anyway, keep) = modal.inner;
+        if anyway {
+            self.too_large = None;
+            self.generate_limited(q.kernel, q.params, None);
+        } else if keep || modal.should_close() {
+            self.too_large = None;
         }
     }
 

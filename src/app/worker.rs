@@ -30,6 +30,9 @@ pub enum Job {
     Generate {
         kernel: String,
         params: Vec<(String, String)>,
+        /// Stop (with [`Outcome::TooLarge`]) as soon as the trace is projected to hold more
+        /// accesses than this.
+        max_accesses: Option<u64>,
     },
     /// Simulate `trace` under `config` for one pane.
     Simulate {
@@ -78,12 +81,20 @@ impl Progress {
 /// A finished job.
 pub enum Outcome {
     Loaded(Arc<TraceData>),
-    Simulated { pane: usize, data: Arc<SimData> },
+    Simulated {
+        pane: usize,
+        data: Arc<SimData>,
+    },
     Communicated(Arc<crate::comm::CommReport>),
     Density(Box<super::comm_view::DensityData>),
     Done(String),
     Failed(String),
     Cancelled,
+    /// A generator stopped early because its trace would hold about `projected` accesses,
+    /// more than the job's limit.
+    TooLarge {
+        projected: u64,
+    },
 }
 
 /// Starts jobs on threads and collects their outcomes.
@@ -172,7 +183,12 @@ impl Worker {
 fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
     match job {
         Job::Load { path, format } => load(&path, format, progress),
-        Job::Generate { kernel, params } => match crate::gen::generate(&kernel, &params) {
+        Job::Generate {
+            kernel,
+            params,
+            max_accesses,
+        } => match generate(&kernel, &params, max_accesses, progress) {
+            Err(o) => o,
             Ok(t) => {
                 let mut label = kernel.clone();
                 for (k, v) in &params {
@@ -180,7 +196,6 @@ fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
                 }
                 Outcome::Loaded(Arc::new(TraceData::new(t, label, None, None)))
             }
-            Err(e) => Outcome::Failed(format!("kernel {kernel}: {e}")),
         },
         Job::Simulate {
             pane,
@@ -316,4 +331,32 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// bare [`Trace`]).
 pub fn shared(trace: Trace, label: &str) -> Arc<TraceData> {
     Arc::new(TraceData::new(trace, label.to_string(), None, None))
+}
+
+/// Runs a generator with the job's progress: cancelled when asked, stopped with
+/// [`Outcome::TooLarge`] once its projected size passes `max_accesses`.
+fn generate(
+    kernel: &str,
+    params: &[(String, String)],
+    max_accesses: Option<u64>,
+    progress: &Progress,
+) -> Result<crate::trace::Trace, Outcome> {
+    let mut too_large = None;
+    let mut control = |g: &crate::gen::GenProgress| {
+        progress.done.store(g.ctas_done, Ordering::Relaxed);
+        progress.total.store(g.ctas, Ordering::Relaxed);
+        if max_accesses.is_some_and(|m| g.projected > m) {
+            too_large = Some(g.projected);
+            return false;
+        }
+        !progress.cancelled()
+    };
+    match crate::gen::generate_with(kernel, params, Some(&mut control)) {
+        Ok(t) => Ok(t),
+        Err(crate::gen::GenError::Stopped { .. }) => Err(match too_large {
+            Some(projected) => Outcome::TooLarge { projected },
+            None => Outcome::Cancelled,
+        }),
+        Err(e) => Err(Outcome::Failed(format!("kernel {kernel}: {e}"))),
+    }
 }

@@ -10,6 +10,8 @@ pub(super) struct Emit<'a> {
     thread: u32,
     size: u16,
     err: Option<crate::trace::BuildError>,
+    /// Accesses pushed for this thread.
+    pushed: u64,
 }
 
 impl Emit<'_> {
@@ -23,6 +25,7 @@ impl Emit<'_> {
             kind,
             space: MemSpace::Global,
         };
+        self.pushed += 1;
         if let Err(e) = self.b.push(a) {
             self.err.get_or_insert(e);
         }
@@ -69,7 +72,9 @@ pub(super) fn build(
         b.instruction(i, None);
     }
     let tpb = block.count();
-    for c in 0..grid.count() {
+    let ctas = grid.count();
+    let mut accesses = 0u64;
+    for c in 0..ctas {
         let cta = grid.from_linear(c);
         for t in 0..tpb {
             let mut e = Emit {
@@ -77,13 +82,17 @@ pub(super) fn build(
                 thread: (c * tpb + t) as u32,
                 size: elem as u16,
                 err: None,
+                pushed: 0,
             };
             body(cta, block.from_linear(t), &mut e);
             if let Some(err) = e.err {
                 return Err(p.invalid(err.to_string()));
             }
+            accesses += e.pushed;
         }
+        p.keep_going(c + 1, ctas, accesses)?;
     }
+    p.launch_done(accesses);
     Ok(b.finish())
 }
 

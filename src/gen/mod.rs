@@ -14,6 +14,7 @@ pub use params::GenError;
 
 use crate::trace::Trace;
 use params::Params;
+pub use params::{Control, GenProgress};
 
 /// A built-in kernel: name, one-line description, parameters with defaults (`params` is what
 /// the app pre-fills, so it must parse as it stands).
@@ -115,7 +116,17 @@ pub const KERNELS: [KernelInfo; 17] = [
 /// Generates kernel `name` with `key=value` parameters. Every kernel also takes `elem`
 /// (element size, default 4), `base` (first buffer address) and `align` (buffer alignment).
 pub fn generate(name: &str, pairs: &[(String, String)]) -> Result<Trace, GenError> {
-    let mut p = Params::new(name, pairs);
+    generate_with(name, pairs, None)
+}
+
+/// [`generate`], asking `control` after every CTA whether to go on (to cancel, or to stop a
+/// trace that would not fit in memory before it is built: see [`GenProgress::projected`]).
+pub fn generate_with(
+    name: &str,
+    pairs: &[(String, String)],
+    control: Option<Control<'_>>,
+) -> Result<Trace, GenError> {
+    let mut p = Params::new(name, pairs, control);
     let multi = match name {
         "hotspot" => Some(multi::hotspot(&mut p)),
         "histogram2" => Some(multi::histogram2(&mut p)),
@@ -165,6 +176,53 @@ pub fn parse_pairs(words: &[String]) -> Result<Vec<(String, String)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, x)| (k.to_string(), x.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_control_sees_every_cta_projects_the_size_and_can_stop() {
+        let p = pairs(&[("n", "64")]);
+        let full = generate("matmul", &p).unwrap().total_accesses() as u64;
+        let mut seen = Vec::new();
+        let mut watch = |g: &GenProgress| {
+            seen.push(*g);
+            true
+        };
+        generate_with("matmul", &p, Some(&mut watch)).unwrap();
+        // 16 CTAs of the same work: the first one already projects the exact size.
+        assert_eq!(seen.len(), 16);
+        assert!(seen.iter().all(|g| g.projected == full && g.ctas == 16));
+        assert_eq!(seen[15].accesses, full);
+        // Stopped after the third CTA: an error that says how far it got.
+        let mut calls = 0;
+        let mut stop = |_: &GenProgress| {
+            calls += 1;
+            calls < 3
+        };
+        let e = generate_with("matmul", &p, Some(&mut stop)).unwrap_err();
+        assert_eq!(
+            e,
+            GenError::Stopped {
+                kernel: "matmul".into(),
+                accesses: full / 16 * 3,
+                projected: full
+            }
+        );
+        // A multi-launch kernel counts the launches already built.
+        let mut last = None;
+        let mut watch = |g: &GenProgress| {
+            last = Some(*g);
+            true
+        };
+        let t = generate_with("hotspot", &pairs(&[]), Some(&mut watch)).unwrap();
+        let g = last.unwrap();
+        assert_eq!(g.launch + 1, t.kernels.len());
+        assert_eq!(g.accesses, t.total_accesses() as u64);
+    }
 
     #[test]
     fn every_kernel_generates_with_defaults() {

@@ -1,6 +1,7 @@
 //! `key=value` parameters of the generators, with defaults and errors naming the key.
 
 use crate::trace::Dim3;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -21,22 +22,83 @@ pub enum GenError {
     },
     #[error("kernel `{kernel}`: {message}")]
     Invalid { kernel: String, message: String },
+    /// The caller's control said stop (cancelled, or the trace would be too large).
+    #[error("kernel `{kernel}`: generation stopped after {accesses} accesses (about {projected} expected)")]
+    Stopped {
+        kernel: String,
+        accesses: u64,
+        projected: u64,
+    },
 }
 
-/// Parsed parameters; each getter records the keys a kernel understands.
-pub struct Params {
+/// Where a generator stands, reported after every CTA to the caller's control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenProgress {
+    /// Launch being generated (0-based).
+    pub launch: usize,
+    /// CTAs of this launch done, and in all.
+    pub ctas_done: u64,
+    pub ctas: u64,
+    /// Accesses generated so far (every launch).
+    pub accesses: u64,
+    /// The accesses expected once this launch is done, projected from the CTAs done (later
+    /// launches of a multi-launch kernel are not known yet).
+    pub projected: u64,
+}
+
+/// What a caller passes to watch and stop a generator: `false` stops it.
+pub type Control<'a> = &'a mut dyn FnMut(&GenProgress) -> bool;
+
+/// Parsed parameters; each getter records the keys a kernel understands. Also carries the
+/// caller's control, asked after every CTA.
+pub struct Params<'a> {
     kernel: String,
     values: BTreeMap<String, String>,
     known: Vec<&'static str>,
+    control: RefCell<Option<Control<'a>>>,
+    /// Accesses of the launches already built, and how many there were.
+    before: Cell<(u64, usize)>,
 }
 
-impl Params {
-    pub fn new(kernel: &str, pairs: &[(String, String)]) -> Self {
+impl<'a> Params<'a> {
+    pub fn new(kernel: &str, pairs: &[(String, String)], control: Option<Control<'a>>) -> Self {
         Params {
             kernel: kernel.into(),
             values: pairs.iter().cloned().collect(),
             known: Vec::new(),
+            control: RefCell::new(control),
+            before: Cell::new((0, 0)),
         }
+    }
+    /// Reports progress through a launch (`accesses` of it so far) and says whether to go on.
+    pub fn keep_going(&self, ctas_done: u64, ctas: u64, accesses: u64) -> Result<(), GenError> {
+        let (before, launch) = self.before.get();
+        let projected = before + accesses.saturating_mul(ctas) / ctas_done.max(1);
+        let progress = GenProgress {
+            launch,
+            ctas_done,
+            ctas,
+            accesses: before + accesses,
+            projected,
+        };
+        let go = match self.control.borrow_mut().as_mut() {
+            Some(c) => c(&progress),
+            None => true,
+        };
+        if go {
+            Ok(())
+        } else {
+            Err(GenError::Stopped {
+                kernel: self.kernel.clone(),
+                accesses: progress.accesses,
+                projected,
+            })
+        }
+    }
+    /// Records a finished launch of `accesses`.
+    pub fn launch_done(&self, accesses: u64) {
+        let (before, launch) = self.before.get();
+        self.before.set((before + accesses, launch + 1));
     }
     fn bad(&self, key: &str, message: impl Into<String>) -> GenError {
         GenError::BadValue {
