@@ -27,6 +27,7 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
             file: None,
             fresh: true,
             generator: Some(("vecadd".into(), format!("n={} block=256", accesses / 3))),
+            window: None,
         },
         Arc::new(|| {}),
     );

@@ -2,7 +2,8 @@
 # Starts the app in a virtual X display on fixed inputs (the built-in naive matrix
 # multiplication on the Fermi 16 KB preset) and writes one PNG per main view, one of the
 # side-by-side mode (round-robin vs greedy-then-oldest), one of a box selection in the light
-# theme and one of the timing model's cycle axis into screenshots/.
+# theme, one of the timing model's cycle axis and three of four panes into screenshots/ (at
+# 1600x1000) and screenshots/1280x800/.
 #
 #   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)
 #   PROFILE=dev screenshots/take.sh    # use the debug build (no release build needed)
@@ -27,11 +28,18 @@ dir=release
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR"
-display=":$((90 + RANDOM % 9))"
-Xvfb "$display" -screen 0 1600x1000x24 >/dev/null 2>&1 &
-xvfb=$!
-trap 'kill $xvfb 2>/dev/null || true' EXIT
-sleep 1
-rm -f screenshots/*.png
-DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots screenshots
-ls -l screenshots/*.png
+# Each size: a virtual screen of that size, the window filling it.
+for size in 1600x1000 1280x800; do
+  out=screenshots
+  [ "$size" = 1600x1000 ] || out="screenshots/$size"
+  mkdir -p "$out"
+  display=":$((90 + RANDOM % 9))"
+  Xvfb "$display" -screen 0 "${size}x24" >/dev/null 2>&1 &
+  xvfb=$!
+  trap 'kill $xvfb 2>/dev/null || true' EXIT
+  sleep 1
+  rm -f "$out"/*.png
+  DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots "$out" --window "$size"
+  kill $xvfb 2>/dev/null || true
+  ls -l "$out"/*.png
+done

@@ -161,3 +161,51 @@ fn a_trace_that_will_not_fit_is_not_generated_until_the_user_says_so() {
     assert!(trace_label(&h).starts_with("matmul"), "{}", trace_label(&h));
     assert_eq!(h.state().trace.as_ref().unwrap().accesses, 32 * 32 * 65);
 }
+
+#[test]
+fn four_panes_at_1280x800_each_get_a_cell_of_their_own() {
+    use warpscope::app::views::View;
+    let mut a = app("matmul", "n=64");
+    for _ in 0..3 {
+        a.add_pane(0.0);
+    }
+    let mut h = egui_kittest::Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), a);
+    settle(&mut h);
+    for view in [View::Address, View::Misses, View::Reuse, View::Sets] {
+        h.state_mut().settings.view = view;
+        h.run_steps(4);
+        let rects = h.state().pane_rects.clone();
+        let area = h.state().view_rect;
+        assert_eq!(rects.len(), 4, "{view:?}");
+        for (i, r) in rects.iter().enumerate() {
+            // A 2 x 2 grid: every cell inside the view, at least 400 x 250, none overlapping.
+            assert!(
+                area.expand(1.0).contains_rect(*r),
+                "{view:?} pane {i}: {r:?} in {area:?}"
+            );
+            assert!(
+                r.width() >= 400.0 && r.height() >= 250.0,
+                "{view:?} pane {i}: {r:?}"
+            );
+            for o in &rects[i + 1..] {
+                assert!(
+                    r.intersect(*o).area() < 1.0,
+                    "{view:?}: {r:?} overlaps {o:?}"
+                );
+            }
+            // Its header is drawn inside its cell.
+            // (the side panel has a "Pane i" button too).
+            let header = h
+                .query_all_by_label(&format!("Pane {}", i + 1))
+                .map(|n| n.rect())
+                .find(|r| r.left() >= area.left() - 1.0)
+                .expect("a pane header");
+            assert!(
+                r.expand(1.0).contains_rect(header),
+                "{view:?} pane {i}: {header:?}"
+            );
+        }
+    }
+}

@@ -158,3 +158,58 @@ fn every_colouring_has_a_legend_and_the_heatmaps_have_scales() {
     h.run_steps(3);
     h.get_by_label("ld_B");
 }
+
+#[test]
+fn hovering_follows_the_same_access_across_panes() {
+    use warpscope::app::views::linked_request;
+    let t = trace("matmul", &[("n", "32")]);
+    let rr = config::preset("fermi-16k").unwrap();
+    let mut gto = rr.clone();
+    gto.schedule.policy = config::IssuePolicy::Gto;
+    let (a, b) = (simulate(t.clone(), rr), simulate(t.clone(), gto));
+    let (p, q) = (&a.points, &b.points);
+    assert_eq!(p.len(), q.len());
+    let mut hit = vec![false; q.len()];
+    let mut moved = 0;
+    for i in 0..p.len() {
+        let j = linked_request(&a, i, &b).expect("the same access");
+        assert_eq!(
+            (p.kernel[i], p.cta[i], p.warp[i], p.inst[i], p.line[i]),
+            (q.kernel[j], q.cta[j], q.warp[j], q.inst[j], q.line[j])
+        );
+        assert!(!hit[j], "two requests linked to request {j}");
+        hit[j] = true;
+        moved += (i != j) as usize;
+    }
+    // GTO issues in another order: following by position would pick other requests.
+    assert!(moved > p.len() / 2, "{moved} of {}", p.len());
+    // With another line size, the line holding the same bytes.
+    let mut wide = config::preset("fermi-16k").unwrap();
+    wide.cache.line_bytes = 256;
+    wide.cache.sector_bytes = 256;
+    let c = simulate(t, wide);
+    let j = linked_request(&a, 5, &c).unwrap();
+    assert_eq!(c.points.line[j], p.line[5] * 128 / 256);
+    assert_eq!(c.points.inst[j], p.inst[5]);
+}
+
+#[test]
+fn narrow_log_axes_keep_evenly_spaced_labels() {
+    use warpscope::app::views::integer_marks;
+    let marks = |lo: f64, hi: f64, base: f64| -> Vec<f64> {
+        integer_marks(egui_plot::GridInput {
+            bounds: (lo, hi),
+            base_step_size: base,
+        })
+        .iter()
+        .map(|m| m.value)
+        .collect()
+    };
+    // Wide: every bin. Narrow: every 2nd or 4th bin, never just the two ends.
+    assert_eq!(marks(-0.5, 6.5, 0.1), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        marks(-0.5, 12.5, 0.4),
+        [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+    );
+    assert_eq!(marks(-0.5, 16.5, 0.8), [0.0, 4.0, 8.0, 12.0, 16.0]);
+}

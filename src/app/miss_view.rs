@@ -236,8 +236,11 @@ pub fn misses(
     };
     Plot::new(("miss-totals", pane))
         .height(h * 0.25)
-        .legend(Legend::default())
+        .legend(Legend::default().follow_insertion_order(true))
         .y_axis_label("misses")
+        // Room on the right for the legend.
+        .include_x(-0.5)
+        .include_x(3.9)
         .x_axis_formatter(|m, _| match m.value as i64 {
             0 if m.value.fract() == 0.0 => "all".into(),
             1 if m.value.fract() == 0.0 => "reads".into(),
@@ -300,7 +303,7 @@ pub fn misses(
     let shown: Vec<usize> = order.iter().copied().take(40).collect();
     Plot::new(("miss-rows", pane))
         .height(h * 0.3)
-        .legend(Legend::default())
+        .legend(Legend::default().follow_insertion_order(true))
         .y_axis_label("misses (reads + writes)")
         .x_axis_formatter({
             let labels: Vec<String> = shown.iter().map(|&i| rows[i].label.clone()).collect();
@@ -312,6 +315,8 @@ pub fn misses(
                 }
             }
         })
+        .include_x(-0.5)
+        .include_x(shown.len() as f64 + 0.9)
         .include_y(0.0)
         .show(ui, |pui| {
             let mut below: Vec<BarChart> = Vec::new();
@@ -365,7 +370,8 @@ fn table(
             }
         }
     };
-    egui::ScrollArea::vertical()
+    // Scrolls both ways: a narrow pane keeps its width (the table scrolls instead).
+    egui::ScrollArea::both()
         .id_salt(("miss-table", pane))
         .auto_shrink([false, false])
         .show_rows(ui, 18.0, order.len() + 1, |ui, range| {

@@ -114,6 +114,8 @@ pub struct Startup {
     pub generator: Option<(String, String)>,
     /// Ignore persisted settings (the screenshot script and tests use fixed inputs).
     pub fresh: bool,
+    /// The window's inner size in points, instead of the default or the saved one.
+    pub window: Option<[f32; 2]>,
 }
 
 /// Something asked for by a menu, a shortcut or a button, handled after drawing.
@@ -141,14 +143,16 @@ pub struct WarpscopeApp {
     actions: Vec<Action>,
     /// The central area (for PNG export of the view).
     pub view_rect: egui::Rect,
+    /// Each pane's cell in the last frame.
+    pub pane_rects: Vec<egui::Rect>,
     /// A PNG export waiting for its screenshot: path.
     pending_png: Option<PathBuf>,
     /// Screenshot results arriving from the backend.
     png_results: std::sync::mpsc::Receiver<String>,
     png_sender: std::sync::mpsc::Sender<String>,
-    /// The address-view point hovered in the last frame (pane, plot position), for the
-    /// linked panes' tooltips.
-    hover: Option<(usize, egui_plot::PlotPoint)>,
+    /// The address-view request hovered in the last frame (pane, generation, request), for
+    /// the linked panes' tooltips.
+    hover: Option<(usize, u64, usize)>,
     /// The communication view's report of the loaded trace and its display choices.
     pub comm: comm_view::CommState,
     /// Results received so far (the source of [`Pane::generation`]).
@@ -214,6 +218,7 @@ impl WarpscopeApp {
             in_app_dialogs: !files::native_available(),
             actions: Vec::new(),
             view_rect: egui::Rect::NOTHING,
+            pane_rects: Vec::new(),
             pending_png: None,
             png_results,
             png_sender,
@@ -917,124 +922,133 @@ impl WarpscopeApp {
         let mut remove = None;
         let mut activate = None;
         let mut hover = None;
-        ui.columns(n, |cols| {
-            for (i, col) in cols.iter_mut().enumerate() {
-                let pane = &mut self.panes[i];
-                let (preset, cfg) = &self.settings.panes[i];
-                col.horizontal(|ui| {
-                    if n > 1 {
-                        let active = i == self.settings.active;
-                        if ui
-                            .selectable_label(
-                                active,
-                                RichText::new(format!("Pane {}", i + 1)).strong(),
-                            )
-                            .on_hover_text("Edit this pane's configuration in the side panel")
-                            .clicked()
-                        {
-                            activate = Some(i);
-                        }
-                    }
-                    ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
-                    match (&pane.error, &pane.result) {
-                        // The error stands where this configuration's numbers would.
-                        (Some(_), _) => {
-                            ui.colored_label(ui.visuals().error_fg_color, "not run");
-                        }
-                        (None, Some(r)) => {
-                            ui.label(
-                                RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
-                            );
-                        }
-                        (None, None) => {}
-                    }
-                    if pane.error.is_none() && (pane.stale || pane.ticket.is_some()) {
-                        ui.label(
-                            RichText::new("stale, updating…").color(ui.visuals().warn_fg_color),
-                        );
-                    }
-                    if n > 1
-                        && ui
-                            .small_button("x")
-                            .on_hover_text("Close this pane")
-                            .clicked()
+        // The request hovered in the last frame, with its pane's result, for the other panes.
+        let linked = self.hover.and_then(|(p, generation, request)| {
+            let src = self.panes.get(p)?;
+            let data = src
+                .result
+                .clone()
+                .filter(|_| src.generation == generation)?;
+            Some(views::LinkedHover {
+                pane: p,
+                generation,
+                request,
+                data,
+            })
+        });
+        self.pane_rects.clear();
+        pane_grid(ui, n, |i, col| {
+            self.pane_rects.push(col.max_rect());
+            let pane = &mut self.panes[i];
+            let (preset, cfg) = &self.settings.panes[i];
+            col.horizontal_wrapped(|ui| {
+                if n > 1 {
+                    let active = i == self.settings.active;
+                    if ui
+                        .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
+                        .on_hover_text("Edit this pane's configuration in the side panel")
+                        .clicked()
                     {
-                        remove = Some(i);
+                        activate = Some(i);
                     }
-                });
-                if let Some(e) = &pane.error {
+                }
+                ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
+                match (&pane.error, &pane.result) {
+                    // The error stands where this configuration's numbers would.
+                    (Some(_), _) => {
+                        ui.colored_label(ui.visuals().error_fg_color, "not run");
+                    }
+                    (None, Some(r)) => {
+                        ui.label(
+                            RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
+                        );
+                    }
+                    (None, None) => {}
+                }
+                if pane.error.is_none() && (pane.stale || pane.ticket.is_some()) {
+                    ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+                }
+                if n > 1
+                    && ui
+                        .small_button("x")
+                        .on_hover_text("Close this pane")
+                        .clicked()
+                {
+                    remove = Some(i);
+                }
+            });
+            if let Some(e) = &pane.error {
+                col.colored_label(
+                    col.visuals().error_fg_color,
+                    format!("This configuration is not valid: {e}"),
+                );
+                if let Some(r) = &pane.result {
                     col.colored_label(
-                        col.visuals().error_fg_color,
-                        format!("This configuration is not valid: {e}"),
+                        col.visuals().warn_fg_color,
+                        format!(
+                            "Below: the last valid result ({}), {:.2}% misses",
+                            short(&r.config),
+                            r.miss_percent()
+                        ),
                     );
-                    if let Some(r) = &pane.result {
-                        col.colored_label(
-                            col.visuals().warn_fg_color,
-                            format!(
-                                "Below: the last valid result ({}), {:.2}% misses",
-                                short(&r.config),
-                                r.miss_percent()
-                            ),
-                        );
-                    }
                 }
-                let Some(data) = pane.result.clone() else {
-                    col.centered_and_justified(|ui| {
-                        ui.spinner();
-                    });
-                    continue;
-                };
-                // Upload a finished raster.
-                if let Some((v, img, g)) = pane.address.pending_image.take() {
-                    let tex = col.ctx().load_texture(
-                        format!("raster-{i}"),
-                        img,
-                        egui::TextureOptions::NEAREST,
-                    );
-                    pane.address.texture = Some((v, tex, g));
-                }
-                match view {
-                    View::Address => {
-                        let at = views::address(
-                            col,
-                            i,
-                            &data,
-                            &trace,
-                            pane.generation,
-                            &mut pane.address,
-                            &views::AddressOptions {
-                                colour,
-                                link,
-                                linked_hover: if n > 1 { self.hover } else { None },
-                            },
-                            &self.rasterizer,
-                        );
-                        if let Some(at) = at {
-                            hover = Some((i, at));
-                        }
-                    }
-                    View::Reuse => views::reuse(col, i, &data, link),
-                    View::Misses => miss_view::misses(
+            }
+            let Some(data) = pane.result.clone() else {
+                col.centered_and_justified(|ui| {
+                    ui.spinner();
+                });
+                return;
+            };
+            // Upload a finished raster.
+            if let Some((v, img, g)) = pane.address.pending_image.take() {
+                let tex = col.ctx().load_texture(
+                    format!("raster-{i}"),
+                    img,
+                    egui::TextureOptions::NEAREST,
+                );
+                pane.address.texture = Some((v, tex, g));
+            }
+            match view {
+                View::Address => {
+                    let at = views::address(
                         col,
                         i,
                         &data,
                         &trace,
                         pane.generation,
-                        &mut miss_opts,
-                        &mut pane.misses,
-                    ),
-                    View::Sets => views::sets(
-                        col,
-                        i,
-                        &data,
-                        pane.generation,
-                        &mut metric,
-                        &mut pane.sets,
-                        link,
-                    ),
-                    // Drawn once for the whole area above: it does not depend on a pane.
-                    View::Communication => {}
+                        &mut pane.address,
+                        &views::AddressOptions {
+                            colour,
+                            link,
+                            linked_hover: if n > 1 { linked.clone() } else { None },
+                        },
+                        &self.rasterizer,
+                    );
+                    if let Some(request) = at {
+                        hover = Some((i, pane.generation, request));
+                    }
                 }
+                View::Reuse => views::reuse(col, i, &data, link),
+                View::Misses => miss_view::misses(
+                    col,
+                    i,
+                    &data,
+                    &trace,
+                    pane.generation,
+                    &mut miss_opts,
+                    &mut pane.misses,
+                ),
+                View::Sets => views::sets(
+                    col,
+                    i,
+                    &data,
+                    pane.generation,
+                    &mut metric,
+                    &mut pane.sets,
+                    link,
+                ),
+                // Drawn once for the whole area above: it does not depend on a pane.
+                View::Communication => {}
             }
         });
         self.settings.set_metric = metric;
@@ -1250,6 +1264,29 @@ impl WarpscopeApp {
 }
 
 /// The last component of a path, for labels.
+/// Lays out `n` panes so each stays readable: side by side for one or two, a grid of two
+/// columns for three or four (rows share the height); `body` draws pane `i` into its cell.
+fn pane_grid(ui: &mut Ui, n: usize, mut body: impl FnMut(usize, &mut Ui)) {
+    let cols = n.clamp(1, 2);
+    let rows = n.div_ceil(cols).max(1);
+    let gap = ui.spacing().item_spacing.y;
+    let height = ((ui.available_height() - gap * (rows - 1) as f32) / rows as f32).max(160.0);
+    for r in 0..rows {
+        let width = ui.available_width();
+        ui.allocate_ui(egui::vec2(width, height), |ui| {
+            ui.set_height(height);
+            ui.columns(cols, |cells| {
+                for (j, cell) in cells.iter_mut().enumerate() {
+                    let i = r * cols + j;
+                    if i < n {
+                        body(i, cell);
+                    }
+                }
+            });
+        });
+    }
+}
+
 pub(crate) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -1479,7 +1516,8 @@ impl EframeApp {
         let now = ctx.input(|i| i.time);
         // Steps 0..4: one per view with one pane; step 4: side by side (gto vs round-robin);
         // step 5: a box selection in the light theme; step 6: the timing model's cycle axis;
-        // steps 7 and 8: the communication view of hotspot and of BFS levels.
+        // steps 7 and 8: the communication view of hotspot and of BFS levels; steps 9 to 11: four
+        // panes in the address, miss and reuse views.
         let first = plan.prepared != Some(plan.step);
         plan.prepared = Some(plan.step);
         let extra = plan.step.saturating_sub(views.len());
@@ -1551,13 +1589,51 @@ impl EframeApp {
             } else {
                 "9-communication-bfs.png".to_string()
             }
+        } else if (5..8).contains(&extra) {
+            // Four panes (round-robin, GTO, 8-way, 2-way) in three views.
+            let views = [View::Address, View::Misses, View::Reuse];
+            if extra == 5 && first {
+                app.settings.generator = START_KERNEL.to_string();
+                app.settings.generator_params = START_PARAMS.to_string();
+                app.generate(START_KERNEL.to_string(), START_PARAMS.to_string());
+                while app.panes.len() < 4 {
+                    app.add_pane(now);
+                }
+                for (i, policy, ways) in [
+                    (1, config::IssuePolicy::Gto, 4),
+                    (2, config::IssuePolicy::RoundRobin, 8),
+                    (3, config::IssuePolicy::RoundRobin, 2),
+                ] {
+                    let mut c = app.settings.panes[0].1.clone();
+                    c.schedule.policy = policy;
+                    c.cache.ways = ways;
+                    app.set_config(i, START_PRESET, c, now);
+                }
+            }
+            app.settings.view = views[extra - 5];
+            if app
+                .trace
+                .as_ref()
+                .is_none_or(|t| !t.label.starts_with(START_KERNEL))
+            {
+                plan.wait_frames = 0;
+                return;
+            }
+            format!(
+                "{}-four-panes-{}.png",
+                extra + 5,
+                views[extra - 5].file_stem()
+            )
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         };
         let ready = app.idle()
             && app.trace.is_some()
-            && app.panes.iter().all(|p| p.result.is_some())
+            && app
+                .panes
+                .iter()
+                .all(|p| p.result.is_some() || p.error.is_some())
             && app.panes.iter().all(|p| p.address.pending_image.is_none());
         if !ready {
             plan.wait_frames = 0;
@@ -1607,11 +1683,11 @@ pub fn run(startup: Startup, shots: Option<PathBuf>) -> Result<(), String> {
         viewport: egui::ViewportBuilder::default()
             .with_title("Warpscope")
             .with_app_id("warpscope")
-            .with_inner_size([1500.0, 940.0])
+            .with_inner_size(startup.window.unwrap_or([1500.0, 940.0]))
             .with_min_inner_size([800.0, 500.0])
             .with_drag_and_drop(true),
         renderer: eframe::Renderer::Glow,
-        persist_window: shots.is_none(),
+        persist_window: shots.is_none() && startup.window.is_none(),
         ..Default::default()
     };
     eframe::run_native(

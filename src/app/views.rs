@@ -70,14 +70,65 @@ pub struct AddressState {
     pub select_from: Option<(PlotPoint, PlotPoint)>,
     /// The last box selection and the result generation it summarizes.
     pub selection: Option<(Selection, u64)>,
+    /// The last linked lookup and the request found here.
+    linked: Option<(LinkKey, Option<usize>)>,
+}
+
+/// A linked lookup: source pane, source generation, source request, this pane's generation.
+type LinkKey = (usize, u64, usize, u64);
+
+/// A request hovered in one pane, to follow into the others.
+#[derive(Clone)]
+pub struct LinkedHover {
+    pub pane: usize,
+    pub generation: u64,
+    pub request: usize,
+    pub data: Arc<SimData>,
+}
+
+/// The request of `dst` that serves the same access as request `i` of `src`: the same
+/// kernel, CTA, warp and instruction, the line holding the same bytes, and the same
+/// occurrence among such requests (a warp issues its instructions in program order whatever
+/// the scheduling policy, so the k-th is the same dynamic access). With another line size
+/// the line holding the request's first byte is used. `None` if `dst` has no such request.
+pub fn linked_request(src: &SimData, i: usize, dst: &SimData) -> Option<usize> {
+    let (p, q) = (&src.points, &dst.points);
+    if i >= p.len() {
+        return None;
+    }
+    let same = |pts: &super::data::Points, j: usize| {
+        pts.kernel[j] == p.kernel[i]
+            && pts.cta[j] == p.cta[i]
+            && pts.warp[j] == p.warp[i]
+            && pts.inst[j] == p.inst[i]
+    };
+    let byte = p.line[i] * src.line_bytes;
+    let dst_line = byte / dst.line_bytes.max(1);
+    let src_line_of = |j: usize| p.line[j] * src.line_bytes / dst.line_bytes.max(1);
+    // Occurrence of this (instruction, line) among the source's requests before it.
+    let k = (0..i)
+        .filter(|&j| same(p, j) && src_line_of(j) == dst_line)
+        .count();
+    let mut found = None;
+    let mut seen = 0;
+    for j in 0..q.len() {
+        if same(q, j) && q.line[j] == dst_line {
+            found = Some(j);
+            if seen == k {
+                break;
+            }
+            seen += 1;
+        }
+    }
+    found
 }
 
 /// Shared settings of the address view.
 pub struct AddressOptions {
     pub colour: ColourBy,
     pub link: egui::Id,
-    /// The point hovered in another linked pane in the last frame (pane, plot position).
-    pub linked_hover: Option<(usize, PlotPoint)>,
+    /// The request hovered in another pane in the last frame.
+    pub linked_hover: Option<LinkedHover>,
 }
 
 /// A centred, muted message filling the area.
@@ -107,7 +158,7 @@ pub fn address(
     state: &mut AddressState,
     opts: &AddressOptions,
     rasterizer: &Rasterizer,
-) -> Option<PlotPoint> {
+) -> Option<usize> {
     let p = &data.points;
     if p.is_empty() {
         empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
@@ -318,36 +369,48 @@ pub fn address(
     }
     // Hover: the nearest request within a few pixels of the pointer, or of the point hovered
     // in a linked pane.
-    let hovered = r.hover_pos().filter(|_| state.select_from.is_none());
-    let target = match (hovered, opts.linked_hover) {
-        (Some(pos), _) => Some(pos),
-        (None, Some((other, at))) if other != pane => Some(t.position_from_point(&at)),
-        _ => None,
-    };
-    if let Some(pos) = target.filter(|p| r.rect.contains(*p)) {
-        if let Some(i) = nearest(data, &t, pos) {
-            if hovered.is_some() {
-                r.clone().on_hover_ui_at_pointer(|ui| {
-                    request_tooltip(ui, data, trace, i);
-                });
-            } else {
-                let at = t.position_from_point(&PlotPoint::new(data.x(i), data.y[i]));
-                ui.painter_at(r.rect).circle_stroke(
-                    at,
-                    5.0,
-                    egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
-                );
-                egui::Tooltip::always_open(
-                    ui.ctx().clone(),
-                    ui.layer_id(),
-                    r.id.with("linked"),
-                    egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
-                )
-                .show(|ui| request_tooltip(ui, data, trace, i));
-            }
-        }
+    let hovered = r
+        .hover_pos()
+        .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
+        .and_then(|pos| nearest(data, &t, pos));
+    if let Some(i) = hovered {
+        r.clone().on_hover_ui_at_pointer(|ui| {
+            request_tooltip(ui, data, trace, i);
+        });
+        return Some(i);
     }
-    hovered.map(|p| t.value_from_position(p))
+    // The same access as the one hovered in another pane, looked up once per hover.
+    let h = opts.linked_hover.as_ref().filter(|h| h.pane != pane)?;
+    let key = (h.pane, h.generation, h.request, generation);
+    let i = match state.linked {
+        Some((k, found)) if k == key => found,
+        _ => {
+            let found = linked_request(&h.data, h.request, data);
+            state.linked = Some((key, found));
+            found
+        }
+    };
+    let at = i.map(|i| {
+        (
+            i,
+            t.position_from_point(&PlotPoint::new(data.x(i), data.y[i])),
+        )
+    });
+    if let Some((i, at)) = at.filter(|(_, at)| r.rect.contains(*at)) {
+        ui.painter_at(r.rect).circle_stroke(
+            at,
+            5.0,
+            egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
+        );
+        egui::Tooltip::always_open(
+            ui.ctx().clone(),
+            ui.layer_id(),
+            r.id.with("linked"),
+            egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
+        )
+        .show(|ui| request_tooltip(ui, data, trace, i));
+    }
+    None
 }
 
 /// The request drawn nearest to screen position `pos`, within 8 pixels.
@@ -769,13 +832,17 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
                      bins: &[crate::reuse::LogBin],
                      (colour, name): (Color32, &str),
                      (mark, mark_label, mark_colour): (f64, String, Color32)| {
+        // Room right of the last bin and the marker for the legend.
+        let right = bins.iter().map(|b| bin_x(b.lo)).fold(mark, f64::max) + 2.5;
         Plot::new((id, pane))
             .height(height)
-            .legend(Legend::default())
+            .legend(Legend::default().follow_insertion_order(true))
             .link_axis(link, [true, false])
             .x_axis_label(x_label)
             .y_axis_label("reuses")
             .x_axis_formatter(fmt)
+            .x_grid_spacer(integer_marks)
+            .include_x(right)
             .include_y(0.0)
             .show(ui, |pui| {
                 pui.bar_chart(bars(bins, colour, name));
@@ -814,7 +881,8 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .map(|c| [(c.lines.max(1) as f64).log2(), c.miss_rate * 100.0])
         .collect();
     Plot::new(("mrc", pane))
-        .legend(Legend::default())
+        .legend(Legend::default().follow_insertion_order(true))
+        .x_grid_spacer(integer_marks)
         .x_axis_label("fully associative LRU capacity (lines, log2)")
         .y_axis_label("miss rate (%)")
         .x_axis_formatter(|m, _| {
@@ -841,6 +909,26 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
                 .color(theme::outcome(Outcome::Conflict)),
             );
         });
+}
+
+/// Grid marks at whole units (log bins, log2 capacities), every unit where there is room and
+/// every 2nd, 4th... where there is not, so that narrow panes keep labels at readable spacing.
+pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    // base_step_size is the plot's minimum grid spacing (8 points) in plot units: aim for a
+    // label every 36 points or more.
+    let step = (input.base_step_size * 4.5).max(1.0).ceil() as u64;
+    let step = step.next_power_of_two() as f64;
+    let (lo, hi) = input.bounds;
+    let mut marks = Vec::new();
+    let mut v = (lo / step).ceil() * step;
+    while v <= hi && marks.len() < 500 {
+        marks.push(egui_plot::GridMark {
+            value: v,
+            step_size: step,
+        });
+        v += step;
+    }
+    marks
 }
 
 /// What the set heatmap shows.

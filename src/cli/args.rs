@@ -22,6 +22,25 @@ pub struct Cli {
     /// Start the app with default settings instead of the saved ones.
     #[arg(long)]
     pub fresh: bool,
+    /// The app window's size, as WIDTHxHEIGHT (for example 1280x800).
+    #[arg(long, value_name = "WxH", value_parser = parse_window)]
+    pub window: Option<[f32; 2]>,
+}
+
+/// Parses `WIDTHxHEIGHT`.
+fn parse_window(s: &str) -> Result<[f32; 2], String> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| format!("expected WIDTHxHEIGHT, for example 1280x800, found `{s}`"))?;
+    let num = |v: &str| {
+        v.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|&n| n >= 100)
+            .map(f32::from)
+            .ok_or_else(|| format!("`{v}` is not a size in pixels of at least 100"))
+    };
+    Ok([num(w)?, num(h)?])
 }
 
 #[derive(Subcommand, Debug)]

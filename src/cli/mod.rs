@@ -17,7 +17,7 @@ use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => no_command(cli.file, cli.screenshots, cli.fresh),
+        None => no_command(cli.file, cli.screenshots, cli.fresh, cli.window),
         Some(Command::Sim(a)) => simulate(a),
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
@@ -32,6 +32,7 @@ fn no_command(
     file: Option<std::path::PathBuf>,
     screenshots: Option<std::path::PathBuf>,
     fresh: bool,
+    window: Option<[f32; 2]>,
 ) -> Result<()> {
     if let Some(dir) = &screenshots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -41,6 +42,7 @@ fn no_command(
             file,
             fresh,
             generator: None,
+            window,
         },
         screenshots,
     )
@@ -55,6 +57,7 @@ fn no_command(
     file: Option<std::path::PathBuf>,
     screenshots: Option<std::path::PathBuf>,
     _fresh: bool,
+    _window: Option<[f32; 2]>,
 ) -> Result<()> {
     if screenshots.is_some() {
         anyhow::bail!("this build has no desktop app (the `gui` feature is off)");

@@ -18,6 +18,7 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
             file: None,
             fresh: true,
             generator: Some((kernel.into(), params.into())),
+            window: None,
         },
         Arc::new(|| {}),
     );
