@@ -227,6 +227,7 @@ fn loading_reports_progress_and_failure_names_the_file() {
         Job::Load {
             path: "/nonexistent/trace.din".into(),
             format: None,
+            allow_truncated: false,
         },
     );
     let (got, outcome) = w.wait(Duration::from_secs(30)).expect("an outcome");

@@ -209,3 +209,57 @@ fn four_panes_at_1280x800_each_get_a_cell_of_their_own() {
         }
     }
 }
+
+#[test]
+fn save_dialogs_never_start_in_a_folder_that_cannot_be_written() {
+    use warpscope::app::files::{writable, Purpose};
+    let mut a = app("vecadd", "n=256");
+    // A trace opened from a read-only place (even root cannot create files in /proc).
+    let read_only = std::path::PathBuf::from("/proc");
+    assert!(!writable(&read_only));
+    a.settings.last_dir = Some(read_only.clone());
+    assert_eq!(a.start_dir(Purpose::OpenTrace), read_only);
+    for p in [
+        Purpose::SaveConfig,
+        Purpose::ExportTables,
+        Purpose::ExportRequests,
+        Purpose::ExportView,
+    ] {
+        let d = a.start_dir(p);
+        assert_ne!(d, read_only);
+        assert!(writable(&d), "{p:?}: {}", d.display());
+    }
+}
+
+#[test]
+fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
+    // A three-launch trace, its last launch cut short.
+    let t = trace("hotspot", &[("nx", "32"), ("ny", "32"), ("steps", "3")]);
+    assert_eq!(t.trace.kernels.len(), 3);
+    let mut bytes = Vec::new();
+    warpscope::trace::binary::write(&t.trace, &mut bytes).unwrap();
+    let dir = std::env::temp_dir().join(format!("warpscope-trunc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cut.wsb");
+    std::fs::write(&path, &bytes[..bytes.len() - 12]).unwrap();
+
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    h.state_mut().open(path.clone());
+    step_until(&mut h, "the load did not fail", |a| a.failed_file.is_some());
+    // The current trace stays; the error names the file; the app offers the complete kernels.
+    assert!(trace_label(&h).starts_with("vecadd"));
+    click(&mut h, "Keep its complete kernels");
+    settle(&mut h);
+    let d = h.state().trace.clone().unwrap();
+    assert_eq!(d.label, "cut.wsb (complete kernels only)");
+    assert_eq!(d.trace.kernels.len(), 2);
+    assert!(
+        d.truncated.as_ref().unwrap().contains("cut.wsb"),
+        "{:?}",
+        d.truncated
+    );
+    h.get_by_label_contains("Only the complete kernels before an error");
+    assert!(h.state().failed_file.is_none());
+    std::fs::remove_dir_all(&dir).ok();
+}

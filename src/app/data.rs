@@ -253,6 +253,8 @@ pub struct TraceData {
     /// Accesses that reach the L1 (shared-memory, constant and texture accesses and barriers
     /// are in the trace but not here).
     pub accesses: u64,
+    /// Why reading stopped early, when only the complete kernels before an error were kept.
+    pub truncated: Option<String>,
 }
 
 impl TraceData {
@@ -277,6 +279,7 @@ impl TraceData {
             segments,
             arrays,
             accesses,
+            truncated: None,
         }
     }
 }

@@ -17,6 +17,19 @@ pub enum Purpose {
     ExportRequests,
 }
 
+/// Whether a file can be created in `dir` (tried, not guessed from permission bits).
+pub fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".warpscope-write-test-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => std::fs::remove_file(&probe).is_ok(),
+        Err(_) => false,
+    }
+}
+
 impl Purpose {
     pub fn title(self) -> &'static str {
         match self {

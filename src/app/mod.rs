@@ -122,6 +122,7 @@ pub struct Startup {
 enum Action {
     Choose(Purpose),
     Open(PathBuf),
+    OpenTruncated(PathBuf),
     Generate,
     AddPane,
     RemovePane(usize),
@@ -162,6 +163,10 @@ pub struct WarpscopeApp {
     pub max_generated_accesses: Option<u64>,
     /// The kernel and parameters being generated.
     load_job: Option<(String, String)>,
+    /// The file being loaded.
+    load_file: Option<PathBuf>,
+    /// A file whose load failed, offered again keeping its complete kernels.
+    pub failed_file: Option<PathBuf>,
     /// A generator stopped because its trace would not fit: the question shown to the user.
     pub too_large: Option<TooLarge>,
 }
@@ -227,6 +232,8 @@ impl WarpscopeApp {
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
             load_job: None,
+            load_file: None,
+            failed_file: None,
             too_large: None,
         };
         match (startup.file, startup.generator) {
@@ -243,14 +250,29 @@ impl WarpscopeApp {
 
     /// Starts loading a trace file.
     pub fn open(&mut self, path: PathBuf) {
+        self.load(path, false);
+    }
+
+    /// Starts loading a trace file; with `allow_truncated`, keeps the complete kernels before
+    /// an error (the CLI's `--allow-truncated`).
+    pub fn load(&mut self, path: PathBuf, allow_truncated: bool) {
         if let Some(t) = self.load_ticket.take() {
             self.worker.cancel(t);
         }
         let label = format!("Loading {}", path.display());
         self.status = Status::Info(label.clone());
         self.load_job = None;
+        self.failed_file = None;
         self.remember(&path);
-        self.load_ticket = Some(self.worker.submit(label, Job::Load { path, format: None }));
+        self.load_file = Some(path.clone());
+        self.load_ticket = Some(self.worker.submit(
+            label,
+            Job::Load {
+                path,
+                format: None,
+                allow_truncated,
+            },
+        ));
     }
 
     /// Starts generating a built-in kernel's trace; one projected to need more memory than
@@ -275,6 +297,8 @@ impl WarpscopeApp {
         let label = format!("Generating {kernel} {params}");
         self.status = Status::Info(label.clone());
         self.too_large = None;
+        self.load_file = None;
+        self.failed_file = None;
         self.load_job = Some((kernel.clone(), params));
         self.load_ticket = Some(self.worker.submit(
             label,
@@ -405,7 +429,10 @@ impl WarpscopeApp {
                     }
                     self.invalidate_all(now);
                 }
-                Outcome::Failed(e) => self.status = Status::Error(e),
+                Outcome::Failed(e) => {
+                    self.status = Status::Error(e);
+                    self.failed_file = self.load_file.take().filter(|p| p.is_file());
+                }
                 Outcome::Cancelled => {
                     self.status = Status::Info("Cancelled: the current trace stays".into())
                 }
@@ -768,6 +795,18 @@ impl WarpscopeApp {
             for t in cancel {
                 self.worker.cancel(t);
             }
+            if let Some(path) = self.failed_file.clone() {
+                if ui
+                    .button("Keep its complete kernels")
+                    .on_hover_text(
+                        "Load the kernels read completely before the error, as the CLI's \
+                         --allow-truncated does; the app marks the trace as truncated",
+                    )
+                    .clicked()
+                {
+                    self.actions.push(Action::OpenTruncated(path));
+                }
+            }
             match &self.status {
                 Status::Info(s) => ui.label(s),
                 Status::Error(s) => {
@@ -782,6 +821,12 @@ impl WarpscopeApp {
         match &self.trace {
             Some(t) => {
                 ui.label(RichText::new(&t.label).strong());
+                if let Some(why) = &t.truncated {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!("Only the complete kernels before an error: {why}"),
+                    );
+                }
                 ui.label(format!(
                     "{} kernel(s), {} global/local accesses",
                     t.trace.kernels.len(),
@@ -1083,7 +1128,7 @@ impl WarpscopeApp {
                     let purpose = d.purpose;
                     self.dialog = None;
                     self.in_app_dialogs = true;
-                    self.browser = Some(Browser::new(purpose, self.start_dir()));
+                    self.browser = Some(Browser::new(purpose, self.start_dir(purpose)));
                 }
             }
         }
@@ -1100,12 +1145,20 @@ impl WarpscopeApp {
         }
     }
 
-    fn start_dir(&self) -> PathBuf {
-        self.settings
-            .last_dir
-            .clone()
-            .filter(|d| d.is_dir())
-            .or_else(|| std::env::current_dir().ok())
+    /// The folder a file dialog opens in: the last one used; for saving, the first of the
+    /// last folder, the current folder, the home folder and the temporary folder that can be
+    /// written (a trace's folder is often read-only).
+    pub fn start_dir(&self, purpose: Purpose) -> PathBuf {
+        let last = self.settings.last_dir.clone().filter(|d| d.is_dir());
+        let cwd = std::env::current_dir().ok();
+        if !purpose.saves() {
+            return last.or(cwd).unwrap_or_else(|| PathBuf::from("."));
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        [last, cwd, home, Some(std::env::temp_dir())]
+            .into_iter()
+            .flatten()
+            .find(|d| files::writable(d))
             .unwrap_or_else(|| PathBuf::from("."))
     }
 
@@ -1113,12 +1166,13 @@ impl WarpscopeApp {
         match a {
             Action::Choose(purpose) => {
                 if self.in_app_dialogs {
-                    self.browser = Some(Browser::new(purpose, self.start_dir()));
+                    self.browser = Some(Browser::new(purpose, self.start_dir(purpose)));
                 } else if self.dialog.is_none() {
-                    self.dialog = Some(NativeDialog::open(purpose, Some(&self.start_dir())));
+                    self.dialog = Some(NativeDialog::open(purpose, Some(&self.start_dir(purpose))));
                 }
             }
             Action::Open(p) => self.open(p),
+            Action::OpenTruncated(p) => self.load(p, true),
             Action::Generate => {
                 let (k, p) = (
                     self.settings.generator.clone(),

@@ -25,6 +25,8 @@ pub enum Job {
     Load {
         path: PathBuf,
         format: Option<trace::Format>,
+        /// Keep the complete kernels before an error (the CLI's `--allow-truncated`).
+        allow_truncated: bool,
     },
     /// Run a built-in generator.
     Generate {
@@ -182,7 +184,11 @@ impl Worker {
 
 fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
     match job {
-        Job::Load { path, format } => load(&path, format, progress),
+        Job::Load {
+            path,
+            format,
+            allow_truncated,
+        } => load(&path, format, allow_truncated, progress),
         Job::Generate {
             kernel,
             params,
@@ -249,6 +255,7 @@ impl Read for Watched {
 fn load(
     path: &std::path::Path,
     format: Option<trace::Format>,
+    allow_truncated: bool,
     progress: &Arc<Progress>,
 ) -> Outcome {
     let size = if path.is_dir() {
@@ -266,15 +273,30 @@ fn load(
     };
     let opts = trace::ReadOptions {
         format,
-        allow_truncated: false,
+        allow_truncated,
     };
     match trace::load_watched(path, opts, &|s| s, &watch) {
-        Ok(loaded) => Outcome::Loaded(Arc::new(TraceData::new(
-            loaded.trace,
-            super::file_name(path),
-            Some(path.to_path_buf()),
-            Some(loaded.format),
-        ))),
+        Ok(loaded) if loaded.trace.kernels.is_empty() => Outcome::Failed(format!(
+            "no complete kernel before the error: {}",
+            loaded
+                .truncated
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "the file holds no kernel".into())
+        )),
+        Ok(loaded) => {
+            let mut label = super::file_name(path);
+            if loaded.truncated.is_some() {
+                label.push_str(" (complete kernels only)");
+            }
+            let mut t = TraceData::new(
+                loaded.trace,
+                label,
+                Some(path.to_path_buf()),
+                Some(loaded.format),
+            );
+            t.truncated = loaded.truncated.map(|e| e.to_string());
+            Outcome::Loaded(Arc::new(t))
+        }
         Err(_) if progress.cancelled() => Outcome::Cancelled,
         Err(e) => Outcome::Failed(e.to_string()),
     }
