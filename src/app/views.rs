@@ -914,9 +914,9 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
 /// Grid marks at whole units (log bins, log2 capacities), every unit where there is room and
 /// every 2nd, 4th... where there is not, so that narrow panes keep labels at readable spacing.
 pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
-    // base_step_size is the plot's minimum grid spacing (8 points) in plot units: aim for a
-    // label every 36 points or more.
-    let step = (input.base_step_size * 4.5).max(1.0).ceil() as u64;
+    // base_step_size is the plot's minimum grid spacing (8 points) in plot units; egui_plot
+    // draws x labels only 60 points or more apart (in full at 80): aim for 80.
+    let step = (input.base_step_size * 10.0).max(1.0).ceil() as u64;
     let step = step.next_power_of_two() as f64;
     let (lo, hi) = input.bounds;
     let mut marks = Vec::new();
