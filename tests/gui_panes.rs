@@ -263,3 +263,47 @@ fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
     assert!(h.state().failed_file.is_none());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_differences_of_two_set_index_functions_read_as_words() {
+    use warpscope::app::differences;
+    let a = config::preset("fermi-16k").unwrap();
+    let mut b = a.clone();
+    b.cache.set_index = config::SetIndex::Modulo;
+    let mut c = a.clone();
+    c.cache.set_index = config::SetIndex::Bits(vec![7, 8, 9, 10, 11]);
+    let d = differences(&[&b, &c]);
+    assert_eq!(d[0], ["set index modulo"], "{d:?}");
+    assert_eq!(d[1], ["set index bits [7,8,9,10,11]"], "{d:?}");
+    assert!(!d
+        .concat()
+        .iter()
+        .any(|s| s.contains("off") || s.contains("none")));
+}
+
+#[test]
+fn side_by_side_panes_show_their_traffic_and_its_difference() {
+    let mut h = harness(app("matmul", "n=64"));
+    settle(&mut h);
+    let mut big = h.state().settings.panes[0].1.clone();
+    big.cache.size_bytes = 2 * 1024;
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().add_pane(now);
+    h.state_mut().set_config(1, "test", big, now);
+    settle(&mut h);
+    h.run_steps(2);
+    let t: Vec<_> = h
+        .state()
+        .panes
+        .iter()
+        .map(|p| p.result.as_ref().unwrap().report.totals)
+        .collect();
+    assert!(t[1].bytes_from_memory > t[0].bytes_from_memory, "{t:?}");
+    h.get_by_label("bytes from memory");
+    h.get_by_label_contains("size bytes 2048");
+    let delta = t[1].bytes_from_memory - t[0].bytes_from_memory;
+    h.get_by_label(&format!("{} (+{delta})", t[1].bytes_from_memory));
+    // The same trace: the same requests in both panes, no difference shown.
+    assert_eq!(t[0].requests, t[1].requests);
+    assert_eq!(h.query_all_by_label(&t[0].requests.to_string()).count(), 2);
+}

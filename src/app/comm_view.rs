@@ -240,8 +240,9 @@ pub fn draw(
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(&trace.label).strong());
         ui.label(format!(
-            "{} launches, up to {} CTAs · loads {} · stores {} · communicated {} ({:.1}% of the writes are read later) · intra-launch sharing {}",
+            "{} launch{}, up to {} CTAs · loads {} · stores {} · communicated {} ({:.1}% of the writes are read later) · intra-launch sharing {}",
             r.per_launch.len(),
+            if r.per_launch.len() == 1 { "" } else { "es" },
             r.ctas,
             human(r.read_bytes),
             human(r.write_bytes),

@@ -558,6 +558,57 @@ impl WarpscopeApp {
     }
 
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
+    /// The panes' absolute traffic side by side (a miss rate alone misleads when the panes
+    /// make different numbers of requests), each later pane's difference from pane 1 in
+    /// brackets.
+    fn comparison(&self, ui: &mut Ui) {
+        let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
+        let diffs = differences(&configs);
+        let first = self.panes[0].result.as_ref().map(|r| r.report.totals);
+        egui::Grid::new("pane-comparison")
+            .striped(true)
+            .spacing([16.0, 2.0])
+            .show(ui, |ui| {
+                for h in [
+                    "pane",
+                    "differs in",
+                    "requests",
+                    "misses",
+                    "miss rate",
+                    "bytes from memory",
+                    "bytes to memory",
+                ] {
+                    ui.label(RichText::new(h).weak());
+                }
+                ui.end_row();
+                for (i, p) in self.panes.iter().enumerate() {
+                    ui.label(RichText::new(format!("{}", i + 1)).strong());
+                    ui.label(if diffs[i].is_empty() {
+                        "-".to_string()
+                    } else {
+                        diffs[i].join(", ")
+                    });
+                    let Some(r) = &p.result else {
+                        ui.label("…");
+                        ui.end_row();
+                        continue;
+                    };
+                    let t = &r.report.totals;
+                    let base = first.filter(|_| i > 0);
+                    let cell = |v: u64, b: Option<u64>| match b {
+                        Some(b) if v != b => format!("{v} ({:+})", v as i128 - b as i128),
+                        _ => v.to_string(),
+                    };
+                    ui.label(cell(t.requests, base.map(|b| b.requests)));
+                    ui.label(cell(t.misses, base.map(|b| b.misses)));
+                    ui.label(format!("{:.2}%", r.miss_percent()));
+                    ui.label(cell(t.bytes_from_memory, base.map(|b| b.bytes_from_memory)));
+                    ui.label(cell(t.bytes_to_memory, base.map(|b| b.bytes_to_memory)));
+                    ui.end_row();
+                }
+            });
+    }
+
     pub fn summary(&self) -> String {
         let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
         let diffs = differences(&configs);
@@ -944,7 +995,7 @@ impl WarpscopeApp {
             });
         });
         if self.panes.len() > 1 {
-            ui.label(RichText::new(self.summary()).strong());
+            self.comparison(ui);
         }
         ui.separator();
         self.view_rect = ui.available_rect_before_wrap();
@@ -1381,25 +1432,38 @@ pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
             }
         }
     }
-    let value = |f: &Vec<(String, String)>, k: &str| {
+    // A setting missing from a configuration is another variant of an enum there (the set
+    // index `modulo` against `bits: [..]`): name the variant it has instead.
+    let value = |f: &Vec<(String, String)>, k: &str| -> (String, String) {
+        if let Some((kk, v)) = f.iter().find(|(kk, _)| kk == k) {
+            return (kk.clone(), v.clone());
+        }
         f.iter()
-            .find(|(kk, _)| kk == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| "off".into())
+            .find(|(kk, _)| k.starts_with(&format!("{kk}.")) || kk.starts_with(&format!("{k}.")))
+            .map(|(kk, v)| (kk.clone(), v.clone()))
+            .unwrap_or_else(|| (k.to_string(), "none".into()))
     };
     let differing: Vec<&String> = keys
         .iter()
         .filter(|k| flat.iter().any(|f| value(f, k) != value(&flat[0], k)))
         .collect();
+    let words = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', " ");
     flat.iter()
         .map(|f| {
-            differing
-                .iter()
-                .map(|k| {
-                    let short = k.rsplit('.').next().unwrap_or(k).replace('_', " ");
-                    format!("{short} {}", value(f, k))
-                })
-                .collect()
+            let mut out: Vec<String> = Vec::new();
+            for k in &differing {
+                let (key, v) = value(f, k);
+                // A variant with fields reads with its setting's name: "set index bits [6,7]".
+                let parent = key.rsplit_once('.').map(|p| p.0);
+                let text = match parent.filter(|p| differing.iter().any(|d| d == p)) {
+                    Some(p) => format!("{} {} {v}", words(p), words(&key)),
+                    None => format!("{} {v}", words(&key)),
+                };
+                if !out.contains(&text) {
+                    out.push(text);
+                }
+            }
+            out
         })
         .collect()
 }
