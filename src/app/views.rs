@@ -833,7 +833,7 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
                      (colour, name): (Color32, &str),
                      (mark, mark_label, mark_colour): (f64, String, Color32)| {
         // Room right of the last bin and the marker for the legend.
-        let right = bins.iter().map(|b| bin_x(b.lo)).fold(mark, f64::max) + 2.5;
+        let right = bins.iter().map(|b| bin_x(b.lo)).fold(mark, f64::max) + 4.0;
         Plot::new((id, pane))
             .height(height)
             .legend(Legend::default().follow_insertion_order(true))
@@ -880,9 +880,16 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .iter()
         .map(|c| [(c.lines.max(1) as f64).log2(), c.miss_rate * 100.0])
         .collect();
+    // Room right of the curve and this cache's point for the legend.
+    let right = curve
+        .iter()
+        .map(|p| p[0])
+        .fold((lines.max(1) as f64).log2(), f64::max)
+        + 4.0;
     Plot::new(("mrc", pane))
         .legend(Legend::default().follow_insertion_order(true))
         .x_grid_spacer(integer_marks)
+        .include_x(right)
         .x_axis_label("fully associative LRU capacity (lines, log2)")
         .y_axis_label("miss rate (%)")
         .x_axis_formatter(|m, _| {
