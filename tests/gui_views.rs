@@ -212,3 +212,39 @@ fn narrow_log_axes_keep_evenly_spaced_labels() {
     assert_eq!(marks(-0.5, 12.5, 0.15), every_2nd);
     assert_eq!(marks(-0.5, 16.5, 0.35), [0.0, 4.0, 8.0, 12.0, 16.0]);
 }
+
+#[test]
+fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
+    let t = trace("matmul", &[("n", "32")]);
+    let cfg = config::preset("fermi-16k").unwrap();
+    let d = simulate(t.clone(), cfg.clone());
+    let rows = miss_view::rows(&d, &t, Per::Instruction);
+    let tot = &d.report.totals;
+    assert_eq!(rows.iter().map(|r| r.accesses).sum::<u64>(), tot.accesses);
+    assert_eq!(
+        rows.iter().map(|r| r.bytes_in).sum::<u64>(),
+        tot.bytes_from_memory
+    );
+    assert_eq!(
+        rows.iter().map(|r| r.bytes_out).sum::<u64>(),
+        tot.bytes_to_memory
+    );
+    // A 16 x 16 block: a warp reads B along a row, 32 threads over two 64-byte halves of lines.
+    let ld_b = rows.iter().find(|r| r.label == "ld_B").unwrap();
+    assert!(ld_b.accesses_per_request() >= 16.0, "{ld_b:?}");
+    assert_eq!(ld_b.transactions_per_request(), 1.0);
+    // Without coalescing every access is its own request.
+    let mut none = cfg;
+    none.coalescing = config::Coalescing::None;
+    let d = simulate(t.clone(), none);
+    for r in miss_view::rows(&d, &t, Per::Instruction) {
+        assert_eq!(r.accesses_per_request(), 1.0, "{r:?}");
+    }
+    // On screen, with Nsight Compute's names in the hovers.
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.get_by_label("accesses / request");
+    h.get_by_label("transactions / request");
+}

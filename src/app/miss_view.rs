@@ -90,7 +90,8 @@ impl ClassCounts {
     }
 }
 
-/// A table row: label, requests, misses, classes, and stores that bypassed the L1.
+/// A table row: label, requests, misses, classes, stores that bypassed the L1, and the
+/// Nsight-Compute-like measures of its traffic.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MissRow {
     pub label: String,
@@ -98,11 +99,26 @@ pub struct MissRow {
     pub misses: u64,
     pub classes: ClassCounts,
     pub bypassed: u64,
+    /// Thread accesses served, and memory transactions (sectors or segments) made.
+    pub accesses: u64,
+    pub transactions: u64,
+    /// Bytes brought into the L1 (from L2 / memory) and sent out of it.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
 }
 
 impl MissRow {
     fn rate(&self) -> f64 {
         self.misses as f64 / self.requests.max(1) as f64
+    }
+    /// Thread accesses per request: how well the warp's accesses coalesced (32 for a warp
+    /// of 4-byte accesses to one 128-byte line).
+    pub fn accesses_per_request(&self) -> f64 {
+        self.accesses as f64 / self.requests.max(1) as f64
+    }
+    /// Memory transactions (sectors with sectored lines) per request.
+    pub fn transactions_per_request(&self) -> f64 {
+        self.transactions as f64 / self.requests.max(1) as f64
     }
 }
 
@@ -118,6 +134,10 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
             ClassCounts::from_split(split)
         },
         bypassed: if timing { c.writes } else { 0 },
+        accesses: c.accesses,
+        transactions: c.transactions,
+        bytes_in: c.bytes_from_memory,
+        bytes_out: c.bytes_to_memory,
     }
 }
 
@@ -182,6 +202,28 @@ pub struct MissState {
     order: Vec<usize>,
     key: Option<(u64, Per, SortBy, bool)>,
 }
+
+/// The traffic columns of the table (Nsight Compute's names in the hovers).
+const MEASURES: [(&str, &str); 4] = [
+    (
+        "accesses / request",
+        "Thread accesses served per request: how well a warp's accesses coalesce (32 for 32 \
+         threads reading 4 bytes each from one 128-byte line)",
+    ),
+    (
+        "transactions / request",
+        "Memory transactions per request: sectors with sectored lines (Nsight Compute's \
+         sectors per request), segments under GT200 coalescing, else 1",
+    ),
+    (
+        "bytes in",
+        "Bytes brought into the L1 from L2 / memory by misses (Nsight Compute's L2 to L1 bytes)",
+    ),
+    (
+        "bytes out",
+        "Bytes the L1 sends to L2 / memory: write-through stores and write-backs",
+    ),
+];
 
 /// Colour of the stores that bypass the L1 in the timing model.
 const BYPASS: Color32 = Color32::from_gray(140);
@@ -377,7 +419,7 @@ fn table(
         .show_rows(ui, 18.0, order.len() + 1, |ui, range| {
             egui::Grid::new(("miss-grid", pane))
                 .striped(true)
-                .num_columns(4 + columns.len() + timing as usize)
+                .num_columns(8 + columns.len() + timing as usize)
                 .show(ui, |ui| {
                     if range.start == 0 {
                         let what = match opts.per {
@@ -388,6 +430,9 @@ fn table(
                         header(ui, "requests", SortBy::Requests, opts);
                         header(ui, "misses", SortBy::Misses, opts);
                         header(ui, "miss rate", SortBy::MissRate, opts);
+                        for (text, hover) in MEASURES {
+                            ui.label(RichText::new(text).strong()).on_hover_text(hover);
+                        }
                         for (name, colour) in columns {
                             let text = if timing {
                                 name.to_string()
@@ -415,9 +460,15 @@ fn table(
                         ui.label(r.misses.to_string());
                         if r.requests == 0 {
                             ui.label("-");
+                            ui.label("-");
+                            ui.label("-");
                         } else {
                             ui.label(format!("{:.1}%", r.rate() * 100.0));
+                            ui.label(format!("{:.1}", r.accesses_per_request()));
+                            ui.label(format!("{:.2}", r.transactions_per_request()));
                         }
+                        ui.label(super::comm_view::human(r.bytes_in));
+                        ui.label(super::comm_view::human(r.bytes_out));
                         for k in 0..columns.len() {
                             if timing {
                                 ui.label(r.classes.reads[k].to_string());
