@@ -91,6 +91,7 @@ fn a_density_pixel_with_misses_is_not_drawn_as_all_hits() {
         width: 1,
         height: 1,
         colour: ColourBy::Outcome,
+        only: None,
     };
     let (img, in_view) = rasterize(&d, &view);
     let drawn: Vec<usize> = d.visible(view.x[0], view.x[1]).collect();
@@ -247,4 +248,36 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     settle(&mut h);
     h.get_by_label("accesses / request");
     h.get_by_label("transactions / request");
+}
+
+#[test]
+fn clicking_an_instruction_limits_the_address_view_to_it() {
+    use warpscope::app::raster::{rasterize, ColourBy, View as RasterView};
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "ld_B");
+    let f = h.state().only.clone().expect("an instruction chosen");
+    assert_eq!((f.kernel, f.inst, f.name.as_str()), (0, 1, "ld_B"));
+    h.state_mut().settings.view = View::Address;
+    h.run_steps(3);
+    h.get_by_label_contains("Only instruction ld_B");
+    // A raster of the filtered view holds exactly that instruction's requests.
+    let d = h.state().panes[0].result.clone().unwrap();
+    let t = h.state().trace.clone().unwrap();
+    let view = RasterView {
+        x: [0.0, d.x_end() + 1.0],
+        y: [-1.0, t.segments.height() + 1.0],
+        width: 64,
+        height: 64,
+        colour: ColourBy::Outcome,
+        only: Some((0, 1)),
+    };
+    let ld_b = (0..d.points.len())
+        .filter(|&i| d.points.inst[i] == 1)
+        .count();
+    assert_eq!(rasterize(&d, &view).1 as usize, ld_b);
+    click(&mut h, "Show all");
+    assert!(h.state().only.is_none());
 }

@@ -49,6 +49,21 @@ impl Outcome {
     }
 }
 
+/// An instruction the address view is limited to: kernel, instruction id, name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InstFilter {
+    pub kernel: u16,
+    pub inst: u32,
+    pub name: String,
+}
+
+impl InstFilter {
+    /// Whether request `i` of `p` passes (every request does without a filter).
+    pub fn passes(f: Option<&InstFilter>, p: &Points, i: usize) -> bool {
+        f.is_none_or(|f| p.kernel[i] == f.kernel && p.inst[i] == f.inst)
+    }
+}
+
 /// One column per request field, in issue order across the simulated SMs.
 #[derive(Default, Clone)]
 pub struct Points {

@@ -10,7 +10,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Plot};
 
-use super::data::{ClassSplit, Outcome, SimData, TraceData};
+use super::data::{ClassSplit, InstFilter, Outcome, SimData, TraceData};
 use super::theme;
 use crate::cache::{Counters, MissClasses};
 use crate::config::Stores;
@@ -95,6 +95,8 @@ impl ClassCounts {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MissRow {
     pub label: String,
+    /// The instruction (kernel, id) of a per-instruction row.
+    pub inst: Option<(u16, u32)>,
     pub requests: u64,
     pub misses: u64,
     pub classes: ClassCounts,
@@ -126,6 +128,7 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
     let timing = d.config.timing.is_some();
     MissRow {
         label,
+        inst: None,
         requests: c.requests,
         misses: c.misses,
         classes: if timing {
@@ -157,7 +160,10 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
                 } else {
                     r.name.clone()
                 };
-                row(d, label, &r.counters, &split(&d.per_inst, i))
+                MissRow {
+                    inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
+                    ..row(d, label, &r.counters, &split(&d.per_inst, i))
+                }
             })
             .collect(),
         Per::Cta => d
@@ -225,6 +231,13 @@ const MEASURES: [(&str, &str); 4] = [
     ),
 ];
 
+/// What the user changes in the miss view: its options, and the instruction the address view
+/// is limited to (clicking an instruction's name).
+pub struct MissChoices<'a> {
+    pub opts: &'a mut MissOptions,
+    pub only: &'a mut Option<InstFilter>,
+}
+
 /// Colour of the stores that bypass the L1 in the timing model.
 const BYPASS: Color32 = Color32::from_gray(140);
 
@@ -234,9 +247,10 @@ pub fn misses(
     d: &SimData,
     trace: &TraceData,
     generation: u64,
-    opts: &mut MissOptions,
     state: &mut MissState,
+    choices: MissChoices,
 ) {
+    let MissChoices { opts, only } = choices;
     let t = &d.report.totals;
     let mc = &t.miss_classes;
     let columns = class_columns(d);
@@ -380,19 +394,26 @@ pub fn misses(
                 pui.bar_chart(c);
             }
         });
-    table(ui, pane, rows, order, &columns, stores.is_some(), opts);
+    table(
+        ui,
+        pane,
+        (rows, order),
+        &columns,
+        stores.is_some(),
+        MissChoices { opts, only },
+    );
 }
 
 /// The sortable table.
 fn table(
     ui: &mut Ui,
     pane: usize,
-    rows: &[MissRow],
-    order: &[usize],
+    (rows, order): (&[MissRow], &[usize]),
     columns: &[ClassColumn],
     timing: bool,
-    opts: &mut MissOptions,
+    choices: MissChoices,
 ) {
+    let MissChoices { opts, only } = choices;
     let header = |ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions| {
         let arrow = match (opts.sort == key, opts.descending) {
             (true, true) => " v",
@@ -455,7 +476,31 @@ fn table(
                         .take(range.end - range.start.max(1))
                     {
                         let r = &rows[i];
-                        ui.label(&r.label);
+                        match r.inst {
+                            // An instruction: click to see only its requests in the address
+                            // view (again to see all).
+                            Some((kernel, inst)) => {
+                                let chosen = only
+                                    .as_ref()
+                                    .is_some_and(|f| (f.kernel, f.inst) == (kernel, inst));
+                                if ui
+                                    .selectable_label(chosen, &r.label)
+                                    .on_hover_text(
+                                        "Show only this instruction's requests in the address view",
+                                    )
+                                    .clicked()
+                                {
+                                    *only = (!chosen).then(|| InstFilter {
+                                        kernel,
+                                        inst,
+                                        name: r.label.clone(),
+                                    });
+                                }
+                            }
+                            None => {
+                                ui.label(&r.label);
+                            }
+                        }
                         ui.label(r.requests.to_string());
                         ui.label(r.misses.to_string());
                         if r.requests == 0 {

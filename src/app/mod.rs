@@ -169,6 +169,8 @@ pub struct WarpscopeApp {
     pub failed_file: Option<PathBuf>,
     /// A generator stopped because its trace would not fit: the question shown to the user.
     pub too_large: Option<TooLarge>,
+    /// The instruction the address view is limited to (clicked in the miss table).
+    pub only: Option<data::InstFilter>,
 }
 
 /// A generated trace that would not fit in memory, waiting for the user's decision.
@@ -235,6 +237,7 @@ impl WarpscopeApp {
             load_file: None,
             failed_file: None,
             too_large: None,
+            only: None,
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -419,6 +422,7 @@ impl WarpscopeApp {
                             .unwrap_or_default()
                     ));
                     self.trace = Some(t);
+                    self.only = None;
                     if let Some(c) = self.comm.ticket.take() {
                         self.worker.cancel(c);
                     }
@@ -1032,6 +1036,8 @@ impl WarpscopeApp {
                 data,
             })
         });
+        let mut only = self.only.clone();
+        let shown_only = self.only.clone();
         self.pane_rects.clear();
         pane_grid(ui, n, |i, col| {
             self.pane_rects.push(col.max_rect());
@@ -1117,6 +1123,7 @@ impl WarpscopeApp {
                             colour,
                             link,
                             linked_hover: if n > 1 { linked.clone() } else { None },
+                            only: shown_only.clone(),
                         },
                         &self.rasterizer,
                     );
@@ -1131,8 +1138,11 @@ impl WarpscopeApp {
                     &data,
                     &trace,
                     pane.generation,
-                    &mut miss_opts,
                     &mut pane.misses,
+                    miss_view::MissChoices {
+                        opts: &mut miss_opts,
+                        only: &mut only,
+                    },
                 ),
                 View::Sets => views::sets(
                     col,
@@ -1147,6 +1157,14 @@ impl WarpscopeApp {
                 View::Communication => {}
             }
         });
+        let mut show_all = false;
+        for p in &mut self.panes {
+            show_all |= std::mem::take(&mut p.address.show_all);
+        }
+        if show_all {
+            only = None;
+        }
+        self.only = only;
         self.settings.set_metric = metric;
         if hover != self.hover {
             self.hover = hover;

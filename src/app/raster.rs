@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
-use super::data::{Outcome, SimData};
+use super::data::{InstFilter, Outcome, SimData};
 use super::theme;
 
 /// What colours a request.
@@ -69,6 +69,8 @@ pub struct View {
     pub width: usize,
     pub height: usize,
     pub colour: ColourBy,
+    /// Only this instruction's requests (clicked in the miss table).
+    pub only: Option<(u16, u32)>,
 }
 
 /// A raster request: which data (by pane and generation), which view.
@@ -102,7 +104,15 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
+    let only = view.only.map(|(kernel, inst)| InstFilter {
+        kernel,
+        inst,
+        name: String::new(),
+    });
     for i in data.visible(view.x[0], view.x[1]) {
+        if !InstFilter::passes(only.as_ref(), &data.points, i) {
+            continue;
+        }
         let px = (data.x(i) - view.x[0]) * sx;
         let py = (view.y[1] - data.y[i]) * sy;
         if !(px >= 0.0 && py >= 0.0 && px < w as f64 && py < h as f64) {

@@ -7,7 +7,7 @@ use egui_plot::{
     Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points, VLine,
 };
 
-use super::data::{Outcome, Selection, SimData, TraceData};
+use super::data::{InstFilter, Outcome, Selection, SimData, TraceData};
 use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
 use super::theme;
 
@@ -72,6 +72,8 @@ pub struct AddressState {
     pub selection: Option<(Selection, u64)>,
     /// The last linked lookup and the request found here.
     linked: Option<(LinkKey, Option<usize>)>,
+    /// "Show all" was clicked: the app drops the instruction filter.
+    pub show_all: bool,
 }
 
 /// A linked lookup: source pane, source generation, source request, this pane's generation.
@@ -129,6 +131,8 @@ pub struct AddressOptions {
     pub link: egui::Id,
     /// The request hovered in another pane in the last frame.
     pub linked_hover: Option<LinkedHover>,
+    /// Only this instruction's requests are drawn (chosen in the miss table).
+    pub only: Option<InstFilter>,
 }
 
 /// A centred, muted message filling the area.
@@ -183,6 +187,20 @@ pub fn address(
             ui.label(RichText::new(note).weak());
         }
     });
+    if let Some(f) = &opts.only {
+        ui.horizontal(|ui| {
+            ui.label(
+                RichText::new(format!(
+                    "Only instruction {} (chosen in Miss categories)",
+                    f.name
+                ))
+                .color(ui.visuals().warn_fg_color),
+            );
+            if ui.small_button("Show all").clicked() {
+                state.show_all = true;
+            }
+        });
+    }
     // A selection made on an older result is summarized again for the new one.
     if let Some((sel, g)) = &mut state.selection {
         if *g != generation {
@@ -276,6 +294,9 @@ pub fn address(
         if visible <= MARKER_LIMIT {
             let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
             for i in data.visible(x0, x1) {
+                if !InstFilter::passes(opts.only.as_ref(), p, i) {
+                    continue;
+                }
                 let c = opts.colour.colour(data, i);
                 let pt = [data.x(i), data.y[i]];
                 match groups.iter_mut().find(|g| g.0 == c) {
@@ -307,6 +328,7 @@ pub fn address(
                 width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
                 height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
                 colour: opts.colour,
+                only: opts.only.as_ref().map(|f| (f.kernel, f.inst)),
             };
             if let Some((v, tex)) = texture {
                 let cx = (v.x[0] + v.x[1]) / 2.0;
@@ -372,7 +394,7 @@ pub fn address(
     let hovered = r
         .hover_pos()
         .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
-        .and_then(|pos| nearest(data, &t, pos));
+        .and_then(|pos| nearest(data, &t, pos, opts.only.as_ref()));
     if let Some(i) = hovered {
         r.clone().on_hover_ui_at_pointer(|ui| {
             request_tooltip(ui, data, trace, i);
@@ -414,7 +436,12 @@ pub fn address(
 }
 
 /// The request drawn nearest to screen position `pos`, within 8 pixels.
-fn nearest(data: &SimData, t: &egui_plot::PlotTransform, pos: egui::Pos2) -> Option<usize> {
+fn nearest(
+    data: &SimData,
+    t: &egui_plot::PlotTransform,
+    pos: egui::Pos2,
+    only: Option<&InstFilter>,
+) -> Option<usize> {
     let at = t.value_from_position(pos);
     let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
     let reach = (8.0 / px_per_x).max(0.5);
@@ -423,6 +450,9 @@ fn nearest(data: &SimData, t: &egui_plot::PlotTransform, pos: egui::Pos2) -> Opt
     let step = (near.len() / 200_000).max(1);
     let mut best: Option<(f32, usize)> = None;
     for i in near.step_by(step) {
+        if !InstFilter::passes(only, &data.points, i) {
+            continue;
+        }
         let sp = t.position_from_point(&PlotPoint::new(data.x(i), data.y[i]));
         let d = sp.distance(pos);
         if d < 8.0 && best.is_none_or(|b| d < b.0) {
