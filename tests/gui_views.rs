@@ -281,3 +281,52 @@ fn clicking_an_instruction_limits_the_address_view_to_it() {
     click(&mut h, "Show all");
     assert!(h.state().only.is_none());
 }
+
+#[test]
+fn the_miss_rate_over_time_adds_up_per_instruction_and_per_sm() {
+    let t = trace("matmul", &[("n", "64")]);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = config::SmSelection::All;
+    let d = simulate(t, cfg);
+    let by_inst = &d.inst_over_time;
+    let mut labels: Vec<&str> = by_inst.series.iter().map(|s| s.label.as_str()).collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["ld_A", "ld_B", "st_C"]);
+    for s in &by_inst.series {
+        let row = d
+            .report
+            .instructions
+            .iter()
+            .find(|r| r.name == s.label)
+            .unwrap();
+        let sum = |v: &[u32]| v.iter().map(|&x| x as u64).sum::<u64>();
+        assert_eq!(sum(&s.requests), row.counters.requests, "{}", s.label);
+        assert_eq!(sum(&s.misses), row.counters.misses, "{}", s.label);
+        assert_eq!(s.key, row.inst);
+        assert!(s.rates().iter().all(|r| (0.0..=100.0).contains(&r[1])));
+    }
+    // Per SM: every simulated SM with requests (the busiest eight).
+    let sms = &d.sm_over_time.series;
+    assert_eq!(
+        sms.len(),
+        d.report
+            .sms
+            .iter()
+            .filter(|s| s.counters.requests > 0)
+            .count()
+            .min(8)
+    );
+    let total: u64 = sms
+        .iter()
+        .flat_map(|s| &s.requests)
+        .map(|&x| x as u64)
+        .sum();
+    assert!(total <= d.report.totals.requests);
+
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Sets;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.get_by_label("Miss rate over time");
+    click(&mut h, "per SM");
+}

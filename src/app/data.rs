@@ -371,6 +371,8 @@ pub struct SetGrid {
 
 /// Time slices of the set heatmap.
 pub const SET_BINS: usize = 256;
+/// Time slices of the miss-rate-over-time plot.
+pub const OVER_TIME_SLICES: usize = 64;
 
 /// Miss classes split by reads and writes for one instruction or CTA.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -522,6 +524,9 @@ pub struct SimData {
     pub per_inst: Vec<ClassSplit>,
     /// Per CTA, in the report's CTA order.
     pub per_cta: Vec<ClassSplit>,
+    /// Miss rate over time per instruction and per SM.
+    pub inst_over_time: super::over_time::OverTime,
+    pub sm_over_time: super::over_time::OverTime,
 }
 
 impl SimData {
@@ -609,6 +614,21 @@ impl SimData {
             .map(|&l| trace.segments.y(l.saturating_mul(line_bytes)))
             .collect();
         let x = XAxis::new(&points);
+        let name = |k: u16, i: u32| {
+            let inst = kernels
+                .get(k as usize)
+                .and_then(|kk| kk.instructions.get(i as usize))
+                .map_or_else(|| format!("instruction {i}"), |x| x.name.clone());
+            if kernels.len() > 1 {
+                format!("k{k} {inst}")
+            } else {
+                inst
+            }
+        };
+        let inst_over_time =
+            super::over_time::OverTime::build(&points, OVER_TIME_SLICES, false, &name);
+        let sm_over_time =
+            super::over_time::OverTime::build(&points, OVER_TIME_SLICES, true, &name);
         SimData {
             y,
             x,
@@ -619,6 +639,8 @@ impl SimData {
             sets: grid,
             per_inst,
             per_cta,
+            inst_over_time,
+            sm_over_time,
         }
     }
 

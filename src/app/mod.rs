@@ -7,6 +7,7 @@ pub mod config_panel;
 pub mod data;
 pub mod files;
 pub mod miss_view;
+pub mod over_time;
 pub mod raster;
 pub mod theme;
 pub mod views;

@@ -983,6 +983,8 @@ pub struct SetsState {
     pub texture: Option<(u64, SetMetric, egui::TextureHandle)>,
     /// Requests of the data last shown (a change resets the view to the new extent).
     pub extent: Option<u64>,
+    /// The miss rate over time per SM instead of per instruction.
+    pub by_sm: bool,
 }
 
 /// Accesses and misses per set over time.
@@ -1064,7 +1066,8 @@ pub fn sets(
     let bins = g.bins;
     let reset = state.extent != Some(width.to_bits());
     state.extent = Some(width.to_bits());
-    let plot = Plot::new(("sets", pane));
+    let heat_height = ui.available_height() * 0.55;
+    let plot = Plot::new(("sets", pane)).height(heat_height);
     let plot = if reset { plot.reset() } else { plot };
     // Row s spans [s, s + 1): label rows at their centres, never at their edges.
     let label_step = (g.sets as u64).div_ceil(16).next_power_of_two() as f64;
@@ -1107,5 +1110,48 @@ pub fn sets(
                 PlotPoint::new(width / 2.0, sets_n / 2.0),
                 egui::vec2(width as f32, sets_n as f32),
             ));
+        });
+    over_time(ui, pane, d, &mut state.by_sm);
+}
+
+/// Miss rate over time per instruction or per SM (the busiest few), in the same issue-order
+/// slices for every series.
+fn over_time(ui: &mut Ui, pane: usize, d: &SimData, by_sm: &mut bool) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new("Miss rate over time").strong());
+        ui.selectable_value(by_sm, false, "per instruction");
+        ui.selectable_value(by_sm, true, "per SM");
+    });
+    let t = if *by_sm {
+        &d.sm_over_time
+    } else {
+        &d.inst_over_time
+    };
+    let per_slice = t.per_slice;
+    // What is left of the pane, however small (a plot is otherwise at least 96 points high).
+    let height = (ui.available_height() - ui.spacing().item_spacing.y).max(24.0);
+    Plot::new(("over-time", pane))
+        .height(height)
+        .legend(Legend::default().follow_insertion_order(true))
+        .x_axis_label(format!(
+            "time slice ({per_slice} requests each, issue order)"
+        ))
+        .y_axis_label("miss rate (%)")
+        .include_y(0.0)
+        .include_y(100.0)
+        .include_x(0.0)
+        .include_x(t.slices as f64 * 1.25)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .show(ui, |pui| {
+            // In the colours the address view gives instructions and SMs.
+            for s in &t.series {
+                pui.line(
+                    Line::new(s.label.as_str(), PlotPoints::from(s.rates()))
+                        .color(theme::category(s.key))
+                        .width(1.5),
+                );
+            }
         });
 }
