@@ -934,7 +934,7 @@ pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .show(ui, |pui| {
             pui.line(Line::new("miss-rate curve", PlotPoints::from(curve)).width(2.0));
             pui.vline(
-                VLine::new("this cache", (lines.max(1) as f64).log2())
+                VLine::new("its capacity", (lines.max(1) as f64).log2())
                     .color(theme::outcome(Outcome::Conflict)),
             );
             pui.points(
