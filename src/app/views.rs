@@ -1070,7 +1070,6 @@ pub fn sets(
     let plot = Plot::new(("sets", pane)).height(heat_height);
     let plot = if reset { plot.reset() } else { plot };
     // Row s spans [s, s + 1): label rows at their centres, never at their edges.
-    let label_step = (g.sets as u64).div_ceil(16).next_power_of_two() as f64;
     plot.link_axis(link, [true, false])
         .x_axis_label("request (issue order)")
         .y_axis_label("set")
@@ -1080,7 +1079,12 @@ pub fn sets(
         .include_y(sets_n)
         .set_margin_fraction(egui::vec2(0.01, 0.0))
         .y_axis_formatter(|m, _| set_label(m.value))
-        .y_grid_spacer(move |gi| set_marks(gi.bounds, sets_n, label_step))
+        .y_grid_spacer(move |gi| {
+            // egui_plot draws y labels 20 points or more apart (in full at 30); the grid's
+            // base step is 8 points: a power of two of sets at least 32 points apart.
+            let step = ((gi.base_step_size * 4.0).max(1.0).ceil() as u64).next_power_of_two();
+            set_marks(gi.bounds, sets_n, step as f64)
+        })
         .show_grid(false)
         .label_formatter(move |h| {
             let p = match h {
@@ -1147,9 +1151,17 @@ fn over_time(ui: &mut Ui, pane: usize, d: &SimData, by_sm: &mut bool) {
         .show(ui, |pui| {
             // In the colours the address view gives instructions and SMs.
             for s in &t.series {
+                let colour = theme::category(s.key);
+                let rates = s.rates();
+                // Markers too, so a series with requests in one slice only still shows.
+                pui.points(
+                    Points::new(s.label.as_str(), PlotPoints::from(rates.clone()))
+                        .color(colour)
+                        .radius(2.0),
+                );
                 pui.line(
-                    Line::new(s.label.as_str(), PlotPoints::from(s.rates()))
-                        .color(theme::category(s.key))
+                    Line::new(s.label.as_str(), PlotPoints::from(rates))
+                        .color(colour)
                         .width(1.5),
                 );
             }
