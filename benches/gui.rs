@@ -21,16 +21,21 @@ use warpscope::config;
 /// An app showing `accesses` requests: vecadd (3 accesses a thread), every access its own
 /// request, every SM simulated.
 fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
+    let params = format!("n={} block=256", accesses / 3);
     let mut a = WarpscopeApp::new(
         Settings::default(),
         Startup {
             file: None,
             fresh: true,
-            generator: Some(("vecadd".into(), format!("n={} block=256", accesses / 3))),
+            generator: Some(("vecadd".into(), params.clone())),
             window: None,
         },
         Arc::new(|| {}),
     );
+    // The size is the point here: generate it whatever memory the machine has free (the
+    // first generation, limited by it, is replaced).
+    a.max_generated_accesses = None;
+    a.generate("vecadd".into(), params);
     let mut cfg = config::preset("fermi-16k").expect("preset");
     cfg.coalescing = config::Coalescing::None;
     cfg.gpu.simulate = config::SmSelection::All;
