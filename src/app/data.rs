@@ -58,9 +58,26 @@ pub struct InstFilter {
 }
 
 impl InstFilter {
-    /// Whether request `i` of `p` passes (every request does without a filter).
-    pub fn passes(f: Option<&InstFilter>, p: &Points, i: usize) -> bool {
-        f.is_none_or(|f| p.kernel[i] == f.kernel && p.inst[i] == f.inst)
+    /// The (kernel, instruction) it keeps.
+    pub fn key(&self) -> (u16, u32) {
+        (self.kernel, self.inst)
+    }
+}
+
+impl Points {
+    /// Whether request `i` is of instruction `only` (every request is without one).
+    pub fn of_inst(&self, i: usize, only: Option<(u16, u32)>) -> bool {
+        only.is_none_or(|(k, inst)| self.kernel[i] == k && self.inst[i] == inst)
+    }
+}
+
+/// An instruction's label in tables and legends: its name, after its kernel's number when the
+/// trace has several kernels.
+pub fn inst_label(several_kernels: bool, kernel: u32, name: &str) -> String {
+    if several_kernels {
+        format!("k{kernel} {name}")
+    } else {
+        name.to_string()
     }
 }
 
@@ -619,11 +636,7 @@ impl SimData {
                 .get(k as usize)
                 .and_then(|kk| kk.instructions.get(i as usize))
                 .map_or_else(|| format!("instruction {i}"), |x| x.name.clone());
-            if kernels.len() > 1 {
-                format!("k{k} {inst}")
-            } else {
-                inst
-            }
+            inst_label(kernels.len() > 1, k as u32, &inst)
         };
         let inst_over_time =
             super::over_time::OverTime::build(&points, OVER_TIME_SLICES, false, &name);

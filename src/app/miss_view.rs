@@ -10,7 +10,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Plot};
 
-use super::data::{ClassSplit, InstFilter, Outcome, SimData, TraceData};
+use super::data::{inst_label, ClassSplit, InstFilter, Outcome, SimData, TraceData};
 use super::theme;
 use crate::cache::{Counters, MissClasses};
 use crate::config::Stores;
@@ -155,11 +155,7 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let label = if several {
-                    format!("k{} {}", r.kernel, r.name)
-                } else {
-                    r.name.clone()
-                };
+                let label = inst_label(several, r.kernel, &r.name);
                 MissRow {
                     inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
                     ..row(d, label, &r.counters, &split(&d.per_inst, i))
@@ -480,9 +476,8 @@ fn table(
                             // An instruction: click to see only its requests in the address
                             // view (again to see all).
                             Some((kernel, inst)) => {
-                                let chosen = only
-                                    .as_ref()
-                                    .is_some_and(|f| (f.kernel, f.inst) == (kernel, inst));
+                                let chosen =
+                                    only.as_ref().is_some_and(|f| f.key() == (kernel, inst));
                                 if ui
                                     .selectable_label(chosen, &r.label)
                                     .on_hover_text(

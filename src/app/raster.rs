@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
-use super::data::{InstFilter, Outcome, SimData};
+use super::data::{Outcome, SimData};
 use super::theme;
 
 /// What colours a request.
@@ -104,13 +104,8 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
-    let only = view.only.map(|(kernel, inst)| InstFilter {
-        kernel,
-        inst,
-        name: String::new(),
-    });
     for i in data.visible(view.x[0], view.x[1]) {
-        if !InstFilter::passes(only.as_ref(), &data.points, i) {
+        if !data.points.of_inst(i, view.only) {
             continue;
         }
         let px = (data.x(i) - view.x[0]) * sx;

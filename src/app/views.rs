@@ -187,6 +187,7 @@ pub fn address(
             ui.label(RichText::new(note).weak());
         }
     });
+    let only_key = opts.only.as_ref().map(InstFilter::key);
     if let Some(f) = &opts.only {
         ui.horizontal(|ui| {
             ui.label(
@@ -294,7 +295,7 @@ pub fn address(
         if visible <= MARKER_LIMIT {
             let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
             for i in data.visible(x0, x1) {
-                if !InstFilter::passes(opts.only.as_ref(), p, i) {
+                if !p.of_inst(i, only_key) {
                     continue;
                 }
                 let c = opts.colour.colour(data, i);
@@ -328,7 +329,7 @@ pub fn address(
                 width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
                 height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
                 colour: opts.colour,
-                only: opts.only.as_ref().map(|f| (f.kernel, f.inst)),
+                only: only_key,
             };
             if let Some((v, tex)) = texture {
                 let cx = (v.x[0] + v.x[1]) / 2.0;
@@ -394,7 +395,7 @@ pub fn address(
     let hovered = r
         .hover_pos()
         .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
-        .and_then(|pos| nearest(data, &t, pos, opts.only.as_ref()));
+        .and_then(|pos| nearest(data, &t, pos, only_key));
     if let Some(i) = hovered {
         r.clone().on_hover_ui_at_pointer(|ui| {
             request_tooltip(ui, data, trace, i);
@@ -440,7 +441,7 @@ fn nearest(
     data: &SimData,
     t: &egui_plot::PlotTransform,
     pos: egui::Pos2,
-    only: Option<&InstFilter>,
+    only: Option<(u16, u32)>,
 ) -> Option<usize> {
     let at = t.value_from_position(pos);
     let px_per_x = t.dpos_dvalue_x().abs().max(1e-9);
@@ -450,7 +451,7 @@ fn nearest(
     let step = (near.len() / 200_000).max(1);
     let mut best: Option<(f32, usize)> = None;
     for i in near.step_by(step) {
-        if !InstFilter::passes(only, &data.points, i) {
+        if !data.points.of_inst(i, only) {
             continue;
         }
         let sp = t.position_from_point(&PlotPoint::new(data.x(i), data.y[i]));
