@@ -314,6 +314,12 @@ pub fn write_summary(path: &Path, report: &Report) -> Result<[std::path::PathBuf
                 r.iter().map(|x| x.name.as_str()).collect::<Vec<&str>>(),
             ),
         ];
+        if r.iter().any(|x| x.line.is_some()) {
+            cols.push(Column::new(
+                "line".into(),
+                r.iter().map(|x| x.line).collect::<Vec<Option<u32>>>(),
+            ));
+        }
         counters(&mut cols, r.iter().map(|x| &x.counters).collect());
         cols.push(Column::new(
             "miss_rate".into(),

@@ -461,3 +461,80 @@ fn comm_reads_trace_files_like_the_generator() {
     assert!(String::from_utf8_lossy(&e.stderr).contains("no/such/file.wst"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+const LINEINFO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/accelsim-lineinfo");
+
+#[test]
+fn sim_json_of_an_accel_sim_trace_with_line_info() {
+    let v = json(&["sim", "--trace", LINEINFO, "--preset", "fermi-16k", "--json"]);
+    insta::assert_json_snapshot!("sim_accelsim_lineinfo", v);
+    // blur_rows.cu: lines 6-8 load `in` (one instruction each), line 9 stores `out`.
+    let lines: Vec<(u64, u64)> = v["source_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["line"].as_u64().unwrap(), l["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [6, 7, 8, 9]);
+    // Each line's row is exactly its instruction's row.
+    for l in v["source_lines"].as_array().unwrap() {
+        let name = &l["instructions"][0];
+        let inst = v["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| &i["name"] == name)
+            .unwrap();
+        assert_eq!(inst["line"], l["line"]);
+        assert_eq!(inst["misses"], l["misses"]);
+    }
+    // The transposed store of line 9 strides by `height` floats (64 bytes): with Fermi's
+    // 128-byte lines a warp's 32 threads write 16 lines, where line 7's load reads one.
+    let store = lines.iter().find(|l| l.0 == 9).unwrap();
+    assert_eq!(store.1, 16 * lines.iter().find(|l| l.0 == 7).unwrap().1);
+}
+
+#[test]
+fn source_lines_sum_instructions_of_a_line_over_launches_and_survive_conversion() {
+    let dir = std::env::temp_dir().join(format!("warpscope-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    // Two launches of one kernel; line 5 has two loads of distinct lines, line 9 one load
+    // that hits what line 5 fetched, and `c` has no line.
+    let launch = "kernel k grid=1 block=1\ninst a pc=0x10 line=5\ninst b pc=0x20 line=5\ninst c pc=0x30 line=9\ninst d pc=0x40\n\
+0 0 a 0 ld 0x000 4\n0 0 b 0 ld 0x100 4\n0 0 c 0 ld 0x104 4\n0 0 d 0 ld 0x200 4\n";
+    let wst = dir.join("lines.wst");
+    std::fs::write(&wst, format!("{launch}{launch}")).unwrap();
+    let wsb = dir.join("lines.wsb");
+    let back = dir.join("back.wst");
+    assert!(warpscope(&["convert", &p(&wst), &p(&wsb)]).status.success());
+    assert!(warpscope(&["convert", &p(&wsb), &p(&back)]).status.success());
+    assert!(std::fs::read_to_string(&back)
+        .unwrap()
+        .contains("inst b pc=0x20 line=5"));
+    for f in [&wst, &wsb, &back] {
+        let v = json(&[
+            "sim", "--trace", &p(f), "--line-size", "64", "--cache-size", "4096", "--ways", "4",
+            "--json",
+        ]);
+        let rows = v["source_lines"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{f:?}: {rows:?}");
+        // Line 5: 2 instructions x 2 launches = 4 requests; only the first launch misses (the
+        // L1 keeps its lines across launches).
+        assert_eq!(rows[0]["line"], 5);
+        assert_eq!(rows[0]["instructions"], serde_json::json!(["a", "b"]));
+        assert_eq!(rows[0]["requests"], 4);
+        assert_eq!(rows[0]["misses"], 2);
+        assert_eq!(rows[1]["line"], 9);
+        assert_eq!(rows[1]["requests"], 2);
+        assert_eq!(rows[1]["misses"], 0);
+        let d = v["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == "d")
+            .unwrap();
+        assert!(d.get("line").is_none());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

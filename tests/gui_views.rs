@@ -330,3 +330,59 @@ fn the_miss_rate_over_time_adds_up_per_instruction_and_per_sm() {
     h.get_by_label("Miss rate over time");
     click(&mut h, "per SM");
 }
+
+/// A trace with source lines (Accel-Sim `-lineinfo`) gets a table per source line; one
+/// without lines does not offer it.
+#[test]
+fn a_trace_with_line_info_shows_misses_per_source_line() {
+    let sample = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-traces/accelsim-lineinfo"
+    ));
+    let mut a = warpscope::app::WarpscopeApp::new(
+        warpscope::app::Settings::default(),
+        warpscope::app::Startup {
+            file: Some(sample),
+            fresh: true,
+            generator: None,
+            window: None,
+        },
+        std::sync::Arc::new(|| {}),
+    );
+    a.in_app_dialogs = true;
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    // Instruction rows name their line; the hover of a request does too (data checked).
+    h.get_by_label("STG.E@00d0 (line 9)");
+    click(&mut h, "per source line");
+    for l in ["line 6", "line 7", "line 8", "line 9"] {
+        h.get_by_label(l);
+    }
+    let d = h.state().panes[0].result.clone().unwrap();
+    let t = h.state().trace.clone().unwrap();
+    let rows = miss_view::rows(&d, &t, Per::SourceLine);
+    let by_inst = miss_view::rows(&d, &t, Per::Instruction);
+    assert_eq!(rows.len(), 4);
+    // One instruction per line here: each line's row is its instruction's row, classes too.
+    for (l, i) in rows.iter().zip(&by_inst) {
+        assert_eq!(
+            (l.requests, l.misses, l.classes, l.bytes_in),
+            (i.requests, i.misses, i.classes, i.bytes_in),
+            "{}",
+            l.label
+        );
+        assert_eq!(
+            l.classes.reads.iter().sum::<u64>() + l.classes.writes.iter().sum::<u64>(),
+            l.misses
+        );
+    }
+    // The transposed store of line 9 misses on every request.
+    assert_eq!(rows[3].misses, rows[3].requests);
+
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    assert!(h.query_by_label("per source line").is_none());
+}

@@ -1,5 +1,5 @@
-//! The miss view: the run's misses by class (all, reads, writes), then per instruction or per
-//! CTA as stacked bars and a sortable table.
+//! The miss view: the run's misses by class (all, reads, writes), then per instruction, per
+//! CTA or (for traces with line info) per source line as stacked bars and a sortable table.
 //!
 //! Without timing, classes come per request (compulsory, capacity, conflict), so reads and
 //! writes split exactly. The timing model (Nugteren et al. 2014 §6.1) finds its five classes
@@ -31,6 +31,8 @@ pub enum Per {
     #[default]
     Instruction,
     Cta,
+    /// Per source line, for traces with line info (Accel-Sim `-lineinfo`).
+    SourceLine,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -155,7 +157,10 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let label = inst_label(several, r.kernel, &r.name);
+                let mut label = inst_label(several, r.kernel, &r.name);
+                if let Some(l) = r.line {
+                    label.push_str(&format!(" (line {l})"));
+                }
                 MissRow {
                     inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
                     ..row(d, label, &r.counters, &split(&d.per_inst, i))
@@ -178,7 +183,56 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
                 row(d, label, &r.counters, &split(&d.per_cta, i))
             })
             .collect(),
+        Per::SourceLine => {
+            let names: std::collections::BTreeSet<&str> = d
+                .report
+                .source_lines
+                .iter()
+                .map(|l| l.kernel_name.as_str())
+                .collect();
+            let kernel_name = |k: u32| {
+                d.report
+                    .kernels
+                    .iter()
+                    .find(|r| r.kernel == k)
+                    .map_or("", |r| r.name.as_str())
+            };
+            d.report
+                .source_lines
+                .iter()
+                .map(|l| {
+                    // The line's classes: the sum of its instructions' (over every launch).
+                    let mut sum = ClassSplit::default();
+                    for (i, r) in d.report.instructions.iter().enumerate() {
+                        if r.line == Some(l.line) && kernel_name(r.kernel) == l.kernel_name {
+                            let s = split(&d.per_inst, i);
+                            for (a, b) in sum.counts.iter_mut().zip(s.counts) {
+                                for (x, y) in a.iter_mut().zip(b) {
+                                    *x += y;
+                                }
+                            }
+                        }
+                    }
+                    let label = if names.len() > 1 {
+                        format!("{} line {}", short_kernel(&l.kernel_name), l.line)
+                    } else {
+                        format!("line {}", l.line)
+                    };
+                    row(d, label, &l.counters, &sum)
+                })
+                .collect()
+        }
     }
+}
+
+/// A kernel's name short enough for a table cell (mangled C++ names are long).
+fn short_kernel(name: &str) -> String {
+    if name.chars().count() <= 24 {
+        return name.to_string();
+    }
+    let mut s: String = name.chars().take(23).collect();
+    s.push('…');
+    s
 }
 
 /// What the timing model did with stores, for the header (`None` without timing).
@@ -331,6 +385,18 @@ pub fn misses(
     ui.horizontal(|ui| {
         ui.selectable_value(&mut opts.per, Per::Instruction, "per instruction");
         ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
+        if d.report.source_lines.is_empty() {
+            if opts.per == Per::SourceLine {
+                opts.per = Per::Instruction;
+            }
+        } else {
+            ui.selectable_value(&mut opts.per, Per::SourceLine, "per source line")
+                .on_hover_text(
+                    "The trace carries source line numbers (Accel-Sim TRACE_LINEINFO=1 of a \
+                     binary built with nvcc -lineinfo): each row sums the memory instructions of \
+                     one line of the kernel's source file",
+                );
+        }
         ui.label(RichText::new("click a column header to sort").weak());
     });
     let key = (generation, opts.per, opts.sort, opts.descending);
@@ -442,6 +508,7 @@ fn table(
                         let what = match opts.per {
                             Per::Cta => "CTA",
                             Per::Instruction => "instruction",
+                            Per::SourceLine => "source line",
                         };
                         header(ui, what, SortBy::Row, opts);
                         header(ui, "requests", SortBy::Requests, opts);

@@ -532,7 +532,10 @@ fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
     let kernel = trace.trace.kernels.get(k);
     let inst = kernel
         .and_then(|k| k.instructions.get(p.inst[i] as usize))
-        .map(|s| s.name.clone())
+        .map(|s| match s.line {
+            Some(l) => format!("{}, source line {l}", s.name),
+            None => s.name.clone(),
+        })
         .unwrap_or_else(|| p.inst[i].to_string());
     let cta = kernel
         .map(|k| {

@@ -119,6 +119,16 @@ fn counters_block(w: &mut impl Write, c: &Counters, timing: bool) -> std::io::Re
     Ok(())
 }
 
+/// `name` cut to `max` characters with an ellipsis (mangled kernel names are long).
+fn short_name(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        return name.to_string();
+    }
+    let mut s: String = name.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
 fn limit(v: u32) -> String {
     if v == 0 {
         "unlimited".into()
@@ -237,6 +247,26 @@ pub fn table(w: &mut impl Write, source: &str, r: &Report) -> std::io::Result<()
             m.capacity,
             m.conflict
         )?;
+    }
+    if !r.source_lines.is_empty() {
+        writeln!(w, "\nper source line (the trace's line info)")?;
+        writeln!(
+            w,
+            "  {:<24} {:>6} {:>10} {:>10} {:>9}  instructions",
+            "kernel", "line", "requests", "misses", "rate"
+        )?;
+        for l in &r.source_lines {
+            writeln!(
+                w,
+                "  {:<24} {:>6} {:>10} {:>10} {:>9}  {}",
+                short_name(&l.kernel_name, 24),
+                l.line,
+                l.counters.requests,
+                l.counters.misses,
+                pct(l.counters.misses, l.counters.requests),
+                l.instructions.join(" ")
+            )?;
+        }
     }
     writeln!(
         w,

@@ -8,7 +8,7 @@ mod report;
 mod timed;
 
 pub use report::{
-    Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport, SmRow,
+    Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport, SmRow, SourceLineRow,
     TimingReport, ValueCount,
 };
 

@@ -21,6 +21,10 @@ pub struct Report {
     pub sms: Vec<SmRow>,
     pub kernels: Vec<KernelRow>,
     pub instructions: Vec<InstRow>,
+    /// The instruction rows summed per source line, for traces that say which line each
+    /// instruction came from (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source_lines: Vec<SourceLineRow>,
     pub ctas: Vec<CtaRow>,
     /// Present when reuse tracking is on.
     pub reuse: Option<ReuseReport>,
@@ -55,6 +59,22 @@ pub struct InstRow {
     pub kernel: u32,
     pub inst: u32,
     pub name: String,
+    /// The source line the instruction was compiled from, where the trace says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub miss_rate: f64,
+}
+
+/// One source line of one kernel: every launch's requests of the instructions compiled
+/// from it. The tracer names no file, so a line is a line of the kernel's source file.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SourceLineRow {
+    pub kernel_name: String,
+    pub line: u32,
+    /// Static memory instructions of the line that reached the cache (e.g. `LDG.E@0090`).
+    pub instructions: Vec<String>,
     #[serde(flatten)]
     pub counters: Counters,
     pub miss_rate: f64,
@@ -158,6 +178,7 @@ impl Report {
             sms: Vec::new(),
             kernels: Vec::new(),
             instructions: Vec::new(),
+            source_lines: Vec::new(),
             ctas: Vec::new(),
             reuse: None,
             timing: None,
@@ -192,6 +213,7 @@ impl Report {
                     kernel: ki as u32,
                     inst: i as u32,
                     name: k.instructions[i].name.clone(),
+                    line: k.instructions[i].line,
                     counters: *c,
                     miss_rate: rate(c),
                 });
@@ -238,6 +260,7 @@ impl Report {
 
     pub(super) fn finish(&mut self, cache_lines: u64) {
         self.miss_rate = rate(&self.totals);
+        self.source_lines = source_lines(&self.kernels, &self.instructions);
         if let Some(rep) = &mut self.reuse {
             rep.histogram = self.whole.log2_bins();
             rep.set_histogram = self.in_set.log2_bins();
@@ -269,6 +292,44 @@ impl Report {
     pub fn reuse_histogram(&self) -> &Histogram {
         &self.whole
     }
+}
+
+/// Sums the instruction rows that carry a source line per (kernel name, line), kernels in
+/// the order of their first launch and lines in increasing order.
+fn source_lines(kernels: &[KernelRow], insts: &[InstRow]) -> Vec<SourceLineRow> {
+    let mut first_launch: Vec<(&str, usize)> = Vec::new();
+    let mut rows: std::collections::BTreeMap<(usize, u32), SourceLineRow> = Default::default();
+    for r in insts {
+        let Some(line) = r.line else { continue };
+        let name = kernels
+            .iter()
+            .find(|k| k.kernel == r.kernel)
+            .map_or("", |k| k.name.as_str());
+        let order = match first_launch.iter().find(|(n, _)| *n == name) {
+            Some(&(_, o)) => o,
+            None => {
+                first_launch.push((name, first_launch.len()));
+                first_launch.len() - 1
+            }
+        };
+        let row = rows.entry((order, line)).or_insert_with(|| SourceLineRow {
+            kernel_name: name.to_string(),
+            line,
+            instructions: Vec::new(),
+            counters: Counters::default(),
+            miss_rate: 0.0,
+        });
+        row.counters.add(&r.counters);
+        if !row.instructions.contains(&r.name) {
+            row.instructions.push(r.name.clone());
+        }
+    }
+    rows.into_values()
+        .map(|mut r| {
+            r.miss_rate = rate(&r.counters);
+            r
+        })
+        .collect()
 }
 
 pub(super) fn merge(into: &mut Histogram, from: &Histogram) {

@@ -5,7 +5,8 @@
 //! `#BEGIN_TB` / `thread block = x,y,z` / `warp = w` / `insts = N` blocks of warp instruction
 //! lines `[tb_x tb_y tb_z warp] [line] PC mask dest_num dests opcode src_num srcs mem_width
 //! [mode addresses] [imm]`; the first four fields only in versions below 3, the line number
-//! only with `-enable lineinfo = 1`. Address modes: 0 one address per active lane, 1 base and
+//! only with `-enable lineinfo = 1` (kept as the instruction's source line; the tracer writes
+//! no file name, and 0 where the binary has no line table). Address modes: 0 one address per active lane, 1 base and
 //! stride, 2 base and deltas. The tracer writes popcount - 1 deltas in mode 2 (one per active
 //! lane after the first); Accel-Sim's own parser reads popcount, which we do not copy.
 //!
@@ -353,9 +354,19 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
                 "instruction before `thread block =` and `warp =`".into()
             ));
         };
-        if h.lineinfo {
-            next("the source line number")?;
-        }
+        let src_line = if h.lineinfo {
+            let s = next("the source line number")?;
+            lex::dec(s)
+                .and_then(|l| u32::try_from(l).ok())
+                .ok_or_else(|| {
+                    err(format!(
+                        "source line number (the file says `-enable lineinfo = 1`): expected a number, found `{}`",
+                        lex::show(s)
+                    ))
+                })?
+        } else {
+            0
+        };
         let s = next("the PC")?;
         let pc = lex::hex(s)
             .ok_or_else(|| err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
@@ -453,6 +464,7 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
                 let name = format!("{}@{pc:04x}", String::from_utf8_lossy(opcode));
                 b.instruction(&name, Some(pc))
             });
+            b.set_line(inst, src_line);
             // The active lanes' threads, then one append of all their rows.
             let mut threads = [0u32; WARP as usize];
             let mut k = 0;
@@ -708,6 +720,44 @@ mod tests {
         .unwrap();
         assert_eq!(k.access(0).thread, 32);
         assert_eq!(k.access(0).addr, 0x40);
+    }
+
+    #[test]
+    fn lineinfo_traces_keep_each_instructions_source_line() {
+        let head = "-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-accelsim tracer version = 4\n-enable lineinfo = 1\n#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 4\n";
+        let k = read_kernel(
+            format!("{head}3 0000 ffffffff 1 R1 MOV 0 0\n7 0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x100 4\n7 0020 ffffffff 1 R3 LDG.E 1 R6 4 1 0x200 4\n0 0030 ffffffff 0 STG.E 2 R8 R3 4 1 0x300 4\n#END_TB\n").as_bytes(),
+            "k.traceg",
+        )
+        .unwrap();
+        let lines: Vec<(&str, Option<u32>)> = k
+            .instructions
+            .iter()
+            .map(|i| (i.name.as_str(), i.line))
+            .collect();
+        assert_eq!(
+            lines,
+            [("LDG.E@0010", Some(7)), ("LDG.E@0020", Some(7)), ("STG.E@0030", None)]
+        );
+        // Without the header key the first field is the PC, and no line is invented.
+        let plain = read_kernel(
+            format!(
+                "{}0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x100 4\n#END_TB\n",
+                head.replace("-enable lineinfo = 1\n", "").replace("insts = 4", "insts = 1")
+            )
+            .as_bytes(),
+            "k.traceg",
+        )
+        .unwrap();
+        assert_eq!(plain.instructions[0].line, None);
+        assert_eq!(plain.instructions[0].pc, Some(0x10));
+        let e = read_kernel(
+            format!("{head}x7 0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x100 4\n#END_TB\n").as_bytes(),
+            "k.traceg",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 9") && e.contains("source line number"), "{e}");
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //!
 //! Layout (all integers little-endian; full specification in `docs/trace-format.md`):
 //! ```text
-//! "WSTRACE\0"  u32 version (=2; 1 is still read)  u32 flags (=0)
+//! "WSTRACE\0"  u32 version (=3; 1 and 2 are still read)  u32 flags (=0)
 //! per kernel:  u8 'K'  str name  3 x u32 grid  3 x u32 block  u8 order
-//!              u32 n_inst, per inst: str name, u8 has_pc, u64 pc
+//!              u32 n_inst, per inst: str name, u8 has_pc, u64 pc,
+//!              (version 3) u32 source line (0 = unknown)
 //!              u64 n_rows, then n_rows records of 23 bytes:
 //!              u32 thread, u32 inst, u32 dyn, u64 addr, u16 size, u8 flags
 //!              (version 2) kernel info: u32 n, n x (str key, str value);
@@ -20,7 +21,7 @@ use super::{Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
 pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Rows decoded per read call (about 1.5 MB).
 const CHUNK_ROWS: usize = 1 << 16;
 const ROW_BYTES: usize = 23;
@@ -103,11 +104,11 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
         ));
     }
     let version = rd.u32("the format version")?;
-    if version != 1 && version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(rd.err(
             8,
             format!(
-                "unsupported format version {version} (this build reads versions 1 and {VERSION})"
+                "unsupported format version {version} (this build reads versions 1 to {VERSION})"
             ),
         ));
     }
@@ -165,11 +166,17 @@ fn read_kernel<R: BufRead>(
         let name = rd.string("an instruction name")?;
         let has_pc = rd.u8("the has-pc flag")?;
         let pc = rd.u64("the instruction pc")?;
+        let line = if version >= 3 {
+            rd.u32("the instruction's source line")?
+        } else {
+            0
+        };
         let before = b.instruction_count();
-        b.instruction(&name, (has_pc != 0).then_some(pc));
+        let id = b.instruction(&name, (has_pc != 0).then_some(pc));
         if b.instruction_count() == before {
             return Err(rd.err(at, format!("instruction `{name}` is declared twice")));
         }
+        b.set_line(id, line);
     }
     let rows = rd.u64("the row count")?;
     // Reserve only what a well-formed file could hold so a corrupt count cannot exhaust memory.
@@ -346,6 +353,7 @@ pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
             write_str(w, &inst.name)?;
             w.write_all(&[inst.pc.is_some() as u8])?;
             w.write_all(&inst.pc.unwrap_or(0).to_le_bytes())?;
+            w.write_all(&inst.line.unwrap_or(0).to_le_bytes())?;
         }
         w.write_all(&(k.len() as u64).to_le_bytes())?;
         let c = k.columns();

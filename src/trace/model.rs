@@ -241,11 +241,15 @@ impl Access {
     }
 }
 
-/// A static instruction: a name (or PC) shown in reports.
+/// A static instruction: a name (or PC) shown in reports, and the source line it was
+/// compiled from where the trace says (Accel-Sim traces taken with `TRACE_LINEINFO=1` of a
+/// binary built with `nvcc -lineinfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Instruction {
     pub name: String,
     pub pc: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// How the accesses of a kernel are ordered.
@@ -712,9 +716,20 @@ impl KernelBuilder {
         self.instructions.push(Instruction {
             name: name.to_string(),
             pc,
+            line: None,
         });
         self.inst_index.insert(name.to_string(), id);
         id
+    }
+    /// Records the source line instruction `inst` was compiled from (0 or an unknown
+    /// instruction is ignored: the tracer writes 0 where the binary has no line table).
+    pub fn set_line(&mut self, inst: u32, line: u32) {
+        if line == 0 {
+            return;
+        }
+        if let Some(i) = self.instructions.get_mut(inst as usize) {
+            i.line = Some(line);
+        }
     }
     pub fn instruction_count(&self) -> usize {
         self.instructions.len()

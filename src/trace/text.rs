@@ -4,7 +4,7 @@
 //! # comments start with '#', anywhere on a line
 //! kernel vecadd grid=2,1,1 block=64,1,1 order=thread
 //! inst ld_a                     # optional: declares instruction ids in program order
-//! inst st_c pc=0x118
+//! inst st_c pc=0x118 line=12     # pc and source line optional
 //! 0,0,0 5,0,0 ld_a 0 ld 0x1000 4          # CTA thread instruction dynamic kind address size [space]
 //! 0,0,0 5,0,0 bar                          # a CTA barrier in thread 5's stream
 //! ```
@@ -60,16 +60,24 @@ pub fn read_into<R: BufRead>(mut r: R, file: &str, trace: &mut Trace) -> Result<
                     .next()
                     .ok_or_else(|| err("expected an instruction name after `inst`".into()))?;
                 let mut pc = None;
+                let mut src_line = 0;
                 for t in tokens {
-                    let v = t
-                        .strip_prefix("pc=")
-                        .ok_or_else(|| err(format!("expected `pc=ADDRESS`, found `{t}`")))?;
+                    if let Some(v) = t.strip_prefix("line=") {
+                        src_line = v.parse::<u32>().ok().filter(|&l| l > 0).ok_or_else(|| {
+                            err(format!("expected a source line number from 1, found `{v}`"))
+                        })?;
+                        continue;
+                    }
+                    let v = t.strip_prefix("pc=").ok_or_else(|| {
+                        err(format!("expected `pc=ADDRESS` or `line=N`, found `{t}`"))
+                    })?;
                     pc = Some(
                         parse_u64(v)
                             .ok_or_else(|| err(format!("expected a pc address, found `{v}`")))?,
                     );
                 }
-                b.instruction(name, pc);
+                let id = b.instruction(name, pc);
+                b.set_line(id, src_line);
             }
             "attr" | "cta-sm" | "warp-insts" | "opcode" => {
                 let b = current
@@ -307,10 +315,14 @@ pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
             writeln!(w, "opcode {} {n}", token(op))?;
         }
         for inst in &k.instructions {
-            match inst.pc {
-                Some(pc) => writeln!(w, "inst {} pc={pc:#x}", token(&inst.name))?,
-                None => writeln!(w, "inst {}", token(&inst.name))?,
+            write!(w, "inst {}", token(&inst.name))?;
+            if let Some(pc) = inst.pc {
+                write!(w, " pc={pc:#x}")?;
             }
+            if let Some(l) = inst.line {
+                write!(w, " line={l}")?;
+            }
+            writeln!(w)?;
         }
         for a in k.accesses() {
             let (cta, tid) = k.split_thread(a.thread);
