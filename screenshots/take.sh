@@ -2,7 +2,8 @@
 # Starts the app in a virtual X display on fixed inputs (the built-in naive matrix
 # multiplication on the Fermi 16 KB preset) and writes one PNG per main view, one of the
 # side-by-side mode (round-robin vs greedy-then-oldest), one of a box selection in the light
-# theme, one of the timing model's cycle axis and three of four panes into screenshots/ (at
+# theme, one of the timing model's cycle axis, three of four panes, one of two kernels side by side and
+# one of the misses per source line into screenshots/ (at
 # 1600x1000) and screenshots/1280x800/.
 #
 #   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)

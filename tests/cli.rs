@@ -462,11 +462,21 @@ fn comm_reads_trace_files_like_the_generator() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-const LINEINFO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/accelsim-lineinfo");
+const LINEINFO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/sample-traces/accelsim-lineinfo"
+);
 
 #[test]
 fn sim_json_of_an_accel_sim_trace_with_line_info() {
-    let v = json(&["sim", "--trace", LINEINFO, "--preset", "fermi-16k", "--json"]);
+    let v = json(&[
+        "sim",
+        "--trace",
+        LINEINFO,
+        "--preset",
+        "fermi-16k",
+        "--json",
+    ]);
     insta::assert_json_snapshot!("sim_accelsim_lineinfo", v);
     // blur_rows.cu: lines 6-8 load `in` (one instruction each), line 9 stores `out`.
     let lines: Vec<(u64, u64)> = v["source_lines"]
@@ -508,13 +518,23 @@ fn source_lines_sum_instructions_of_a_line_over_launches_and_survive_conversion(
     let wsb = dir.join("lines.wsb");
     let back = dir.join("back.wst");
     assert!(warpscope(&["convert", &p(&wst), &p(&wsb)]).status.success());
-    assert!(warpscope(&["convert", &p(&wsb), &p(&back)]).status.success());
+    assert!(warpscope(&["convert", &p(&wsb), &p(&back)])
+        .status
+        .success());
     assert!(std::fs::read_to_string(&back)
         .unwrap()
         .contains("inst b pc=0x20 line=5"));
     for f in [&wst, &wsb, &back] {
         let v = json(&[
-            "sim", "--trace", &p(f), "--line-size", "64", "--cache-size", "4096", "--ways", "4",
+            "sim",
+            "--trace",
+            &p(f),
+            "--line-size",
+            "64",
+            "--cache-size",
+            "4096",
+            "--ways",
+            "4",
             "--json",
         ]);
         let rows = v["source_lines"].as_array().unwrap();

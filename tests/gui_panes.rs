@@ -307,3 +307,87 @@ fn side_by_side_panes_show_their_traffic_and_its_difference() {
     assert_eq!(t[0].requests, t[1].requests);
     assert_eq!(h.query_all_by_label(&t[0].requests.to_string()).count(), 2);
 }
+
+/// Different kernels side by side: a pane gets a kernel of its own (naive vs tiled matmul),
+/// keeps it when the shared trace changes, and the comparison names each pane's trace.
+#[test]
+fn a_pane_can_show_another_kernel_beside_the_shared_one() {
+    let mut h = harness(app("matmul", "n=32"));
+    settle(&mut h);
+    h.state_mut().add_pane(0.0);
+    settle(&mut h);
+    // Pane 2 is active: generate tiled matmul for it alone, through the side panel.
+    h.state_mut().settings.generator = "matmul-tiled".into();
+    h.state_mut().settings.generator_params = "n=32 tile=16".into();
+    h.run_steps(2);
+    click(&mut h, "Generate for pane 2 only");
+    step_until(&mut h, "pane 2's own trace", |a| {
+        a.panes[1].own_trace.is_some()
+    });
+    settle(&mut h);
+    let (naive, tiled) = {
+        let a = h.state();
+        assert!(a.panes[0].own_trace.is_none());
+        assert_eq!(a.pane_trace(0).unwrap().label, "matmul n=32");
+        assert_eq!(a.pane_trace(1).unwrap().label, "matmul-tiled n=32 tile=16");
+        let r = |i: usize| a.panes[i].result.clone().unwrap().report.totals;
+        (r(0), r(1))
+    };
+    // Each pane simulated its own kernel: the tiled one makes far fewer global requests.
+    assert!(tiled.requests < naive.requests, "{tiled:?} vs {naive:?}");
+    // The comparison table names each pane's trace, with absolute traffic and its difference.
+    h.get_by_label("trace");
+    h.get_by_label("matmul-tiled n=32 tile=16");
+    h.get_by_label(&format!(
+        "{} ({:+})",
+        tiled.requests,
+        tiled.requests as i128 - naive.requests as i128
+    ));
+    h.get_by_label("own trace: matmul-tiled n=32 tile=16");
+    h.get_by_label("shared trace: matmul n=32");
+
+    // An instruction chosen in pane 1's table filters pane 1's addresses only: tiled matmul's
+    // instruction of the same number is another instruction.
+    h.state_mut().settings.view = warpscope::app::views::View::Misses;
+    h.run_steps(3);
+    click(&mut h, "ld_B");
+    assert!(h.state().only.is_some());
+    h.state_mut().settings.view = warpscope::app::views::View::Address;
+    h.run_steps(3);
+    assert_eq!(
+        h.query_all_by_label_contains("Only instruction").count(),
+        1,
+        "the filter shows in the pane it was chosen in, and only there"
+    );
+    click(&mut h, "Show all");
+
+    // A new shared trace replaces pane 1's, not pane 2's own.
+    h.state_mut().generate("vecadd".into(), "n=4096".into());
+    step_until(&mut h, "the new shared trace", |a| {
+        a.trace.as_ref().is_some_and(|t| t.label == "vecadd n=4096")
+    });
+    settle(&mut h);
+    assert_eq!(h.state().pane_trace(0).unwrap().label, "vecadd n=4096");
+    assert_eq!(
+        h.state().pane_trace(1).unwrap().label,
+        "matmul-tiled n=32 tile=16"
+    );
+    // A pane added from pane 2 copies its trace along with its configuration.
+    h.state_mut().add_pane(0.0);
+    settle(&mut h);
+    assert_eq!(
+        h.state().pane_trace(2).unwrap().label,
+        "matmul-tiled n=32 tile=16"
+    );
+    h.state_mut().remove_pane(2);
+    h.run_steps(2);
+    // Back to the shared trace.
+    click(&mut h, "use the shared trace");
+    settle(&mut h);
+    assert!(h.state().panes[1].own_trace.is_none());
+    assert_eq!(
+        h.state().panes[1].result.as_ref().unwrap().report.totals,
+        h.state().panes[0].result.as_ref().unwrap().report.totals
+    );
+    assert!(h.query_by_label("trace").is_none());
+}

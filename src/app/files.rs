@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Purpose {
     OpenTrace,
+    /// A trace for one pane only (another kernel side by side).
+    OpenPaneTrace(usize),
     LoadConfig,
     SaveConfig,
     ExportView,
@@ -34,6 +36,7 @@ impl Purpose {
     pub fn title(self) -> &'static str {
         match self {
             Purpose::OpenTrace => "Open a trace",
+            Purpose::OpenPaneTrace(_) => "Open a trace for this pane only",
             Purpose::LoadConfig => "Load a configuration",
             Purpose::SaveConfig => "Save the configuration",
             Purpose::ExportView => "Export the view as PNG",
@@ -42,7 +45,10 @@ impl Purpose {
         }
     }
     pub fn saves(self) -> bool {
-        !matches!(self, Purpose::OpenTrace | Purpose::LoadConfig)
+        !matches!(
+            self,
+            Purpose::OpenTrace | Purpose::OpenPaneTrace(_) | Purpose::LoadConfig
+        )
     }
     /// Name offered when saving.
     pub fn default_name(self) -> &'static str {
@@ -56,7 +62,7 @@ impl Purpose {
     }
     fn filters(self) -> &'static [(&'static str, &'static [&'static str])] {
         match self {
-            Purpose::OpenTrace => &[],
+            Purpose::OpenTrace | Purpose::OpenPaneTrace(_) => &[],
             Purpose::LoadConfig | Purpose::SaveConfig => &[("configuration", &["toml", "json"])],
             Purpose::ExportView => &[("PNG image", &["png"])],
             Purpose::ExportTables | Purpose::ExportRequests => &[("table", &["csv", "parquet"])],

@@ -8,6 +8,7 @@ pub mod data;
 pub mod files;
 pub mod miss_view;
 pub mod over_time;
+pub mod pane_trace;
 pub mod raster;
 pub mod theme;
 pub mod views;
@@ -97,6 +98,12 @@ pub struct Pane {
     pub address: AddressState,
     pub sets: SetsState,
     pub misses: MissState,
+    /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
+    pub own_trace: Option<Arc<TraceData>>,
+    /// Loading or generating this pane's own trace.
+    pub trace_ticket: Option<Ticket>,
+    /// The kernel and parameters being generated for this pane.
+    pub trace_job: Option<(String, String)>,
 }
 
 /// Where the status bar's message came from.
@@ -125,6 +132,10 @@ enum Action {
     Open(PathBuf),
     OpenTruncated(PathBuf),
     Generate,
+    /// Generate the kernel for one pane only.
+    GenerateInPane(usize),
+    /// A pane goes back to the shared trace.
+    ShareTrace(usize),
     AddPane,
     RemovePane(usize),
     Chosen(Purpose, PathBuf),
@@ -172,6 +183,8 @@ pub struct WarpscopeApp {
     pub too_large: Option<TooLarge>,
     /// The instruction the address view is limited to (clicked in the miss table).
     pub only: Option<data::InstFilter>,
+    /// The trace of the pane it was clicked in ([`pane_trace::trace_id`]).
+    only_trace: Option<usize>,
 }
 
 /// A generated trace that would not fit in memory, waiting for the user's decision.
@@ -181,6 +194,8 @@ pub struct TooLarge {
     pub params: String,
     /// Accesses the trace would hold.
     pub projected: u64,
+    /// The pane it was for, when only one pane was to get it.
+    pub pane: Option<usize>,
 }
 
 /// Memory one access takes in the app: its trace columns and its share of a pane's result.
@@ -239,6 +254,7 @@ impl WarpscopeApp {
             failed_file: None,
             too_large: None,
             only: None,
+            only_trace: None,
         };
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
@@ -321,9 +337,9 @@ impl WarpscopeApp {
         self.settings.recent.truncate(RECENT);
     }
 
-    /// Marks every pane for a re-run.
+    /// Marks every pane that shows the shared trace for a re-run.
     fn invalidate_all(&mut self, now: f64) {
-        for p in &mut self.panes {
+        for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
             p.dirty_since = Some(now - DEBOUNCE);
             p.stale = p.result.is_some();
         }
@@ -334,10 +350,13 @@ impl WarpscopeApp {
         if self.panes.len() >= MAX_PANES {
             return;
         }
-        let copy = self.settings.panes[self.settings.active].clone();
+        let a = self.settings.active;
+        let copy = self.settings.panes[a].clone();
         self.settings.panes.push(copy);
+        let own_trace = self.panes[a].own_trace.clone();
         self.panes.push(Pane {
             dirty_since: Some(now - DEBOUNCE),
+            own_trace,
             ..Default::default()
         });
         self.settings.active = self.panes.len() - 1;
@@ -347,7 +366,10 @@ impl WarpscopeApp {
         if self.panes.len() <= 1 || i >= self.panes.len() {
             return;
         }
-        if let Some(t) = self.panes[i].ticket {
+        for t in [self.panes[i].ticket, self.panes[i].trace_ticket]
+            .into_iter()
+            .flatten()
+        {
             self.worker.cancel(t);
         }
         self.panes.remove(i);
@@ -374,11 +396,12 @@ impl WarpscopeApp {
                 Status::Info(msg)
             };
         }
-        let Some(trace) = self.trace.clone() else {
-            return;
-        };
         for (i, pane) in self.panes.iter_mut().enumerate() {
             let Some(since) = pane.dirty_since else {
+                continue;
+            };
+            // A pane waits (still dirty) until it has a trace to simulate.
+            let Some(trace) = pane.own_trace.clone().or_else(|| self.trace.clone()) else {
                 continue;
             };
             if now - since < DEBOUNCE {
@@ -409,6 +432,9 @@ impl WarpscopeApp {
     }
 
     fn finished(&mut self, ticket: Ticket, outcome: Outcome, now: f64) {
+        let Some(outcome) = self.pane_trace_finished(ticket, outcome, now) else {
+            return;
+        };
         if self.load_ticket == Some(ticket) {
             self.load_ticket = None;
             match outcome {
@@ -428,7 +454,7 @@ impl WarpscopeApp {
                         self.worker.cancel(c);
                     }
                     self.comm.reset(None);
-                    for p in &mut self.panes {
+                    for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
                         p.result = None;
                         p.stale = false;
                     }
@@ -450,6 +476,7 @@ impl WarpscopeApp {
                             kernel,
                             params,
                             projected,
+                            pane: None,
                         });
                     }
                 }
@@ -570,12 +597,17 @@ impl WarpscopeApp {
         let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
         let diffs = differences(&configs);
         let first = self.panes[0].result.as_ref().map(|r| r.report.totals);
+        // With different kernels side by side, each row names its trace.
+        let show_trace = self.traces_differ();
         egui::Grid::new("pane-comparison")
             .striped(true)
             .spacing([16.0, 2.0])
             .show(ui, |ui| {
+                ui.label(RichText::new("pane").weak());
+                if show_trace {
+                    ui.label(RichText::new("trace").weak());
+                }
                 for h in [
-                    "pane",
                     "differs in",
                     "requests",
                     "misses",
@@ -588,6 +620,10 @@ impl WarpscopeApp {
                 ui.end_row();
                 for (i, p) in self.panes.iter().enumerate() {
                     ui.label(RichText::new(format!("{}", i + 1)).strong());
+                    if show_trace {
+                        let t = self.pane_trace(i);
+                        ui.label(t.as_ref().map_or("-", |t| t.label.as_str()));
+                    }
                     ui.label(if diffs[i].is_empty() {
                         "-".to_string()
                     } else {
@@ -699,7 +735,10 @@ impl WarpscopeApp {
         let (anyway, keep) = modal.inner;
         if anyway {
             self.too_large = None;
-            self.generate_limited(q.kernel, q.params, None);
+            match q.pane {
+                Some(i) => self.generate_in_pane_limited(i, q.kernel, q.params, None),
+                None => self.generate_limited(q.kernel, q.params, None),
+            }
         } else if keep || modal.should_close() {
             self.too_large = None;
         }
@@ -898,6 +937,22 @@ impl WarpscopeApp {
                 );
             }
         }
+        let a = self.settings.active;
+        if let Some(t) = &self.panes[a].own_trace {
+            ui.label(format!(
+                "Pane {} shows its own trace: {} ({} kernel(s), {} global/local accesses)",
+                a + 1,
+                t.label,
+                t.trace.kernels.len(),
+                t.accesses
+            ));
+            if ui
+                .button(format!("Pane {}: use the shared trace", a + 1))
+                .clicked()
+            {
+                self.actions.push(Action::ShareTrace(a));
+            }
+        }
         ui.horizontal(|ui| {
             if ui
                 .button("Open…")
@@ -907,6 +962,18 @@ impl WarpscopeApp {
                 .clicked()
             {
                 self.actions.push(Action::Choose(Purpose::OpenTrace));
+            }
+            let a = self.settings.active;
+            if self.panes.len() > 1
+                && ui
+                    .button(format!("Open for pane {} only…", a + 1))
+                    .on_hover_text(
+                        "Open a trace that only the active pane shows, to compare another kernel \
+                         side by side",
+                    )
+                    .clicked()
+            {
+                self.actions.push(Action::Choose(Purpose::OpenPaneTrace(a)));
             }
             if !self.settings.recent.is_empty() {
                 ui.menu_button("Recent", |ui| {
@@ -950,9 +1017,28 @@ impl WarpscopeApp {
                     .labelled_by(l.id)
                     .on_hover_text("key=value pairs separated by spaces; Enter generates");
                 let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                if ui.button("Generate").clicked() || entered {
-                    self.actions.push(Action::Generate);
-                }
+                ui.horizontal(|ui| {
+                    if ui
+                        .button("Generate")
+                        .on_hover_text("The trace every pane shares (panes with their own keep it)")
+                        .clicked()
+                        || entered
+                    {
+                        self.actions.push(Action::Generate);
+                    }
+                    let a = self.settings.active;
+                    if self.panes.len() > 1
+                        && ui
+                            .button(format!("Generate for pane {} only", a + 1))
+                            .on_hover_text(
+                                "Only the active pane shows this kernel: compare different kernels \
+                                 side by side (naive and tiled matmul, say)",
+                            )
+                            .clicked()
+                    {
+                        self.actions.push(Action::GenerateInPane(a));
+                    }
+                });
             });
         ui.separator();
         ui.heading("Configuration");
@@ -1004,18 +1090,37 @@ impl WarpscopeApp {
         }
         ui.separator();
         self.view_rect = ui.available_rect_before_wrap();
-        let Some(trace) = self.trace.clone() else {
+        let nothing = || {
+            RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak()
+        };
+        if self.trace.is_none() && !self.traces_differ() {
             ui.centered_and_justified(|ui| {
-                ui.label(RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak());
+                ui.label(nothing());
             });
             return;
-        };
+        }
         if self.settings.view == View::Communication {
-            self.communication_view(ui, &trace);
+            // The communication view analyses the shared trace.
+            match self.trace.clone() {
+                Some(trace) => self.communication_view(ui, &trace),
+                None => {
+                    ui.centered_and_justified(|ui| {
+                        ui.label(nothing());
+                    });
+                }
+            }
             return;
         }
         let n = self.panes.len();
-        let link = egui::Id::unique("linked-panes");
+        // Each pane's trace; panes link (hover, zoom, instruction filter) only to panes showing
+        // the same trace.
+        let traces: Vec<Option<Arc<TraceData>>> = (0..n).map(|i| self.pane_trace(i)).collect();
+        let trace_ids: Vec<Option<usize>> = traces
+            .iter()
+            .map(|t| t.as_ref().map(pane_trace::trace_id))
+            .collect();
+        let show_trace = self.traces_differ();
+        let mut share = None;
         let view = self.settings.view;
         let colour = self.settings.colour;
         let mut metric = self.settings.set_metric;
@@ -1026,6 +1131,7 @@ impl WarpscopeApp {
         // The request hovered in the last frame, with its pane's result, for the other panes.
         let linked = self.hover.and_then(|(p, generation, request)| {
             let src = self.panes.get(p)?;
+            trace_ids.get(p)?.as_ref()?;
             let data = src
                 .result
                 .clone()
@@ -1039,10 +1145,15 @@ impl WarpscopeApp {
         });
         let mut only = self.only.clone();
         let shown_only = self.only.clone();
+        let only_trace = self.only_trace;
+        let mut only_from = None;
         self.pane_rects.clear();
         pane_grid(ui, n, |i, col| {
             self.pane_rects.push(col.max_rect());
             let pane = &mut self.panes[i];
+            let link = egui::Id::unique(("linked-panes", trace_ids[i]));
+            // The instruction filter applies to the panes of the trace it was chosen in.
+            let shown_only = shown_only.clone().filter(|_| trace_ids[i] == only_trace);
             let (preset, cfg) = &self.settings.panes[i];
             col.horizontal_wrapped(|ui| {
                 if n > 1 {
@@ -1080,6 +1191,27 @@ impl WarpscopeApp {
                     remove = Some(i);
                 }
             });
+            if show_trace {
+                col.horizontal_wrapped(|ui| {
+                    let label = traces[i]
+                        .as_ref()
+                        .map_or("no trace yet", |t| t.label.as_str());
+                    let whose = if pane.own_trace.is_some() {
+                        "own trace"
+                    } else {
+                        "shared trace"
+                    };
+                    ui.label(RichText::new(format!("{whose}: {label}")).strong());
+                    if pane.own_trace.is_some()
+                        && ui
+                            .small_button("use the shared trace")
+                            .on_hover_text("Show the trace the other panes share")
+                            .clicked()
+                    {
+                        share = Some(i);
+                    }
+                });
+            }
             if let Some(e) = &pane.error {
                 col.colored_label(
                     col.visuals().error_fg_color,
@@ -1096,6 +1228,12 @@ impl WarpscopeApp {
                     );
                 }
             }
+            let Some(trace) = traces[i].clone() else {
+                col.centered_and_justified(|ui| {
+                    ui.label(RichText::new("No trace yet").weak());
+                });
+                return;
+            };
             let Some(data) = pane.result.clone() else {
                 col.centered_and_justified(|ui| {
                     ui.spinner();
@@ -1123,7 +1261,9 @@ impl WarpscopeApp {
                         &views::AddressOptions {
                             colour,
                             link,
-                            linked_hover: if n > 1 { linked.clone() } else { None },
+                            linked_hover: linked
+                                .clone()
+                                .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
                             only: shown_only.clone(),
                         },
                         &self.rasterizer,
@@ -1133,18 +1273,25 @@ impl WarpscopeApp {
                     }
                 }
                 View::Reuse => views::reuse(col, i, &data, link),
-                View::Misses => miss_view::misses(
-                    col,
-                    i,
-                    &data,
-                    &trace,
-                    pane.generation,
-                    &mut pane.misses,
-                    miss_view::MissChoices {
-                        opts: &mut miss_opts,
-                        only: &mut only,
-                    },
-                ),
+                View::Misses => {
+                    let mut chosen = shown_only.clone();
+                    miss_view::misses(
+                        col,
+                        i,
+                        &data,
+                        &trace,
+                        pane.generation,
+                        &mut pane.misses,
+                        miss_view::MissChoices {
+                            opts: &mut miss_opts,
+                            only: &mut chosen,
+                        },
+                    );
+                    if chosen != shown_only {
+                        only = chosen;
+                        only_from = Some(trace_ids[i]);
+                    }
+                }
                 View::Sets => views::sets(
                     col,
                     i,
@@ -1165,7 +1312,13 @@ impl WarpscopeApp {
         if show_all {
             only = None;
         }
+        if let Some(t) = only_from {
+            self.only_trace = t;
+        }
         self.only = only;
+        if let Some(i) = share {
+            self.actions.push(Action::ShareTrace(i));
+        }
         self.settings.set_metric = metric;
         if hover != self.hover {
             self.hover = hover;
@@ -1250,6 +1403,14 @@ impl WarpscopeApp {
                 );
                 self.generate(k, p);
             }
+            Action::GenerateInPane(i) => {
+                let (k, p) = (
+                    self.settings.generator.clone(),
+                    self.settings.generator_params.clone(),
+                );
+                self.generate_in_pane(i, k, p);
+            }
+            Action::ShareTrace(i) => self.share_trace(i, now),
             Action::AddPane => self.add_pane(now),
             Action::RemovePane(i) => self.remove_pane(i),
             Action::Chosen(purpose, path) => {
@@ -1267,6 +1428,7 @@ impl WarpscopeApp {
         let a = self.settings.active;
         match purpose {
             Purpose::OpenTrace => self.open(path),
+            Purpose::OpenPaneTrace(i) => self.open_in_pane(i, path),
             Purpose::LoadConfig => match load_config(&path) {
                 Ok(c) => {
                     self.settings.panes[a] = (file_name(&path), c);
@@ -1330,7 +1492,7 @@ impl WarpscopeApp {
 
     /// Re-runs the active pane while writing every request to a table (on a worker).
     pub fn export_requests(&mut self, path: PathBuf) {
-        let Some(trace) = self.trace.clone() else {
+        let Some(trace) = self.pane_trace(self.settings.active) else {
             return;
         };
         let cfg = self.settings.panes[self.settings.active].1.clone();
@@ -1383,7 +1545,7 @@ impl WarpscopeApp {
             && self
                 .panes
                 .iter()
-                .all(|p| p.dirty_since.is_none() && p.ticket.is_none())
+                .all(|p| p.dirty_since.is_none() && p.ticket.is_none() && p.trace_ticket.is_none())
     }
 }
 
@@ -1654,7 +1816,8 @@ impl EframeApp {
         // Steps 0..4: one per view with one pane; step 4: side by side (gto vs round-robin);
         // step 5: a box selection in the light theme; step 6: the timing model's cycle axis;
         // steps 7 and 8: the communication view of hotspot and of BFS levels; steps 9 to 11: four
-        // panes in the address, miss and reuse views.
+        // panes in the address, miss and reuse views; step 12: naive and tiled matmul side by
+        // side; step 13: misses per source line of the Accel-Sim sample with line info.
         let first = plan.prepared != Some(plan.step);
         plan.prepared = Some(plan.step);
         let extra = plan.step.saturating_sub(views.len());
@@ -1761,6 +1924,43 @@ impl EframeApp {
                 extra + 5,
                 views[extra - 5].file_stem()
             )
+        } else if extra == 8 {
+            // Different kernels side by side: naive and tiled matmul on the same cache.
+            if first {
+                app.settings.view = View::Address;
+                while app.panes.len() > 2 {
+                    app.remove_pane(app.panes.len() - 1);
+                }
+                let c = app.settings.panes[0].1.clone();
+                app.set_config(1, START_PRESET, c, now);
+                app.generate_in_pane(1, "matmul-tiled".into(), "n=128 tile=16".into());
+            }
+            if app.panes[1]
+                .own_trace
+                .as_ref()
+                .is_none_or(|t| !t.label.starts_with("matmul-tiled"))
+            {
+                plan.wait_frames = 0;
+                return;
+            }
+            "13-kernels-side-by-side.png".to_string()
+        } else if extra == 9 {
+            // An Accel-Sim trace with source lines: misses per line.
+            if first {
+                app.remove_pane(1);
+                app.settings.view = View::Misses;
+                app.settings.misses.per = miss_view::Per::SourceLine;
+                app.open(PathBuf::from("sample-traces/accelsim-lineinfo"));
+            }
+            if app
+                .trace
+                .as_ref()
+                .is_none_or(|t| !t.label.contains("accelsim-lineinfo"))
+            {
+                plan.wait_frames = 0;
+                return;
+            }
+            "14-misses-per-source-line.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

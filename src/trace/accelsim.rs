@@ -737,13 +737,18 @@ mod tests {
             .collect();
         assert_eq!(
             lines,
-            [("LDG.E@0010", Some(7)), ("LDG.E@0020", Some(7)), ("STG.E@0030", None)]
+            [
+                ("LDG.E@0010", Some(7)),
+                ("LDG.E@0020", Some(7)),
+                ("STG.E@0030", None)
+            ]
         );
         // Without the header key the first field is the PC, and no line is invented.
         let plain = read_kernel(
             format!(
                 "{}0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x100 4\n#END_TB\n",
-                head.replace("-enable lineinfo = 1\n", "").replace("insts = 4", "insts = 1")
+                head.replace("-enable lineinfo = 1\n", "")
+                    .replace("insts = 4", "insts = 1")
             )
             .as_bytes(),
             "k.traceg",
@@ -757,7 +762,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("line 9") && e.contains("source line number"), "{e}");
+        assert!(
+            e.contains("line 9") && e.contains("source line number"),
+            "{e}"
+        );
     }
 
     #[test]

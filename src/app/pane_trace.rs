@@ -1,0 +1,165 @@
+//! Different kernels side by side: a pane may show a trace of its own (naive next to tiled
+//! matmul) instead of the trace every other pane shares. Loading and generating work as
+//! for the shared trace (on the worker, cancellable, asking before a trace that will not fit
+//! in memory); the pane then simulates its own trace with its own configuration.
+//!
+//! Panes with different traces do not link their hovers, zoom or instruction filter: an
+//! access of one kernel means nothing in another.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::data::TraceData;
+use super::worker::{Job, Outcome, Ticket};
+use super::{Status, TooLarge, WarpscopeApp, DEBOUNCE};
+
+/// Identifies a trace for linking panes: panes showing the same trace share it.
+pub fn trace_id(t: &Arc<TraceData>) -> usize {
+    Arc::as_ptr(t) as usize
+}
+
+impl WarpscopeApp {
+    /// The trace pane `i` shows: its own, else the shared one.
+    pub fn pane_trace(&self, i: usize) -> Option<Arc<TraceData>> {
+        let p = self.panes.get(i)?;
+        p.own_trace.clone().or_else(|| self.trace.clone())
+    }
+
+    /// True when some pane shows a trace of its own.
+    pub fn traces_differ(&self) -> bool {
+        self.panes.iter().any(|p| p.own_trace.is_some())
+    }
+
+    /// Generates a built-in kernel's trace for pane `pane` only; like
+    /// [`WarpscopeApp::generate`], one that would not fit in memory stops and asks first.
+    pub fn generate_in_pane(&mut self, pane: usize, kernel: String, params: String) {
+        let limit = self.max_generated_accesses;
+        self.generate_in_pane_limited(pane, kernel, params, limit);
+    }
+
+    pub(super) fn generate_in_pane_limited(
+        &mut self,
+        pane: usize,
+        kernel: String,
+        params: String,
+        max_accesses: Option<u64>,
+    ) {
+        let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
+        let pairs = match crate::gen::parse_pairs(&words) {
+            Ok(p) => p,
+            Err(e) => {
+                self.status = Status::Error(format!("kernel {kernel}: {e}"));
+                return;
+            }
+        };
+        let label = format!("Generating {kernel} {params} for pane {}", pane + 1);
+        self.too_large = None;
+        let job = Job::Generate {
+            kernel: kernel.clone(),
+            params: pairs,
+            max_accesses,
+        };
+        if self.start_pane_job(pane, label, job) {
+            self.panes[pane].trace_job = Some((kernel, params));
+        }
+    }
+
+    /// Loads a trace file for pane `pane` only.
+    pub fn open_in_pane(&mut self, pane: usize, path: PathBuf) {
+        let label = format!("Loading {} for pane {}", path.display(), pane + 1);
+        let job = Job::Load {
+            path: path.clone(),
+            format: None,
+            allow_truncated: false,
+        };
+        if self.start_pane_job(pane, label, job) {
+            self.remember(&path);
+            self.panes[pane].trace_job = None;
+        }
+    }
+
+    fn start_pane_job(&mut self, pane: usize, label: String, job: Job) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else {
+            return false;
+        };
+        if let Some(t) = p.trace_ticket.take() {
+            self.worker.cancel(t);
+        }
+        self.status = Status::Info(label.clone());
+        p.trace_ticket = Some(self.worker.submit(label, job));
+        true
+    }
+
+    /// Pane `pane` goes back to the shared trace.
+    pub fn share_trace(&mut self, pane: usize, now: f64) {
+        let Some(p) = self.panes.get_mut(pane) else {
+            return;
+        };
+        if let Some(t) = p.trace_ticket.take() {
+            self.worker.cancel(t);
+        }
+        if p.own_trace.take().is_some() {
+            p.result = None;
+            p.stale = false;
+            p.dirty_since = Some(now - DEBOUNCE);
+        }
+    }
+
+    /// Handles the end of a pane's own load or generation; gives the outcome back when
+    /// `ticket` is no pane's.
+    pub(super) fn pane_trace_finished(
+        &mut self,
+        ticket: Ticket,
+        outcome: Outcome,
+        now: f64,
+    ) -> Option<Outcome> {
+        let Some(i) = self
+            .panes
+            .iter()
+            .position(|p| p.trace_ticket == Some(ticket))
+        else {
+            return Some(outcome);
+        };
+        let p = &mut self.panes[i];
+        p.trace_ticket = None;
+        let job = p.trace_job.take();
+        match outcome {
+            Outcome::Loaded(t) => {
+                self.status = Status::Info(format!(
+                    "Pane {}: {}: {} kernel(s), {} global/local accesses",
+                    i + 1,
+                    t.label,
+                    t.trace.kernels.len(),
+                    t.accesses
+                ));
+                p.own_trace = Some(t);
+                if let Some(r) = p.ticket.take() {
+                    self.worker.cancel(r);
+                }
+                p.result = None;
+                p.stale = false;
+                p.error = None;
+                p.dirty_since = Some(now - DEBOUNCE);
+            }
+            Outcome::Failed(e) => self.status = Status::Error(format!("pane {}: {e}", i + 1)),
+            Outcome::Cancelled => {
+                self.status = Status::Info(format!("Cancelled: pane {}'s trace stays", i + 1))
+            }
+            Outcome::TooLarge { projected } => {
+                if let Some((kernel, params)) = job {
+                    self.status = Status::Info(format!(
+                        "{kernel} {params} would not fit in memory: not generated"
+                    ));
+                    self.too_large = Some(TooLarge {
+                        kernel,
+                        params,
+                        projected,
+                        pane: Some(i),
+                    });
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+}
