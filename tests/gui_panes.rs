@@ -380,6 +380,36 @@ fn a_pane_can_show_another_kernel_beside_the_shared_one() {
         "matmul-tiled n=32 tile=16"
     );
     h.state_mut().remove_pane(2);
+    // A file for pane 2 alone; one that cannot be read leaves pane 2's trace as it was.
+    let lines = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-traces/accelsim-lineinfo"
+    ));
+    h.state_mut().open_in_pane(1, lines.join("blur_rows.cu"));
+    step_until(&mut h, "the bad file's error", |a| {
+        a.panes[1].trace_ticket.is_none()
+    });
+    assert!(
+        matches!(&h.state().status, warpscope::app::Status::Error(e) if e.starts_with("pane 2: "))
+    );
+    assert_eq!(
+        h.state().pane_trace(1).unwrap().label,
+        "matmul-tiled n=32 tile=16"
+    );
+    h.state_mut().open_in_pane(1, lines);
+    step_until(&mut h, "pane 2's file", |a| {
+        a.pane_trace(1)
+            .is_some_and(|t| t.label == "accelsim-lineinfo")
+    });
+    settle(&mut h);
+    assert_eq!(h.state().pane_trace(0).unwrap().label, "vecadd n=4096");
+    assert!(!h.state().panes[1]
+        .result
+        .as_ref()
+        .unwrap()
+        .report
+        .source_lines
+        .is_empty());
     h.run_steps(2);
     // Back to the shared trace.
     click(&mut h, "use the shared trace");
