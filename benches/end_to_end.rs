@@ -1,0 +1,118 @@
+//! What the user runs, end to end: a trace file on disk to a report serialised as the CLI's
+//! JSON (`warpscope sim --trace FILE --json` without the process start), beside the component
+//! benchmarks of `core.rs`, which hide the pipeline's own cost.
+//! - a Dinero IV `din` file (2 M references), 16 KB 4-way LRU write-back, 3C classes, with and
+//!   without reuse distances;
+//! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM;
+//! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed);
+//! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul.
+//!
+//! Inputs are written once into a temporary folder. `tools/measure-e2e` times the CLI itself
+//! with `/usr/bin/time` on a 20 M-reference file (peak RSS too).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, Criterion, Throughput};
+use warpscope::config::{preset, SimConfig};
+use warpscope::rng::Rng;
+
+/// Reads `path`, simulates it and serialises the report, as `sim --json` does.
+fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    let (trace, _) = warpscope::trace::read_file(path, None).expect("read");
+    let report = warpscope::sim::run(cfg, &trace, &mut warpscope::sim::NoObserver).expect("run");
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("warpscope-bench-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A third each: a sequential stream over 8 MiB, reads and writes of a 256 KiB working set at
+/// random (as `tools/measure-e2e` writes it).
+fn write_din(path: &Path, n: usize) {
+    let mut rng = Rng::new(26);
+    let mut text = String::with_capacity(n * 12);
+    let mut seq = 0u64;
+    for i in 0..n {
+        match i % 3 {
+            0 => {
+                text.push_str(&format!("0 {:x}\n", 0x1000_0000 + seq % (8 << 20)));
+                seq += 8;
+            }
+            1 => text.push_str(&format!(
+                "0 {:x}\n",
+                0x2000_0000 + rng.below(256 << 10) / 8 * 8
+            )),
+            _ => text.push_str(&format!(
+                "1 {:x}\n",
+                0x2000_0000 + rng.below(256 << 10) / 8 * 8
+            )),
+        }
+    }
+    std::fs::write(path, text).expect("write din");
+}
+
+fn end_to_end(c: &mut Criterion) {
+    let d = dir();
+    let mut g = c.benchmark_group("end_to_end");
+    g.sample_size(10);
+
+    let din = d.join("mix.din");
+    let refs = 2_000_000;
+    write_din(&din, refs);
+    let mut dinero = SimConfig::default();
+    dinero.cache.size_bytes = 16 << 10;
+    dinero.cache.ways = 4;
+    dinero.cache.line_bytes = 64;
+    dinero.cache.sector_bytes = 64;
+    dinero.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
+    g.throughput(Throughput::Elements(refs as u64));
+    g.bench_function("din_2M_16k_4way_wbwa_3c_reuse", |b| {
+        b.iter(|| black_box(file_to_json(&din, &dinero)))
+    });
+    dinero.reuse = false;
+    g.bench_function("din_2M_16k_4way_wbwa_3c_no_reuse", |b| {
+        b.iter(|| black_box(file_to_json(&din, &dinero)))
+    });
+
+    let pairs = vec![
+        ("n".to_string(), "128".to_string()),
+        ("block".to_string(), "16,16".to_string()),
+    ];
+    let trace = warpscope::gen::generate("matmul", &pairs).expect("generate");
+    let wsb = d.join("matmul128.wsb");
+    warpscope::trace::write_file(&trace, &wsb).expect("write wsb");
+    g.throughput(Throughput::Elements(trace.total_accesses() as u64));
+    let mut fermi = preset("fermi-16k").expect("preset");
+    fermi.gpu.sms = 1;
+    g.bench_function("wsb_matmul_128_fermi16k_one_sm", |b| {
+        b.iter(|| black_box(file_to_json(&wsb, &fermi)))
+    });
+    let mut timed = preset("gtx470-16k").expect("preset");
+    timed.gpu.sms = 1;
+    g.bench_function("wsb_matmul_128_gtx470_16k_timing_4_runs", |b| {
+        b.iter(|| black_box(file_to_json(&wsb, &timed)))
+    });
+
+    let accelsim = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces/accelsim-matrixmul/kernelslist.g");
+    let (t, _) = warpscope::trace::read_file(&accelsim, None).expect("accel-sim sample");
+    g.throughput(Throughput::Elements(t.total_accesses() as u64));
+    g.bench_function("accelsim_matrixmul_sample_fermi16k", |b| {
+        b.iter(|| black_box(file_to_json(&accelsim, &fermi)))
+    });
+    g.finish();
+    std::fs::remove_dir_all(&d).ok();
+}
+
+criterion_group!(benches, end_to_end);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
