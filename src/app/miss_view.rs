@@ -214,7 +214,11 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
                         }
                     }
                     let label = if names.len() > 1 {
-                        format!("{} line {}", short_kernel(&l.kernel_name), l.line)
+                        format!(
+                            "{} line {}",
+                            crate::sim::short_name(&l.kernel_name, 24),
+                            l.line
+                        )
                     } else {
                         format!("line {}", l.line)
                     };
@@ -223,16 +227,6 @@ pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
                 .collect()
         }
     }
-}
-
-/// A kernel's name short enough for a table cell (mangled C++ names are long).
-fn short_kernel(name: &str) -> String {
-    if name.chars().count() <= 24 {
-        return name.to_string();
-    }
-    let mut s: String = name.chars().take(23).collect();
-    s.push('…');
-    s
 }
 
 /// What the timing model did with stores, for the header (`None` without timing).

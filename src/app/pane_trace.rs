@@ -99,6 +99,8 @@ impl WarpscopeApp {
             self.worker.cancel(t);
         }
         if p.own_trace.take().is_some() {
+            // An instruction filter names an instruction of the trace it was chosen in.
+            self.only = None;
             p.result = None;
             p.stale = false;
             p.dirty_since = Some(now - DEBOUNCE);
@@ -133,6 +135,7 @@ impl WarpscopeApp {
                     t.accesses
                 ));
                 p.own_trace = Some(t);
+                self.only = None;
                 if let Some(r) = p.ticket.take() {
                     self.worker.cancel(r);
                 }

@@ -119,16 +119,6 @@ fn counters_block(w: &mut impl Write, c: &Counters, timing: bool) -> std::io::Re
     Ok(())
 }
 
-/// `name` cut to `max` characters with an ellipsis (mangled kernel names are long).
-fn short_name(name: &str, max: usize) -> String {
-    if name.chars().count() <= max {
-        return name.to_string();
-    }
-    let mut s: String = name.chars().take(max - 1).collect();
-    s.push('…');
-    s
-}
-
 fn limit(v: u32) -> String {
     if v == 0 {
         "unlimited".into()
@@ -259,7 +249,7 @@ pub fn table(w: &mut impl Write, source: &str, r: &Report) -> std::io::Result<()
             writeln!(
                 w,
                 "  {:<24} {:>6} {:>10} {:>10} {:>9}  {}",
-                short_name(&l.kernel_name, 24),
+                warpscope::sim::short_name(&l.kernel_name, 24),
                 l.line,
                 l.counters.requests,
                 l.counters.misses,

@@ -8,8 +8,8 @@ mod report;
 mod timed;
 
 pub use report::{
-    Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport, SmRow,
-    SourceLineRow, TimingReport, ValueCount,
+    short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
+    SmRow, SourceLineRow, TimingReport, ValueCount,
 };
 
 use crate::cache::{CacheModel, MissClass};

@@ -294,6 +294,17 @@ impl Report {
     }
 }
 
+/// `name` cut to `max_chars` characters, the last one an ellipsis (mangled C++ kernel names
+/// are long; tables show them in a column).
+pub fn short_name(name: &str, max_chars: usize) -> String {
+    if name.chars().count() <= max_chars {
+        return name.to_string();
+    }
+    let mut s: String = name.chars().take(max_chars.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
 /// Sums the instruction rows that carry a source line per (kernel name, line), kernels in
 /// the order of their first launch and lines in increasing order.
 fn source_lines(kernels: &[KernelRow], insts: &[InstRow]) -> Vec<SourceLineRow> {
