@@ -160,6 +160,25 @@ fn a_trace_that_will_not_fit_is_not_generated_until_the_user_says_so() {
     settle(&mut h);
     assert!(trace_label(&h).starts_with("matmul"), "{}", trace_label(&h));
     assert_eq!(h.state().trace.as_ref().unwrap().accesses, 32 * 32 * 65);
+    // A kernel for one pane asks the same question, and going ahead gives it to that pane only.
+    h.state_mut().add_pane(0.0);
+    settle(&mut h);
+    h.state_mut()
+        .generate_in_pane(1, "matmul-tiled".into(), "n=32 tile=16".into());
+    step_until(&mut h, "no question", |a| a.too_large.is_some());
+    assert_eq!(h.state().too_large.as_ref().unwrap().pane, Some(1));
+    click(&mut h, "Generate anyway");
+    step_until(&mut h, "pane 2's own trace", |a| {
+        a.panes[1].own_trace.is_some()
+    });
+    settle(&mut h);
+    assert!(trace_label(&h).starts_with("matmul n=32"));
+    assert!(h
+        .state()
+        .pane_trace(1)
+        .unwrap()
+        .label
+        .starts_with("matmul-tiled"));
 }
 
 #[test]

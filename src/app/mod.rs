@@ -302,14 +302,36 @@ impl WarpscopeApp {
         self.generate_limited(kernel, params, limit);
     }
 
-    fn generate_limited(&mut self, kernel: String, params: String, max_accesses: Option<u64>) {
+    /// A generator's `key=value` parameters, or `None` with the error in the status bar.
+    fn generator_pairs(&mut self, kernel: &str, params: &str) -> Option<Vec<(String, String)>> {
         let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
-        let pairs = match crate::gen::parse_pairs(&words) {
-            Ok(p) => p,
-            Err(e) => {
-                self.status = Status::Error(format!("kernel {kernel}: {e}"));
-                return;
-            }
+        crate::gen::parse_pairs(&words)
+            .map_err(|e| self.status = Status::Error(format!("kernel {kernel}: {e}")))
+            .ok()
+    }
+
+    /// A generator stopped because its trace would not fit: ask the user.
+    fn ask_too_large(
+        &mut self,
+        kernel: String,
+        params: String,
+        projected: u64,
+        pane: Option<usize>,
+    ) {
+        self.status = Status::Info(format!(
+            "{kernel} {params} would not fit in memory: not generated"
+        ));
+        self.too_large = Some(TooLarge {
+            kernel,
+            params,
+            projected,
+            pane,
+        });
+    }
+
+    fn generate_limited(&mut self, kernel: String, params: String, max_accesses: Option<u64>) {
+        let Some(pairs) = self.generator_pairs(&kernel, &params) else {
+            return;
         };
         if let Some(t) = self.load_ticket.take() {
             self.worker.cancel(t);
@@ -469,15 +491,7 @@ impl WarpscopeApp {
                 }
                 Outcome::TooLarge { projected } => {
                     if let Some((kernel, params)) = self.load_job.take() {
-                        self.status = Status::Info(format!(
-                            "{kernel} {params} would not fit in memory: not generated"
-                        ));
-                        self.too_large = Some(TooLarge {
-                            kernel,
-                            params,
-                            projected,
-                            pane: None,
-                        });
+                        self.ask_too_large(kernel, params, projected, None);
                     }
                 }
                 _ => {}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::data::TraceData;
 use super::worker::{Job, Outcome, Ticket};
-use super::{Status, TooLarge, WarpscopeApp, DEBOUNCE};
+use super::{Status, WarpscopeApp, DEBOUNCE};
 
 /// Identifies a trace for linking panes: panes showing the same trace share it.
 pub fn trace_id(t: &Arc<TraceData>) -> usize {
@@ -44,13 +44,8 @@ impl WarpscopeApp {
         params: String,
         max_accesses: Option<u64>,
     ) {
-        let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
-        let pairs = match crate::gen::parse_pairs(&words) {
-            Ok(p) => p,
-            Err(e) => {
-                self.status = Status::Error(format!("kernel {kernel}: {e}"));
-                return;
-            }
+        let Some(pairs) = self.generator_pairs(&kernel, &params) else {
+            return;
         };
         let label = format!("Generating {kernel} {params} for pane {}", pane + 1);
         self.too_large = None;
@@ -150,15 +145,7 @@ impl WarpscopeApp {
             }
             Outcome::TooLarge { projected } => {
                 if let Some((kernel, params)) = job {
-                    self.status = Status::Info(format!(
-                        "{kernel} {params} would not fit in memory: not generated"
-                    ));
-                    self.too_large = Some(TooLarge {
-                        kernel,
-                        params,
-                        projected,
-                        pane: Some(i),
-                    });
+                    self.ask_too_large(kernel, params, projected, Some(i));
                 }
             }
             _ => {}
