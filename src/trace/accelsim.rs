@@ -462,9 +462,10 @@ pub fn read_kernel<R: BufRead>(r: R, file: &str) -> Result<super::Kernel, TraceE
             let (kind, space) = classify(opcode);
             let inst = *pcs.entry(pc).or_insert_with(|| {
                 let name = format!("{}@{pc:04x}", String::from_utf8_lossy(opcode));
-                b.instruction(&name, Some(pc))
+                let id = b.instruction(&name, Some(pc));
+                b.set_line(id, src_line);
+                id
             });
-            b.set_line(inst, src_line);
             // The active lanes' threads, then one append of all their rows.
             let mut threads = [0u32; WARP as usize];
             let mut k = 0;
