@@ -44,6 +44,11 @@ impl<V: Copy + Default> LineMap<V> {
         &mut self.slots[self.last_index as usize * PAGE + (line as usize & (PAGE - 1))]
     }
 
+    /// Every value ever set (and the defaults beside them in their pages), mutable.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.slots.iter_mut()
+    }
+
     /// The value of `line` (default if never set), without changing the map.
     pub fn get(&self, line: u64) -> V {
         let page = line >> PAGE_BITS;

@@ -6,6 +6,7 @@ mod comm;
 mod options;
 mod output;
 mod readahead;
+mod stream;
 mod sweep;
 
 pub use args::Cli;
@@ -72,10 +73,45 @@ fn no_command(
 }
 
 fn simulate(a: SimArgs) -> Result<()> {
-    let (trace, source) = options::load_trace(&a.input)?;
     let cfg = options::config(&a.config)?;
+    let report = match streamed(&a, &cfg)? {
+        Some(r) => r,
+        None => simulate_loaded(&a, &cfg)?,
+    };
+    print_report(&a, &options::source_name(&a.input), &report)
+}
+
+/// Simulates a reference-stream file (Dinero IV) as it is read, when nothing needs the
+/// whole trace (no per-request export, no timing model); `None` otherwise.
+fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
+    let Some(path) = &a.input.trace else {
+        return Ok(None);
+    };
+    if a.export.is_some() || cfg.timing.is_some() || a.input.allow_truncated {
+        return Ok(None);
+    }
+    let opts = trace::ReadOptions {
+        format: a.input.format.as_deref().map(options::format).transpose()?,
+        allow_truncated: false,
+    };
+    let Some((s, read)) = stream::open(path, opts)? else {
+        return Ok(None);
+    };
+    if s.detected {
+        options::say_detected(path, s.format, s.compression);
+    }
+    let source = path.display().to_string();
+    stream::simulate(s, read, cfg)
+        .with_context(|| format!("simulating {source}"))
+        .map(Some)
+}
+
+/// Loads the whole trace, then simulates it.
+fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<sim::Report> {
+    let (trace, source) = options::load_trace(&a.input)?;
+    let cfg = cfg.clone();
     let progress = output::Progress::new(trace.total_accesses() as u64);
-    let report = match &a.export {
+    Ok(match &a.export {
         None => {
             let mut progress = progress;
             let r = sim::run(&cfg, &trace, &mut progress);
@@ -84,16 +120,19 @@ fn simulate(a: SimArgs) -> Result<()> {
         }
         Some(path) => export_requests(path, &cfg, &trace, progress)
             .with_context(|| format!("simulating {source}"))?,
-    };
+    })
+}
+
+fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {
     if let Some(path) = &a.export_summary {
-        export_summary(path, &report)?;
+        export_summary(path, report)?;
     }
     let mut out = std::io::stdout().lock();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        serde_json::to_writer_pretty(&mut out, report)?;
         writeln!(out)?;
     } else {
-        output::table(&mut out, &source, &report)?;
+        output::table(&mut out, source, report)?;
     }
     Ok(())
 }

@@ -31,16 +31,8 @@ pub fn read_trace(
         allow_truncated,
     };
     let loaded = trace::load(path, opts, &super::readahead::wrap)?;
-    let compressed = match loaded.compression {
-        trace::source::Compression::None => String::new(),
-        c => format!(" ({} compressed)", c.name()),
-    };
     if loaded.detected {
-        eprintln!(
-            "{}: detected format {}{compressed}",
-            path.display(),
-            loaded.format.name()
-        );
+        say_detected(path, loaded.format, loaded.compression);
     }
     if let Some(e) = &loaded.truncated {
         eprintln!(
@@ -56,6 +48,39 @@ pub fn read_trace(
         }
     }
     Ok(loaded.trace)
+}
+
+/// Tells the user which format was detected (on stderr).
+pub fn say_detected(
+    path: &std::path::Path,
+    format: trace::Format,
+    compression: trace::source::Compression,
+) {
+    let compressed = match compression {
+        trace::source::Compression::None => String::new(),
+        c => format!(" ({} compressed)", c.name()),
+    };
+    eprintln!(
+        "{}: detected format {}{compressed}",
+        path.display(),
+        format.name()
+    );
+}
+
+/// The display name of the input: the file, or the kernel with its parameters.
+pub fn source_name(a: &InputArgs) -> String {
+    match (&a.trace, &a.kernel) {
+        (Some(path), _) => path.display().to_string(),
+        (None, Some(name)) => {
+            let mut label = format!("kernel {name}");
+            for p in &a.params {
+                label.push(' ');
+                label.push_str(p);
+            }
+            label
+        }
+        (None, None) => String::new(),
+    }
 }
 
 /// Loads the trace named by the input flags; returns it and a display name.
@@ -74,12 +99,7 @@ pub fn load_trace(a: &InputArgs) -> Result<(Trace, String)> {
         (None, Some(name)) => {
             let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
             let t = warpscope::gen::generate(name, &pairs)?;
-            let mut label = format!("kernel {name}");
-            for p in &a.params {
-                label.push(' ');
-                label.push_str(p);
-            }
-            Ok((t, label))
+            Ok((t, source_name(a)))
         }
         _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
     }

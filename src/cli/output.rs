@@ -13,6 +13,8 @@ pub struct Progress {
     total: u64,
     /// What is being done, e.g. `simulating`.
     what: &'static str,
+    /// What `total` counts, e.g. `accesses`.
+    unit: &'static str,
 }
 
 impl Progress {
@@ -29,6 +31,14 @@ impl Progress {
             shown: false,
             total,
             what,
+            unit: "accesses",
+        }
+    }
+    /// Progress of a simulation that reads a file of `total` bytes as it goes.
+    pub fn bytes(total: u64) -> Self {
+        Progress {
+            unit: "bytes read",
+            ..Self::new(total)
         }
     }
     /// Shows the fraction `done / of` (at most twice a second, after the first second).
@@ -41,11 +51,11 @@ impl Progress {
             self.last = now;
             self.shown = true;
             let pct = 100.0 * done as f64 / of.max(1) as f64;
-            let (what, total) = (self.what, self.total);
+            let (what, total, unit) = (self.what, self.total, self.unit);
             if std::io::stderr().is_terminal() {
-                eprint!("\r{what}: {pct:5.1}% of {total} accesses");
+                eprint!("\r{what}: {pct:5.1}% of {total} {unit}");
             } else {
-                eprintln!("{what}: {pct:5.1}% of {total} accesses");
+                eprintln!("{what}: {pct:5.1}% of {total} {unit}");
             }
         }
     }
@@ -57,6 +67,9 @@ impl Progress {
 }
 
 impl Observer for Progress {
+    fn wants_requests(&self) -> bool {
+        false
+    }
     fn progress(&mut self, done: u64, total: u64) -> bool {
         self.show(done, total);
         true

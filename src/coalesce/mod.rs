@@ -152,7 +152,8 @@ impl Coalescer {
     }
 
     /// Splits `[addr, addr+size)` at line boundaries into one request per line.
-    fn split(&self, addr: u64, size: u64, write: bool, mut emit: impl FnMut(Coalesced)) {
+    #[inline]
+    pub(crate) fn split(&self, addr: u64, size: u64, write: bool, mut emit: impl FnMut(Coalesced)) {
         let end = addr + size.max(1);
         let mut a = addr;
         while a < end {

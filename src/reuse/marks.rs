@@ -107,9 +107,20 @@ impl Marks {
         self.count - self.count_before(pos) - (self.words[w] >> (pos % 64) & 1)
     }
 
-    /// Number of marks at positions `< pos`.
+    /// A structure with marks at positions `0..n`, the result of renumbering `n` live marks
+    /// in order (see `ReuseTracker::compact`).
+    pub fn filled(n: usize) -> Self {
+        let mut m = Marks::new();
+        for _ in 0..n {
+            m.push();
+        }
+        m
+    }
+
+    /// Number of marks at positions `< pos`: the new position of the mark at `pos` when the
+    /// marks are renumbered in order.
     #[inline]
-    fn count_before(&self, pos: usize) -> u64 {
+    pub fn count_before(&self, pos: usize) -> u64 {
         let w = pos / 64;
         let mut sum = (self.words[w] & ((1u64 << (pos % 64)) - 1)).count_ones() as u64;
         for (k, counts) in self.levels.iter().enumerate() {

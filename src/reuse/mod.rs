@@ -5,6 +5,11 @@
 //! [`Marks`]); the distance of a reuse is the number of marks after the previous use.
 //! A fully associative LRU cache of `n` lines hits exactly when the distance is `< n`, so the
 //! histogram gives the miss-rate curve for every capacity at once.
+//!
+//! Every use takes a new position, so the marks are renumbered in order (compacted) whenever
+//! the positions handed out reach twice the live marks (and at least [`COMPACT_MIN`]): memory
+//! stays proportional to the distinct lines however long the trace, and positions fit in 32
+//! bits. Renumbering keeps the order of the marks, so no distance changes.
 
 mod marks;
 
@@ -119,15 +124,30 @@ pub struct LogBin {
     pub count: u64,
 }
 
+/// A line's last use: its position in the whole stack and in its set's stack (0 = never),
+/// and its set (to find that stack when the marks are renumbered).
+#[derive(Clone, Copy, Debug, Default)]
+struct Last {
+    whole: u32,
+    in_set: u32,
+    set: u32,
+}
+
+/// The fewest positions handed out before the marks are renumbered.
+pub const COMPACT_MIN: usize = 1 << 22;
+
 /// Tracks distances for a stream of (line, set) uses.
 #[derive(Clone, Debug, Default)]
 pub struct ReuseTracker {
-    /// line -> (last position in the whole stack, last position in its set's stack); 0 = never.
-    last: LineMap<(u32, u32)>,
+    last: LineMap<Last>,
     whole: Stack,
     sets: Vec<Stack>,
     pub whole_hist: Histogram,
     pub set_hist: Histogram,
+    /// The whole stack's length at which the marks are renumbered next.
+    compact_at: usize,
+    /// The least `compact_at` (tests lower it).
+    compact_min: usize,
 }
 
 impl ReuseTracker {
@@ -139,21 +159,60 @@ impl ReuseTracker {
             } else {
                 Vec::new()
             },
+            compact_at: COMPACT_MIN,
+            compact_min: COMPACT_MIN,
             ..Default::default()
         }
+    }
+    /// A tracker that renumbers its marks once `min` positions are handed out (and then at
+    /// twice the distinct lines): tests use a small `min` to renumber often.
+    pub fn with_compaction(sets: usize, min: usize) -> Self {
+        ReuseTracker {
+            compact_at: min.max(1),
+            compact_min: min.max(1),
+            ..Self::new(sets)
+        }
+    }
+    /// Renumbers every stack's marks in order, so that positions run from 0 to the live
+    /// marks, and updates each line's last positions.
+    #[cold]
+    fn compact(&mut self) {
+        let whole = &self.whole.marks;
+        let sets = &self.sets;
+        for last in self.last.values_mut() {
+            if last.whole == 0 {
+                continue;
+            }
+            last.whole = whole.count_before(last.whole as usize - 1) as u32 + 1;
+            if let Some(stack) = sets.get(last.set as usize) {
+                last.in_set = stack.marks.count_before(last.in_set as usize - 1) as u32 + 1;
+            }
+        }
+        self.whole.marks = Marks::filled(self.whole.marks.count() as usize);
+        for stack in &mut self.sets {
+            stack.marks = Marks::filled(stack.marks.count() as usize);
+        }
+        self.compact_at = (2 * self.whole.marks.count() as usize).max(self.compact_min);
     }
     /// Records a use of `line` in `set` and returns its distances.
     #[inline]
     pub fn access(&mut self, line: u64, set: u32) -> Distances {
+        if self.whole.marks.len() >= self.compact_at {
+            self.compact();
+        }
         let entry = self.last.entry(line);
-        let (whole, tw) = self.whole.reuse(entry.0);
+        let (whole, tw) = self.whole.reuse(entry.whole);
         // With one set the set's stack is the whole cache's.
         let (in_set, ts) = if self.sets.is_empty() {
             (whole, tw)
         } else {
-            self.sets[set as usize].reuse(entry.1)
+            self.sets[set as usize].reuse(entry.in_set)
         };
-        *entry = (tw, ts);
+        *entry = Last {
+            whole: tw,
+            in_set: ts,
+            set,
+        };
         self.whole_hist.add(whole);
         self.set_hist.add(in_set);
         Distances { whole, in_set }
@@ -193,6 +252,29 @@ mod tests {
         assert_eq!(t.whole_hist.infinite, 3);
         assert_eq!(t.whole_hist.misses_at(2) - t.whole_hist.infinite, 1);
         assert_eq!(t.whole_hist.miss_curve()[2], 4);
+    }
+
+    #[test]
+    fn renumbering_the_marks_changes_no_distance() {
+        let mut rng = crate::rng::Rng::new(7);
+        let mut plain = ReuseTracker::new(8);
+        // Renumbered after 64 positions, then at twice the distinct lines.
+        let mut compacted = ReuseTracker::with_compaction(8, 64);
+        for i in 0..200_000u64 {
+            // A drifting working set: old lines die, new ones come, some come back.
+            let line = if i % 5 == 0 {
+                rng.below(4096)
+            } else {
+                i / 50 + rng.below(40)
+            };
+            let set = (line % 8) as u32;
+            assert_eq!(compacted.access(line, set), plain.access(line, set), "use {i}");
+        }
+        assert_eq!(compacted.whole_hist, plain.whole_hist);
+        assert_eq!(compacted.set_hist, plain.set_hist);
+        // Bounded by the distinct lines, not by the 200 000 uses.
+        assert!(compacted.whole.marks.len() <= 2 * 8192 + 64);
+        assert!(plain.whole.marks.len() == 200_000);
     }
 
     #[test]

@@ -2,22 +2,24 @@
 //!
 //! [`run`] simulates every kernel of a trace with one configuration. The L1 of each
 //! simulated SM keeps its contents across kernel launches. Progress and per-request
-//! events go to an [`Observer`], which can stop the run.
+//! events go to an [`Observer`], which can stop the run. [`Session`] (`session.rs`) is the
+//! same pipeline fed piece by piece, for traces streamed from disk.
 
 mod report;
+mod session;
 mod timed;
 
 pub use report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
     SmRow, SourceLineRow, TimingReport, ValueCount,
 };
+pub use session::Session;
 
 use crate::cache::{CacheModel, MissClass};
-use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig, SmSelection};
 use crate::reuse::ReuseTracker;
 use crate::rng::Rng;
-use crate::schedule::{ScheduleError, Scheduler};
+use crate::schedule::ScheduleError;
 use crate::trace::{Kernel, Trace};
 
 /// One cache request as it happened, for views and exports.
@@ -54,6 +56,11 @@ pub struct RequestEvent {
 /// Receives progress and events; returning `false` from `progress` cancels the run.
 pub trait Observer {
     fn on_request(&mut self, _event: &RequestEvent) {}
+    /// Whether [`Observer::on_request`] does anything: when not, the pipeline does not
+    /// build the events (the thread search behind [`RequestEvent::thread`] costs time).
+    fn wants_requests(&self) -> bool {
+        true
+    }
     /// Called every few thousand warp instructions with accesses done and total.
     fn progress(&mut self, _done: u64, _total: u64) -> bool {
         true
@@ -62,7 +69,11 @@ pub trait Observer {
 
 /// An observer that ignores everything.
 pub struct NoObserver;
-impl Observer for NoObserver {}
+impl Observer for NoObserver {
+    fn wants_requests(&self) -> bool {
+        false
+    }
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SimError {
@@ -132,139 +143,12 @@ pub fn run(
     if let Some(t) = &cfg.timing {
         return timed::run(cfg, t, trace, observer);
     }
-    let sms = selected_sms(cfg);
-    let mut slot_of_sm = vec![usize::MAX; cfg.gpu.sms as usize];
-    for (i, &s) in sms.iter().enumerate() {
-        slot_of_sm[s as usize] = i;
-    }
-    let mut sims: Vec<SmSim> = sms
-        .iter()
-        .map(|&sm| SmSim {
-            sm,
-            cache: CacheModel::new(&cfg.cache, Rng::fork(cfg.seed, sm as u64).next_u64()),
-            reuse: cfg
-                .reuse
-                .then(|| ReuseTracker::new(cfg.cache.sets() as usize)),
-            counters: Default::default(),
-            order: 0,
-        })
-        .collect();
     let total: u64 = trace.kernels.iter().map(|k| k.len() as u64).sum();
-    let mut done = 0u64;
-    let mut report = Report::new(cfg, &sms);
-    let mut rows = Vec::with_capacity(64);
-    let mut reqs: Vec<Coalesced> = Vec::with_capacity(64);
-    for (ki, k) in trace.kernels.iter().enumerate() {
-        let geom = Geometry {
-            line_bytes: cfg.cache.line_bytes,
-            sector_bytes: cfg.cache.sector_bytes,
-            warp_size: cfg.schedule.warp_size,
-            threads_per_cta: k.threads_per_cta(),
-        };
-        let mut coalescer = Coalescer::new(coalescing_of(cfg, k), geom);
-        let line_bytes = (cfg.cache.line_bytes as u64).max(1);
-        let mut taken: Vec<bool> = Vec::new();
-        let uncoalesced = coalescing_of(cfg, k) == Coalescing::None;
-        let mut sched =
-            Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64).map_err(|source| {
-                SimError::Schedule {
-                    kernel: k.name.clone(),
-                    source,
-                }
-            })?;
-        let mut insts = vec![crate::cache::Counters::default(); k.instructions.len()];
-        let mut ctas: Vec<crate::cache::Counters> = vec![Default::default(); k.num_ctas() as usize];
-        let mut warp_insts = 0u64;
-        let mut since_progress = 0u32;
-        while let Some(issue) = sched.next(&mut rows) {
-            done += rows.len() as u64;
-            since_progress += 1;
-            if since_progress >= 4096 {
-                since_progress = 0;
-                if !observer.progress(done, total) {
-                    return Err(SimError::Cancelled);
-                }
-            }
-            let slot = slot_of_sm[issue.sm as usize];
-            if slot == usize::MAX {
-                continue;
-            }
-            let s = &mut sims[slot];
-            let used = coalescer.coalesce(k.columns(), &rows, &mut reqs);
-            if used == 0 {
-                continue;
-            }
-            warp_insts += 1;
-            let inst = k.columns().inst[rows[0] as usize];
-            taken.clear();
-            taken.resize(rows.len(), false);
-            let mut cursor = 0;
-            let mut local = crate::cache::Counters {
-                accesses: used as u64,
-                ..Default::default()
-            };
-            for c in &reqs {
-                let o = s.cache.access(&c.request);
-                local.record(c.request.write, &o);
-                local.transactions += c.transactions as u64;
-                let reuse_distance = s
-                    .reuse
-                    .as_mut()
-                    .and_then(|r| r.access(c.request.line, o.set).whole);
-                // The k-th request to a line belongs to the k-th access starting in it (one
-                // request per access without coalescing, the lowest such thread with it).
-                let cols = k.columns();
-                // Uncoalesced requests come in row order: search from after the last match.
-                let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
-                    !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
-                });
-                if let Some(j) = found {
-                    taken[j] = true;
-                    // Coalesced requests name their lowest thread: search from the start.
-                    if uncoalesced {
-                        cursor = j + 1;
-                    }
-                }
-                let thread = found
-                    .or(rows
-                        .iter()
-                        .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
-                    .and_then(|j| rows.get(j))
-                    .map(|&r| cols.thread[r as usize]);
-                observer.on_request(&RequestEvent {
-                    order: s.order,
-                    sm: s.sm,
-                    kernel: ki as u32,
-                    cta: issue.cta,
-                    warp: issue.warp,
-                    inst,
-                    line: c.request.line,
-                    set: o.set,
-                    write: c.request.write,
-                    hit: o.hit,
-                    class: o.class,
-                    reuse_distance,
-                    time: None,
-                    thread,
-                    in_flight: false,
-                    set_distance: None,
-                });
-                s.order += 1;
-            }
-            s.counters.add(&local);
-            insts[inst as usize].add(&local);
-            ctas[issue.cta as usize].add(&local);
-        }
-        report.add_kernel(k, ki, &insts, &ctas, |c| sched.cta_sm(c), warp_insts);
+    let mut session = Session::new(cfg, total)?;
+    for k in &trace.kernels {
+        session.kernel(k, observer)?;
     }
-    observer.progress(total, total);
-    for s in &mut sims {
-        // Dirty lines left at the end are written back, as Dinero IV does.
-        s.cache.flush(&mut s.counters);
-        report.add_sm(s.sm, &s.counters, s.reuse.as_ref());
-    }
-    report.finish(cfg.cache.lines());
-    Ok(report)
+    Ok(session.finish(observer))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::cache::Counters;
 use crate::config::SimConfig;
 use crate::reuse::{Histogram, LogBin, ReuseTracker};
 use crate::timing::RunCounts;
-use crate::trace::{Dim3, Kernel};
+use crate::trace::{Dim3, Instruction};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -187,24 +187,19 @@ impl Report {
         }
     }
 
+    /// Adds one kernel's row and its per-instruction and per-CTA counters.
     pub(super) fn add_kernel(
         &mut self,
-        k: &Kernel,
-        ki: usize,
+        row: KernelRow,
+        instructions: &[Instruction],
         insts: &[Counters],
         ctas: &[Counters],
         cta_sm: impl Fn(u32) -> Option<u32>,
-        warp_insts: u64,
     ) {
-        self.warp_instructions += warp_insts;
-        self.kernels.push(KernelRow {
-            kernel: ki as u32,
-            name: k.name.clone(),
-            grid: k.grid,
-            block: k.block,
-            rows: k.len() as u64,
-            warp_instructions: warp_insts,
-        });
+        self.warp_instructions += row.warp_instructions;
+        let ki = row.kernel as usize;
+        let grid = row.grid;
+        self.kernels.push(row);
         // A row for everything that reached the L1, and for stores that went past it (the
         // timing model's bypassed stores have writes but no requests).
         for (i, c) in insts.iter().enumerate() {
@@ -212,8 +207,8 @@ impl Report {
                 self.instructions.push(InstRow {
                     kernel: ki as u32,
                     inst: i as u32,
-                    name: k.instructions[i].name.clone(),
-                    line: k.instructions[i].line,
+                    name: instructions[i].name.clone(),
+                    line: instructions[i].line,
                     counters: *c,
                     miss_rate: rate(c),
                 });
@@ -223,7 +218,7 @@ impl Report {
             if c.requests > 0 || c.writes > 0 {
                 self.ctas.push(CtaRow {
                     kernel: ki as u32,
-                    cta: k.grid.from_linear(i as u64),
+                    cta: grid.from_linear(i as u64),
                     sm: cta_sm(i as u32),
                     counters: *c,
                     miss_rate: rate(c),

@@ -10,7 +10,7 @@
 //! and invalidate records (label 4/5, `c`/`v`) have no meaning for a GPU L1 and are rejected.
 //! The result is one kernel of one thread in [`Order::Issued`], replayed in file order.
 
-use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::model::{Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
 use super::{Location, TraceError};
 use std::io::BufRead;
 
@@ -21,65 +21,189 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
 
 /// Reads a Dinero `din` trace whose length in bytes is about `size_hint` (0 if unknown), so
 /// that the columns can be reserved once instead of grown.
-pub fn read_sized<R: BufRead>(mut r: R, file: &str, size_hint: u64) -> Result<Trace, TraceError> {
-    let mut sink = Sink::new(file)?;
+pub fn read_sized<R: BufRead>(r: R, file: &str, size_hint: u64) -> Result<Trace, TraceError> {
+    let mut b = builder().map_err(|e| TraceError::parse(file, Location::Line(0), e))?;
     // A din line is at least 4 bytes ("0 0\n"); typical ones are 10 to 20.
-    sink.b.reserve((size_hint / 12).min(1 << 28) as usize);
-    let mut line_no = 0u64;
-    // Lines are parsed in place in the reader's buffer; only a line split across two
-    // buffer fills is copied.
-    let mut carry: Vec<u8> = Vec::new();
-    loop {
-        let buf = r.fill_buf().map_err(|e| TraceError::io(file, e))?;
+    b.reserve((size_hint / 12).min(1 << 28) as usize);
+    let mut reader = Reader::new(r, file);
+    let mut chunk = Columns::default();
+    while reader.next_chunk(&mut chunk, 1 << 16)? {
+        for i in 0..chunk.len() {
+            let (kind, space) = super::model_flags(chunk.flags[i]);
+            b.push(Access {
+                thread: 0,
+                inst: chunk.inst[i],
+                dyn_inst: chunk.dyn_inst[i],
+                addr: chunk.addr[i],
+                size: chunk.size[i],
+                kind,
+                space,
+            })
+            .map_err(|e| TraceError::parse(file, Location::Line(reader.line_no), e.to_string()))?;
+        }
+    }
+    Ok(Trace {
+        kernels: vec![b.finish()],
+    })
+}
+
+/// The instructions of a din trace's kernel, by label: read, write, instruction fetch, misc.
+const INSTRUCTIONS: [&str; 4] = ["read", "write", "ifetch", "misc"];
+
+fn builder() -> Result<KernelBuilder, String> {
+    let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued)
+        .map_err(|e| e.to_string())?;
+    for name in INSTRUCTIONS {
+        b.instruction(name, None);
+    }
+    Ok(b)
+}
+
+/// The kernel a din trace is, without its rows: one thread in issue order, one instruction
+/// per label. A streamed run starts with it ([`crate::sim::Session::begin_stream`]).
+pub fn header(file: &str) -> Result<Kernel, TraceError> {
+    builder()
+        .map(KernelBuilder::finish)
+        .map_err(|e| TraceError::parse(file, Location::Line(0), e))
+}
+
+/// Reads a din trace a chunk of rows at a time, so that a trace of any length is simulated
+/// in bounded memory. Lines are parsed in place in the reader's buffer; only a line split
+/// across two buffer fills is copied.
+pub struct Reader<R> {
+    r: R,
+    file: String,
+    line_no: u64,
+    carry: Vec<u8>,
+    /// Each reference is its own dynamic instance, so no two are grouped as one warp
+    /// instruction.
+    occurrences: [u32; 4],
+    bytes: u64,
+    done: bool,
+}
+
+impl<R: BufRead> Reader<R> {
+    pub fn new(r: R, file: &str) -> Self {
+        Reader {
+            r,
+            file: file.to_string(),
+            line_no: 0,
+            carry: Vec::new(),
+            occurrences: [0; 4],
+            bytes: 0,
+            done: false,
+        }
+    }
+
+    /// Bytes of the (decompressed) input consumed so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Replaces `out` with the next rows, at least `max_rows` of them unless the input ends
+    /// first (a buffer's last lines may add a few more); returns `false` when there are none.
+    /// The rows use the instruction ids of [`header`].
+    pub fn next_chunk(&mut self, out: &mut Columns, max_rows: usize) -> Result<bool, TraceError> {
+        out.clear();
+        while out.len() < max_rows && !self.done {
+            self.fill(out, max_rows)?;
+        }
+        Ok(!out.is_empty())
+    }
+
+    /// Parses what one buffer fill holds (or up to `max_rows` rows of it).
+    fn fill(&mut self, out: &mut Columns, max_rows: usize) -> Result<(), TraceError> {
+        let file = self.file.as_str();
+        let buf = self.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
         if buf.is_empty() {
-            if !carry.is_empty() {
-                line_no += 1;
-                sink.line(&carry, line_no)?;
+            self.done = true;
+            if !self.carry.is_empty() {
+                self.line_no += 1;
+                let carry = std::mem::take(&mut self.carry);
+                line(&mut self.occurrences, out, &carry, file, self.line_no)?;
             }
-            break;
+            return Ok(());
         }
         let mut start = 0;
-        if !carry.is_empty() {
+        if !self.carry.is_empty() {
             match memchr::memchr(b'\n', buf) {
                 Some(nl) => {
-                    carry.extend_from_slice(&buf[..=nl]);
-                    line_no += 1;
-                    sink.line(&carry, line_no)?;
-                    carry.clear();
+                    self.carry.extend_from_slice(&buf[..=nl]);
+                    self.line_no += 1;
+                    line(&mut self.occurrences, out, &self.carry, file, self.line_no)?;
+                    self.carry.clear();
                     start = nl + 1;
                 }
                 None => {
-                    carry.extend_from_slice(buf);
+                    self.carry.extend_from_slice(buf);
                     let n = buf.len();
-                    r.consume(n);
-                    continue;
+                    self.bytes += n as u64;
+                    self.r.consume(n);
+                    return Ok(());
                 }
             }
         }
-        loop {
+        while out.len() < max_rows {
             let rest = &buf[start..];
             // Fast paths: `L ADDRESS\n` and `T ADDRESS SIZE\n`, parsed without searching for
             // the end of the line; anything else takes the general parser below.
             if let Some((label, addr, size, used)) = fast_line(rest) {
-                line_no += 1;
-                sink.push(label, addr, size, line_no)?;
+                self.line_no += 1;
+                push(&mut self.occurrences, out, label, addr, size);
                 start += used;
                 continue;
             }
             let Some(nl) = memchr::memchr(b'\n', rest) else {
+                // The buffer's last line goes on in the next fill.
+                self.carry.extend_from_slice(rest);
+                start = buf.len();
                 break;
             };
-            line_no += 1;
-            sink.line(&rest[..=nl], line_no)?;
+            self.line_no += 1;
+            line(&mut self.occurrences, out, &rest[..=nl], file, self.line_no)?;
             start += nl + 1;
         }
-        carry.extend_from_slice(&buf[start..]);
-        let n = buf.len();
-        r.consume(n);
+        self.bytes += start as u64;
+        self.r.consume(start);
+        Ok(())
     }
-    Ok(Trace {
-        kernels: vec![sink.b.finish()],
-    })
+}
+
+#[inline]
+fn push(occurrences: &mut [u32; 4], out: &mut Columns, label: u8, addr: u64, size: u16) {
+    let kind = if label == 1 {
+        AccessKind::Store
+    } else {
+        AccessKind::Load
+    };
+    let occ = &mut occurrences[label as usize];
+    *occ = occ.wrapping_add(1);
+    out.push(&Access {
+        thread: 0,
+        inst: label as u32,
+        dyn_inst: *occ,
+        addr,
+        size,
+        kind,
+        space: MemSpace::Global,
+    });
+}
+
+fn line(
+    occurrences: &mut [u32; 4],
+    out: &mut Columns,
+    text: &[u8],
+    file: &str,
+    line_no: u64,
+) -> Result<(), TraceError> {
+    match parse_line(text) {
+        Ok(None) => Ok(()),
+        Ok(Some((label, addr, size))) => {
+            push(occurrences, out, label, addr, size);
+            Ok(())
+        }
+        Err(msg) => Err(TraceError::parse(file, Location::Line(line_no), msg)),
+    }
 }
 
 /// Parses the two common line shapes exactly (single spaces, newline-terminated); returns
@@ -108,65 +232,6 @@ fn fast_line(rest: &[u8]) -> Option<(u8, u64, u16, usize)> {
             Some((label, addr, size as u16, rest.len() - end.len() + 1))
         }
         _ => None,
-    }
-}
-
-/// Collects references into the single kernel of a din trace.
-struct Sink<'a> {
-    b: KernelBuilder,
-    insts: [u32; 4],
-    /// Each reference is its own dynamic instance, so no two are grouped as one warp instruction.
-    occurrences: [u32; 4],
-    file: &'a str,
-}
-
-impl<'a> Sink<'a> {
-    fn new(file: &'a str) -> Result<Self, TraceError> {
-        let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued)
-            .map_err(|e| TraceError::parse(file, Location::Line(0), e.to_string()))?;
-        let insts = [
-            b.instruction("read", None),
-            b.instruction("write", None),
-            b.instruction("ifetch", None),
-            b.instruction("misc", None),
-        ];
-        Ok(Sink {
-            b,
-            insts,
-            occurrences: [0; 4],
-            file,
-        })
-    }
-
-    #[inline]
-    fn push(&mut self, label: u8, addr: u64, size: u16, line_no: u64) -> Result<(), TraceError> {
-        let kind = if label == 1 {
-            AccessKind::Store
-        } else {
-            AccessKind::Load
-        };
-        let occ = &mut self.occurrences[label as usize];
-        *occ = occ.wrapping_add(1);
-        let access = Access {
-            thread: 0,
-            inst: self.insts[label as usize],
-            dyn_inst: *occ,
-            addr,
-            size,
-            kind,
-            space: MemSpace::Global,
-        };
-        self.b
-            .push(access)
-            .map_err(|e| TraceError::parse(self.file, Location::Line(line_no), e.to_string()))
-    }
-
-    fn line(&mut self, line: &[u8], line_no: u64) -> Result<(), TraceError> {
-        match parse_line(line) {
-            Ok(None) => Ok(()),
-            Ok(Some((label, addr, size))) => self.push(label, addr, size, line_no),
-            Err(msg) => Err(TraceError::parse(self.file, Location::Line(line_no), msg)),
-        }
     }
 }
 

@@ -266,6 +266,67 @@ pub fn load_watched(
     wrap: &dyn Fn(source::Stream) -> source::Stream,
     watch: &dyn Fn(source::Stream) -> source::Stream,
 ) -> Result<Loaded, TraceError> {
+    let Detected {
+        name,
+        path,
+        reader,
+        format,
+        detected,
+        compression,
+        file_bytes,
+    } = open_detected(path, opts, wrap, watch)?;
+    let ctx = Ctx {
+        file: &name,
+        path: &path,
+        file_bytes,
+        wrap,
+        watch,
+    };
+    let mut trace = Trace::default();
+    let result = read_into(format, reader, &ctx, &mut trace);
+    let truncated = match result {
+        Ok(()) => None,
+        Err(e) if opts.allow_truncated => Some(e),
+        Err(e) => return Err(e),
+    };
+    if truncated.is_none() && trace.kernels.is_empty() {
+        return Err(TraceError::parse(
+            &name,
+            Location::Byte(0),
+            format!(
+                "no kernel found: expected a trace ({} format)",
+                format.name()
+            ),
+        ));
+    }
+    Ok(Loaded {
+        trace,
+        format,
+        detected,
+        compression,
+        truncated,
+    })
+}
+
+/// A trace file opened, decompressed and its format known, nothing read past its head.
+struct Detected {
+    name: String,
+    path: std::path::PathBuf,
+    reader: Box<dyn std::io::BufRead + Send>,
+    format: Format,
+    detected: bool,
+    compression: source::Compression,
+    file_bytes: u64,
+}
+
+/// Opens `path` (an Accel-Sim directory opens its `kernelslist.g`) and finds its format:
+/// the given one, else from the first bytes and the extension.
+fn open_detected(
+    path: &Path,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Detected, TraceError> {
     let name = path.display().to_string();
     let (path, dir_format) = if path.is_dir() {
         (accelsim::list_in_dir(path, &name)?, Some(Format::AccelSim))
@@ -299,37 +360,51 @@ pub fn load_watched(
             ),
         ));
     }
-    let ctx = Ctx {
-        file: &name,
-        path: &path,
-        file_bytes: opened.file_bytes,
-        wrap,
-        watch,
-    };
-    let mut trace = Trace::default();
-    let result = read_into(format, reader, &ctx, &mut trace);
-    let truncated = match result {
-        Ok(()) => None,
-        Err(e) if opts.allow_truncated => Some(e),
-        Err(e) => return Err(e),
-    };
-    if truncated.is_none() && trace.kernels.is_empty() {
-        return Err(TraceError::parse(
-            &name,
-            Location::Byte(0),
-            format!(
-                "no kernel found: expected a trace ({} format)",
-                format.name()
-            ),
-        ));
-    }
-    Ok(Loaded {
-        trace,
+    Ok(Detected {
+        name,
+        path,
+        reader,
         format,
         detected,
         compression,
-        truncated,
+        file_bytes: opened.file_bytes,
     })
+}
+
+/// A trace that is one thread's references in order, read a chunk at a time: simulate it
+/// with [`crate::sim::Session::begin_stream`] and the chunks of `reader`.
+pub struct ReferenceStream {
+    /// The kernel without its rows.
+    pub header: Kernel,
+    pub reader: din::Reader<Box<dyn std::io::BufRead + Send>>,
+    pub format: Format,
+    pub detected: bool,
+    pub compression: source::Compression,
+    /// Size of the file on disk (compressed bytes).
+    pub file_bytes: u64,
+}
+
+/// Opens `path` for streaming when its format is a reference stream (Dinero IV `din`);
+/// `None` for the formats that are read whole ([`load`]).
+/// `wrap` and `watch` are those of [`load_watched`].
+pub fn open_reference_stream(
+    path: &Path,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Option<ReferenceStream>, TraceError> {
+    let d = open_detected(path, opts, wrap, watch)?;
+    if d.format != Format::Din {
+        return Ok(None);
+    }
+    Ok(Some(ReferenceStream {
+        header: din::header(&d.name)?,
+        reader: din::Reader::new(d.reader, &d.name),
+        format: d.format,
+        detected: d.detected,
+        compression: d.compression,
+        file_bytes: d.file_bytes,
+    }))
 }
 
 /// Reads a whole trace from bytes in memory (tests and fuzzing). Accel-Sim input is one

@@ -374,14 +374,20 @@ impl Columns {
         self.size.truncate(n);
         self.flags.truncate(n);
     }
+    /// Appends one row (a streamed chunk is built this way; a kernel goes through
+    /// [`KernelBuilder::push`], which checks the row first).
     #[inline]
-    fn push(&mut self, a: &Access) {
+    pub fn push(&mut self, a: &Access) {
         self.addr.push(a.addr);
         self.thread.push(a.thread);
         self.inst.push(a.inst);
         self.dyn_inst.push(a.dyn_inst);
         self.size.push(a.size);
         self.flags.push(pack_flags(a.kind, a.space));
+    }
+    /// Removes every row, keeping the capacity (a chunk buffer is reused).
+    pub fn clear(&mut self) {
+        self.truncate(0);
     }
     fn shrink_to_fit(&mut self) {
         self.addr.shrink_to_fit();

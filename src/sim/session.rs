@@ -1,0 +1,592 @@
+//! A simulation fed piece by piece, so that a trace never has to be in memory whole.
+//!
+//! [`Session`] holds what lives across kernels (each simulated SM's L1, its reuse tracker and
+//! counters) and the report built so far. A front end gives it whole kernels
+//! ([`Session::kernel`]) or streams one: [`Session::begin_stream`] with the kernel's header,
+//! [`Session::feed`] with chunks of rows in issue order, [`Session::end_stream`]. A streamed
+//! kernel is a reference stream (one thread's references in order, a Dinero IV trace): it
+//! needs no scheduler and nothing of it is kept, so memory is bounded by the distinct lines,
+//! not by the trace's length. [`super::run`] is a loop over this type; the core stays free of
+//! threads, and the shells run decoding beside it.
+//!
+//! A streamed kernel gives exactly the result the scheduler's path gives for the same rows
+//! (tested below on random traces): consecutive rows of one instruction instance form one
+//! warp instruction, barriers are skipped, accesses to spaces that bypass the L1 make no
+//! request, and a kernel whose CTA ran on an SM that is not simulated makes none either.
+
+use super::report::{KernelRow, Report};
+use super::{selected_sms, Observer, RequestEvent, SimError, SmSim};
+use crate::cache::{CacheModel, Counters};
+use crate::coalesce::{Coalesced, Coalescer, Geometry};
+use crate::config::{Coalescing, SimConfig};
+use crate::reuse::ReuseTracker;
+use crate::rng::Rng;
+use crate::schedule::Scheduler;
+use crate::trace::{Columns, Dim3, Instruction, Kernel, Order, BARRIER_CODE};
+
+/// Rows simulated between two progress reports of an in-memory reference stream.
+const PROGRESS_ROWS: usize = 1 << 16;
+
+/// Simulation state across kernels, fed whole kernels or streamed chunks.
+pub struct Session {
+    cfg: SimConfig,
+    slot_of_sm: Vec<usize>,
+    sims: Vec<SmSim>,
+    report: Report,
+    next_kernel: u32,
+    done: u64,
+    total: u64,
+    stream: Option<Stream>,
+}
+
+/// The kernel being streamed.
+struct Stream {
+    ki: u32,
+    name: String,
+    instructions: Vec<Instruction>,
+    /// The SM its one CTA runs on, and that SM's slot when it is simulated.
+    sm: u32,
+    slot: Option<usize>,
+    coalescer: Coalescer,
+    insts: Vec<Counters>,
+    cta: Counters,
+    rows: u64,
+    warp_insts: u64,
+    /// The rows of a warp instruction that may continue in the next chunk.
+    pending: Columns,
+}
+
+impl Session {
+    /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see
+    /// [`super::run`]). `total_accesses` is for progress reports (0 when unknown).
+    pub fn new(cfg: &SimConfig, total_accesses: u64) -> Result<Self, SimError> {
+        cfg.validate().map_err(SimError::Config)?;
+        if cfg.timing.is_some() {
+            return Err(SimError::Config(
+                "the timing model simulates whole kernels: use sim::run".into(),
+            ));
+        }
+        let sms = selected_sms(cfg);
+        let mut slot_of_sm = vec![usize::MAX; cfg.gpu.sms as usize];
+        for (i, &s) in sms.iter().enumerate() {
+            slot_of_sm[s as usize] = i;
+        }
+        let sims = sms
+            .iter()
+            .map(|&sm| SmSim {
+                sm,
+                cache: CacheModel::new(&cfg.cache, Rng::fork(cfg.seed, sm as u64).next_u64()),
+                reuse: cfg
+                    .reuse
+                    .then(|| ReuseTracker::new(cfg.cache.sets() as usize)),
+                counters: Default::default(),
+                order: 0,
+            })
+            .collect();
+        Ok(Session {
+            cfg: cfg.clone(),
+            slot_of_sm,
+            sims,
+            report: Report::new(cfg, &sms),
+            next_kernel: 0,
+            done: 0,
+            total: total_accesses,
+            stream: None,
+        })
+    }
+
+    fn geometry(&self, threads_per_cta: u32) -> Geometry {
+        Geometry {
+            line_bytes: self.cfg.cache.line_bytes,
+            sector_bytes: self.cfg.cache.sector_bytes,
+            warp_size: self.cfg.schedule.warp_size,
+            threads_per_cta,
+        }
+    }
+
+    /// Simulates one whole kernel (the next launch).
+    pub fn kernel(&mut self, k: &Kernel, observer: &mut dyn Observer) -> Result<(), SimError> {
+        if !k.is_reference_stream() {
+            return self.scheduled_kernel(k, observer);
+        }
+        self.begin_stream(k)?;
+        let cols = k.columns();
+        let mut start = 0;
+        while start < cols.len() {
+            let end = (start + PROGRESS_ROWS).min(cols.len());
+            self.feed_rows(cols, start..end, observer);
+            start = end;
+            if !observer.progress(self.done, self.total) {
+                return Err(SimError::Cancelled);
+            }
+        }
+        self.end_stream(observer);
+        Ok(())
+    }
+
+    /// Starts streaming the next kernel. `header` gives its name, shape, instructions and
+    /// the SM its CTA ran on; its rows, if any, are not simulated (feed them). It must be a
+    /// reference stream: one thread, rows in issue order.
+    pub fn begin_stream(&mut self, header: &Kernel) -> Result<(), SimError> {
+        if header.order != Order::Issued || header.num_threads() != 1 {
+            return Err(SimError::Config(format!(
+                "kernel `{}`: only one thread's references in issue order can be streamed",
+                header.name
+            )));
+        }
+        // A stream left open is ended here (its caller should have ended it, to see the
+        // events of its last warp instruction).
+        self.end_stream(&mut super::NoObserver);
+        // The SM the scheduler gives CTA 0 of an issued-order kernel.
+        let sm = header.info.cta_sm.first().copied().unwrap_or(0) % self.cfg.gpu.sms.max(1);
+        let slot = Some(self.slot_of_sm[sm as usize]).filter(|&s| s != usize::MAX);
+        let coalescer = Coalescer::new(Coalescing::None, self.geometry(1));
+        self.stream = Some(Stream {
+            ki: self.next_kernel,
+            name: header.name.clone(),
+            instructions: header.instructions.clone(),
+            sm,
+            slot,
+            coalescer,
+            insts: vec![Counters::default(); header.instructions.len()],
+            cta: Counters::default(),
+            rows: 0,
+            warp_insts: 0,
+            pending: Columns::default(),
+        });
+        self.next_kernel += 1;
+        Ok(())
+    }
+
+    /// Simulates the next rows of the streamed kernel, in issue order; their instruction ids
+    /// must be those of the header. Returns `false` when the observer cancels.
+    pub fn feed(&mut self, rows: &Columns, observer: &mut dyn Observer) -> bool {
+        self.feed_rows(rows, 0..rows.len(), observer);
+        observer.progress(self.done, self.total)
+    }
+
+    fn feed_rows(&mut self, cols: &Columns, range: std::ops::Range<usize>, obs: &mut dyn Observer) {
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        st.rows += range.len() as u64;
+        self.done += range.len() as u64;
+        let Some(slot) = st.slot else {
+            return;
+        };
+        let sim = &mut self.sims[slot];
+        let events = obs.wants_requests();
+        let key = |c: &Columns, i: usize| (c.inst[i], c.dyn_inst[i]);
+        let barrier = |c: &Columns, i: usize| c.flags[i] & 0x1f == BARRIER_CODE;
+        let mut i = range.start;
+        let end = range.end;
+        // A warp instruction begun in the previous chunk.
+        if !st.pending.is_empty() {
+            let k0 = key(&st.pending, 0);
+            while i < end && !barrier(cols, i) && key(cols, i) == k0 {
+                push_row(&mut st.pending, cols, i);
+                i += 1;
+            }
+            if i == end {
+                return;
+            }
+            let pending = std::mem::take(&mut st.pending);
+            st.warp_instruction(sim, &pending, 0..pending.len(), events, obs);
+            st.pending = pending;
+            st.pending.clear();
+        }
+        while i < end {
+            if barrier(cols, i) {
+                i += 1;
+                continue;
+            }
+            let k0 = key(cols, i);
+            let mut j = i + 1;
+            while j < end && !barrier(cols, j) && key(cols, j) == k0 {
+                j += 1;
+            }
+            if j == end {
+                // It may go on in the next chunk.
+                for r in i..j {
+                    push_row(&mut st.pending, cols, r);
+                }
+                return;
+            }
+            st.warp_instruction(sim, cols, i..j, events, obs);
+            i = j;
+        }
+    }
+
+    /// Ends the streamed kernel and adds its rows to the report (its last warp instruction,
+    /// which could have gone on in another chunk, is simulated now).
+    pub fn end_stream(&mut self, observer: &mut dyn Observer) {
+        let Some(mut st) = self.stream.take() else {
+            return;
+        };
+        if !st.pending.is_empty() {
+            if let Some(slot) = st.slot {
+                let pending = std::mem::take(&mut st.pending);
+                st.warp_instruction(
+                    &mut self.sims[slot],
+                    &pending,
+                    0..pending.len(),
+                    observer.wants_requests(),
+                    observer,
+                );
+            }
+        }
+        if let Some(slot) = st.slot {
+            self.sims[slot].counters.add(&st.cta);
+        }
+        let sm = st.sm;
+        self.report.add_kernel(
+            KernelRow {
+                kernel: st.ki,
+                name: st.name,
+                grid: Dim3::x(1),
+                block: Dim3::x(1),
+                rows: st.rows,
+                warp_instructions: st.warp_insts,
+            },
+            &st.instructions,
+            &st.insts,
+            &[st.cta],
+            |_| Some(sm),
+        );
+    }
+
+    /// Ends the run: writes back what is dirty and completes the report.
+    pub fn finish(mut self, observer: &mut dyn Observer) -> Report {
+        self.end_stream(observer);
+        observer.progress(self.total.max(self.done), self.total.max(self.done));
+        for s in &mut self.sims {
+            // Dirty lines left at the end are written back, as Dinero IV does.
+            s.cache.flush(&mut s.counters);
+            self.report.add_sm(s.sm, &s.counters, s.reuse.as_ref());
+        }
+        self.report.finish(self.cfg.cache.lines());
+        self.report
+    }
+
+    /// A kernel whose warps the scheduler forms and interleaves.
+    fn scheduled_kernel(&mut self, k: &Kernel, observer: &mut dyn Observer) -> Result<(), SimError> {
+        self.end_stream(observer);
+        let ki = self.next_kernel;
+        self.next_kernel += 1;
+        let cfg = &self.cfg;
+        let mode = super::coalescing_of(cfg, k);
+        let mut coalescer = Coalescer::new(mode, self.geometry(k.threads_per_cta()));
+        let line_bytes = (cfg.cache.line_bytes as u64).max(1);
+        let mut taken: Vec<bool> = Vec::new();
+        let uncoalesced = mode == Coalescing::None;
+        let mut sched = Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64)
+            .map_err(|source| SimError::Schedule {
+                kernel: k.name.clone(),
+                source,
+            })?;
+        let mut insts = vec![Counters::default(); k.instructions.len()];
+        let mut ctas: Vec<Counters> = vec![Default::default(); k.num_ctas() as usize];
+        let mut warp_insts = 0u64;
+        let mut since_progress = 0u32;
+        let mut rows = Vec::with_capacity(64);
+        let mut reqs: Vec<Coalesced> = Vec::with_capacity(64);
+        let events = observer.wants_requests();
+        while let Some(issue) = sched.next(&mut rows) {
+            self.done += rows.len() as u64;
+            since_progress += 1;
+            if since_progress >= 4096 {
+                since_progress = 0;
+                if !observer.progress(self.done, self.total) {
+                    return Err(SimError::Cancelled);
+                }
+            }
+            let slot = self.slot_of_sm[issue.sm as usize];
+            if slot == usize::MAX {
+                continue;
+            }
+            let s = &mut self.sims[slot];
+            let used = coalescer.coalesce(k.columns(), &rows, &mut reqs);
+            if used == 0 {
+                continue;
+            }
+            warp_insts += 1;
+            let inst = k.columns().inst[rows[0] as usize];
+            taken.clear();
+            taken.resize(rows.len(), false);
+            let mut cursor = 0;
+            let mut local = Counters {
+                accesses: used as u64,
+                ..Default::default()
+            };
+            for c in &reqs {
+                let o = s.cache.access(&c.request);
+                local.record(c.request.write, &o);
+                local.transactions += c.transactions as u64;
+                let reuse_distance = s
+                    .reuse
+                    .as_mut()
+                    .and_then(|r| r.access(c.request.line, o.set).whole);
+                if events {
+                    // The k-th request to a line belongs to the k-th access starting in it (one
+                    // request per access without coalescing, the lowest such thread with it).
+                    let cols = k.columns();
+                    // Uncoalesced requests come in row order: search from after the last match.
+                    let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
+                        !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
+                    });
+                    if let Some(j) = found {
+                        taken[j] = true;
+                        // Coalesced requests name their lowest thread: search from the start.
+                        if uncoalesced {
+                            cursor = j + 1;
+                        }
+                    }
+                    let thread = found
+                        .or(rows
+                            .iter()
+                            .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
+                        .and_then(|j| rows.get(j))
+                        .map(|&r| cols.thread[r as usize]);
+                    observer.on_request(&RequestEvent {
+                        order: s.order,
+                        sm: s.sm,
+                        kernel: ki,
+                        cta: issue.cta,
+                        warp: issue.warp,
+                        inst,
+                        line: c.request.line,
+                        set: o.set,
+                        write: c.request.write,
+                        hit: o.hit,
+                        class: o.class,
+                        reuse_distance,
+                        time: None,
+                        thread,
+                        in_flight: false,
+                        set_distance: None,
+                    });
+                }
+                s.order += 1;
+            }
+            s.counters.add(&local);
+            insts[inst as usize].add(&local);
+            ctas[issue.cta as usize].add(&local);
+        }
+        self.report.add_kernel(
+            KernelRow {
+                kernel: ki,
+                name: k.name.clone(),
+                grid: k.grid,
+                block: k.block,
+                rows: k.len() as u64,
+                warp_instructions: warp_insts,
+            },
+            &k.instructions,
+            &insts,
+            &ctas,
+            |c| sched.cta_sm(c),
+        );
+        Ok(())
+    }
+}
+
+impl Stream {
+    /// Simulates rows `range` of `cols`, one warp instruction of the streamed kernel's thread.
+    #[inline]
+    fn warp_instruction(
+        &mut self,
+        sim: &mut SmSim,
+        cols: &Columns,
+        range: std::ops::Range<usize>,
+        events: bool,
+        obs: &mut dyn Observer,
+    ) {
+        // As the coalescer does: accesses that bypass the L1 make no request, and the
+        // instruction writes when its last access that reaches the L1 does.
+        let mut used = 0u64;
+        let mut write = false;
+        for r in range.clone() {
+            let (kind, space) = crate::trace::model_flags(cols.flags[r]);
+            if space.reaches_l1() {
+                used += 1;
+                write = kind.is_write();
+            }
+        }
+        if used == 0 {
+            return;
+        }
+        self.warp_insts += 1;
+        let inst = cols.inst[range.start];
+        let Some(ic) = self.insts.get_mut(inst as usize) else {
+            return;
+        };
+        ic.accesses += used;
+        self.cta.accesses += used;
+        let ki = self.ki;
+        for r in range {
+            if !crate::trace::model_flags(cols.flags[r]).1.reaches_l1() {
+                continue;
+            }
+            self.coalescer.split(cols.addr[r], cols.size[r] as u64, write, |c| {
+                let o = sim.cache.access(&c.request);
+                ic.record(write, &o);
+                ic.transactions += 1;
+                self.cta.record(write, &o);
+                self.cta.transactions += 1;
+                let reuse_distance = sim
+                    .reuse
+                    .as_mut()
+                    .and_then(|t| t.access(c.request.line, o.set).whole);
+                if events {
+                    obs.on_request(&RequestEvent {
+                        order: sim.order,
+                        sm: sim.sm,
+                        kernel: ki,
+                        cta: 0,
+                        warp: 0,
+                        inst,
+                        line: c.request.line,
+                        set: o.set,
+                        write,
+                        hit: o.hit,
+                        class: o.class,
+                        reuse_distance,
+                        time: None,
+                        thread: Some(0),
+                        in_flight: false,
+                        set_distance: None,
+                    });
+                }
+                sim.order += 1;
+            });
+        }
+    }
+}
+
+fn push_row(into: &mut Columns, from: &Columns, i: usize) {
+    into.addr.push(from.addr[i]);
+    into.thread.push(from.thread[i]);
+    into.inst.push(from.inst[i]);
+    into.dyn_inst.push(from.dyn_inst[i]);
+    into.size.push(from.size[i]);
+    into.flags.push(from.flags[i]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{SmSelection, WritePolicy};
+    use crate::sim::NoObserver;
+    use crate::trace::{Access, AccessKind, KernelBuilder, MemSpace};
+    use proptest::prelude::*;
+
+    #[derive(Default)]
+    struct Events(Vec<RequestEvent>);
+    impl Observer for Events {
+        fn on_request(&mut self, e: &RequestEvent) {
+            self.0.push(*e);
+        }
+    }
+
+    fn kernel(rows: &[(u32, u32, u64, u16, u8, u8)], cta_sm: Option<u32>) -> Kernel {
+        let mut b = KernelBuilder::new("refs", Dim3::x(1), Dim3::x(1), Order::Issued).unwrap();
+        for name in ["a", "b", "c"] {
+            b.instruction(name, None);
+        }
+        for &(inst, dyn_inst, addr, size, kind, space) in rows {
+            b.push(Access {
+                thread: 0,
+                inst,
+                dyn_inst,
+                addr,
+                size,
+                kind: [AccessKind::Load, AccessKind::Store, AccessKind::Barrier][kind as usize],
+                space: [MemSpace::Global, MemSpace::Local, MemSpace::Shared][space as usize],
+            })
+            .unwrap();
+        }
+        let mut k = b.finish();
+        if let Some(sm) = cta_sm {
+            k.info.cta_sm = vec![sm];
+        }
+        k
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// The streamed path, fed in chunks of any size, gives the scheduler's result: the
+        /// same report and the same request events.
+        #[test]
+        fn a_streamed_kernel_matches_the_scheduled_one(
+            rows in prop::collection::vec(
+                (0u32..3, 0u32..3, 0u64..4096, 1u16..300, prop_oneof![6 => Just(0u8), 3 => Just(1u8), 1 => Just(2u8)], prop_oneof![8 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)]),
+                0..120),
+            chunks in prop::collection::vec(1usize..20, 1..10),
+            line_shift in 5u32..8,
+            ways in 1u32..4,
+            wbwa in any::<bool>(),
+            sms in 1u32..3,
+            all in any::<bool>(),
+            cta_sm in prop::option::of(0u32..4),
+            reuse in any::<bool>(),
+            kernels in 1usize..3,
+        ) {
+            let mut cfg = SimConfig::default();
+            cfg.cache.line_bytes = 1 << line_shift;
+            cfg.cache.sector_bytes = 32;
+            cfg.cache.ways = ways;
+            cfg.cache.size_bytes = (cfg.cache.line_bytes * ways * 4) as u64;
+            cfg.cache.write_policy = if wbwa { WritePolicy::Wbwa } else { WritePolicy::Wtna };
+            cfg.gpu.sms = sms;
+            cfg.gpu.simulate = if all { SmSelection::All } else { SmSelection::One(0) };
+            cfg.reuse = reuse;
+            let k = kernel(&rows, cta_sm);
+
+            let mut want_events = Events::default();
+            let mut s = Session::new(&cfg, 0).unwrap();
+            for _ in 0..kernels {
+                s.scheduled_kernel(&k, &mut want_events).unwrap();
+            }
+            let want = s.finish(&mut NoObserver);
+
+            let mut got_events = Events::default();
+            let mut s = Session::new(&cfg, 0).unwrap();
+            for _ in 0..kernels {
+                s.begin_stream(&k).unwrap();
+                let cols = k.columns();
+                let (mut at, mut c) = (0, 0);
+                while at < cols.len() {
+                    let n = chunks[c % chunks.len()].min(cols.len() - at);
+                    let mut chunk = Columns::default();
+                    for i in at..at + n {
+                        push_row(&mut chunk, cols, i);
+                    }
+                    prop_assert!(s.feed(&chunk, &mut got_events));
+                    at += n;
+                    c += 1;
+                }
+                s.end_stream(&mut got_events);
+            }
+            let got = s.finish(&mut NoObserver);
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&got_events.0, &want_events.0);
+            // And the whole-trace entry point takes the streamed path.
+            let trace = crate::trace::Trace { kernels: vec![k; kernels] };
+            prop_assert_eq!(&super::super::run(&cfg, &trace, &mut NoObserver).unwrap(), &want);
+        }
+    }
+
+    #[test]
+    fn only_reference_streams_can_be_streamed() {
+        let cfg = SimConfig::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        let k = KernelBuilder::new("k", Dim3::x(2), Dim3::x(32), Order::Issued)
+            .unwrap()
+            .finish();
+        let e = s.begin_stream(&k).unwrap_err().to_string();
+        assert!(e.contains("only one thread's references"), "{e}");
+        let mut timed = SimConfig::default();
+        timed.timing = Some(Default::default());
+        assert!(Session::new(&timed, 0).is_err());
+    }
+}
