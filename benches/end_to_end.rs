@@ -2,7 +2,8 @@
 //! JSON (`warpscope sim --trace FILE --json` without the process start), beside the component
 //! benchmarks of `core.rs`, which hide the pipeline's own cost.
 //! - a Dinero IV `din` file (2 M references), 16 KB 4-way LRU write-back, 3C classes, with and
-//!   without reuse distances;
+//!   without reuse distances, streamed in chunks as `sim` does (on one thread), and read whole
+//!   for comparison;
 //! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM;
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed);
 //! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul.
@@ -21,6 +22,28 @@ use warpscope::rng::Rng;
 fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let (trace, _) = warpscope::trace::read_file(path, None).expect("read");
     let report = warpscope::sim::run(cfg, &trace, &mut warpscope::sim::NoObserver).expect("run");
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
+/// Streams a din file through [`warpscope::sim::Session`] in chunks, as `sim` does (on one
+/// thread here; the CLI parses on a second one), and serialises the report.
+fn din_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    let opts = warpscope::trace::ReadOptions::default();
+    let s = warpscope::trace::open_reference_stream(path, opts, &|s| s, &|s| s)
+        .expect("open")
+        .expect("a din file streams");
+    let mut reader = s.reader;
+    let mut session = warpscope::sim::Session::new(cfg, 0).expect("session");
+    session.begin_stream(&s.header).expect("stream");
+    let mut chunk = warpscope::trace::Columns::default();
+    let mut none = warpscope::sim::NoObserver;
+    while reader.next_chunk(&mut chunk, 1 << 16).expect("parse") {
+        session.feed(&chunk, &mut none);
+    }
+    session.end_stream(&mut none);
+    let report = session.finish(&mut none);
     let mut out = Vec::new();
     serde_json::to_writer(&mut out, &report).expect("json");
     out.len()
@@ -73,11 +96,15 @@ fn end_to_end(c: &mut Criterion) {
     dinero.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
     g.throughput(Throughput::Elements(refs as u64));
     g.bench_function("din_2M_16k_4way_wbwa_3c_reuse", |b| {
+        b.iter(|| black_box(din_streamed_to_json(&din, &dinero)))
+    });
+    // Read whole, then simulated (what `sim --export` still does).
+    g.bench_function("din_2M_16k_4way_wbwa_3c_reuse_loaded_whole", |b| {
         b.iter(|| black_box(file_to_json(&din, &dinero)))
     });
     dinero.reuse = false;
     g.bench_function("din_2M_16k_4way_wbwa_3c_no_reuse", |b| {
-        b.iter(|| black_box(file_to_json(&din, &dinero)))
+        b.iter(|| black_box(din_streamed_to_json(&din, &dinero)))
     });
 
     let pairs = vec![

@@ -558,3 +558,67 @@ fn source_lines_sum_instructions_of_a_line_over_launches_and_survive_conversion(
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `sim` streams a din file (two threads, chunks of 65 536 rows): the report is the one the
+/// library gives for the whole trace read into memory, compressed or not, and a bad line
+/// deep in the file fails the run with its line number and prints no report.
+#[test]
+fn a_streamed_din_trace_gives_the_whole_trace_result() {
+    let dir = std::env::temp_dir().join(format!("warpscope-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    let mut x = 1u64;
+    for i in 0..200_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        match i % 4 {
+            0 => text.push_str(&format!("0 {:x}\n", 0x1000 + i * 4 % 65536)),
+            1 => text.push_str(&format!("1 {:x}\n", x % 32768)),
+            2 => text.push_str(&format!("r {:x} {:x}\n", x % 100_000, 1 + x % 200)),
+            _ => text.push_str(&format!("w {:x} 8\n", 0x8000 + x % 4096)),
+        }
+    }
+    let plain = dir.join("big.din");
+    std::fs::write(&plain, &text).unwrap();
+    let zst = dir.join("big.din.zst");
+    std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+    let cache = [
+        "--cache-size",
+        "4K",
+        "--ways",
+        "2",
+        "--line-size",
+        "64",
+        "--sector-size",
+        "32",
+        "--write-policy",
+        "wbwa",
+        "--json",
+    ];
+    let trace = warpscope::trace::din::read(text.as_bytes(), "big.din").unwrap();
+    let mut cfg = warpscope::config::SimConfig::default();
+    cfg.cache.size_bytes = 4096;
+    cfg.cache.ways = 2;
+    cfg.cache.line_bytes = 64;
+    cfg.cache.sector_bytes = 32;
+    cfg.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
+    let want = warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver).unwrap();
+    let want = serde_json::to_value(&want).unwrap();
+    for file in [&plain, &zst] {
+        let got = json(&[&["sim", "--trace", file.to_str().unwrap()][..], &cache].concat());
+        assert_eq!(got, want, "{}", file.display());
+    }
+    assert_eq!(want["kernels"][0]["rows"], 200_000);
+    text.push_str("0 12\n0 oops\n");
+    std::fs::write(&plain, &text).unwrap();
+    let out = warpscope(&["sim", "--trace", plain.to_str().unwrap(), "--json"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("big.din: line 200002: expected a hex address"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}

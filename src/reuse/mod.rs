@@ -268,7 +268,11 @@ mod tests {
                 i / 50 + rng.below(40)
             };
             let set = (line % 8) as u32;
-            assert_eq!(compacted.access(line, set), plain.access(line, set), "use {i}");
+            assert_eq!(
+                compacted.access(line, set),
+                plain.access(line, set),
+                "use {i}"
+            );
         }
         assert_eq!(compacted.whole_hist, plain.whole_hist);
         assert_eq!(compacted.set_hist, plain.set_hist);

@@ -269,7 +269,11 @@ impl Session {
     }
 
     /// A kernel whose warps the scheduler forms and interleaves.
-    fn scheduled_kernel(&mut self, k: &Kernel, observer: &mut dyn Observer) -> Result<(), SimError> {
+    fn scheduled_kernel(
+        &mut self,
+        k: &Kernel,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
         self.end_stream(observer);
         let ki = self.next_kernel;
         self.next_kernel += 1;
@@ -279,10 +283,12 @@ impl Session {
         let line_bytes = (cfg.cache.line_bytes as u64).max(1);
         let mut taken: Vec<bool> = Vec::new();
         let uncoalesced = mode == Coalescing::None;
-        let mut sched = Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64)
-            .map_err(|source| SimError::Schedule {
-                kernel: k.name.clone(),
-                source,
+        let mut sched =
+            Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64).map_err(|source| {
+                SimError::Schedule {
+                    kernel: k.name.clone(),
+                    source,
+                }
             })?;
         let mut insts = vec![Counters::default(); k.instructions.len()];
         let mut ctas: Vec<Counters> = vec![Default::default(); k.num_ctas() as usize];
@@ -427,38 +433,39 @@ impl Stream {
             if !crate::trace::model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
             }
-            self.coalescer.split(cols.addr[r], cols.size[r] as u64, write, |c| {
-                let o = sim.cache.access(&c.request);
-                ic.record(write, &o);
-                ic.transactions += 1;
-                self.cta.record(write, &o);
-                self.cta.transactions += 1;
-                let reuse_distance = sim
-                    .reuse
-                    .as_mut()
-                    .and_then(|t| t.access(c.request.line, o.set).whole);
-                if events {
-                    obs.on_request(&RequestEvent {
-                        order: sim.order,
-                        sm: sim.sm,
-                        kernel: ki,
-                        cta: 0,
-                        warp: 0,
-                        inst,
-                        line: c.request.line,
-                        set: o.set,
-                        write,
-                        hit: o.hit,
-                        class: o.class,
-                        reuse_distance,
-                        time: None,
-                        thread: Some(0),
-                        in_flight: false,
-                        set_distance: None,
-                    });
-                }
-                sim.order += 1;
-            });
+            self.coalescer
+                .split(cols.addr[r], cols.size[r] as u64, write, |c| {
+                    let o = sim.cache.access(&c.request);
+                    ic.record(write, &o);
+                    ic.transactions += 1;
+                    self.cta.record(write, &o);
+                    self.cta.transactions += 1;
+                    let reuse_distance = sim
+                        .reuse
+                        .as_mut()
+                        .and_then(|t| t.access(c.request.line, o.set).whole);
+                    if events {
+                        obs.on_request(&RequestEvent {
+                            order: sim.order,
+                            sm: sim.sm,
+                            kernel: ki,
+                            cta: 0,
+                            warp: 0,
+                            inst,
+                            line: c.request.line,
+                            set: o.set,
+                            write,
+                            hit: o.hit,
+                            class: o.class,
+                            reuse_distance,
+                            time: None,
+                            thread: Some(0),
+                            in_flight: false,
+                            set_distance: None,
+                        });
+                    }
+                    sim.order += 1;
+                });
         }
     }
 }
@@ -585,8 +592,10 @@ mod tests {
             .finish();
         let e = s.begin_stream(&k).unwrap_err().to_string();
         assert!(e.contains("only one thread's references"), "{e}");
-        let mut timed = SimConfig::default();
-        timed.timing = Some(Default::default());
+        let timed = SimConfig {
+            timing: Some(Default::default()),
+            ..Default::default()
+        };
         assert!(Session::new(&timed, 0).is_err());
     }
 }

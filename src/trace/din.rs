@@ -10,7 +10,9 @@
 //! and invalidate records (label 4/5, `c`/`v`) have no meaning for a GPU L1 and are rejected.
 //! The result is one kernel of one thread in [`Order::Issued`], replayed in file order.
 
-use super::model::{Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
+use super::model::{
+    Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
+};
 use super::{Location, TraceError};
 use std::io::BufRead;
 
