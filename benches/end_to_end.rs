@@ -31,9 +31,12 @@ fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
 /// thread here; the CLI parses on a second one), and serialises the report.
 fn din_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let opts = warpscope::trace::ReadOptions::default();
-    let s = warpscope::trace::open_reference_stream(path, opts, &|s| s, &|s| s)
+    let Ok(s) = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s)
         .expect("open")
-        .expect("a din file streams");
+        .into_reference_stream()
+    else {
+        panic!("a din file streams")
+    };
     let mut reader = s.reader;
     let mut session = warpscope::sim::Session::new(cfg, 0).expect("session");
     session.begin_stream(&s.header).expect("stream");

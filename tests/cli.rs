@@ -622,3 +622,52 @@ fn a_streamed_din_trace_gives_the_whole_trace_result() {
     assert!(out.stdout.is_empty());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `sim` reads other formats a kernel at a time on a second thread and simulates each as it
+/// comes: a multi-launch trace in our binary and text formats (zstd-compressed too) gives
+/// the result of the built-in generator's whole trace, and a broken last kernel fails the
+/// run, after the earlier ones were simulated, without printing a report.
+#[test]
+fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
+    let dir = std::env::temp_dir().join(format!("warpscope-kstream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let params = ["nx=32", "ny=32", "steps=3", "block=8,8"];
+    let want = json(&[&["sim", "--json", "--kernel", "hotspot"][..], &params].concat());
+    assert_eq!(want["kernels"].as_array().unwrap().len(), 3);
+    let wsb = dir.join("hotspot.wsb");
+    let wst = dir.join("hotspot.wst");
+    for out in [&wsb, &wst] {
+        let gen = warpscope(
+            &[
+                &["gen", "hotspot", "-o", out.to_str().unwrap()][..],
+                &params,
+            ]
+            .concat(),
+        );
+        assert!(
+            gen.status.success(),
+            "{}",
+            String::from_utf8_lossy(&gen.stderr)
+        );
+    }
+    let text = std::fs::read(&wst).unwrap();
+    let zst = dir.join("hotspot.wst.zst");
+    std::fs::write(&zst, zstd::encode_all(&text[..], 1).unwrap()).unwrap();
+    for file in [&wsb, &wst, &zst] {
+        let got = json(&["sim", "--json", "--trace", file.to_str().unwrap()]);
+        assert_eq!(got, want, "{}", file.display());
+    }
+    // A fourth kernel with a bad address: the first three are simulated, then the run fails.
+    let cut =
+        String::from_utf8(text).unwrap() + "\nkernel broken grid=1 block=1\n0 0 ld_x 0 ld 0xZZ 4\n";
+    std::fs::write(&wst, cut).unwrap();
+    let out = warpscope(&["sim", "--json", "--trace", wst.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hotspot.wst: line") && err.contains("expected an address"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -81,8 +81,8 @@ fn simulate(a: SimArgs) -> Result<()> {
     print_report(&a, &options::source_name(&a.input), &report)
 }
 
-/// Simulates a reference-stream file (Dinero IV) as it is read, when nothing needs the
-/// whole trace (no per-request export, no timing model); `None` otherwise.
+/// Simulates a trace file as it is read, when nothing needs the whole trace (no per-request
+/// export, no timing model, no truncated trace); `None` otherwise.
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
     let Some(path) = &a.input.trace else {
         return Ok(None);
@@ -94,14 +94,9 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
         format: a.input.format.as_deref().map(options::format).transpose()?,
         allow_truncated: false,
     };
-    let Some((s, read)) = stream::open(path, opts)? else {
-        return Ok(None);
-    };
-    if s.detected {
-        options::say_detected(path, s.format, s.compression);
-    }
+    let (open, read) = stream::open(path, opts)?;
     let source = path.display().to_string();
-    stream::simulate(s, read, cfg)
+    stream::simulate(path, open, read, cfg)
         .with_context(|| format!("simulating {source}"))
         .map(Some)
 }

@@ -1,8 +1,11 @@
-//! `sim` on a reference-stream trace (Dinero IV `din`) without loading it: a reader thread
-//! parses chunks of rows while this thread simulates them, so decoding and simulation use
-//! two cores and memory is bounded by the distinct lines the trace touches, not by its
-//! length. The result is the one `sim::run` gives for the whole trace (the core's
-//! `Session` is the same pipeline; `tests/cli.rs` compares the two).
+//! `sim` on a trace file without loading it whole: a reader thread decodes while this thread
+//! simulates, so the two use two cores, through the core's `Session` (the pipeline
+//! `sim::run` is a loop over, so the result is the whole trace's; `tests/cli.rs` compares).
+//! - A reference stream (Dinero IV `din`) goes over in chunks of rows and nothing of it is
+//!   kept: memory is bounded by the distinct lines the trace touches, not by its length.
+//! - Other formats go over a kernel at a time, each dropped once simulated: memory is
+//!   bounded by the largest kernels (the one simulated, one waiting, one being read), not
+//!   by the number of launches.
 
 use anyhow::{Context, Result};
 use std::io::Read;
@@ -50,25 +53,129 @@ impl Observer for ByBytes {
     }
 }
 
-/// Opens `path` for streaming if its format allows (`None` otherwise: read it whole).
+/// Opens the trace file `path` and says which format was detected. Returns the opened
+/// trace and the counter of its files' bytes read, for progress.
 pub fn open(
     path: &std::path::Path,
     opts: trace::ReadOptions,
-) -> Result<Option<(ReferenceStream, Arc<AtomicU64>)>> {
+) -> Result<(trace::OpenTrace, Arc<AtomicU64>)> {
     let read = Arc::new(AtomicU64::new(0));
-    let counter = read.clone();
-    let watch = move |s: trace::source::Stream| -> trace::source::Stream {
-        Box::new(Counted {
-            inner: s,
-            read: counter.clone(),
-        })
-    };
-    let stream = trace::open_reference_stream(path, opts, &super::readahead::wrap, &watch)?;
-    Ok(stream.map(|s| (s, read)))
+    let open = trace::open_trace(path, opts, &super::readahead::wrap, &counting(&read))?;
+    if open.detected {
+        super::options::say_detected(path, open.format, open.compression);
+    }
+    Ok((open, read))
 }
 
-/// Simulates an opened reference stream under `cfg` (not the timing model).
-pub fn simulate(stream: ReferenceStream, read: Arc<AtomicU64>, cfg: &SimConfig) -> Result<Report> {
+/// A `watch` for the reader that adds the bytes read from each file to `read`.
+fn counting(
+    read: &Arc<AtomicU64>,
+) -> impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static {
+    let read = read.clone();
+    move |s| {
+        Box::new(Counted {
+            inner: s,
+            read: read.clone(),
+        })
+    }
+}
+
+/// The bytes progress is measured against: the file's, or for an Accel-Sim trace those of
+/// every file beside its `kernelslist.g`.
+fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
+    if open.format != trace::Format::AccelSim {
+        return open.file_bytes;
+    }
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(std::path::Path::new("."))
+    };
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(open.file_bytes)
+}
+
+/// Simulates the opened trace `path` under `cfg` (not the timing model) as it is read.
+pub fn simulate(
+    path: &std::path::Path,
+    open: trace::OpenTrace,
+    read: Arc<AtomicU64>,
+    cfg: &SimConfig,
+) -> Result<Report> {
+    let total = total_bytes(path, &open);
+    match open.into_reference_stream() {
+        Ok(stream) => simulate_references(stream, read, cfg),
+        Err(open) => simulate_kernels(*open, read, total, cfg),
+    }
+}
+
+/// Hands each kernel over to the simulating thread.
+struct ToSimulation(std::sync::mpsc::SyncSender<trace::Kernel>, String);
+
+impl trace::KernelSink for ToSimulation {
+    fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
+        // The simulation stopped (it failed): stop reading.
+        self.0.send(k).map_err(|_| trace::TraceError::Io {
+            file: self.1.clone(),
+            source: std::io::Error::other("the simulation stopped"),
+        })
+    }
+}
+
+fn simulate_kernels(
+    open: trace::OpenTrace,
+    read: Arc<AtomicU64>,
+    total: u64,
+    cfg: &SimConfig,
+) -> Result<Report> {
+    let mut session = Session::new(cfg, 0)?;
+    // One kernel waits while one is simulated and the next is read.
+    let (tx, rx) = sync_channel::<trace::Kernel>(1);
+    let watch = counting(&read);
+    let name = open.name().to_string();
+    let reader = std::thread::Builder::new()
+        .name("read".into())
+        .spawn(move || open.read(&super::readahead::wrap, &watch, &mut ToSimulation(tx, name)))
+        .context("starting the reader thread")?;
+    let mut progress = ByBytes {
+        shown: super::output::Progress::bytes(total),
+        read,
+        of: total,
+    };
+    let mut failed: Option<anyhow::Error> = None;
+    for k in rx.iter() {
+        if let Err(e) = session.kernel(&k, &mut progress) {
+            failed = Some(e.into());
+            break;
+        }
+    }
+    drop(rx);
+    let read_result = reader.join();
+    progress.shown.clear();
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match read_result {
+        Ok(Ok(())) => Ok(session.finish(&mut progress)),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => anyhow::bail!("the reader thread failed"),
+    }
+}
+
+/// Simulates a reference stream read in chunks.
+fn simulate_references(
+    stream: ReferenceStream,
+    read: Arc<AtomicU64>,
+    cfg: &SimConfig,
+) -> Result<Report> {
     let ReferenceStream {
         header,
         mut reader,

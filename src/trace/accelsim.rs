@@ -23,9 +23,9 @@ use rustc_hash::FxHashMap;
 
 use super::lex::{self, Lines};
 use super::model::{
-    AccessKind, AtomicOp, Dim3, KernelBuilder, KernelInfo, MemSpace, Order, Trace, WarpInstructions,
+    AccessKind, AtomicOp, Dim3, KernelBuilder, KernelInfo, MemSpace, Order, WarpInstructions,
 };
-use super::{source, Ctx, Location, TraceError};
+use super::{source, Ctx, KernelSink, Location, TraceError};
 
 const WARP: u32 = 32;
 
@@ -74,7 +74,7 @@ pub fn list_in_dir(dir: &Path, name: &str) -> Result<PathBuf, TraceError> {
 pub(crate) fn read_into<R: BufRead>(
     mut r: R,
     ctx: &Ctx<'_>,
-    trace: &mut Trace,
+    out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     // A `.traceg` starts with its header or a TB; anything else is a kernel list.
     let head = r.fill_buf().map_err(|e| TraceError::io(ctx.file, e))?;
@@ -85,7 +85,7 @@ pub(crate) fn read_into<R: BufRead>(
         .unwrap_or("")
         .to_string();
     if first.starts_with('-') || first.starts_with('#') {
-        trace.kernels.push(read_kernel(r, ctx.file)?);
+        out.kernel(read_kernel(r, ctx.file)?)?;
         return Ok(());
     }
     let dir = ctx.path.parent().unwrap_or(Path::new("."));
@@ -110,9 +110,7 @@ pub(crate) fn read_into<R: BufRead>(
             )
         })?;
         let opened = source::open(&path, ctx.wrap, ctx.watch)?;
-        trace
-            .kernels
-            .push(read_kernel(opened.reader, &path.display().to_string())?);
+        out.kernel(read_kernel(opened.reader, &path.display().to_string())?)?;
     }
     Ok(())
 }

@@ -17,7 +17,7 @@
 //! truncated and rejected.
 
 use super::model::{AccessKind, Dim3, KernelBuilder, KernelInfo, Order, Trace, WarpInstructions};
-use super::{Location, TraceError};
+use super::{KernelSink, Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
 pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
@@ -94,7 +94,7 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
 
 /// Reads a binary trace, appending each kernel to `trace` as soon as it is complete (so a
 /// caller that allows truncated input keeps the kernels before an error).
-pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
     let mut rd = Reader { r, offset: 0, file };
     let magic = rd.bytes::<8>("the WSTRACE magic")?;
     if &magic != MAGIC {
@@ -118,7 +118,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
         let at = rd.offset;
         match rd.u8("a kernel record ('K') or the end record ('E')")? {
             KERNEL_TAG => {
-                trace.kernels.push(read_kernel(&mut rd, version)?);
+                out.kernel(read_kernel(&mut rd, version)?)?;
                 kernels += 1;
             }
             END_TAG => {

@@ -28,8 +28,8 @@ use std::io::BufRead;
 use rustc_hash::FxHashMap;
 
 use super::lex::{self, Lines};
-use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
-use super::{Location, TraceError};
+use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order};
+use super::{KernelSink, Location, TraceError};
 
 const DIM_BITS: u32 = 20;
 const DIM_MASK: u64 = (1 << DIM_BITS) - 1;
@@ -140,7 +140,7 @@ impl Exec {
 }
 
 /// Reads a Crawford 2014 trace; each `--`-terminated execution becomes a kernel.
-pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
     let mut lines = Lines::new(r);
     let io = |e| TraceError::io(file, e);
     let mut block: Option<Dim3> = None;
@@ -183,7 +183,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
         };
         if t.starts_with(b"--") && t.iter().all(|&c| c == b'-') {
             if let Some(e) = exec.take() {
-                trace.kernels.push(e.finish(executions).map_err(err)?);
+                out.kernel(e.finish(executions).map_err(err)?)?;
                 executions += 1;
             }
             continue;
@@ -281,6 +281,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Trace;
 
     /// Listing 5.1 of Crawford 2014 plus the end marker.
     const LISTING: &str = "local size:16 16 1\n0x9CAE000F0000319|0x0|0x10000000000\n0x9CAE000F0000319|0x10|0x10000000000\n0x9CBB000F000031A|0x0|0x10000000000\n0x9CBB040F000031A|0x10|0x10000000000\n0x9CAE004F0000319|0x0|0x20000000000\n0x9CAE004F0000319|0x10|0x20000000000\n0x9CBB1C0F000031A|0x0|0x20000000000\n0x9CBB200F000031A|0x10|0x20000000000\n0x1|0x10|0x0\n--\n";

@@ -20,8 +20,8 @@ use std::io::BufRead;
 
 use rustc_hash::FxHashMap;
 
-use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order, Trace};
-use super::{Location, TraceError};
+use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
+use super::{KernelSink, Location, TraceError};
 
 const LANES: u32 = 32;
 const RECORD: usize = 24;
@@ -253,13 +253,13 @@ impl KernelState {
 }
 
 /// Reads a cuda-memtrace file of either layout.
-pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
     let mut rd = Reader { r, at: 0, file };
     let mut first = [0u8; 1];
     rd.fill(&mut first, "the first byte", false)?;
     match first[0] {
-        0x19 | 0x1a => read_later(&mut rd, trace),
-        n if n as usize == RECORD => read_thesis(&mut rd, trace),
+        0x19 | 0x1a => read_later(&mut rd, out),
+        n if n as usize == RECORD => read_thesis(&mut rd, out),
         b => Err(rd.err(
             0,
             format!("expected the cuda-memtrace magic (0x19/0x1a + CUDATRACE) or record size 24, found byte {b:#04x}"),
@@ -267,7 +267,10 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
     }
 }
 
-fn read_later<R: BufRead>(rd: &mut Reader<'_, R>, trace: &mut Trace) -> Result<(), TraceError> {
+fn read_later<R: BufRead>(
+    rd: &mut Reader<'_, R>,
+    out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
     let mut magic = [0u8; 9];
     rd.fill(&mut magic, "the CUDATRACE magic", false)?;
     if &magic != b"CUDATRACE" {
@@ -289,7 +292,7 @@ fn read_later<R: BufRead>(rd: &mut Reader<'_, R>, trace: &mut Trace) -> Result<(
                 rd.fill(&mut name, "the kernel name", false)?;
                 let name = String::from_utf8(name).map_err(|_| rd.err(at + 3, "kernel name is not valid UTF-8"))?;
                 if let Some(k) = current.take() {
-                    trace.kernels.push(k.finish().map_err(|m| rd.err(at, m))?);
+                    out.kernel(k.finish().map_err(|m| rd.err(at, m))?)?;
                 }
                 current = Some(KernelState::new(name).map_err(|m| rd.err(at, m))?);
             }
@@ -320,14 +323,15 @@ fn read_later<R: BufRead>(rd: &mut Reader<'_, R>, trace: &mut Trace) -> Result<(
         }
     }
     if let Some(k) = current.take() {
-        trace
-            .kernels
-            .push(k.finish().map_err(|m| rd.err(rd.at, m))?);
+        out.kernel(k.finish().map_err(|m| rd.err(rd.at, m))?)?;
     }
     Ok(())
 }
 
-fn read_thesis<R: BufRead>(rd: &mut Reader<'_, R>, trace: &mut Trace) -> Result<(), TraceError> {
+fn read_thesis<R: BufRead>(
+    rd: &mut Reader<'_, R>,
+    out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
     let mut lf = [0u8; 1];
     rd.fill(&mut lf, "a LF after the record size", false)?;
     if lf[0] != b'\n' {
@@ -350,9 +354,7 @@ fn read_thesis<R: BufRead>(rd: &mut Reader<'_, R>, trace: &mut Trace) -> Result<
             let r = decode(&rec).map_err(|m| rd.err(at, m))?;
             k.push(r).map_err(|m| rd.err(at, m))?;
         }
-        trace
-            .kernels
-            .push(k.finish().map_err(|m| rd.err(rd.at, m))?);
+        out.kernel(k.finish().map_err(|m| rd.err(rd.at, m))?)?;
     }
     Ok(())
 }
@@ -379,6 +381,7 @@ pub(crate) fn encode_later(kernels: &[(&str, Vec<[u64; 3]>)]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Trace;
 
     const SAMPLE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

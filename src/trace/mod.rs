@@ -88,6 +88,10 @@ impl TraceError {
             source,
         }
     }
+    /// The file held no kernel at all (not a truncation: there is nothing to keep).
+    pub fn is_empty_trace(&self) -> bool {
+        matches!(self, TraceError::Parse { message, .. } if message.starts_with(NO_KERNEL))
+    }
 }
 
 /// The trace file formats this build can read.
@@ -266,39 +270,15 @@ pub fn load_watched(
     wrap: &dyn Fn(source::Stream) -> source::Stream,
     watch: &dyn Fn(source::Stream) -> source::Stream,
 ) -> Result<Loaded, TraceError> {
-    let Detected {
-        name,
-        path,
-        reader,
-        format,
-        detected,
-        compression,
-        file_bytes,
-    } = open_detected(path, opts, wrap, watch)?;
-    let ctx = Ctx {
-        file: &name,
-        path: &path,
-        file_bytes,
-        wrap,
-        watch,
-    };
+    let open = open_trace(path, opts, wrap, watch)?;
+    let (format, detected, compression) = (open.format, open.detected, open.compression);
     let mut trace = Trace::default();
-    let result = read_into(format, reader, &ctx, &mut trace);
-    let truncated = match result {
+    let truncated = match open.read(wrap, watch, &mut trace) {
         Ok(()) => None,
-        Err(e) if opts.allow_truncated => Some(e),
+        // Only complete kernels were handed over.
+        Err(e) if opts.allow_truncated && !e.is_empty_trace() => Some(e),
         Err(e) => return Err(e),
     };
-    if truncated.is_none() && trace.kernels.is_empty() {
-        return Err(TraceError::parse(
-            &name,
-            Location::Byte(0),
-            format!(
-                "no kernel found: expected a trace ({} format)",
-                format.name()
-            ),
-        ));
-    }
     Ok(Loaded {
         trace,
         format,
@@ -308,25 +288,120 @@ pub fn load_watched(
     })
 }
 
-/// A trace file opened, decompressed and its format known, nothing read past its head.
-struct Detected {
+/// Receives a trace's kernels one at a time, in launch order, as a reader completes them: a
+/// [`Trace`] keeps them; a shell can simulate each and drop it, so that memory is bounded by
+/// the largest kernel rather than the whole trace.
+pub trait KernelSink {
+    /// Takes the next kernel; an error stops the reader (and is what it returns).
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError>;
+}
+
+impl KernelSink for Trace {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.kernels.push(k);
+        Ok(())
+    }
+}
+
+/// Counts the kernels a sink is given.
+struct Counting<'a> {
+    inner: &'a mut dyn KernelSink,
+    kernels: usize,
+}
+
+impl KernelSink for Counting<'_> {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.kernels += 1;
+        self.inner.kernel(k)
+    }
+}
+
+/// A trace file opened, decompressed and its format known, nothing read past its head
+/// ([`open_trace`]); [`OpenTrace::read`] reads its kernels. It can move to another thread.
+pub struct OpenTrace {
     name: String,
     path: std::path::PathBuf,
     reader: Box<dyn std::io::BufRead + Send>,
-    format: Format,
-    detected: bool,
-    compression: source::Compression,
-    file_bytes: u64,
+    pub format: Format,
+    /// True when the format was detected rather than given.
+    pub detected: bool,
+    pub compression: source::Compression,
+    /// Size of the file on disk (compressed bytes; for Accel-Sim, of `kernelslist.g`).
+    pub file_bytes: u64,
 }
+
+impl OpenTrace {
+    /// The file's name as errors give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads every kernel into `out`, in launch order (`wrap` and `watch` as for
+    /// [`load_watched`], for the other files of multi-file formats). A trace with no kernel
+    /// is an error ([`TraceError::is_empty_trace`]).
+    pub fn read(
+        self,
+        wrap: &dyn Fn(source::Stream) -> source::Stream,
+        watch: &dyn Fn(source::Stream) -> source::Stream,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        let ctx = Ctx {
+            file: &self.name,
+            path: &self.path,
+            file_bytes: self.file_bytes,
+            wrap,
+            watch,
+        };
+        let mut counting = Counting {
+            inner: out,
+            kernels: 0,
+        };
+        let result = read_into(self.format, self.reader, &ctx, &mut counting);
+        if result.is_ok() && counting.kernels == 0 {
+            return Err(TraceError::parse(
+                &self.name,
+                Location::Byte(0),
+                format!(
+                    "{NO_KERNEL}: expected a trace ({} format)",
+                    self.format.name()
+                ),
+            ));
+        }
+        result
+    }
+
+    /// The reference stream this trace is, read in chunks, if its format is one (Dinero IV
+    /// `din`); else the trace back, to be read whole.
+    pub fn into_reference_stream(self) -> Result<ReferenceStream, Box<OpenTrace>> {
+        if self.format != Format::Din {
+            return Err(Box::new(self));
+        }
+        let header = match din::header(&self.name) {
+            Ok(h) => h,
+            Err(_) => return Err(Box::new(self)),
+        };
+        Ok(ReferenceStream {
+            header,
+            reader: din::Reader::new(self.reader, &self.name),
+            format: self.format,
+            detected: self.detected,
+            compression: self.compression,
+            file_bytes: self.file_bytes,
+        })
+    }
+}
+
+/// How the error of a file without any kernel starts.
+const NO_KERNEL: &str = "no kernel found";
 
 /// Opens `path` (an Accel-Sim directory opens its `kernelslist.g`) and finds its format:
 /// the given one, else from the first bytes and the extension.
-fn open_detected(
+pub fn open_trace(
     path: &Path,
     opts: ReadOptions,
     wrap: &dyn Fn(source::Stream) -> source::Stream,
     watch: &dyn Fn(source::Stream) -> source::Stream,
-) -> Result<Detected, TraceError> {
+) -> Result<OpenTrace, TraceError> {
     let name = path.display().to_string();
     let (path, dir_format) = if path.is_dir() {
         (accelsim::list_in_dir(path, &name)?, Some(Format::AccelSim))
@@ -360,7 +435,7 @@ fn open_detected(
             ),
         ));
     }
-    Ok(Detected {
+    Ok(OpenTrace {
         name,
         path,
         reader,
@@ -371,8 +446,9 @@ fn open_detected(
     })
 }
 
-/// A trace that is one thread's references in order, read a chunk at a time: simulate it
-/// with [`crate::sim::Session::begin_stream`] and the chunks of `reader`.
+/// A trace that is one thread's references in order, read a chunk at a time
+/// ([`OpenTrace::into_reference_stream`]): simulate it with
+/// [`crate::sim::Session::begin_stream`] and the chunks of `reader`.
 pub struct ReferenceStream {
     /// The kernel without its rows.
     pub header: Kernel,
@@ -382,29 +458,6 @@ pub struct ReferenceStream {
     pub compression: source::Compression,
     /// Size of the file on disk (compressed bytes).
     pub file_bytes: u64,
-}
-
-/// Opens `path` for streaming when its format is a reference stream (Dinero IV `din`);
-/// `None` for the formats that are read whole ([`load`]).
-/// `wrap` and `watch` are those of [`load_watched`].
-pub fn open_reference_stream(
-    path: &Path,
-    opts: ReadOptions,
-    wrap: &dyn Fn(source::Stream) -> source::Stream,
-    watch: &dyn Fn(source::Stream) -> source::Stream,
-) -> Result<Option<ReferenceStream>, TraceError> {
-    let d = open_detected(path, opts, wrap, watch)?;
-    if d.format != Format::Din {
-        return Ok(None);
-    }
-    Ok(Some(ReferenceStream {
-        header: din::header(&d.name)?,
-        reader: din::Reader::new(d.reader, &d.name),
-        format: d.format,
-        detected: d.detected,
-        compression: d.compression,
-        file_bytes: d.file_bytes,
-    }))
 }
 
 /// Reads a whole trace from bytes in memory (tests and fuzzing). Accel-Sim input is one
@@ -450,11 +503,13 @@ fn read_into<R: std::io::BufRead>(
     format: Format,
     r: R,
     ctx: &Ctx<'_>,
-    trace: &mut Trace,
+    trace: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     let name = ctx.file;
-    let one = |t: Result<Trace, TraceError>, trace: &mut Trace| {
-        trace.kernels.extend(t?.kernels);
+    let one = |t: Result<Trace, TraceError>, out: &mut dyn KernelSink| {
+        for k in t?.kernels {
+            out.kernel(k)?;
+        }
         Ok(())
     };
     match format {

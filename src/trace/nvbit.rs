@@ -19,8 +19,8 @@ use rustc_hash::FxHashMap;
 
 use super::accelsim::classify;
 use super::lex::{self, Lines};
-use super::model::{Access, KernelBuilder, Order, Trace};
-use super::{Location, TraceError};
+use super::model::{Access, KernelBuilder, Order};
+use super::{KernelSink, Location, TraceError};
 
 struct Launch {
     builder: KernelBuilder,
@@ -32,7 +32,7 @@ struct Launch {
 }
 
 /// Reads an NVBit `mem_trace` log; kernels come out in launch order.
-pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
     let mut lines = Lines::new(r);
     // Launch id -> launch, in launch order.
     let mut order: Vec<u64> = Vec::new();
@@ -192,7 +192,7 @@ pub fn read_into<R: BufRead>(r: R, file: &str, trace: &mut Trace) -> Result<(), 
             let k = l.builder.finish_checked().map_err(|e| {
                 TraceError::parse(file, Location::Line(0), format!("grid launch id {id}: {e}"))
             })?;
-            trace.kernels.push(k);
+            out.kernel(k)?;
         }
     }
     Ok(())
@@ -273,6 +273,7 @@ pub fn size_of(opcode: &[u8]) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Trace;
 
     fn addrs(base: u64, step: u64, active: u32) -> String {
         (0..32u64)

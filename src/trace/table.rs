@@ -28,8 +28,8 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 
 use super::lex;
-use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order, Trace};
-use super::{Location, TraceError};
+use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
+use super::{KernelSink, Location, TraceError};
 
 /// Rows handed to polars at a time (Parquet).
 const CHUNK_ROWS: usize = 1 << 18;
@@ -61,9 +61,9 @@ pub(crate) fn read_csv<R: BufRead>(
     r: R,
     file: &str,
     size_hint: u64,
-    trace: &mut Trace,
+    out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
-    read_csv_chunked(r, file, size_hint, CHUNK_BYTES, trace)
+    read_csv_chunked(r, file, size_hint, CHUNK_BYTES, out)
 }
 
 /// [`read_csv`] with chunks of `chunk_bytes` (tests use small ones).
@@ -72,7 +72,7 @@ fn read_csv_chunked<R: BufRead>(
     file: &str,
     size_hint: u64,
     chunk_bytes: usize,
-    trace: &mut Trace,
+    out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     let io = |e| TraceError::io(file, e);
     let mut header = Vec::new();
@@ -186,11 +186,15 @@ fn read_csv_chunked<R: BufRead>(
             })?;
         st.ingest(&df, rows_after, |i| Location::Line(row_lines.line(i)))?;
     }
-    st.finish(trace)
+    st.finish(out)
 }
 
 /// Reads a Parquet table (it needs a seekable file, so it is opened here, not streamed).
-pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub(crate) fn read_parquet(
+    path: &Path,
+    file: &str,
+    out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
     use polars::prelude::SerReader;
     let open = || std::fs::File::open(path).map_err(|e| TraceError::io(file, e));
     let perr = |e: polars::prelude::PolarsError| {
@@ -228,7 +232,7 @@ pub(crate) fn read_parquet(path: &Path, file: &str, trace: &mut Trace) -> Result
         })?;
         start += n;
     }
-    st.finish(trace)
+    st.finish(out)
 }
 
 /// Runs a call into polars' Parquet reader, which can panic on corrupt metadata (found by
@@ -789,7 +793,7 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    fn finish(mut self, trace: &mut Trace) -> Result<(), TraceError> {
+    fn finish(mut self, out: &mut dyn KernelSink) -> Result<(), TraceError> {
         self.close()?;
         if self.kernels.is_empty() {
             return Err(TraceError::parse(
@@ -798,7 +802,9 @@ impl<'a> State<'a> {
                 "the table has no rows",
             ));
         }
-        trace.kernels.append(&mut self.kernels);
+        for k in self.kernels.drain(..) {
+            out.kernel(k)?;
+        }
         Ok(())
     }
 }
@@ -806,6 +812,7 @@ impl<'a> State<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Trace;
 
     /// A table with two kernels, CTAs and threads interleaved, repeated instructions, barriers,
     /// white-space-only lines (one of them CRLF) and no line end after the last row.

@@ -11,7 +11,7 @@
 //! The full specification is in `docs/trace-format.md`.
 
 use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
-use super::{Location, TraceError};
+use super::{KernelSink, Location, TraceError};
 use std::io::{BufRead, Write};
 
 /// Reads a text trace.
@@ -23,7 +23,11 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
 
 /// Reads a text trace, appending each kernel to `trace` once the next one starts or the file
 /// ends (a caller that allows truncated input keeps the kernels before an error).
-pub fn read_into<R: BufRead>(mut r: R, file: &str, trace: &mut Trace) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(
+    mut r: R,
+    file: &str,
+    out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
     let mut current: Option<KernelBuilder> = None;
     let mut line = String::new();
     let mut line_no = 0u64;
@@ -46,9 +50,7 @@ pub fn read_into<R: BufRead>(mut r: R, file: &str, trace: &mut Trace) -> Result<
         match first {
             "kernel" => {
                 if let Some(b) = current.take() {
-                    trace
-                        .kernels
-                        .push(b.finish_checked().map_err(|e| err(e.to_string()))?);
+                    out.kernel(b.finish_checked().map_err(|e| err(e.to_string()))?)?;
                 }
                 current = Some(parse_header(tokens).map_err(err)?);
             }
@@ -99,7 +101,7 @@ pub fn read_into<R: BufRead>(mut r: R, file: &str, trace: &mut Trace) -> Result<
         let k = b
             .finish_checked()
             .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))?;
-        trace.kernels.push(k);
+        out.kernel(k)?;
     }
     Ok(())
 }
