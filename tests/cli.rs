@@ -671,3 +671,52 @@ fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `convert` writes each kernel as it is read: a multi-launch trace round-trips through the
+/// binary and text formats and Nugteren et al.'s one file per kernel; a trace whose last
+/// kernel is broken fails and leaves no output file, and with `--allow-truncated` keeps the
+/// complete kernels and says so.
+#[test]
+fn convert_writes_a_kernel_at_a_time() {
+    let dir = std::env::temp_dir().join(format!("warpscope-kconv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let params = ["nx=32", "ny=32", "steps=3", "block=8,8"];
+    let gen = warpscope(&[&["gen", "hotspot", "-o", &p("a.wst")][..], &params].concat());
+    assert!(gen.status.success());
+    for (from, to) in [("a.wst", "b.wsb"), ("b.wsb", "c.wst")] {
+        let out = warpscope(&["convert", &p(from), &p(to)]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(p("a.wst")).unwrap(),
+        std::fs::read_to_string(p("c.wst")).unwrap()
+    );
+    let out = warpscope(&["convert", &p("b.wsb"), &p("n.trc"), "--to", "nugteren"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("n_00.trc") && err.contains("n_02.trc"),
+        "{err}"
+    );
+    assert!(!dir.join("n.trc").exists() && !dir.join("n_00.trc.part").exists());
+    // A broken fourth kernel.
+    let text = std::fs::read_to_string(p("a.wst")).unwrap()
+        + "kernel broken grid=1 block=1\n0 0 ld_x 0 ld 0xZZ 4\n";
+    std::fs::write(p("cut.wst"), text).unwrap();
+    let out = warpscope(&["convert", &p("cut.wst"), &p("cut.wsb")]);
+    assert!(!out.status.success());
+    assert!(!dir.join("cut.wsb").exists() && !dir.join("cut.wsb.part").exists());
+    let out = warpscope(&["convert", &p("cut.wst"), &p("cut.wsb"), "--allow-truncated"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("converted the 3 complete kernel(s)"), "{err}");
+    let whole = json(&["sim", "--json", "--trace", &p("b.wsb")]);
+    let kept = json(&["sim", "--json", "--trace", &p("cut.wsb")]);
+    assert_eq!(kept, whole);
+    std::fs::remove_dir_all(&dir).ok();
+}

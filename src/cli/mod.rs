@@ -195,21 +195,67 @@ fn generate(a: GenArgs) -> Result<()> {
     write(&t, &output, a.to.as_deref())
 }
 
+/// Converts a kernel at a time: each kernel read is written and dropped, so memory is
+/// bounded by the largest kernel, not the whole trace.
 fn convert(a: ConvertArgs) -> Result<()> {
-    let t = options::read_trace(&a.input, a.format.as_deref(), a.allow_truncated)?;
-    write(&t, &a.output, a.to.as_deref())
+    let format = write_format(&a.output, a.to.as_deref())?;
+    let opts = trace::ReadOptions {
+        format: a.format.as_deref().map(options::format).transpose()?,
+        allow_truncated: a.allow_truncated,
+    };
+    let (open, _) = stream::open(&a.input, opts)?;
+    let mut out = Counted {
+        writer: trace::TraceWriter::create(&a.output, format)?,
+        rows: 0,
+    };
+    if let Err(e) = open.read(&readahead::wrap, &|s| s, &mut out) {
+        if !a.allow_truncated || e.is_empty_trace() || out.writer.kernels() == 0 {
+            // The writer, dropped, removes its unfinished files.
+            return Err(e.into());
+        }
+        eprintln!(
+            "warning: {} is incomplete: converted the {} complete kernel(s) before this error: {e}",
+            a.input.display(),
+            out.writer.kernels()
+        );
+    }
+    let rows = out.rows;
+    say_written(&out.writer.finish()?, rows);
+    Ok(())
+}
+
+/// A writer that counts the rows it is given.
+struct Counted {
+    writer: trace::TraceWriter,
+    rows: u64,
+}
+
+impl trace::KernelSink for Counted {
+    fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
+        self.rows += k.len() as u64;
+        self.writer.write(&k)
+    }
+}
+
+/// The output format `to` names, by default the one `path` implies.
+fn write_format(path: &std::path::Path, to: Option<&str>) -> Result<trace::WriteFormat> {
+    match to {
+        None => Ok(trace::WriteFormat::for_path(path)),
+        Some(name) => trace::WriteFormat::from_name(name).with_context(|| {
+            format!("--to: unknown output format `{name}`: expected text, binary or nugteren")
+        }),
+    }
+}
+
+fn say_written(written: &[std::path::PathBuf], rows: u64) {
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("wrote {} ({rows} rows)", names.join(", "));
 }
 
 /// Writes `t` in the format `to` names (by default the one `path` implies) and says where.
 fn write(t: &trace::Trace, path: &std::path::Path, to: Option<&str>) -> Result<()> {
-    let format = match to {
-        None => trace::WriteFormat::for_path(path),
-        Some(name) => trace::WriteFormat::from_name(name).with_context(|| {
-            format!("--to: unknown output format `{name}`: expected text, binary or nugteren")
-        })?,
-    };
+    let format = write_format(path, to)?;
     let written = trace::write_file_as(t, path, format)?;
-    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    eprintln!("wrote {} ({} rows)", names.join(", "), t.total_accesses());
+    say_written(&written, t.total_accesses() as u64);
     Ok(())
 }

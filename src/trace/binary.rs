@@ -16,7 +16,9 @@
 //! `str` is a u32 byte length followed by UTF-8 bytes. A file without the end record is
 //! truncated and rejected.
 
-use super::model::{AccessKind, Dim3, KernelBuilder, KernelInfo, Order, Trace, WarpInstructions};
+use super::model::{
+    AccessKind, Dim3, Kernel, KernelBuilder, KernelInfo, Order, Trace, WarpInstructions,
+};
 use super::{KernelSink, Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
@@ -332,45 +334,61 @@ fn read_info<R: Read>(rd: &mut Reader<'_, R>) -> Result<KernelInfo, TraceError> 
 
 /// Writes a trace in the binary format.
 pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
+    write_header(w)?;
+    for k in &trace.kernels {
+        write_kernel(k, w)?;
+    }
+    write_end(trace.kernels.len() as u32, w)
+}
+
+/// Writes the file header (magic, version, flags); kernels follow ([`write_kernel`]).
+pub fn write_header<W: Write>(w: &mut W) -> std::io::Result<()> {
     w.write_all(MAGIC)?;
     w.write_all(&VERSION.to_le_bytes())?;
-    w.write_all(&0u32.to_le_bytes())?;
-    for k in &trace.kernels {
-        w.write_all(&[KERNEL_TAG])?;
-        write_str(w, &k.name)?;
-        for d in [k.grid, k.block] {
-            for v in [d.x, d.y, d.z] {
-                w.write_all(&v.to_le_bytes())?;
-            }
-        }
-        w.write_all(&[match k.order {
-            Order::PerThread => 0,
-            Order::Issued => 1,
-            Order::PerWarp => 2,
-        }])?;
-        w.write_all(&(k.instructions.len() as u32).to_le_bytes())?;
-        for inst in &k.instructions {
-            write_str(w, &inst.name)?;
-            w.write_all(&[inst.pc.is_some() as u8])?;
-            w.write_all(&inst.pc.unwrap_or(0).to_le_bytes())?;
-            w.write_all(&inst.line.unwrap_or(0).to_le_bytes())?;
-        }
-        w.write_all(&(k.len() as u64).to_le_bytes())?;
-        let c = k.columns();
-        let mut rec = [0u8; 23];
-        for i in 0..k.len() {
-            rec[0..4].copy_from_slice(&c.thread[i].to_le_bytes());
-            rec[4..8].copy_from_slice(&c.inst[i].to_le_bytes());
-            rec[8..12].copy_from_slice(&c.dyn_inst[i].to_le_bytes());
-            rec[12..20].copy_from_slice(&c.addr[i].to_le_bytes());
-            rec[20..22].copy_from_slice(&c.size[i].to_le_bytes());
-            rec[22] = c.flags[i];
-            w.write_all(&rec)?;
-        }
-        write_info(w, &k.info)?;
-    }
+    w.write_all(&0u32.to_le_bytes())
+}
+
+/// Writes the end tag and the number of kernels written, without which a reader takes the
+/// file for truncated.
+pub fn write_end<W: Write>(kernels: u32, w: &mut W) -> std::io::Result<()> {
     w.write_all(&[END_TAG])?;
-    w.write_all(&(trace.kernels.len() as u32).to_le_bytes())?;
+    w.write_all(&kernels.to_le_bytes())
+}
+
+/// Writes one kernel record.
+pub fn write_kernel<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
+    w.write_all(&[KERNEL_TAG])?;
+    write_str(w, &k.name)?;
+    for d in [k.grid, k.block] {
+        for v in [d.x, d.y, d.z] {
+            w.write_all(&v.to_le_bytes())?;
+        }
+    }
+    w.write_all(&[match k.order {
+        Order::PerThread => 0,
+        Order::Issued => 1,
+        Order::PerWarp => 2,
+    }])?;
+    w.write_all(&(k.instructions.len() as u32).to_le_bytes())?;
+    for inst in &k.instructions {
+        write_str(w, &inst.name)?;
+        w.write_all(&[inst.pc.is_some() as u8])?;
+        w.write_all(&inst.pc.unwrap_or(0).to_le_bytes())?;
+        w.write_all(&inst.line.unwrap_or(0).to_le_bytes())?;
+    }
+    w.write_all(&(k.len() as u64).to_le_bytes())?;
+    let c = k.columns();
+    let mut rec = [0u8; 23];
+    for i in 0..k.len() {
+        rec[0..4].copy_from_slice(&c.thread[i].to_le_bytes());
+        rec[4..8].copy_from_slice(&c.inst[i].to_le_bytes());
+        rec[8..12].copy_from_slice(&c.dyn_inst[i].to_le_bytes());
+        rec[12..20].copy_from_slice(&c.addr[i].to_le_bytes());
+        rec[20..22].copy_from_slice(&c.size[i].to_le_bytes());
+        rec[22] = c.flags[i];
+        w.write_all(&rec)?;
+    }
+    write_info(w, &k.info)?;
     Ok(())
 }
 

@@ -595,41 +595,163 @@ pub fn write_file(trace: &Trace, path: &Path) -> Result<(), TraceError> {
     write_file_as(trace, path, WriteFormat::for_path(path)).map(|_| ())
 }
 
-/// Writes a trace in `format` and returns the files written: `path` itself, except for the
-/// Nugteren format of a trace of several kernels, whose kernel `k` goes to `STEM_kk.trc`
-/// beside it (the names the released model looks for).
+/// Writes `trace` to `path` in `format`; returns the files written (Nugteren et al.'s format
+/// takes one file per kernel when there are several: `STEM_00.trc`, `STEM_01.trc`, ...).
 pub fn write_file_as(
     trace: &Trace,
     path: &Path,
     format: WriteFormat,
 ) -> Result<Vec<std::path::PathBuf>, TraceError> {
-    let write_one = |path: &Path, body: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>| {
-        let name = path.display().to_string();
-        let file = std::fs::File::create(path).map_err(|e| TraceError::io(&name, e))?;
-        let mut w = std::io::BufWriter::new(file);
-        body(&mut w)
-            .and_then(|_| std::io::Write::flush(&mut w))
-            .map_err(|e| TraceError::io(&name, e))
-    };
-    match format {
-        WriteFormat::Text => write_one(path, &|w| text::write(trace, &mut &mut *w))?,
-        WriteFormat::Binary => write_one(path, &|w| binary::write(trace, &mut &mut *w))?,
-        WriteFormat::Nugteren => {
-            if trace.kernels.len() == 1 {
-                write_one(path, &|w| nugteren::write(&trace.kernels[0], &mut &mut *w))?;
-            } else {
-                let stem = path.with_extension("");
-                let mut paths = Vec::new();
-                for (i, k) in trace.kernels.iter().enumerate() {
-                    let p = std::path::PathBuf::from(format!("{}_{i:02}.trc", stem.display()));
-                    write_one(&p, &|w| nugteren::write(k, &mut &mut *w))?;
-                    paths.push(p);
-                }
-                return Ok(paths);
-            }
+    let mut w = TraceWriter::create(path, format)?;
+    for k in &trace.kernels {
+        w.write(k)?;
+    }
+    w.finish()
+}
+
+/// Writes a trace a kernel at a time (a [`KernelSink`]), so that `convert` holds one kernel,
+/// not the whole trace. Files are written under a `.part` name and get their own name in
+/// [`TraceWriter::finish`]; a writer dropped unfinished removes them, so a failed conversion
+/// leaves no file that looks whole.
+pub struct TraceWriter {
+    path: std::path::PathBuf,
+    format: WriteFormat,
+    /// The file being written (`.part`) and its final name.
+    out: Option<(std::io::BufWriter<std::fs::File>, std::path::PathBuf)>,
+    /// Files complete but not yet renamed: (part, final).
+    done: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    kernels: u32,
+}
+
+fn part_of(path: &Path) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".part");
+    std::path::PathBuf::from(p)
+}
+
+impl TraceWriter {
+    /// Starts writing `path` in `format`.
+    pub fn create(path: &Path, format: WriteFormat) -> Result<Self, TraceError> {
+        let mut w = TraceWriter {
+            path: path.to_path_buf(),
+            format,
+            out: None,
+            done: Vec::new(),
+            kernels: 0,
+        };
+        if format != WriteFormat::Nugteren {
+            w.open(path.to_path_buf())?;
+            let (name, res) = w.with_out(|f| match format {
+                WriteFormat::Text => text::write_header(f),
+                _ => binary::write_header(f),
+            });
+            res.map_err(|e| TraceError::io(&name, e))?;
+        }
+        Ok(w)
+    }
+
+    fn open(&mut self, final_path: std::path::PathBuf) -> Result<(), TraceError> {
+        let part = part_of(&final_path);
+        let file = std::fs::File::create(&part)
+            .map_err(|e| TraceError::io(&final_path.display().to_string(), e))?;
+        self.out = Some((std::io::BufWriter::with_capacity(1 << 20, file), final_path));
+        Ok(())
+    }
+
+    /// Runs `f` on the open file; returns the file's name for errors and the result.
+    fn with_out(
+        &mut self,
+        f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+    ) -> (String, std::io::Result<()>) {
+        match &mut self.out {
+            Some((w, p)) => (p.display().to_string(), f(w)),
+            None => (
+                self.path.display().to_string(),
+                Err(std::io::Error::other("no file is open")),
+            ),
         }
     }
-    Ok(vec![path.to_path_buf()])
+
+    /// Flushes and closes the open file, keeping it for the rename.
+    fn close(&mut self) -> Result<(), TraceError> {
+        if let Some((mut w, p)) = self.out.take() {
+            std::io::Write::flush(&mut w)
+                .map_err(|e| TraceError::io(&p.display().to_string(), e))?;
+            self.done.push((part_of(&p), p));
+        }
+        Ok(())
+    }
+
+    /// Appends one kernel.
+    pub fn write(&mut self, k: &Kernel) -> Result<(), TraceError> {
+        let format = self.format;
+        if format == WriteFormat::Nugteren {
+            // One file per kernel; with a second kernel the first becomes STEM_00.trc.
+            self.close()?;
+            let stem = self.path.with_extension("");
+            let numbered =
+                |i: u32| std::path::PathBuf::from(format!("{}_{i:02}.trc", stem.display()));
+            if self.kernels == 1 {
+                if let Some(first) = self.done.first_mut() {
+                    first.1 = numbered(0);
+                }
+            }
+            let p = if self.kernels == 0 {
+                self.path.clone()
+            } else {
+                numbered(self.kernels)
+            };
+            self.open(p)?;
+        }
+        let (name, res) = self.with_out(|f| match format {
+            WriteFormat::Text => text::write_kernel(k, f),
+            WriteFormat::Binary => binary::write_kernel(k, f),
+            WriteFormat::Nugteren => nugteren::write(k, f),
+        });
+        res.map_err(|e| TraceError::io(&name, e))?;
+        self.kernels += 1;
+        Ok(())
+    }
+
+    /// Completes the files and gives them their names; returns them.
+    pub fn finish(mut self) -> Result<Vec<std::path::PathBuf>, TraceError> {
+        if self.format == WriteFormat::Binary {
+            let kernels = self.kernels;
+            let (name, res) = self.with_out(|f| binary::write_end(kernels, f));
+            res.map_err(|e| TraceError::io(&name, e))?;
+        }
+        self.close()?;
+        let mut paths = Vec::new();
+        for (part, path) in std::mem::take(&mut self.done) {
+            std::fs::rename(&part, &path)
+                .map_err(|e| TraceError::io(&path.display().to_string(), e))?;
+            paths.push(path);
+        }
+        Ok(paths)
+    }
+
+    /// Kernels written so far.
+    pub fn kernels(&self) -> u32 {
+        self.kernels
+    }
+}
+
+impl KernelSink for TraceWriter {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.write(&k)
+    }
+}
+
+impl Drop for TraceWriter {
+    fn drop(&mut self) {
+        // Unfinished: remove what was written.
+        if let Some((_, p)) = self.out.take() {
+            let _ = std::fs::remove_file(part_of(&p));
+        }
+        for (part, _) in self.done.drain(..) {
+            let _ = std::fs::remove_file(part);
+        }
+    }
 }
 
 /// `.wsb` files are binary.

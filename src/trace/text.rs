@@ -10,7 +10,7 @@
 //! ```
 //! The full specification is in `docs/trace-format.md`.
 
-use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order, Trace};
+use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
 use super::{KernelSink, Location, TraceError};
 use std::io::{BufRead, Write};
 
@@ -293,63 +293,74 @@ pub(crate) fn parse_u64(s: &str) -> Option<u64> {
 
 /// Writes a trace in the text format.
 pub fn write<W: Write>(trace: &Trace, w: &mut W) -> std::io::Result<()> {
-    writeln!(w, "# warpscope text trace v1")?;
+    write_header(w)?;
     for k in &trace.kernels {
-        writeln!(
+        write_kernel(k, w)?;
+    }
+    Ok(())
+}
+
+/// Writes the file's first line; kernels follow ([`write_kernel`]).
+pub fn write_header<W: Write>(w: &mut W) -> std::io::Result<()> {
+    writeln!(w, "# warpscope text trace v1")
+}
+
+/// Writes one kernel: its header, info, instructions and accesses.
+pub fn write_kernel<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "kernel {} grid={} block={} order={}",
+        token(&k.name),
+        k.grid,
+        k.block,
+        k.order.name()
+    )?;
+    for (key, v) in &k.info.attributes {
+        writeln!(w, "attr {} {}", token(key), v.replace(['\n', '#'], " "))?;
+    }
+    for (c, sm) in k.info.cta_sm.iter().enumerate() {
+        writeln!(w, "cta-sm {} {sm}", k.grid.from_linear(c as u64))?;
+    }
+    for c in &k.info.warp_instructions {
+        let cta = k.grid.from_linear(c.cta as u64);
+        writeln!(w, "warp-insts {cta} {} {}", c.warp, c.count)?;
+    }
+    for (op, n) in &k.info.opcodes {
+        writeln!(w, "opcode {} {n}", token(op))?;
+    }
+    for inst in &k.instructions {
+        write!(w, "inst {}", token(&inst.name))?;
+        if let Some(pc) = inst.pc {
+            write!(w, " pc={pc:#x}")?;
+        }
+        if let Some(l) = inst.line {
+            write!(w, " line={l}")?;
+        }
+        writeln!(w)?;
+    }
+    for a in k.accesses() {
+        let (cta, tid) = k.split_thread(a.thread);
+        if a.kind == AccessKind::Barrier {
+            writeln!(w, "{cta} {tid} bar")?;
+            continue;
+        }
+        let name = k
+            .instructions
+            .get(a.inst as usize)
+            .map_or("?", |i| i.name.as_str());
+        write!(
             w,
-            "kernel {} grid={} block={} order={}",
-            token(&k.name),
-            k.grid,
-            k.block,
-            k.order.name()
+            "{cta} {tid} {} {} {} {:#x} {}",
+            token(name),
+            a.dyn_inst,
+            a.kind.token(),
+            a.addr,
+            a.size
         )?;
-        for (key, v) in &k.info.attributes {
-            writeln!(w, "attr {} {}", token(key), v.replace(['\n', '#'], " "))?;
+        if a.space != MemSpace::Global {
+            write!(w, " {}", a.space.name())?;
         }
-        for (c, sm) in k.info.cta_sm.iter().enumerate() {
-            writeln!(w, "cta-sm {} {sm}", k.grid.from_linear(c as u64))?;
-        }
-        for c in &k.info.warp_instructions {
-            let cta = k.grid.from_linear(c.cta as u64);
-            writeln!(w, "warp-insts {cta} {} {}", c.warp, c.count)?;
-        }
-        for (op, n) in &k.info.opcodes {
-            writeln!(w, "opcode {} {n}", token(op))?;
-        }
-        for inst in &k.instructions {
-            write!(w, "inst {}", token(&inst.name))?;
-            if let Some(pc) = inst.pc {
-                write!(w, " pc={pc:#x}")?;
-            }
-            if let Some(l) = inst.line {
-                write!(w, " line={l}")?;
-            }
-            writeln!(w)?;
-        }
-        for a in k.accesses() {
-            let (cta, tid) = k.split_thread(a.thread);
-            if a.kind == AccessKind::Barrier {
-                writeln!(w, "{cta} {tid} bar")?;
-                continue;
-            }
-            let name = k
-                .instructions
-                .get(a.inst as usize)
-                .map_or("?", |i| i.name.as_str());
-            write!(
-                w,
-                "{cta} {tid} {} {} {} {:#x} {}",
-                token(name),
-                a.dyn_inst,
-                a.kind.token(),
-                a.addr,
-                a.size
-            )?;
-            if a.space != MemSpace::Global {
-                write!(w, " {}", a.space.name())?;
-            }
-            writeln!(w)?;
-        }
+        writeln!(w)?;
     }
     Ok(())
 }
