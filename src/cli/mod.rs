@@ -204,7 +204,7 @@ fn convert(a: ConvertArgs) -> Result<()> {
         allow_truncated: a.allow_truncated,
     };
     let (open, _) = stream::open(&a.input, opts)?;
-    let mut out = Counted {
+    let mut out = CountingRows {
         writer: trace::TraceWriter::create(&a.output, format)?,
         rows: 0,
     };
@@ -225,12 +225,12 @@ fn convert(a: ConvertArgs) -> Result<()> {
 }
 
 /// A writer that counts the rows it is given.
-struct Counted {
+struct CountingRows {
     writer: trace::TraceWriter,
     rows: u64,
 }
 
-impl trace::KernelSink for Counted {
+impl trace::KernelSink for CountingRows {
     fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
         self.rows += k.len() as u64;
         self.writer.write(&k)

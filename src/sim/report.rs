@@ -6,7 +6,7 @@ use crate::cache::Counters;
 use crate::config::SimConfig;
 use crate::reuse::{Histogram, LogBin, ReuseTracker};
 use crate::timing::RunCounts;
-use crate::trace::{Dim3, Instruction};
+use crate::trace::{Dim3, Instruction, Kernel};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -185,6 +185,27 @@ impl Report {
             whole: Histogram::default(),
             in_set: Histogram::default(),
         }
+    }
+
+    /// Adds the row of a whole kernel `k` (launch `ki`) and its per-instruction and per-CTA
+    /// counters.
+    pub(super) fn add_whole_kernel(
+        &mut self,
+        k: &Kernel,
+        ki: u32,
+        warp_instructions: u64,
+        counters: (&[Counters], &[Counters]),
+        cta_sm: impl Fn(u32) -> Option<u32>,
+    ) {
+        let row = KernelRow {
+            kernel: ki,
+            name: k.name.clone(),
+            grid: k.grid,
+            block: k.block,
+            rows: k.len() as u64,
+            warp_instructions,
+        };
+        self.add_kernel(row, &k.instructions, counters.0, counters.1, cta_sm);
     }
 
     /// Adds one kernel's row and its per-instruction and per-CTA counters.

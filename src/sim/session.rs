@@ -378,20 +378,8 @@ impl Session {
             insts[inst as usize].add(&local);
             ctas[issue.cta as usize].add(&local);
         }
-        self.report.add_kernel(
-            KernelRow {
-                kernel: ki,
-                name: k.name.clone(),
-                grid: k.grid,
-                block: k.block,
-                rows: k.len() as u64,
-                warp_instructions: warp_insts,
-            },
-            &k.instructions,
-            &insts,
-            &ctas,
-            |c| sched.cta_sm(c),
-        );
+        self.report
+            .add_whole_kernel(k, ki, warp_insts, (&insts, &ctas), |c| sched.cta_sm(c));
         Ok(())
     }
 }

@@ -1,9 +1,7 @@
 //! The pipeline in timing mode: every simulated SM through the timing model, once per run
 //! (the full model and its comparison runs), then the five miss classes.
 
-use super::report::{
-    Comparison, DistanceCounts, KernelRow, OccupancySample, TimingReport, ValueCount,
-};
+use super::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
 use crate::cache::Counters;
 use crate::config::Kernels;
@@ -194,20 +192,9 @@ pub(super) fn run(
             fill(c, rc, cl, line_bytes);
         }
         let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
-        report.add_kernel(
-            KernelRow {
-                kernel: ki as u32,
-                name: k.name.clone(),
-                grid: k.grid,
-                block: k.block,
-                rows: k.len() as u64,
-                warp_instructions: warp_insts,
-            },
-            &k.instructions,
-            &insts,
-            &ctas,
-            |c| Some(c % n_sms),
-        );
+        report.add_whole_kernel(k, ki as u32, warp_insts, (&insts, &ctas), |c| {
+            Some(c % n_sms)
+        });
     }
     // Per SM: kernels modelled cold are classified one by one, as the released model does.
     let sm_classes = if t.rules.kernels == Kernels::Cold {
