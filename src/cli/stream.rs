@@ -36,11 +36,21 @@ impl Read for Counted {
     }
 }
 
-/// Progress by the file's bytes read.
+/// Progress by the trace files' bytes read, out of `of`.
 struct ByBytes {
     shown: super::output::Progress,
     read: Arc<AtomicU64>,
     of: u64,
+}
+
+impl ByBytes {
+    fn new(read: Arc<AtomicU64>, of: u64) -> Self {
+        ByBytes {
+            shown: super::output::Progress::bytes(of),
+            read,
+            of,
+        }
+    }
 }
 
 impl Observer for ByBytes {
@@ -145,11 +155,7 @@ fn simulate_kernels(
         .name("read".into())
         .spawn(move || open.read(&super::readahead::wrap, &watch, &mut ToSimulation(tx, name)))
         .context("starting the reader thread")?;
-    let mut progress = ByBytes {
-        shown: super::output::Progress::bytes(total),
-        read,
-        of: total,
-    };
+    let mut progress = ByBytes::new(read, total);
     let mut failed: Option<anyhow::Error> = None;
     for k in rx.iter() {
         if let Err(e) = session.kernel(&k, &mut progress) {
@@ -180,7 +186,6 @@ fn simulate_references(
         header,
         mut reader,
         file_bytes,
-        ..
     } = stream;
     let mut session = Session::new(cfg, 0)?;
     session.begin_stream(&header)?;
@@ -204,11 +209,7 @@ fn simulate_references(
             }
         })
         .context("starting the parser thread")?;
-    let mut progress = ByBytes {
-        shown: super::output::Progress::bytes(file_bytes),
-        read,
-        of: file_bytes,
-    };
+    let mut progress = ByBytes::new(read, file_bytes);
     let mut failed = None;
     for msg in full_rx.iter() {
         match msg {

@@ -383,9 +383,6 @@ impl OpenTrace {
         Ok(ReferenceStream {
             header,
             reader: din::Reader::new(self.reader, &self.name),
-            format: self.format,
-            detected: self.detected,
-            compression: self.compression,
             file_bytes: self.file_bytes,
         })
     }
@@ -453,9 +450,6 @@ pub struct ReferenceStream {
     /// The kernel without its rows.
     pub header: Kernel,
     pub reader: din::Reader<Box<dyn std::io::BufRead + Send>>,
-    pub format: Format,
-    pub detected: bool,
-    pub compression: source::Compression,
     /// Size of the file on disk (compressed bytes).
     pub file_bytes: u64,
 }
