@@ -39,9 +39,9 @@ fn din_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     };
     let mut reader = s.reader;
     let mut session = warpscope::sim::Session::new(cfg, 0).expect("session");
-    session.begin_stream(&s.header).expect("stream");
-    let mut chunk = warpscope::trace::Columns::default();
     let mut none = warpscope::sim::NoObserver;
+    session.begin_stream(&s.header, &mut none).expect("stream");
+    let mut chunk = warpscope::trace::Columns::default();
     while reader.next_chunk(&mut chunk, 1 << 16).expect("parse") {
         session.feed(&chunk, &mut none);
     }

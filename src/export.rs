@@ -8,7 +8,7 @@ use std::path::Path;
 use polars::prelude::*;
 
 use crate::sim::{Observer, Report, RequestEvent};
-use crate::trace::Trace;
+use crate::trace::Kernel;
 
 /// Requests buffered before a batch is written.
 const BATCH: usize = 1 << 20;
@@ -52,15 +52,15 @@ enum Writer {
 }
 
 impl Writer {
-    fn create(path: &Path, schema: &Schema) -> Result<Self, ExportError> {
-        let name = path.display().to_string();
-        let format = TableFormat::from_path(path)?;
-        let file = File::create(path).map_err(|source| ExportError::Io {
-            file: name.clone(),
-            source,
-        })?;
+    /// A writer of a `format` table into `file` (named `name` in errors).
+    fn create(
+        file: File,
+        name: &str,
+        format: TableFormat,
+        schema: &Schema,
+    ) -> Result<Self, ExportError> {
         let werr = |e: PolarsError| ExportError::Write {
-            file: name.clone(),
+            file: name.to_string(),
             message: e.to_string(),
         };
         Ok(match format {
@@ -122,17 +122,38 @@ struct RequestColumns {
     reuse: Vec<Option<u64>>,
 }
 
-/// An [`Observer`] that writes every request to a table. Errors stop the simulation (through
-/// `progress`) and are returned by [`RequestExporter::finish`].
-pub struct RequestExporter<'t, O> {
-    trace: &'t Trace,
+/// An [`Observer`] that writes every request to a table as the simulation runs, in batches,
+/// so neither the trace nor the table need fit in memory. Instruction names come from each
+/// kernel's header as it starts ([`Observer::on_kernel`]). The table is written to
+/// `<path>.part` and renamed to `path` by [`RequestExporter::finish`]; dropped unfinished
+/// (an error, a cancelled run) it is removed, so a table on disk is always whole. Errors
+/// stop the simulation (through `progress`) and are returned by `finish`.
+pub struct RequestExporter<O> {
+    path: std::path::PathBuf,
+    part: PartFile,
     file: String,
     writer: Writer,
     cols: RequestColumns,
+    /// Instruction names of each kernel announced so far.
+    names: Vec<Vec<String>>,
     rows: u64,
     error: Option<ExportError>,
     /// Another observer that also sees everything (progress display).
     pub inner: O,
+}
+
+/// A table being written under a temporary name, removed unless it was completed.
+struct PartFile {
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 fn request_schema() -> Schema {
@@ -157,13 +178,28 @@ fn request_schema() -> Schema {
     s
 }
 
-impl<'t, O: Observer> RequestExporter<'t, O> {
-    pub fn create(path: &Path, trace: &'t Trace, inner: O) -> Result<Self, ExportError> {
+impl<O: Observer> RequestExporter<O> {
+    pub fn create(path: &Path, inner: O) -> Result<Self, ExportError> {
+        let format = TableFormat::from_path(path)?;
+        let file = path.display().to_string();
+        let mut part = path.as_os_str().to_owned();
+        part.push(".part");
+        let part = PartFile {
+            path: part.into(),
+            done: false,
+        };
+        let f = File::create(&part.path).map_err(|source| ExportError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        let writer = Writer::create(f, &file, format, &request_schema())?;
         Ok(Self {
-            trace,
-            file: path.display().to_string(),
-            writer: Writer::create(path, &request_schema())?,
+            path: path.to_path_buf(),
+            part,
+            file,
+            writer,
             cols: RequestColumns::default(),
+            names: Vec::new(),
             rows: 0,
             error: None,
             inner,
@@ -180,11 +216,10 @@ impl<'t, O: Observer> RequestExporter<'t, O> {
             .iter()
             .zip(&c.inst)
             .map(|(&k, &i)| {
-                self.trace
-                    .kernels
+                self.names
                     .get(k as usize)
-                    .and_then(|k| k.instructions.get(i as usize))
-                    .map_or("", |i| i.name.as_str())
+                    .and_then(|k| k.get(i as usize))
+                    .map_or("", |n| n.as_str())
             })
             .collect();
         let height = c.order.len();
@@ -215,16 +250,23 @@ impl<'t, O: Observer> RequestExporter<'t, O> {
         }
     }
 
-    /// Writes what is left and closes the file; returns the number of rows written.
+    /// Writes what is left, closes the file and gives it its name; returns the number of
+    /// rows written.
     pub fn finish(mut self) -> Result<(u64, O), ExportError> {
         self.flush();
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        self.writer.finish().map_err(|e| ExportError::Write {
+        let werr = |e: PolarsError| ExportError::Write {
             file: self.file.clone(),
             message: e.to_string(),
+        };
+        self.writer.finish().map_err(werr)?;
+        std::fs::rename(&self.part.path, &self.path).map_err(|source| ExportError::Io {
+            file: self.file.clone(),
+            source,
         })?;
+        self.part.done = true;
         Ok((self.rows, self.inner))
     }
 
@@ -234,7 +276,15 @@ impl<'t, O: Observer> RequestExporter<'t, O> {
     }
 }
 
-impl<O: Observer> Observer for RequestExporter<'_, O> {
+impl<O: Observer> Observer for RequestExporter<O> {
+    fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
+        self.inner.on_kernel(kernel, header);
+        let k = kernel as usize;
+        if self.names.len() <= k {
+            self.names.resize(k + 1, Vec::new());
+        }
+        self.names[k] = header.instructions.iter().map(|i| i.name.clone()).collect();
+    }
     fn on_request(&mut self, e: &RequestEvent) {
         self.inner.on_request(e);
         let c = &mut self.cols;

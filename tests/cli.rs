@@ -672,6 +672,110 @@ fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--export` writes the per-request table while a trace file streams: a multi-launch
+/// binary trace gives the table of the same kernels simulated from the generator (loaded
+/// whole), a din file the table of the library's whole-trace run, instruction names
+/// included; a run that fails leaves no table (nor its `.part`) behind.
+#[test]
+#[cfg(feature = "tables")]
+fn a_streamed_export_is_the_whole_trace_export() {
+    use warpscope::export::RequestExporter;
+    let dir = std::env::temp_dir().join(format!("warpscope-sexport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let read = |n: &str| std::fs::read_to_string(p(n)).unwrap();
+    let params = ["nx=32", "ny=32", "steps=3", "block=8,8"];
+    let gen = warpscope(&[&["gen", "hotspot", "-o", &p("h.wsb")][..], &params].concat());
+    assert!(gen.status.success());
+    let whole = json(
+        &[
+            &[
+                "sim",
+                "--json",
+                "--kernel",
+                "hotspot",
+                "--export",
+                &p("want.csv"),
+            ][..],
+            &params,
+        ]
+        .concat(),
+    );
+    let streamed = json(&[
+        "sim",
+        "--json",
+        "--trace",
+        &p("h.wsb"),
+        "--export",
+        &p("got.csv"),
+    ]);
+    assert_eq!(streamed, whole);
+    let (want, got) = (read("want.csv"), read("got.csv"));
+    assert_eq!(got, want);
+    assert_eq!(
+        got.lines().count() as u64,
+        1 + whole["requests"].as_u64().unwrap()
+    );
+    // Rows of the third kernel carry its instruction names.
+    assert!(
+        got.lines().any(|l| l.contains(",2,") && l.contains(",ld_")),
+        "{}",
+        &got[..300]
+    );
+
+    let mut text = String::new();
+    for i in 0..30_000u64 {
+        let op = ["0", "1", "2"][(i % 3) as usize];
+        text.push_str(&format!("{op} {:x}\n", (i * 52) % 20_000));
+    }
+    std::fs::write(p("t.din"), &text).unwrap();
+    let trace = warpscope::trace::din::read(text.as_bytes(), "t.din").unwrap();
+    let cfg = warpscope::config::SimConfig::default();
+    let mut ex = RequestExporter::create(
+        std::path::Path::new(&p("lib.csv")),
+        warpscope::sim::NoObserver,
+    )
+    .unwrap();
+    let report = warpscope::sim::run(&cfg, &trace, &mut ex).unwrap();
+    let (rows, _) = ex.finish().unwrap();
+    let out = warpscope(&[
+        "sim",
+        "--json",
+        "--trace",
+        &p("t.din"),
+        "--export",
+        &p("din.csv"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(rows, report.totals.requests);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("({rows} requests)")));
+    let got = read("din.csv");
+    assert_eq!(got, read("lib.csv"));
+    let names: std::collections::BTreeSet<&str> = got
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(6))
+        .collect();
+    assert!(names.len() >= 2 && !names.contains(""), "{names:?}");
+
+    // A kernel after the first three is broken: the run fails and no table is left.
+    let wst = p("h.wst");
+    assert!(warpscope(&["convert", &p("h.wsb"), &wst]).status.success());
+    let broken = read("h.wst") + "\nkernel broken grid=1 block=1\n0 0 ld_x 0 ld 0xZZ 4\n";
+    std::fs::write(&wst, broken).unwrap();
+    for table in ["bad.csv", "bad.parquet"] {
+        let out = warpscope(&["sim", "--trace", &wst, "--export", &p(table)]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("expected an address"));
+        assert!(!dir.join(table).exists() && !dir.join(format!("{table}.part")).exists());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `convert` writes each kernel as it is read: a multi-launch trace round-trips through the
 /// binary and text formats and Nugteren et al.'s one file per kernel; a trace whose last
 /// kernel is broken fails and leaves no output file, and with `--allow-truncated` keeps the

@@ -1524,12 +1524,8 @@ impl WarpscopeApp {
                             !self.0.cancelled()
                         }
                     }
-                    let mut ex = crate::export::RequestExporter::create(
-                        &path,
-                        &trace.trace,
-                        Relay(progress),
-                    )
-                    .map_err(|e| e.to_string())?;
+                    let mut ex = crate::export::RequestExporter::create(&path, Relay(progress))
+                        .map_err(|e| e.to_string())?;
                     let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
                     if let Some(e) = ex.error() {
                         return Err(e.to_string());

@@ -81,13 +81,13 @@ fn simulate(a: SimArgs) -> Result<()> {
     print_report(&a, &options::source_name(&a.input), &report)
 }
 
-/// Simulates a trace file as it is read, when nothing needs the whole trace (no per-request
-/// export, no timing model, no truncated trace); `None` otherwise.
+/// Simulates a trace file as it is read, when nothing needs the whole trace (no timing
+/// model, no truncated trace); `None` otherwise. A per-request table is written as it goes.
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
     let Some(path) = &a.input.trace else {
         return Ok(None);
     };
-    if a.export.is_some() || cfg.timing.is_some() || a.input.allow_truncated {
+    if cfg.timing.is_some() || a.input.allow_truncated {
         return Ok(None);
     }
     let opts = trace::ReadOptions {
@@ -95,8 +95,18 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
         allow_truncated: false,
     };
     let (open, read) = stream::open(path, opts)?;
+    let progress = stream::ByBytes::for_trace(path, &open, read.clone());
     let source = path.display().to_string();
-    stream::simulate(path, open, read, cfg)
+    let report = match &a.export {
+        None => {
+            let mut progress = progress;
+            let r = stream::simulate(open, &read, cfg, &mut progress);
+            progress.clear();
+            r
+        }
+        Some(table) => export_requests(table, progress, |p| stream::simulate(open, &read, cfg, p)),
+    };
+    report
         .with_context(|| format!("simulating {source}"))
         .map(Some)
 }
@@ -104,18 +114,18 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
 /// Loads the whole trace, then simulates it.
 fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<sim::Report> {
     let (trace, source) = options::load_trace(&a.input)?;
-    let cfg = cfg.clone();
     let progress = output::Progress::new(trace.total_accesses() as u64);
-    Ok(match &a.export {
+    let run = |o: &mut dyn sim::Observer| Ok(sim::run(cfg, &trace, o)?);
+    let report = match &a.export {
         None => {
             let mut progress = progress;
-            let r = sim::run(&cfg, &trace, &mut progress);
+            let r = run(&mut progress);
             progress.clear();
-            r.with_context(|| format!("simulating {source}"))?
+            r
         }
-        Some(path) => export_requests(path, &cfg, &trace, progress)
-            .with_context(|| format!("simulating {source}"))?,
-    })
+        Some(table) => export_requests(table, progress, run),
+    };
+    report.with_context(|| format!("simulating {source}"))
 }
 
 fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {
@@ -145,25 +155,42 @@ fn export_summary(_: &std::path::Path, _: &sim::Report) -> Result<()> {
 }
 
 #[cfg(not(feature = "tables"))]
-fn export_requests(
+fn export_requests<P: sim::Observer>(
     _: &std::path::Path,
-    _: &warpscope::config::SimConfig,
-    _: &trace::Trace,
-    _: output::Progress,
+    _: P,
+    _: impl FnOnce(&mut dyn sim::Observer) -> Result<sim::Report>,
 ) -> Result<sim::Report> {
     anyhow::bail!("this build has no table export (the `tables` feature is off)")
 }
 
-/// Simulates while writing every request to a table.
+/// A progress display that can take itself off the terminal.
 #[cfg(feature = "tables")]
-fn export_requests(
+trait Clear {
+    fn clear(&mut self);
+}
+#[cfg(feature = "tables")]
+impl Clear for output::Progress {
+    fn clear(&mut self) {
+        output::Progress::clear(self)
+    }
+}
+#[cfg(feature = "tables")]
+impl Clear for stream::ByBytes {
+    fn clear(&mut self) {
+        stream::ByBytes::clear(self)
+    }
+}
+
+/// Runs `simulate` while writing every request it reports to the table `path`, with
+/// `progress` shown; the table is complete on disk only if the run succeeded.
+#[cfg(feature = "tables")]
+fn export_requests<P: sim::Observer + Clear>(
     path: &std::path::Path,
-    cfg: &warpscope::config::SimConfig,
-    trace: &trace::Trace,
-    progress: output::Progress,
+    progress: P,
+    simulate: impl FnOnce(&mut dyn sim::Observer) -> Result<sim::Report>,
 ) -> Result<sim::Report> {
-    let mut exporter = warpscope::export::RequestExporter::create(path, trace, progress)?;
-    let result = sim::run(cfg, trace, &mut exporter);
+    let mut exporter = warpscope::export::RequestExporter::create(path, progress)?;
+    let result = simulate(&mut exporter);
     exporter.inner.clear();
     if let Some(e) = exporter.error() {
         anyhow::bail!("{e}");

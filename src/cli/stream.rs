@@ -36,20 +36,30 @@ impl Read for Counted {
     }
 }
 
-/// Progress by the trace files' bytes read, out of `of`.
-struct ByBytes {
+/// Progress by the trace files' bytes read, out of their size.
+pub struct ByBytes {
     shown: super::output::Progress,
     read: Arc<AtomicU64>,
     of: u64,
 }
 
 impl ByBytes {
-    fn new(read: Arc<AtomicU64>, of: u64) -> Self {
+    /// Progress through the opened trace `path`, whose bytes are counted in `read`.
+    pub fn for_trace(
+        path: &std::path::Path,
+        open: &trace::OpenTrace,
+        read: Arc<AtomicU64>,
+    ) -> Self {
+        let of = total_bytes(path, open);
         ByBytes {
             shown: super::output::Progress::bytes(of),
             read,
             of,
         }
+    }
+    /// Takes the progress line off the terminal.
+    pub fn clear(&mut self) {
+        self.shown.clear();
     }
 }
 
@@ -113,17 +123,17 @@ fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
         .unwrap_or(open.file_bytes)
 }
 
-/// Simulates the opened trace `path` under `cfg` (not the timing model) as it is read.
+/// Simulates the opened trace under `cfg` (not the timing model) as it is read, telling
+/// `observer` everything (the files' bytes read are counted in `read`).
 pub fn simulate(
-    path: &std::path::Path,
     open: trace::OpenTrace,
-    read: Arc<AtomicU64>,
+    read: &Arc<AtomicU64>,
     cfg: &SimConfig,
+    observer: &mut dyn Observer,
 ) -> Result<Report> {
-    let total = total_bytes(path, &open);
     match open.into_reference_stream() {
-        Ok(stream) => simulate_references(stream, read, cfg),
-        Err(open) => simulate_kernels(*open, read, total, cfg),
+        Ok(stream) => simulate_references(stream, cfg, observer),
+        Err(open) => simulate_kernels(*open, read, cfg, observer),
     }
 }
 
@@ -142,35 +152,33 @@ impl trace::KernelSink for ToSimulation {
 
 fn simulate_kernels(
     open: trace::OpenTrace,
-    read: Arc<AtomicU64>,
-    total: u64,
+    read: &Arc<AtomicU64>,
     cfg: &SimConfig,
+    progress: &mut dyn Observer,
 ) -> Result<Report> {
     let mut session = Session::new(cfg, 0)?;
     // One kernel waits while one is simulated and the next is read.
     let (tx, rx) = sync_channel::<trace::Kernel>(1);
-    let watch = counting(&read);
+    let watch = counting(read);
     let name = open.name().to_string();
     let reader = std::thread::Builder::new()
         .name("read".into())
         .spawn(move || open.read(&super::readahead::wrap, &watch, &mut ToSimulation(tx, name)))
         .context("starting the reader thread")?;
-    let mut progress = ByBytes::new(read, total);
     let mut failed: Option<anyhow::Error> = None;
     for k in rx.iter() {
-        if let Err(e) = session.kernel(&k, &mut progress) {
+        if let Err(e) = session.kernel(&k, progress) {
             failed = Some(e.into());
             break;
         }
     }
     drop(rx);
     let read_result = reader.join();
-    progress.shown.clear();
     if let Some(e) = failed {
         return Err(e);
     }
     match read_result {
-        Ok(Ok(())) => Ok(session.finish(&mut progress)),
+        Ok(Ok(())) => Ok(session.finish(progress)),
         Ok(Err(e)) => Err(e.into()),
         Err(_) => anyhow::bail!("the reader thread failed"),
     }
@@ -179,16 +187,14 @@ fn simulate_kernels(
 /// Simulates a reference stream read in chunks.
 fn simulate_references(
     stream: ReferenceStream,
-    read: Arc<AtomicU64>,
     cfg: &SimConfig,
+    progress: &mut dyn Observer,
 ) -> Result<Report> {
     let ReferenceStream {
-        header,
-        mut reader,
-        file_bytes,
+        header, mut reader, ..
     } = stream;
     let mut session = Session::new(cfg, 0)?;
-    session.begin_stream(&header)?;
+    session.begin_stream(&header, progress)?;
     let (full_tx, full_rx) = sync_channel::<Result<Columns, trace::TraceError>>(AHEAD);
     let (empty_tx, empty_rx) = channel::<Columns>();
     let parser = std::thread::Builder::new()
@@ -209,12 +215,11 @@ fn simulate_references(
             }
         })
         .context("starting the parser thread")?;
-    let mut progress = ByBytes::new(read, file_bytes);
     let mut failed = None;
     for msg in full_rx.iter() {
         match msg {
             Ok(chunk) => {
-                if !session.feed(&chunk, &mut progress) {
+                if !session.feed(&chunk, progress) {
                     failed = Some(anyhow::Error::from(SimError::Cancelled));
                     break;
                 }
@@ -229,10 +234,9 @@ fn simulate_references(
     }
     drop(full_rx);
     let _ = parser.join();
-    progress.shown.clear();
     if let Some(e) = failed {
         return Err(e);
     }
-    session.end_stream(&mut progress);
-    Ok(session.finish(&mut progress))
+    session.end_stream(progress);
+    Ok(session.finish(progress))
 }

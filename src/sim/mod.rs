@@ -55,6 +55,10 @@ pub struct RequestEvent {
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
 pub trait Observer {
+    /// Called when kernel number `kernel` (the index in [`RequestEvent::kernel`]) starts,
+    /// before any of its requests: `header` has its name, shape and instructions (its rows
+    /// may be only a part of the kernel, or none, when it is streamed).
+    fn on_kernel(&mut self, _kernel: u32, _header: &Kernel) {}
     fn on_request(&mut self, _event: &RequestEvent) {}
     /// Whether [`Observer::on_request`] does anything: when not, the pipeline does not
     /// build the events (the thread search behind [`RequestEvent::thread`] costs time).

@@ -109,7 +109,7 @@ impl Session {
         if !k.is_reference_stream() {
             return self.scheduled_kernel(k, observer);
         }
-        self.begin_stream(k)?;
+        self.begin_stream(k, observer)?;
         let cols = k.columns();
         let mut start = 0;
         while start < cols.len() {
@@ -127,16 +127,19 @@ impl Session {
     /// Starts streaming the next kernel. `header` gives its name, shape, instructions and
     /// the SM its CTA ran on; its rows, if any, are not simulated (feed them). It must be a
     /// reference stream: one thread, rows in issue order.
-    pub fn begin_stream(&mut self, header: &Kernel) -> Result<(), SimError> {
+    pub fn begin_stream(
+        &mut self,
+        header: &Kernel,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
         if header.order != Order::Issued || header.num_threads() != 1 {
             return Err(SimError::Config(format!(
                 "kernel `{}`: only one thread's references in issue order can be streamed",
                 header.name
             )));
         }
-        // A stream left open is ended here (its caller should have ended it, to see the
-        // events of its last warp instruction).
-        self.end_stream(&mut super::NoObserver);
+        // A stream left open is ended here.
+        self.end_stream(observer);
         // The SM the scheduler gives CTA 0 of an issued-order kernel.
         let sm = header.info.cta_sm.first().copied().unwrap_or(0) % self.cfg.gpu.sms.max(1);
         let slot = Some(self.slot_of_sm[sm as usize]).filter(|&s| s != usize::MAX);
@@ -154,6 +157,7 @@ impl Session {
             warp_insts: 0,
             pending: Columns::default(),
         });
+        observer.on_kernel(self.next_kernel, header);
         self.next_kernel += 1;
         Ok(())
     }
@@ -277,6 +281,7 @@ impl Session {
         self.end_stream(observer);
         let ki = self.next_kernel;
         self.next_kernel += 1;
+        observer.on_kernel(ki, k);
         let cfg = &self.cfg;
         let mode = super::coalescing_of(cfg, k);
         let mut coalescer = Coalescer::new(mode, self.geometry(k.threads_per_cta()));
@@ -475,9 +480,14 @@ mod tests {
     use crate::trace::{Access, AccessKind, KernelBuilder, MemSpace};
     use proptest::prelude::*;
 
+    /// Every request, and every kernel start with its instruction count.
     #[derive(Default)]
-    struct Events(Vec<RequestEvent>);
+    struct Events(Vec<RequestEvent>, Vec<(u32, String, usize)>);
     impl Observer for Events {
+        fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
+            self.1
+                .push((kernel, header.name.clone(), header.instructions.len()));
+        }
         fn on_request(&mut self, e: &RequestEvent) {
             self.0.push(*e);
         }
@@ -547,7 +557,7 @@ mod tests {
             let mut got_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
             for _ in 0..kernels {
-                s.begin_stream(&k).unwrap();
+                s.begin_stream(&k, &mut got_events).unwrap();
                 let cols = k.columns();
                 let (mut at, mut c) = (0, 0);
                 while at < cols.len() {
@@ -565,6 +575,8 @@ mod tests {
             let got = s.finish(&mut NoObserver);
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(&got_events.0, &want_events.0);
+            prop_assert_eq!(&got_events.1, &want_events.1);
+            prop_assert_eq!(got_events.1.len(), kernels);
             // And the whole-trace entry point takes the streamed path.
             let trace = crate::trace::Trace { kernels: vec![k; kernels] };
             prop_assert_eq!(&super::super::run(&cfg, &trace, &mut NoObserver).unwrap(), &want);
@@ -578,7 +590,7 @@ mod tests {
         let k = KernelBuilder::new("k", Dim3::x(2), Dim3::x(32), Order::Issued)
             .unwrap()
             .finish();
-        let e = s.begin_stream(&k).unwrap_err().to_string();
+        let e = s.begin_stream(&k, &mut NoObserver).unwrap_err().to_string();
         assert!(e.contains("only one thread's references"), "{e}");
         let timed = SimConfig {
             timing: Some(Default::default()),

@@ -101,6 +101,10 @@ pub(super) fn run(
             .map_err(|e| timing_err(k, e))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Every kernel runs once per variant and SM: announce each once, before any request.
+    for (ki, k) in trace.kernels.iter().enumerate() {
+        observer.on_kernel(ki as u32, k);
+    }
     for &v in &variants {
         let (p, fa) = v.params(t);
         let mut per_sm = Vec::new();

@@ -383,7 +383,6 @@ impl OpenTrace {
         Ok(ReferenceStream {
             header,
             reader: din::Reader::new(self.reader, &self.name),
-            file_bytes: self.file_bytes,
         })
     }
 }
@@ -450,8 +449,6 @@ pub struct ReferenceStream {
     /// The kernel without its rows.
     pub header: Kernel,
     pub reader: din::Reader<Box<dyn std::io::BufRead + Send>>,
-    /// Size of the file on disk (compressed bytes).
-    pub file_bytes: u64,
 }
 
 /// Reads a whole trace from bytes in memory (tests and fuzzing). Accel-Sim input is one
