@@ -19,12 +19,15 @@
 //! instruction, and CTA `c` runs on the SM the trace recorded for it (modulo `sms`), or on SM
 //! `c mod sms` when it recorded none.
 
+mod by_cta;
 mod policy;
+mod threads;
 
-use crate::config::{GpuConfig, IssuePolicy, ScheduleConfig};
-use crate::rng::Rng;
-use crate::trace::{Kernel, Order, BARRIER_CODE};
-use policy::SmState;
+pub use by_cta::{CtaScheduler, Step};
+
+use crate::config::{GpuConfig, ScheduleConfig};
+use crate::trace::{Columns, Kernel, Order, BARRIER_CODE};
+use threads::{ThreadSched, Whole};
 
 /// One issued warp instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub enum ScheduleError {
         max_threads: u32,
         max_warps: u32,
     },
+    #[error("CTA {cta}: {message}")]
+    CtaRows { cta: u32, message: String },
 }
 
 /// Threads per hardware warp, the unit of the per-SM warp limit.
@@ -64,8 +69,8 @@ pub(crate) struct WarpThreads<'a> {
 
 impl WarpThreads<'_> {
     /// A warp's state from its threads' next rows.
-    pub(crate) fn state(&self, k: &Kernel) -> u8 {
-        let flags = &k.columns().flags;
+    pub(crate) fn state(&self, c: &Columns) -> u8 {
+        let flags = &c.flags;
         let mut live = false;
         for (&c, &e) in self.cursor.iter().zip(self.end) {
             if c < e {
@@ -83,8 +88,8 @@ impl WarpThreads<'_> {
     }
 
     /// Moves every thread waiting at a barrier past it.
-    pub(crate) fn pass_barrier(&mut self, k: &Kernel) {
-        let flags = &k.columns().flags;
+    pub(crate) fn pass_barrier(&mut self, c: &Columns) {
+        let flags = &c.flags;
         for (c, &e) in self.cursor.iter_mut().zip(self.end) {
             if *c < e && flags[*c as usize] & 0x1f == BARRIER_CODE {
                 *c += 1;
@@ -95,9 +100,7 @@ impl WarpThreads<'_> {
     /// Issues the warp's next instruction: the smallest (instruction, instance) among its
     /// threads' next non-barrier rows, for every thread that has it. Returns the warp's state
     /// afterwards (computed in the same pass).
-    pub(crate) fn exec(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> u8 {
-        let c = k.columns();
-        let order = k.order;
+    pub(crate) fn exec(&mut self, c: &Columns, order: Order, rows: &mut Vec<u32>) -> u8 {
         let mut best = u64::MAX;
         for (&r, &e) in self.cursor.iter().zip(self.end) {
             let r = r as usize;
@@ -147,27 +150,6 @@ enum Inner {
     },
 }
 
-struct ThreadSched {
-    policy: IssuePolicy,
-    fetch_group: u32,
-    ws: u32,
-    tpb: u32,
-    wpc: u32,
-    n_ctas: u32,
-    limits: GpuConfig,
-    cursor: Vec<u32>,
-    /// One past the last row of each thread.
-    end: Vec<u32>,
-    warp_state: Vec<u8>,
-    cta_bar: Vec<u32>,
-    cta_done: Vec<u32>,
-    cta_sm: Vec<u32>,
-    sms: Vec<SmState>,
-    next_cta: u32,
-    next_sm: usize,
-    rng: Rng,
-}
-
 impl<'k> Scheduler<'k> {
     pub fn new(
         k: &'k Kernel,
@@ -185,59 +167,14 @@ impl<'k> Scheduler<'k> {
                 },
             });
         }
-        let tpb = k.threads_per_cta().max(1);
-        let ws = sched.warp_size.max(1);
-        let wpc = tpb.div_ceil(ws);
-        // Residency limits count hardware warps of 32 threads, whatever the modelled warp size.
-        let hw_warps = tpb.div_ceil(HW_WARP);
-        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
-            return Err(ScheduleError::CtaTooLarge {
-                threads: tpb,
-                warps: hw_warps,
-                max_threads: gpu.max_threads_per_sm,
-                max_warps: gpu.max_warps_per_sm,
-            });
-        }
-        // CTAs past the thread limit never start.
-        let n_ctas = gpu.modelled_ctas(k.num_ctas(), tpb);
-        let threads = k.num_threads() as usize;
+        let mut s = ThreadSched::new(k, sched, gpu, seed)?;
+        // Every CTA's rows are there: the scheduler never waits for one.
         let starts = k.thread_starts();
-        let cursor: Vec<u32> = starts[..threads].to_vec();
-        let end: Vec<u32> = starts[1..].to_vec();
-        let mut s = ThreadSched {
-            policy: sched.policy,
-            fetch_group: sched.fetch_group.max(1),
-            ws,
-            tpb,
-            wpc,
-            n_ctas,
-            limits: gpu.clone(),
-            cursor,
-            end,
-            warp_state: vec![0; (n_ctas as usize) * wpc as usize],
-            cta_bar: vec![0; n_ctas as usize],
-            cta_done: vec![0; n_ctas as usize],
-            cta_sm: vec![u32::MAX; n_ctas as usize],
-            sms: (0..gpu.sms.max(1)).map(|_| SmState::default()).collect(),
-            next_cta: 0,
-            next_sm: 0,
-            rng: Rng::fork(seed, 0x5C4ED),
-        };
-        // Initial distribution: round-robin over SMs until none can take another CTA.
-        loop {
-            let mut placed = false;
-            for sm in 0..s.sms.len() {
-                if s.next_cta < n_ctas && s.fits(sm) {
-                    let c = s.next_cta;
-                    s.next_cta += 1;
-                    s.launch(k, c, sm);
-                    placed = true;
-                }
-            }
-            if !placed {
-                break;
-            }
-        }
+        let threads = s.slot_threads(s.ctas());
+        s.cursor = starts[..threads].to_vec();
+        s.end = starts[1..=threads].to_vec();
+        s.avail = s.ctas();
+        s.serve(&mut Whole(k.columns()));
         Ok(Scheduler {
             k,
             inner: Inner::Threads(Box::new(s)),
@@ -247,11 +184,7 @@ impl<'k> Scheduler<'k> {
     /// The SM a CTA ran on (after scheduling; `None` if it never ran).
     pub fn cta_sm(&self, cta: u32) -> Option<u32> {
         match &self.inner {
-            Inner::Threads(s) => s
-                .cta_sm
-                .get(cta as usize)
-                .copied()
-                .filter(|&v| v != u32::MAX),
+            Inner::Threads(s) => s.cta_sm(cta),
             Inner::Issued { sms, .. } => Some(issued_sm(self.k, cta, *sms)),
         }
     }
@@ -267,7 +200,10 @@ impl<'k> Scheduler<'k> {
                 sms,
                 warp_size,
             } => issued_next(k, next, *sms, *warp_size, rows),
-            Inner::Threads(s) => s.next(k, rows),
+            Inner::Threads(s) => match s.next(&mut Whole(k.columns()), rows) {
+                Step::Issued(i) => Some(i),
+                Step::Starved | Step::Done => None,
+            },
         }
     }
 }
@@ -314,134 +250,4 @@ fn issued_next(
         cta: k0.0,
         warp: k0.1,
     })
-}
-
-impl ThreadSched {
-    fn fits(&self, sm: usize) -> bool {
-        let s = &self.sms[sm];
-        s.ctas.len() < self.limits.max_ctas_per_sm as usize
-            && s.threads + self.tpb <= self.limits.max_threads_per_sm
-            && (s.ctas.len() as u32 + 1) * self.tpb.div_ceil(HW_WARP)
-                <= self.limits.max_warps_per_sm
-    }
-
-    fn warp_threads(&self, cta: u32, w: u32) -> (usize, usize) {
-        let t0 = cta * self.tpb + w * self.ws;
-        let t1 = (t0 + self.ws).min((cta + 1) * self.tpb);
-        (t0 as usize, t1 as usize)
-    }
-
-    fn warp(&mut self, cta: u32, w: u32) -> WarpThreads<'_> {
-        let (t0, t1) = self.warp_threads(cta, w);
-        WarpThreads {
-            cursor: &mut self.cursor[t0..t1],
-            end: &self.end[t0..t1],
-        }
-    }
-
-    /// Computes a warp's state from its threads' next rows.
-    fn state_of(&mut self, k: &Kernel, cta: u32, w: u32) -> u8 {
-        self.warp(cta, w).state(k)
-    }
-
-    fn launch(&mut self, k: &Kernel, cta: u32, sm: usize) {
-        self.cta_sm[cta as usize] = sm as u32;
-        let s = &mut self.sms[sm];
-        s.ctas.push(cta);
-        s.threads += self.tpb;
-        for w in 0..self.wpc {
-            s.warps.push(cta * self.wpc + w);
-        }
-        for w in 0..self.wpc {
-            let st = self.state_of(k, cta, w);
-            self.set_state(cta, w, st, sm);
-        }
-        self.settle(k, cta, sm);
-    }
-
-    fn set_state(&mut self, cta: u32, w: u32, st: u8, sm: usize) {
-        let gw = (cta * self.wpc + w) as usize;
-        let old = self.warp_state[gw];
-        if old == st {
-            return;
-        }
-        if old == READY {
-            self.sms[sm].ready -= 1;
-        }
-        if st == READY {
-            self.sms[sm].ready += 1;
-        }
-        match old {
-            BARRIER => self.cta_bar[cta as usize] -= 1,
-            DONE => self.cta_done[cta as usize] -= 1,
-            _ => {}
-        }
-        match st {
-            BARRIER => self.cta_bar[cta as usize] += 1,
-            DONE => self.cta_done[cta as usize] += 1,
-            _ => {}
-        }
-        self.warp_state[gw] = st;
-    }
-
-    /// Releases barriers that every warp has reached and retires finished CTAs.
-    fn settle(&mut self, k: &Kernel, cta: u32, sm: usize) {
-        let ci = cta as usize;
-        while self.cta_bar[ci] > 0 && self.cta_bar[ci] + self.cta_done[ci] == self.wpc {
-            for w in 0..self.wpc {
-                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
-                    self.warp(cta, w).pass_barrier(k);
-                }
-            }
-            for w in 0..self.wpc {
-                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
-                    let st = self.state_of(k, cta, w);
-                    self.set_state(cta, w, st, sm);
-                }
-            }
-        }
-        if self.cta_done[ci] == self.wpc {
-            self.retire(k, cta, sm);
-        }
-    }
-
-    fn retire(&mut self, k: &Kernel, cta: u32, sm: usize) {
-        let wpc = self.wpc;
-        let s = &mut self.sms[sm];
-        s.ctas.retain(|&c| c != cta);
-        s.threads -= self.tpb;
-        s.remove_warps(|w| w / wpc == cta);
-        while self.next_cta < self.n_ctas && self.fits(sm) {
-            let c = self.next_cta;
-            self.next_cta += 1;
-            self.launch(k, c, sm);
-        }
-    }
-
-    fn next(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> Option<Issue> {
-        let n = self.sms.len();
-        let sm = (0..n)
-            .map(|i| (self.next_sm + i) % n)
-            .find(|&s| self.sms[s].ready > 0)?;
-        self.next_sm = (sm + 1) % n;
-        let states = &self.warp_state;
-        let gw = self.sms[sm].pick(self.policy, self.fetch_group, &mut self.rng, |w| {
-            states[w as usize] == READY
-        })?;
-        let (cta, w) = (gw / self.wpc, gw % self.wpc);
-        let st = self.exec(k, cta, w, rows);
-        self.set_state(cta, w, st, sm);
-        if st != READY {
-            self.settle(k, cta, sm);
-        }
-        Some(Issue {
-            sm: sm as u32,
-            cta,
-            warp: w,
-        })
-    }
-
-    fn exec(&mut self, k: &Kernel, cta: u32, w: u32, rows: &mut Vec<u32>) -> u8 {
-        self.warp(cta, w).exec(k, rows)
-    }
 }

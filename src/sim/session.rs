@@ -21,7 +21,7 @@ use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig};
 use crate::reuse::ReuseTracker;
 use crate::rng::Rng;
-use crate::schedule::Scheduler;
+use crate::schedule::{CtaScheduler, Issue, Scheduler, Step};
 use crate::trace::{Columns, Dim3, Instruction, Kernel, Order, BARRIER_CODE};
 
 /// Rows simulated between two progress reports of an in-memory reference stream.
@@ -37,6 +37,7 @@ pub struct Session {
     done: u64,
     total: u64,
     stream: Option<Stream>,
+    by_cta: Option<Box<ByCta>>,
 }
 
 /// The kernel being streamed.
@@ -92,6 +93,7 @@ impl Session {
             done: 0,
             total: total_accesses,
             stream: None,
+            by_cta: None,
         })
     }
 
@@ -138,8 +140,9 @@ impl Session {
                 header.name
             )));
         }
-        // A stream left open is ended here.
+        // A kernel left open is ended here.
         self.end_stream(observer);
+        self.end_kernel(observer)?;
         // The SM the scheduler gives CTA 0 of an issued-order kernel.
         let sm = header.info.cta_sm.first().copied().unwrap_or(0) % self.cfg.gpu.sms.max(1);
         let slot = Some(self.slot_of_sm[sm as usize]).filter(|&s| s != usize::MAX);
@@ -262,6 +265,9 @@ impl Session {
     /// Ends the run: writes back what is dirty and completes the report.
     pub fn finish(mut self, observer: &mut dyn Observer) -> Report {
         self.end_stream(observer);
+        // A kernel read by CTA that was not ended runs to its end here; only the observer
+        // can stop it (cancelling), and then the report is of a run that was cancelled.
+        let _ = self.end_kernel(observer);
         observer.progress(self.total.max(self.done), self.total.max(self.done));
         for s in &mut self.sims {
             // Dirty lines left at the end are written back, as Dinero IV does.
@@ -278,113 +284,275 @@ impl Session {
         k: &Kernel,
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
+        let mut run = self.start_kernel(k, observer)?;
+        let cfg = &self.cfg;
+        let mut sched = Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ run.ki as u64)
+            .map_err(|source| SimError::Schedule {
+                kernel: k.name.clone(),
+                source,
+            })?;
+        let mut rows = Vec::with_capacity(64);
+        while let Some(issue) = sched.next(&mut rows) {
+            run.issue(self, k.columns(), &rows, issue, observer)?;
+        }
+        self.report
+            .add_whole_kernel(k, run.ki, run.warp_insts, (&run.insts, &run.ctas), |c| {
+                sched.cta_sm(c)
+            });
+        Ok(())
+    }
+
+    /// Numbers the next kernel, tells the observer, and sets up what its warp instructions
+    /// add up to.
+    fn start_kernel(
+        &mut self,
+        k: &Kernel,
+        observer: &mut dyn Observer,
+    ) -> Result<Running, SimError> {
         self.end_stream(observer);
+        self.end_kernel(observer)?;
         let ki = self.next_kernel;
         self.next_kernel += 1;
         observer.on_kernel(ki, k);
+        let mode = super::coalescing_of(&self.cfg, k);
+        Ok(Running {
+            ki,
+            coalescer: Coalescer::new(mode, self.geometry(k.threads_per_cta())),
+            uncoalesced: mode == Coalescing::None,
+            insts: vec![Counters::default(); k.instructions.len()],
+            ctas: vec![Counters::default(); k.num_ctas() as usize],
+            warp_insts: 0,
+            since_progress: 0,
+            reqs: Vec::with_capacity(64),
+            taken: Vec::new(),
+            events: observer.wants_requests(),
+        })
+    }
+
+    /// Starts a kernel whose CTAs come one at a time ([`Session::cta`]), so that only the
+    /// resident ones are held; `header` gives its name, shape, order, instructions and
+    /// source facts (its rows, if any, are ignored). Its warps are scheduled as
+    /// [`Session::kernel`] schedules the whole kernel, with the same result. An issued-order
+    /// kernel cannot be read this way (a reference stream is streamed by
+    /// [`Session::begin_stream`]).
+    pub fn begin_kernel(
+        &mut self,
+        header: &Kernel,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        let err = |source| SimError::Schedule {
+            kernel: header.name.clone(),
+            source,
+        };
         let cfg = &self.cfg;
-        let mode = super::coalescing_of(cfg, k);
-        let mut coalescer = Coalescer::new(mode, self.geometry(k.threads_per_cta()));
-        let line_bytes = (cfg.cache.line_bytes as u64).max(1);
-        let mut taken: Vec<bool> = Vec::new();
-        let uncoalesced = mode == Coalescing::None;
-        let mut sched =
-            Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ ki as u64).map_err(|source| {
-                SimError::Schedule {
-                    kernel: k.name.clone(),
-                    source,
-                }
-            })?;
-        let mut insts = vec![Counters::default(); k.instructions.len()];
-        let mut ctas: Vec<Counters> = vec![Default::default(); k.num_ctas() as usize];
-        let mut warp_insts = 0u64;
-        let mut since_progress = 0u32;
+        // Checked before the kernel is numbered, so a refused one leaves no trace.
+        let sched = CtaScheduler::new(
+            header,
+            &cfg.schedule,
+            &cfg.gpu,
+            cfg.seed ^ self.next_kernel as u64,
+        )
+        .map_err(err)?;
+        let run = self.start_kernel(header, observer)?;
+        let header = header.header();
+        self.by_cta = Some(Box::new(ByCta {
+            sched,
+            run,
+            header,
+            rows: 0,
+        }));
+        Ok(())
+    }
+
+    /// Simulates the kernel begun by [`Session::begin_kernel`] as far as the rows of CTA
+    /// `cta` (linear id; CTAs in increasing order, one skipped has no rows) allow; the rows
+    /// are grouped by thread in increasing order and copied.
+    pub fn cta(
+        &mut self,
+        cta: u32,
+        rows: &Columns,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        let Some(mut b) = self.by_cta.take() else {
+            return Err(SimError::Config(
+                "a CTA came before its kernel began".into(),
+            ));
+        };
+        let result = b
+            .sched
+            .offer(cta, rows)
+            .map_err(|source| SimError::Schedule {
+                kernel: b.header.name.clone(),
+                source,
+            });
+        let result = result.and_then(|()| {
+            b.rows += rows.len() as u64;
+            self.run_by_cta(&mut b, observer)
+        });
+        self.by_cta = Some(b);
+        result
+    }
+
+    /// Ends the kernel begun by [`Session::begin_kernel`]: CTAs not given have no rows.
+    pub fn end_kernel(&mut self, observer: &mut dyn Observer) -> Result<(), SimError> {
+        let Some(mut b) = self.by_cta.take() else {
+            return Ok(());
+        };
+        b.sched.close();
+        self.run_by_cta(&mut b, observer)?;
+        let ByCta {
+            sched,
+            run,
+            header,
+            rows,
+        } = *b;
+        self.report.add_kernel(
+            KernelRow {
+                kernel: run.ki,
+                name: header.name,
+                grid: header.grid,
+                block: header.block,
+                rows,
+                warp_instructions: run.warp_insts,
+            },
+            &header.instructions,
+            &run.insts,
+            &run.ctas,
+            |c| sched.cta_sm(c),
+        );
+        Ok(())
+    }
+
+    /// Issues warp instructions until the scheduler needs a CTA it has not been given.
+    fn run_by_cta(&mut self, b: &mut ByCta, observer: &mut dyn Observer) -> Result<(), SimError> {
         let mut rows = Vec::with_capacity(64);
-        let mut reqs: Vec<Coalesced> = Vec::with_capacity(64);
-        let events = observer.wants_requests();
-        while let Some(issue) = sched.next(&mut rows) {
-            self.done += rows.len() as u64;
-            since_progress += 1;
-            if since_progress >= 4096 {
-                since_progress = 0;
-                if !observer.progress(self.done, self.total) {
-                    return Err(SimError::Cancelled);
+        loop {
+            match b.sched.next(&mut rows) {
+                Step::Issued(issue) => {
+                    let cols = b.sched.columns(issue.cta);
+                    b.run.issue(self, cols, &rows, issue, observer)?;
                 }
+                Step::Starved | Step::Done => return Ok(()),
             }
-            let slot = self.slot_of_sm[issue.sm as usize];
-            if slot == usize::MAX {
-                continue;
-            }
-            let s = &mut self.sims[slot];
-            let used = coalescer.coalesce(k.columns(), &rows, &mut reqs);
-            if used == 0 {
-                continue;
-            }
-            warp_insts += 1;
-            let inst = k.columns().inst[rows[0] as usize];
-            taken.clear();
-            taken.resize(rows.len(), false);
-            let mut cursor = 0;
-            let mut local = Counters {
-                accesses: used as u64,
-                ..Default::default()
-            };
-            for c in &reqs {
-                let o = s.cache.access(&c.request);
-                local.record(c.request.write, &o);
-                local.transactions += c.transactions as u64;
-                let reuse_distance = s
-                    .reuse
-                    .as_mut()
-                    .and_then(|r| r.access(c.request.line, o.set).whole);
-                if events {
-                    // The k-th request to a line belongs to the k-th access starting in it (one
-                    // request per access without coalescing, the lowest such thread with it).
-                    let cols = k.columns();
-                    // Uncoalesced requests come in row order: search from after the last match.
-                    let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
-                        !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
-                    });
-                    if let Some(j) = found {
-                        taken[j] = true;
-                        // Coalesced requests name their lowest thread: search from the start.
-                        if uncoalesced {
-                            cursor = j + 1;
-                        }
-                    }
-                    let thread = found
-                        .or(rows
-                            .iter()
-                            .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
-                        .and_then(|j| rows.get(j))
-                        .map(|&r| cols.thread[r as usize]);
-                    observer.on_request(&RequestEvent {
-                        order: s.order,
-                        sm: s.sm,
-                        kernel: ki,
-                        cta: issue.cta,
-                        warp: issue.warp,
-                        inst,
-                        line: c.request.line,
-                        set: o.set,
-                        write: c.request.write,
-                        hit: o.hit,
-                        class: o.class,
-                        reuse_distance,
-                        time: None,
-                        thread,
-                        in_flight: false,
-                        set_distance: None,
-                    });
-                }
-                s.order += 1;
-            }
-            s.counters.add(&local);
-            insts[inst as usize].add(&local);
-            ctas[issue.cta as usize].add(&local);
         }
-        self.report
-            .add_whole_kernel(k, ki, warp_insts, (&insts, &ctas), |c| sched.cta_sm(c));
+    }
+}
+
+/// A kernel read CTA by CTA ([`Session::begin_kernel`]).
+struct ByCta {
+    sched: CtaScheduler,
+    run: Running,
+    /// The kernel without rows.
+    header: Kernel,
+    /// Rows given so far.
+    rows: u64,
+}
+
+/// A scheduled kernel being simulated: what its warp instructions add up to.
+struct Running {
+    ki: u32,
+    coalescer: Coalescer,
+    uncoalesced: bool,
+    insts: Vec<Counters>,
+    ctas: Vec<Counters>,
+    warp_insts: u64,
+    since_progress: u32,
+    reqs: Vec<Coalesced>,
+    taken: Vec<bool>,
+    events: bool,
+}
+
+impl Running {
+    /// Simulates one issued warp instruction: `rows` of `cols`.
+    fn issue(
+        &mut self,
+        session: &mut Session,
+        cols: &Columns,
+        rows: &[u32],
+        issue: Issue,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        session.done += rows.len() as u64;
+        self.since_progress += 1;
+        if self.since_progress >= 4096 {
+            self.since_progress = 0;
+            if !observer.progress(session.done, session.total) {
+                return Err(SimError::Cancelled);
+            }
+        }
+        let slot = session.slot_of_sm[issue.sm as usize];
+        if slot == usize::MAX {
+            return Ok(());
+        }
+        let line_bytes = (session.cfg.cache.line_bytes as u64).max(1);
+        let s = &mut session.sims[slot];
+        let reqs = &mut self.reqs;
+        let used = self.coalescer.coalesce(cols, rows, reqs);
+        if used == 0 {
+            return Ok(());
+        }
+        self.warp_insts += 1;
+        let inst = cols.inst[rows[0] as usize];
+        let taken = &mut self.taken;
+        taken.clear();
+        taken.resize(rows.len(), false);
+        let mut cursor = 0;
+        let mut local = Counters {
+            accesses: used as u64,
+            ..Default::default()
+        };
+        for c in reqs.iter() {
+            let o = s.cache.access(&c.request);
+            local.record(c.request.write, &o);
+            local.transactions += c.transactions as u64;
+            let reuse_distance = s
+                .reuse
+                .as_mut()
+                .and_then(|r| r.access(c.request.line, o.set).whole);
+            if self.events {
+                // The k-th request to a line belongs to the k-th access starting in it (one
+                // request per access without coalescing, the lowest such thread with it).
+                // Uncoalesced requests come in row order: search from after the last match.
+                let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
+                    !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
+                });
+                if let Some(j) = found {
+                    taken[j] = true;
+                    // Coalesced requests name their lowest thread: search from the start.
+                    if self.uncoalesced {
+                        cursor = j + 1;
+                    }
+                }
+                let thread = found
+                    .or(rows
+                        .iter()
+                        .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
+                    .and_then(|j| rows.get(j))
+                    .map(|&r| cols.thread[r as usize]);
+                observer.on_request(&RequestEvent {
+                    order: s.order,
+                    sm: s.sm,
+                    kernel: self.ki,
+                    cta: issue.cta,
+                    warp: issue.warp,
+                    inst,
+                    line: c.request.line,
+                    set: o.set,
+                    write: c.request.write,
+                    hit: o.hit,
+                    class: o.class,
+                    reuse_distance,
+                    time: None,
+                    thread,
+                    in_flight: false,
+                    set_distance: None,
+                });
+            }
+            s.order += 1;
+        }
+        s.counters.add(&local);
+        self.insts[inst as usize].add(&local);
+        self.ctas[issue.cta as usize].add(&local);
         Ok(())
     }
 }

@@ -132,12 +132,12 @@ impl WarpStreams {
                     end: &end[t0..t1],
                 };
                 let first = self.events.len() as u32;
-                let mut st = wt.state(k);
+                let mut st = wt.state(k.columns());
                 loop {
                     match st {
                         READY => {
                             rows.clear();
-                            st = wt.exec(k, &mut rows);
+                            st = wt.exec(k.columns(), k.order, &mut rows);
                             if drop_stores {
                                 rows.retain(|&r| !model_flags(flags[r as usize]).0.is_write());
                                 if rows.is_empty() {
@@ -168,8 +168,8 @@ impl WarpStreams {
                                 barrier: true,
                                 ..Default::default()
                             });
-                            wt.pass_barrier(k);
-                            st = wt.state(k);
+                            wt.pass_barrier(k.columns());
+                            st = wt.state(k.columns());
                         }
                         _ => break,
                     }

@@ -385,6 +385,16 @@ impl Columns {
         self.size.push(a.size);
         self.flags.push(pack_flags(a.kind, a.space));
     }
+    /// Appends rows `range` of `from`.
+    pub fn extend_from(&mut self, from: &Columns, range: std::ops::Range<usize>) {
+        self.addr.extend_from_slice(&from.addr[range.clone()]);
+        self.thread.extend_from_slice(&from.thread[range.clone()]);
+        self.inst.extend_from_slice(&from.inst[range.clone()]);
+        self.dyn_inst
+            .extend_from_slice(&from.dyn_inst[range.clone()]);
+        self.size.extend_from_slice(&from.size[range.clone()]);
+        self.flags.extend_from_slice(&from.flags[range]);
+    }
     /// Removes every row, keeping the capacity (a chunk buffer is reused).
     pub fn clear(&mut self) {
         self.truncate(0);
@@ -478,6 +488,19 @@ impl Kernel {
     /// there is nothing to coalesce, so each reference is one request per line it touches.
     pub fn is_reference_stream(&self) -> bool {
         self.order == Order::Issued && self.num_threads() == 1
+    }
+    /// The kernel without its rows: name, shape, order, instructions and source facts.
+    pub fn header(&self) -> Kernel {
+        Kernel {
+            name: self.name.clone(),
+            grid: self.grid,
+            block: self.block,
+            order: self.order,
+            instructions: self.instructions.clone(),
+            info: self.info.clone(),
+            cols: Columns::default(),
+            cta_starts: Vec::new(),
+        }
     }
     /// Row `i` as an [`Access`].
     pub fn access(&self, i: usize) -> Access {

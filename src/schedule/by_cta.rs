@@ -1,0 +1,190 @@
+//! A kernel scheduled as it is read, CTA by CTA: memory holds the rows of the CTAs resident
+//! on the SMs (and of the one offered next), never the whole kernel. The issue order is the
+//! one [`super::Scheduler`] gives the whole kernel: the scheduler runs until it needs a CTA
+//! that was not offered yet ([`Step::Starved`]), and the caller offers the next one.
+
+use std::collections::VecDeque;
+
+use super::threads::{Rows, ThreadSched};
+use super::{Issue, ScheduleError};
+use crate::config::{GpuConfig, ScheduleConfig};
+use crate::trace::{Columns, Kernel, Order};
+
+/// What the scheduler did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A warp instruction issued.
+    Issued(Issue),
+    /// It needs the next CTA's rows first ([`CtaScheduler::offer`], or
+    /// [`CtaScheduler::close`] when there are no more).
+    Starved,
+    /// Every CTA has finished.
+    Done,
+}
+
+/// The rows of offered and resident CTAs, one slot each; a slot's columns are reused once
+/// its CTA finishes.
+struct Slots {
+    cols: Vec<Columns>,
+    free: Vec<u32>,
+    /// Offered CTAs not launched yet, in order, with their slots.
+    offered: VecDeque<(u32, u32)>,
+}
+
+impl Slots {
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.cols.push(Columns::default());
+            (self.cols.len() - 1) as u32
+        })
+    }
+}
+
+impl Rows for Slots {
+    fn cols(&self, slot: u32) -> &Columns {
+        &self.cols[slot as usize]
+    }
+    fn slot_for(&mut self, cta: u32, s: &mut ThreadSched) -> u32 {
+        let slot = match self.offered.front() {
+            Some(&(c, slot)) if c == cta => {
+                self.offered.pop_front();
+                slot
+            }
+            // A CTA that was never offered has no rows.
+            _ => {
+                let slot = self.take();
+                self.cols[slot as usize].clear();
+                slot
+            }
+        };
+        let tpb = s.tpb;
+        let base = s.slot_threads(slot);
+        let need = s.slot_threads(slot + 1);
+        if s.cursor.len() < need {
+            s.cursor.resize(need, 0);
+            s.end.resize(need, 0);
+        }
+        // Rows are grouped by thread in increasing order (checked by `offer`).
+        let first = cta * tpb;
+        let threads = &self.cols[slot as usize].thread;
+        let mut at = 0usize;
+        for t in 0..tpb {
+            s.cursor[base + t as usize] = at as u32;
+            while at < threads.len() && threads[at] == first + t {
+                at += 1;
+            }
+            s.end[base + t as usize] = at as u32;
+        }
+        slot
+    }
+    fn retired(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+}
+
+/// Schedules one kernel whose CTAs arrive in order ([`CtaScheduler::offer`]).
+pub struct CtaScheduler {
+    s: ThreadSched,
+    slots: Slots,
+    /// CTAs offered so far (the next offer is CTA `offered` or later).
+    offered: u32,
+    grid_ctas: u32,
+}
+
+impl CtaScheduler {
+    /// A scheduler for the kernel `header` describes (its rows are ignored). Only kernels
+    /// whose warps the scheduler forms can be read CTA by CTA, not issued-order ones.
+    pub fn new(
+        header: &Kernel,
+        sched: &ScheduleConfig,
+        gpu: &GpuConfig,
+        seed: u64,
+    ) -> Result<Self, ScheduleError> {
+        if header.order == Order::Issued {
+            return Err(ScheduleError::CtaRows {
+                cta: 0,
+                message: "an issued-order kernel is replayed as recorded, not scheduled by CTA"
+                    .into(),
+            });
+        }
+        Ok(CtaScheduler {
+            s: ThreadSched::new(header, sched, gpu, seed)?,
+            slots: Slots {
+                cols: Vec::new(),
+                free: Vec::new(),
+                offered: VecDeque::new(),
+            },
+            offered: 0,
+            grid_ctas: header.num_ctas(),
+        })
+    }
+
+    /// Gives the rows of CTA `cta` (linear id), grouped by thread in increasing order.
+    /// CTAs must come in increasing order; one skipped has no rows. Offer only when
+    /// [`CtaScheduler::next`] says [`Step::Starved`]: then memory holds the resident CTAs
+    /// and this one.
+    pub fn offer(&mut self, cta: u32, rows: &Columns) -> Result<(), ScheduleError> {
+        let err = |message: String| Err(ScheduleError::CtaRows { cta, message });
+        if cta < self.offered || cta >= self.grid_ctas {
+            return err(format!(
+                "expected a CTA from {} to {} in order",
+                self.offered,
+                self.grid_ctas.saturating_sub(1)
+            ));
+        }
+        let tpb = self.s.tpb;
+        let (first, last) = (cta * tpb, cta * tpb + tpb);
+        if let Some(i) = rows.thread.windows(2).position(|w| w[1] < w[0]) {
+            return err(format!(
+                "rows are not grouped by thread: thread {} after thread {}",
+                rows.thread[i + 1],
+                rows.thread[i]
+            ));
+        }
+        if let Some(&t) = rows.thread.iter().find(|&&t| t < first || t >= last) {
+            return err(format!(
+                "thread {t} is not one of its threads ({first} to {})",
+                last - 1
+            ));
+        }
+        self.offered = cta + 1;
+        // CTAs past the thread limit never run: nothing of them is kept.
+        if cta >= self.s.ctas() {
+            return Ok(());
+        }
+        self.s.avail = self.offered.min(self.s.ctas());
+        let slot = self.slots.take();
+        let c = &mut self.slots.cols[slot as usize];
+        c.clear();
+        c.extend_from(rows, 0..rows.len());
+        self.slots.offered.push_back((cta, slot));
+        Ok(())
+    }
+
+    /// No more CTAs will be offered: those not offered have no rows.
+    pub fn close(&mut self) {
+        self.offered = self.grid_ctas;
+        self.s.avail = self.s.ctas();
+    }
+
+    /// The next warp instruction; its rows, in [`CtaScheduler::columns`] of its CTA, go to
+    /// `rows`.
+    pub fn next(&mut self, rows: &mut Vec<u32>) -> Step {
+        self.s.next(&mut self.slots, rows)
+    }
+
+    /// The rows of CTA `cta`, while it runs (the rows of a [`Step::Issued`] index them).
+    pub fn columns(&self, cta: u32) -> &Columns {
+        self.slots.cols(self.s.slot_of(cta))
+    }
+
+    /// The SM a CTA ran on (`None` if it never ran).
+    pub fn cta_sm(&self, cta: u32) -> Option<u32> {
+        self.s.cta_sm(cta)
+    }
+
+    /// Slots of CTA rows held (resident and offered CTAs): what memory grows with.
+    pub fn slots(&self) -> usize {
+        self.slots.cols.len()
+    }
+}

@@ -1,0 +1,309 @@
+//! The scheduler of per-thread and per-warp kernels (module header: the rules). CTAs are
+//! launched in order as SMs have room, and the scheduler can run ahead of the trace: it only
+//! needs a CTA's rows when it launches it. [`ThreadSched::avail`] says how many CTAs are
+//! there; when the next one is not, it stops before any further decision ([`Step::Starved`])
+//! and takes up exactly where it stopped once more arrive. A whole kernel has them all from
+//! the start ([`Whole`]); a kernel read CTA by CTA keeps only the resident ones
+//! ([`super::CtaScheduler`]).
+//!
+//! Each launched CTA has a slot: its threads' cursors are `cursor[slot * tpb + t]`, rows of
+//! the slot's columns. A whole kernel's slot is the CTA itself and its columns the kernel's.
+
+use super::policy::SmState;
+use super::{Issue, ScheduleError, Step, WarpThreads, BARRIER, DONE, HW_WARP, READY};
+use crate::config::{GpuConfig, IssuePolicy, ScheduleConfig};
+use crate::rng::Rng;
+use crate::trace::{Columns, Kernel, Order};
+
+/// Where the rows of launched CTAs are.
+pub(super) trait Rows {
+    /// The columns the rows of slot `slot` index.
+    fn cols(&self, slot: u32) -> &Columns;
+    /// Gives CTA `cta`, about to launch, a slot and sets its threads' rows in `cursor` and
+    /// `end` (grown as needed).
+    fn slot_for(&mut self, cta: u32, s: &mut ThreadSched) -> u32;
+    /// The CTA in `slot` has finished.
+    fn retired(&mut self, slot: u32);
+}
+
+/// A kernel in memory: the slot of CTA `c` is `c`, and the cursors are set once.
+pub(super) struct Whole<'k>(pub &'k Columns);
+
+impl Rows for Whole<'_> {
+    fn cols(&self, _: u32) -> &Columns {
+        self.0
+    }
+    fn slot_for(&mut self, cta: u32, _: &mut ThreadSched) -> u32 {
+        cta
+    }
+    fn retired(&mut self, _: u32) {}
+}
+
+pub(super) struct ThreadSched {
+    policy: IssuePolicy,
+    fetch_group: u32,
+    ws: u32,
+    pub tpb: u32,
+    wpc: u32,
+    n_ctas: u32,
+    order: Order,
+    limits: GpuConfig,
+    /// Next row of each slot thread, and one past its last.
+    pub cursor: Vec<u32>,
+    pub end: Vec<u32>,
+    warp_state: Vec<u8>,
+    cta_bar: Vec<u32>,
+    cta_done: Vec<u32>,
+    cta_sm: Vec<u32>,
+    cta_slot: Vec<u32>,
+    sms: Vec<SmState>,
+    next_cta: u32,
+    next_sm: usize,
+    rng: Rng,
+    /// CTAs `0..avail` can be launched.
+    pub avail: u32,
+    /// SMs that want CTAs because one of theirs finished (the latest last).
+    wanting: Vec<usize>,
+    /// The first distribution, round-robin over SMs until none takes another CTA: the next
+    /// SM of the round and whether this round placed one; `None` once it is over.
+    fill: Option<(usize, bool)>,
+}
+
+impl ThreadSched {
+    pub fn new(
+        k: &Kernel,
+        sched: &ScheduleConfig,
+        gpu: &GpuConfig,
+        seed: u64,
+    ) -> Result<Self, ScheduleError> {
+        let tpb = k.threads_per_cta().max(1);
+        let ws = sched.warp_size.max(1);
+        let wpc = tpb.div_ceil(ws);
+        // Residency limits count hardware warps of 32 threads, whatever the modelled warp size.
+        let hw_warps = tpb.div_ceil(HW_WARP);
+        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
+            return Err(ScheduleError::CtaTooLarge {
+                threads: tpb,
+                warps: hw_warps,
+                max_threads: gpu.max_threads_per_sm,
+                max_warps: gpu.max_warps_per_sm,
+            });
+        }
+        // CTAs past the thread limit never start.
+        let n_ctas = gpu.modelled_ctas(k.num_ctas(), tpb);
+        Ok(ThreadSched {
+            policy: sched.policy,
+            fetch_group: sched.fetch_group.max(1),
+            ws,
+            tpb,
+            wpc,
+            n_ctas,
+            order: k.order,
+            limits: gpu.clone(),
+            cursor: Vec::new(),
+            end: Vec::new(),
+            warp_state: vec![0; (n_ctas as usize) * wpc as usize],
+            cta_bar: vec![0; n_ctas as usize],
+            cta_done: vec![0; n_ctas as usize],
+            cta_sm: vec![u32::MAX; n_ctas as usize],
+            cta_slot: vec![u32::MAX; n_ctas as usize],
+            sms: (0..gpu.sms.max(1)).map(|_| SmState::default()).collect(),
+            next_cta: 0,
+            next_sm: 0,
+            rng: Rng::fork(seed, 0x5C4ED),
+            avail: 0,
+            wanting: Vec::new(),
+            fill: Some((0, false)),
+        })
+    }
+
+    /// CTAs that run (those past the thread limit never do).
+    pub fn ctas(&self) -> u32 {
+        self.n_ctas
+    }
+
+    /// Slot threads of `slots` slots.
+    pub fn slot_threads(&self, slots: u32) -> usize {
+        slots as usize * self.tpb as usize
+    }
+
+    /// The SM a CTA ran on (`None` if it never ran).
+    pub fn cta_sm(&self, cta: u32) -> Option<u32> {
+        self.cta_sm
+            .get(cta as usize)
+            .copied()
+            .filter(|&v| v != u32::MAX)
+    }
+
+    fn fits(&self, sm: usize) -> bool {
+        let s = &self.sms[sm];
+        s.ctas.len() < self.limits.max_ctas_per_sm as usize
+            && s.threads + self.tpb <= self.limits.max_threads_per_sm
+            && (s.ctas.len() as u32 + 1) * self.tpb.div_ceil(HW_WARP)
+                <= self.limits.max_warps_per_sm
+    }
+
+    /// Launches what SMs with room are owed: the SMs whose CTAs finished (latest first,
+    /// each until full), then the first distribution. Returns `false` when it stopped
+    /// because the next CTA is not there yet.
+    pub fn serve(&mut self, r: &mut impl Rows) -> bool {
+        loop {
+            if let Some(&sm) = self.wanting.last() {
+                if self.next_cta >= self.n_ctas || !self.fits(sm) {
+                    self.wanting.pop();
+                    continue;
+                }
+                if self.next_cta >= self.avail {
+                    return false;
+                }
+                self.launch_next(r, sm);
+                continue;
+            }
+            let Some((sm, placed)) = self.fill else {
+                return true;
+            };
+            if sm == self.sms.len() {
+                self.fill = placed.then_some((0, false));
+                continue;
+            }
+            if self.next_cta < self.n_ctas && self.fits(sm) {
+                if self.next_cta >= self.avail {
+                    return false;
+                }
+                self.fill = Some((sm + 1, true));
+                self.launch_next(r, sm);
+            } else {
+                self.fill = Some((sm + 1, placed));
+            }
+        }
+    }
+
+    fn launch_next(&mut self, r: &mut impl Rows, sm: usize) {
+        let cta = self.next_cta;
+        self.next_cta += 1;
+        let slot = r.slot_for(cta, self);
+        self.cta_slot[cta as usize] = slot;
+        self.cta_sm[cta as usize] = sm as u32;
+        let s = &mut self.sms[sm];
+        s.ctas.push(cta);
+        s.threads += self.tpb;
+        for w in 0..self.wpc {
+            s.warps.push(cta * self.wpc + w);
+        }
+        let cols = r.cols(slot);
+        for w in 0..self.wpc {
+            let st = self.warp(cta, w).state(cols);
+            self.set_state(cta, w, st, sm);
+        }
+        self.settle(r, cta, sm);
+    }
+
+    fn warp(&mut self, cta: u32, w: u32) -> WarpThreads<'_> {
+        let slot = self.cta_slot[cta as usize];
+        let t0 = slot * self.tpb + w * self.ws;
+        let t1 = (t0 + self.ws).min((slot + 1) * self.tpb);
+        let (t0, t1) = (t0 as usize, t1 as usize);
+        WarpThreads {
+            cursor: &mut self.cursor[t0..t1],
+            end: &self.end[t0..t1],
+        }
+    }
+
+    fn set_state(&mut self, cta: u32, w: u32, st: u8, sm: usize) {
+        let gw = (cta * self.wpc + w) as usize;
+        let old = self.warp_state[gw];
+        if old == st {
+            return;
+        }
+        if old == READY {
+            self.sms[sm].ready -= 1;
+        }
+        if st == READY {
+            self.sms[sm].ready += 1;
+        }
+        match old {
+            BARRIER => self.cta_bar[cta as usize] -= 1,
+            DONE => self.cta_done[cta as usize] -= 1,
+            _ => {}
+        }
+        match st {
+            BARRIER => self.cta_bar[cta as usize] += 1,
+            DONE => self.cta_done[cta as usize] += 1,
+            _ => {}
+        }
+        self.warp_state[gw] = st;
+    }
+
+    /// Releases barriers that every warp has reached and retires finished CTAs.
+    fn settle(&mut self, r: &mut impl Rows, cta: u32, sm: usize) {
+        let ci = cta as usize;
+        let cols = r.cols(self.cta_slot[ci]);
+        while self.cta_bar[ci] > 0 && self.cta_bar[ci] + self.cta_done[ci] == self.wpc {
+            for w in 0..self.wpc {
+                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                    self.warp(cta, w).pass_barrier(cols);
+                }
+            }
+            for w in 0..self.wpc {
+                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                    let st = self.warp(cta, w).state(cols);
+                    self.set_state(cta, w, st, sm);
+                }
+            }
+        }
+        if self.cta_done[ci] == self.wpc {
+            self.retire(r, cta, sm);
+        }
+    }
+
+    /// A finished CTA leaves its SM, which then wants new ones.
+    fn retire(&mut self, r: &mut impl Rows, cta: u32, sm: usize) {
+        let wpc = self.wpc;
+        let s = &mut self.sms[sm];
+        s.ctas.retain(|&c| c != cta);
+        s.threads -= self.tpb;
+        s.remove_warps(|w| w / wpc == cta);
+        r.retired(self.cta_slot[cta as usize]);
+        self.wanting.push(sm);
+    }
+
+    /// The next warp instruction: its rows (in the columns of its CTA's slot) go to `rows`.
+    pub fn next(&mut self, r: &mut impl Rows, rows: &mut Vec<u32>) -> Step {
+        rows.clear();
+        if !self.serve(r) {
+            return Step::Starved;
+        }
+        let n = self.sms.len();
+        let Some(sm) = (0..n)
+            .map(|i| (self.next_sm + i) % n)
+            .find(|&s| self.sms[s].ready > 0)
+        else {
+            return Step::Done;
+        };
+        self.next_sm = (sm + 1) % n;
+        let states = &self.warp_state;
+        let Some(gw) = self.sms[sm].pick(self.policy, self.fetch_group, &mut self.rng, |w| {
+            states[w as usize] == READY
+        }) else {
+            return Step::Done;
+        };
+        let (cta, w) = (gw / self.wpc, gw % self.wpc);
+        let order = self.order;
+        let cols = r.cols(self.cta_slot[cta as usize]);
+        let st = self.warp(cta, w).exec(cols, order, rows);
+        self.set_state(cta, w, st, sm);
+        if st != READY {
+            self.settle(r, cta, sm);
+        }
+        Step::Issued(Issue {
+            sm: sm as u32,
+            cta,
+            warp: w,
+        })
+    }
+
+    /// The slot of a launched CTA that has not finished.
+    pub fn slot_of(&self, cta: u32) -> u32 {
+        self.cta_slot[cta as usize]
+    }
+}

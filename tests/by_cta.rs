@@ -1,0 +1,177 @@
+//! A kernel read CTA by CTA (`Session::begin_kernel`, `cta`, `end_kernel`) is simulated
+//! exactly as the whole kernel is: same report, same requests in the same order, under every
+//! issue policy, warp size, residency limit, SM selection and thread limit, with barriers,
+//! empty CTAs that are never given, and several kernels in a row.
+
+use proptest::prelude::*;
+use warpscope::config::{IssuePolicy, SimConfig, SmSelection};
+use warpscope::sim::{Observer, RequestEvent, Session};
+use warpscope::trace::{Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order};
+
+#[derive(Default)]
+struct Events(Vec<RequestEvent>, Vec<(u32, String)>);
+impl Observer for Events {
+    fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
+        self.1.push((kernel, header.name.clone()));
+    }
+    fn on_request(&mut self, e: &RequestEvent) {
+        self.0.push(*e);
+    }
+}
+
+type Row = (u32, u32, u32, u64, u16, u8);
+
+fn kernel(name: &str, ctas: u32, tpb: u32, warp_order: bool, rows: &[Row]) -> Kernel {
+    let order = if warp_order {
+        Order::PerWarp
+    } else {
+        Order::PerThread
+    };
+    let mut b = KernelBuilder::new(name, Dim3::x(ctas), Dim3::x(tpb), order).unwrap();
+    for i in 0..3 {
+        b.instruction(&format!("i{i}"), None);
+    }
+    for &(thread, inst, dyn_inst, addr, size, kind) in rows {
+        let kind = [
+            AccessKind::Load,
+            AccessKind::Store,
+            AccessKind::Barrier,
+            AccessKind::Load,
+        ][kind as usize];
+        let space = if kind == AccessKind::Load && addr % 7 == 0 {
+            MemSpace::Shared
+        } else {
+            MemSpace::Global
+        };
+        let barrier = kind == AccessKind::Barrier;
+        b.push(Access {
+            thread: thread % (ctas * tpb),
+            inst: if barrier { 0 } else { inst },
+            dyn_inst: if barrier { 0 } else { dyn_inst },
+            addr: if barrier { 0 } else { addr },
+            size: if barrier { 0 } else { size },
+            kind,
+            space,
+        })
+        .unwrap();
+    }
+    b.finish()
+}
+
+fn rows_strategy() -> impl Strategy<Value = Vec<Row>> {
+    prop::collection::vec(
+        (0u32..400, 0u32..3, 0u32..4, 0u64..8192, 1u16..40, 0u8..4),
+        0..250,
+    )
+}
+
+/// Gives `k` to the session CTA by CTA, leaving out empty CTAs where `skip` says.
+fn by_cta(s: &mut Session, k: &Kernel, skip: &[bool], obs: &mut dyn Observer) {
+    s.begin_kernel(&k.header(), obs).unwrap();
+    let mut rows = Columns::default();
+    for c in 0..k.num_ctas() {
+        let r = k.cta_rows(c);
+        if r.is_empty() && skip[c as usize % skip.len()] {
+            continue;
+        }
+        rows.clear();
+        rows.extend_from(k.columns(), r);
+        s.cta(c, &rows, obs).unwrap();
+    }
+    s.end_kernel(obs).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn a_kernel_read_cta_by_cta_is_simulated_as_the_whole_kernel(
+        a in rows_strategy(),
+        b in rows_strategy(),
+        ctas in 1u32..9,
+        tpb in 1u32..50,
+        warp_order in any::<bool>(),
+        warp_size in prop_oneof![Just(1u32), Just(4), Just(8), Just(32)],
+        policy in 0usize..5,
+        sms in 1u32..4,
+        max_ctas in 1u32..4,
+        all in any::<bool>(),
+        limit in prop_oneof![3 => Just(0u32), 1 => 1u32..200],
+        reuse in any::<bool>(),
+        skip in prop::collection::vec(any::<bool>(), 1..4),
+        seed in any::<u64>(),
+    ) {
+        let mut cfg = SimConfig::default();
+        cfg.cache.size_bytes = 2048;
+        cfg.cache.ways = 2;
+        cfg.schedule.warp_size = warp_size;
+        cfg.schedule.policy = [IssuePolicy::RoundRobin, IssuePolicy::Sequential, IssuePolicy::Random, IssuePolicy::Gto, IssuePolicy::TwoLevel][policy];
+        cfg.schedule.fetch_group = 2;
+        cfg.gpu.sms = sms;
+        cfg.gpu.max_ctas_per_sm = max_ctas;
+        cfg.gpu.simulate = if all { SmSelection::All } else { SmSelection::One(sms - 1) };
+        cfg.gpu.thread_limit = limit;
+        cfg.reuse = reuse;
+        cfg.seed = seed;
+        let kernels = [
+            kernel("a", ctas, tpb, warp_order, &a),
+            kernel("b", ctas.div_ceil(2), tpb, !warp_order, &b),
+        ];
+
+        let mut want_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        for k in &kernels {
+            s.kernel(k, &mut want_events).unwrap();
+        }
+        let want = s.finish(&mut want_events);
+
+        let mut got_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        for k in &kernels {
+            by_cta(&mut s, k, &skip, &mut got_events);
+        }
+        let got = s.finish(&mut got_events);
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(&got_events.1, &want_events.1);
+        prop_assert_eq!(got_events.0.len(), want_events.0.len());
+        prop_assert_eq!(&got_events.0, &want_events.0);
+    }
+}
+
+/// CTAs out of order, or rows of another CTA's threads, are errors that name the CTA; an
+/// issued-order kernel cannot be read this way.
+#[test]
+fn rows_that_do_not_belong_are_refused() {
+    let cfg = SimConfig::default();
+    let k = kernel(
+        "k",
+        4,
+        8,
+        false,
+        &[
+            (0, 0, 0, 0, 4, 0),
+            (9, 0, 0, 64, 4, 0),
+            (17, 0, 0, 128, 4, 0),
+        ],
+    );
+    let mut s = Session::new(&cfg, 0).unwrap();
+    s.begin_kernel(&k.header(), &mut Events::default()).unwrap();
+    let mut rows = Columns::default();
+    rows.extend_from(k.columns(), k.cta_rows(1));
+    let e = s.cta(0, &rows, &mut Events::default()).unwrap_err();
+    let e = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+    assert!(
+        e.contains("CTA 0: thread 9 is not one of its threads (0 to 7)"),
+        "{e}"
+    );
+    s.cta(1, &rows, &mut Events::default()).unwrap();
+    let e = s.cta(1, &rows, &mut Events::default()).unwrap_err();
+    let e = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+    assert!(
+        e.contains("CTA 1: expected a CTA from 2 to 3 in order"),
+        "{e}"
+    );
+    let issued = KernelBuilder::new("i", Dim3::x(2), Dim3::x(2), Order::Issued)
+        .unwrap()
+        .finish();
+    assert!(s.begin_kernel(&issued, &mut Events::default()).is_err());
+}
