@@ -175,3 +175,38 @@ fn rows_that_do_not_belong_are_refused() {
         .finish();
     assert!(s.begin_kernel(&issued, &mut Events::default()).is_err());
 }
+
+/// Every built-in kernel simulated while it is generated, CTA by CTA, gives the result and
+/// the requests of the whole generated trace, on one SM and on fifteen under GTO.
+#[test]
+fn every_builtin_kernel_simulated_as_it_is_generated_gives_the_whole_trace_result() {
+    let mut many = SimConfig::default();
+    many.gpu.sms = 15;
+    many.gpu.simulate = SmSelection::All;
+    many.schedule.policy = IssuePolicy::Gto;
+    many.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
+    for cfg in [SimConfig::default(), many] {
+        for k in warpscope::gen::KERNELS {
+            let trace = warpscope::gen::generate(k.name, &[]).unwrap();
+            let mut want_events = Events::default();
+            let want = warpscope::sim::run(&cfg, &trace, &mut want_events).unwrap();
+            let mut got_events = Events::default();
+            let got =
+                warpscope::sim::run_generated(&cfg, k.name, &[], None, &mut got_events).unwrap();
+            assert_eq!(got, want, "{}", k.name);
+            assert_eq!(got_events.1, want_events.1, "{}", k.name);
+            assert!(got_events.0 == want_events.0, "{}: requests differ", k.name);
+        }
+    }
+    // An error of the simulation stops the generator and is the one a whole run gives.
+    let mut small = SimConfig::default();
+    small.gpu.max_threads_per_sm = 64;
+    let trace = warpscope::gen::generate("matmul", &[]).unwrap();
+    let want = warpscope::sim::run(&small, &trace, &mut Events::default()).unwrap_err();
+    let got = warpscope::sim::run_generated(&small, "matmul", &[], None, &mut Events::default())
+        .unwrap_err();
+    assert_eq!(
+        format!("{got}: {}", std::error::Error::source(&got).unwrap()),
+        format!("{want}: {}", std::error::Error::source(&want).unwrap())
+    );
+}

@@ -672,9 +672,9 @@ fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `--export` writes the per-request table while a trace file streams: a multi-launch
-/// binary trace gives the table of the same kernels simulated from the generator (loaded
-/// whole), a din file the table of the library's whole-trace run, instruction names
+/// `--export` writes the per-request table while the trace streams: a multi-launch binary
+/// trace (a kernel at a time), the same kernels as they are generated (CTA by CTA) and a din
+/// file (in chunks) each give the table of the library's whole-trace run, instruction names
 /// included; a run that fails leaves no table (nor its `.part`) behind.
 #[test]
 #[cfg(feature = "tables")]
@@ -687,21 +687,27 @@ fn a_streamed_export_is_the_whole_trace_export() {
     let params = ["nx=32", "ny=32", "steps=3", "block=8,8"];
     let gen = warpscope(&[&["gen", "hotspot", "-o", &p("h.wsb")][..], &params].concat());
     assert!(gen.status.success());
-    let whole = json(
-        &[
-            &[
-                "sim",
-                "--json",
-                "--kernel",
-                "hotspot",
-                "--export",
-                &p("want.csv"),
-            ][..],
-            &params,
-        ]
-        .concat(),
+    // The library's whole-trace run writes the reference table.
+    let lib_table = |trace: &warpscope::trace::Trace, table: &str| {
+        let cfg = warpscope::config::SimConfig::default();
+        let mut ex =
+            RequestExporter::create(std::path::Path::new(&p(table)), warpscope::sim::NoObserver)
+                .unwrap();
+        let report = warpscope::sim::run(&cfg, trace, &mut ex).unwrap();
+        let (rows, _) = ex.finish().unwrap();
+        assert_eq!(rows, report.totals.requests);
+        (report, rows)
+    };
+    let pairs: Vec<(String, String)> = params
+        .iter()
+        .map(|kv| kv.split_once('=').unwrap())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let (report, _) = lib_table(
+        &warpscope::gen::generate("hotspot", &pairs).unwrap(),
+        "want.csv",
     );
-    let streamed = json(&[
+    let from_file = json(&[
         "sim",
         "--json",
         "--trace",
@@ -709,13 +715,26 @@ fn a_streamed_export_is_the_whole_trace_export() {
         "--export",
         &p("got.csv"),
     ]);
-    assert_eq!(streamed, whole);
+    let generated = json(
+        &[
+            &[
+                "sim",
+                "--json",
+                "--kernel",
+                "hotspot",
+                "--export",
+                &p("gen.csv"),
+            ][..],
+            &params,
+        ]
+        .concat(),
+    );
+    assert_eq!(from_file, serde_json::to_value(&report).unwrap());
+    assert_eq!(generated, from_file);
     let (want, got) = (read("want.csv"), read("got.csv"));
     assert_eq!(got, want);
-    assert_eq!(
-        got.lines().count() as u64,
-        1 + whole["requests"].as_u64().unwrap()
-    );
+    assert_eq!(read("gen.csv"), want);
+    assert_eq!(got.lines().count() as u64, 1 + report.totals.requests);
     // Rows of the third kernel carry its instruction names.
     assert!(
         got.lines().any(|l| l.contains(",2,") && l.contains(",ld_")),
@@ -730,14 +749,7 @@ fn a_streamed_export_is_the_whole_trace_export() {
     }
     std::fs::write(p("t.din"), &text).unwrap();
     let trace = warpscope::trace::din::read(text.as_bytes(), "t.din").unwrap();
-    let cfg = warpscope::config::SimConfig::default();
-    let mut ex = RequestExporter::create(
-        std::path::Path::new(&p("lib.csv")),
-        warpscope::sim::NoObserver,
-    )
-    .unwrap();
-    let report = warpscope::sim::run(&cfg, &trace, &mut ex).unwrap();
-    let (rows, _) = ex.finish().unwrap();
+    let (_, rows) = lib_table(&trace, "lib.csv");
     let out = warpscope(&[
         "sim",
         "--json",
@@ -751,7 +763,6 @@ fn a_streamed_export_is_the_whole_trace_export() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(rows, report.totals.requests);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("({rows} requests)")));
     let got = read("din.csv");
     assert_eq!(got, read("lib.csv"));

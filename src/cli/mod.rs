@@ -84,12 +84,12 @@ fn simulate(a: SimArgs) -> Result<()> {
 /// Simulates a trace file as it is read, when nothing needs the whole trace (no timing
 /// model, no truncated trace); `None` otherwise. A per-request table is written as it goes.
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
-    let Some(path) = &a.input.trace else {
-        return Ok(None);
-    };
     if cfg.timing.is_some() || a.input.allow_truncated {
         return Ok(None);
     }
+    let Some(path) = &a.input.trace else {
+        return simulated_as_generated(a, cfg);
+    };
     let opts = trace::ReadOptions {
         format: a.input.format.as_deref().map(options::format).transpose()?,
         allow_truncated: false,
@@ -109,6 +109,52 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
     report
         .with_context(|| format!("simulating {source}"))
         .map(Some)
+}
+
+/// Simulates a built-in kernel CTA by CTA as it is generated: memory holds the resident
+/// CTAs, whatever the size of the grid. A per-request table is written as it goes.
+fn simulated_as_generated(
+    a: &SimArgs,
+    cfg: &warpscope::config::SimConfig,
+) -> Result<Option<sim::Report>> {
+    let Some(name) = &a.input.kernel else {
+        return Ok(None);
+    };
+    let pairs = warpscope::gen::parse_pairs(&a.input.params).map_err(anyhow::Error::msg)?;
+    // Progress by the generator's count of accesses against its projection.
+    let mut shown = output::Progress::named(0, "simulating");
+    let mut control = |g: &warpscope::gen::GenProgress| {
+        shown.set_total(g.projected);
+        shown.show(g.accesses, g.projected);
+        true
+    };
+    let report = match &a.export {
+        None => sim::run_generated(cfg, name, &pairs, Some(&mut control), &mut sim::NoObserver)
+            .map_err(anyhow::Error::from),
+        Some(table) => export_requests(table, Quiet, |o| {
+            Ok(sim::run_generated(
+                cfg,
+                name,
+                &pairs,
+                Some(&mut control),
+                o,
+            )?)
+        }),
+    };
+    shown.clear();
+    report.map(Some)
+}
+
+/// An observer that shows nothing (progress is shown elsewhere).
+struct Quiet;
+impl sim::Observer for Quiet {
+    fn wants_requests(&self) -> bool {
+        false
+    }
+}
+#[cfg(feature = "tables")]
+impl Clear for Quiet {
+    fn clear(&mut self) {}
 }
 
 /// Loads the whole trace, then simulates it.

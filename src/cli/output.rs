@@ -41,6 +41,10 @@ impl Progress {
             ..Self::new(total)
         }
     }
+    /// Changes what the total is (a projection that improves as the work goes).
+    pub fn set_total(&mut self, total: u64) {
+        self.total = total;
+    }
     /// Shows the fraction `done / of` (at most twice a second, after the first second).
     pub fn show(&mut self, done: u64, of: u64) {
         let now = Instant::now();

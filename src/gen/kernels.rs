@@ -74,6 +74,10 @@ pub(super) fn build(
     let tpb = block.count();
     let ctas = grid.count();
     let mut accesses = 0u64;
+    // With a sink, each CTA's rows go to it once built and the kernel keeps none.
+    let header = b.header();
+    let streamed = p.sink(|s| s.begin(&header))?;
+    let mut rows = crate::trace::Columns::default();
     for c in 0..ctas {
         let cta = grid.from_linear(c);
         for t in 0..tpb {
@@ -90,9 +94,16 @@ pub(super) fn build(
             }
             accesses += e.pushed;
         }
+        if streamed {
+            b.take_rows(&mut rows);
+            p.sink(|s| s.cta(c as u32, &rows))?;
+        }
         p.keep_going(c + 1, ctas, accesses)?;
     }
     p.launch_done(accesses);
+    if streamed {
+        p.sink(|s| s.end())?;
+    }
     Ok(b.finish())
 }
 

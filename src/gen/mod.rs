@@ -14,7 +14,7 @@ pub use params::GenError;
 
 use crate::trace::Trace;
 use params::Params;
-pub use params::{Control, GenProgress};
+pub use params::{Control, CtaSink, GenProgress};
 
 /// A built-in kernel: name, one-line description, parameters with defaults (`params` is what
 /// the app pre-fills, so it must parse as it stands).
@@ -127,11 +127,16 @@ pub fn generate_with(
     control: Option<Control<'_>>,
 ) -> Result<Trace, GenError> {
     let mut p = Params::new(name, pairs, control);
+    run(name, &mut p)
+}
+
+/// Runs generator `name` with its parameters (and their sink, if any).
+fn run(name: &str, p: &mut Params) -> Result<Trace, GenError> {
     let multi = match name {
-        "hotspot" => Some(multi::hotspot(&mut p)),
-        "histogram2" => Some(multi::histogram2(&mut p)),
-        "nbody" => Some(multi::nbody(&mut p)),
-        "bfs-levels" => Some(multi::bfs_levels(&mut p)),
+        "hotspot" => Some(multi::hotspot(p)),
+        "histogram2" => Some(multi::histogram2(p)),
+        "nbody" => Some(multi::nbody(p)),
+        "bfs-levels" => Some(multi::bfs_levels(p)),
         _ => None,
     };
     if let Some(kernels) = multi {
@@ -140,25 +145,43 @@ pub fn generate_with(
         return Ok(Trace { kernels });
     }
     let kernel = match name {
-        "vecadd" => kernels::vecadd(&mut p),
-        "matmul" => kernels::matmul(&mut p),
-        "matmul-tiled" => kernels::matmul_tiled(&mut p),
-        "transpose" => kernels::transpose(&mut p),
-        "transpose-tiled" => kernels::transpose_tiled(&mut p),
-        "stencil3d" => kernels::stencil3d(&mut p),
-        "stencil2d" => kernels::stencil2d(&mut p),
-        "column-copy" => kernels::column_copy(&mut p),
-        "strided" => kernels::strided(&mut p),
-        "reduction" => kernels::reduction(&mut p),
-        "histogram" => sparse::histogram(&mut p),
-        "spmv" => sparse::spmv(&mut p),
-        "bfs" => sparse::bfs(&mut p),
+        "vecadd" => kernels::vecadd(p),
+        "matmul" => kernels::matmul(p),
+        "matmul-tiled" => kernels::matmul_tiled(p),
+        "transpose" => kernels::transpose(p),
+        "transpose-tiled" => kernels::transpose_tiled(p),
+        "stencil3d" => kernels::stencil3d(p),
+        "stencil2d" => kernels::stencil2d(p),
+        "column-copy" => kernels::column_copy(p),
+        "strided" => kernels::strided(p),
+        "reduction" => kernels::reduction(p),
+        "histogram" => sparse::histogram(p),
+        "spmv" => sparse::spmv(p),
+        "bfs" => sparse::bfs(p),
         _ => return Err(GenError::UnknownKernel(name.into())),
     }?;
     p.finish()?;
     Ok(Trace {
         kernels: vec![kernel],
     })
+}
+
+/// [`generate_with`], handing each CTA to `sink` as it is built instead of returning the
+/// trace: memory holds one CTA, whatever the size of the grid.
+pub fn generate_by_cta(
+    name: &str,
+    pairs: &[(String, String)],
+    mut control: Option<Control<'_>>,
+    sink: &mut dyn CtaSink,
+) -> Result<(), GenError> {
+    // Both borrowed for this call only.
+    let control: Option<Control<'_>> = match control.as_mut() {
+        Some(c) => Some(&mut **c),
+        None => None,
+    };
+    let mut p = Params::new(name, pairs, control);
+    p.send_to(sink);
+    run(name, &mut p).map(drop)
 }
 
 /// Parses `key=value` words.

@@ -22,6 +22,9 @@ pub enum GenError {
     },
     #[error("kernel `{kernel}`: {message}")]
     Invalid { kernel: String, message: String },
+    /// What the generated CTAs were handed to stopped taking them (its error says why).
+    #[error("kernel `{kernel}`: stopped by what it was generated for")]
+    SinkStopped { kernel: String },
     /// The caller's control said stop (cancelled, or the trace would be too large).
     #[error("kernel `{kernel}`: generation stopped after {accesses} accesses (about {projected} expected)")]
     Stopped {
@@ -49,6 +52,16 @@ pub struct GenProgress {
 /// What a caller passes to watch and stop a generator: `false` stops it.
 pub type Control<'a> = &'a mut dyn FnMut(&GenProgress) -> bool;
 
+/// Takes a generated trace a CTA at a time instead of a whole [`crate::trace::Trace`]
+/// ([`super::generate_by_cta`]): launches in order, each a header, its CTAs in linear
+/// order (rows grouped by thread), and its end. Each returns `false` to stop generating
+/// (the sink keeps its own error).
+pub trait CtaSink {
+    fn begin(&mut self, header: &crate::trace::Kernel) -> bool;
+    fn cta(&mut self, cta: u32, rows: &crate::trace::Columns) -> bool;
+    fn end(&mut self) -> bool;
+}
+
 /// Parsed parameters; each getter records the keys a kernel understands. Also carries the
 /// caller's control, asked after every CTA.
 pub struct Params<'a> {
@@ -56,6 +69,8 @@ pub struct Params<'a> {
     values: BTreeMap<String, String>,
     known: Vec<&'static str>,
     control: RefCell<Option<Control<'a>>>,
+    /// Where CTAs go as they are built, if not into kernels.
+    sink: RefCell<Option<&'a mut dyn CtaSink>>,
     /// Accesses of the launches already built, and how many there were.
     before: Cell<(u64, usize)>,
 }
@@ -67,7 +82,26 @@ impl<'a> Params<'a> {
             values: pairs.iter().cloned().collect(),
             known: Vec::new(),
             control: RefCell::new(control),
+            sink: RefCell::new(None),
             before: Cell::new((0, 0)),
+        }
+    }
+    /// Hands CTAs to `sink` as they are built instead of keeping them in the kernels.
+    pub fn send_to(&mut self, sink: &'a mut dyn CtaSink) {
+        *self.sink.get_mut() = Some(sink);
+    }
+    /// Gives `sink`, if there is one, to `f`; `Err` when it says stop.
+    pub fn sink(&self, f: impl FnOnce(&mut dyn CtaSink) -> bool) -> Result<bool, GenError> {
+        let mut sink = self.sink.borrow_mut();
+        let Some(s) = sink.as_deref_mut() else {
+            return Ok(false);
+        };
+        if f(s) {
+            Ok(true)
+        } else {
+            Err(GenError::SinkStopped {
+                kernel: self.kernel.clone(),
+            })
         }
     }
     /// Reports progress through a launch (`accesses` of it so far) and says whether to go on.

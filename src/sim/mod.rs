@@ -3,12 +3,15 @@
 //! [`run`] simulates every kernel of a trace with one configuration. The L1 of each
 //! simulated SM keeps its contents across kernel launches. Progress and per-request
 //! events go to an [`Observer`], which can stop the run. [`Session`] (`session.rs`) is the
-//! same pipeline fed piece by piece, for traces streamed from disk.
+//! same pipeline fed piece by piece, for traces streamed from disk; [`run_generated`]
+//! (`generated.rs`) feeds it a built-in kernel CTA by CTA as it is generated.
 
+mod generated;
 mod report;
 mod session;
 mod timed;
 
+pub use generated::{run_generated, GeneratedError};
 pub use report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
     SmRow, SourceLineRow, TimingReport, ValueCount,

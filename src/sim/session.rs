@@ -2,11 +2,15 @@
 //!
 //! [`Session`] holds what lives across kernels (each simulated SM's L1, its reuse tracker and
 //! counters) and the report built so far. A front end gives it whole kernels
-//! ([`Session::kernel`]) or streams one: [`Session::begin_stream`] with the kernel's header,
-//! [`Session::feed`] with chunks of rows in issue order, [`Session::end_stream`]. A streamed
-//! kernel is a reference stream (one thread's references in order, a Dinero IV trace): it
-//! needs no scheduler and nothing of it is kept, so memory is bounded by the distinct lines,
-//! not by the trace's length. [`super::run`] is a loop over this type; the core stays free of
+//! ([`Session::kernel`]) or streams one, in one of two ways:
+//! - a reference stream (one thread's references in order, a Dinero IV trace):
+//!   [`Session::begin_stream`] with the kernel's header, [`Session::feed`] with chunks of rows
+//!   in issue order, [`Session::end_stream`]. It needs no scheduler and nothing of it is kept,
+//!   so memory is bounded by the distinct lines, not by the trace's length;
+//! - a scheduled kernel CTA by CTA: [`Session::begin_kernel`], [`Session::cta`] for each CTA
+//!   in order, [`Session::end_kernel`]. The scheduler runs as far as the CTAs given allow
+//!   and holds only the resident ones (`schedule::CtaScheduler`); the issue order, and so the
+//!   result, is the whole kernel's (`tests/by_cta.rs`). [`super::run`] is a loop over this type; the core stays free of
 //! threads, and the shells run decoding beside it.
 //!
 //! A streamed kernel gives exactly the result the scheduler's path gives for the same rows

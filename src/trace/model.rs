@@ -1017,6 +1017,26 @@ impl KernelBuilder {
             *n += 1;
         }
     }
+    /// The kernel so far without its rows (name, shape, order, instructions, source facts).
+    pub fn header(&self) -> Kernel {
+        Kernel {
+            name: self.name.clone(),
+            grid: self.grid,
+            block: self.block,
+            order: self.order,
+            instructions: self.instructions.clone(),
+            info: self.info.clone(),
+            cols: Columns::default(),
+            cta_starts: Vec::new(),
+        }
+    }
+    /// Moves the rows pushed so far into `into` (replacing what it held), for a producer that
+    /// hands a kernel over a CTA at a time and keeps none of it. The rows are as pushed:
+    /// nothing is sorted or numbered (see [`Self::finish`]).
+    pub fn take_rows(&mut self, into: &mut Columns) {
+        into.clear();
+        std::mem::swap(&mut self.cols, into);
+    }
     /// Finishes the kernel: per-thread kernels are stably grouped by thread.
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
