@@ -8,6 +8,7 @@
 
 mod generated;
 mod report;
+mod running;
 mod session;
 mod timed;
 

@@ -10,8 +10,10 @@
 //! - a scheduled kernel CTA by CTA: [`Session::begin_kernel`], [`Session::cta`] for each CTA
 //!   in order, [`Session::end_kernel`]. The scheduler runs as far as the CTAs given allow
 //!   and holds only the resident ones (`schedule::CtaScheduler`); the issue order, and so the
-//!   result, is the whole kernel's (`tests/by_cta.rs`). [`super::run`] is a loop over this type; the core stays free of
-//! threads, and the shells run decoding beside it.
+//!   result, is the whole kernel's (`tests/by_cta.rs`).
+//!
+//! [`super::run`] is a loop over this type; the core stays free of threads, and the shells
+//! run decoding beside it.
 //!
 //! A streamed kernel gives exactly the result the scheduler's path gives for the same rows
 //! (tested below on random traces): consecutive rows of one instruction instance form one
@@ -19,13 +21,14 @@
 //! request, and a kernel whose CTA ran on an SM that is not simulated makes none either.
 
 use super::report::{KernelRow, Report};
+use super::running::Running;
 use super::{selected_sms, Observer, RequestEvent, SimError, SmSim};
 use crate::cache::{CacheModel, Counters};
-use crate::coalesce::{Coalesced, Coalescer, Geometry};
+use crate::coalesce::{Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig};
 use crate::reuse::ReuseTracker;
 use crate::rng::Rng;
-use crate::schedule::{CtaScheduler, Issue, Scheduler, Step};
+use crate::schedule::{CtaScheduler, Scheduler, Step};
 use crate::trace::{Columns, Dim3, Instruction, Kernel, Order, BARRIER_CODE};
 
 /// Rows simulated between two progress reports of an in-memory reference stream.
@@ -33,13 +36,13 @@ const PROGRESS_ROWS: usize = 1 << 16;
 
 /// Simulation state across kernels, fed whole kernels or streamed chunks.
 pub struct Session {
-    cfg: SimConfig,
-    slot_of_sm: Vec<usize>,
-    sims: Vec<SmSim>,
+    pub(super) cfg: SimConfig,
+    pub(super) slot_of_sm: Vec<usize>,
+    pub(super) sims: Vec<SmSim>,
     report: Report,
     next_kernel: u32,
-    done: u64,
-    total: u64,
+    pub(super) done: u64,
+    pub(super) total: u64,
     stream: Option<Stream>,
     by_cta: Option<Box<ByCta>>,
 }
@@ -450,115 +453,6 @@ struct ByCta {
     header: Kernel,
     /// Rows given so far.
     rows: u64,
-}
-
-/// A scheduled kernel being simulated: what its warp instructions add up to.
-struct Running {
-    ki: u32,
-    coalescer: Coalescer,
-    uncoalesced: bool,
-    insts: Vec<Counters>,
-    ctas: Vec<Counters>,
-    warp_insts: u64,
-    since_progress: u32,
-    reqs: Vec<Coalesced>,
-    taken: Vec<bool>,
-    events: bool,
-}
-
-impl Running {
-    /// Simulates one issued warp instruction: `rows` of `cols`.
-    fn issue(
-        &mut self,
-        session: &mut Session,
-        cols: &Columns,
-        rows: &[u32],
-        issue: Issue,
-        observer: &mut dyn Observer,
-    ) -> Result<(), SimError> {
-        session.done += rows.len() as u64;
-        self.since_progress += 1;
-        if self.since_progress >= 4096 {
-            self.since_progress = 0;
-            if !observer.progress(session.done, session.total) {
-                return Err(SimError::Cancelled);
-            }
-        }
-        let slot = session.slot_of_sm[issue.sm as usize];
-        if slot == usize::MAX {
-            return Ok(());
-        }
-        let line_bytes = (session.cfg.cache.line_bytes as u64).max(1);
-        let s = &mut session.sims[slot];
-        let reqs = &mut self.reqs;
-        let used = self.coalescer.coalesce(cols, rows, reqs);
-        if used == 0 {
-            return Ok(());
-        }
-        self.warp_insts += 1;
-        let inst = cols.inst[rows[0] as usize];
-        let taken = &mut self.taken;
-        taken.clear();
-        taken.resize(rows.len(), false);
-        let mut cursor = 0;
-        let mut local = Counters {
-            accesses: used as u64,
-            ..Default::default()
-        };
-        for c in reqs.iter() {
-            let o = s.cache.access(&c.request);
-            local.record(c.request.write, &o);
-            local.transactions += c.transactions as u64;
-            let reuse_distance = s
-                .reuse
-                .as_mut()
-                .and_then(|r| r.access(c.request.line, o.set).whole);
-            if self.events {
-                // The k-th request to a line belongs to the k-th access starting in it (one
-                // request per access without coalescing, the lowest such thread with it).
-                // Uncoalesced requests come in row order: search from after the last match.
-                let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
-                    !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
-                });
-                if let Some(j) = found {
-                    taken[j] = true;
-                    // Coalesced requests name their lowest thread: search from the start.
-                    if self.uncoalesced {
-                        cursor = j + 1;
-                    }
-                }
-                let thread = found
-                    .or(rows
-                        .iter()
-                        .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
-                    .and_then(|j| rows.get(j))
-                    .map(|&r| cols.thread[r as usize]);
-                observer.on_request(&RequestEvent {
-                    order: s.order,
-                    sm: s.sm,
-                    kernel: self.ki,
-                    cta: issue.cta,
-                    warp: issue.warp,
-                    inst,
-                    line: c.request.line,
-                    set: o.set,
-                    write: c.request.write,
-                    hit: o.hit,
-                    class: o.class,
-                    reuse_distance,
-                    time: None,
-                    thread,
-                    in_flight: false,
-                    set_distance: None,
-                });
-            }
-            s.order += 1;
-        }
-        s.counters.add(&local);
-        self.insts[inst as usize].add(&local);
-        self.ctas[issue.cta as usize].add(&local);
-        Ok(())
-    }
 }
 
 impl Stream {

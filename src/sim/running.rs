@@ -1,0 +1,118 @@
+//! One scheduled warp instruction through the coalescer, the simulated SM's L1 and its reuse
+//! tracker, and what a kernel's warp instructions add up to (per instruction and per CTA).
+//! Whole kernels and kernels given CTA by CTA go through this same code ([`super::Session`]).
+
+use super::{Observer, RequestEvent, Session, SimError};
+use crate::cache::Counters;
+use crate::coalesce::{Coalesced, Coalescer};
+use crate::schedule::Issue;
+use crate::trace::Columns;
+
+/// A scheduled kernel being simulated: what its warp instructions add up to.
+pub(super) struct Running {
+    pub(super) ki: u32,
+    pub(super) coalescer: Coalescer,
+    pub(super) uncoalesced: bool,
+    pub(super) insts: Vec<Counters>,
+    pub(super) ctas: Vec<Counters>,
+    pub(super) warp_insts: u64,
+    pub(super) since_progress: u32,
+    pub(super) reqs: Vec<Coalesced>,
+    pub(super) taken: Vec<bool>,
+    pub(super) events: bool,
+}
+
+impl Running {
+    /// Simulates one issued warp instruction: `rows` of `cols`.
+    pub(super) fn issue(
+        &mut self,
+        session: &mut Session,
+        cols: &Columns,
+        rows: &[u32],
+        issue: Issue,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        session.done += rows.len() as u64;
+        self.since_progress += 1;
+        if self.since_progress >= 4096 {
+            self.since_progress = 0;
+            if !observer.progress(session.done, session.total) {
+                return Err(SimError::Cancelled);
+            }
+        }
+        let slot = session.slot_of_sm[issue.sm as usize];
+        if slot == usize::MAX {
+            return Ok(());
+        }
+        let line_bytes = (session.cfg.cache.line_bytes as u64).max(1);
+        let s = &mut session.sims[slot];
+        let reqs = &mut self.reqs;
+        let used = self.coalescer.coalesce(cols, rows, reqs);
+        if used == 0 {
+            return Ok(());
+        }
+        self.warp_insts += 1;
+        let inst = cols.inst[rows[0] as usize];
+        let taken = &mut self.taken;
+        taken.clear();
+        taken.resize(rows.len(), false);
+        let mut cursor = 0;
+        let mut local = Counters {
+            accesses: used as u64,
+            ..Default::default()
+        };
+        for c in reqs.iter() {
+            let o = s.cache.access(&c.request);
+            local.record(c.request.write, &o);
+            local.transactions += c.transactions as u64;
+            let reuse_distance = s
+                .reuse
+                .as_mut()
+                .and_then(|r| r.access(c.request.line, o.set).whole);
+            if self.events {
+                // The k-th request to a line belongs to the k-th access starting in it (one
+                // request per access without coalescing, the lowest such thread with it).
+                // Uncoalesced requests come in row order: search from after the last match.
+                let found = (cursor..rows.len()).chain(0..cursor).find(|&j| {
+                    !taken[j] && cols.addr[rows[j] as usize] / line_bytes == c.request.line
+                });
+                if let Some(j) = found {
+                    taken[j] = true;
+                    // Coalesced requests name their lowest thread: search from the start.
+                    if self.uncoalesced {
+                        cursor = j + 1;
+                    }
+                }
+                let thread = found
+                    .or(rows
+                        .iter()
+                        .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
+                    .and_then(|j| rows.get(j))
+                    .map(|&r| cols.thread[r as usize]);
+                observer.on_request(&RequestEvent {
+                    order: s.order,
+                    sm: s.sm,
+                    kernel: self.ki,
+                    cta: issue.cta,
+                    warp: issue.warp,
+                    inst,
+                    line: c.request.line,
+                    set: o.set,
+                    write: c.request.write,
+                    hit: o.hit,
+                    class: o.class,
+                    reuse_distance,
+                    time: None,
+                    thread,
+                    in_flight: false,
+                    set_distance: None,
+                });
+            }
+            s.order += 1;
+        }
+        s.counters.add(&local);
+        self.insts[inst as usize].add(&local);
+        self.ctas[issue.cta as usize].add(&local);
+        Ok(())
+    }
+}
