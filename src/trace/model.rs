@@ -491,13 +491,31 @@ impl Kernel {
     }
     /// The kernel without its rows: name, shape, order, instructions and source facts.
     pub fn header(&self) -> Kernel {
+        Kernel::without_rows(
+            &self.name,
+            self.grid,
+            self.block,
+            self.order,
+            &self.instructions,
+            &self.info,
+        )
+    }
+    /// A kernel of this shape and these instructions and facts, with no rows.
+    fn without_rows(
+        name: &str,
+        grid: Dim3,
+        block: Dim3,
+        order: Order,
+        instructions: &[Instruction],
+        info: &KernelInfo,
+    ) -> Kernel {
         Kernel {
-            name: self.name.clone(),
-            grid: self.grid,
-            block: self.block,
-            order: self.order,
-            instructions: self.instructions.clone(),
-            info: self.info.clone(),
+            name: name.to_string(),
+            grid,
+            block,
+            order,
+            instructions: instructions.to_vec(),
+            info: info.clone(),
             cols: Columns::default(),
             cta_starts: Vec::new(),
         }
@@ -1019,16 +1037,14 @@ impl KernelBuilder {
     }
     /// The kernel so far without its rows (name, shape, order, instructions, source facts).
     pub fn header(&self) -> Kernel {
-        Kernel {
-            name: self.name.clone(),
-            grid: self.grid,
-            block: self.block,
-            order: self.order,
-            instructions: self.instructions.clone(),
-            info: self.info.clone(),
-            cols: Columns::default(),
-            cta_starts: Vec::new(),
-        }
+        Kernel::without_rows(
+            &self.name,
+            self.grid,
+            self.block,
+            self.order,
+            &self.instructions,
+            &self.info,
+        )
     }
     /// Moves the rows pushed so far into `into` (replacing what it held), for a producer that
     /// hands a kernel over a CTA at a time and keeps none of it. The rows are as pushed:
