@@ -182,9 +182,4 @@ impl CtaScheduler {
     pub fn cta_sm(&self, cta: u32) -> Option<u32> {
         self.s.cta_sm(cta)
     }
-
-    /// Slots of CTA rows held (resident and offered CTAs): what memory grows with.
-    pub fn slots(&self) -> usize {
-        self.slots.cols.len()
-    }
 }
