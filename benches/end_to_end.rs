@@ -4,7 +4,8 @@
 //! - a Dinero IV `din` file (2 M references), 16 KB 4-way LRU write-back, 3C classes, with and
 //!   without reuse distances, streamed in chunks as `sim` does (on one thread), and read whole
 //!   for comparison;
-//! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM;
+//! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM,
+//!   read whole and streamed CTA by CTA as `sim` does (on one thread here);
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed);
 //! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul.
 //!
@@ -46,6 +47,21 @@ fn din_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
         session.feed(&chunk, &mut none);
     }
     session.end_stream(&mut none);
+    let report = session.finish(&mut none);
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
+/// Streams a file through [`warpscope::sim::Session`] as `sim` does (on one thread here): our
+/// binary format CTA by CTA, the scheduler holding the resident CTAs.
+fn streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    let opts = warpscope::trace::ReadOptions::default();
+    let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
+    let mut session = warpscope::sim::Session::new(cfg, 0).expect("session");
+    let mut none = warpscope::sim::NoObserver;
+    let mut to = warpscope::sim::ToSession::new(&mut session, &mut none);
+    open.stream(&|s| s, &|s| s, &mut to).expect("read and simulate");
     let report = session.finish(&mut none);
     let mut out = Vec::new();
     serde_json::to_writer(&mut out, &report).expect("json");
@@ -122,6 +138,9 @@ fn end_to_end(c: &mut Criterion) {
     fermi.gpu.sms = 1;
     g.bench_function("wsb_matmul_128_fermi16k_one_sm", |b| {
         b.iter(|| black_box(file_to_json(&wsb, &fermi)))
+    });
+    g.bench_function("wsb_matmul_128_fermi16k_one_sm_streamed", |b| {
+        b.iter(|| black_box(streamed_to_json(&wsb, &fermi)))
     });
     let mut timed = preset("gtx470-16k").expect("preset");
     timed.gpu.sms = 1;

@@ -835,3 +835,102 @@ fn convert_writes_a_kernel_at_a_time() {
     assert_eq!(kept, whole);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Our binary format goes CTA by CTA: `gen` writes each CTA as it is built, `sim` simulates
+/// each as it is read (the scheduler holds the resident ones), and `convert` from `.wsb` to
+/// `.wsb` copies CTA by CTA. Under several configurations the result is the one of the trace
+/// read whole first (`--allow-truncated` reads it whole); a file cut inside a kernel's CTAs
+/// converts, when allowed, to a complete file of the kernels before it.
+#[test]
+fn a_binary_trace_streams_cta_by_cta() {
+    let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let params = ["nx=48", "ny=48", "steps=3", "block=8,8"];
+    let gen = warpscope(&[&["gen", "hotspot", "-o", &p("h.wsb")][..], &params].concat());
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let copy = warpscope(&["convert", &p("h.wsb"), &p("copy.wsb")]);
+    assert!(
+        copy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copy.stderr)
+    );
+    assert_eq!(
+        std::fs::read(p("h.wsb")).unwrap(),
+        std::fs::read(p("copy.wsb")).unwrap()
+    );
+    for flags in [
+        &["--preset", "fermi-16k"][..],
+        &[
+            "--sms",
+            "4",
+            "--all-sms",
+            "--schedule",
+            "gto",
+            "--max-ctas",
+            "2",
+        ][..],
+        &[
+            "--schedule",
+            "two-level",
+            "--warp-size",
+            "8",
+            "--sms",
+            "3",
+            "--sm",
+            "1",
+        ][..],
+    ] {
+        let streamed = json(&[&["sim", "--json", "--trace", &p("h.wsb")][..], flags].concat());
+        let whole = json(
+            &[
+                &["sim", "--json", "--allow-truncated", "--trace", &p("h.wsb")][..],
+                flags,
+            ]
+            .concat(),
+        );
+        assert_eq!(streamed, whole, "{flags:?}");
+        assert!(streamed["requests"].as_u64().unwrap() > 0, "{flags:?}");
+    }
+    // Cut in the middle of the second kernel's chunks.
+    let bytes = std::fs::read(p("h.wsb")).unwrap();
+    let index_at = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
+    let kernel_starts: Vec<usize> = {
+        let index =
+            warpscope::trace::binary::Index::read(&mut std::io::Cursor::new(&bytes), "h.wsb")
+                .unwrap();
+        index.kernels.iter().map(|k| k.offset as usize).collect()
+    };
+    assert_eq!(kernel_starts.len(), 3);
+    let cut = (kernel_starts[1] + kernel_starts[2]) / 2;
+    assert!(cut < index_at);
+    std::fs::write(p("cut.wsb"), &bytes[..cut]).unwrap();
+    let out = warpscope(&["convert", &p("cut.wsb"), &p("kept.wsb")]);
+    assert!(!out.status.success());
+    assert!(!dir.join("kept.wsb").exists() && !dir.join("kept.wsb.part").exists());
+    for kept in ["kept.wsb", "kept.wst"] {
+        let out = warpscope(&["convert", &p("cut.wsb"), &p(kept), "--allow-truncated"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("converted the 1 complete kernel(s)"), "{err}");
+        let t = warpscope::trace::load(std::path::Path::new(&p(kept)), Default::default(), &|s| s)
+            .unwrap();
+        assert_eq!(t.trace.kernels.len(), 1, "{kept}");
+    }
+    let first = warpscope::trace::binary::read(&bytes[..], "h.wsb")
+        .unwrap()
+        .kernels[0]
+        .clone();
+    let kept =
+        warpscope::trace::binary::read(&std::fs::read(p("kept.wsb")).unwrap()[..], "k").unwrap();
+    assert_eq!(kept.kernels, vec![first]);
+    std::fs::remove_dir_all(&dir).ok();
+}

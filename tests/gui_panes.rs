@@ -260,7 +260,9 @@ fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
     let dir = std::env::temp_dir().join(format!("warpscope-trunc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cut.wsb");
-    std::fs::write(&path, &bytes[..bytes.len() - 12]).unwrap();
+    // Cut inside the last kernel's rows (before the index the end record points to).
+    let index_at = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
+    std::fs::write(&path, &bytes[..index_at - 12]).unwrap();
 
     let mut h = harness(app("vecadd", "n=256"));
     settle(&mut h);

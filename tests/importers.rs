@@ -185,7 +185,9 @@ fn truncated_input_fails_unless_allowed_and_then_keeps_whole_kernels_only() {
     let mut bytes = Vec::new();
     trace::binary::write(&two_kernels(), &mut bytes).unwrap();
     let p = dir.join("cut.wsb");
-    std::fs::write(&p, &bytes[..bytes.len() - 12]).unwrap();
+    // Cut inside the last kernel's rows (before the index the end record points to).
+    let index_at = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
+    std::fs::write(&p, &bytes[..index_at - 12]).unwrap();
     let e = trace::load(&p, ReadOptions::default(), &|s| s)
         .unwrap_err()
         .to_string();

@@ -264,12 +264,22 @@ fn generate(a: GenArgs) -> Result<()> {
         .output
         .context("give an output file with -o FILE (.wst text, .wsb binary)")?;
     let pairs = gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
-    let t = gen::generate(&name, &pairs)?;
-    write(&t, &output, a.to.as_deref())
+    let format = write_format(&output, a.to.as_deref())?;
+    // Each CTA is written as it is generated (gathered into its kernel for the text
+    // formats): the trace is never held whole.
+    let mut out = CountingRows {
+        writer: trace::TraceWriter::create(&output, format)?,
+        rows: 0,
+    };
+    gen::generate_by_cta(&name, &pairs, None, &mut out)?;
+    let rows = out.rows;
+    say_written(&out.writer.finish()?, rows);
+    Ok(())
 }
 
-/// Converts a kernel at a time: each kernel read is written and dropped, so memory is
-/// bounded by the largest kernel, not the whole trace.
+/// Converts a kernel at a time, or a CTA at a time from and to our binary format: what is
+/// read is written and dropped, so memory is bounded by the largest kernel (one CTA from a
+/// binary file to a binary file), not the whole trace.
 fn convert(a: ConvertArgs) -> Result<()> {
     let format = write_format(&a.output, a.to.as_deref())?;
     let opts = trace::ReadOptions {
@@ -281,11 +291,13 @@ fn convert(a: ConvertArgs) -> Result<()> {
         writer: trace::TraceWriter::create(&a.output, format)?,
         rows: 0,
     };
-    if let Err(e) = open.read(&readahead::wrap, &|s| s, &mut out) {
+    if let Err(e) = open.stream(&readahead::wrap, &|s| s, &mut out) {
         if !a.allow_truncated || e.is_empty_trace() || out.writer.kernels() == 0 {
             // The writer, dropped, removes its unfinished files.
             return Err(e.into());
         }
+        // Keep the complete kernels only.
+        out.writer.abandon_kernel()?;
         eprintln!(
             "warning: {} is incomplete: converted the {} complete kernel(s) before this error: {e}",
             a.input.display(),
@@ -310,6 +322,19 @@ impl trace::KernelSink for CountingRows {
     }
 }
 
+impl trace::CtaSink for CountingRows {
+    fn begin_kernel(&mut self, header: &trace::Kernel) -> Result<(), trace::TraceError> {
+        self.writer.begin_kernel(header)
+    }
+    fn cta(&mut self, cta: u32, rows: &trace::Columns) -> Result<(), trace::TraceError> {
+        self.rows += rows.len() as u64;
+        self.writer.cta(cta, rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), trace::TraceError> {
+        self.writer.end_kernel()
+    }
+}
+
 /// The output format `to` names, by default the one `path` implies.
 fn write_format(path: &std::path::Path, to: Option<&str>) -> Result<trace::WriteFormat> {
     match to {
@@ -323,12 +348,4 @@ fn write_format(path: &std::path::Path, to: Option<&str>) -> Result<trace::Write
 fn say_written(written: &[std::path::PathBuf], rows: u64) {
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     eprintln!("wrote {} ({rows} rows)", names.join(", "));
-}
-
-/// Writes `t` in the format `to` names (by default the one `path` implies) and says where.
-fn write(t: &trace::Trace, path: &std::path::Path, to: Option<&str>) -> Result<()> {
-    let format = write_format(path, to)?;
-    let written = trace::write_file_as(t, path, format)?;
-    say_written(&written, t.total_accesses() as u64);
-    Ok(())
 }

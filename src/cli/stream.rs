@@ -3,6 +3,8 @@
 //! `sim::run` is a loop over, so the result is the whole trace's; `tests/cli.rs` compares).
 //! - A reference stream (Dinero IV `din`) goes over in chunks of rows and nothing of it is
 //!   kept: memory is bounded by the distinct lines the trace touches, not by its length.
+//! - Our binary format goes over CTA by CTA (`trace::CtaSink`), each CTA dropped once its
+//!   warps are done: memory is bounded by the resident CTAs, not by the size of a kernel.
 //! - Other formats go over a kernel at a time, each dropped once simulated: memory is
 //!   bounded by the largest kernels (the one simulated, one waiting, one being read), not
 //!   by the number of launches.
@@ -137,19 +139,53 @@ pub fn simulate(
     }
 }
 
-/// Hands each kernel over to the simulating thread.
-struct ToSimulation(std::sync::mpsc::SyncSender<trace::Kernel>, String);
+/// What the reader hands the simulating thread: whole kernels where the format has them so,
+/// else a kernel's header, its CTAs and its end.
+enum Piece {
+    Kernel(trace::Kernel),
+    Begin(trace::Kernel),
+    Cta(u32, Columns),
+    End,
+}
 
-impl trace::KernelSink for ToSimulation {
-    fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
+/// Hands what is read over to the simulating thread; CTA buffers come back to be reused.
+struct ToSimulation {
+    to: std::sync::mpsc::SyncSender<Piece>,
+    spare: std::sync::mpsc::Receiver<Columns>,
+}
+
+impl ToSimulation {
+    fn send(&self, p: Piece) -> Result<(), trace::TraceError> {
         // The simulation stopped (it failed): stop reading.
-        self.0.send(k).map_err(|_| trace::TraceError::Io {
-            file: self.1.clone(),
-            source: std::io::Error::other("the simulation stopped"),
-        })
+        self.to
+            .send(p)
+            .map_err(|_| trace::TraceError::Stopped("the simulation stopped".into()))
     }
 }
 
+impl trace::KernelSink for ToSimulation {
+    fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
+        self.send(Piece::Kernel(k))
+    }
+}
+
+impl trace::CtaSink for ToSimulation {
+    fn begin_kernel(&mut self, header: &trace::Kernel) -> Result<(), trace::TraceError> {
+        self.send(Piece::Begin(header.header()))
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), trace::TraceError> {
+        let mut copy = self.spare.try_recv().unwrap_or_default();
+        copy.clear();
+        copy.extend_from(rows, 0..rows.len());
+        self.send(Piece::Cta(cta, copy))
+    }
+    fn end_kernel(&mut self) -> Result<(), trace::TraceError> {
+        self.send(Piece::End)
+    }
+}
+
+/// Simulates a trace read on another thread: kernels whole, or CTA by CTA where the file
+/// has them so (our binary format), so that memory holds the resident CTAs.
 fn simulate_kernels(
     open: trace::OpenTrace,
     read: &Arc<AtomicU64>,
@@ -157,17 +193,34 @@ fn simulate_kernels(
     progress: &mut dyn Observer,
 ) -> Result<Report> {
     let mut session = Session::new(cfg, 0)?;
-    // One kernel waits while one is simulated and the next is read.
-    let (tx, rx) = sync_channel::<trace::Kernel>(1);
+    // One piece waits while one is simulated and the next is read.
+    let (tx, rx) = sync_channel::<Piece>(1);
+    let (spare_tx, spare_rx) = channel::<Columns>();
     let watch = counting(read);
-    let name = open.name().to_string();
     let reader = std::thread::Builder::new()
         .name("read".into())
-        .spawn(move || open.read(&super::readahead::wrap, &watch, &mut ToSimulation(tx, name)))
+        .spawn(move || {
+            let mut to = ToSimulation {
+                to: tx,
+                spare: spare_rx,
+            };
+            open.stream(&super::readahead::wrap, &watch, &mut to)
+        })
         .context("starting the reader thread")?;
     let mut failed: Option<anyhow::Error> = None;
-    for k in rx.iter() {
-        if let Err(e) = session.kernel(&k, progress) {
+    for piece in rx.iter() {
+        let done = match piece {
+            Piece::Kernel(k) => session.kernel(&k, progress),
+            Piece::Begin(header) => session.begin_kernel(&header, progress),
+            Piece::Cta(cta, rows) => {
+                let r = session.cta(cta, &rows, progress);
+                // The reader may have finished already.
+                let _ = spare_tx.send(rows);
+                r
+            }
+            Piece::End => session.end_kernel(progress),
+        };
+        if let Err(e) = done {
             failed = Some(e.into());
             break;
         }

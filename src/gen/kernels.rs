@@ -76,7 +76,7 @@ pub(super) fn build(
     let mut accesses = 0u64;
     // With a sink, each CTA's rows go to it once built and the kernel keeps none.
     let header = b.header();
-    let streamed = p.sink(|s| s.begin(&header))?;
+    let streamed = p.sink(|s| s.begin_kernel(&header))?;
     let mut rows = crate::trace::Columns::default();
     for c in 0..ctas {
         let cta = grid.from_linear(c);
@@ -102,7 +102,7 @@ pub(super) fn build(
     }
     p.launch_done(accesses);
     if streamed {
-        p.sink(|s| s.end())?;
+        p.sink(|s| s.end_kernel())?;
     }
     Ok(b.finish())
 }

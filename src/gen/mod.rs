@@ -12,9 +12,10 @@ mod sparse;
 
 pub use params::GenError;
 
+pub use crate::trace::CtaSink;
 use crate::trace::Trace;
 use params::Params;
-pub use params::{Control, CtaSink, GenProgress};
+pub use params::{Control, GenProgress};
 
 /// A built-in kernel: name, one-line description, parameters with defaults (`params` is what
 /// the app pre-fills, so it must parse as it stands).

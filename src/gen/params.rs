@@ -1,6 +1,6 @@
 //! `key=value` parameters of the generators, with defaults and errors naming the key.
 
-use crate::trace::Dim3;
+use crate::trace::{CtaSink, Dim3};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
@@ -22,9 +22,9 @@ pub enum GenError {
     },
     #[error("kernel `{kernel}`: {message}")]
     Invalid { kernel: String, message: String },
-    /// What the generated CTAs were handed to stopped taking them (its error says why).
-    #[error("kernel `{kernel}`: stopped by what it was generated for")]
-    SinkStopped { kernel: String },
+    /// What the generated CTAs were handed to stopped taking them, and why.
+    #[error("kernel `{kernel}`: {reason}")]
+    SinkStopped { kernel: String, reason: String },
     /// The caller's control said stop (cancelled, or the trace would be too large).
     #[error("kernel `{kernel}`: generation stopped after {accesses} accesses (about {projected} expected)")]
     Stopped {
@@ -51,16 +51,6 @@ pub struct GenProgress {
 
 /// What a caller passes to watch and stop a generator: `false` stops it.
 pub type Control<'a> = &'a mut dyn FnMut(&GenProgress) -> bool;
-
-/// Takes a generated trace a CTA at a time instead of a whole [`crate::trace::Trace`]
-/// ([`super::generate_by_cta`]): launches in order, each a header, its CTAs in linear
-/// order (rows grouped by thread), and its end. Each returns `false` to stop generating
-/// (the sink keeps its own error).
-pub trait CtaSink {
-    fn begin(&mut self, header: &crate::trace::Kernel) -> bool;
-    fn cta(&mut self, cta: u32, rows: &crate::trace::Columns) -> bool;
-    fn end(&mut self) -> bool;
-}
 
 /// Parsed parameters; each getter records the keys a kernel understands. Also carries the
 /// caller's control, asked after every CTA.
@@ -91,18 +81,18 @@ impl<'a> Params<'a> {
         *self.sink.get_mut() = Some(sink);
     }
     /// Gives `sink`, if there is one, to `f`; `Err` when it says stop.
-    pub fn sink(&self, f: impl FnOnce(&mut dyn CtaSink) -> bool) -> Result<bool, GenError> {
+    pub fn sink(
+        &self,
+        f: impl FnOnce(&mut dyn CtaSink) -> Result<(), crate::trace::TraceError>,
+    ) -> Result<bool, GenError> {
         let mut sink = self.sink.borrow_mut();
         let Some(s) = sink.as_deref_mut() else {
             return Ok(false);
         };
-        if f(s) {
-            Ok(true)
-        } else {
-            Err(GenError::SinkStopped {
-                kernel: self.kernel.clone(),
-            })
-        }
+        f(s).map(|()| true).map_err(|e| GenError::SinkStopped {
+            kernel: self.kernel.clone(),
+            reason: e.to_string(),
+        })
     }
     /// Reports progress through a launch (`accesses` of it so far) and says whether to go on.
     pub fn keep_going(&self, ctas_done: u64, ctas: u64, accesses: u64) -> Result<(), GenError> {

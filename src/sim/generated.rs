@@ -5,8 +5,8 @@
 
 use super::{Observer, Report, Session, SimError};
 use crate::config::SimConfig;
-use crate::gen::{Control, CtaSink, GenError};
-use crate::trace::{Columns, Kernel};
+use crate::gen::{Control, GenError};
+use crate::trace::{Columns, CtaSink, Kernel, KernelSink, TraceError};
 
 /// Why a generated run failed.
 #[derive(Debug, thiserror::Error)]
@@ -17,35 +17,56 @@ pub enum GeneratedError {
     Sim(#[from] SimError),
 }
 
-/// Hands generated CTAs to the session; keeps the first error.
-struct ToSession<'a> {
+/// Hands what a source gives (a generator's or a reader's kernels and CTAs) to a session,
+/// on the caller's thread; keeps the first simulation error, which stops the source.
+pub struct ToSession<'a> {
     session: &'a mut Session,
     observer: &'a mut dyn Observer,
     error: Option<SimError>,
 }
 
-impl ToSession<'_> {
-    fn ok(&mut self, r: Result<(), SimError>) -> bool {
-        match r {
-            Ok(()) => true,
-            Err(e) => {
-                self.error.get_or_insert(e);
-                false
-            }
+impl<'a> ToSession<'a> {
+    pub fn new(session: &'a mut Session, observer: &'a mut dyn Observer) -> Self {
+        ToSession {
+            session,
+            observer,
+            error: None,
         }
+    }
+    /// The simulation error that stopped the source, if one did.
+    pub fn take_error(&mut self) -> Option<SimError> {
+        self.error.take()
+    }
+}
+
+impl ToSession<'_> {
+    /// Keeps a simulation error and stops the source.
+    fn ok(&mut self, r: Result<(), SimError>) -> Result<(), TraceError> {
+        r.map_err(|e| {
+            let stop = TraceError::Stopped(e.to_string());
+            self.error.get_or_insert(e);
+            stop
+        })
+    }
+}
+
+impl KernelSink for ToSession<'_> {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        let r = self.session.kernel(&k, self.observer);
+        self.ok(r)
     }
 }
 
 impl CtaSink for ToSession<'_> {
-    fn begin(&mut self, header: &Kernel) -> bool {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
         let r = self.session.begin_kernel(header, self.observer);
         self.ok(r)
     }
-    fn cta(&mut self, cta: u32, rows: &Columns) -> bool {
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         let r = self.session.cta(cta, rows, self.observer);
         self.ok(r)
     }
-    fn end(&mut self) -> bool {
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
         let r = self.session.end_kernel(self.observer);
         self.ok(r)
     }
@@ -61,13 +82,9 @@ pub fn run_generated(
     observer: &mut dyn Observer,
 ) -> Result<Report, GeneratedError> {
     let mut session = Session::new(cfg, 0)?;
-    let mut sink = ToSession {
-        session: &mut session,
-        observer: &mut *observer,
-        error: None,
-    };
+    let mut sink = ToSession::new(&mut session, &mut *observer);
     let generated = crate::gen::generate_by_cta(name, pairs, control, &mut sink);
-    if let Some(e) = sink.error.take() {
+    if let Some(e) = sink.take_error() {
         return Err(e.into());
     }
     generated?;

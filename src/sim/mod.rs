@@ -12,7 +12,7 @@ mod running;
 mod session;
 mod timed;
 
-pub use generated::{run_generated, GeneratedError};
+pub use generated::{run_generated, GeneratedError, ToSession};
 pub use report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
     SmRow, SourceLineRow, TimingReport, ValueCount,

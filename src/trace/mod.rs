@@ -17,15 +17,19 @@ pub mod nugteren;
 pub mod nvbit;
 #[cfg(feature = "tables")]
 mod parquet_check;
+mod sink;
 pub mod source;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod text;
+mod writer;
 
 pub use model::{
     check_density, Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel,
     KernelBuilder, KernelInfo, MemSpace, Order, Trace, WarpInstructions,
 };
+pub use sink::{Assemble, CtaSink, KernelSink};
+pub use writer::{is_binary_path, write_file, write_file_as, TraceWriter, WriteFormat};
 
 use std::path::Path;
 
@@ -72,6 +76,10 @@ pub enum TraceError {
         #[source]
         source: std::io::Error,
     },
+    /// What the trace was read for stopped taking it (a simulation failed or was cancelled),
+    /// and why.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 impl TraceError {
@@ -288,34 +296,6 @@ pub fn load_watched(
     })
 }
 
-/// Receives a trace's kernels one at a time, in launch order, as a reader completes them: a
-/// [`Trace`] keeps them; a shell can simulate each and drop it, so that memory is bounded by
-/// the largest kernel rather than the whole trace.
-pub trait KernelSink {
-    /// Takes the next kernel; an error stops the reader (and is what it returns).
-    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError>;
-}
-
-impl KernelSink for Trace {
-    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
-        self.kernels.push(k);
-        Ok(())
-    }
-}
-
-/// Counts the kernels a sink is given.
-struct Counting<'a> {
-    inner: &'a mut dyn KernelSink,
-    kernels: usize,
-}
-
-impl KernelSink for Counting<'_> {
-    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
-        self.kernels += 1;
-        self.inner.kernel(k)
-    }
-}
-
 /// A trace file opened, decompressed and its format known, nothing read past its head
 /// ([`open_trace`]); [`OpenTrace::read`] reads its kernels. It can move to another thread.
 pub struct OpenTrace {
@@ -345,6 +325,19 @@ impl OpenTrace {
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn KernelSink,
     ) -> Result<(), TraceError> {
+        self.stream(wrap, watch, &mut Assemble::new(out))
+    }
+
+    /// Reads every kernel into `out` as [`OpenTrace::read`] does, but CTA by CTA where the
+    /// file has them so (our binary format), in the memory of one CTA; other formats' kernels
+    /// come whole.
+    pub fn stream(
+        self,
+        wrap: &dyn Fn(source::Stream) -> source::Stream,
+        watch: &dyn Fn(source::Stream) -> source::Stream,
+        out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        let bound = self.expanded_bound();
         let ctx = Ctx {
             file: &self.name,
             path: &self.path,
@@ -352,11 +345,15 @@ impl OpenTrace {
             wrap,
             watch,
         };
-        let mut counting = Counting {
+        let mut counting = sink::Counting {
             inner: out,
             kernels: 0,
         };
-        let result = read_into(self.format, self.reader, &ctx, &mut counting);
+        let result = if self.format == Format::Binary {
+            binary::stream_sized(self.reader, &self.name, bound, &mut counting)
+        } else {
+            read_into(self.format, self.reader, &ctx, &mut counting)
+        };
         if result.is_ok() && counting.kernels == 0 {
             return Err(TraceError::parse(
                 &self.name,
@@ -368,6 +365,17 @@ impl OpenTrace {
             ));
         }
         result
+    }
+
+    /// The most bytes the file can hold once decompressed: its size, or for compressed input
+    /// 4096 times it (real traces compress far less; a header claiming more is corrupt).
+    fn expanded_bound(&self) -> u64 {
+        match self.compression {
+            // A pipe's size is not known.
+            _ if self.file_bytes == 0 => u64::MAX,
+            source::Compression::None => self.file_bytes,
+            _ => self.file_bytes.saturating_mul(4096),
+        }
     }
 
     /// The reference stream this trace is, read in chunks, if its format is one (Dinero IV
@@ -505,7 +513,10 @@ fn read_into<R: std::io::BufRead>(
     };
     match format {
         Format::Text => text::read_into(r, name, trace),
-        Format::Binary => binary::read_into(r, name, trace),
+        Format::Binary => {
+            let mut whole = Assemble::new(trace);
+            binary::stream_sized(r, name, ctx.file_bytes, &mut whole)
+        }
         Format::Din => one(din::read_sized(r, name, ctx.file_bytes), trace),
         Format::Nugteren => one(nugteren::read(r, name), trace),
         Format::AccelSim => accelsim::read_into(r, ctx, trace),
@@ -549,203 +560,4 @@ fn looks_like_csv(line: &str) -> bool {
         && line
             .split(',')
             .any(|c| c.trim().trim_matches('"').eq_ignore_ascii_case("address"))
-}
-
-/// The formats Warpscope writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteFormat {
-    /// Warpscope text (`.wst`).
-    Text,
-    /// Warpscope binary (`.wsb`).
-    Binary,
-    /// Nugteren et al.'s `.trc`, one file per kernel (the input of their released model).
-    Nugteren,
-}
-
-impl WriteFormat {
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "text" => Some(WriteFormat::Text),
-            "binary" | "native" => Some(WriteFormat::Binary),
-            "nugteren" => Some(WriteFormat::Nugteren),
-            _ => None,
-        }
-    }
-    /// The format a file name implies: `.wsb` binary, anything else text.
-    pub fn for_path(path: &Path) -> Self {
-        if is_binary_path(path) {
-            WriteFormat::Binary
-        } else {
-            WriteFormat::Text
-        }
-    }
-}
-
-/// Writes a trace in the format implied by the extension (`.wsb` binary, else text).
-pub fn write_file(trace: &Trace, path: &Path) -> Result<(), TraceError> {
-    write_file_as(trace, path, WriteFormat::for_path(path)).map(|_| ())
-}
-
-/// Writes `trace` to `path` in `format`; returns the files written (Nugteren et al.'s format
-/// takes one file per kernel when there are several: `STEM_00.trc`, `STEM_01.trc`, ...).
-pub fn write_file_as(
-    trace: &Trace,
-    path: &Path,
-    format: WriteFormat,
-) -> Result<Vec<std::path::PathBuf>, TraceError> {
-    let mut w = TraceWriter::create(path, format)?;
-    for k in &trace.kernels {
-        w.write(k)?;
-    }
-    w.finish()
-}
-
-/// Writes a trace a kernel at a time (a [`KernelSink`]), so that `convert` holds one kernel,
-/// not the whole trace. Files are written under a `.part` name and get their own name in
-/// [`TraceWriter::finish`]; a writer dropped unfinished removes them, so a failed conversion
-/// leaves no file that looks whole.
-pub struct TraceWriter {
-    path: std::path::PathBuf,
-    format: WriteFormat,
-    /// The file being written (`.part`) and its final name.
-    out: Option<(std::io::BufWriter<std::fs::File>, std::path::PathBuf)>,
-    /// Files complete but not yet renamed: (part, final).
-    done: Vec<(std::path::PathBuf, std::path::PathBuf)>,
-    kernels: u32,
-}
-
-fn part_of(path: &Path) -> std::path::PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".part");
-    std::path::PathBuf::from(p)
-}
-
-impl TraceWriter {
-    /// Starts writing `path` in `format`.
-    pub fn create(path: &Path, format: WriteFormat) -> Result<Self, TraceError> {
-        let mut w = TraceWriter {
-            path: path.to_path_buf(),
-            format,
-            out: None,
-            done: Vec::new(),
-            kernels: 0,
-        };
-        if format != WriteFormat::Nugteren {
-            w.open(path.to_path_buf())?;
-            let (name, res) = w.with_out(|f| match format {
-                WriteFormat::Text => text::write_header(f),
-                _ => binary::write_header(f),
-            });
-            res.map_err(|e| TraceError::io(&name, e))?;
-        }
-        Ok(w)
-    }
-
-    fn open(&mut self, final_path: std::path::PathBuf) -> Result<(), TraceError> {
-        let part = part_of(&final_path);
-        let file = std::fs::File::create(&part)
-            .map_err(|e| TraceError::io(&final_path.display().to_string(), e))?;
-        self.out = Some((std::io::BufWriter::with_capacity(1 << 20, file), final_path));
-        Ok(())
-    }
-
-    /// Runs `f` on the open file; returns the file's name for errors and the result.
-    fn with_out(
-        &mut self,
-        f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-    ) -> (String, std::io::Result<()>) {
-        match &mut self.out {
-            Some((w, p)) => (p.display().to_string(), f(w)),
-            None => (
-                self.path.display().to_string(),
-                Err(std::io::Error::other("no file is open")),
-            ),
-        }
-    }
-
-    /// Flushes and closes the open file, keeping it for the rename.
-    fn close(&mut self) -> Result<(), TraceError> {
-        if let Some((mut w, p)) = self.out.take() {
-            std::io::Write::flush(&mut w)
-                .map_err(|e| TraceError::io(&p.display().to_string(), e))?;
-            self.done.push((part_of(&p), p));
-        }
-        Ok(())
-    }
-
-    /// Appends one kernel.
-    pub fn write(&mut self, k: &Kernel) -> Result<(), TraceError> {
-        let format = self.format;
-        if format == WriteFormat::Nugteren {
-            // One file per kernel; with a second kernel the first becomes STEM_00.trc.
-            self.close()?;
-            let stem = self.path.with_extension("");
-            let numbered =
-                |i: u32| std::path::PathBuf::from(format!("{}_{i:02}.trc", stem.display()));
-            if self.kernels == 1 {
-                if let Some(first) = self.done.first_mut() {
-                    first.1 = numbered(0);
-                }
-            }
-            let p = if self.kernels == 0 {
-                self.path.clone()
-            } else {
-                numbered(self.kernels)
-            };
-            self.open(p)?;
-        }
-        let (name, res) = self.with_out(|f| match format {
-            WriteFormat::Text => text::write_kernel(k, f),
-            WriteFormat::Binary => binary::write_kernel(k, f),
-            WriteFormat::Nugteren => nugteren::write(k, f),
-        });
-        res.map_err(|e| TraceError::io(&name, e))?;
-        self.kernels += 1;
-        Ok(())
-    }
-
-    /// Completes the files and gives them their names; returns them.
-    pub fn finish(mut self) -> Result<Vec<std::path::PathBuf>, TraceError> {
-        if self.format == WriteFormat::Binary {
-            let kernels = self.kernels;
-            let (name, res) = self.with_out(|f| binary::write_end(kernels, f));
-            res.map_err(|e| TraceError::io(&name, e))?;
-        }
-        self.close()?;
-        let mut paths = Vec::new();
-        for (part, path) in std::mem::take(&mut self.done) {
-            std::fs::rename(&part, &path)
-                .map_err(|e| TraceError::io(&path.display().to_string(), e))?;
-            paths.push(path);
-        }
-        Ok(paths)
-    }
-
-    /// Kernels written so far.
-    pub fn kernels(&self) -> u32 {
-        self.kernels
-    }
-}
-
-impl KernelSink for TraceWriter {
-    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
-        self.write(&k)
-    }
-}
-
-impl Drop for TraceWriter {
-    fn drop(&mut self) {
-        // Unfinished: remove what was written.
-        if let Some((_, p)) = self.out.take() {
-            let _ = std::fs::remove_file(part_of(&p));
-        }
-        for (part, _) in self.done.drain(..) {
-            let _ = std::fs::remove_file(part);
-        }
-    }
-}
-
-/// `.wsb` files are binary.
-pub fn is_binary_path(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "wsb")
 }

@@ -1,0 +1,286 @@
+//! The index at the end of a version 4 file, and reads that seek through it: one kernel, one
+//! CTA, or a window of a kernel's rows (a stretch of time in the trace), reading only the
+//! chunks that hold them. A viewer zooming into a huge trace re-reads just what it shows.
+
+use super::chunked::{begin_kernel, read_chunk};
+use super::{read_file_header, Reader, CHUNK_TAG, END_TAG, INDEX_TAG, KERNEL_TAG};
+use crate::trace::sink::{Assemble, CtaSink, KernelSink};
+use crate::trace::{Columns, Kernel, TraceError};
+use std::io::{BufRead, Seek, SeekFrom};
+
+/// Where one chunk of a kernel's rows is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexedChunk {
+    /// Its CTA (linear id; `u32::MAX` for an issued-order kernel's rows).
+    pub cta: u32,
+    pub rows: u32,
+    /// Its first row's position in the kernel.
+    pub first_row: u64,
+    /// Byte offset of its record.
+    pub offset: u64,
+}
+
+/// Where one kernel and its chunks are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedKernel {
+    /// Byte offset of its record.
+    pub offset: u64,
+    pub rows: u64,
+    pub chunks: Vec<IndexedChunk>,
+}
+
+/// A version 4 file's index ([`Index::read`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Index {
+    pub kernels: Vec<IndexedKernel>,
+    file: String,
+}
+
+/// Bytes of the end record: tag, kernel count, index offset.
+const END_BYTES: u64 = 13;
+
+impl Index {
+    /// Reads the index of the binary trace `r` (named `file` in errors): the end record, then
+    /// the index it points to, checked against its checksum. Files before version 4 have none.
+    pub fn read<R: BufRead + Seek>(r: &mut R, file: &str) -> Result<Index, TraceError> {
+        let io = |e| TraceError::io(file, e);
+        let len = r.seek(SeekFrom::End(0)).map_err(io)?;
+        r.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, len);
+        let version = read_file_header(&mut rd)?;
+        if version < 4 {
+            return Err(rd.err(
+                8,
+                format!(
+                    "a version {version} file has no index: `warpscope convert` it to a \
+                     version {} file",
+                    super::VERSION
+                ),
+            ));
+        }
+        let end_at = len.saturating_sub(END_BYTES).max(16);
+        r.seek(SeekFrom::Start(end_at)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, len);
+        rd.offset = end_at;
+        if rd.u8("the end record ('E')")? != END_TAG {
+            return Err(rd.err(
+                end_at,
+                "expected the end record ('E') in the file's last 13 bytes",
+            ));
+        }
+        let n = rd.u32("the kernel count of the end record")?;
+        let at = rd.u64("the offset of the index")?;
+        if at < 16 || at >= end_at {
+            return Err(rd.err(
+                end_at + 5,
+                format!("the index offset {at} is not within the file"),
+            ));
+        }
+        r.seek(SeekFrom::Start(at)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, end_at);
+        rd.offset = at;
+        if rd.u8("the index record ('X')")? != INDEX_TAG {
+            return Err(rd.err(
+                at,
+                "expected the index record ('X') where the end record puts it",
+            ));
+        }
+        rd.begin_record();
+        let count_at = rd.offset;
+        if rd.u32("the index's kernel count")? != n {
+            return Err(rd.err(
+                count_at,
+                "the index and the end record give different kernel counts",
+            ));
+        }
+        let mut kernels = Vec::new();
+        for _ in 0..n {
+            let offset = rd.u64("a kernel's offset in the index")?;
+            let rows = rd.u64("a kernel's row count in the index")?;
+            let n_chunks = rd.u32("a kernel's chunk count in the index")?;
+            let mut chunks = Vec::new();
+            let mut first_row = 0u64;
+            for _ in 0..n_chunks {
+                let e = rd.bytes::<16>("a chunk's index entry")?;
+                let cta = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                let n = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+                let mut o = [0u8; 8];
+                o.copy_from_slice(&e[8..16]);
+                chunks.push(IndexedChunk {
+                    cta,
+                    rows: n,
+                    first_row,
+                    offset: u64::from_le_bytes(o),
+                });
+                first_row += n as u64;
+            }
+            if first_row != rows {
+                return Err(rd.err(
+                    rd.offset,
+                    format!("the index gives a kernel {rows} rows but its chunks {first_row}"),
+                ));
+            }
+            kernels.push(IndexedKernel {
+                offset,
+                rows,
+                chunks,
+            });
+        }
+        rd.check_crc("the index")?;
+        Ok(Index {
+            kernels,
+            file: file.to_string(),
+        })
+    }
+
+    /// Rows of CTA `cta` of kernel `k` as positions in the kernel (empty when it has none).
+    pub fn cta_rows(&self, k: usize, cta: u32) -> std::ops::Range<u64> {
+        let Some(kernel) = self.kernels.get(k) else {
+            return 0..0;
+        };
+        let mut of = kernel.chunks.iter().filter(|c| c.cta == cta);
+        match of.next() {
+            Some(first) => {
+                let end = of.next_back().unwrap_or(first);
+                first.first_row..end.first_row + end.rows as u64
+            }
+            None => 0..0,
+        }
+    }
+
+    /// Kernel `k`, whole.
+    pub fn kernel<R: BufRead + Seek>(&self, r: &mut R, k: usize) -> Result<Kernel, TraceError> {
+        self.window(r, k, 0..u64::MAX)
+    }
+
+    /// Kernel `k` with only its rows at positions `rows` (a CTA's, or a stretch of time):
+    /// reads its record and the chunks that hold those rows, nothing else.
+    pub fn window<R: BufRead + Seek>(
+        &self,
+        r: &mut R,
+        k: usize,
+        rows: std::ops::Range<u64>,
+    ) -> Result<Kernel, TraceError> {
+        let file = self.file.as_str();
+        let Some(kernel) = self.kernels.get(k) else {
+            return Err(TraceError::parse(
+                file,
+                crate::trace::Location::Byte(0),
+                format!(
+                    "the file has {} kernels, there is no kernel {k}",
+                    self.kernels.len()
+                ),
+            ));
+        };
+        let io = |e| TraceError::io(file, e);
+        let end = r.seek(SeekFrom::End(0)).map_err(io)?;
+        let mut trace = crate::trace::Trace::default();
+        let mut assemble = Assemble::new(&mut trace);
+        let mut window = Window {
+            inner: &mut assemble,
+            rows: rows.clone(),
+            at: 0,
+            cut: Columns::default(),
+        };
+        r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, end);
+        rd.offset = kernel.offset;
+        if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
+            return Err(rd.err(
+                kernel.offset,
+                "expected a kernel record ('K') where the index puts one",
+            ));
+        }
+        let mut reading = begin_kernel(&mut rd, kernel.offset, &mut window)?;
+        let wanted = kernel
+            .chunks
+            .iter()
+            .filter(|c| c.first_row < rows.end && c.first_row + c.rows as u64 > rows.start);
+        let (mut raw, mut cta_rows) = (Vec::new(), Columns::default());
+        let mut next_at = None;
+        for c in wanted {
+            if next_at != Some(c.offset) {
+                r.seek(SeekFrom::Start(c.offset)).map_err(io)?;
+                rd = Reader::new(&mut *r, file, end);
+                rd.offset = c.offset;
+                window.at = c.first_row;
+                // Rows are counted from the window's first chunk.
+                reading.read = c.first_row;
+            }
+            if rd.u8("a chunk record ('C')")? != CHUNK_TAG {
+                return Err(rd.err(
+                    c.offset,
+                    "expected a chunk record ('C') where the index puts one",
+                ));
+            }
+            read_chunk(
+                &mut rd,
+                c.offset,
+                &mut reading,
+                &mut raw,
+                &mut cta_rows,
+                &mut window,
+            )?;
+            next_at = Some(rd.offset);
+        }
+        reading.end_window(&mut cta_rows, &mut window)?;
+        trace.kernels.pop().ok_or_else(|| {
+            TraceError::parse(
+                file,
+                crate::trace::Location::Byte(kernel.offset),
+                "no kernel was read",
+            )
+        })
+    }
+}
+
+/// Passes on the rows at positions `rows` of a kernel (CTAs cut at the window's edges; an
+/// issued-order kernel as one group of rows).
+struct Window<'a> {
+    inner: &'a mut dyn CtaSink,
+    rows: std::ops::Range<u64>,
+    /// Position of the next row given.
+    at: u64,
+    cut: Columns,
+}
+
+impl Window<'_> {
+    /// The part of `rows` (starting at position `self.at`) inside the window.
+    fn part(&mut self, n: usize) -> std::ops::Range<usize> {
+        let start = self.rows.start.saturating_sub(self.at).min(n as u64) as usize;
+        let end = self.rows.end.saturating_sub(self.at).min(n as u64) as usize;
+        self.at += n as u64;
+        start..end.max(start)
+    }
+}
+
+impl KernelSink for Window<'_> {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        let part = self.part(k.len());
+        self.cut.clear();
+        self.cut.extend_from(k.columns(), part);
+        self.inner.begin_kernel(&k.header())?;
+        if !self.cut.is_empty() {
+            self.inner.cta(0, &self.cut)?;
+        }
+        self.inner.end_kernel()
+    }
+}
+
+impl CtaSink for Window<'_> {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        self.inner.begin_kernel(header)
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        let part = self.part(rows.len());
+        if part.is_empty() {
+            return Ok(());
+        }
+        self.cut.clear();
+        self.cut.extend_from(rows, part);
+        self.inner.cta(cta, &self.cut)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.inner.end_kernel()
+    }
+}

@@ -1,0 +1,325 @@
+use super::*;
+use crate::trace::{Access, Columns, KernelBuilder, MemSpace};
+use std::io::Cursor;
+
+fn sample() -> Trace {
+    let text = "kernel k grid=2,1,1 block=2,1,1\ninst a pc=0x10\n1,0,0 1,0,0 a 3 atom.add 0x40 4\n0,0,0 0,0,0 bar\n0,0,0 1,0,0 b 0 st 0x80 8 shared\n";
+    super::super::text::read(text.as_bytes(), "s").unwrap()
+}
+
+/// A per-thread kernel whose CTA 1 takes two chunks and CTA 2 has no rows, an issued-order
+/// kernel and a per-warp one.
+fn varied() -> Trace {
+    let mut t = sample();
+    let mut b = KernelBuilder::new(
+        "big",
+        Dim3::new(4, 1, 1),
+        Dim3::new(64, 1, 1),
+        Order::PerThread,
+    )
+    .unwrap();
+    let i = b.instruction("ld", Some(0x20));
+    b.set_line(i, 7);
+    for thread in 0..256u32 {
+        let n = match thread / 64 {
+            1 => 1100,
+            2 => 0,
+            _ => 3,
+        };
+        for d in 0..n {
+            b.push(Access {
+                thread,
+                inst: i,
+                dyn_inst: d,
+                addr: 0x1000 + 4 * (thread as u64 * 7 + d as u64),
+                size: 4,
+                kind: AccessKind::Load,
+                space: MemSpace::Global,
+            })
+            .unwrap();
+        }
+    }
+    b.info_mut().attributes.push(("nregs".into(), "32".into()));
+    b.info_mut().cta_sm = vec![0, 1, 2, 3];
+    t.kernels.push(b.finish());
+    let mut b = KernelBuilder::new(
+        "issued",
+        Dim3::new(2, 1, 1),
+        Dim3::new(2, 1, 1),
+        Order::Issued,
+    )
+    .unwrap();
+    let i = b.instruction("st", None);
+    for (n, thread) in [3u32, 0, 2, 1, 3].into_iter().enumerate() {
+        b.push(Access {
+            thread,
+            inst: i,
+            dyn_inst: n as u32,
+            addr: 0x80 * n as u64,
+            size: 8,
+            kind: AccessKind::Store,
+            space: MemSpace::Global,
+        })
+        .unwrap();
+    }
+    t.kernels.push(b.finish());
+    let mut warp = t.kernels[0].clone();
+    warp.name = "warp".into();
+    warp.order = Order::PerWarp;
+    t.kernels.push(warp);
+    t
+}
+
+fn bytes(t: &Trace) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(t, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn round_trips() {
+    for t in [sample(), varied()] {
+        assert_eq!(read(bytes(&t).as_slice(), "x.wsb").unwrap(), t);
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error_with_an_offset() {
+    let out = bytes(&sample());
+    for cut in 0..out.len() {
+        let e = read(&out[..cut], "t.wsb").unwrap_err().to_string();
+        assert!(e.starts_with("t.wsb: byte offset"), "cut {cut}: {e}");
+    }
+}
+
+#[test]
+fn every_damaged_byte_after_the_header_is_caught() {
+    // Checksums cover every record; tags, counts and the end record are checked by value.
+    // The kernels of `varied` but the large one.
+    let mut t = varied();
+    t.kernels.remove(1);
+    t.kernels.pop();
+    let out = bytes(&t);
+    for at in 16..out.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut bad = out.clone();
+            bad[at] ^= bit;
+            let e = read(bad.as_slice(), "d.wsb");
+            assert!(e.is_err(), "byte {at} bit {bit:#x} went unnoticed");
+            let e = e.unwrap_err().to_string();
+            assert!(e.starts_with("d.wsb: byte offset"), "byte {at}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_chunk_is_named_by_its_checksum() {
+    let mut out = bytes(&sample());
+    // The first row's address: after the header (16), the kernel record, the chunk's tag,
+    // CTA and count, and the row's first 12 bytes.
+    let chunk = out.iter().position(|&b| b == CHUNK_TAG).unwrap();
+    let chunk = (chunk..out.len())
+        .find(|&i| out[i] == CHUNK_TAG && out[i + 1..i + 5] == [0, 0, 0, 0])
+        .unwrap_or(chunk);
+    out[chunk + 9 + 12] ^= 0x40;
+    let e = read(out.as_slice(), "c.wsb").unwrap_err().to_string();
+    assert!(e.contains("checksum of the chunk"), "{e}");
+}
+
+#[test]
+fn a_row_count_larger_than_the_file_is_refused_before_anything_is_sized() {
+    let t = varied();
+    let out = bytes(&t);
+    let mut rd = Reader::new(out.as_slice(), "h.wsb", out.len() as u64);
+    read_file_header(&mut rd).unwrap();
+    // Kernel 0's record: tag, name (4 + 1), grid, block, order, then the row count.
+    let rows_at = 16 + 1 + 5 + 25;
+    let mut bad = out.clone();
+    bad[rows_at..rows_at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let mut sink = Recorder::default();
+    let e = stream_sized(bad.as_slice(), "h.wsb", bad.len() as u64, &mut sink)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than the file can hold"), "{e}");
+    assert!(sink.events.is_empty());
+}
+
+/// What a CTA receiver is told.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<String>,
+}
+
+impl KernelSink for Recorder {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.events.push(format!("kernel {} {}", k.name, k.len()));
+        Ok(())
+    }
+}
+
+impl CtaSink for Recorder {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        assert!(header.is_empty());
+        self.events.push(format!("begin {}", header.name));
+        Ok(())
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.events.push(format!("cta {cta} {}", rows.len()));
+        Ok(())
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.events.push("end".into());
+        Ok(())
+    }
+}
+
+#[test]
+fn grouped_kernels_stream_cta_by_cta_and_issued_ones_whole() {
+    let t = varied();
+    let mut sink = Recorder::default();
+    stream(bytes(&t).as_slice(), "s.wsb", &mut sink).unwrap();
+    let mut want = Vec::new();
+    for k in &t.kernels {
+        if k.order == Order::Issued {
+            want.push(format!("kernel {} {}", k.name, k.len()));
+            continue;
+        }
+        want.push(format!("begin {}", k.name));
+        for c in 0..k.num_ctas() {
+            let r = k.cta_rows(c);
+            if !r.is_empty() {
+                want.push(format!("cta {c} {}", r.len()));
+            }
+        }
+        want.push("end".into());
+    }
+    assert_eq!(sink.events, want);
+    assert!(
+        sink.events.contains(&"cta 1 70400".to_string()),
+        "CTA 1 spans two chunks"
+    );
+}
+
+/// A version 3 file, as earlier builds wrote it.
+fn version_3(t: &Trace) -> Vec<u8> {
+    let mut w = Vec::new();
+    w.extend_from_slice(MAGIC);
+    w.extend_from_slice(&3u32.to_le_bytes());
+    w.extend_from_slice(&0u32.to_le_bytes());
+    for k in &t.kernels {
+        w.push(KERNEL_TAG);
+        put_str(&mut w, &k.name);
+        for d in [k.grid, k.block] {
+            for v in [d.x, d.y, d.z] {
+                w.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        w.push(order_code(k.order));
+        let mut rest = Vec::new();
+        put_instructions_and_info(&mut rest, k);
+        let info_at = rest.len() - {
+            let mut info = Vec::new();
+            put_info(&mut info, &k.info);
+            info.len()
+        };
+        w.extend_from_slice(&rest[..info_at]);
+        w.extend_from_slice(&(k.len() as u64).to_le_bytes());
+        encode_rows(k.columns(), 0..k.len(), &mut w);
+        w.extend_from_slice(&rest[info_at..]);
+    }
+    w.push(END_TAG);
+    w.extend_from_slice(&(t.kernels.len() as u32).to_le_bytes());
+    w
+}
+
+#[test]
+fn version_3_files_are_still_read() {
+    let t = varied();
+    let v3 = version_3(&t);
+    assert_eq!(read(v3.as_slice(), "old.wsb").unwrap(), t);
+    for cut in (0..v3.len()).step_by(97) {
+        let e = read(&v3[..cut], "old.wsb").unwrap_err().to_string();
+        assert!(e.starts_with("old.wsb: byte offset"), "cut {cut}: {e}");
+    }
+    let mut bad = v3.clone();
+    let n = bad.len();
+    bad[n - 4] = 9;
+    assert!(read(bad.as_slice(), "f")
+        .unwrap_err()
+        .to_string()
+        .contains("end record"));
+}
+
+#[test]
+fn a_kernel_written_cta_by_cta_is_the_same_file_as_written_whole() {
+    let t = varied();
+    let mut w = Writer::new(Cursor::new(Vec::new())).unwrap();
+    for k in &t.kernels {
+        if k.order == Order::Issued {
+            w.kernel(k).unwrap();
+            continue;
+        }
+        w.begin_kernel(&k.header()).unwrap();
+        let mut rows = Columns::default();
+        for c in 0..k.num_ctas() {
+            let r = k.cta_rows(c);
+            if !r.is_empty() {
+                rows.clear();
+                rows.extend_from(k.columns(), r);
+                w.cta(c, &rows).unwrap();
+            }
+        }
+        w.end_kernel().unwrap();
+    }
+    let by_cta = w.finish().unwrap().into_inner();
+    assert_eq!(by_cta, bytes(&t));
+}
+
+#[test]
+fn the_index_reads_one_kernel_a_cta_or_a_window() {
+    let t = varied();
+    let mut file = Cursor::new(bytes(&t));
+    let index = Index::read(&mut file, "i.wsb").unwrap();
+    assert_eq!(index.kernels.len(), t.kernels.len());
+    for (k, kernel) in t.kernels.iter().enumerate() {
+        assert_eq!(index.kernels[k].rows, kernel.len() as u64);
+        assert_eq!(&index.kernel(&mut file, k).unwrap(), kernel, "kernel {k}");
+        // Windows that cut chunks and CTAs, against the rows they should hold.
+        let n = kernel.len() as u64;
+        for w in [0..1, 2..5, n / 3..n / 2 + 70_000, n - 1..n, 5..5] {
+            let w = w.start.min(n)..w.end.min(n);
+            let got = index.window(&mut file, k, w.clone()).unwrap();
+            assert_eq!(got.len() as u64, w.end - w.start, "kernel {k} window {w:?}");
+            let want: Vec<_> = kernel
+                .accesses()
+                .skip(w.start as usize)
+                .take(got.len())
+                .collect();
+            let got_rows: Vec<_> = got.accesses().collect();
+            assert_eq!(got_rows, want, "kernel {k} window {w:?}");
+        }
+    }
+    let big = &t.kernels[1];
+    let r = index.cta_rows(1, 1);
+    assert_eq!(r.start as usize..r.end as usize, big.cta_rows(1));
+    let one = index.window(&mut file, 1, r).unwrap();
+    assert_eq!(one.cta_rows(1).len(), big.cta_rows(1).len());
+    assert!(one.cta_rows(0).is_empty() && one.cta_rows(3).is_empty());
+    assert!(index.kernel(&mut file, 9).is_err());
+    let e = Index::read(&mut Cursor::new(version_3(&t)), "old.wsb").unwrap_err();
+    assert!(e.to_string().contains("has no index"), "{e}");
+}
+
+#[test]
+fn a_damaged_index_is_refused() {
+    let out = bytes(&varied());
+    let n = out.len();
+    for at in [n - 13 - 6, n - 13 - 20, n - 8, n - 12] {
+        let mut bad = out.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            Index::read(&mut Cursor::new(bad), "x.wsb").is_err(),
+            "byte {at}"
+        );
+    }
+}

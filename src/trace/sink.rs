@@ -1,0 +1,139 @@
+//! Where a reader or a generator hands what it has read: whole kernels ([`KernelSink`]), or,
+//! where the source is grouped by CTA (our binary format, the built-in generators), a
+//! kernel's header, then its CTAs one at a time, then its end ([`CtaSink`]). A receiver of
+//! CTAs holds only what it needs (the simulation: the resident CTAs), so memory does not
+//! follow the size of a kernel; [`Assemble`] turns CTAs back into whole kernels for a
+//! receiver that wants them.
+
+use super::model::{Columns, Kernel, KernelBuilder, Trace};
+use super::{Location, TraceError};
+
+/// Receives a trace's kernels one at a time, in launch order, as a reader completes them: a
+/// [`Trace`] keeps them; a shell can simulate each and drop it, so that memory is bounded by
+/// the largest kernel rather than the whole trace.
+pub trait KernelSink {
+    /// Takes the next kernel; an error stops the reader (and is what it returns).
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError>;
+}
+
+impl KernelSink for Trace {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.kernels.push(k);
+        Ok(())
+    }
+}
+
+/// Receives kernels CTA by CTA where the source has them so, and whole otherwise (an
+/// issued-order kernel has no CTAs to split it by). In launch order, a grouped kernel is
+/// [`CtaSink::begin_kernel`] with its header (name, shape, order, instructions, source
+/// facts; no rows), then [`CtaSink::cta`] for each CTA that has rows, in increasing linear
+/// id, its rows grouped by thread in increasing order, then [`CtaSink::end_kernel`]. An
+/// error stops the source, which returns it.
+pub trait CtaSink: KernelSink {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;
+    fn end_kernel(&mut self) -> Result<(), TraceError>;
+}
+
+/// Builds whole kernels from CTAs for a receiver of kernels (loading a trace whole).
+pub struct Assemble<'a> {
+    inner: &'a mut dyn KernelSink,
+    /// The kernel being built and its file name for errors.
+    building: Option<KernelBuilder>,
+}
+
+impl<'a> Assemble<'a> {
+    pub fn new(inner: &'a mut dyn KernelSink) -> Self {
+        Assemble {
+            inner,
+            building: None,
+        }
+    }
+}
+
+/// An error about CTAs given out of the protocol's order (a bug of the source, not of the
+/// file: sources check their input).
+fn out_of_order(message: String) -> TraceError {
+    TraceError::parse("<CTA stream>", Location::Row(0), message)
+}
+
+impl KernelSink for Assemble<'_> {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.inner.kernel(k)
+    }
+}
+
+impl CtaSink for Assemble<'_> {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        self.building = Some(builder_for(header)?);
+        Ok(())
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        append_cta(self.building.as_mut(), cta, rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        let k = finish(self.building.take())?;
+        self.inner.kernel(k)
+    }
+}
+
+/// A builder of the kernel `header` describes, to append its CTAs to.
+pub(super) fn builder_for(header: &Kernel) -> Result<KernelBuilder, TraceError> {
+    let mut b = KernelBuilder::new(&header.name, header.grid, header.block, header.order)
+        .map_err(|e| out_of_order(e.to_string()))?;
+    for inst in &header.instructions {
+        let id = b.instruction(&inst.name, inst.pc);
+        b.set_line(id, inst.line.unwrap_or(0));
+    }
+    b.set_info(header.info.clone());
+    Ok(b)
+}
+
+/// Appends CTA `cta`'s rows to the kernel being built.
+pub(super) fn append_cta(
+    building: Option<&mut KernelBuilder>,
+    cta: u32,
+    rows: &Columns,
+) -> Result<(), TraceError> {
+    let Some(b) = building else {
+        return Err(out_of_order(format!(
+            "CTA {cta} came before its kernel began"
+        )));
+    };
+    b.append_rows(|c| c.extend_from(rows, 0..rows.len()))
+        .map_err(|(i, e)| out_of_order(format!("CTA {cta}, row {i}: {e}")))
+}
+
+/// The kernel built.
+pub(super) fn finish(building: Option<KernelBuilder>) -> Result<Kernel, TraceError> {
+    let Some(b) = building else {
+        return Err(out_of_order("a kernel ended that had not begun".into()));
+    };
+    b.finish_checked().map_err(|e| out_of_order(e.to_string()))
+}
+
+/// Counts the kernels a sink is given.
+pub(super) struct Counting<'a> {
+    pub inner: &'a mut dyn CtaSink,
+    pub kernels: usize,
+}
+
+impl KernelSink for Counting<'_> {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.kernels += 1;
+        self.inner.kernel(k)
+    }
+}
+
+impl CtaSink for Counting<'_> {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        self.kernels += 1;
+        self.inner.begin_kernel(header)
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.inner.cta(cta, rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.inner.end_kernel()
+    }
+}
