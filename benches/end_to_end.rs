@@ -61,7 +61,8 @@ fn streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let mut session = warpscope::sim::Session::new(cfg, 0).expect("session");
     let mut none = warpscope::sim::NoObserver;
     let mut to = warpscope::sim::ToSession::new(&mut session, &mut none);
-    open.stream(&|s| s, &|s| s, &mut to).expect("read and simulate");
+    open.stream(&|s| s, &|s| s, &mut to)
+        .expect("read and simulate");
     let report = session.finish(&mut none);
     let mut out = Vec::new();
     serde_json::to_writer(&mut out, &report).expect("json");
