@@ -5,8 +5,8 @@
 
 use super::{
     decode_rows, encode_rows, order_code, put_instructions_and_info, put_str, read_info,
-    read_instructions, read_shape, Reader, CHUNK_TAG, END_TAG, INDEX_TAG, ISSUED_CHUNK, KERNEL_TAG,
-    MAGIC, ROW_BYTES, VERSION,
+    read_instructions, read_shape, Reader, Shape, CHUNK_TAG, END_TAG, INDEX_TAG, ISSUED_CHUNK,
+    KERNEL_TAG, MAGIC, ROW_BYTES, VERSION,
 };
 use crate::trace::sink::CtaSink;
 use crate::trace::{check_density, BuildError, Columns, Kernel, KernelBuilder, Order, TraceError};
@@ -34,13 +34,21 @@ pub(super) struct Reading {
     digest: crc32fast::Hasher,
 }
 
+/// What the index must say of a kernel read: its record's offset, its rows, its chunks and a
+/// CRC-32 of their index entries.
+struct KernelRead {
+    at: u64,
+    rows: u64,
+    chunks: u32,
+    digest: u32,
+}
+
 /// Reads a version 4 file after its header to `out`.
 pub(super) fn read<R: Read>(
     rd: &mut Reader<'_, R>,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
-    // Per kernel read: offset, rows, chunks and the digest of its chunk entries.
-    let mut kernels: Vec<(u64, u64, u32, u32)> = Vec::new();
+    let mut kernels: Vec<KernelRead> = Vec::new();
     let mut current: Option<Reading> = None;
     let mut raw = Vec::new();
     let mut cta_rows = Columns::default();
@@ -106,7 +114,13 @@ pub(super) fn begin_kernel<R: Read>(
     out: &mut dyn CtaSink,
 ) -> Result<Reading, TraceError> {
     rd.begin_record();
-    let (name, grid, block, order, shape_at) = read_shape(rd, VERSION)?;
+    let Shape {
+        name,
+        grid,
+        block,
+        order,
+        at: shape_at,
+    } = read_shape(rd, VERSION)?;
     let rows = rd.u64("the row count")?;
     let mut b = KernelBuilder::new(name, grid, block, order)
         .map_err(|e| rd.err(shape_at, e.to_string()))?;
@@ -263,7 +277,7 @@ fn end_kernel<R: Read>(
     mut k: Reading,
     cta_rows: &mut Columns,
     out: &mut dyn CtaSink,
-) -> Result<(u64, u64, u32, u32), TraceError> {
+) -> Result<KernelRead, TraceError> {
     if k.read != k.rows {
         return Err(rd.err(
             rd.offset.saturating_sub(1),
@@ -273,7 +287,12 @@ fn end_kernel<R: Read>(
             ),
         ));
     }
-    let facts = (k.at, k.rows, k.chunks, k.digest.clone().finalize());
+    let facts = KernelRead {
+        at: k.at,
+        rows: k.rows,
+        chunks: k.chunks,
+        digest: k.digest.clone().finalize(),
+    };
     if k.grouped.is_some() {
         give_cta(&mut k, cta_rows, out)?;
         out.end_kernel()?;
@@ -304,10 +323,7 @@ impl Reading {
 }
 
 /// Reads the index (its tag read) and checks it against the kernels and chunks read.
-fn check_index<R: Read>(
-    rd: &mut Reader<'_, R>,
-    kernels: &[(u64, u64, u32, u32)],
-) -> Result<(), TraceError> {
+fn check_index<R: Read>(rd: &mut Reader<'_, R>, kernels: &[KernelRead]) -> Result<(), TraceError> {
     rd.begin_record();
     let at = rd.offset;
     let n = rd.u32("the index's kernel count")?;
@@ -320,14 +336,14 @@ fn check_index<R: Read>(
             ),
         ));
     }
-    for (i, &(k_at, rows, chunks, digest)) in kernels.iter().enumerate() {
+    for (i, k) in kernels.iter().enumerate() {
         let at = rd.offset;
         let (off, r, c) = (
             rd.u64("a kernel's offset in the index")?,
             rd.u64("a kernel's row count in the index")?,
             rd.u32("a kernel's chunk count in the index")?,
         );
-        if (off, r, c) != (k_at, rows, chunks) {
+        if (off, r, c) != (k.at, k.rows, k.chunks) {
             return Err(rd.err(
                 at,
                 format!("the index entry of kernel {i} does not match the kernel read"),
@@ -337,7 +353,7 @@ fn check_index<R: Read>(
         for _ in 0..c {
             d.update(&rd.bytes::<16>("a chunk's index entry")?);
         }
-        if d.finalize() != digest {
+        if d.finalize() != k.digest {
             return Err(rd.err(
                 at,
                 format!("the index entries of kernel {i}'s chunks do not match its chunks"),

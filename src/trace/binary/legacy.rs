@@ -10,8 +10,8 @@
 //! ```
 
 use super::{
-    decode_rows, read_info, read_instructions, read_shape, row_field, Reader, END_TAG, KERNEL_TAG,
-    ROW_BYTES,
+    decode_rows, read_info, read_instructions, read_shape, row_field, Reader, Shape, END_TAG,
+    KERNEL_TAG, ROW_BYTES,
 };
 use crate::trace::sink::CtaSink;
 use crate::trace::{BuildError, Kernel, KernelBuilder, TraceError};
@@ -47,7 +47,13 @@ pub(super) fn read<R: BufRead>(
 }
 
 fn read_kernel<R: BufRead>(rd: &mut Reader<'_, R>, version: u32) -> Result<Kernel, TraceError> {
-    let (name, grid, block, order, at) = read_shape(rd, version)?;
+    let Shape {
+        name,
+        grid,
+        block,
+        order,
+        at,
+    } = read_shape(rd, version)?;
     let mut b =
         KernelBuilder::new(name, grid, block, order).map_err(|e| rd.err(at, e.to_string()))?;
     read_instructions(rd, version, &mut b)?;

@@ -229,11 +229,17 @@ fn read_file_header<R: Read>(rd: &mut Reader<'_, R>) -> Result<u32, TraceError> 
     Ok(version)
 }
 
-/// A kernel record's fields before its instructions: name, grid, block, order.
-fn read_shape<R: Read>(
-    rd: &mut Reader<'_, R>,
-    version: u32,
-) -> Result<(String, Dim3, Dim3, Order, u64), TraceError> {
+/// A kernel record's fields before its row count and instructions.
+struct Shape {
+    name: String,
+    grid: Dim3,
+    block: Dim3,
+    order: Order,
+    /// Byte offset of the grid, for errors about the shape.
+    at: u64,
+}
+
+fn read_shape<R: Read>(rd: &mut Reader<'_, R>, version: u32) -> Result<Shape, TraceError> {
     let name = rd.string("the kernel name")?;
     let at = rd.offset;
     let grid = rd.dim3("the grid dimensions")?;
@@ -251,7 +257,13 @@ fn read_shape<R: Read>(
             ))
         }
     };
-    Ok((name, grid, block, order, at))
+    Ok(Shape {
+        name,
+        grid,
+        block,
+        order,
+        at,
+    })
 }
 
 /// Declares the instructions of a kernel record in `b`.
