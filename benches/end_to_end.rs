@@ -6,7 +6,9 @@
 //!   for comparison;
 //! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM,
 //!   read whole and streamed CTA by CTA as `sim` does (on one thread here);
-//! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed);
+//! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed), and an
+//!   Accel-Sim trace of naive 128x128 matmul (4.2 M accesses, 64 CTAs; the layout of
+//!   `tools/make-accelsim-trace`) read whole and streamed CTA by CTA (scanned, then read);
 //! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul.
 //!
 //! Inputs are written once into a temporary folder. `tools/measure-e2e` times the CLI itself
@@ -54,7 +56,7 @@ fn din_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
 }
 
 /// Streams a file through [`warpscope::sim::Session`] as `sim` does (on one thread here): our
-/// binary format CTA by CTA, the scheduler holding the resident CTAs.
+/// binary format and Accel-Sim traces CTA by CTA, the scheduler holding the resident CTAs.
 fn streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let opts = warpscope::trace::ReadOptions::default();
     let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
@@ -98,6 +100,48 @@ fn write_din(path: &Path, n: usize) {
         }
     }
     std::fs::write(path, text).expect("write din");
+}
+
+/// An Accel-Sim trace directory of naive `n` x `n` matmul as `tools/make-accelsim-trace`
+/// writes it: 32x8 blocks, a warp per block row, per iteration a load of A (base+stride mode,
+/// stride 0) and of B (stride 4), then a store of C.
+fn write_accel_sim(dir: &Path, n: u64) {
+    use std::fmt::Write;
+    let (a, b, c) = (
+        0x7f00_0000_0000u64,
+        0x7f10_0000_0000u64,
+        0x7f20_0000_0000u64,
+    );
+    let (gx, gy) = (n / 32, n / 8);
+    let mut t = format!(
+        "-kernel name = matmul\n-grid dim = ({gx},{gy},1)\n-block dim = (32,8,1)\n-accelsim tracer version = 4\n\n"
+    );
+    for by in 0..gy {
+        for bx in 0..gx {
+            let _ = write!(t, "#BEGIN_TB\nthread block = {bx},{by},0\n");
+            for w in 0..8 {
+                let (row, col) = (by * 8 + w, bx * 32);
+                let _ = write!(t, "warp = {w}\ninsts = {}\n", 2 * n + 2);
+                for k in 0..n {
+                    let _ = write!(
+                        t,
+                        "0100 ffffffff 1 R2 LDG.E 1 R4 4 1 {:#x} 0\n0110 ffffffff 1 R3 LDG.E 1 R6 4 1 {:#x} 4\n",
+                        a + 4 * (row * n + k),
+                        b + 4 * (k * n + col)
+                    );
+                }
+                let _ = write!(
+                    t,
+                    "0200 ffffffff 0 STG.E 2 R8 R3 4 1 {:#x} 4\n0210 ffffffff 0 EXIT 0 0\n",
+                    c + 4 * (row * n + col)
+                );
+            }
+            t.push_str("#END_TB\n");
+        }
+    }
+    std::fs::create_dir_all(dir).expect("accel-sim dir");
+    std::fs::write(dir.join("kernel-1.traceg"), t).expect("write traceg");
+    std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").expect("write list");
 }
 
 fn end_to_end(c: &mut Criterion) {
@@ -155,6 +199,17 @@ fn end_to_end(c: &mut Criterion) {
     g.throughput(Throughput::Elements(t.total_accesses() as u64));
     g.bench_function("accelsim_matrixmul_sample_fermi16k", |b| {
         b.iter(|| black_box(file_to_json(&accelsim, &fermi)))
+    });
+    let matmul = d.join("accelsim-matmul-128");
+    write_accel_sim(&matmul, 128);
+    let (t, _) = warpscope::trace::read_file(&matmul, None).expect("accel-sim matmul");
+    g.throughput(Throughput::Elements(t.total_accesses() as u64));
+    drop(t);
+    g.bench_function("accelsim_matmul_128_fermi16k_one_sm_loaded_whole", |b| {
+        b.iter(|| black_box(file_to_json(&matmul, &fermi)))
+    });
+    g.bench_function("accelsim_matmul_128_fermi16k_one_sm_streamed", |b| {
+        b.iter(|| black_box(streamed_to_json(&matmul, &fermi)))
     });
     g.finish();
     std::fs::remove_dir_all(&d).ok();

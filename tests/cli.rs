@@ -934,3 +934,97 @@ fn a_binary_trace_streams_cta_by_cta() {
     assert_eq!(kept.kernels, vec![first]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An Accel-Sim trace directory of two kernels: a row-times-column product over a 4x4 grid
+/// of 8x8 CTAs (two warps each), loads of A along a row (mode 1) and of B down a column
+/// (mode 0), one store, and a kernel with a single CTA of 40 threads (a partial warp).
+fn write_accel_sim_dir(dir: &std::path::Path) {
+    let n: u64 = 32;
+    let mut k1 = String::from(
+        "-kernel name = product\n-grid dim = (4,4,1)\n-block dim = (8,8,1)\n-accelsim tracer version = 4\n\n",
+    );
+    for by in 0..4u64 {
+        for bx in 0..4u64 {
+            k1 += &format!("#BEGIN_TB\nthread block = {bx},{by},0\n");
+            for w in 0..2u64 {
+                k1 += &format!("warp = {w}\ninsts = 18\n");
+                for k in 0..8u64 {
+                    // Lane l is thread (x, y) = (l % 8, w * 4 + l / 8) of the block.
+                    let a: String = (0..32u64)
+                        .map(|l| {
+                            let row = by * 8 + w * 4 + l / 8;
+                            format!(" {:#x}", 0x10000 + 4 * (row * n + k))
+                        })
+                        .collect();
+                    k1 += &format!("0100 ffffffff 1 R2 LDG.E 1 R4 4 0{a}\n");
+                    let col = bx * 8;
+                    k1 += &format!(
+                        "0110 ffffffff 1 R3 LDG.E 1 R6 4 1 {:#x} 4\n",
+                        0x20000 + 4 * (k * n + col)
+                    );
+                }
+                k1 += &format!(
+                    "0200 ffffffff 0 STG.E 2 R8 R3 4 1 {:#x} 4\n0210 ffffffff 0 EXIT 0 0\n",
+                    0x30000 + 4 * ((by * 8 + w * 4) * n + bx * 8)
+                );
+            }
+            k1 += "#END_TB\n\n";
+        }
+    }
+    let k2 = "-kernel name = tail\n-grid dim = (1,1,1)\n-block dim = (40,1,1)\n-accelsim tracer version = 4\n\n#BEGIN_TB\nthread block = 0,0,0\nwarp = 1\ninsts = 1\n0010 000000ff 1 R1 LDG.E 1 R2 4 1 0x10000 4\n#END_TB\n";
+    std::fs::write(dir.join("kernel-1.traceg"), k1).unwrap();
+    std::fs::write(dir.join("kernel-2.traceg"), k2).unwrap();
+    std::fs::write(
+        dir.join("kernelslist.g"),
+        "MemcpyHtoD,0x0000000000010000,4096\nkernel-1.traceg\nkernel-2.traceg\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn an_accel_sim_trace_streams_cta_by_cta_with_the_result_of_reading_it_whole() {
+    let dir = std::env::temp_dir().join(format!("warpscope-accelstream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_accel_sim_dir(&dir);
+    let d = dir.to_str().unwrap();
+    for flags in [
+        &["--preset", "fermi-16k"][..],
+        &[
+            "--sms",
+            "4",
+            "--all-sms",
+            "--schedule",
+            "gto",
+            "--max-ctas",
+            "2",
+        ][..],
+        &["--schedule", "two-level", "--sms", "3", "--sm", "1"][..],
+    ] {
+        let streamed = json(&[&["sim", "--json", "--trace", d][..], flags].concat());
+        // --allow-truncated reads the trace whole before simulating it.
+        let whole = json(
+            &[
+                &["sim", "--json", "--allow-truncated", "--trace", d][..],
+                flags,
+            ]
+            .concat(),
+        );
+        assert_eq!(streamed, whole, "{flags:?}");
+        assert!(streamed["requests"].as_u64().unwrap() > 0, "{flags:?}");
+    }
+    // Converted CTA by CTA to our binary format, it is the trace read whole.
+    let wsb = dir.join("t.wsb");
+    let out = warpscope(&["convert", d, wsb.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let load = |p: &std::path::Path| {
+        warpscope::trace::load(p, Default::default(), &|s| s)
+            .unwrap()
+            .trace
+    };
+    assert!(load(&wsb) == load(&dir));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -3,8 +3,9 @@
 //! `sim::run` is a loop over, so the result is the whole trace's; `tests/cli.rs` compares).
 //! - A reference stream (Dinero IV `din`) goes over in chunks of rows and nothing of it is
 //!   kept: memory is bounded by the distinct lines the trace touches, not by its length.
-//! - Our binary format goes over CTA by CTA (`trace::CtaSink`), each CTA dropped once its
-//!   warps are done: memory is bounded by the resident CTAs, not by the size of a kernel.
+//! - Our binary format and Accel-Sim traces go over CTA by CTA (`trace::CtaSink`), each CTA
+//!   dropped once its warps are done: memory is bounded by the resident CTAs, not by the size
+//!   of a kernel.
 //! - Other formats go over a kernel at a time, each dropped once simulated: memory is
 //!   bounded by the largest kernels (the one simulated, one waiting, one being read), not
 //!   by the number of launches.
@@ -102,18 +103,27 @@ fn counting(
     }
 }
 
-/// The bytes progress is measured against: the file's, or for an Accel-Sim trace those of
+/// The bytes progress is measured against: the file's, or for an Accel-Sim trace twice
+/// (each kernel file is scanned, then read: `trace::accelsim`) those of its `.traceg`, or of
 /// every file beside its `kernelslist.g`.
 fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
     if open.format != trace::Format::AccelSim {
         return open.file_bytes;
+    }
+    let listed = path.is_dir()
+        || path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .is_some_and(|f| f.starts_with("kernelslist"));
+    if !listed {
+        return 2 * open.file_bytes;
     }
     let dir = if path.is_dir() {
         path
     } else {
         path.parent().unwrap_or(std::path::Path::new("."))
     };
-    std::fs::read_dir(dir)
+    let files: u64 = std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
@@ -122,7 +132,8 @@ fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
                 .map(|m| m.len())
                 .sum()
         })
-        .unwrap_or(open.file_bytes)
+        .unwrap_or(open.file_bytes);
+    2 * files
 }
 
 /// Simulates the opened trace under `cfg` (not the timing model) as it is read, telling
@@ -185,7 +196,7 @@ impl trace::CtaSink for ToSimulation {
 }
 
 /// Simulates a trace read on another thread: kernels whole, or CTA by CTA where the file
-/// has them so (our binary format), so that memory holds the resident CTAs.
+/// has them so (our binary format, Accel-Sim), so that memory holds the resident CTAs.
 fn simulate_kernels(
     open: trace::OpenTrace,
     read: &Arc<AtomicU64>,

@@ -325,17 +325,30 @@ impl OpenTrace {
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn KernelSink,
     ) -> Result<(), TraceError> {
-        self.stream(wrap, watch, &mut Assemble::new(out))
+        self.pass(wrap, watch, &mut Assemble::new(out), false)
     }
 
     /// Reads every kernel into `out` as [`OpenTrace::read`] does, but CTA by CTA where the
-    /// file has them so (our binary format), in the memory of one CTA; other formats' kernels
-    /// come whole.
+    /// file has them so, in the memory of one CTA: our binary format, and Accel-Sim traces
+    /// (each kernel file is read twice, a scan and the read: see `accelsim/stream.rs`).
+    /// Other formats' kernels come whole.
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        self.pass(wrap, watch, out, true)
+    }
+
+    /// Reads the trace into `out`, CTA by CTA where the format is grouped so, and with
+    /// `by_cta` also where that takes a second pass over the file.
+    fn pass(
+        self,
+        wrap: &dyn Fn(source::Stream) -> source::Stream,
+        watch: &dyn Fn(source::Stream) -> source::Stream,
+        out: &mut dyn CtaSink,
+        by_cta: bool,
     ) -> Result<(), TraceError> {
         let bound = self.expanded_bound();
         let ctx = Ctx {
@@ -349,10 +362,10 @@ impl OpenTrace {
             inner: out,
             kernels: 0,
         };
-        let result = if self.format == Format::Binary {
-            binary::stream_sized(self.reader, &self.name, bound, &mut counting)
-        } else {
-            read_into(self.format, self.reader, &ctx, &mut counting)
+        let result = match self.format {
+            Format::Binary => binary::stream_sized(self.reader, &self.name, bound, &mut counting),
+            Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
+            _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
         if result.is_ok() && counting.kernels == 0 {
             return Err(TraceError::parse(

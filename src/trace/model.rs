@@ -416,6 +416,29 @@ impl Columns {
             + self.size.capacity() * 2
             + self.flags.capacity()
     }
+    /// Groups the rows by thread, stably (a counting sort), where every row's thread lies in
+    /// `first .. first + count` (one CTA's rows: a reader that streams CTAs hands them so).
+    /// Rows outside the range are not expected; they are kept, last.
+    pub(crate) fn group_by_thread(&mut self, first: u32, count: u32) {
+        if self.thread.windows(2).all(|w| w[0] <= w[1]) {
+            return;
+        }
+        let slot = |t: u32| (t.wrapping_sub(first) as usize).min(count as usize);
+        let mut starts = vec![0u32; count as usize + 2];
+        for &t in &self.thread {
+            starts[slot(t) + 1] += 1;
+        }
+        for i in 0..=count as usize {
+            starts[i + 1] += starts[i];
+        }
+        let mut perm = vec![0u32; self.len()];
+        for (row, &t) in self.thread.iter().enumerate() {
+            let at = &mut starts[slot(t)];
+            perm[*at as usize] = row as u32;
+            *at += 1;
+        }
+        self.permute(&perm);
+    }
     /// Reorders every column by `perm` (new position -> old row), one column at a time so
     /// that the peak extra memory is one column.
     fn permute(&mut self, perm: &[u32]) {
@@ -501,7 +524,7 @@ impl Kernel {
         )
     }
     /// A kernel of this shape and these instructions and facts, with no rows.
-    fn without_rows(
+    pub(crate) fn without_rows(
         name: &str,
         grid: Dim3,
         block: Dim3,

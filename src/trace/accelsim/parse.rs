@@ -1,0 +1,570 @@
+//! The `.traceg` parser, thread block by thread block: its header first, then each
+//! `#BEGIN_TB` ... `#END_TB` block's accesses appended to a buffer the caller owns. Reading a
+//! kernel whole ([`super::read_kernel`]) gives it one buffer for every block; streaming it
+//! CTA by CTA ([`super::stream`]) gives it one block's buffer at a time, after a first pass
+//! that only scans ([`Mode::Scan`]) has found every instruction, so that the kernel's header
+//! is complete before its first CTA is handed on.
+
+use std::io::BufRead;
+
+use rustc_hash::FxHashMap;
+
+use super::super::lex::{self, Lines};
+use super::super::model::{Columns, Dim3, Instruction, KernelInfo, WarpInstructions};
+use super::super::{Location, TraceError};
+use super::header::{read_header, Header};
+use super::{classify, key_value, WARP};
+
+/// What a pass over the file does with its instruction lines.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Mode {
+    /// Decodes every access into rows, declaring instructions as they are first seen.
+    Read,
+    /// Finds the instructions, the counts and the CTA of each block; decodes no address.
+    Scan,
+    /// Decodes every access into rows with the instructions a scan found; an instruction the
+    /// scan did not see is an error (the file changed between the passes).
+    Reread,
+}
+
+/// Per-warp bookkeeping while reading.
+#[derive(Default)]
+struct WarpCount {
+    executed: u64,
+    /// The `insts = N` the file announced, with the line it was on.
+    announced: Option<(u64, u64)>,
+}
+
+/// One thread block read by [`Parser::next_block`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Block {
+    /// The line of its `#BEGIN_TB`.
+    pub line: u64,
+    /// The CTA (linear id) every access of the block belongs to; `None` when it has no
+    /// access, or when its accesses belong to more than one CTA ([`Block::mixed`]).
+    pub cta: Option<u32>,
+    pub mixed: bool,
+    /// Its accesses (rows).
+    pub rows: u64,
+}
+
+/// What a whole pass found besides the rows: the kernel's instructions, in the order first
+/// seen, and its source facts.
+pub(super) struct Found {
+    pub instructions: Vec<Instruction>,
+    pub info: KernelInfo,
+}
+
+/// Reads one `.traceg` stream.
+pub(super) struct Parser<'f, R> {
+    lines: Lines<R>,
+    /// True when the header ended at a `#BEGIN_TB` (the first block has begun).
+    begun: bool,
+    fx: Fixed<'f>,
+    tb: Tables,
+}
+
+/// What does not change during a pass.
+struct Fixed<'f> {
+    file: &'f str,
+    mode: Mode,
+    header: Header,
+    tpb: u32,
+    warps_per_cta: u32,
+}
+
+/// What a pass accumulates.
+struct Tables {
+    warps: FxHashMap<(u32, u32), WarpCount>,
+    opcodes: FxHashMap<Vec<u8>, u64>,
+    pcs: FxHashMap<u64, u32>,
+    instructions: Vec<Instruction>,
+    addrs: [u64; WARP as usize],
+}
+
+impl<'f, R: BufRead> Parser<'f, R> {
+    /// Reads the header (up to the first `#BEGIN_TB`).
+    pub fn new(r: R, file: &'f str, mode: Mode) -> Result<Self, TraceError> {
+        let mut lines = Lines::new(r);
+        let (header, begun) = read_header(&mut lines, file)?;
+        let tpb = header.block.count() as u32;
+        Ok(Parser {
+            lines,
+            begun,
+            fx: Fixed {
+                file,
+                mode,
+                tpb,
+                warps_per_cta: tpb.div_ceil(WARP),
+                header,
+            },
+            tb: Tables {
+                warps: FxHashMap::default(),
+                opcodes: FxHashMap::default(),
+                pcs: FxHashMap::default(),
+                instructions: Vec::new(),
+                addrs: [0; WARP as usize],
+            },
+        })
+    }
+
+    /// The kernel file's header.
+    pub fn header(&self) -> &Header {
+        &self.fx.header
+    }
+
+    /// For [`Mode::Reread`]: the instructions the scan found, in its ids.
+    pub fn known_instructions(&mut self, instructions: &[Instruction]) {
+        self.tb.instructions = instructions.to_vec();
+        self.tb.pcs = instructions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, inst)| Some((inst.pc?, i as u32)))
+            .collect();
+    }
+
+    /// Threads per CTA.
+    pub fn threads_per_cta(&self) -> u32 {
+        self.fx.tpb
+    }
+
+    fn err(&self, line: u64, m: impl Into<String>) -> TraceError {
+        TraceError::parse(self.fx.file, Location::Line(line), m)
+    }
+
+    /// Reads the next thread block, appending its accesses to `rows` (not in [`Mode::Scan`]);
+    /// `None` at the end of the file.
+    pub fn next_block(&mut self, rows: &mut Columns) -> Result<Option<Block>, TraceError> {
+        let io = |e| TraceError::io(self.fx.file, e);
+        // Up to the block's #BEGIN_TB.
+        let start = if std::mem::take(&mut self.begun) {
+            self.lines.line
+        } else {
+            loop {
+                let Some((n, line)) = self.lines.next_line().map_err(io)? else {
+                    return Ok(None);
+                };
+                let t = line.trim_ascii();
+                if t.starts_with(b"#BEGIN_TB") {
+                    break n;
+                }
+                if t.starts_with(b"#END_TB") {
+                    return Err(self.err(n, "#END_TB without #BEGIN_TB"));
+                }
+                if t.is_empty() || t[0] == b'#' {
+                    continue;
+                }
+                let m = format!("expected #BEGIN_TB, found `{}`", lex::show(t));
+                return Err(self.err(n, m));
+            }
+        };
+        let mut block = Block {
+            line: start,
+            cta: None,
+            mixed: false,
+            rows: 0,
+        };
+        let mut cta: Option<u32> = None;
+        let mut warp: Option<u32> = None;
+        let mut tb_warps: Vec<u32> = Vec::new();
+        loop {
+            let Some((n, line)) = self.lines.next_line().map_err(io)? else {
+                return Err(self.err(
+                    self.lines.line,
+                    "file ends inside a thread block: expected #END_TB",
+                ));
+            };
+            let t = line.trim_ascii();
+            if t.is_empty() {
+                continue;
+            }
+            if t[0] == b'#' {
+                if t.starts_with(b"#BEGIN_TB") {
+                    return Err(TraceError::parse(
+                        self.fx.file,
+                        Location::Line(n),
+                        "#BEGIN_TB inside a thread block (expected #END_TB first)",
+                    ));
+                }
+                if t.starts_with(b"#END_TB") {
+                    if let Some(c) = cta {
+                        for w in tb_warps.drain(..) {
+                            check_count(&self.tb.warps, (c, w), self.fx.file, n)?;
+                        }
+                    }
+                    return Ok(Some(block));
+                }
+                continue;
+            }
+            let (grid, file) = (self.fx.header.grid, self.fx.file);
+            let err = |m: String| TraceError::parse(file, Location::Line(n), m);
+            // Instruction lines start with a hex digit (the PC, or the line or block index);
+            // the other lines start with a key. Lines starting with a decimal digit skip the
+            // key checks.
+            if !t[0].is_ascii_digit() {
+                if let Some(v) = key_value(t, b"thread block") {
+                    let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
+                        err(format!(
+                            "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
+                            lex::show(t)
+                        ))
+                    })?;
+                    cta = Some(grid.linear(idx) as u32);
+                    continue;
+                }
+                if let Some(v) = key_value(t, b"warp") {
+                    let w = lex::dec(v)
+                        .filter(|&w| w < self.fx.warps_per_cta as u64)
+                        .ok_or_else(|| {
+                            err(format!(
+                                "expected `warp = W` with W below {}, found `{}`",
+                                self.fx.warps_per_cta,
+                                lex::show(t)
+                            ))
+                        })? as u32;
+                    warp = Some(w);
+                    if let Some(c) = cta {
+                        self.tb.warps.entry((c, w)).or_default();
+                        tb_warps.push(w);
+                    }
+                    continue;
+                }
+                if let Some(v) = key_value(t, b"insts") {
+                    let count = lex::dec(v).ok_or_else(|| {
+                        err(format!("expected `insts = N`, found `{}`", lex::show(t)))
+                    })?;
+                    let (Some(c), Some(w)) = (cta, warp) else {
+                        return Err(err("`insts =` before `thread block =` and `warp =`".into()));
+                    };
+                    self.tb.warps.entry((c, w)).or_default().announced = Some((count, n));
+                    continue;
+                }
+                if t.contains(&b'=') {
+                    // Lines of later tracer versions that carry nothing for the cache (e.g.
+                    // cluster ids).
+                    continue;
+                }
+            }
+            let added = instruction(&self.fx, &mut self.tb, t, n, (&mut cta, &mut warp), rows)?;
+            if let (Some(c), true) = (cta, added > 0) {
+                block.rows += added;
+                match block.cta {
+                    None if !block.mixed => block.cta = Some(c),
+                    Some(b) if b != c => {
+                        block.cta = None;
+                        block.mixed = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Ends the pass: every warp's announced count is checked, and the instructions and
+    /// source facts are returned.
+    pub fn finish(self) -> Result<Found, TraceError> {
+        for (&key, wc) in &self.tb.warps {
+            if let Some((_, at)) = wc.announced {
+                check_count(&self.tb.warps, key, self.fx.file, at)?;
+            }
+        }
+        let mut warp_instructions: Vec<WarpInstructions> = self
+            .tb
+            .warps
+            .iter()
+            .map(|(&(cta, warp), wc)| WarpInstructions {
+                cta,
+                warp,
+                count: wc.executed,
+            })
+            .collect();
+        warp_instructions.sort_by_key(|w| (w.cta, w.warp));
+        let mut opcodes: Vec<(String, u64)> = self
+            .tb
+            .opcodes
+            .into_iter()
+            .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
+            .collect();
+        opcodes.sort();
+        Ok(Found {
+            instructions: self.tb.instructions,
+            info: KernelInfo {
+                attributes: self.fx.header.attributes,
+                cta_sm: Vec::new(),
+                warp_instructions,
+                opcodes,
+            },
+        })
+    }
+}
+
+/// One instruction line (line `n`); returns the accesses it made (appended to `rows`
+/// unless scanning). Legacy lines set the block and warp.
+fn instruction(
+    fx: &Fixed<'_>,
+    tb: &mut Tables,
+    t: &[u8],
+    n: u64,
+    (cta, warp): (&mut Option<u32>, &mut Option<u32>),
+    rows: &mut Columns,
+) -> Result<u64, TraceError> {
+    let file = fx.file;
+    let err = |m: String| TraceError::parse(file, Location::Line(n), m);
+    let grid = fx.header.grid;
+    let mut f = lex::fields(t);
+    let mut next = |what: &str| {
+        f.next()
+            .ok_or_else(|| err(format!("instruction line ends early: expected {what}")))
+    };
+    if fx.header.legacy {
+        let mut idx = [0u32; 3];
+        for (i, v) in idx.iter_mut().enumerate() {
+            let s = next("the thread block index")?;
+            *v = lex::dec(s)
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(|| {
+                    err(format!(
+                        "thread block index {i}: expected a number, found `{}`",
+                        lex::show(s)
+                    ))
+                })?;
+        }
+        let idx = Dim3::new(idx[0], idx[1], idx[2]);
+        if !grid.contains(idx) {
+            return Err(err(format!(
+                "thread block {idx} is outside the grid {grid}"
+            )));
+        }
+        let s = next("the warp id")?;
+        let w = lex::dec(s)
+            .filter(|&w| w < fx.warps_per_cta as u64)
+            .ok_or_else(|| {
+                err(format!(
+                    "warp id: expected a number below {}, found `{}`",
+                    fx.warps_per_cta,
+                    lex::show(s)
+                ))
+            })? as u32;
+        *cta = Some(grid.linear(idx) as u32);
+        *warp = Some(w);
+    }
+    let (Some(c), Some(w)) = (*cta, *warp) else {
+        return Err(err(
+            "instruction before `thread block =` and `warp =`".into()
+        ));
+    };
+    let src_line = if fx.header.lineinfo {
+        let s = next("the source line number")?;
+        lex::dec(s)
+            .and_then(|l| u32::try_from(l).ok())
+            .ok_or_else(|| {
+                err(format!(
+                    "source line number (the file says `-enable lineinfo = 1`): expected a number, found `{}`",
+                    lex::show(s)
+                ))
+            })?
+    } else {
+        0
+    };
+    let s = next("the PC")?;
+    let pc =
+        lex::hex(s).ok_or_else(|| err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
+    let s = next("the active mask")?;
+    let mask = lex::hex(s)
+        .and_then(|m| u32::try_from(m).ok())
+        .ok_or_else(|| {
+            err(format!(
+                "active mask: expected 32-bit hex, found `{}`",
+                lex::show(s)
+            ))
+        })?;
+    let s = next("the destination count")?;
+    let dsts = lex::dec(s).filter(|&d| d <= 16).ok_or_else(|| {
+        err(format!(
+            "destination count: expected 0 to 16, found `{}`",
+            lex::show(s)
+        ))
+    })?;
+    for _ in 0..dsts {
+        next("a destination register")?;
+    }
+    let opcode = next("the opcode")?;
+    let s = next("the source count")?;
+    let srcs = lex::dec(s).filter(|&d| d <= 16).ok_or_else(|| {
+        err(format!(
+            "source count: expected 0 to 16, found `{}`",
+            lex::show(s)
+        ))
+    })?;
+    for _ in 0..srcs {
+        next("a source register")?;
+    }
+    let s = next("the memory width")?;
+    let width = lex::dec(s)
+        .filter(|&w| w <= u16::MAX as u64)
+        .ok_or_else(|| {
+            err(format!(
+                "memory width: expected 0 to 65535 bytes, found `{}`",
+                lex::show(s)
+            ))
+        })? as u16;
+    let wc = tb.warps.entry((c, w)).or_default();
+    let dyn_inst = wc.executed;
+    wc.executed += 1;
+    match tb.opcodes.get_mut(opcode) {
+        Some(v) => *v += 1,
+        None => {
+            tb.opcodes.insert(opcode.to_vec(), 1);
+        }
+    }
+    if width == 0 {
+        // One optional immediate may follow.
+        return match f.count() {
+            rest @ 2.. => Err(err(format!(
+                "{rest} unexpected fields at the end of the instruction line"
+            ))),
+            _ => Ok(0),
+        };
+    }
+    // The active lanes' threads.
+    let mut threads = [0u32; WARP as usize];
+    let mut k = 0;
+    for lane in 0..WARP {
+        if mask & (1 << lane) == 0 {
+            continue;
+        }
+        let local = w * WARP + lane;
+        if local >= fx.tpb {
+            return Err(err(format!(
+                "lane {lane} of warp {w} is active but the block has only {} threads",
+                fx.tpb
+            )));
+        }
+        threads[k] = c * fx.tpb + local;
+        k += 1;
+    }
+    let inst = match tb.pcs.get(&pc) {
+        Some(&id) => id,
+        None if fx.mode == Mode::Reread => {
+            return Err(err(format!(
+                "instruction at PC {pc:#x} was not in the file when it was first read: \
+                 the file changed while it was read"
+            )))
+        }
+        None => {
+            let id = tb.instructions.len() as u32;
+            tb.instructions.push(Instruction {
+                name: format!("{}@{pc:04x}", String::from_utf8_lossy(opcode)),
+                pc: Some(pc),
+                line: (src_line != 0).then_some(src_line),
+            });
+            tb.pcs.insert(pc, id);
+            id
+        }
+    };
+    if fx.mode == Mode::Scan {
+        // The addresses are decoded (and checked) by the pass that reads them.
+        return Ok(k as u64);
+    }
+    let lanes = k;
+    let addrs = &mut tb.addrs;
+    let s = next("the address mode")?;
+    match lex::dec(s) {
+        Some(0) => {
+            for a in addrs.iter_mut().take(lanes) {
+                let s = next("an address (one per active lane)")?;
+                *a = lex::hex(s).ok_or_else(|| {
+                    err(format!("address: expected hex, found `{}`", lex::show(s)))
+                })?;
+            }
+        }
+        Some(m @ (1 | 2)) => {
+            let s = next("the base address")?;
+            let base = lex::hex(s).ok_or_else(|| {
+                err(format!(
+                    "base address: expected hex, found `{}`",
+                    lex::show(s)
+                ))
+            })?;
+            let stride = if m == 1 {
+                let s = next("the stride")?;
+                Some(lex::signed(s).ok_or_else(|| {
+                    err(format!(
+                        "stride: expected a signed number, found `{}`",
+                        lex::show(s)
+                    ))
+                })?)
+            } else {
+                None
+            };
+            let mut last = base;
+            for (i, a) in addrs.iter_mut().take(lanes).enumerate() {
+                if i > 0 {
+                    let d = match stride {
+                        Some(d) => d,
+                        None => {
+                            let s = next("a delta (one per active lane after the first)")?;
+                            lex::signed(s).ok_or_else(|| {
+                                err(format!(
+                                    "delta: expected a signed number, found `{}`",
+                                    lex::show(s)
+                                ))
+                            })?
+                        }
+                    };
+                    last = last.wrapping_add(d as u64);
+                }
+                *a = last;
+            }
+        }
+        _ => {
+            return Err(err(format!(
+                "address mode: expected 0 (list), 1 (base+stride) or 2 (base+deltas), found `{}`",
+                lex::show(s)
+            )))
+        }
+    }
+    // One optional immediate may follow.
+    let rest = f.count();
+    if rest > 1 {
+        return Err(err(format!(
+            "{rest} unexpected fields at the end of the instruction line"
+        )));
+    }
+    if rows.len() + lanes >= u32::MAX as usize {
+        return Err(err("more than 2^32 accesses in one kernel".into()));
+    }
+    let (kind, space) = classify(opcode);
+    let flags = super::super::model::pack_flags(kind, space);
+    rows.thread.extend_from_slice(&threads[..lanes]);
+    rows.inst.extend(std::iter::repeat_n(inst, lanes));
+    rows.dyn_inst
+        .extend(std::iter::repeat_n(dyn_inst as u32, lanes));
+    rows.addr.extend_from_slice(&addrs[..lanes]);
+    rows.size.extend(std::iter::repeat_n(width, lanes));
+    rows.flags.extend(std::iter::repeat_n(flags, lanes));
+    Ok(lanes as u64)
+}
+
+fn check_count(
+    warps: &FxHashMap<(u32, u32), WarpCount>,
+    key: (u32, u32),
+    file: &str,
+    line: u64,
+) -> Result<(), TraceError> {
+    if let Some(wc) = warps.get(&key) {
+        if let Some((want, at)) = wc.announced {
+            if want != wc.executed {
+                return Err(TraceError::parse(
+                    file,
+                    Location::Line(line),
+                    format!(
+                        "warp {} of CTA {} announced `insts = {want}` (line {at}) but has {} instruction lines",
+                        key.1, key.0, wc.executed
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Accel-Sim kernels handed on CTA by CTA ([`CtaSink`]), so that a receiver that simulates
+//! holds only the resident CTAs, never a whole kernel: the largest Accel-Sim traces are tens
+//! of GB.
+//!
+//! A kernel's header must be complete before its first CTA (the simulation sizes its
+//! per-instruction tables from it, and our binary format writes it first), but a `.traceg`
+//! names its instructions only as they execute and counts each warp's instructions only at
+//! its end. So each kernel file is read twice: a scan that decodes no address finds the
+//! instructions (numbered as [`super::read_kernel`] numbers them), the counts and which CTA
+//! each thread block holds; then a second read hands on each block's accesses, grouped by
+//! thread. The scan also checks that the blocks come in increasing CTA order, each CTA in one
+//! block, as Accel-Sim's post-processing writes them; a file that does not (or a tracer
+//! version below 3 whose lines mix CTAs, or a stream that cannot be read twice, such as a
+//! pipe) is read whole instead, with the same result and the memory of the kernel.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use super::super::model::{check_density, Columns, Kernel, Order};
+use super::super::{CtaSink, Ctx, Location, TraceError};
+use super::parse::{Block, Mode, Parser};
+use super::{each_kernel_file, read_kernel, source, KernelFile};
+
+/// Reads a kernel list or a single `.traceg` into `out`, CTA by CTA where the file allows.
+pub(crate) fn stream_into<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    each_kernel_file(r, ctx, &mut |file| match file {
+        // A pipe cannot be read twice.
+        KernelFile::Given(r) if ctx.file_bytes == 0 => out.kernel(read_kernel(r, ctx.file)?),
+        KernelFile::Given(r) => stream_kernel(r, ctx.path, ctx, ctx.file, out),
+        KernelFile::Listed(path) => {
+            let opened = source::open(&path, ctx.wrap, ctx.watch)?;
+            let name = path.display().to_string();
+            stream_kernel(opened.reader, &path, ctx, &name, out)
+        }
+    })
+}
+
+/// What the scan learned of the blocks' order.
+#[derive(Default)]
+struct BlockOrder {
+    /// The last CTA seen in a block.
+    last: Option<u32>,
+    /// Every block with accesses holds one CTA, later than the previous block's.
+    increasing: bool,
+    rows: u64,
+}
+
+impl BlockOrder {
+    fn see(&mut self, b: Block) {
+        self.rows += b.rows;
+        if b.mixed {
+            self.increasing = false;
+        }
+        if let Some(c) = b.cta {
+            if self.last.is_some_and(|l| c <= l) {
+                self.increasing = false;
+            }
+            self.last = Some(c);
+        }
+    }
+}
+
+/// Scans the kernel file `first`, then reads it again from `path` and hands it on.
+fn stream_kernel<R: BufRead>(
+    first: R,
+    path: &Path,
+    ctx: &Ctx<'_>,
+    file: &str,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let mut scan = Parser::new(first, file, Mode::Scan)?;
+    let mut none = Columns::default();
+    let mut order = BlockOrder {
+        increasing: true,
+        ..BlockOrder::default()
+    };
+    while let Some(b) = scan.next_block(&mut none)? {
+        order.see(b);
+    }
+    let h = scan.header();
+    let (name, grid, block, end_line) = (h.name.clone(), h.grid, h.block, h.end_line);
+    let found = scan.finish()?;
+    let herr = |m: String| TraceError::parse(file, Location::Line(end_line), m);
+    check_density(grid, block, order.rows as usize, Order::PerWarp)
+        .map_err(|e| herr(e.to_string()))?;
+    let again = source::open(path, ctx.wrap, ctx.watch)?.reader;
+    if !order.increasing {
+        return out.kernel(read_kernel(again, file)?);
+    }
+    let header = Kernel::without_rows(
+        &name,
+        grid,
+        block,
+        Order::PerWarp,
+        &found.instructions,
+        &found.info,
+    );
+    out.begin_kernel(&header)?;
+    let mut read = Parser::new(again, file, Mode::Reread)?;
+    read.known_instructions(&found.instructions);
+    let tpb = read.threads_per_cta();
+    let mut rows = Columns::default();
+    while let Some(b) = read.next_block(&mut rows)? {
+        match b.cta {
+            Some(c) => {
+                rows.group_by_thread(c * tpb, tpb);
+                out.cta(c, &rows)?;
+            }
+            None if b.mixed => {
+                return Err(TraceError::parse(
+                    file,
+                    Location::Line(b.line),
+                    "this thread block holds accesses of several CTAs, which it did not when \
+                     the file was first read: the file changed while it was read",
+                ))
+            }
+            None => {}
+        }
+        rows.clear();
+    }
+    read.finish()?;
+    out.end_kernel()
+}
