@@ -1028,3 +1028,20 @@ fn an_accel_sim_trace_streams_cta_by_cta_with_the_result_of_reading_it_whole() {
     assert!(load(&wsb) == load(&dir));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_run_whose_ctas_all_went_to_other_sms_says_so() {
+    let din = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-traces/dinero-small.din"
+    );
+    let out = warpscope(&["sim", "--json", "--trace", din, "--sms", "4", "--sm", "2"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("none of the trace's 12 accesses ran on the simulated SM(s) [2]"),
+        "{err}"
+    );
+    let out = warpscope(&["sim", "--json", "--trace", din, "--sms", "4"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}

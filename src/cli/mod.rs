@@ -78,7 +78,23 @@ fn simulate(a: SimArgs) -> Result<()> {
         Some(r) => r,
         None => simulate_loaded(&a, &cfg)?,
     };
+    warn_if_nothing_ran(&report);
     print_report(&a, &options::source_name(&a.input), &report)
+}
+
+/// Says so on stderr when the trace has accesses but none ran on the simulated SMs (CTAs go
+/// to SMs in order, so `--sm 3` of a one-CTA trace sees nothing): a report of zeros is
+/// otherwise easy to take for a result.
+fn warn_if_nothing_ran(report: &sim::Report) {
+    let rows: u64 = report.kernels.iter().map(|k| k.rows).sum();
+    if rows == 0 || report.totals.accesses > 0 || report.warp_instructions > 0 {
+        return;
+    }
+    eprintln!(
+        "warning: none of the trace's {rows} accesses ran on the simulated SM(s) {:?}: \
+         its CTAs went to other SMs (try --sm 0 or --all-sms)",
+        report.simulated_sms
+    );
 }
 
 /// Simulates a trace file as it is read, when nothing needs the whole trace (no timing
