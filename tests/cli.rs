@@ -841,28 +841,9 @@ fn convert_writes_a_kernel_at_a_time() {
 /// `.wsb` copies CTA by CTA. Under several configurations the result is the one of the trace
 /// read whole first (`--allow-truncated` reads it whole); a file cut inside a kernel's CTAs
 /// converts, when allowed, to a complete file of the kernels before it.
-#[test]
-fn a_binary_trace_streams_cta_by_cta() {
-    let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
-    let params = ["nx=48", "ny=48", "steps=3", "block=8,8"];
-    let gen = warpscope(&[&["gen", "hotspot", "-o", &p("h.wsb")][..], &params].concat());
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let copy = warpscope(&["convert", &p("h.wsb"), &p("copy.wsb")]);
-    assert!(
-        copy.status.success(),
-        "{}",
-        String::from_utf8_lossy(&copy.stderr)
-    );
-    assert_eq!(
-        std::fs::read(p("h.wsb")).unwrap(),
-        std::fs::read(p("copy.wsb")).unwrap()
-    );
+/// `sim` on `trace`, streamed, gives the report of the trace read whole (`--allow-truncated`
+/// reads it whole first) under several schedules, SM counts and selections.
+fn assert_streamed_run_equals_whole(trace: &str) {
     for flags in [
         &["--preset", "fermi-16k"][..],
         &[
@@ -885,17 +866,42 @@ fn a_binary_trace_streams_cta_by_cta() {
             "1",
         ][..],
     ] {
-        let streamed = json(&[&["sim", "--json", "--trace", &p("h.wsb")][..], flags].concat());
+        let streamed = json(&[&["sim", "--json", "--trace", trace][..], flags].concat());
         let whole = json(
             &[
-                &["sim", "--json", "--allow-truncated", "--trace", &p("h.wsb")][..],
+                &["sim", "--json", "--allow-truncated", "--trace", trace][..],
                 flags,
             ]
             .concat(),
         );
-        assert_eq!(streamed, whole, "{flags:?}");
+        assert_eq!(streamed, whole, "{trace} {flags:?}");
         assert!(streamed["requests"].as_u64().unwrap() > 0, "{flags:?}");
     }
+}
+
+#[test]
+fn a_binary_trace_streams_cta_by_cta() {
+    let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let params = ["nx=48", "ny=48", "steps=3", "block=8,8"];
+    let gen = warpscope(&[&["gen", "hotspot", "-o", &p("h.wsb")][..], &params].concat());
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let copy = warpscope(&["convert", &p("h.wsb"), &p("copy.wsb")]);
+    assert!(
+        copy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copy.stderr)
+    );
+    assert_eq!(
+        std::fs::read(p("h.wsb")).unwrap(),
+        std::fs::read(p("copy.wsb")).unwrap()
+    );
+    assert_streamed_run_equals_whole(&p("h.wsb"));
     // Cut in the middle of the second kernel's chunks.
     let bytes = std::fs::read(p("h.wsb")).unwrap();
     let index_at = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
@@ -987,31 +993,7 @@ fn an_accel_sim_trace_streams_cta_by_cta_with_the_result_of_reading_it_whole() {
     std::fs::create_dir_all(&dir).unwrap();
     write_accel_sim_dir(&dir);
     let d = dir.to_str().unwrap();
-    for flags in [
-        &["--preset", "fermi-16k"][..],
-        &[
-            "--sms",
-            "4",
-            "--all-sms",
-            "--schedule",
-            "gto",
-            "--max-ctas",
-            "2",
-        ][..],
-        &["--schedule", "two-level", "--sms", "3", "--sm", "1"][..],
-    ] {
-        let streamed = json(&[&["sim", "--json", "--trace", d][..], flags].concat());
-        // --allow-truncated reads the trace whole before simulating it.
-        let whole = json(
-            &[
-                &["sim", "--json", "--allow-truncated", "--trace", d][..],
-                flags,
-            ]
-            .concat(),
-        );
-        assert_eq!(streamed, whole, "{flags:?}");
-        assert!(streamed["requests"].as_u64().unwrap() > 0, "{flags:?}");
-    }
+    assert_streamed_run_equals_whole(d);
     // Converted CTA by CTA to our binary format, it is the trace read whole.
     let wsb = dir.join("t.wsb");
     let out = warpscope(&["convert", d, wsb.to_str().unwrap()]);

@@ -423,20 +423,13 @@ impl Columns {
         if self.thread.windows(2).all(|w| w[0] <= w[1]) {
             return;
         }
-        let slot = |t: u32| (t.wrapping_sub(first) as usize).min(count as usize);
-        let mut starts = vec![0u32; count as usize + 2];
-        for &t in &self.thread {
-            starts[slot(t) + 1] += 1;
-        }
-        for i in 0..=count as usize {
-            starts[i + 1] += starts[i];
-        }
-        let mut perm = vec![0u32; self.len()];
-        for (row, &t) in self.thread.iter().enumerate() {
-            let at = &mut starts[slot(t)];
-            perm[*at as usize] = row as u32;
-            *at += 1;
-        }
+        // Threads relative to the first; any outside the range count as one past the last.
+        let local: Vec<u32> = self
+            .thread
+            .iter()
+            .map(|&t| t.wrapping_sub(first).min(count))
+            .collect();
+        let perm = rows_by_thread(&local, &thread_starts(&local, count as usize + 1));
         self.permute(&perm);
     }
     /// Reorders every column by `perm` (new position -> old row), one column at a time so
