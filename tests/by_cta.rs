@@ -6,7 +6,10 @@
 use proptest::prelude::*;
 use warpscope::config::{IssuePolicy, SimConfig, SmSelection};
 use warpscope::sim::{Observer, RequestEvent, Session};
-use warpscope::trace::{Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order};
+use warpscope::trace::{Columns, Dim3, Kernel, KernelBuilder, Order};
+
+mod random_kernels;
+use random_kernels::{kernel, rows_strategy};
 
 #[derive(Default)]
 struct Events(Vec<RequestEvent>, Vec<(u32, String)>);
@@ -17,52 +20,6 @@ impl Observer for Events {
     fn on_request(&mut self, e: &RequestEvent) {
         self.0.push(*e);
     }
-}
-
-type Row = (u32, u32, u32, u64, u16, u8);
-
-fn kernel(name: &str, ctas: u32, tpb: u32, warp_order: bool, rows: &[Row]) -> Kernel {
-    let order = if warp_order {
-        Order::PerWarp
-    } else {
-        Order::PerThread
-    };
-    let mut b = KernelBuilder::new(name, Dim3::x(ctas), Dim3::x(tpb), order).unwrap();
-    for i in 0..3 {
-        b.instruction(&format!("i{i}"), None);
-    }
-    for &(thread, inst, dyn_inst, addr, size, kind) in rows {
-        let kind = [
-            AccessKind::Load,
-            AccessKind::Store,
-            AccessKind::Barrier,
-            AccessKind::Load,
-        ][kind as usize];
-        let space = if kind == AccessKind::Load && addr % 7 == 0 {
-            MemSpace::Shared
-        } else {
-            MemSpace::Global
-        };
-        let barrier = kind == AccessKind::Barrier;
-        b.push(Access {
-            thread: thread % (ctas * tpb),
-            inst: if barrier { 0 } else { inst },
-            dyn_inst: if barrier { 0 } else { dyn_inst },
-            addr: if barrier { 0 } else { addr },
-            size: if barrier { 0 } else { size },
-            kind,
-            space,
-        })
-        .unwrap();
-    }
-    b.finish()
-}
-
-fn rows_strategy() -> impl Strategy<Value = Vec<Row>> {
-    prop::collection::vec(
-        (0u32..400, 0u32..3, 0u32..4, 0u64..8192, 1u16..40, 0u8..4),
-        0..250,
-    )
 }
 
 /// Gives `k` to the session CTA by CTA, leaving out empty CTAs where `skip` says.

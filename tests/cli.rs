@@ -200,6 +200,140 @@ fn sweep_writes_one_row_per_configuration() {
     assert!(lines[0].starts_with("ways,replacement,requests,"));
 }
 
+/// A sweep reads the trace once and gives it to every configuration as it is read; each
+/// row is what `sim` gives for its configuration, and what the sweep of the trace loaded
+/// whole gives.
+#[test]
+fn a_streamed_sweep_gives_each_configurations_sim_result() {
+    let dir = std::env::temp_dir().join(format!("warpscope-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("h.wsb").to_str().unwrap().to_string();
+    let gen = warpscope(&[
+        "gen",
+        "hotspot",
+        "-o",
+        &trace,
+        "nx=48",
+        "ny=48",
+        "steps=2",
+        "block=8,8",
+    ]);
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let out = dir.join("rows.json").to_str().unwrap().to_string();
+    let sweep = |extra: &[&str]| {
+        let args = [
+            &[
+                "sweep",
+                "--trace",
+                &trace,
+                "--sms",
+                "3",
+                "--all-sms",
+                "-o",
+                &out,
+            ][..],
+            &[
+                "--vary",
+                "ways=1,4",
+                "--vary",
+                "schedule=gto,round-robin",
+                "--vary",
+                "max-ctas=1,3",
+            ],
+            extra,
+        ]
+        .concat();
+        let o = warpscope(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        v.as_array().unwrap().clone()
+    };
+    let rows = sweep(&[]);
+    assert_eq!(rows.len(), 8);
+    assert_eq!(sweep(&["--jobs", "1"]), rows);
+    assert_eq!(sweep(&["--jobs", "3", "--allow-truncated"]), rows);
+    for r in &rows {
+        let (ways, schedule, max_ctas) = (
+            r["ways"].as_str().unwrap(),
+            r["schedule"].as_str().unwrap(),
+            r["max-ctas"].as_str().unwrap(),
+        );
+        let sim = json(&[
+            "sim",
+            "--json",
+            "--no-reuse",
+            "--trace",
+            &trace,
+            "--sms",
+            "3",
+            "--all-sms",
+            "--ways",
+            ways,
+            "--schedule",
+            schedule,
+            "--max-ctas",
+            max_ctas,
+        ]);
+        for key in [
+            "requests",
+            "hits",
+            "misses",
+            "compulsory",
+            "capacity",
+            "conflict",
+            "writebacks",
+        ] {
+            let got = &r[key];
+            let want = if ["compulsory", "capacity", "conflict"].contains(&key) {
+                &sim["miss_classes"][key]
+            } else {
+                &sim[key]
+            };
+            assert_eq!(
+                got, want,
+                "{key} with ways={ways} schedule={schedule} max-ctas={max_ctas}"
+            );
+        }
+    }
+    // A configuration the trace cannot run under names itself.
+    let o = warpscope(&["sweep", "--trace", &trace, "--vary", "max-threads=1024,16"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("with max-threads=16"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Every built-in kernel on fifteen SMs, all simulated: the SMs split over three threads
+/// give the result of one thread.
+#[test]
+fn sms_split_over_threads_give_the_one_thread_result() {
+    for k in warpscope::gen::KERNELS {
+        let run = |jobs: &str| {
+            json(&[
+                "sim",
+                "--json",
+                "--kernel",
+                k.name,
+                "--sms",
+                "15",
+                "--all-sms",
+                "--schedule",
+                "gto",
+                "--jobs",
+                jobs,
+            ])
+        };
+        let one = run("1");
+        assert_eq!(run("3"), one, "{}", k.name);
+        assert_eq!(one["sms"].as_array().unwrap().len(), 15, "{}", k.name);
+    }
+}
+
 #[test]
 fn per_thread_scheduling_fits_fermi_residency() {
     // Warp size 1 (Crawford's (2014) per-thread policies): residency still counts hardware warps.
@@ -866,16 +1000,33 @@ fn assert_streamed_run_equals_whole(trace: &str) {
             "1",
         ][..],
     ] {
-        let streamed = json(&[&["sim", "--json", "--trace", trace][..], flags].concat());
         let whole = json(
             &[
-                &["sim", "--json", "--allow-truncated", "--trace", trace][..],
+                &[
+                    "sim",
+                    "--json",
+                    "--allow-truncated",
+                    "--jobs",
+                    "1",
+                    "--trace",
+                    trace,
+                ][..],
                 flags,
             ]
             .concat(),
         );
-        assert_eq!(streamed, whole, "{trace} {flags:?}");
-        assert!(streamed["requests"].as_u64().unwrap() > 0, "{flags:?}");
+        // On one thread, and with the SMs split over three.
+        for jobs in ["1", "3"] {
+            let streamed = json(
+                &[
+                    &["sim", "--json", "--jobs", jobs, "--trace", trace][..],
+                    flags,
+                ]
+                .concat(),
+            );
+            assert_eq!(streamed, whole, "{trace} {flags:?} --jobs {jobs}");
+        }
+        assert!(whole["requests"].as_u64().unwrap() > 0, "{flags:?}");
     }
 }
 

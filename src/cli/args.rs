@@ -209,6 +209,10 @@ pub struct SimArgs {
     /// STEM.ctas.EXT, given FILE = STEM.EXT with EXT csv or parquet.
     #[arg(long, value_name = "FILE")]
     pub export_summary: Option<PathBuf>,
+    /// Threads that simulate: with several SMs simulated (--all-sms, --sample-sms), they
+    /// are split among this many (default: one per core); the result is the same.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 impl SimArgs {

@@ -3,6 +3,7 @@
 
 mod args;
 mod comm;
+mod lanes;
 mod options;
 mod output;
 mod readahead;
@@ -113,22 +114,26 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
     let (open, read) = stream::open(path, opts)?;
     let progress = stream::ByBytes::for_trace(path, &open, read.clone());
     let source = path.display().to_string();
+    let jobs = a.jobs.unwrap_or(0);
     let report = match &a.export {
         None => {
             let mut progress = progress;
-            let r = stream::simulate(open, &read, cfg, &mut progress);
+            let r = stream::simulate(open, &read, cfg, jobs, &mut progress);
             progress.clear();
             r
         }
-        Some(table) => export_requests(table, progress, |p| stream::simulate(open, &read, cfg, p)),
+        Some(table) => export_requests(table, progress, |p| {
+            stream::simulate(open, &read, cfg, jobs, p)
+        }),
     };
     report
         .with_context(|| format!("simulating {source}"))
         .map(Some)
 }
 
-/// Simulates a built-in kernel CTA by CTA as it is generated: memory holds the resident
-/// CTAs, whatever the size of the grid. A per-request table is written as it goes.
+/// Simulates a built-in kernel CTA by CTA as it is generated, on a thread of its own: memory
+/// holds the resident CTAs, whatever the size of the grid. A per-request table is written
+/// as it goes.
 fn simulated_as_generated(
     a: &SimArgs,
     cfg: &warpscope::config::SimConfig,
@@ -137,27 +142,14 @@ fn simulated_as_generated(
         return Ok(None);
     };
     let pairs = warpscope::gen::parse_pairs(&a.input.params).map_err(anyhow::Error::msg)?;
-    // Progress by the generator's count of accesses against its projection.
-    let mut shown = output::Progress::named(0, "simulating");
-    let mut control = |g: &warpscope::gen::GenProgress| {
-        shown.set_total(g.projected);
-        shown.show(g.accesses, g.projected);
-        true
-    };
+    let generate = stream::from_generator(name.clone(), pairs);
+    let jobs = a.jobs.unwrap_or(0);
     let report = match &a.export {
-        None => sim::run_generated(cfg, name, &pairs, Some(&mut control), &mut sim::NoObserver)
-            .map_err(anyhow::Error::from),
+        None => stream::simulate_parts(cfg, jobs, 0, 1, &mut sim::NoObserver, generate),
         Some(table) => export_requests(table, Quiet, |o| {
-            Ok(sim::run_generated(
-                cfg,
-                name,
-                &pairs,
-                Some(&mut control),
-                o,
-            )?)
+            stream::simulate_parts(cfg, jobs, 0, 1, o, generate)
         }),
     };
-    shown.clear();
     report.map(Some)
 }
 
@@ -173,11 +165,32 @@ impl Clear for Quiet {
     fn clear(&mut self) {}
 }
 
-/// Loads the whole trace, then simulates it.
+/// Loads the whole trace, then simulates it: under the timing model, or the kernels
+/// handed over one by one as a file is, with the SMs split over cores.
 fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<sim::Report> {
     let (trace, source) = options::load_trace(&a.input)?;
-    let progress = output::Progress::new(trace.total_accesses() as u64);
-    let run = |o: &mut dyn sim::Observer| Ok(sim::run(cfg, &trace, o)?);
+    let total = trace.total_accesses() as u64;
+    let progress = output::Progress::new(total);
+    let jobs = a.jobs.unwrap_or(0);
+    let run = move |o: &mut dyn sim::Observer| {
+        if cfg.timing.is_some() {
+            return Ok(sim::run(cfg, &trace, o)?);
+        }
+        let kernels = trace.kernels;
+        stream::simulate_parts(
+            cfg,
+            jobs,
+            total,
+            1,
+            o,
+            Box::new(move |to| {
+                for k in kernels {
+                    to.send(lanes::Piece::Kernel(k))?;
+                }
+                Ok(())
+            }),
+        )
+    };
     let report = match &a.export {
         None => {
             let mut progress = progress;

@@ -1,23 +1,27 @@
-//! `sim` on a trace file without loading it whole: a reader thread decodes while this thread
-//! simulates, so the two use two cores, through the core's `Session` (the pipeline
-//! `sim::run` is a loop over, so the result is the whole trace's; `tests/cli.rs` compares).
+//! `sim` on a trace file without loading it whole: a reader thread decodes while the
+//! simulation runs, through the core's `Session` (the pipeline `sim::run` is a loop over, so
+//! the result is the whole trace's; `tests/cli.rs` compares). With several SMs simulated,
+//! their L1s are split over the cores, one session per part, fed the same pieces (`lanes`),
+//! and the parts' reports are merged (`Report::merge`).
 //! - A reference stream (Dinero IV `din`) goes over in chunks of rows and nothing of it is
 //!   kept: memory is bounded by the distinct lines the trace touches, not by its length.
 //! - Our binary format and Accel-Sim traces go over CTA by CTA (`trace::CtaSink`), each CTA
 //!   dropped once its warps are done: memory is bounded by the resident CTAs, not by the size
-//!   of a kernel.
+//!   of a kernel (the sessions side by side share one copy of each).
 //! - Other formats go over a kernel at a time, each dropped once simulated: memory is
 //!   bounded by the largest kernels (the one simulated, one waiting, one being read), not
 //!   by the number of launches.
+//! - A built-in kernel's generator is a source like a file: its CTAs go over as they are
+//!   built.
 
-use anyhow::{Context, Result};
+use super::lanes;
+use anyhow::Result;
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel};
 use std::sync::Arc;
 use warpscope::config::SimConfig;
-use warpscope::sim::{Observer, Report, Session, SimError};
-use warpscope::trace::{self, Columns, ReferenceStream};
+use warpscope::sim::{self, NoObserver, Observer, Report, Session};
+use warpscope::trace;
 
 /// Rows per chunk: about 1.5 MB of columns, small enough to stay in the caches' reach and
 /// large enough that handing a chunk over costs nothing measurable.
@@ -136,171 +140,91 @@ fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
     2 * files
 }
 
+/// The pieces of an opened trace file (the files' bytes read are counted in `read`); the
+/// depth of the lanes' queues for them; and whether its CTAs can run on several SMs (a
+/// reference stream's one thread runs on one).
+pub fn from_file(open: trace::OpenTrace, read: &Arc<AtomicU64>) -> (lanes::Source, usize, bool) {
+    match open.into_reference_stream() {
+        Ok(stream) => (
+            Box::new(move |to| lanes::send_reference_stream(stream, CHUNK_ROWS, to)),
+            AHEAD,
+            false,
+        ),
+        Err(open) => {
+            let watch = counting(read);
+            // One kernel or CTA waits while one is simulated and the next is read.
+            let send: lanes::Source =
+                Box::new(move |to| Ok(open.stream(&super::readahead::wrap, &watch, to)?));
+            (send, 1, true)
+        }
+    }
+}
+
+/// The CTAs of built-in kernel `name` with `pairs`, sent as they are generated; its
+/// progress is shown on stderr as it goes.
+pub fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Source {
+    Box::new(move |to| {
+        // Progress by the generator's count of accesses against its projection.
+        let mut shown = super::output::Progress::named(0, "simulating");
+        let mut control = |g: &warpscope::gen::GenProgress| {
+            shown.set_total(g.projected);
+            shown.show(g.accesses, g.projected);
+            true
+        };
+        let generated = warpscope::gen::generate_by_cta(&name, &pairs, Some(&mut control), to);
+        shown.clear();
+        Ok(generated?)
+    })
+}
+
 /// Simulates the opened trace under `cfg` (not the timing model) as it is read, telling
-/// `observer` everything (the files' bytes read are counted in `read`).
+/// `observer` everything (the files' bytes read are counted in `read`). The simulated SMs
+/// are split over `jobs` cores (0: all of them) unless the observer wants every request.
 pub fn simulate(
     open: trace::OpenTrace,
     read: &Arc<AtomicU64>,
     cfg: &SimConfig,
+    jobs: usize,
     observer: &mut dyn Observer,
 ) -> Result<Report> {
-    match open.into_reference_stream() {
-        Ok(stream) => simulate_references(stream, cfg, observer),
-        Err(open) => simulate_kernels(*open, read, cfg, observer),
-    }
+    let (send, depth, split) = from_file(open, read);
+    let jobs = if split { jobs } else { 1 };
+    simulate_parts(cfg, jobs, 0, depth, observer, send)
 }
 
-/// What the reader hands the simulating thread: whole kernels where the format has them so,
-/// else a kernel's header, its CTAs and its end.
-enum Piece {
-    Kernel(trace::Kernel),
-    Begin(trace::Kernel),
-    Cta(u32, Columns),
-    End,
-}
-
-/// Hands what is read over to the simulating thread; CTA buffers come back to be reused.
-struct ToSimulation {
-    to: std::sync::mpsc::SyncSender<Piece>,
-    spare: std::sync::mpsc::Receiver<Columns>,
-}
-
-impl ToSimulation {
-    fn send(&self, p: Piece) -> Result<(), trace::TraceError> {
-        // The simulation stopped (it failed): stop reading.
-        self.to
-            .send(p)
-            .map_err(|_| trace::TraceError::Stopped("the simulation stopped".into()))
-    }
-}
-
-impl trace::KernelSink for ToSimulation {
-    fn kernel(&mut self, k: trace::Kernel) -> Result<(), trace::TraceError> {
-        self.send(Piece::Kernel(k))
-    }
-}
-
-impl trace::CtaSink for ToSimulation {
-    fn begin_kernel(&mut self, header: &trace::Kernel) -> Result<(), trace::TraceError> {
-        self.send(Piece::Begin(header.header()))
-    }
-    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), trace::TraceError> {
-        let mut copy = self.spare.try_recv().unwrap_or_default();
-        copy.clear();
-        copy.extend_from(rows, 0..rows.len());
-        self.send(Piece::Cta(cta, copy))
-    }
-    fn end_kernel(&mut self) -> Result<(), trace::TraceError> {
-        self.send(Piece::End)
-    }
-}
-
-/// Simulates a trace read on another thread: kernels whole, or CTA by CTA where the file
-/// has them so (our binary format, Accel-Sim), so that memory holds the resident CTAs.
-fn simulate_kernels(
-    open: trace::OpenTrace,
-    read: &Arc<AtomicU64>,
+/// Simulates what `source` sends with the SMs of `cfg` split over `jobs` lanes (one when
+/// the observer wants every request: they would come from the parts out of order), and
+/// combines the parts' reports into the whole run's. `total` accesses, if known, are for
+/// progress.
+pub fn simulate_parts(
     cfg: &SimConfig,
-    progress: &mut dyn Observer,
+    jobs: usize,
+    total: u64,
+    depth: usize,
+    observer: &mut dyn Observer,
+    source: lanes::Source,
 ) -> Result<Report> {
-    let mut session = Session::new(cfg, 0)?;
-    // One piece waits while one is simulated and the next is read.
-    let (tx, rx) = sync_channel::<Piece>(1);
-    let (spare_tx, spare_rx) = channel::<Columns>();
-    let watch = counting(read);
-    let reader = std::thread::Builder::new()
-        .name("read".into())
-        .spawn(move || {
-            let mut to = ToSimulation {
-                to: tx,
-                spare: spare_rx,
-            };
-            open.stream(&super::readahead::wrap, &watch, &mut to)
-        })
-        .context("starting the reader thread")?;
-    let mut failed: Option<anyhow::Error> = None;
-    for piece in rx.iter() {
-        let done = match piece {
-            Piece::Kernel(k) => session.kernel(&k, progress),
-            Piece::Begin(header) => session.begin_kernel(&header, progress),
-            Piece::Cta(cta, rows) => {
-                let r = session.cta(cta, &rows, progress);
-                // The reader may have finished already.
-                let _ = spare_tx.send(rows);
-                r
-            }
-            Piece::End => session.end_kernel(progress),
-        };
-        if let Err(e) = done {
-            failed = Some(e.into());
-            break;
-        }
-    }
-    drop(rx);
-    let read_result = reader.join();
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    match read_result {
-        Ok(Ok(())) => Ok(session.finish(progress)),
-        Ok(Err(e)) => Err(e.into()),
-        Err(_) => anyhow::bail!("the reader thread failed"),
-    }
-}
-
-/// Simulates a reference stream read in chunks.
-fn simulate_references(
-    stream: ReferenceStream,
-    cfg: &SimConfig,
-    progress: &mut dyn Observer,
-) -> Result<Report> {
-    let ReferenceStream {
-        header, mut reader, ..
-    } = stream;
-    let mut session = Session::new(cfg, 0)?;
-    session.begin_stream(&header, progress)?;
-    let (full_tx, full_rx) = sync_channel::<Result<Columns, trace::TraceError>>(AHEAD);
-    let (empty_tx, empty_rx) = channel::<Columns>();
-    let parser = std::thread::Builder::new()
-        .name("parse".into())
-        .spawn(move || loop {
-            let mut chunk = empty_rx.try_recv().unwrap_or_default();
-            match reader.next_chunk(&mut chunk, CHUNK_ROWS) {
-                Ok(true) => {
-                    if full_tx.send(Ok(chunk)).is_err() {
-                        return;
-                    }
-                }
-                Ok(false) => return,
-                Err(e) => {
-                    let _ = full_tx.send(Err(e));
-                    return;
-                }
+    let parts = if observer.wants_requests() {
+        1
+    } else {
+        lanes::cores(jobs)
+    };
+    let sessions = sim::partition_sms(cfg, parts)
+        .iter()
+        .map(|sms| Session::for_sms(cfg, sms, total))
+        .collect::<Result<Vec<_>, _>>()?;
+    let lanes = sessions.len();
+    let sessions = lanes::run(sessions, lanes, depth, observer, source)?;
+    let reports = sessions
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i == 0 {
+                s.finish(observer)
+            } else {
+                s.finish(&mut NoObserver)
             }
         })
-        .context("starting the parser thread")?;
-    let mut failed = None;
-    for msg in full_rx.iter() {
-        match msg {
-            Ok(chunk) => {
-                if !session.feed(&chunk, progress) {
-                    failed = Some(anyhow::Error::from(SimError::Cancelled));
-                    break;
-                }
-                // The parser reuses the buffer; it may have finished already.
-                let _ = empty_tx.send(chunk);
-            }
-            Err(e) => {
-                failed = Some(e.into());
-                break;
-            }
-        }
-    }
-    drop(full_rx);
-    let _ = parser.join();
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    session.end_stream(progress);
-    Ok(session.finish(progress))
+        .collect();
+    Report::merge(reports).map_err(anyhow::Error::msg)
 }

@@ -1,12 +1,17 @@
-//! `warpscope sweep`: the product of `--vary` values, simulated in parallel (rayon), one
-//! row per configuration, as CSV or JSON.
+//! `warpscope sweep`: the product of `--vary` values, one row per configuration, as CSV or
+//! JSON. The trace is read once, as it is simulated, and each piece goes to every
+//! configuration's session, the sessions spread over the cores (`lanes`); the timing model
+//! and truncated traces load the trace whole and simulate the configurations in parallel
+//! (rayon).
 
 use super::args::SweepArgs;
-use super::options;
+use super::{lanes, options, stream};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
-use warpscope::sim::{self, NoObserver};
+use warpscope::config::SimConfig;
+use warpscope::sim::{self, NoObserver, Report, Session};
+use warpscope::trace;
 
 #[derive(Serialize)]
 struct Row {
@@ -25,7 +30,6 @@ struct Row {
 }
 
 pub fn run(a: SweepArgs) -> Result<()> {
-    let (trace, source) = options::load_trace(&a.input)?;
     let mut base = options::config(&a.config)?;
     base.reuse = false;
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
@@ -61,38 +65,48 @@ pub fn run(a: SweepArgs) -> Result<()> {
             })
             .collect();
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.jobs.unwrap_or(0))
-        .build()?;
-    let rows: Vec<Result<Row>> = pool.install(|| {
-        grid.par_iter()
-            .map(|params| {
-                let mut c = base.clone();
-                for (k, v) in params {
-                    options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
-                }
-                let desc: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let r = sim::run(&c, &trace, &mut NoObserver)
-                    .with_context(|| format!("{source} with {}", desc.join(" ")))?;
-                let t = &r.totals;
-                Ok(Row {
-                    params: params.clone(),
-                    requests: t.requests,
-                    hits: t.hits,
-                    misses: t.misses,
-                    miss_rate: r.miss_rate,
-                    compulsory: t.miss_classes.compulsory,
-                    capacity: t.miss_classes.capacity,
-                    conflict: t.miss_classes.conflict,
-                    transactions: t.transactions,
-                    bytes_from_memory: t.bytes_from_memory,
-                    bytes_to_memory: t.bytes_to_memory,
-                    writebacks: t.writebacks,
-                })
-            })
-            .collect()
-    });
-    let rows: Vec<Row> = rows.into_iter().collect::<Result<_>>()?;
+    let configs = grid
+        .iter()
+        .map(|params| {
+            let mut c = base.clone();
+            for (k, v) in params {
+                options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
+            }
+            Ok(c)
+        })
+        .collect::<Result<Vec<SimConfig>>>()?;
+    let describe = |i: usize| {
+        let desc: Vec<String> = grid[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
+        desc.join(" ")
+    };
+    let jobs = a.jobs.unwrap_or(0);
+    let whole = a.input.allow_truncated || configs.iter().any(|c| c.timing.is_some());
+    let reports = if whole {
+        loaded(&a, &configs, jobs, &describe)?
+    } else {
+        streamed(&a, &configs, jobs, &describe)?
+    };
+    let rows: Vec<Row> = reports
+        .into_iter()
+        .zip(&grid)
+        .map(|(r, params)| {
+            let t = &r.totals;
+            Row {
+                params: params.clone(),
+                requests: t.requests,
+                hits: t.hits,
+                misses: t.misses,
+                miss_rate: r.miss_rate,
+                compulsory: t.miss_classes.compulsory,
+                capacity: t.miss_classes.capacity,
+                conflict: t.miss_classes.conflict,
+                transactions: t.transactions,
+                bytes_from_memory: t.bytes_from_memory,
+                bytes_to_memory: t.bytes_to_memory,
+                writebacks: t.writebacks,
+            }
+        })
+        .collect();
     let json = a
         .output
         .as_ref()
@@ -107,6 +121,83 @@ pub fn run(a: SweepArgs) -> Result<()> {
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// Reads the trace once, as it is simulated, and gives every piece to each configuration's
+/// session; the sessions are spread over `jobs` threads (0: one per core), so memory holds
+/// what is resident, never the trace.
+fn streamed(
+    a: &SweepArgs,
+    configs: &[SimConfig],
+    jobs: usize,
+    describe: &dyn Fn(usize) -> String,
+) -> Result<Vec<Report>> {
+    let sessions = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Session::new(c, 0).with_context(|| describe(i)))
+        .collect::<Result<Vec<_>>>()?;
+    let (source, depth, mut progress, name) = match (&a.input.trace, &a.input.kernel) {
+        (Some(path), None) => {
+            if let Some(p) = a.input.params.first() {
+                bail!("key=value parameters only apply to --kernel, found `{p}`");
+            }
+            let opts = trace::ReadOptions {
+                format: a.input.format.as_deref().map(options::format).transpose()?,
+                allow_truncated: false,
+            };
+            let (open, read) = stream::open(path, opts)?;
+            let progress = stream::ByBytes::for_trace(path, &open, read.clone());
+            let (source, depth, _) = stream::from_file(open, &read);
+            (source, depth, Some(progress), path.display().to_string())
+        }
+        (None, Some(kernel)) => {
+            let pairs = warpscope::gen::parse_pairs(&a.input.params).map_err(anyhow::Error::msg)?;
+            let source = stream::from_generator(kernel.clone(), pairs);
+            (source, 1, None, options::source_name(&a.input))
+        }
+        _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
+    };
+    let lanes = lanes::cores(jobs);
+    let ran = match &mut progress {
+        Some(p) => lanes::run(sessions, lanes, depth, p, source),
+        None => lanes::run(sessions, lanes, depth, &mut NoObserver, source),
+    };
+    if let Some(p) = &mut progress {
+        p.clear();
+    }
+    let sessions = ran.map_err(|f| match f {
+        lanes::Failure::Session(i, e) => {
+            anyhow::Error::from(e).context(format!("{name} with {}", describe(i)))
+        }
+        lanes::Failure::Other(e) => e.context(format!("simulating {name}")),
+    })?;
+    Ok(sessions
+        .into_iter()
+        .map(|s| s.finish(&mut NoObserver))
+        .collect())
+}
+
+/// Loads the whole trace, then simulates the configurations in parallel (the timing model
+/// needs whole kernels; a truncated trace is cut at its last whole kernel).
+fn loaded(
+    a: &SweepArgs,
+    configs: &[SimConfig],
+    jobs: usize,
+    describe: &(dyn Fn(usize) -> String + Sync),
+) -> Result<Vec<Report>> {
+    let (trace, source) = options::load_trace(&a.input)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    pool.install(|| {
+        configs
+            .par_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                sim::run(c, &trace, &mut NoObserver)
+                    .with_context(|| format!("{source} with {}", describe(i)))
+            })
+            .collect()
+    })
 }
 
 fn json_rows(rows: &[Row]) -> Vec<serde_json::Value> {

@@ -4,6 +4,7 @@
 //! that was not offered yet ([`Step::Starved`]), and the caller offers the next one.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::threads::{Rows, ThreadSched};
 use super::{Issue, ScheduleError};
@@ -23,18 +24,29 @@ pub enum Step {
 }
 
 /// The rows of offered and resident CTAs, one slot each; a slot's columns are reused once
-/// its CTA finishes.
+/// its CTA finishes, unless they are shared (given by [`CtaScheduler::offer_shared`]).
 struct Slots {
-    cols: Vec<Columns>,
+    cols: Vec<Arc<Columns>>,
     free: Vec<u32>,
     /// Offered CTAs not launched yet, in order, with their slots.
     offered: VecDeque<(u32, u32)>,
 }
 
 impl Slots {
+    /// Lets go of the rows of finished CTAs that other schedulers share (its own are kept
+    /// for reuse).
+    fn let_go_of_shared(&mut self) {
+        for &slot in &self.free {
+            let c = &mut self.cols[slot as usize];
+            if Arc::strong_count(c) > 1 {
+                *c = Arc::default();
+            }
+        }
+    }
+
     fn take(&mut self) -> u32 {
         self.free.pop().unwrap_or_else(|| {
-            self.cols.push(Columns::default());
+            self.cols.push(Arc::default());
             (self.cols.len() - 1) as u32
         })
     }
@@ -53,7 +65,7 @@ impl Rows for Slots {
             // A CTA that was never offered has no rows.
             _ => {
                 let slot = self.take();
-                self.cols[slot as usize].clear();
+                self.cols[slot as usize] = Arc::default();
                 slot
             }
         };
@@ -78,6 +90,8 @@ impl Rows for Slots {
         slot
     }
     fn retired(&mut self, slot: u32) {
+        // Its rows stay until the next offer: the warp instruction that finished the CTA
+        // is simulated after this.
         self.free.push(slot);
     }
 }
@@ -124,6 +138,28 @@ impl CtaScheduler {
     /// [`CtaScheduler::next`] says [`Step::Starved`]: then memory holds the resident CTAs
     /// and this one.
     pub fn offer(&mut self, cta: u32, rows: &Columns) -> Result<(), ScheduleError> {
+        self.offer_with(cta, rows, |c| {
+            // The slot's old columns are reused unless someone else still holds them.
+            let c = Arc::make_mut(c);
+            c.clear();
+            c.extend_from(rows, 0..rows.len());
+        })
+    }
+
+    /// As [`CtaScheduler::offer`], but the rows are kept, not copied: schedulers of
+    /// several sessions fed the same CTAs (sessions side by side on several cores) share
+    /// one copy of each resident CTA.
+    pub fn offer_shared(&mut self, cta: u32, rows: Arc<Columns>) -> Result<(), ScheduleError> {
+        let shared = rows.clone();
+        self.offer_with(cta, &rows, move |c| *c = shared)
+    }
+
+    fn offer_with(
+        &mut self,
+        cta: u32,
+        rows: &Columns,
+        keep: impl FnOnce(&mut Arc<Columns>),
+    ) -> Result<(), ScheduleError> {
         let err = |message: String| Err(ScheduleError::CtaRows { cta, message });
         if cta < self.offered || cta >= self.grid_ctas {
             return err(format!(
@@ -153,10 +189,9 @@ impl CtaScheduler {
             return Ok(());
         }
         self.s.avail = self.offered.min(self.s.ctas());
+        self.slots.let_go_of_shared();
         let slot = self.slots.take();
-        let c = &mut self.slots.cols[slot as usize];
-        c.clear();
-        c.extend_from(rows, 0..rows.len());
+        keep(&mut self.slots.cols[slot as usize]);
         self.slots.offered.push_back((cta, slot));
         Ok(())
     }

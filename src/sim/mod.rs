@@ -130,6 +130,21 @@ pub fn selected_sms(cfg: &SimConfig) -> Vec<u32> {
     }
 }
 
+/// The SMs `cfg` selects, dealt into at most `parts` non-empty parts for sessions that run
+/// side by side ([`Session::for_sms`], [`Report::merge`]). They are dealt in turn, so that
+/// each part gets SMs from every stretch of the GPU: CTAs go to SMs in order, and so the
+/// parts get about equal shares of the work.
+pub fn partition_sms(cfg: &SimConfig, parts: usize) -> Vec<Vec<u32>> {
+    let sms = selected_sms(cfg);
+    let n = parts.clamp(1, sms.len().max(1));
+    let mut out = vec![Vec::new(); n];
+    for (i, sm) in sms.into_iter().enumerate() {
+        out[i % n].push(sm);
+    }
+    out.retain(|p| !p.is_empty());
+    out
+}
+
 /// The coalescing applied to a kernel: the configured one, except that a single thread's
 /// reference stream (a Dinero IV trace) is never coalesced: each reference is one request
 /// per line it touches, with the sectors it touches, as Dinero IV counts it.

@@ -304,6 +304,93 @@ impl Report {
         }
     }
 
+    /// Combines the reports of sessions that each simulated some of the SMs of one
+    /// configuration on the same trace ([`super::Session::for_sms`], [`super::partition_sms`])
+    /// into the report of one session simulating them all: equal to it field for field
+    /// (`tests/partitions.rs`). The shells run the parts on separate cores. Refused when the
+    /// parts are of different configurations, kernels or SMs that overlap, or of the timing
+    /// model (whose SMs share a clock).
+    pub fn merge(parts: Vec<Report>) -> Result<Report, String> {
+        let mut parts = parts.into_iter();
+        let Some(mut out) = parts.next() else {
+            return Err("no reports to merge".into());
+        };
+        for p in parts {
+            out.absorb(p)?;
+        }
+        out.sms.sort_by_key(|r| r.sm);
+        out.simulated_sms.sort_unstable();
+        out.instructions.sort_by_key(|r| (r.kernel, r.inst));
+        let grids: Vec<crate::trace::Dim3> = out.kernels.iter().map(|k| k.grid).collect();
+        out.ctas.sort_by_key(|r| {
+            let linear = grids.get(r.kernel as usize).map_or(0, |g| g.linear(r.cta));
+            (r.kernel, linear)
+        });
+        out.finish(out.config.cache.lines());
+        Ok(out)
+    }
+
+    /// Adds the report of another part of the same run (see [`Report::merge`]).
+    fn absorb(&mut self, p: Report) -> Result<(), String> {
+        if p.config != self.config {
+            return Err("the parts were simulated with different configurations".into());
+        }
+        if self.timing.is_some() || p.timing.is_some() {
+            return Err("the timing model's SMs share a clock: its runs cannot be split".into());
+        }
+        let same_kernels = p.kernels.len() == self.kernels.len()
+            && p.kernels.iter().zip(&self.kernels).all(|(a, b)| {
+                (a.kernel, &a.name, a.grid, a.block, a.rows)
+                    == (b.kernel, &b.name, b.grid, b.block, b.rows)
+            });
+        if !same_kernels {
+            return Err("the parts were simulated on different traces".into());
+        }
+        if let Some(sm) = p
+            .simulated_sms
+            .iter()
+            .find(|s| self.simulated_sms.contains(s))
+        {
+            return Err(format!("SM {sm} was simulated in two parts"));
+        }
+        self.simulated_sms.extend(&p.simulated_sms);
+        self.totals.add(&p.totals);
+        self.warp_instructions += p.warp_instructions;
+        self.sms.extend(p.sms);
+        for (k, pk) in self.kernels.iter_mut().zip(&p.kernels) {
+            k.warp_instructions += pk.warp_instructions;
+        }
+        let mut at: std::collections::HashMap<(u32, u32), usize> = self
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.kernel, r.inst), i))
+            .collect();
+        for r in p.instructions {
+            match at.get(&(r.kernel, r.inst)) {
+                Some(&i) => {
+                    let q = &mut self.instructions[i];
+                    q.counters.add(&r.counters);
+                    q.miss_rate = rate(&q.counters);
+                }
+                None => {
+                    at.insert((r.kernel, r.inst), self.instructions.len());
+                    self.instructions.push(r);
+                }
+            }
+        }
+        // A CTA runs on one SM, so it has requests in one part only.
+        self.ctas.extend(p.ctas);
+        merge(&mut self.whole, &p.whole);
+        merge(&mut self.in_set, &p.in_set);
+        match (&mut self.reuse, p.reuse) {
+            (Some(mine), Some(theirs)) => mine.distinct_lines += theirs.distinct_lines,
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        Ok(())
+    }
+
     /// The exact whole-cache reuse histogram (all simulated SMs).
     pub fn reuse_histogram(&self) -> &Histogram {
         &self.whole

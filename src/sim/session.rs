@@ -68,13 +68,29 @@ impl Session {
     /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see
     /// [`super::run`]). `total_accesses` is for progress reports (0 when unknown).
     pub fn new(cfg: &SimConfig, total_accesses: u64) -> Result<Self, SimError> {
+        Self::for_sms(cfg, &selected_sms(cfg), total_accesses)
+    }
+
+    /// Starts a simulation of `sms`, a part of the SMs `cfg` selects (see
+    /// [`super::partition_sms`]): everything is scheduled as in the whole run, but only these
+    /// SMs' L1s are simulated. The reports of the parts combine ([`Report::merge`]) into the
+    /// whole run's, so the shells can run the parts on separate cores.
+    pub fn for_sms(cfg: &SimConfig, sms: &[u32], total_accesses: u64) -> Result<Self, SimError> {
         cfg.validate().map_err(SimError::Config)?;
         if cfg.timing.is_some() {
             return Err(SimError::Config(
                 "the timing model simulates whole kernels: use sim::run".into(),
             ));
         }
-        let sms = selected_sms(cfg);
+        let selected = selected_sms(cfg);
+        if let Some(sm) = sms.iter().find(|s| !selected.contains(s)) {
+            return Err(SimError::Config(format!(
+                "SM {sm} is not one the configuration simulates"
+            )));
+        }
+        let mut sms = sms.to_vec();
+        sms.sort_unstable();
+        sms.dedup();
         let mut slot_of_sm = vec![usize::MAX; cfg.gpu.sms as usize];
         for (i, &s) in sms.iter().enumerate() {
             slot_of_sm[s as usize] = i;
@@ -380,20 +396,38 @@ impl Session {
         rows: &Columns,
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
+        self.offer(rows.len(), observer, |s| s.offer(cta, rows))
+    }
+
+    /// As [`Session::cta`], but the rows are kept while the CTA is resident, not copied:
+    /// sessions fed the same CTAs side by side share one copy.
+    pub fn cta_shared(
+        &mut self,
+        cta: u32,
+        rows: std::sync::Arc<Columns>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        self.offer(rows.len(), observer, |s| s.offer_shared(cta, rows))
+    }
+
+    /// Gives the scheduler a CTA of `len` rows with `offer`, then issues what it can.
+    fn offer(
+        &mut self,
+        len: usize,
+        observer: &mut dyn Observer,
+        offer: impl FnOnce(&mut CtaScheduler) -> Result<(), crate::schedule::ScheduleError>,
+    ) -> Result<(), SimError> {
         let Some(mut b) = self.by_cta.take() else {
             return Err(SimError::Config(
                 "a CTA came before its kernel began".into(),
             ));
         };
-        let result = b
-            .sched
-            .offer(cta, rows)
-            .map_err(|source| SimError::Schedule {
-                kernel: b.header.name.clone(),
-                source,
-            });
+        let result = offer(&mut b.sched).map_err(|source| SimError::Schedule {
+            kernel: b.header.name.clone(),
+            source,
+        });
         let result = result.and_then(|()| {
-            b.rows += rows.len() as u64;
+            b.rows += len as u64;
             self.run_by_cta(&mut b, observer)
         });
         self.by_cta = Some(b);
