@@ -9,7 +9,7 @@ use warpscope::sim::{Observer, RequestEvent, Session};
 use warpscope::trace::{Columns, Dim3, Kernel, KernelBuilder, Order};
 
 mod random_kernels;
-use random_kernels::{kernel, rows_strategy};
+use random_kernels::{kernel, rows_strategy, small_config};
 
 #[derive(Default)]
 struct Events(Vec<RequestEvent>, Vec<(u32, String)>);
@@ -57,18 +57,9 @@ proptest! {
         skip in prop::collection::vec(any::<bool>(), 1..4),
         seed in any::<u64>(),
     ) {
-        let mut cfg = SimConfig::default();
-        cfg.cache.size_bytes = 2048;
-        cfg.cache.ways = 2;
-        cfg.schedule.warp_size = warp_size;
-        cfg.schedule.policy = [IssuePolicy::RoundRobin, IssuePolicy::Sequential, IssuePolicy::Random, IssuePolicy::Gto, IssuePolicy::TwoLevel][policy];
-        cfg.schedule.fetch_group = 2;
-        cfg.gpu.sms = sms;
-        cfg.gpu.max_ctas_per_sm = max_ctas;
+        let mut cfg = small_config(warp_size, policy, sms, max_ctas, reuse, seed);
         cfg.gpu.simulate = if all { SmSelection::All } else { SmSelection::One(sms - 1) };
         cfg.gpu.thread_limit = limit;
-        cfg.reuse = reuse;
-        cfg.seed = seed;
         let kernels = [
             kernel("a", ctas, tpb, warp_order, &a),
             kernel("b", ctas.div_ceil(2), tpb, !warp_order, &b),

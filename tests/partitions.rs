@@ -9,26 +9,29 @@ use warpscope::sim::{self, NoObserver, Report, Session};
 use warpscope::trace::Kernel;
 
 mod random_kernels;
-use random_kernels::{kernel, rows_strategy};
+use random_kernels::{kernel, rows_strategy, small_config};
 
-fn whole(cfg: &SimConfig, kernels: &[Kernel]) -> Report {
-    let mut s = Session::new(cfg, 0).unwrap();
+/// Simulates `kernels` in session `s` and reports.
+fn simulate(mut s: Session, kernels: &[Kernel]) -> Report {
     for k in kernels {
         s.kernel(k, &mut NoObserver).unwrap();
     }
     s.finish(&mut NoObserver)
 }
 
+fn whole(cfg: &SimConfig, kernels: &[Kernel]) -> Report {
+    simulate(Session::new(cfg, 0).unwrap(), kernels)
+}
+
+/// The report of SMs `sms` only.
+fn part(cfg: &SimConfig, sms: &[u32], kernels: &[Kernel]) -> Report {
+    simulate(Session::for_sms(cfg, sms, 0).unwrap(), kernels)
+}
+
 fn in_parts(cfg: &SimConfig, kernels: &[Kernel], parts: usize) -> Report {
     let reports = sim::partition_sms(cfg, parts)
         .iter()
-        .map(|sms| {
-            let mut s = Session::for_sms(cfg, sms, 0).unwrap();
-            for k in kernels {
-                s.kernel(k, &mut NoObserver).unwrap();
-            }
-            s.finish(&mut NoObserver)
-        })
+        .map(|sms| part(cfg, sms, kernels))
         .collect();
     Report::merge(reports).unwrap()
 }
@@ -52,18 +55,9 @@ proptest! {
         parts in 1usize..6,
         seed in any::<u64>(),
     ) {
-        let mut cfg = SimConfig::default();
-        cfg.cache.size_bytes = 2048;
-        cfg.cache.ways = 2;
-        cfg.schedule.warp_size = warp_size;
-        cfg.schedule.policy = [IssuePolicy::RoundRobin, IssuePolicy::Sequential, IssuePolicy::Random, IssuePolicy::Gto, IssuePolicy::TwoLevel][policy];
-        cfg.schedule.fetch_group = 2;
-        cfg.gpu.sms = sms;
-        cfg.gpu.max_ctas_per_sm = max_ctas;
+        let mut cfg = small_config(warp_size, policy, sms, max_ctas, reuse, seed);
         cfg.gpu.simulate = if sample { SmSelection::Sample(sms.div_ceil(2)) } else { SmSelection::All };
         cfg.cache.write_policy = if write_back { WritePolicy::Wbwa } else { WritePolicy::default() };
-        cfg.reuse = reuse;
-        cfg.seed = seed;
         let kernels = [
             kernel("a", ctas, tpb, warp_order, &a),
             kernel("b", ctas.div_ceil(2), tpb, !warp_order, &b),
@@ -102,13 +96,6 @@ fn parts_that_do_not_belong_together_are_refused() {
     cfg.gpu.sms = 4;
     cfg.gpu.simulate = SmSelection::All;
     let trace = warpscope::gen::generate("matmul", &[("n".into(), "16".into())]).unwrap();
-    let part = |cfg: &SimConfig, sms: &[u32], kernels: &[Kernel]| {
-        let mut s = Session::for_sms(cfg, sms, 0).unwrap();
-        for k in kernels {
-            s.kernel(k, &mut NoObserver).unwrap();
-        }
-        s.finish(&mut NoObserver)
-    };
     let k = &trace.kernels;
     let e = Report::merge(vec![part(&cfg, &[0, 1], k), part(&cfg, &[1, 2], k)]).unwrap_err();
     assert_eq!(e, "SM 1 was simulated in two parts");

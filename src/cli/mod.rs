@@ -98,71 +98,33 @@ fn warn_if_nothing_ran(report: &sim::Report) {
     );
 }
 
-/// Simulates a trace file as it is read, when nothing needs the whole trace (no timing
-/// model, no truncated trace); `None` otherwise. A per-request table is written as it goes.
+/// Simulates a trace file as it is read, or a built-in kernel CTA by CTA as it is generated,
+/// when nothing needs the whole trace (no timing model, no truncated trace); `None`
+/// otherwise. Memory holds what is resident, whatever the size of the trace or the grid. A
+/// per-request table is written as it goes.
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
     if cfg.timing.is_some() || a.input.allow_truncated {
         return Ok(None);
     }
-    let Some(path) = &a.input.trace else {
-        return simulated_as_generated(a, cfg);
-    };
-    let opts = trace::ReadOptions {
-        format: a.input.format.as_deref().map(options::format).transpose()?,
-        allow_truncated: false,
-    };
-    let (open, read) = stream::open(path, opts)?;
-    let progress = stream::ByBytes::for_trace(path, &open, read.clone());
-    let source = path.display().to_string();
-    let jobs = a.jobs.unwrap_or(0);
+    let input = stream::input(&a.input)?;
+    let jobs = if input.splits { a.jobs.unwrap_or(0) } else { 1 };
+    let (source, depth) = (input.source, input.depth);
     let report = match &a.export {
         None => {
-            let mut progress = progress;
-            let r = stream::simulate(open, &read, cfg, jobs, &mut progress);
+            let mut progress = input.progress;
+            let r = stream::simulate_parts(cfg, jobs, 0, depth, &mut progress, source);
             progress.clear();
             r
         }
-        Some(table) => export_requests(table, progress, |p| {
-            stream::simulate(open, &read, cfg, jobs, p)
+        Some(table) => export_requests(table, input.progress, |p| {
+            stream::simulate_parts(cfg, jobs, 0, depth, p, source)
         }),
     };
-    report
-        .with_context(|| format!("simulating {source}"))
-        .map(Some)
-}
-
-/// Simulates a built-in kernel CTA by CTA as it is generated, on a thread of its own: memory
-/// holds the resident CTAs, whatever the size of the grid. A per-request table is written
-/// as it goes.
-fn simulated_as_generated(
-    a: &SimArgs,
-    cfg: &warpscope::config::SimConfig,
-) -> Result<Option<sim::Report>> {
-    let Some(name) = &a.input.kernel else {
-        return Ok(None);
-    };
-    let pairs = warpscope::gen::parse_pairs(&a.input.params).map_err(anyhow::Error::msg)?;
-    let generate = stream::from_generator(name.clone(), pairs);
-    let jobs = a.jobs.unwrap_or(0);
-    let report = match &a.export {
-        None => stream::simulate_parts(cfg, jobs, 0, 1, &mut sim::NoObserver, generate),
-        Some(table) => export_requests(table, Quiet, |o| {
-            stream::simulate_parts(cfg, jobs, 0, 1, o, generate)
-        }),
-    };
-    report.map(Some)
-}
-
-/// An observer that shows nothing (progress is shown elsewhere).
-struct Quiet;
-impl sim::Observer for Quiet {
-    fn wants_requests(&self) -> bool {
-        false
+    match &a.input.trace {
+        Some(path) => report.with_context(|| format!("simulating {}", path.display())),
+        None => report,
     }
-}
-#[cfg(feature = "tables")]
-impl Clear for Quiet {
-    fn clear(&mut self) {}
+    .map(Some)
 }
 
 /// Loads the whole trace, then simulates it: under the timing model, or the kernels

@@ -14,8 +14,9 @@
 //! - A built-in kernel's generator is a source like a file: its CTAs go over as they are
 //!   built.
 
+use super::args::InputArgs;
 use super::lanes;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,6 +63,14 @@ impl ByBytes {
             shown: super::output::Progress::bytes(of),
             read,
             of,
+        }
+    }
+    /// Shows nothing (a generator shows its own progress).
+    pub fn silent() -> Self {
+        ByBytes {
+            shown: super::output::Progress::bytes(0),
+            read: Arc::default(),
+            of: 0,
         }
     }
     /// Takes the progress line off the terminal.
@@ -140,10 +149,58 @@ fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
     2 * files
 }
 
+/// A streamed run's input: what sends its pieces, the depth of the lanes' queues for them,
+/// whether its CTAs can run on several SMs (a reference stream's one thread runs on one),
+/// and its progress (the bytes read of a file; a generator shows its own).
+pub struct Input {
+    pub source: lanes::Source,
+    pub depth: usize,
+    pub splits: bool,
+    pub progress: ByBytes,
+}
+
+/// Opens the trace file or the built-in kernel that `a` names, to be streamed.
+pub fn input(a: &InputArgs) -> Result<Input> {
+    match (&a.trace, &a.kernel) {
+        (Some(path), None) => {
+            if let Some(p) = a.params.first() {
+                bail!("key=value parameters only apply to --kernel, found `{p}`");
+            }
+            let opts = trace::ReadOptions {
+                format: a
+                    .format
+                    .as_deref()
+                    .map(super::options::format)
+                    .transpose()?,
+                allow_truncated: false,
+            };
+            let (open, read) = open(path, opts)?;
+            let progress = ByBytes::for_trace(path, &open, read.clone());
+            let (source, depth, splits) = from_file(open, &read);
+            Ok(Input {
+                source,
+                depth,
+                splits,
+                progress,
+            })
+        }
+        (None, Some(kernel)) => {
+            let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
+            Ok(Input {
+                source: from_generator(kernel.clone(), pairs),
+                depth: 1,
+                splits: true,
+                progress: ByBytes::silent(),
+            })
+        }
+        _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
+    }
+}
+
 /// The pieces of an opened trace file (the files' bytes read are counted in `read`); the
 /// depth of the lanes' queues for them; and whether its CTAs can run on several SMs (a
 /// reference stream's one thread runs on one).
-pub fn from_file(open: trace::OpenTrace, read: &Arc<AtomicU64>) -> (lanes::Source, usize, bool) {
+fn from_file(open: trace::OpenTrace, read: &Arc<AtomicU64>) -> (lanes::Source, usize, bool) {
     match open.into_reference_stream() {
         Ok(stream) => (
             Box::new(move |to| lanes::send_reference_stream(stream, CHUNK_ROWS, to)),
@@ -162,7 +219,7 @@ pub fn from_file(open: trace::OpenTrace, read: &Arc<AtomicU64>) -> (lanes::Sourc
 
 /// The CTAs of built-in kernel `name` with `pairs`, sent as they are generated; its
 /// progress is shown on stderr as it goes.
-pub fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Source {
+fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Source {
     Box::new(move |to| {
         // Progress by the generator's count of accesses against its projection.
         let mut shown = super::output::Progress::named(0, "simulating");
@@ -175,21 +232,6 @@ pub fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Sour
         shown.clear();
         Ok(generated?)
     })
-}
-
-/// Simulates the opened trace under `cfg` (not the timing model) as it is read, telling
-/// `observer` everything (the files' bytes read are counted in `read`). The simulated SMs
-/// are split over `jobs` cores (0: all of them) unless the observer wants every request.
-pub fn simulate(
-    open: trace::OpenTrace,
-    read: &Arc<AtomicU64>,
-    cfg: &SimConfig,
-    jobs: usize,
-    observer: &mut dyn Observer,
-) -> Result<Report> {
-    let (send, depth, split) = from_file(open, read);
-    let jobs = if split { jobs } else { 1 };
-    simulate_parts(cfg, jobs, 0, depth, observer, send)
 }
 
 /// Simulates what `source` sends with the SMs of `cfg` split over `jobs` lanes (one when

@@ -11,7 +11,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 use warpscope::config::SimConfig;
 use warpscope::sim::{self, NoObserver, Report, Session};
-use warpscope::trace;
 
 #[derive(Serialize)]
 struct Row {
@@ -137,35 +136,17 @@ fn streamed(
         .enumerate()
         .map(|(i, c)| Session::new(c, 0).with_context(|| describe(i)))
         .collect::<Result<Vec<_>>>()?;
-    let (source, depth, mut progress, name) = match (&a.input.trace, &a.input.kernel) {
-        (Some(path), None) => {
-            if let Some(p) = a.input.params.first() {
-                bail!("key=value parameters only apply to --kernel, found `{p}`");
-            }
-            let opts = trace::ReadOptions {
-                format: a.input.format.as_deref().map(options::format).transpose()?,
-                allow_truncated: false,
-            };
-            let (open, read) = stream::open(path, opts)?;
-            let progress = stream::ByBytes::for_trace(path, &open, read.clone());
-            let (source, depth, _) = stream::from_file(open, &read);
-            (source, depth, Some(progress), path.display().to_string())
-        }
-        (None, Some(kernel)) => {
-            let pairs = warpscope::gen::parse_pairs(&a.input.params).map_err(anyhow::Error::msg)?;
-            let source = stream::from_generator(kernel.clone(), pairs);
-            (source, 1, None, options::source_name(&a.input))
-        }
-        _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
-    };
-    let lanes = lanes::cores(jobs);
-    let ran = match &mut progress {
-        Some(p) => lanes::run(sessions, lanes, depth, p, source),
-        None => lanes::run(sessions, lanes, depth, &mut NoObserver, source),
-    };
-    if let Some(p) = &mut progress {
-        p.clear();
-    }
+    let name = options::source_name(&a.input);
+    let input = stream::input(&a.input)?;
+    let mut progress = input.progress;
+    let ran = lanes::run(
+        sessions,
+        lanes::cores(jobs),
+        input.depth,
+        &mut progress,
+        input.source,
+    );
+    progress.clear();
     let sessions = ran.map_err(|f| match f {
         lanes::Failure::Session(i, e) => {
             anyhow::Error::from(e).context(format!("{name} with {}", describe(i)))

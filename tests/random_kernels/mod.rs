@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use warpscope::config::{IssuePolicy, SimConfig};
 use warpscope::trace::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order};
 
 pub type Row = (u32, u32, u32, u64, u16, u8);
@@ -49,4 +50,33 @@ pub fn rows_strategy() -> impl Strategy<Value = Vec<Row>> {
         (0u32..400, 0u32..3, 0u32..4, 0u64..8192, 1u16..40, 0u8..4),
         0..250,
     )
+}
+
+/// A small cache (2 KB, 2 ways, so that random kernels evict) on `sms` SMs, with issue
+/// policy number `policy` of the five and fetch groups of 2 for the two-level one.
+pub fn small_config(
+    warp_size: u32,
+    policy: usize,
+    sms: u32,
+    max_ctas: u32,
+    reuse: bool,
+    seed: u64,
+) -> SimConfig {
+    let mut cfg = SimConfig::default();
+    cfg.cache.size_bytes = 2048;
+    cfg.cache.ways = 2;
+    cfg.schedule.warp_size = warp_size;
+    cfg.schedule.policy = [
+        IssuePolicy::RoundRobin,
+        IssuePolicy::Sequential,
+        IssuePolicy::Random,
+        IssuePolicy::Gto,
+        IssuePolicy::TwoLevel,
+    ][policy];
+    cfg.schedule.fetch_group = 2;
+    cfg.gpu.sms = sms;
+    cfg.gpu.max_ctas_per_sm = max_ctas;
+    cfg.reuse = reuse;
+    cfg.seed = seed;
+    cfg
 }
