@@ -86,7 +86,7 @@ proptest! {
 }
 
 /// CTAs out of order, or rows of another CTA's threads, are errors that name the CTA; an
-/// issued-order kernel cannot be read this way.
+/// issued-order kernel cannot be given CTA by CTA.
 #[test]
 fn rows_that_do_not_belong_are_refused() {
     let cfg = SimConfig::default();
@@ -121,7 +121,10 @@ fn rows_that_do_not_belong_are_refused() {
     let issued = KernelBuilder::new("i", Dim3::x(2), Dim3::x(2), Order::Issued)
         .unwrap()
         .finish();
-    assert!(s.begin_kernel(&issued, &mut Events::default()).is_err());
+    // An issued-order kernel takes its rows in issue order, not CTA by CTA.
+    s.begin_kernel(&issued, &mut Events::default()).unwrap();
+    let e = s.cta(0, &rows, &mut Events::default()).unwrap_err();
+    assert!(e.to_string().contains("before its kernel began"), "{e}");
 }
 
 /// Every built-in kernel simulated while it is generated, CTA by CTA, gives the result and

@@ -1030,6 +1030,71 @@ fn assert_streamed_run_equals_whole(trace: &str) {
     }
 }
 
+/// A cuda-memtrace file (the later layout) of two kernels whose CTAs ran interleaved on four
+/// SMs, with loads and stores of two sizes and partial warps.
+fn memtrace_file(path: &std::path::Path) {
+    let mut out = vec![0x1a];
+    out.extend_from_slice(b"CUDATRACE");
+    let mut state = 12345u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    for (name, ctas) in [("first", 12u64), ("second", 7)] {
+        out.push(0);
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        for step in 0..600u64 {
+            let cta = next() % ctas;
+            let (x, y) = (cta % 4, cta / 4);
+            let sm = cta % 4;
+            let ty = u64::from(next() % 4 == 0);
+            let size = [4u64, 8][(next() % 2) as usize];
+            let lanes = 1 + next() % 32;
+            let base = 0x10_0000 + (next() % 64) * 128 + step % 3 * 4096;
+            for lane in 0..lanes {
+                out.push(0xFF);
+                for w in [
+                    sm << 32 | ty << 28 | size,
+                    base + lane * size,
+                    x << 32 | y << 16,
+                ] {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// A cuda-memtrace file streams in issue order, a chunk at a time: `sim` gives the result of
+/// the file read whole, and `convert` writes a `.wsb` that simulates the same.
+#[test]
+fn a_memtrace_file_streams_in_issue_order() {
+    let dir = std::env::temp_dir().join(format!("warpscope-memtrace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    memtrace_file(std::path::Path::new(&p("m.trc")));
+    assert_streamed_run_equals_whole(&p("m.trc"));
+    let conv = warpscope(&["convert", &p("m.trc"), &p("m.wsb")]);
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let sim = |t: &str| json(&["sim", "--json", "--sms", "4", "--all-sms", "--trace", t]);
+    let mut from_trc = sim(&p("m.trc"));
+    let mut from_wsb = sim(&p("m.wsb"));
+    for r in [&mut from_trc, &mut from_wsb] {
+        r.as_object_mut().unwrap().remove("trace");
+    }
+    assert_eq!(from_wsb, from_trc);
+    assert_eq!(from_trc["kernels"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_binary_trace_streams_cta_by_cta() {
     let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));

@@ -25,6 +25,8 @@ pub enum Piece {
     Begin(Kernel),
     /// Shared by the sessions' schedulers while the CTA is resident.
     Cta(u32, Arc<Columns>),
+    /// The next rows of an issued-order kernel.
+    Issued(Columns),
     End,
     /// One thread's reference stream: its header, then its rows in chunks.
     Stream(Kernel),
@@ -37,6 +39,7 @@ impl Piece {
             Piece::Kernel(k) => s.kernel(k, obs),
             Piece::Begin(header) => s.begin_kernel(header, obs),
             Piece::Cta(cta, rows) => s.cta_shared(*cta, rows.clone(), obs),
+            Piece::Issued(rows) => s.issued(rows, obs),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
@@ -47,7 +50,7 @@ impl Piece {
     /// schedulers until the CTA is done, and let go then).
     fn into_rows(self) -> Option<Columns> {
         match self {
-            Piece::Rows(rows) => Some(rows),
+            Piece::Rows(rows) | Piece::Issued(rows) => Some(rows),
             _ => None,
         }
     }
@@ -93,6 +96,11 @@ impl CtaSink for Fanout {
         let mut copy = Columns::default();
         copy.extend_from(rows, 0..rows.len());
         self.send(Piece::Cta(cta, Arc::new(copy)))
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        let mut copy = self.buffer();
+        copy.extend_from(rows, 0..rows.len());
+        self.send(Piece::Issued(copy))
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)

@@ -321,6 +321,10 @@ impl trace::CtaSink for CountingRows {
         self.rows += rows.len() as u64;
         self.writer.cta(cta, rows)
     }
+    fn issued(&mut self, rows: &trace::Columns) -> Result<(), trace::TraceError> {
+        self.rows += rows.len() as u64;
+        self.writer.issued(rows)
+    }
     fn end_kernel(&mut self) -> Result<(), trace::TraceError> {
         self.writer.end_kernel()
     }

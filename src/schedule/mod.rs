@@ -51,6 +51,8 @@ pub enum ScheduleError {
     },
     #[error("CTA {cta}: {message}")]
     CtaRows { cta: u32, message: String },
+    #[error("row {row}: {message}")]
+    Rows { row: u64, message: String },
 }
 
 /// Threads per hardware warp, the unit of the per-SM warp limit.
@@ -185,7 +187,7 @@ impl<'k> Scheduler<'k> {
     pub fn cta_sm(&self, cta: u32) -> Option<u32> {
         match &self.inner {
             Inner::Threads(s) => s.cta_sm(cta),
-            Inner::Issued { sms, .. } => Some(issued_sm(self.k, cta, *sms)),
+            Inner::Issued { sms, .. } => Some(issued_sm(&self.k.info.cta_sm, cta, *sms)),
         }
     }
 
@@ -210,8 +212,8 @@ impl<'k> Scheduler<'k> {
 
 /// The SM of a CTA in an issued-order kernel: the one the trace recorded (folded onto the
 /// modelled SMs), else round-robin.
-fn issued_sm(k: &Kernel, cta: u32, sms: u32) -> u32 {
-    k.info.cta_sm.get(cta as usize).copied().unwrap_or(cta) % sms
+pub(crate) fn issued_sm(cta_sm: &[u32], cta: u32, sms: u32) -> u32 {
+    cta_sm.get(cta as usize).copied().unwrap_or(cta) % sms.max(1)
 }
 
 fn issued_next(
@@ -246,7 +248,7 @@ fn issued_next(
         *next += 1;
     }
     Some(Issue {
-        sm: issued_sm(k, k0.0, sms),
+        sm: issued_sm(&k.info.cta_sm, k0.0, sms),
         cta: k0.0,
         warp: k0.1,
     })

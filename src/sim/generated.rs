@@ -66,6 +66,10 @@ impl CtaSink for ToSession<'_> {
         let r = self.session.cta(cta, rows, self.observer);
         self.ok(r)
     }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        let r = self.session.issued(rows, self.observer);
+        self.ok(r)
+    }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         let r = self.session.end_kernel(self.observer);
         self.ok(r)

@@ -7,6 +7,7 @@
 //! (`generated.rs`) feeds it a built-in kernel CTA by CTA as it is generated.
 
 mod generated;
+mod issued;
 mod report;
 mod running;
 mod session;

@@ -20,6 +20,7 @@
 //! warp instruction, barriers are skipped, accesses to spaces that bypass the L1 make no
 //! request, and a kernel whose CTA ran on an SM that is not simulated makes none either.
 
+use super::issued::ByIssue;
 use super::report::{KernelRow, Report};
 use super::running::Running;
 use super::{selected_sms, Observer, RequestEvent, SimError, SmSim};
@@ -39,16 +40,17 @@ pub struct Session {
     pub(super) cfg: SimConfig,
     pub(super) slot_of_sm: Vec<usize>,
     pub(super) sims: Vec<SmSim>,
-    report: Report,
+    pub(super) report: Report,
     next_kernel: u32,
     pub(super) done: u64,
     pub(super) total: u64,
-    stream: Option<Stream>,
+    pub(super) stream: Option<Stream>,
     by_cta: Option<Box<ByCta>>,
+    pub(super) by_issue: Option<Box<ByIssue>>,
 }
 
-/// The kernel being streamed.
-struct Stream {
+/// The reference stream being streamed.
+pub(super) struct Stream {
     ki: u32,
     name: String,
     instructions: Vec<Instruction>,
@@ -117,6 +119,7 @@ impl Session {
             total: total_accesses,
             stream: None,
             by_cta: None,
+            by_issue: None,
         })
     }
 
@@ -327,7 +330,7 @@ impl Session {
 
     /// Numbers the next kernel, tells the observer, and sets up what its warp instructions
     /// add up to.
-    fn start_kernel(
+    pub(super) fn start_kernel(
         &mut self,
         k: &Kernel,
         observer: &mut dyn Observer,
@@ -352,17 +355,24 @@ impl Session {
         })
     }
 
-    /// Starts a kernel whose CTAs come one at a time ([`Session::cta`]), so that only the
-    /// resident ones are held; `header` gives its name, shape, order, instructions and
-    /// source facts (its rows, if any, are ignored). Its warps are scheduled as
-    /// [`Session::kernel`] schedules the whole kernel, with the same result. An issued-order
-    /// kernel cannot be read this way (a reference stream is streamed by
-    /// [`Session::begin_stream`]).
+    /// Starts a kernel whose rows come in pieces, so that only what is needed is held;
+    /// `header` gives its name, shape, order, instructions and source facts (its rows, if
+    /// any, are ignored). A kernel the scheduler orders comes CTA by CTA ([`Session::cta`]):
+    /// its warps are scheduled as [`Session::kernel`] schedules the whole kernel, holding
+    /// only the resident CTAs. An issued-order kernel comes in chunks of rows in issue order
+    /// ([`Session::issued`]; a reference stream as [`Session::begin_stream`] takes it).
+    /// Either way the result is the whole kernel's.
     pub fn begin_kernel(
         &mut self,
         header: &Kernel,
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
+        if header.is_reference_stream() {
+            return self.begin_stream(header, observer);
+        }
+        if header.order == Order::Issued {
+            return self.begin_issued(header, observer);
+        }
         let err = |source| SimError::Schedule {
             kernel: header.name.clone(),
             source,
@@ -419,7 +429,7 @@ impl Session {
     ) -> Result<(), SimError> {
         let Some(mut b) = self.by_cta.take() else {
             return Err(SimError::Config(
-                "a CTA came before its kernel began".into(),
+                "a CTA came before its kernel began, or in an issued-order kernel".into(),
             ));
         };
         let result = offer(&mut b.sched).map_err(|source| SimError::Schedule {
@@ -436,6 +446,8 @@ impl Session {
 
     /// Ends the kernel begun by [`Session::begin_kernel`]: CTAs not given have no rows.
     pub fn end_kernel(&mut self, observer: &mut dyn Observer) -> Result<(), SimError> {
+        self.end_stream(observer);
+        self.end_issued(observer)?;
         let Some(mut b) = self.by_cta.take() else {
             return Ok(());
         };

@@ -328,10 +328,11 @@ impl OpenTrace {
         self.pass(wrap, watch, &mut Assemble::new(out), false)
     }
 
-    /// Reads every kernel into `out` as [`OpenTrace::read`] does, but CTA by CTA where the
-    /// file has them so, in the memory of one CTA: our binary format, and Accel-Sim traces
-    /// (each kernel file is read twice, a scan and the read: see `accelsim/stream.rs`).
-    /// Other formats' kernels come whole.
+    /// Reads every kernel into `out` as [`OpenTrace::read`] does, but in pieces where the
+    /// file allows, in the memory of one piece: CTA by CTA from our binary format and
+    /// Accel-Sim traces (each kernel file is read twice, a scan and the read: see
+    /// `accelsim/stream.rs`), chunks in issue order from our binary format and cuda-memtrace
+    /// (read twice: `memtrace/stream.rs`). Other formats' kernels come whole.
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
@@ -365,6 +366,7 @@ impl OpenTrace {
         let result = match self.format {
             Format::Binary => binary::stream_sized(self.reader, &self.name, bound, &mut counting),
             Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
+            Format::MemTrace if by_cta => memtrace::stream_into(self.reader, &ctx, &mut counting),
             _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
         if result.is_ok() && counting.kernels == 0 {

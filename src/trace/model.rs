@@ -399,6 +399,16 @@ impl Columns {
     pub fn clear(&mut self) {
         self.truncate(0);
     }
+    /// Removes the first `n` rows (at most all), moving the rest to the front.
+    pub fn drain_front(&mut self, n: usize) {
+        let n = n.min(self.len());
+        self.addr.drain(..n);
+        self.thread.drain(..n);
+        self.inst.drain(..n);
+        self.dyn_inst.drain(..n);
+        self.size.drain(..n);
+        self.flags.drain(..n);
+    }
     fn shrink_to_fit(&mut self) {
         self.addr.shrink_to_fit();
         self.thread.shrink_to_fit();

@@ -1,9 +1,10 @@
-//! Where a reader or a generator hands what it has read: whole kernels ([`KernelSink`]), or,
-//! where the source is grouped by CTA (our binary format, the built-in generators), a
-//! kernel's header, then its CTAs one at a time, then its end ([`CtaSink`]). A receiver of
-//! CTAs holds only what it needs (the simulation: the resident CTAs), so memory does not
-//! follow the size of a kernel; [`Assemble`] turns CTAs back into whole kernels for a
-//! receiver that wants them.
+//! Where a reader or a generator hands what it has read: whole kernels ([`KernelSink`]), or
+//! a kernel's header, then its rows in pieces, then its end ([`CtaSink`]): one CTA at a time
+//! where the source is grouped by CTA (our binary format, Accel-Sim, the built-in
+//! generators), chunks of rows in issue order for a kernel recorded in issue order
+//! (cuda-memtrace, NVBit). A receiver of pieces holds only what it needs (the simulation:
+//! the resident CTAs, or one warp instruction), so memory does not follow the size of a
+//! kernel; [`Assemble`] turns pieces back into whole kernels for a receiver that wants them.
 
 use super::model::{Columns, Kernel, KernelBuilder, Trace};
 use super::{Location, TraceError};
@@ -23,15 +24,19 @@ impl KernelSink for Trace {
     }
 }
 
-/// Receives kernels CTA by CTA where the source has them so, and whole otherwise (an
-/// issued-order kernel has no CTAs to split it by). In launch order, a grouped kernel is
-/// [`CtaSink::begin_kernel`] with its header (name, shape, order, instructions, source
-/// facts; no rows), then [`CtaSink::cta`] for each CTA that has rows, in increasing linear
-/// id, its rows grouped by thread in increasing order, then [`CtaSink::end_kernel`]. An
-/// error stops the source, which returns it.
+/// Receives kernels in pieces where the source has them so, and whole otherwise. In launch
+/// order, a streamed kernel is [`CtaSink::begin_kernel`] with its header (name, shape,
+/// order, instructions, source facts; no rows), then its rows, then
+/// [`CtaSink::end_kernel`]. The rows of a kernel the scheduler orders come by
+/// [`CtaSink::cta`], once for each CTA that has rows, in increasing linear id, grouped by
+/// thread in increasing order; those of an [`super::Order::Issued`] kernel come by
+/// [`CtaSink::issued`], in issue order, cut anywhere. An error stops the source, which
+/// returns it.
 pub trait CtaSink: KernelSink {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;
+    /// The next rows of an issued-order kernel.
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError>;
     fn end_kernel(&mut self) -> Result<(), TraceError>;
 }
 
@@ -71,6 +76,9 @@ impl CtaSink for Assemble<'_> {
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         append_cta(self.building.as_mut(), cta, rows)
     }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        append_issued(self.building.as_mut(), rows)
+    }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         let k = finish(self.building.take())?;
         self.inner.kernel(k)
@@ -104,6 +112,21 @@ pub(super) fn append_cta(
         .map_err(|(i, e)| out_of_order(format!("CTA {cta}, row {i}: {e}")))
 }
 
+/// Appends the next rows of an issued-order kernel to the kernel being built.
+pub(super) fn append_issued(
+    building: Option<&mut KernelBuilder>,
+    rows: &Columns,
+) -> Result<(), TraceError> {
+    let Some(b) = building else {
+        return Err(out_of_order(
+            "issued rows came before their kernel began".into(),
+        ));
+    };
+    let before = b.len();
+    b.append_rows(|c| c.extend_from(rows, 0..rows.len()))
+        .map_err(|(i, e)| out_of_order(format!("row {}: {e}", before + i)))
+}
+
 /// The kernel built.
 pub(super) fn finish(building: Option<KernelBuilder>) -> Result<Kernel, TraceError> {
     let Some(b) = building else {
@@ -132,6 +155,9 @@ impl CtaSink for Counting<'_> {
     }
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         self.inner.cta(cta, rows)
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        self.inner.issued(rows)
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.inner.end_kernel()

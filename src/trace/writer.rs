@@ -1,7 +1,7 @@
 //! Writing traces in the formats Warpscope writes (its text and binary formats, and Nugteren
 //! et al.'s `.trc`), a kernel or a CTA at a time, under a `.part` name until complete.
 
-use super::sink::{append_cta, builder_for, finish, CtaSink, KernelSink};
+use super::sink::{append_cta, append_issued, builder_for, finish, CtaSink, KernelSink};
 use super::{binary, nugteren, text, Columns, Kernel, KernelBuilder, Trace, TraceError};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -247,6 +247,15 @@ impl CtaSink for TraceWriter {
         }
         self.with_out(|out| match out {
             Out::Binary(b) => b.cta(cta, rows),
+            Out::Plain(_) => Ok(()),
+        })
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        if self.format != WriteFormat::Binary {
+            return append_issued(self.gathering.as_mut(), rows);
+        }
+        self.with_out(|out| match out {
+            Out::Binary(b) => b.issued(rows),
             Out::Plain(_) => Ok(()),
         })
     }

@@ -206,6 +206,9 @@ impl CtaSink for Recorded {
         self.ctas.push(cta);
         crate::trace::sink::append_cta(self.building.as_mut(), cta, rows)
     }
+    fn issued(&mut self, _rows: &Columns) -> Result<(), TraceError> {
+        panic!("Accel-Sim kernels are scheduled, not issued-order")
+    }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         let k = crate::trace::sink::finish(self.building.take())?;
         self.trace.kernels.push(k);

@@ -137,11 +137,7 @@ pub(super) fn begin_kernel<R: Read>(
     b.set_info(read_info(rd)?);
     rd.check_crc("the kernel record")?;
     let grouped = (order != Order::Issued).then(|| block.count());
-    if grouped.is_some() {
-        out.begin_kernel(&b.header())?;
-    } else {
-        b.reserve(rows.min(1 << 24) as usize);
-    }
+    out.begin_kernel(&b.header())?;
     Ok(Reading {
         b,
         at,
@@ -245,6 +241,11 @@ pub(super) fn read_chunk<R: Read>(
             ),
         ));
     }
+    if k.grouped.is_none() {
+        // Issued rows go on as they are read.
+        k.b.take_rows(cta_rows);
+        out.issued(cta_rows)?;
+    }
     Ok(())
 }
 
@@ -270,8 +271,8 @@ fn give_cta(
     Ok(())
 }
 
-/// Ends kernel `k`: checks its row count and gives it (its last CTA, or the whole issued
-/// kernel) to `out`. Returns its index facts.
+/// Ends kernel `k`: checks its row count, gives its last CTA to `out` and ends it there.
+/// Returns its index facts.
 fn end_kernel<R: Read>(
     rd: &Reader<'_, R>,
     mut k: Reading,
@@ -293,32 +294,21 @@ fn end_kernel<R: Read>(
         chunks: k.chunks,
         digest: k.digest.clone().finalize(),
     };
-    if k.grouped.is_some() {
-        give_cta(&mut k, cta_rows, out)?;
-        out.end_kernel()?;
-    } else {
-        let kernel =
-            k.b.finish_checked()
-                .map_err(|e| rd.err(k.at, e.to_string()))?;
-        out.kernel(kernel)?;
-    }
+    give_cta(&mut k, cta_rows, out)?;
+    out.end_kernel()?;
     Ok(facts)
 }
 
 impl Reading {
     /// Ends a kernel of which only some chunks were read (a window through the index): gives
-    /// its last CTA, or its issued rows, to `out` without checking its row count.
+    /// its last CTA to `out` without checking its row count.
     pub(super) fn end_window(
         mut self,
         cta_rows: &mut Columns,
         out: &mut dyn CtaSink,
     ) -> Result<(), TraceError> {
-        if self.grouped.is_some() {
-            give_cta(&mut self, cta_rows, out)?;
-            out.end_kernel()
-        } else {
-            out.kernel(self.b.finish())
-        }
+        give_cta(&mut self, cta_rows, out)?;
+        out.end_kernel()
     }
 }
 
@@ -377,12 +367,16 @@ struct Open {
     /// Where the row count is in `record`.
     rows_at: usize,
     last_cta: Option<u32>,
+    /// For an issued-order kernel: rows not yet written, written in full chunks so that the
+    /// file is the one a whole kernel gives, whatever pieces the rows came in.
+    issued: Option<Box<Columns>>,
 }
 
-/// Writes a version 4 file: whole kernels ([`Writer::kernel`]), or a kernel CTA by CTA
-/// ([`Writer::begin_kernel`], [`Writer::cta`], [`Writer::end_kernel`]; the file must then be
-/// seekable, to fill in the kernel's row count), then [`Writer::finish`] writes the index and
-/// end record. Memory holds one chunk and the index (16 bytes a chunk).
+/// Writes a version 4 file: whole kernels ([`Writer::kernel`]), or a kernel in pieces
+/// ([`Writer::begin_kernel`], [`Writer::cta`] or [`Writer::issued`], [`Writer::end_kernel`];
+/// the file must then be seekable, to fill in the kernel's row count), then
+/// [`Writer::finish`] writes the index and end record. Memory holds one chunk and the index
+/// (16 bytes a chunk).
 pub struct Writer<W: Write> {
     w: W,
     pos: u64,
@@ -523,14 +517,10 @@ impl<W: Write> Writer<W> {
 }
 
 impl<W: Write + Seek> Writer<W> {
-    /// Begins a kernel given CTA by CTA (`header`'s rows, if any, are not written).
+    /// Begins a kernel given in pieces (`header`'s rows, if any, are not written): CTA by
+    /// CTA, or for an issued-order kernel its rows in issue order.
     pub fn begin_kernel(&mut self, header: &Kernel) -> std::io::Result<()> {
         self.close_check()?;
-        if header.order == Order::Issued {
-            return Err(std::io::Error::other(
-                "an issued-order kernel has no CTAs: write it whole",
-            ));
-        }
         let (record, rows_at) = Self::record(header, 0);
         self.kernels.push(Written {
             at: self.pos,
@@ -542,14 +532,42 @@ impl<W: Write + Seek> Writer<W> {
             record,
             rows_at,
             last_cta: None,
+            issued: (header.order == Order::Issued).then(Box::default),
         });
         Ok(())
     }
 
+    /// Writes the next rows of the issued-order kernel begun by [`Writer::begin_kernel`].
+    pub fn issued(&mut self, rows: &Columns) -> std::io::Result<()> {
+        let Some(pending) = self.open.as_mut().and_then(|o| o.issued.as_mut()) else {
+            return Err(std::io::Error::other(
+                "issued rows came before an issued-order kernel began",
+            ));
+        };
+        pending.extend_from(rows, 0..rows.len());
+        if pending.len() < CHUNK_ROWS {
+            return Ok(());
+        }
+        let full = pending.len() / CHUNK_ROWS * CHUNK_ROWS;
+        let mut pending = self
+            .open
+            .as_mut()
+            .and_then(|o| o.issued.take())
+            .unwrap_or_default();
+        let written = self.chunks(ISSUED_CHUNK, &pending, 0..full);
+        pending.drain_front(full);
+        if let Some(o) = self.open.as_mut() {
+            o.issued = Some(pending);
+        }
+        written
+    }
+
     /// Writes CTA `cta`'s rows (CTAs in increasing linear id, rows grouped by thread).
     pub fn cta(&mut self, cta: u32, rows: &Columns) -> std::io::Result<()> {
-        let Some(open) = self.open.as_mut() else {
-            return Err(std::io::Error::other("a CTA came before its kernel began"));
+        let Some(open) = self.open.as_mut().filter(|o| o.issued.is_none()) else {
+            return Err(std::io::Error::other(
+                "a CTA came before its kernel began, or in an issued-order kernel",
+            ));
         };
         if open.last_cta.is_some_and(|c| cta <= c) {
             return Err(std::io::Error::other(format!(
@@ -579,6 +597,9 @@ impl<W: Write + Seek> Writer<W> {
         let Some(mut open) = self.open.take() else {
             return Err(std::io::Error::other("a kernel ended that had not begun"));
         };
+        if let Some(rest) = open.issued.take() {
+            self.chunks(ISSUED_CHUNK, &rest, 0..rest.len())?;
+        }
         let Some(k) = self.kernels.last() else {
             return Err(std::io::Error::other("a kernel ended that had not begun"));
         };

@@ -261,7 +261,7 @@ impl KernelSink for Window<'_> {
         self.cut.extend_from(k.columns(), part);
         self.inner.begin_kernel(&k.header())?;
         if !self.cut.is_empty() {
-            self.inner.cta(0, &self.cut)?;
+            self.inner.issued(&self.cut)?;
         }
         self.inner.end_kernel()
     }
@@ -279,6 +279,15 @@ impl CtaSink for Window<'_> {
         self.cut.clear();
         self.cut.extend_from(rows, part);
         self.inner.cta(cta, &self.cut)
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        let part = self.part(rows.len());
+        if part.is_empty() {
+            return Ok(());
+        }
+        self.cut.clear();
+        self.cut.extend_from(rows, part);
+        self.inner.issued(&self.cut)
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.inner.end_kernel()

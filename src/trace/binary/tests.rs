@@ -167,6 +167,10 @@ impl CtaSink for Recorder {
         self.events.push(format!("cta {cta} {}", rows.len()));
         Ok(())
     }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        self.events.push(format!("issued {}", rows.len()));
+        Ok(())
+    }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.events.push("end".into());
         Ok(())
@@ -174,17 +178,23 @@ impl CtaSink for Recorder {
 }
 
 #[test]
-fn grouped_kernels_stream_cta_by_cta_and_issued_ones_whole() {
+fn grouped_kernels_stream_cta_by_cta_and_issued_ones_chunk_by_chunk() {
     let t = varied();
     let mut sink = Recorder::default();
     stream(bytes(&t).as_slice(), "s.wsb", &mut sink).unwrap();
     let mut want = Vec::new();
     for k in &t.kernels {
+        want.push(format!("begin {}", k.name));
         if k.order == Order::Issued {
-            want.push(format!("kernel {} {}", k.name, k.len()));
+            let mut left = k.len();
+            while left > 0 {
+                let n = left.min(1 << 16);
+                want.push(format!("issued {n}"));
+                left -= n;
+            }
+            want.push("end".into());
             continue;
         }
-        want.push(format!("begin {}", k.name));
         for c in 0..k.num_ctas() {
             let r = k.cta_rows(c);
             if !r.is_empty() {
@@ -250,13 +260,25 @@ fn version_3_files_are_still_read() {
         .contains("end record"));
 }
 
+/// Writes issued-order kernel `k` in pieces of `piece` rows.
+fn write_issued<W: std::io::Write + std::io::Seek>(w: &mut Writer<W>, k: &Kernel, piece: usize) {
+    w.begin_kernel(&k.header()).unwrap();
+    let mut rows = Columns::default();
+    for start in (0..k.len()).step_by(piece) {
+        rows.clear();
+        rows.extend_from(k.columns(), start..(start + piece).min(k.len()));
+        w.issued(&rows).unwrap();
+    }
+    w.end_kernel().unwrap();
+}
+
 #[test]
 fn a_kernel_written_cta_by_cta_is_the_same_file_as_written_whole() {
     let t = varied();
     let mut w = Writer::new(Cursor::new(Vec::new())).unwrap();
     for k in &t.kernels {
         if k.order == Order::Issued {
-            w.kernel(k).unwrap();
+            write_issued(&mut w, k, 2);
             continue;
         }
         w.begin_kernel(&k.header()).unwrap();
@@ -273,6 +295,57 @@ fn a_kernel_written_cta_by_cta_is_the_same_file_as_written_whole() {
     }
     let by_cta = w.finish().unwrap().into_inner();
     assert_eq!(by_cta, bytes(&t));
+}
+
+/// An issued-order kernel of 150,000 rows: three chunks.
+fn long_issued() -> Trace {
+    let mut b = KernelBuilder::new("long", Dim3::x(3), Dim3::x(64), Order::Issued).unwrap();
+    let i = b.instruction("ld", None);
+    for n in 0..150_000u32 {
+        b.push(Access {
+            thread: (n * 7) % 192,
+            inst: i,
+            dyn_inst: n / 32,
+            addr: 0x1000 + 4 * n as u64,
+            size: 4,
+            kind: AccessKind::Load,
+            space: MemSpace::Global,
+        })
+        .unwrap();
+    }
+    Trace {
+        kernels: vec![b.finish()],
+    }
+}
+
+#[test]
+fn an_issued_kernel_streams_chunk_by_chunk_in_any_pieces() {
+    let t = long_issued();
+    let whole = bytes(&t);
+    // Written in pieces of any size, the file is the one written whole.
+    for piece in [1000, 65_536, 70_001, 200_000] {
+        let mut w = Writer::new(Cursor::new(Vec::new())).unwrap();
+        write_issued(&mut w, &t.kernels[0], piece);
+        assert_eq!(w.finish().unwrap().into_inner(), whole, "pieces of {piece}");
+    }
+    // Read, it comes a chunk at a time and assembles to the kernel.
+    let mut sink = Recorder::default();
+    stream(whole.as_slice(), "l.wsb", &mut sink).unwrap();
+    assert_eq!(
+        sink.events,
+        [
+            "begin long",
+            "issued 65536",
+            "issued 65536",
+            "issued 18928",
+            "end"
+        ]
+    );
+    assert_eq!(read(whole.as_slice(), "l.wsb").unwrap(), t);
+    // A CTA cannot come in an issued-order kernel.
+    let mut w = Writer::new(Cursor::new(Vec::new())).unwrap();
+    w.begin_kernel(&t.kernels[0].header()).unwrap();
+    assert!(w.cta(0, t.kernels[0].columns()).is_err());
 }
 
 #[test]

@@ -1,0 +1,526 @@
+//! cuda-memtrace binary traces (the tracer of Rieber 2017), in both layouts:
+//!
+//! - **thesis** (Rieber 2017 §5.1.2): a first byte giving the record size (24) and a LF, a kernel
+//!   name line, then 24-byte records; an all-zero record ends the kernel and the next kernel's
+//!   name line (or the end of the file) follows.
+//! - **later**: 10 magic bytes, `0x19` or `0x1a` then `CUDATRACE`; `0x00` + u16 length + name
+//!   starts a kernel; `0xFF` + record is one access; `0xFE` + record + u16 count is a run of
+//!   `count` accesses at consecutive addresses of that size.
+//!
+//! A record is three little-endian u64: `desc = smid << 32 | type << 28 | size` (type 0 load,
+//! 1 store, 2 atomic), `addr`, `cta = x << 32 | y << 16 | z`.
+//!
+//! The tracer records no thread ids, so each CTA is modelled as one warp of 32 threads: a warp
+//! instruction is a maximal sequence of consecutive records of the same CTA, SM, type and size,
+//! at most 32 accesses, spread over lanes 0 to 31 (the tracer writes one warp's records
+//! together). The grid is the smallest that holds every recorded CTA. Kernels are
+//! [`Order::Issued`] and keep each CTA's SM, so each SM's L1 sees the CTAs that ran on it.
+
+use std::io::BufRead;
+
+use rustc_hash::FxHashMap;
+
+mod stream;
+
+pub(crate) use stream::stream_into;
+
+use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
+use super::{KernelSink, Location, TraceError};
+
+const LANES: u32 = 32;
+const RECORD: usize = 24;
+
+/// True when `head` starts like a cuda-memtrace file of either layout.
+pub fn looks_like(head: &[u8]) -> bool {
+    (head.len() >= 10 && matches!(head[0], 0x19 | 0x1a) && &head[1..10] == b"CUDATRACE")
+        || (head.len() >= 2 && head[0] == RECORD as u8 && head[1] == b'\n')
+}
+
+struct Reader<'a, R> {
+    r: R,
+    at: u64,
+    file: &'a str,
+}
+
+impl<R: BufRead> Reader<'_, R> {
+    fn err(&self, at: u64, m: impl Into<String>) -> TraceError {
+        TraceError::parse(self.file, Location::Byte(at), m)
+    }
+    /// Exactly `buf.len()` bytes; `Ok(false)` at a clean end of input before the first byte.
+    fn fill(&mut self, buf: &mut [u8], what: &str, eof_ok: bool) -> Result<bool, TraceError> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.r.read(&mut buf[got..]) {
+                Ok(0) if got == 0 && eof_ok => return Ok(false),
+                Ok(0) => {
+                    return Err(self.err(
+                        self.at + got as u64,
+                        format!("file ends early: expected {what}"),
+                    ))
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(TraceError::io(self.file, e)),
+            }
+        }
+        self.at += buf.len() as u64;
+        Ok(true)
+    }
+    fn line(&mut self, what: &str) -> Result<Option<String>, TraceError> {
+        let mut v = Vec::new();
+        let start = self.at;
+        let n = self
+            .r
+            .read_until(b'\n', &mut v)
+            .map_err(|e| TraceError::io(self.file, e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.at += n as u64;
+        if v.pop() != Some(b'\n') {
+            return Err(self.err(
+                self.at,
+                format!("file ends early: expected a LF after {what}"),
+            ));
+        }
+        String::from_utf8(v)
+            .map(Some)
+            .map_err(|_| self.err(start, format!("{what} is not valid UTF-8")))
+    }
+}
+
+/// One decoded record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Record {
+    sm: u32,
+    kind: AccessKind,
+    size: u16,
+    addr: u64,
+    cta: Dim3,
+}
+
+fn decode(rec: &[u8; RECORD]) -> Result<Record, String> {
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&rec[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(b)
+    };
+    let (desc, addr, cta) = (word(0), word(1), word(2));
+    let kind = match (desc >> 28) & 0xf {
+        0 => AccessKind::Load,
+        1 => AccessKind::Store,
+        2 => AccessKind::Atomic(AtomicOp::Add),
+        t => {
+            return Err(format!(
+                "record type {t}: expected 0 (load), 1 (store) or 2 (atomic)"
+            ))
+        }
+    };
+    let size = desc & 0x0fff_ffff;
+    if size == 0 || size > u16::MAX as u64 {
+        return Err(format!("record size {size}: expected 1 to 65535 bytes"));
+    }
+    Ok(Record {
+        sm: (desc >> 32) as u32,
+        kind,
+        size: size as u16,
+        addr,
+        cta: Dim3::new(
+            (cta >> 32) as u32,
+            ((cta >> 16) & 0xffff) as u32,
+            (cta & 0xffff) as u32,
+        ),
+    })
+}
+
+/// Why a record, a kernel's start or its end was refused: a message about the file (the
+/// walker adds the offset), or an error of the receiver, passed on as it is.
+enum Fail {
+    File(String),
+    Out(TraceError),
+}
+
+impl From<String> for Fail {
+    fn from(m: String) -> Self {
+        Fail::File(m)
+    }
+}
+
+impl From<TraceError> for Fail {
+    fn from(e: TraceError) -> Self {
+        Fail::Out(e)
+    }
+}
+
+/// What the walker over a file's records tells: a kernel begins (the previous one, if any,
+/// has ended), one record of it, it ends.
+trait Records {
+    fn begin(&mut self, name: String) -> Result<(), Fail>;
+    fn record(&mut self, r: Record) -> Result<(), Fail>;
+    fn end(&mut self) -> Result<(), Fail>;
+}
+
+/// Walks a cuda-memtrace file of either layout, checking its framing and decoding records.
+fn walk<R: BufRead>(r: R, file: &str, v: &mut dyn Records) -> Result<(), TraceError> {
+    let mut rd = Reader { r, at: 0, file };
+    let mut first = [0u8; 1];
+    rd.fill(&mut first, "the first byte", false)?;
+    match first[0] {
+        0x19 | 0x1a => walk_later(&mut rd, v),
+        n if n as usize == RECORD => walk_thesis(&mut rd, v),
+        b => Err(rd.err(
+            0,
+            format!("expected the cuda-memtrace magic (0x19/0x1a + CUDATRACE) or record size 24, found byte {b:#04x}"),
+        )),
+    }
+}
+
+impl<R> Reader<'_, R> {
+    /// `f`'s failure, at byte `at` when it is about the file.
+    fn at(&self, at: u64, f: Fail) -> TraceError {
+        match f {
+            Fail::File(m) => TraceError::parse(self.file, Location::Byte(at), m),
+            Fail::Out(e) => e,
+        }
+    }
+}
+
+fn walk_later<R: BufRead>(rd: &mut Reader<'_, R>, v: &mut dyn Records) -> Result<(), TraceError> {
+    let mut magic = [0u8; 9];
+    rd.fill(&mut magic, "the CUDATRACE magic", false)?;
+    if &magic != b"CUDATRACE" {
+        return Err(rd.err(1, "expected `CUDATRACE` after the version byte"));
+    }
+    let mut open = false;
+    let mut rec = [0u8; RECORD];
+    loop {
+        if open && plain_records(rd, v)? {
+            continue;
+        }
+        let at = rd.at;
+        let mut tag = [0u8; 1];
+        if !rd.fill(&mut tag, "a record tag", true)? {
+            break;
+        }
+        match tag[0] {
+            0x00 => {
+                let mut len = [0u8; 2];
+                rd.fill(&mut len, "the kernel name length", false)?;
+                let mut name = vec![0u8; u16::from_le_bytes(len) as usize];
+                rd.fill(&mut name, "the kernel name", false)?;
+                let name = String::from_utf8(name).map_err(|_| rd.err(at + 3, "kernel name is not valid UTF-8"))?;
+                if open {
+                    v.end().map_err(|f| rd.at(at, f))?;
+                }
+                v.begin(name).map_err(|f| rd.at(at, f))?;
+                open = true;
+            }
+            t @ (0xFF | 0xFE) => {
+                rd.fill(&mut rec, "a 24-byte record", false)?;
+                let count = if t == 0xFE {
+                    let mut c = [0u8; 2];
+                    rd.fill(&mut c, "the run length", false)?;
+                    u16::from_le_bytes(c) as u64
+                } else {
+                    1
+                };
+                if !open {
+                    return Err(rd.err(at, "a record before any kernel (expected 0x00 + name first)"));
+                }
+                let r = decode(&rec).map_err(|m| rd.err(at + 1, m))?;
+                for i in 0..count {
+                    let addr = r.addr.wrapping_add(i * r.size as u64);
+                    v.record(Record { addr, ..r }).map_err(|f| rd.at(at, f))?;
+                }
+            }
+            b => {
+                return Err(rd.err(
+                    at,
+                    format!("expected a record tag 0x00 (kernel), 0xFF (access) or 0xFE (run), found {b:#04x}"),
+                ))
+            }
+        }
+    }
+    if open {
+        v.end().map_err(|f| rd.at(rd.at, f))?;
+    }
+    Ok(())
+}
+
+/// The common case, fast: the single-access records (`0xFF` + record) that lie whole in the
+/// reader's buffer, decoded in place. Returns whether it took any; the caller reads what
+/// follows (another tag, a record cut by the buffer's end) field by field.
+fn plain_records<R: BufRead>(
+    rd: &mut Reader<'_, R>,
+    v: &mut dyn Records,
+) -> Result<bool, TraceError> {
+    const WHOLE: usize = 1 + RECORD;
+    let file = rd.file;
+    let buf = rd.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
+    let mut used = 0;
+    while used + WHOLE <= buf.len() && buf[used] == 0xFF {
+        let at = rd.at + used as u64;
+        let mut rec = [0u8; RECORD];
+        rec.copy_from_slice(&buf[used + 1..used + WHOLE]);
+        let r = decode(&rec).map_err(|m| TraceError::parse(file, Location::Byte(at + 1), m))?;
+        v.record(r).map_err(|f| match f {
+            Fail::File(m) => TraceError::parse(file, Location::Byte(at), m),
+            Fail::Out(e) => e,
+        })?;
+        used += WHOLE;
+    }
+    rd.r.consume(used);
+    rd.at += used as u64;
+    Ok(used > 0)
+}
+
+fn walk_thesis<R: BufRead>(rd: &mut Reader<'_, R>, v: &mut dyn Records) -> Result<(), TraceError> {
+    let mut lf = [0u8; 1];
+    rd.fill(&mut lf, "a LF after the record size", false)?;
+    if lf[0] != b'\n' {
+        return Err(rd.err(1, "expected a LF after the record size byte"));
+    }
+    let mut rec = [0u8; RECORD];
+    while let Some(name) = rd.line("the kernel name line")? {
+        let start = rd.at;
+        v.begin(name).map_err(|f| rd.at(start, f))?;
+        loop {
+            let at = rd.at;
+            rd.fill(
+                &mut rec,
+                "a 24-byte record or the all-zero end-of-kernel record",
+                false,
+            )?;
+            if rec.iter().all(|&b| b == 0) {
+                break;
+            }
+            let r = decode(&rec).map_err(|m| rd.err(at, m))?;
+            v.record(r).map_err(|f| rd.at(at, f))?;
+        }
+        v.end().map_err(|f| rd.at(rd.at, f))?;
+    }
+    Ok(())
+}
+
+/// A kernel's CTAs as they appear: dense ids in order of appearance, and each one's SM.
+#[derive(Default)]
+struct Ctas {
+    ids: FxHashMap<Dim3, u32>,
+    list: Vec<Dim3>,
+    sm: Vec<u32>,
+    /// The last record's CTA, SM and id: a warp's records come together.
+    last: Option<(Dim3, u32, u32)>,
+}
+
+impl Ctas {
+    /// The dense id of `r`'s CTA; a CTA seen on two SMs is an error.
+    fn id(&mut self, r: &Record) -> Result<u32, String> {
+        if let Some((cta, sm, id)) = self.last {
+            if cta == r.cta && sm == r.sm {
+                return Ok(id);
+            }
+        }
+        let id = self.lookup(r)?;
+        self.last = Some((r.cta, r.sm, id));
+        Ok(id)
+    }
+
+    fn lookup(&mut self, r: &Record) -> Result<u32, String> {
+        let cta = match self.ids.get(&r.cta) {
+            Some(&c) => c,
+            None => {
+                let c = self.list.len() as u32;
+                if c >= u32::MAX / LANES - 1 {
+                    return Err("too many CTAs".into());
+                }
+                self.ids.insert(r.cta, c);
+                self.list.push(r.cta);
+                self.sm.push(r.sm);
+                c
+            }
+        };
+        if self.sm[cta as usize] != r.sm {
+            return Err(format!(
+                "CTA {} was recorded on SM {} and on SM {}",
+                r.cta, self.sm[cta as usize], r.sm
+            ));
+        }
+        Ok(cta)
+    }
+
+    /// The smallest grid that holds every CTA, checked against `rows` as every reader checks
+    /// a kernel's shape, and the SM of each CTA of it by linear id (SM 0 for CTAs that never
+    /// appear, so that the table is total).
+    fn grid(&self, name: &str, rows: usize) -> Result<(Dim3, Vec<u32>), String> {
+        let mut max = Dim3::new(0, 0, 0);
+        for c in &self.list {
+            max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
+        }
+        let grid = Dim3::holding(max).unwrap_or(Dim3::new(u32::MAX, u32::MAX, u32::MAX));
+        if grid.count().saturating_mul(LANES as u64) > u32::MAX as u64 {
+            return Err(format!(
+                "kernel {name}: the CTA indices span a grid {grid} too large to model"
+            ));
+        }
+        super::check_density(grid, Dim3::x(LANES), rows, Order::Issued)
+            .map_err(|e| e.to_string())?;
+        let mut cta_sm = vec![0; grid.count() as usize];
+        for (c, &idx) in self.list.iter().enumerate() {
+            cta_sm[grid.linear(idx) as usize] = self.sm[c];
+        }
+        Ok((grid, cta_sm))
+    }
+}
+
+/// The name of the instruction of records of `kind` and `size`: the tracer records no PC.
+fn instruction_name(kind: AccessKind, size: u16) -> String {
+    format!("{}.{}", kind.token(), size)
+}
+
+/// Groups records into warp instructions: a maximal run of records of one CTA, type and
+/// size, at most 32, on lanes 0 to 31.
+#[derive(Default)]
+struct Warps {
+    /// The current warp instruction: its CTA, dynamic instance, type and size.
+    group: Option<(u32, u32, AccessKind, u16)>,
+    lane: u32,
+    next_dyn: u32,
+}
+
+impl Warps {
+    /// The lane and dynamic instance of the next record, of CTA `cta` (any id that tells
+    /// CTAs apart).
+    fn place(&mut self, cta: u32, r: &Record) -> (u32, u32) {
+        let same =
+            matches!(self.group, Some((c, _, k, s)) if c == cta && k == r.kind && s == r.size);
+        if !same || self.lane == LANES {
+            self.group = Some((cta, self.next_dyn, r.kind, r.size));
+            self.next_dyn = self.next_dyn.wrapping_add(1);
+            self.lane = 0;
+        }
+        let lane = self.lane;
+        self.lane += 1;
+        (lane, self.group.map_or(0, |g| g.1))
+    }
+}
+
+/// Builds one kernel from records, grouping them into warp instructions.
+struct KernelState {
+    name: String,
+    b: KernelBuilder,
+    ctas: Ctas,
+    insts: FxHashMap<(u8, u16), u32>,
+    warps: Warps,
+}
+
+impl KernelState {
+    fn new(name: String) -> Result<Self, String> {
+        // Provisional grid: CTAs get dense ids as they appear; `finish` sets the real grid.
+        let b = KernelBuilder::new(
+            name.clone(),
+            Dim3::x(u32::MAX / LANES - 1),
+            Dim3::x(LANES),
+            Order::Issued,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Self {
+            name,
+            b,
+            ctas: Ctas::default(),
+            insts: FxHashMap::default(),
+            warps: Warps::default(),
+        })
+    }
+
+    fn push(&mut self, r: Record) -> Result<(), String> {
+        let cta = self.ctas.id(&r)?;
+        let code = r.kind.code();
+        let inst = match self.insts.get(&(code, r.size)) {
+            Some(&i) => i,
+            None => {
+                let i = self.b.instruction(&instruction_name(r.kind, r.size), None);
+                self.insts.insert((code, r.size), i);
+                i
+            }
+        };
+        let (lane, dyn_inst) = self.warps.place(cta, &r);
+        self.b
+            .push(Access {
+                thread: cta * LANES + lane,
+                inst,
+                dyn_inst,
+                addr: r.addr,
+                size: r.size,
+                kind: r.kind,
+                space: MemSpace::Global,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn finish(mut self) -> Result<super::Kernel, String> {
+        let (grid, cta_sm) = self.ctas.grid(&self.name, self.b.len())?;
+        let mut map = Vec::with_capacity(self.ctas.list.len() * LANES as usize);
+        for &idx in &self.ctas.list {
+            let lin = grid.linear(idx) as u32;
+            map.extend((0..LANES).map(|l| lin * LANES + l));
+        }
+        self.b
+            .reshape(grid, Dim3::x(LANES), &map)
+            .map_err(|e| e.to_string())?;
+        self.b.info_mut().cta_sm = cta_sm;
+        self.b.finish_checked().map_err(|e| e.to_string())
+    }
+}
+
+/// Builds whole kernels and hands each on.
+struct Whole<'a> {
+    current: Option<KernelState>,
+    out: &'a mut dyn KernelSink,
+}
+
+impl Records for Whole<'_> {
+    fn begin(&mut self, name: String) -> Result<(), Fail> {
+        self.current = Some(KernelState::new(name)?);
+        Ok(())
+    }
+    fn record(&mut self, r: Record) -> Result<(), Fail> {
+        match self.current.as_mut() {
+            Some(k) => Ok(k.push(r)?),
+            None => Err(Fail::File("a record before any kernel".into())),
+        }
+    }
+    fn end(&mut self) -> Result<(), Fail> {
+        if let Some(k) = self.current.take() {
+            self.out.kernel(k.finish()?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a cuda-memtrace file of either layout, a whole kernel at a time (see
+/// [`stream_into`] for one that holds no kernel whole).
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
+    walk(r, file, &mut Whole { current: None, out })
+}
+
+/// Writes the later layout (for tests and fuzz seeds): one `0xFF` record per access.
+#[cfg(test)]
+pub(crate) fn encode_later(kernels: &[(&str, Vec<[u64; 3]>)]) -> Vec<u8> {
+    let mut out = vec![0x1a];
+    out.extend_from_slice(b"CUDATRACE");
+    for (name, recs) in kernels {
+        out.push(0);
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        for r in recs {
+            out.push(0xFF);
+            for w in r {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,202 @@
+//! cuda-memtrace kernels handed on in issue order, a chunk of rows at a time
+//! ([`CtaSink::issued`]), so that a receiver that simulates holds no kernel whole: the
+//! tracer's files of real applications run to many GB.
+//!
+//! A kernel's header must be complete before its rows (the simulation sizes its
+//! per-instruction and per-CTA tables from it, and our binary format writes it first), but a
+//! cuda-memtrace kernel's grid is the smallest that holds every CTA it records and its
+//! instructions are numbered as they first appear, both known only at its end. So the file
+//! is read twice: a scan, which checks everything the whole read checks, learns each
+//! kernel's grid, CTA-to-SM table, instructions and row count; then a second read hands on
+//! the rows. A stream that cannot be read twice (a pipe) is read a kernel at a time instead,
+//! with the same result.
+
+use std::io::BufRead;
+
+use rustc_hash::FxHashMap;
+
+use super::{instruction_name, read_into, walk, Ctas, Fail, Record, Records, Warps, LANES};
+use crate::trace::model::{Access, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order};
+use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
+
+/// Rows handed on at a time.
+const CHUNK_ROWS: usize = 1 << 16;
+
+/// What the scan learned of one kernel.
+struct Plan {
+    /// Name, grid, instructions and CTA-to-SM table; no rows.
+    header: Kernel,
+    /// Instruction id of each (type code, size).
+    insts: FxHashMap<(u8, u16), u32>,
+    rows: u64,
+}
+
+/// The kernel being scanned.
+struct Scanning {
+    name: String,
+    ctas: Ctas,
+    insts: FxHashMap<(u8, u16), u32>,
+    names: Vec<String>,
+    rows: u64,
+}
+
+/// The first read: every kernel's [`Plan`].
+#[derive(Default)]
+struct Scan {
+    plans: Vec<Plan>,
+    current: Option<Scanning>,
+}
+
+impl Records for Scan {
+    fn begin(&mut self, name: String) -> Result<(), Fail> {
+        self.current = Some(Scanning {
+            name,
+            ctas: Ctas::default(),
+            insts: FxHashMap::default(),
+            names: Vec::new(),
+            rows: 0,
+        });
+        Ok(())
+    }
+    fn record(&mut self, r: Record) -> Result<(), Fail> {
+        let Some(k) = self.current.as_mut() else {
+            return Err(Fail::File("a record before any kernel".into()));
+        };
+        k.ctas.id(&r)?;
+        let next = k.names.len() as u32;
+        k.insts.entry((r.kind.code(), r.size)).or_insert_with(|| {
+            k.names.push(instruction_name(r.kind, r.size));
+            next
+        });
+        k.rows += 1;
+        if k.rows >= u32::MAX as u64 {
+            return Err(Fail::File(BuildError::TooManyRows.to_string()));
+        }
+        Ok(())
+    }
+    fn end(&mut self) -> Result<(), Fail> {
+        let Some(k) = self.current.take() else {
+            return Ok(());
+        };
+        let (grid, cta_sm) = k.ctas.grid(&k.name, k.rows as usize)?;
+        let mut b = KernelBuilder::new(k.name, grid, Dim3::x(LANES), Order::Issued)
+            .map_err(|e| Fail::File(e.to_string()))?;
+        for name in &k.names {
+            b.instruction(name, None);
+        }
+        b.info_mut().cta_sm = cta_sm;
+        self.plans.push(Plan {
+            header: b.header(),
+            insts: k.insts,
+            rows: k.rows,
+        });
+        Ok(())
+    }
+}
+
+/// The second read: hands on each kernel's rows in issue order.
+struct Stream<'a> {
+    plans: std::vec::IntoIter<Plan>,
+    current: Option<Plan>,
+    warps: Warps,
+    rows: Columns,
+    given: u64,
+    out: &'a mut dyn CtaSink,
+}
+
+/// The second read found what the scan did not.
+fn changed() -> Fail {
+    Fail::File("the file changed while it was read (it differs from its first read)".into())
+}
+
+impl Stream<'_> {
+    fn flush(&mut self) -> Result<(), Fail> {
+        if !self.rows.is_empty() {
+            self.out.issued(&self.rows)?;
+            self.rows.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Records for Stream<'_> {
+    fn begin(&mut self, name: String) -> Result<(), Fail> {
+        let plan = self.plans.next().ok_or_else(changed)?;
+        if plan.header.name != name {
+            return Err(changed());
+        }
+        self.out.begin_kernel(&plan.header)?;
+        self.current = Some(plan);
+        self.warps = Warps::default();
+        self.given = 0;
+        Ok(())
+    }
+    fn record(&mut self, r: Record) -> Result<(), Fail> {
+        let Some(p) = self.current.as_ref() else {
+            return Err(changed());
+        };
+        let grid = p.header.grid;
+        if !grid.contains(r.cta) {
+            return Err(changed());
+        }
+        let inst = *p.insts.get(&(r.kind.code(), r.size)).ok_or_else(changed)?;
+        let cta = grid.linear(r.cta) as u32;
+        let (lane, dyn_inst) = self.warps.place(cta, &r);
+        self.rows.push(&Access {
+            thread: cta * LANES + lane,
+            inst,
+            dyn_inst,
+            addr: r.addr,
+            size: r.size,
+            kind: r.kind,
+            space: MemSpace::Global,
+        });
+        self.given += 1;
+        if self.rows.len() >= CHUNK_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn end(&mut self) -> Result<(), Fail> {
+        let Some(p) = self.current.take() else {
+            return Ok(());
+        };
+        self.flush()?;
+        if self.given != p.rows {
+            return Err(changed());
+        }
+        Ok(self.out.end_kernel()?)
+    }
+}
+
+/// Reads a cuda-memtrace file into `out`, each kernel's rows in chunks (read twice; a pipe is
+/// read a kernel at a time).
+pub(crate) fn stream_into<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    if ctx.file_bytes == 0 {
+        return read_into(r, ctx.file, out);
+    }
+    let mut scan = Scan::default();
+    walk(r, ctx.file, &mut scan)?;
+    let again = source::open(ctx.path, ctx.wrap, ctx.watch)?.reader;
+    let mut stream = Stream {
+        plans: scan.plans.into_iter(),
+        current: None,
+        warps: Warps::default(),
+        rows: Columns::default(),
+        given: 0,
+        out,
+    };
+    walk(again, ctx.file, &mut stream)?;
+    if stream.plans.next().is_some() {
+        return Err(TraceError::parse(
+            ctx.file,
+            crate::trace::Location::Byte(0),
+            "the file changed while it was read: it has fewer kernels than at its first read",
+        ));
+    }
+    Ok(())
+}

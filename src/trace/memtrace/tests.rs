@@ -1,0 +1,269 @@
+use super::*;
+use crate::trace::Trace;
+
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/real-traces/cuda-memtrace_matrixMul_first75bytes.trc"
+);
+
+#[test]
+fn reads_the_published_header_and_run_record() {
+    let Ok(bytes) = std::fs::read(SAMPLE) else {
+        return;
+    };
+    assert!(looks_like(&bytes));
+    let mut t = Trace::default();
+    read_into(bytes.as_slice(), "m.trc", &mut t).unwrap();
+    let k = &t.kernels[0];
+    assert_eq!(k.name, "_Z13matrixMulCUDAILi32EEvPfS0_S0_ii");
+    assert_eq!(k.len(), 32);
+    assert_eq!(k.grid, Dim3::new(3, 1, 1));
+    assert_eq!(k.info.cta_sm[2], 2);
+    let a: Vec<_> = k.accesses().collect();
+    assert_eq!(a[0].addr, 0x7f3996e08c00);
+    assert_eq!(a[31].addr, 0x7f3996e08c00 + 31 * 4);
+    // CTA (2,0,0), lanes 0..31, one warp instruction.
+    assert_eq!((a[0].thread, a[31].thread), (64, 95));
+    assert!(a
+        .iter()
+        .all(|x| x.dyn_inst == 0 && x.size == 4 && x.kind == AccessKind::Load));
+}
+
+#[test]
+fn thesis_layout_and_grouping() {
+    let rec = |sm: u64, ty: u64, size: u64, addr: u64, x: u64, y: u64| {
+        let mut v = Vec::new();
+        for w in [sm << 32 | ty << 28 | size, addr, x << 32 | y << 16] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v
+    };
+    let mut f = vec![24, b'\n'];
+    f.extend_from_slice(b"k1\n");
+    f.extend(rec(1, 0, 4, 0x100, 0, 1));
+    f.extend(rec(1, 0, 4, 0x104, 0, 1));
+    f.extend(rec(1, 1, 4, 0x200, 0, 1)); // a store: a new warp instruction
+    f.extend(rec(3, 2, 8, 0x300, 1, 0));
+    f.extend([0u8; 24]);
+    f.extend_from_slice(b"k2\n");
+    f.extend(rec(0, 0, 4, 0x0, 0, 0));
+    f.extend([0u8; 24]);
+    let mut t = Trace::default();
+    read_into(f.as_slice(), "t.trc", &mut t).unwrap();
+    assert_eq!(t.kernels.len(), 2);
+    let k = &t.kernels[0];
+    assert_eq!(k.grid, Dim3::new(2, 2, 1));
+    let d: Vec<_> = k
+        .accesses()
+        .map(|a| (a.thread, a.dyn_inst, a.kind))
+        .collect();
+    assert_eq!(d[0], (2 * 32, 0, AccessKind::Load));
+    assert_eq!(d[1], (2 * 32 + 1, 0, AccessKind::Load));
+    assert_eq!(d[2], (2 * 32, 1, AccessKind::Store));
+    assert_eq!(d[3], (32, 2, AccessKind::Atomic(AtomicOp::Add)));
+    assert_eq!(k.info.cta_sm, vec![0, 3, 1, 0]);
+    // Without the end record the kernel is truncated.
+    let cut = &f[..f.len() - 24];
+    let e = read_into(cut, "t.trc", &mut Trace::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("byte offset") && e.contains("end-of-kernel"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_records_are_rejected_with_offsets() {
+    let good = encode_later(&[("k", vec![[4, 0x10, 0]])]);
+    let mut t = Trace::default();
+    read_into(good.as_slice(), "g", &mut t).unwrap();
+    assert_eq!(t.kernels[0].len(), 1);
+    let bad = encode_later(&[("k", vec![[3 << 28 | 4, 0x10, 0]])]);
+    let e = read_into(bad.as_slice(), "b", &mut Trace::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("record type 3"), "{e}");
+    let moved = encode_later(&[("k", vec![[4, 0x10, 0], [1 << 32 | 4, 0x10, 0]])]);
+    let e = read_into(moved.as_slice(), "m", &mut Trace::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SM 0 and on SM 1"), "{e}");
+    for cut in 1..good.len() {
+        if cut == 10 || cut == 14 {
+            continue; // record boundaries: a shorter file that is still whole
+        }
+        assert!(
+            read_into(&good[..cut], "c", &mut Trace::default()).is_err(),
+            "cut {cut}"
+        );
+    }
+}
+
+/// Records what a streaming read hands on, and assembles it.
+#[derive(Default)]
+struct Pieces {
+    trace: Trace,
+    whole: usize,
+    issued: Vec<usize>,
+    building: Option<crate::trace::model::KernelBuilder>,
+}
+
+impl KernelSink for Pieces {
+    fn kernel(&mut self, k: crate::trace::Kernel) -> Result<(), TraceError> {
+        self.whole += 1;
+        self.trace.kernels.push(k);
+        Ok(())
+    }
+}
+
+impl crate::trace::CtaSink for Pieces {
+    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
+        assert!(header.is_empty(), "a header carries no rows");
+        self.building = Some(crate::trace::sink::builder_for(header)?);
+        Ok(())
+    }
+    fn cta(&mut self, _: u32, _: &crate::trace::Columns) -> Result<(), TraceError> {
+        panic!("cuda-memtrace kernels are in issue order")
+    }
+    fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        self.issued.push(rows.len());
+        crate::trace::sink::append_issued(self.building.as_mut(), rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        let k = crate::trace::sink::finish(self.building.take())?;
+        self.trace.kernels.push(k);
+        Ok(())
+    }
+}
+
+/// Streams file `path` through the reader the shells use.
+fn stream_file(path: &std::path::Path) -> Result<Pieces, TraceError> {
+    let opts = crate::trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    let open = crate::trace::open_trace(path, opts, &|s| s, &|s| s)?;
+    let mut p = Pieces::default();
+    open.stream(&|s| s, &|s| s, &mut p)?;
+    Ok(p)
+}
+
+fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ws-memtrace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A record: SM, type, size, address, CTA (x, y).
+fn record(sm: u64, ty: u64, size: u64, addr: u64, x: u64, y: u64) -> [u64; 3] {
+    [sm << 32 | ty << 28 | size, addr, x << 32 | y << 16]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(60))]
+    /// Streamed in chunks, a file gives the kernels the whole read gives, and a failing file
+    /// fails with the whole read's error.
+    #[test]
+    fn a_streamed_file_gives_the_kernels_read_whole(
+        kernels in proptest::collection::vec(
+            proptest::collection::vec((0u64..3, 0u64..3, 0u64..4, 0u64..2, 1u64..70), 1..40),
+            1..4),
+        seed in 0u64..1000,
+    ) {
+        let mut rng = crate::rng::Rng::new(seed);
+        let mut named = Vec::new();
+        for (i, runs) in kernels.iter().enumerate() {
+            let mut recs = Vec::new();
+            for &(x, y, ty, size, n) in runs {
+                // The SM follows the CTA, so the file is valid unless `ty` is 3.
+                let sm = (x + 2 * y) % 3;
+                for j in 0..n {
+                    recs.push(record(sm, ty % 3 + (ty == 3) as u64 * 3, [4, 8][size as usize], rng.below(1 << 14) + j * 4, x, y));
+                }
+            }
+            named.push((format!("k{i}"), recs));
+        }
+        let named: Vec<(&str, Vec<[u64; 3]>)> = named.iter().map(|(n, r)| (n.as_str(), r.clone())).collect();
+        let bytes = encode_later(&named);
+        let path = scratch(&format!("p{seed}.trc"), &bytes);
+        let whole = {
+            let mut t = Trace::default();
+            read_into(bytes.as_slice(), &path.display().to_string(), &mut t).map(|()| t)
+        };
+        let streamed = stream_file(&path);
+        std::fs::remove_file(&path).unwrap();
+        match (whole, streamed) {
+            (Ok(w), Ok(s)) => {
+                proptest::prop_assert_eq!(&s.trace, &w);
+                proptest::prop_assert_eq!(s.whole, 0);
+                let rows: usize = w.kernels.iter().map(|k| k.len()).sum();
+                proptest::prop_assert_eq!(s.issued.iter().sum::<usize>(), rows);
+            }
+            (Err(w), Err(s)) => proptest::prop_assert_eq!(s.to_string(), w.to_string()),
+            (w, s) => proptest::prop_assert!(false, "whole {:?}, streamed {:?}", w.map(|_| ()), s.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn a_long_kernel_comes_in_chunks_and_a_pipe_whole() {
+    let recs: Vec<[u64; 3]> = (0..150_000u64)
+        .map(|i| record(i / 1000 % 4, 0, 4, 0x1000 + 4 * i, i / 1000, 0))
+        .collect();
+    let bytes = encode_later(&[("long", recs), ("short", vec![record(0, 1, 8, 0x40, 0, 0)])]);
+    let path = scratch("long.trc", &bytes);
+    let s = stream_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(s.issued, [65536, 65536, 18928, 1]);
+    let mut whole = Trace::default();
+    read_into(bytes.as_slice(), "long.trc", &mut whole).unwrap();
+    assert_eq!(s.trace, whole);
+    assert_eq!(whole.kernels[0].grid, Dim3::x(150));
+    // A stream that cannot be read twice comes a kernel at a time.
+    let ctx = crate::trace::Ctx {
+        file: "pipe",
+        path: std::path::Path::new("/nonexistent"),
+        file_bytes: 0,
+        wrap: &|s| s,
+        watch: &|s| s,
+    };
+    let mut p = Pieces::default();
+    stream_into(bytes.as_slice(), &ctx, &mut p).unwrap();
+    assert_eq!((p.whole, p.trace), (2, whole));
+}
+
+#[test]
+fn a_file_that_changes_between_the_reads_is_an_error() {
+    let first = encode_later(&[("k", vec![record(0, 0, 4, 0x10, 0, 0)])]);
+    let path = scratch("changed.trc", &first);
+    let ctx = crate::trace::Ctx {
+        file: "changed.trc",
+        path: &path,
+        file_bytes: first.len() as u64,
+        wrap: &|s| s,
+        watch: &|s| s,
+    };
+    // The scan reads `first`; the second read finds a CTA outside the grid.
+    std::fs::write(
+        &path,
+        encode_later(&[("k", vec![record(0, 0, 4, 0x10, 5, 0)])]),
+    )
+    .unwrap();
+    let e = stream_into(first.as_slice(), &ctx, &mut Pieces::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("changed while it was read"), "{e}");
+    std::fs::write(
+        &path,
+        encode_later(&[("j", vec![record(0, 0, 4, 0x10, 0, 0)])]),
+    )
+    .unwrap();
+    let e = stream_into(first.as_slice(), &ctx, &mut Pieces::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("changed while it was read"), "{e}");
+    std::fs::remove_file(&path).unwrap();
+}
