@@ -8,7 +8,6 @@
 //! runs on the SM the trace recorded for it (folded onto the modelled SMs), or on `c mod
 //! sms`. The result is the whole kernel's (tested below on random kernels cut anywhere).
 
-use super::report::KernelRow;
 use super::running::Running;
 use super::{Observer, Session, SimError};
 use crate::schedule::{issued_sm, Issue, ScheduleError};
@@ -199,25 +198,13 @@ impl Session {
         b.issue_pending(self, observer)?;
         let ByIssue {
             run,
-            header,
+            mut header,
             rows,
             sms,
             ..
         } = *b;
-        self.report.add_kernel(
-            KernelRow {
-                kernel: run.ki,
-                name: header.name,
-                grid: header.grid,
-                block: header.block,
-                rows,
-                warp_instructions: run.warp_insts,
-            },
-            &header.instructions,
-            &run.insts,
-            &run.ctas,
-            |c| Some(issued_sm(&header.info.cta_sm, c, sms)),
-        );
+        let cta_sm = std::mem::take(&mut header.info.cta_sm);
+        self.add_pieced(&run, header, rows, |c| Some(issued_sm(&cta_sm, c, sms)));
         Ok(())
     }
 }

@@ -459,6 +459,18 @@ impl Session {
             header,
             rows,
         } = *b;
+        self.add_pieced(&run, header, rows, |c| sched.cta_sm(c));
+        Ok(())
+    }
+
+    /// Adds a kernel given in pieces (`header`, `rows` given) to the report.
+    pub(super) fn add_pieced(
+        &mut self,
+        run: &Running,
+        header: Kernel,
+        rows: u64,
+        cta_sm: impl Fn(u32) -> Option<u32>,
+    ) {
         self.report.add_kernel(
             KernelRow {
                 kernel: run.ki,
@@ -471,9 +483,8 @@ impl Session {
             &header.instructions,
             &run.insts,
             &run.ctas,
-            |c| sched.cta_sm(c),
+            cta_sm,
         );
-        Ok(())
     }
 
     /// Issues warp instructions until the scheduler needs a CTA it has not been given.

@@ -99,6 +99,21 @@ struct Record {
     cta: Dim3,
 }
 
+impl Record {
+    /// The record as thread `thread`'s access, of instruction `inst` and instance `dyn_inst`.
+    fn access(&self, thread: u32, inst: u32, dyn_inst: u32) -> Access {
+        Access {
+            thread,
+            inst,
+            dyn_inst,
+            addr: self.addr,
+            size: self.size,
+            kind: self.kind,
+            space: MemSpace::Global,
+        }
+    }
+}
+
 fn decode(rec: &[u8; RECORD]) -> Result<Record, String> {
     let word = |i: usize| {
         let mut b = [0u8; 8];
@@ -445,15 +460,7 @@ impl KernelState {
         };
         let (lane, dyn_inst) = self.warps.place(cta, &r);
         self.b
-            .push(Access {
-                thread: cta * LANES + lane,
-                inst,
-                dyn_inst,
-                addr: r.addr,
-                size: r.size,
-                kind: r.kind,
-                space: MemSpace::Global,
-            })
+            .push(r.access(cta * LANES + lane, inst, dyn_inst))
             .map_err(|e| e.to_string())
     }
 

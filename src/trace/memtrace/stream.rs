@@ -16,7 +16,7 @@ use std::io::BufRead;
 use rustc_hash::FxHashMap;
 
 use super::{instruction_name, read_into, walk, Ctas, Fail, Record, Records, Warps, LANES};
-use crate::trace::model::{Access, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order};
+use crate::trace::model::{Columns, Dim3, Kernel, KernelBuilder, Order};
 use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
 
 /// Rows handed on at a time.
@@ -142,15 +142,8 @@ impl Records for Stream<'_> {
         let inst = *p.insts.get(&(r.kind.code(), r.size)).ok_or_else(changed)?;
         let cta = grid.linear(r.cta) as u32;
         let (lane, dyn_inst) = self.warps.place(cta, &r);
-        self.rows.push(&Access {
-            thread: cta * LANES + lane,
-            inst,
-            dyn_inst,
-            addr: r.addr,
-            size: r.size,
-            kind: r.kind,
-            space: MemSpace::Global,
-        });
+        self.rows
+            .push(&r.access(cta * LANES + lane, inst, dyn_inst));
         self.given += 1;
         if self.rows.len() >= CHUNK_ROWS {
             self.flush()?;
