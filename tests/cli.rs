@@ -1095,6 +1095,67 @@ fn a_memtrace_file_streams_in_issue_order() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An NVBit log of two launches whose CTAs' warps interleave on their hardware slots, with
+/// the application's own output between.
+fn nvbit_file(path: &std::path::Path) {
+    let mut state = 777u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let mut out = String::from("app: starting\n");
+    for (id, (gx, gy)) in [(4u64, 3u64), (7, 1)].into_iter().enumerate() {
+        out.push_str(&format!("MEMTRACE: CTX 0x55 - LAUNCH - Kernel pc 0x7f00 - Kernel name k{id} - grid launch id {id} - grid size {gx},{gy},1 - block size 64,1,1 - nregs 24 - shmem 0 - cuda stream id 0\n"));
+        for step in 0..500u64 {
+            let cta = next() % (gx * gy);
+            let slot = 2 * (cta % 4) + next() % 2;
+            let op = ["LDG.E", "LDG.E.64", "STG.E"][(next() % 3) as usize];
+            let size = if op == "LDG.E.64" { 8 } else { 4 };
+            let active = 1 + next() % 32;
+            let base = 0x7f00_0010_0000 + (next() % 64) * 128 + step % 3 * 4096;
+            let lanes: Vec<String> = (0..32)
+                .map(|l| if l < active { format!("0x{:016x}", base + l * size) } else { format!("0x{:016x}", 0) })
+                .collect();
+            out.push_str(&format!(
+                "MEMTRACE: CTX 0x55 - grid_launch_id {id} - CTA {},{},0 - warp {slot} - {op} - {}\n",
+                cta % gx,
+                cta / gx,
+                lanes.join(" ")
+            ));
+        }
+        out.push_str("app: kernel done\n");
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// An NVBit log streams in issue order, a launch at a time: `sim` gives the result of the log
+/// read whole, and `convert` writes a `.wsb` that simulates the same.
+#[test]
+fn an_nvbit_log_streams_in_issue_order() {
+    let dir = std::env::temp_dir().join(format!("warpscope-nvbit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    nvbit_file(std::path::Path::new(&p("m.log")));
+    assert_streamed_run_equals_whole(&p("m.log"));
+    let conv = warpscope(&["convert", &p("m.log"), &p("m.wsb")]);
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let sim = |t: &str| json(&["sim", "--json", "--sms", "4", "--all-sms", "--trace", t]);
+    let mut from_log = sim(&p("m.log"));
+    let mut from_wsb = sim(&p("m.wsb"));
+    for r in [&mut from_log, &mut from_wsb] {
+        r.as_object_mut().unwrap().remove("trace");
+    }
+    assert_eq!(from_wsb, from_log);
+    assert_eq!(from_log["kernels"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_binary_trace_streams_cta_by_cta() {
     let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));

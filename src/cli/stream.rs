@@ -116,12 +116,13 @@ fn counting(
     }
 }
 
-/// The bytes progress is measured against: the file's, or for an Accel-Sim trace twice
-/// (each kernel file is scanned, then read: `trace::accelsim`) those of its `.traceg`, or of
-/// every file beside its `kernelslist.g`.
+/// The bytes progress is measured against: the file's, times the reads a streamed read makes
+/// of it ([`trace::OpenTrace::streamed_reads`]), or for an Accel-Sim trace twice (each kernel
+/// file is scanned, then read: `trace::accelsim`) those of its `.traceg`, or of every file
+/// beside its `kernelslist.g`.
 fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
     if open.format != trace::Format::AccelSim {
-        return open.file_bytes;
+        return open.streamed_reads() * open.file_bytes;
     }
     let listed = path.is_dir()
         || path

@@ -15,6 +15,8 @@ pub mod memtrace;
 mod model;
 pub mod nugteren;
 pub mod nvbit;
+#[cfg(test)]
+pub(crate) mod testing;
 #[cfg(feature = "tables")]
 mod parquet_check;
 mod sink;
@@ -331,8 +333,9 @@ impl OpenTrace {
     /// Reads every kernel into `out` as [`OpenTrace::read`] does, but in pieces where the
     /// file allows, in the memory of one piece: CTA by CTA from our binary format and
     /// Accel-Sim traces (each kernel file is read twice, a scan and the read: see
-    /// `accelsim/stream.rs`), chunks in issue order from our binary format and cuda-memtrace
-    /// (read twice: `memtrace/stream.rs`). Other formats' kernels come whole.
+    /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
+    /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
+    /// (read twice: `nvbit/stream.rs`). Other formats' kernels come whole.
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
@@ -367,6 +370,7 @@ impl OpenTrace {
             Format::Binary => binary::stream_sized(self.reader, &self.name, bound, &mut counting),
             Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
             Format::MemTrace if by_cta => memtrace::stream_into(self.reader, &ctx, &mut counting),
+            Format::NvBit if by_cta => nvbit::stream_into(self.reader, &ctx, &mut counting),
             _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
         if result.is_ok() && counting.kernels == 0 {
@@ -380,6 +384,17 @@ impl OpenTrace {
             ));
         }
         result
+    }
+
+    /// How many times [`OpenTrace::stream`] reads the file: twice for formats whose kernels'
+    /// headers are known only at their ends (scanned, then read), once for a pipe or any other
+    /// format. Progress by bytes read is measured against this many times the file.
+    pub fn streamed_reads(&self) -> u64 {
+        match self.format {
+            _ if self.file_bytes == 0 => 1,
+            Format::AccelSim | Format::MemTrace | Format::NvBit => 2,
+            _ => 1,
+        }
     }
 
     /// The most bytes the file can hold once decompressed: its size, or for compressed input

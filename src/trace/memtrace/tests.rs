@@ -1,4 +1,5 @@
 use super::*;
+use crate::trace::testing::{scratch, stream_file, Pieces};
 use crate::trace::Trace;
 
 const SAMPLE: &str = concat!(
@@ -100,63 +101,6 @@ fn bad_records_are_rejected_with_offsets() {
     }
 }
 
-/// Records what a streaming read hands on, and assembles it.
-#[derive(Default)]
-struct Pieces {
-    trace: Trace,
-    whole: usize,
-    issued: Vec<usize>,
-    building: Option<crate::trace::model::KernelBuilder>,
-}
-
-impl KernelSink for Pieces {
-    fn kernel(&mut self, k: crate::trace::Kernel) -> Result<(), TraceError> {
-        self.whole += 1;
-        self.trace.kernels.push(k);
-        Ok(())
-    }
-}
-
-impl crate::trace::CtaSink for Pieces {
-    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
-        assert!(header.is_empty(), "a header carries no rows");
-        self.building = Some(crate::trace::sink::builder_for(header)?);
-        Ok(())
-    }
-    fn cta(&mut self, _: u32, _: &crate::trace::Columns) -> Result<(), TraceError> {
-        panic!("cuda-memtrace kernels are in issue order")
-    }
-    fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
-        self.issued.push(rows.len());
-        crate::trace::sink::append_issued(self.building.as_mut(), rows)
-    }
-    fn end_kernel(&mut self) -> Result<(), TraceError> {
-        let k = crate::trace::sink::finish(self.building.take())?;
-        self.trace.kernels.push(k);
-        Ok(())
-    }
-}
-
-/// Streams file `path` through the reader the shells use.
-fn stream_file(path: &std::path::Path) -> Result<Pieces, TraceError> {
-    let opts = crate::trace::ReadOptions {
-        format: None,
-        allow_truncated: false,
-    };
-    let open = crate::trace::open_trace(path, opts, &|s| s, &|s| s)?;
-    let mut p = Pieces::default();
-    open.stream(&|s| s, &|s| s, &mut p)?;
-    Ok(p)
-}
-
-fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ws-memtrace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
 /// A record: SM, type, size, address, CTA (x, y).
 fn record(sm: u64, ty: u64, size: u64, addr: u64, x: u64, y: u64) -> [u64; 3] {
     [sm << 32 | ty << 28 | size, addr, x << 32 | y << 16]
@@ -188,7 +132,7 @@ proptest::proptest! {
         }
         let named: Vec<(&str, Vec<[u64; 3]>)> = named.iter().map(|(n, r)| (n.as_str(), r.clone())).collect();
         let bytes = encode_later(&named);
-        let path = scratch(&format!("p{seed}.trc"), &bytes);
+        let path = scratch("memtrace", &format!("p{seed}.trc"), &bytes);
         let whole = {
             let mut t = Trace::default();
             read_into(bytes.as_slice(), &path.display().to_string(), &mut t).map(|()| t)
@@ -214,7 +158,7 @@ fn a_long_kernel_comes_in_chunks_and_a_pipe_whole() {
         .map(|i| record(i / 1000 % 4, 0, 4, 0x1000 + 4 * i, i / 1000, 0))
         .collect();
     let bytes = encode_later(&[("long", recs), ("short", vec![record(0, 1, 8, 0x40, 0, 0)])]);
-    let path = scratch("long.trc", &bytes);
+    let path = scratch("memtrace", "long.trc", &bytes);
     let s = stream_file(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(s.issued, [65536, 65536, 18928, 1]);
@@ -238,7 +182,7 @@ fn a_long_kernel_comes_in_chunks_and_a_pipe_whole() {
 #[test]
 fn a_file_that_changes_between_the_reads_is_an_error() {
     let first = encode_later(&[("k", vec![record(0, 0, 4, 0x10, 0, 0)])]);
-    let path = scratch("changed.trc", &first);
+    let path = scratch("memtrace", "changed.trc", &first);
     let ctx = crate::trace::Ctx {
         file: "changed.trc",
         path: &path,

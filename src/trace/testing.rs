@@ -1,0 +1,65 @@
+//! Test helpers shared by the readers' tests: a receiver that records the pieces a streamed
+//! read hands on, and scratch files to stream from.
+
+use super::{KernelSink, Trace, TraceError};
+
+/// Records what a streaming read hands on, and assembles it.
+#[derive(Default)]
+pub(crate) struct Pieces {
+    pub trace: Trace,
+    /// Kernels handed on whole.
+    pub whole: usize,
+    /// Rows of each `issued` piece.
+    pub issued: Vec<usize>,
+    building: Option<crate::trace::model::KernelBuilder>,
+}
+
+impl KernelSink for Pieces {
+    fn kernel(&mut self, k: crate::trace::Kernel) -> Result<(), TraceError> {
+        self.whole += 1;
+        self.trace.kernels.push(k);
+        Ok(())
+    }
+}
+
+impl crate::trace::CtaSink for Pieces {
+    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
+        assert!(header.is_empty(), "a header carries no rows");
+        self.building = Some(crate::trace::sink::builder_for(header)?);
+        Ok(())
+    }
+    fn cta(&mut self, _: u32, _: &crate::trace::Columns) -> Result<(), TraceError> {
+        panic!("these kernels are in issue order")
+    }
+    fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        self.issued.push(rows.len());
+        crate::trace::sink::append_issued(self.building.as_mut(), rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        let k = crate::trace::sink::finish(self.building.take())?;
+        self.trace.kernels.push(k);
+        Ok(())
+    }
+}
+
+/// Streams file `path` through the reader the shells use.
+pub(crate) fn stream_file(path: &std::path::Path) -> Result<Pieces, TraceError> {
+    let opts = crate::trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    let open = crate::trace::open_trace(path, opts, &|s| s, &|s| s)?;
+    let mut p = Pieces::default();
+    open.stream(&|s| s, &|s| s, &mut p)?;
+    Ok(p)
+}
+
+/// Writes `bytes` to file `name` in a scratch folder of this test process named after `reader`.
+pub(crate) fn scratch(reader: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ws-{reader}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
