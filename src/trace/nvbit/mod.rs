@@ -326,17 +326,15 @@ fn sparse(file: &str, id: u64, e: impl std::fmt::Display) -> TraceError {
     TraceError::parse(file, Location::Line(0), format!("grid launch id {id}: {e}"))
 }
 
+/// The fields of a line between ` - ` separators.
 fn split_dash(s: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::with_capacity(8);
     let mut start = 0;
-    let mut i = 0;
-    while i + 3 <= s.len() {
-        if &s[i..i + 3] == b" - " {
-            out.push(&s[start..i]);
-            i += 3;
-            start = i;
-        } else {
-            i += 1;
+    for at in memchr::memmem::find_iter(s, b" - ") {
+        // Separators do not overlap: ` - - ` holds one.
+        if at >= start {
+            out.push(&s[start..at]);
+            start = at + 3;
         }
     }
     out.push(&s[start..]);

@@ -302,3 +302,10 @@ fn a_file_that_changes_between_the_reads_is_an_error() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn fields_split_on_each_dash_separator_once() {
+    let parts = split_dash(b"CTX 0x1 - LAUNCH - a - - b -  - c - ");
+    assert_eq!(parts, [&b"CTX 0x1"[..], b"LAUNCH", b"a", b"- b", b"", b"c", b""]);
+    assert_eq!(split_dash(b"no separator"), [&b"no separator"[..]]);
+}
