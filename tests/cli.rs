@@ -1156,6 +1156,63 @@ fn an_nvbit_log_streams_in_issue_order() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Per-thread formats (Nugteren et al., Crawford) stream through an external sort: `sim`
+/// gives the result of the trace read whole, whatever order the threads' lines are in.
+#[test]
+fn per_thread_traces_stream_through_a_sort() {
+    let dir = std::env::temp_dir().join(format!("warpscope-pthread-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let gen = warpscope(&["gen", "hotspot", "nx=32", "ny=32", "steps=1", "block=8,8", "-o", &p("h.wsb")]);
+    assert!(gen.status.success());
+    let out = warpscope(&["convert", &p("h.wsb"), &p("n.trc"), "--to", "nugteren"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The same kernel with its threads' lines interleaved, the last thread first.
+    // One kernel: written as `n.trc` itself.
+    let text = std::fs::read_to_string(p("n.trc")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_string();
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+    for l in lines {
+        let tid: u64 = l.split(' ').next().unwrap().parse().unwrap();
+        by_thread.entry(tid).or_default().push(l);
+    }
+    let mut queues: Vec<std::collections::VecDeque<&str>> =
+        by_thread.into_values().rev().map(Into::into).collect();
+    let mut mixed = header + "\n";
+    while queues.iter().any(|q| !q.is_empty()) {
+        for q in queues.iter_mut() {
+            if let Some(l) = q.pop_front() {
+                mixed.push_str(l);
+                mixed.push('\n');
+            }
+        }
+    }
+    std::fs::write(p("mixed.trc"), &mixed).unwrap();
+    assert_streamed_run_equals_whole(&p("mixed.trc"));
+    let sim = |t: &str| {
+        let mut r = json(&["sim", "--json", "--trace", t]);
+        r.as_object_mut().unwrap().remove("trace");
+        r
+    };
+    assert_eq!(sim(&p("mixed.trc")), sim(&p("n.trc")));
+    // Crawford: two executions of 16x4 work-groups, records in reverse thread order.
+    let mut crawford = String::from("local size:16 4\n");
+    for exec in 0..2u64 {
+        for i in (0..64 * 24u64).rev() {
+            let (x, y, iter) = (i % 64, i / 64 % 8, i / 512);
+            let gid = x | y << 20;
+            let addr = 0x1000 + 4 * (x + 64 * (y + 8 * iter)) + exec * 0x10_0000;
+            let (ty, code) = if iter == 2 { (0xAu64, 0x31Au64) } else { (0xF, 0x319) };
+            crawford.push_str(&format!("{:#x}|{gid:#x}|{:#x}\n", addr << 32 | ty << 28 | code, (iter + 1) << 40));
+        }
+        crawford.push_str("--\n");
+    }
+    std::fs::write(p("c.trace"), crawford).unwrap();
+    assert_streamed_run_equals_whole(&p("c.trace"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_binary_trace_streams_cta_by_cta() {
     let dir = std::env::temp_dir().join(format!("warpscope-ctastream-{}", std::process::id()));

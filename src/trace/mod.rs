@@ -21,6 +21,7 @@ pub(crate) mod testing;
 mod parquet_check;
 mod sink;
 pub mod source;
+pub(crate) mod spill;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod text;
@@ -243,6 +244,26 @@ pub struct Loaded {
     pub truncated: Option<TraceError>,
 }
 
+/// Why a reader's record, a kernel's start or its end was refused: a message about the file
+/// (the reader's walker adds the line or offset), or an error of the receiver, passed on as it
+/// is.
+pub(crate) enum Fail {
+    File(String),
+    Out(TraceError),
+}
+
+impl From<String> for Fail {
+    fn from(m: String) -> Self {
+        Fail::File(m)
+    }
+}
+
+impl From<TraceError> for Fail {
+    fn from(e: TraceError) -> Self {
+        Fail::Out(e)
+    }
+}
+
 /// What a reader needs besides the stream: the name for errors and a way to open the other
 /// files of multi-file formats (Accel-Sim's `kernelslist.g`).
 pub(crate) struct Ctx<'a> {
@@ -371,6 +392,12 @@ impl OpenTrace {
             Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
             Format::MemTrace if by_cta => memtrace::stream_into(self.reader, &ctx, &mut counting),
             Format::NvBit if by_cta => nvbit::stream_into(self.reader, &ctx, &mut counting),
+            Format::Crawford if by_cta => {
+                crawford::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
+            }
+            Format::Nugteren if by_cta => {
+                nugteren::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
+            }
             _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
         if result.is_ok() && counting.kernels == 0 {

@@ -17,14 +17,24 @@
 use std::io::{BufRead, Write};
 
 use super::lex::{self, Lines};
-use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
-use super::{Location, TraceError};
+use super::model::{
+    Access, AccessKind, BuildError, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
+};
+use super::{spill, CtaSink, Location, TraceError};
 
-pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+/// One access line: flat thread id, store (else load), address, bytes.
+type Line = (u32, bool, u64, u16);
+
+/// Walks a file: checks the header and every line, handing each access to `row` in file
+/// order with the block size; returns the block size and the largest thread id.
+fn walk<R: BufRead>(
+    r: R,
+    file: &str,
+    mut row: impl FnMut(Dim3, Line) -> Result<(), TraceError>,
+) -> Result<(Dim3, u32), TraceError> {
     let err = |line: u64, msg: String| TraceError::parse(file, Location::Line(line), msg);
     let mut lines = Lines::new(r);
     let mut block: Option<Dim3> = None;
-    let mut rows: Vec<(u32, bool, u64, u16)> = Vec::new();
     let mut max_tid = 0u32;
     while let Some((n, line)) = lines.next_line().map_err(|e| TraceError::io(file, e))? {
         let t = line.trim_ascii();
@@ -124,48 +134,116 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
                 )
             })?;
         max_tid = max_tid.max(tid);
-        rows.push((tid, store, addr, bytes));
+        if let Some(b) = block {
+            row(b, (tid, store, addr, bytes))?;
+        }
     }
     let block = block.ok_or_else(|| err(0, "empty file: expected `blocksize: X Y Z`".into()))?;
-    let tpb = block.count();
-    let blocks = (max_tid as u64 / tpb + 1) as u32;
-    super::check_density(Dim3::x(blocks), block, rows.len(), Order::PerThread)
-        .map_err(|e| err(0, e.to_string()))?;
+    Ok((block, max_tid))
+}
+
+/// The kernel's header (no rows): a 1-D grid of as many blocks as thread `max_tid` needs,
+/// and the instructions `load` (0) and `store` (1). `rows` must not be too many for it.
+fn header(block: Dim3, max_tid: u32, rows: u64, file: &str) -> Result<KernelBuilder, TraceError> {
+    let err = |msg: String| TraceError::parse(file, Location::Line(0), msg);
+    let blocks = (max_tid as u64 / block.count() + 1) as u32;
+    super::check_density(Dim3::x(blocks), block, rows as usize, Order::PerThread)
+        .map_err(|e| err(e.to_string()))?;
     let mut b = KernelBuilder::new("kernel", Dim3::x(blocks), block, Order::PerThread)
-        .map_err(|e| err(0, e.to_string()))?;
-    let load = b.instruction("load", None);
-    let store = b.instruction("store", None);
-    b.reserve(rows.len());
-    // Per-thread occurrence counts of loads and stores.
-    let threads = (blocks as u64 * tpb) as usize;
-    let mut counts = vec![(0u32, 0u32); threads];
-    for (tid, is_store, addr, size) in rows {
-        let c = &mut counts[tid as usize];
-        let (inst, dyn_inst) = if is_store {
-            c.1 += 1;
-            (store, c.1 - 1)
+        .map_err(|e| err(e.to_string()))?;
+    b.instruction("load", None);
+    b.instruction("store", None);
+    Ok(b)
+}
+
+/// The access of a load or store: a thread's k-th load is instance k of `load`, its k-th
+/// store instance k of `store`; `counts` are the thread's loads and stores before it.
+fn access(thread: u32, store: bool, addr: u64, size: u16, counts: &mut (u32, u32)) -> Access {
+    let (inst, dyn_inst) = if store {
+        counts.1 += 1;
+        (1, counts.1 - 1)
+    } else {
+        counts.0 += 1;
+        (0, counts.0 - 1)
+    };
+    Access {
+        thread,
+        inst,
+        dyn_inst,
+        addr,
+        size,
+        kind: if store {
+            AccessKind::Store
         } else {
-            c.0 += 1;
-            (load, c.0 - 1)
-        };
-        b.push(Access {
-            thread: tid,
-            inst,
-            dyn_inst,
-            addr,
-            size,
-            kind: if is_store {
-                AccessKind::Store
-            } else {
-                AccessKind::Load
-            },
-            space: MemSpace::Global,
-        })
-        .map_err(|e| err(0, e.to_string()))?;
+            AccessKind::Load
+        },
+        space: MemSpace::Global,
+    }
+}
+
+/// Reads the file whole: one kernel.
+pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
+    let err = |msg: String| TraceError::parse(file, Location::Line(0), msg);
+    let mut rows: Vec<Line> = Vec::new();
+    let (block, max_tid) = walk(r, file, |_, l| {
+        rows.push(l);
+        Ok(())
+    })?;
+    let mut b = header(block, max_tid, rows.len() as u64, file)?;
+    b.reserve(rows.len());
+    // Per-thread counts of loads and stores.
+    let mut counts = vec![(0u32, 0u32); b.threads() as usize];
+    for (tid, store, addr, size) in rows {
+        b.push(access(tid, store, addr, size, &mut counts[tid as usize]))
+            .map_err(|e| err(e.to_string()))?;
     }
     Ok(Trace {
-        kernels: vec![b.finish_checked().map_err(|e| err(0, e.to_string()))?],
+        kernels: vec![b.finish_checked().map_err(|e| err(e.to_string()))?],
     })
+}
+
+/// Reads the file into `out` a CTA at a time, in the memory of an external sort's buffer
+/// (`cap` rows; `trace/spill.rs`): the lines are sorted by thread, keeping each thread's
+/// order, and handed on CTA by CTA. The kernel is the one [`read`] gives.
+pub(crate) fn stream_into<R: BufRead>(
+    r: R,
+    file: &str,
+    cap: usize,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let io = |e| TraceError::io(file, e);
+    let mut sort = spill::Sort::new(cap);
+    let (block, max_tid) = walk(r, file, |block, (tid, store, addr, size)| {
+        let tpb = block.count();
+        sort.push(spill::Row {
+            cta: tid as u64 / tpb,
+            local: (tid as u64 % tpb) as u32,
+            inst: store as u32,
+            addr,
+            aux: 0,
+            size,
+            flags: 0,
+        })
+        .map_err(io)
+    })?;
+    let b = header(block, max_tid, sort.len(), file)?;
+    if sort.len() > u32::MAX as u64 {
+        return Err(TraceError::parse(file, Location::Line(0), BuildError::TooManyRows.to_string()));
+    }
+    out.begin_kernel(&b.header())?;
+    let tpb = block.count() as u32;
+    // The loads and stores of the thread whose rows are being handed on.
+    let mut counts = (0u32, 0u32);
+    let mut last = None;
+    let sorted = sort.sorted().map_err(io)?;
+    spill::hand_on_by_cta(sorted, file, tpb, out, |c| c as u32, |r, tid| {
+        if last != Some(tid) {
+            counts = (0, 0);
+            last = Some(tid);
+        }
+        access(tid, r.inst == 1, r.addr, r.size, &mut counts)
+    })?;
+    out.end_kernel()
 }
 
 /// Writes one kernel in this format, so that the released model can read it: global and local
@@ -195,6 +273,7 @@ pub fn write<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::testing::Pieces;
 
     #[test]
     fn reads_threads_in_block_major_order() {
@@ -240,6 +319,55 @@ mod tests {
             assert!(e.contains("bad.trc"), "{e}");
             assert!(e.contains(&format!("line {line}")), "{e}");
             assert!(e.contains(what), "{e}");
+        }
+    }
+
+    /// Reads `text` whole and streamed through a sort of `cap` rows a run.
+    fn both(text: &str, cap: usize) -> (Result<Trace, String>, Result<Pieces, String>) {
+        let whole = read(text.as_bytes(), "n.trc").map_err(|e| e.to_string());
+        let mut p = Pieces::default();
+        let streamed = stream_into(text.as_bytes(), "n.trc", cap, &mut p)
+            .map(|()| p)
+            .map_err(|e| e.to_string());
+        (whole, streamed)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(150))]
+        /// Sorted in runs of any size and handed on CTA by CTA, a file gives the kernel read
+        /// whole, and a failing one its error.
+        #[test]
+        fn streamed_through_an_external_sort_equals_read_whole(
+            rows in proptest::collection::vec((0u32..40, proptest::bool::ANY, 0u64..4096, 1u16..9), 0..120),
+            block in (1u32..5, 1u32..3),
+            cap in 1usize..50,
+            bad in proptest::option::weighted(0.1, 0usize..120),
+        ) {
+            let mut text = format!("blocksize: {} {} 1\n", block.0, block.1);
+            for (i, (tid, store, addr, size)) in rows.iter().enumerate() {
+                if bad == Some(i) {
+                    text.push_str("7 2 0 4\n");
+                }
+                text.push_str(&format!("{tid} {} {addr} {size}\n", *store as u8));
+            }
+            match both(&text, cap) {
+                (Ok(w), Ok(s)) => {
+                    proptest::prop_assert_eq!(&s.trace, &w);
+                    proptest::prop_assert_eq!(s.whole, 0);
+                    // CTAs come once each, in increasing order.
+                    proptest::prop_assert!(s.ctas.windows(2).all(|c| c[0] < c[1]));
+                }
+                (Err(w), Err(s)) => proptest::prop_assert_eq!(s, w),
+                (w, s) => proptest::prop_assert!(false, "whole {:?}, streamed {:?}", w.map(|_| ()), s.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn errors_at_the_end_are_the_whole_reads() {
+        for text in ["", "blocksize: 1 1 1\n4000000000 0 0 4\n"] {
+            let (w, s) = both(text, 4);
+            assert_eq!(s.map(|_| ()), w.map(|_| ()));
         }
     }
 }

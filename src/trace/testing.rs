@@ -11,6 +11,8 @@ pub(crate) struct Pieces {
     pub whole: usize,
     /// Rows of each `issued` piece.
     pub issued: Vec<usize>,
+    /// The CTA of each `cta` piece.
+    pub ctas: Vec<u32>,
     building: Option<crate::trace::model::KernelBuilder>,
 }
 
@@ -28,8 +30,9 @@ impl crate::trace::CtaSink for Pieces {
         self.building = Some(crate::trace::sink::builder_for(header)?);
         Ok(())
     }
-    fn cta(&mut self, _: u32, _: &crate::trace::Columns) -> Result<(), TraceError> {
-        panic!("these kernels are in issue order")
+    fn cta(&mut self, cta: u32, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        self.ctas.push(cta);
+        crate::trace::sink::append_cta(self.building.as_mut(), cta, rows)
     }
     fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
         self.issued.push(rows.len());

@@ -25,7 +25,7 @@ mod stream;
 pub(crate) use stream::stream_into;
 
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
-use super::{KernelSink, Location, TraceError};
+use super::{Fail, KernelSink, Location, TraceError};
 
 const LANES: u32 = 32;
 const RECORD: usize = 24;
@@ -146,25 +146,6 @@ fn decode(rec: &[u8; RECORD]) -> Result<Record, String> {
             (cta & 0xffff) as u32,
         ),
     })
-}
-
-/// Why a record, a kernel's start or its end was refused: a message about the file (the
-/// walker adds the offset), or an error of the receiver, passed on as it is.
-enum Fail {
-    File(String),
-    Out(TraceError),
-}
-
-impl From<String> for Fail {
-    fn from(m: String) -> Self {
-        Fail::File(m)
-    }
-}
-
-impl From<TraceError> for Fail {
-    fn from(e: TraceError) -> Self {
-        Fail::Out(e)
-    }
 }
 
 /// What the walker over a file's records tells: a kernel begins (the previous one, if any,
