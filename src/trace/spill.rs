@@ -170,7 +170,12 @@ impl Sort {
             heads.push(row);
             runs.push(run);
         }
-        Ok(Sorted(Source::Merge { runs, heads, heap }))
+        Ok(Sorted(Source::Merge {
+            runs,
+            heads,
+            heap,
+            current: None,
+        }))
     }
 }
 
@@ -236,9 +241,12 @@ enum Source {
     Memory(std::vec::IntoIter<Row>),
     Merge {
         runs: Vec<Run>,
-        /// Each run's next row, and the runs that have one by its key (ties: the earlier run).
+        /// Each run's next row, and the runs that have one by its key (ties: the earlier run),
+        /// but for `current`, the run the last row came from, kept out of the heap while it
+        /// stays first (so rows already in order cost no heap operation).
         heads: Vec<Row>,
         heap: BinaryHeap<Reverse<(u64, u32, usize)>>,
+        current: Option<usize>,
     },
 }
 
@@ -247,14 +255,34 @@ impl Sorted {
     pub fn next(&mut self) -> io::Result<Option<Row>> {
         match &mut self.0 {
             Source::Memory(rows) => Ok(rows.next()),
-            Source::Merge { runs, heads, heap } => {
-                let Some(Reverse((_, _, i))) = heap.pop() else {
-                    return Ok(None);
+            Source::Merge {
+                runs,
+                heads,
+                heap,
+                current,
+            } => {
+                let i = match current.take() {
+                    Some(i) => {
+                        let mine = (heads[i].cta, heads[i].local, i);
+                        match heap.peek_mut() {
+                            // Another run comes first: it leaves the heap, this one goes in.
+                            Some(mut top) if top.0 < mine => {
+                                let j = top.0 .2;
+                                *top = Reverse(mine);
+                                j
+                            }
+                            _ => i,
+                        }
+                    }
+                    None => match heap.pop() {
+                        Some(Reverse((_, _, i))) => i,
+                        None => return Ok(None),
+                    },
                 };
                 let row = heads[i];
                 if let Some(next) = runs[i].next()? {
                     heads[i] = next;
-                    heap.push(Reverse((next.cta, next.local, i)));
+                    *current = Some(i);
                 }
                 Ok(Some(row))
             }
