@@ -356,7 +356,9 @@ impl OpenTrace {
     /// Accel-Sim traces (each kernel file is read twice, a scan and the read: see
     /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
     /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
-    /// (read twice: `nvbit/stream.rs`). Other formats' kernels come whole.
+    /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s and Crawford's
+    /// per-thread formats after an external sort (`spill.rs`). Other formats' kernels come
+    /// whole.
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,

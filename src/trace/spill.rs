@@ -17,7 +17,8 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
-/// Rows a buffer holds by default before it is written out as a run (about 160 MiB).
+/// Rows a buffer holds by default before it is written out as a run (about 224 MiB with
+/// their sort keys).
 pub(crate) const DEFAULT_CAP: usize = 1 << 22;
 
 /// One row, as the format decoded it: the sort key (`cta`, then `local`, the thread's
@@ -52,9 +53,6 @@ const EMPTY: Row = Row {
 const RECORD: usize = 35;
 
 impl Row {
-    fn key(&self) -> (u64, u32) {
-        (self.cta, self.local)
-    }
     fn encode(&self, out: &mut [u8; RECORD]) {
         out[0..8].copy_from_slice(&self.cta.to_le_bytes());
         out[8..12].copy_from_slice(&self.local.to_le_bytes());
@@ -82,6 +80,8 @@ impl Row {
 /// Rows gathered for sorting.
 pub(crate) struct Sort {
     buf: Vec<Row>,
+    /// The buffer's order while it is written ([`Sort::sort_keys`]).
+    keys: Vec<(u64, u32, u32)>,
     cap: usize,
     /// The temporary file and each run's first row and row count in it.
     file: Option<BufWriter<File>>,
@@ -95,7 +95,9 @@ impl Sort {
     pub fn new(cap: usize) -> Self {
         Self {
             buf: Vec::new(),
-            cap: cap.max(1),
+            keys: Vec::new(),
+            // Positions in the buffer are u32.
+            cap: cap.clamp(1, u32::MAX as usize),
             file: None,
             runs: Vec::new(),
             written: 0,
@@ -117,19 +119,29 @@ impl Sort {
         Ok(())
     }
 
+    /// Fills `keys` with the buffer's keys and positions, in order: sorting these 16-byte
+    /// entries (the position breaks ties, so the order is stable) is far cheaper than moving
+    /// whole rows.
+    fn sort_keys(&mut self) {
+        self.keys.clear();
+        self.keys
+            .extend(self.buf.iter().enumerate().map(|(i, r)| (r.cta, r.local, i as u32)));
+        self.keys.sort_unstable();
+    }
+
     /// Sorts the buffer and writes it to the file as a run.
     fn write_run(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        self.buf.sort_by_key(Row::key);
+        self.sort_keys();
         let w = match self.file.as_mut() {
             Some(w) => w,
             None => self.file.insert(BufWriter::with_capacity(1 << 20, tempfile::tempfile()?)),
         };
         let mut rec = [0u8; RECORD];
-        for r in &self.buf {
-            r.encode(&mut rec);
+        for &(_, _, i) in &self.keys {
+            self.buf[i as usize].encode(&mut rec);
             w.write_all(&rec)?;
         }
         self.runs.push((self.written, self.buf.len() as u64));
@@ -141,13 +153,23 @@ impl Sort {
     /// The rows in sorted order.
     pub fn sorted(mut self) -> io::Result<Sorted> {
         if self.file.is_none() {
-            self.buf.sort_by_key(Row::key);
-            return Ok(Sorted(Source::Memory(self.buf.into_iter())));
+            self.sort_keys();
+            return Ok(Sorted(Source::Memory {
+                rows: self.buf,
+                order: self.keys,
+                at: 0,
+            }));
         }
         self.write_run()?;
         let file = match self.file.take() {
             Some(w) => w.into_inner().map_err(|e| e.into_error())?,
-            None => return Ok(Sorted(Source::Memory(Vec::new().into_iter()))),
+            None => {
+                return Ok(Sorted(Source::Memory {
+                    rows: Vec::new(),
+                    order: Vec::new(),
+                    at: 0,
+                }))
+            }
         };
         let file = std::sync::Arc::new(file);
         // Each run reads its part of the one file at its own offset, through its own buffer.
@@ -238,7 +260,12 @@ pub(crate) struct Sorted(Source);
 
 /// Where sorted rows come from: memory, or a merge of the runs.
 enum Source {
-    Memory(std::vec::IntoIter<Row>),
+    /// The rows and their order.
+    Memory {
+        rows: Vec<Row>,
+        order: Vec<(u64, u32, u32)>,
+        at: usize,
+    },
     Merge {
         runs: Vec<Run>,
         /// Each run's next row, and the runs that have one by its key (ties: the earlier run),
@@ -254,7 +281,11 @@ impl Sorted {
     /// The next row in key order (rows of equal keys in the order pushed).
     pub fn next(&mut self) -> io::Result<Option<Row>> {
         match &mut self.0 {
-            Source::Memory(rows) => Ok(rows.next()),
+            Source::Memory { rows, order, at } => {
+                let row = order.get(*at).map(|&(_, _, i)| rows[i as usize]);
+                *at += 1;
+                Ok(row)
+            }
             Source::Merge {
                 runs,
                 heads,
@@ -362,7 +393,7 @@ mod tests {
             let spilled = rows.len() >= cap;
             prop_assert_eq!(s.file.is_some(), spilled);
             let mut want = rows.clone();
-            want.sort_by_key(Row::key);
+            want.sort_by_key(|r| (r.cta, r.local));
             prop_assert_eq!(drain(s.sorted().unwrap()), want);
         }
     }
