@@ -1,5 +1,5 @@
-//! The desktop app's flows, driven through egui_kittest (no window, no GPU), and the worker
-//! protocol (progress, cancel, last result wins) without any UI.
+//! The desktop app's flows, driven through egui_kittest (no window, no GPU), and its jobs
+//! (progress, cancel, last result wins) without any UI.
 #![cfg(feature = "gui")]
 
 use std::sync::Arc;
@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use warpscope::app::worker::{Job, Outcome, Worker};
+use warpscope::app::job::{Job, JobError, Wake};
+use warpscope::app::worker::{self, Source};
 use warpscope::app::WarpscopeApp;
 use warpscope::config;
 
@@ -149,38 +150,31 @@ fn a_bad_trace_file_shows_the_file_line_and_reason_in_the_status_bar() {
     std::fs::remove_file(&path).ok();
 }
 
-// The worker protocol, without a window.
+// The app's jobs, without a window.
+
+fn no_wake() -> Wake {
+    Arc::new(|| {})
+}
 
 #[test]
-fn worker_reports_progress_and_cancels() {
-    let mut w = Worker::new(Arc::new(|| {}));
+fn a_simulation_job_reports_progress_and_cancels() {
     let t = trace("matmul", &[("n", "256")]);
     let cfg = config::preset("fermi-16k").unwrap();
-    let ticket = w.submit(
-        "sim",
-        Job::Simulate {
-            pane: 0,
-            config: cfg,
-            trace: t,
-        },
-    );
+    let mut job = Job::spawn("sim", &no_wake(), move |p| worker::simulate(cfg, &t, p));
     let start = Instant::now();
-    let progress = w.progress(ticket).unwrap().clone();
-    while progress.fraction().unwrap_or(0.0) == 0.0 {
+    while job.progress().fraction().unwrap_or(0.0) == 0.0 {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "no progress reported"
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    w.cancel(ticket);
-    let (got, outcome) = w.wait(Duration::from_secs(60)).expect("an outcome");
-    assert_eq!(got, ticket);
+    job.cancel();
+    let outcome = job.wait(Duration::from_secs(60)).expect("an outcome");
     assert!(
-        matches!(outcome, Outcome::Cancelled),
+        matches!(outcome, Err(JobError::Cancelled)),
         "a cancelled run reports Cancelled"
     );
-    assert!(w.running().is_empty());
 }
 
 #[test]
@@ -198,13 +192,19 @@ fn the_last_submitted_result_wins_in_the_app() {
     first.cache.ways = 1;
     let mut second = first.clone();
     second.cache.ways = 0;
+    let running = |a: &WarpscopeApp| {
+        a.panes[0]
+            .sim
+            .as_ref()
+            .map(|j| j.progress() as *const warpscope::app::job::Progress)
+    };
     a.set_config(0, "first", first, 1.0);
     a.update_jobs(2.0);
-    let t1 = a.panes[0].ticket.expect("submitted");
+    let t1 = running(&a).expect("submitted");
     a.set_config(0, "second", second.clone(), 2.0);
     a.update_jobs(3.0);
-    let t2 = a.panes[0].ticket.expect("resubmitted");
-    assert_ne!(t1, t2);
+    let t2 = running(&a).expect("resubmitted");
+    assert_ne!(t1, t2, "the second run replaces the first");
     let mut now = 3.0;
     while !a.idle() {
         now += 0.01;
@@ -221,19 +221,14 @@ fn the_last_submitted_result_wins_in_the_app() {
 
 #[test]
 fn loading_reports_progress_and_failure_names_the_file() {
-    let mut w = Worker::new(Arc::new(|| {}));
-    let ticket = w.submit(
-        "load",
-        Job::Load {
-            path: "/nonexistent/trace.din".into(),
-            format: None,
-            allow_truncated: false,
-        },
-    );
-    let (got, outcome) = w.wait(Duration::from_secs(30)).expect("an outcome");
-    assert_eq!(got, ticket);
-    match outcome {
-        Outcome::Failed(e) => assert!(e.contains("/nonexistent/trace.din"), "{e}"),
+    let source = Source::File {
+        path: "/nonexistent/trace.din".into(),
+        format: None,
+        allow_truncated: false,
+    };
+    let mut job = Job::spawn("load", &no_wake(), move |p| worker::load_source(source, p));
+    match job.wait(Duration::from_secs(30)).expect("an outcome") {
+        Err(JobError::Failed(e)) => assert!(e.contains("/nonexistent/trace.din"), "{e}"),
         _ => panic!("expected a failure"),
     }
 }
@@ -537,21 +532,19 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
 
 #[test]
 fn the_communication_analysis_can_be_cancelled_and_run_again() {
-    let mut w = Worker::new(Arc::new(|| {}));
     let t = trace("bfs-levels", &[("nodes", "200000"), ("degree", "8")]);
-    let ticket = w.submit("comm", Job::Communicate { trace: t.clone() });
-    w.cancel(ticket);
-    match w.wait(Duration::from_secs(120)) {
-        Some((got, Outcome::Cancelled)) => assert_eq!(got, ticket),
-        Some((_, Outcome::Communicated(_))) => panic!("finished before the cancel was seen"),
+    let analyze = |t: Arc<warpscope::app::data::TraceData>| {
+        Job::spawn("comm", &no_wake(), move |p| worker::communicate(&t, p))
+    };
+    let mut job = analyze(t.clone());
+    job.cancel();
+    match job.wait(Duration::from_secs(120)) {
+        Some(Err(JobError::Cancelled)) => {}
+        Some(Ok(_)) => panic!("finished before the cancel was seen"),
         _ => panic!("expected the cancelled analysis"),
     }
-    let ticket = w.submit("comm", Job::Communicate { trace: t });
-    match w.wait(Duration::from_secs(120)) {
-        Some((got, Outcome::Communicated(r))) => {
-            assert_eq!(got, ticket);
-            assert!(r.communicated_bytes > 0);
-        }
+    match analyze(t).wait(Duration::from_secs(120)) {
+        Some(Ok(r)) => assert!(r.communicated_bytes > 0),
         _ => panic!("expected a report"),
     }
 }

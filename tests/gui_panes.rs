@@ -89,7 +89,7 @@ fn an_invalid_configuration_shows_its_error_and_marks_the_last_valid_result() {
     h.run_steps(3);
     let p = &h.state().panes[0];
     assert!(!p.stale, "nothing runs, so nothing is updating");
-    assert!(p.ticket.is_none());
+    assert!(p.sim.is_none());
     assert_eq!(
         p.result.as_ref().unwrap().report.totals.requests,
         valid.totals.requests
@@ -123,9 +123,9 @@ fn cancelling_a_generator_stops_it_and_keeps_the_current_trace() {
     h.state_mut().max_generated_accesses = None;
     h.state_mut().generate("matmul".into(), "n=256".into());
     h.step();
-    let running: Vec<u64> = h.state().worker.running().iter().map(|r| r.0).collect();
+    let running = h.state().running();
     assert_eq!(running.len(), 1);
-    h.state().worker.cancel(running[0]);
+    running[0].1.cancel();
     let start = Instant::now();
     step_until(&mut h, "the generator did not stop", |a| a.idle());
     assert!(
@@ -408,7 +408,7 @@ fn a_pane_can_show_another_kernel_beside_the_shared_one() {
     ));
     h.state_mut().open_in_pane(1, lines.join("blur_rows.cu"));
     step_until(&mut h, "the bad file's error", |a| {
-        a.panes[1].trace_ticket.is_none()
+        a.panes[1].trace_load.is_none()
     });
     assert!(
         matches!(&h.state().status, warpscope::app::Status::Error(e) if e.starts_with("pane 2: "))

@@ -10,7 +10,7 @@ use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoi
 
 use super::data::TraceData;
 use super::theme;
-use super::worker::{Job, Ticket, Worker};
+use super::job::Job;
 use crate::comm::{CommReport, Measure, Pair};
 use crate::trace::Dim3;
 
@@ -22,7 +22,8 @@ pub const MAX_SIDE: u32 = 512;
 pub struct CommState {
     /// The trace (by identity) the report or the running job is for.
     pub for_trace: Option<usize>,
-    pub ticket: Option<Ticket>,
+    /// The analysis running.
+    pub job: Option<Job<Arc<CommReport>>>,
     pub report: Option<Arc<CommReport>>,
     /// The analysis was cancelled; it runs again only when asked.
     pub cancelled: bool,
@@ -34,7 +35,7 @@ pub struct CommState {
     /// prepared).
     density: Option<Density>,
     /// The job preparing the density map of a selection.
-    pub density_job: Option<(Ticket, DensityKey)>,
+    pub density_job: Option<(Job<Box<DensityData>>, DensityKey)>,
     /// A prepared density map, handed over by the app when its job finishes.
     pub density_ready: Option<Box<DensityData>>,
     /// The launch pairs of the report (by identity) for the selector.
@@ -45,7 +46,8 @@ impl CommState {
     /// Forgets the report of the previous trace (keeps the display choices that still apply).
     pub fn reset(&mut self, for_trace: Option<usize>) {
         self.for_trace = for_trace;
-        self.ticket = None;
+        // Dropping the jobs cancels them.
+        self.job = None;
         self.report = None;
         self.cancelled = false;
         self.launches = None;
@@ -227,16 +229,22 @@ fn pair_label(r: &CommReport, (w, rd): (u32, u32)) -> String {
     format!("launch {w} {} -> launch {rd} {}", name(w), name(rd))
 }
 
-/// Draws the view for a finished report.
-/// Draws the view of report `r`; the density map of a new selection is prepared on `worker`
-/// (the previous map stays on screen meanwhile).
+/// The density map of a selection, to prepare off the UI thread ([`density`]).
+pub struct DensityRequest {
+    pub report: Arc<CommReport>,
+    pub launches: Option<(u32, u32)>,
+    pub counts: bool,
+    pub key: DensityKey,
+}
+
+/// Draws the view of report `r`; asks for the density map of a new selection, which the app
+/// prepares off the UI thread (the previous map stays on screen meanwhile).
 pub fn draw(
     ui: &mut Ui,
     st: &mut CommState,
     r: &Arc<CommReport>,
     trace: &TraceData,
-    worker: &mut Worker,
-) {
+) -> Option<DensityRequest> {
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(&trace.label).strong());
         ui.label(format!(
@@ -262,7 +270,7 @@ pub fn draw(
                 "No launch reads what an earlier launch wrote in this trace."
             },
         );
-        return;
+        return None;
     }
     let id = Arc::as_ptr(r) as usize;
     if st.launch_pairs.as_ref().is_none_or(|p| p.0 != id) {
@@ -306,19 +314,14 @@ pub fn draw(
         }
     }
     let current = st.density.as_ref().is_some_and(|d| d.data.key == key);
-    if !current && st.density_job.is_none_or(|j| j.1 != key) {
-        if let Some((t, _)) = st.density_job.take() {
-            worker.cancel(t);
-        }
-        let ticket = worker.submit(
-            "Preparing the density map",
-            Job::Density {
-                report: r.clone(),
-                launches: st.launches,
-                counts: st.counts,
-            },
-        );
-        st.density_job = Some((ticket, key));
+    let mut request = None;
+    if !current && st.density_job.as_ref().is_none_or(|j| j.1 != key) {
+        request = Some(DensityRequest {
+            report: r.clone(),
+            launches: st.launches,
+            counts: st.counts,
+            key,
+        });
     }
     if !current {
         // Until the job is done (the app is woken then).
@@ -331,7 +334,7 @@ pub fn draw(
             ui.spinner();
             ui.label("Preparing the density map");
         });
-        return;
+        return request;
     };
     if !current {
         ui.horizontal(|ui| {
@@ -343,6 +346,7 @@ pub fn draw(
         density_plot(&mut cols[0], d);
         side_plots(&mut cols[1], &d.data, r);
     });
+    request
 }
 
 fn density_plot(ui: &mut Ui, shown: &Density) {

@@ -11,6 +11,7 @@ pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
 pub mod theme;
+pub mod job;
 pub mod views;
 pub mod worker;
 
@@ -26,7 +27,8 @@ use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
 use miss_view::{MissOptions, MissState};
 use raster::{ColourBy, Rasterizer};
 use views::{AddressState, SetMetric, SetsState, View};
-use worker::{Job, Outcome, Ticket, Worker};
+use job::{take_finished, Job, JobError, Progress, Wake};
+use worker::{Loaded, Source};
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
 /// many changes; each new run also cancels the stale one).
@@ -91,7 +93,7 @@ pub struct Pane {
     pub generation: u64,
     pub stale: bool,
     /// The running simulation whose result this pane waits for.
-    pub ticket: Option<Ticket>,
+    pub sim: Option<Job<Arc<SimData>>>,
     /// Time of the last change not yet submitted.
     pub dirty_since: Option<f64>,
     pub error: Option<String>,
@@ -101,7 +103,7 @@ pub struct Pane {
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
     pub own_trace: Option<Arc<TraceData>>,
     /// Loading or generating this pane's own trace.
-    pub trace_ticket: Option<Ticket>,
+    pub trace_load: Option<Job<Loaded>>,
     /// The kernel and parameters being generated for this pane.
     pub trace_job: Option<(String, String)>,
 }
@@ -146,9 +148,13 @@ pub struct WarpscopeApp {
     pub panes: Vec<Pane>,
     pub trace: Option<Arc<TraceData>>,
     pub status: Status,
-    pub worker: Worker,
+    /// Asks the UI for a repaint (from job threads).
+    wake: Wake,
     rasterizer: Rasterizer,
-    load_ticket: Option<Ticket>,
+    /// Loading or generating the shared trace.
+    loading: Option<Job<Loaded>>,
+    /// Exports running, each reporting a message.
+    tasks: Vec<Job<String>>,
     dialog: Option<NativeDialog>,
     pub browser: Option<Browser>,
     /// Use the in-app browser even where a native dialog may open (tests).
@@ -233,9 +239,10 @@ impl WarpscopeApp {
             settings,
             trace: None,
             status: Status::Info("Starting".into()),
-            worker: Worker::new(wake.clone()),
+            wake: wake.clone(),
             rasterizer: Rasterizer::new(wake),
-            load_ticket: None,
+            loading: None,
+            tasks: Vec::new(),
             dialog: None,
             browser: None,
             in_app_dialogs: !files::native_available(),
@@ -276,23 +283,21 @@ impl WarpscopeApp {
     /// Starts loading a trace file; with `allow_truncated`, keeps the complete kernels before
     /// an error (the CLI's `--allow-truncated`).
     pub fn load(&mut self, path: PathBuf, allow_truncated: bool) {
-        if let Some(t) = self.load_ticket.take() {
-            self.worker.cancel(t);
-        }
         let label = format!("Loading {}", path.display());
         self.status = Status::Info(label.clone());
         self.load_job = None;
         self.failed_file = None;
         self.remember(&path);
         self.load_file = Some(path.clone());
-        self.load_ticket = Some(self.worker.submit(
-            label,
-            Job::Load {
-                path,
-                format: None,
-                allow_truncated,
-            },
-        ));
+        let source = Source::File {
+            path,
+            format: None,
+            allow_truncated,
+        };
+        // A new load replaces (and so cancels) the one running.
+        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
+            worker::load_source(source, p)
+        }));
     }
 
     /// Starts generating a built-in kernel's trace; one projected to need more memory than
@@ -333,23 +338,20 @@ impl WarpscopeApp {
         let Some(pairs) = self.generator_pairs(&kernel, &params) else {
             return;
         };
-        if let Some(t) = self.load_ticket.take() {
-            self.worker.cancel(t);
-        }
         let label = format!("Generating {kernel} {params}");
         self.status = Status::Info(label.clone());
         self.too_large = None;
         self.load_file = None;
         self.failed_file = None;
         self.load_job = Some((kernel.clone(), params));
-        self.load_ticket = Some(self.worker.submit(
-            label,
-            Job::Generate {
-                kernel,
-                params: pairs,
-                max_accesses,
-            },
-        ));
+        let source = Source::Generator {
+            kernel,
+            params: pairs,
+            max_accesses,
+        };
+        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
+            worker::load_source(source, p)
+        }));
     }
 
     fn remember(&mut self, path: &Path) {
@@ -388,12 +390,7 @@ impl WarpscopeApp {
         if self.panes.len() <= 1 || i >= self.panes.len() {
             return;
         }
-        for t in [self.panes[i].ticket, self.panes[i].trace_ticket]
-            .into_iter()
-            .flatten()
-        {
-            self.worker.cancel(t);
-        }
+        // Its jobs are dropped, and so cancelled, with it.
         self.panes.remove(i);
         self.settings.panes.remove(i);
         self.settings.active = self.settings.active.min(self.panes.len() - 1);
@@ -401,8 +398,46 @@ impl WarpscopeApp {
 
     /// Takes finished jobs and starts due simulations. Called every frame.
     pub fn update_jobs(&mut self, now: f64) {
-        for (ticket, outcome) in self.worker.poll() {
-            self.finished(ticket, outcome, now);
+        if let Some(r) = take_finished(&mut self.loading) {
+            self.loaded(r, now);
+        }
+        for i in 0..self.panes.len() {
+            if let Some(r) = take_finished(&mut self.panes[i].trace_load) {
+                self.pane_trace_finished(i, r, now);
+            }
+            if let Some(r) = take_finished(&mut self.panes[i].sim) {
+                self.simulated(i, r);
+            }
+        }
+        if let Some(r) = take_finished(&mut self.comm.job) {
+            match r {
+                Ok(r) => self.comm.report = Some(r),
+                Err(JobError::Cancelled) => self.comm.cancelled = true,
+                Err(JobError::Failed(e)) => self.status = Status::Error(e),
+            }
+        }
+        if let Some(r) = self.comm.density_job.as_mut().and_then(|(j, _)| j.poll()) {
+            self.comm.density_job = None;
+            match r {
+                Ok(d) => self.comm.density_ready = Some(d),
+                Err(JobError::Failed(e)) => self.status = Status::Error(e),
+                Err(JobError::Cancelled) => {}
+            }
+        }
+        let mut finished = Vec::new();
+        self.tasks.retain_mut(|j| match j.poll() {
+            Some(r) => {
+                finished.push(r);
+                false
+            }
+            None => true,
+        });
+        for r in finished {
+            match r {
+                Ok(msg) => self.status = Status::Info(msg),
+                Err(JobError::Failed(e)) => self.status = Status::Error(e),
+                Err(JobError::Cancelled) => {}
+            }
         }
         for r in self.rasterizer.poll() {
             if let Some(p) = self.panes.get_mut(r.pane) {
@@ -430,9 +465,8 @@ impl WarpscopeApp {
                 continue;
             }
             pane.dirty_since = None;
-            if let Some(t) = pane.ticket.take() {
-                self.worker.cancel(t);
-            }
+            // The stale run goes: its result could only be older than the one asked for.
+            pane.sim = None;
             let config = self.settings.panes[i].1.clone();
             if let Err(e) = config.validate() {
                 // Nothing runs: the result on screen is the last valid one, not an update.
@@ -442,113 +476,85 @@ impl WarpscopeApp {
             }
             pane.error = None;
             pane.stale = pane.result.is_some();
-            pane.ticket = Some(self.worker.submit(
+            pane.sim = Some(Job::spawn(
                 format!("Simulating pane {}", i + 1),
-                Job::Simulate {
-                    pane: i,
-                    config,
-                    trace: trace.clone(),
-                },
+                &self.wake,
+                move |p| worker::simulate(config, &trace, p),
             ));
         }
     }
 
-    fn finished(&mut self, ticket: Ticket, outcome: Outcome, now: f64) {
-        let Some(outcome) = self.pane_trace_finished(ticket, outcome, now) else {
-            return;
-        };
-        if self.load_ticket == Some(ticket) {
-            self.load_ticket = None;
-            match outcome {
-                Outcome::Loaded(t) => {
-                    self.status = Status::Info(format!(
-                        "{}: {} kernel(s), {} global/local accesses{}",
-                        t.label,
-                        t.trace.kernels.len(),
-                        t.accesses,
-                        t.format
-                            .map(|f| format!(", format {}", f.name()))
-                            .unwrap_or_default()
-                    ));
-                    self.trace = Some(t);
-                    self.only = None;
-                    if let Some(c) = self.comm.ticket.take() {
-                        self.worker.cancel(c);
-                    }
-                    self.comm.reset(None);
-                    for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
-                        p.result = None;
-                        p.stale = false;
-                    }
-                    self.invalidate_all(now);
-                }
-                Outcome::Failed(e) => {
-                    self.status = Status::Error(e);
-                    self.failed_file = self.load_file.take().filter(|p| p.is_file());
-                }
-                Outcome::Cancelled => {
-                    self.status = Status::Info("Cancelled: the current trace stays".into())
-                }
-                Outcome::TooLarge { projected } => {
-                    if let Some((kernel, params)) = self.load_job.take() {
-                        self.ask_too_large(kernel, params, projected, None);
-                    }
-                }
-                _ => {}
-            }
-            return;
-        }
-        if self.comm.density_job.is_some_and(|j| j.0 == ticket) {
-            self.comm.density_job = None;
-            match outcome {
-                Outcome::Density(d) => self.comm.density_ready = Some(d),
-                Outcome::Failed(e) => self.status = Status::Error(e),
-                _ => {}
-            }
-            return;
-        }
-        if self.comm.ticket == Some(ticket) {
-            self.comm.ticket = None;
-            match outcome {
-                Outcome::Communicated(r) => self.comm.report = Some(r),
-                Outcome::Cancelled => self.comm.cancelled = true,
-                Outcome::Failed(e) => self.status = Status::Error(e),
-                _ => {}
-            }
-            return;
-        }
-        match outcome {
-            Outcome::Simulated { pane, data } => {
-                if let Some(p) = self.panes.get_mut(pane) {
-                    if p.ticket == Some(ticket) {
-                        p.ticket = None;
-                        p.result = Some(data);
-                        self.results_seen += 1;
-                        p.generation = self.results_seen;
-                        p.stale = false;
-                        p.error = None;
-                    }
-                }
-            }
-            Outcome::Failed(e) => {
-                if let Some(p) = self.panes.iter_mut().find(|p| p.ticket == Some(ticket)) {
-                    p.ticket = None;
+    /// The shared trace has been loaded or generated (or not).
+    fn loaded(&mut self, r: Result<Loaded, JobError>, now: f64) {
+        match r {
+            Ok(Loaded::Trace(t)) => {
+                self.status = Status::Info(format!(
+                    "{}: {} kernel(s), {} global/local accesses{}",
+                    t.label,
+                    t.trace.kernels.len(),
+                    t.accesses,
+                    t.format
+                        .map(|f| format!(", format {}", f.name()))
+                        .unwrap_or_default()
+                ));
+                self.trace = Some(t);
+                self.only = None;
+                self.comm.reset(None);
+                for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
+                    p.result = None;
                     p.stale = false;
-                    p.error = Some(e.clone());
                 }
+                self.invalidate_all(now);
+            }
+            Err(JobError::Failed(e)) => {
+                self.status = Status::Error(e);
+                self.failed_file = self.load_file.take().filter(|p| p.is_file());
+            }
+            Err(JobError::Cancelled) => {
+                self.status = Status::Info("Cancelled: the current trace stays".into())
+            }
+            Ok(Loaded::TooLarge { projected }) => {
+                if let Some((kernel, params)) = self.load_job.take() {
+                    self.ask_too_large(kernel, params, projected, None);
+                }
+            }
+        }
+    }
+
+    /// Pane `i`'s simulation has finished (or failed, or was cancelled).
+    fn simulated(&mut self, i: usize, r: Result<Arc<SimData>, JobError>) {
+        let p = &mut self.panes[i];
+        match r {
+            Ok(data) => {
+                p.result = Some(data);
+                self.results_seen += 1;
+                p.generation = self.results_seen;
+                p.stale = false;
+                p.error = None;
+            }
+            Err(JobError::Failed(e)) => {
+                p.stale = false;
+                p.error = Some(e.clone());
                 self.status = Status::Error(e);
             }
-            Outcome::Done(msg) => self.status = Status::Info(msg),
-            Outcome::Cancelled => {
-                if let Some(p) = self.panes.iter_mut().find(|p| p.ticket == Some(ticket)) {
-                    p.ticket = None;
-                }
-            }
-            Outcome::Loaded(_)
-            | Outcome::Communicated(_)
-            | Outcome::Density(_)
-            | Outcome::TooLarge { .. } => {}
+            Err(JobError::Cancelled) => {}
         }
+    }
+
+    /// The jobs running, for the status bar: label and progress (whose `cancel` stops it).
+    pub fn running(&self) -> Vec<(&str, &Progress)> {
+        fn of<T>(j: &Job<T>) -> (&str, &Progress) {
+            (j.label(), j.progress())
+        }
+        let mut out: Vec<(&str, &Progress)> = self.loading.iter().map(of).collect();
+        for p in &self.panes {
+            out.extend(p.trace_load.iter().map(of));
+            out.extend(p.sim.iter().map(of));
+        }
+        out.extend(self.comm.job.iter().map(of));
+        out.extend(self.comm.density_job.iter().map(|(j, _)| of(j)));
+        out.extend(self.tasks.iter().map(of));
+        out
     }
 
     /// The communication view: one analysis of the loaded trace, started the first time the
@@ -556,21 +562,23 @@ impl WarpscopeApp {
     fn communication_view(&mut self, ui: &mut egui::Ui, trace: &Arc<TraceData>) {
         let id = Arc::as_ptr(trace) as usize;
         if self.comm.for_trace != Some(id) {
-            if let Some(t) = self.comm.ticket.take() {
-                self.worker.cancel(t);
-            }
             self.comm.reset(Some(id));
         }
-        if self.comm.report.is_none() && self.comm.ticket.is_none() && !self.comm.cancelled {
-            self.comm.ticket = Some(self.worker.submit(
-                "Analyzing communication",
-                Job::Communicate {
-                    trace: trace.clone(),
-                },
-            ));
+        if self.comm.report.is_none() && self.comm.job.is_none() && !self.comm.cancelled {
+            let t = trace.clone();
+            self.comm.job = Some(Job::spawn("Analyzing communication", &self.wake, move |p| {
+                worker::communicate(&t, p)
+            }));
         }
         if let Some(r) = self.comm.report.clone() {
-            comm_view::draw(ui, &mut self.comm, &r, trace, &mut self.worker);
+            if let Some(want) = comm_view::draw(ui, &mut self.comm, &r, trace) {
+                let key = want.key;
+                let job = Job::spawn("Preparing the density map", &self.wake, move |_| {
+                    Ok(Box::new(comm_view::density(&want.report, want.launches, want.counts)))
+                });
+                // Replaces (and so cancels) the map of an earlier selection.
+                self.comm.density_job = Some((job, key));
+            }
             return;
         }
         ui.vertical_centered(|ui| {
@@ -586,16 +594,16 @@ impl WarpscopeApp {
             ui.spinner();
             let fraction = self
                 .comm
-                .ticket
-                .and_then(|t| self.worker.progress(t))
-                .and_then(|p| p.fraction());
+                .job
+                .as_ref()
+                .and_then(|j| j.progress().fraction());
             ui.label(match fraction {
                 Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
                 None => "Analyzing inter-CTA communication".to_string(),
             });
             if ui.button("Cancel").clicked() {
-                if let Some(t) = self.comm.ticket {
-                    self.worker.cancel(t);
+                if let Some(j) = &self.comm.job {
+                    j.cancel();
                 }
             }
             ui.ctx()
@@ -712,7 +720,7 @@ impl WarpscopeApp {
         for a in actions {
             self.act(a, &ctx, now);
         }
-        if !self.worker.running().is_empty() || self.panes.iter().any(|p| p.dirty_since.is_some()) {
+        if !self.running().is_empty() || self.panes.iter().any(|p| p.dirty_since.is_some()) {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
         }
     }
@@ -880,8 +888,7 @@ impl WarpscopeApp {
 
     fn status_bar(&mut self, ui: &mut Ui) {
         ui.horizontal(|ui| {
-            let mut cancel = Vec::new();
-            for (t, label, p) in self.worker.running() {
+            for (label, p) in self.running() {
                 ui.spinner();
                 ui.label(label);
                 match p.fraction() {
@@ -897,12 +904,9 @@ impl WarpscopeApp {
                     }
                 }
                 if ui.button("Cancel").clicked() {
-                    cancel.push(*t);
+                    p.cancel();
                 }
                 ui.separator();
-            }
-            for t in cancel {
-                self.worker.cancel(t);
             }
             if let Some(path) = self.failed_file.clone() {
                 if ui
@@ -1193,7 +1197,7 @@ impl WarpscopeApp {
                     }
                     (None, None) => {}
                 }
-                if pane.error.is_none() && (pane.stale || pane.ticket.is_some()) {
+                if pane.error.is_none() && (pane.stale || pane.sim.is_some()) {
                     ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
                 }
                 if n > 1
@@ -1491,17 +1495,12 @@ impl WarpscopeApp {
             self.status = Status::Error("nothing to export yet: wait for the simulation".into());
             return;
         };
-        self.worker.submit(
-            format!("Exporting {}", path.display()),
-            Job::Task {
-                label: format!("exporting {}", path.display()),
-                work: Box::new(move |_| {
-                    crate::export::write_summary(&path, &r.report)
-                        .map(|[i, c]| format!("Wrote {} and {}", i.display(), c.display()))
-                        .map_err(|e| e.to_string())
-                }),
-            },
-        );
+        let label = format!("Exporting {}", path.display());
+        self.tasks.push(Job::spawn(label, &self.wake, move |_| {
+            crate::export::write_summary(&path, &r.report)
+                .map(|[i, c]| format!("Wrote {} and {}", i.display(), c.display()))
+                .map_err(|e| JobError::Failed(format!("exporting {}: {e}", path.display())))
+        }));
     }
 
     /// Re-runs the active pane while writing every request to a table (on a worker).
@@ -1510,32 +1509,22 @@ impl WarpscopeApp {
             return;
         };
         let cfg = self.settings.panes[self.settings.active].1.clone();
-        self.worker.submit(
-            format!("Exporting {}", path.display()),
-            Job::Task {
-                label: format!("exporting {}", path.display()),
-                work: Box::new(move |progress| {
-                    struct Relay<'a>(&'a worker::Progress);
-                    impl crate::sim::Observer for Relay<'_> {
-                        fn progress(&mut self, done: u64, total: u64) -> bool {
-                            use std::sync::atomic::Ordering;
-                            self.0.done.store(done, Ordering::Relaxed);
-                            self.0.total.store(total, Ordering::Relaxed);
-                            !self.0.cancelled()
-                        }
-                    }
-                    let mut ex = crate::export::RequestExporter::create(&path, Relay(progress))
-                        .map_err(|e| e.to_string())?;
-                    let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
-                    if let Some(e) = ex.error() {
-                        return Err(e.to_string());
-                    }
-                    run.map_err(|e| worker::error_chain(&e))?;
-                    let (rows, _) = ex.finish().map_err(|e| e.to_string())?;
-                    Ok(format!("Wrote {} ({rows} requests)", path.display()))
-                }),
-            },
-        );
+        let label = format!("Exporting {}", path.display());
+        self.tasks.push(Job::spawn(label, &self.wake, move |progress| {
+            let failed = |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
+            let mut ex = crate::export::RequestExporter::create(&path, worker::Relay(progress))
+                .map_err(|e| failed(e.to_string()))?;
+            let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
+            if let Some(e) = ex.error() {
+                return Err(failed(e.to_string()));
+            }
+            match run {
+                Err(crate::sim::SimError::Cancelled) => return Err(JobError::Cancelled),
+                r => r.map_err(|e| failed(worker::error_chain(&e)))?,
+            };
+            let (rows, _) = ex.finish().map_err(|e| failed(e.to_string()))?;
+            Ok(format!("Wrote {} ({rows} requests)", path.display()))
+        }));
     }
 
     /// Sets the active pane's configuration (tests and scripts); it re-runs after the
@@ -1550,12 +1539,7 @@ impl WarpscopeApp {
 
     /// True when no job is running and no pane waits for a re-run.
     pub fn idle(&self) -> bool {
-        self.worker.running().is_empty()
-            && self.load_ticket.is_none()
-            && self
-                .panes
-                .iter()
-                .all(|p| p.dirty_since.is_none() && p.ticket.is_none() && p.trace_ticket.is_none())
+        self.running().is_empty() && self.panes.iter().all(|p| p.dirty_since.is_none())
     }
 }
 

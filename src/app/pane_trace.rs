@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::data::TraceData;
-use super::worker::{Job, Outcome, Ticket};
+use super::job::{Job, JobError};
+use super::worker::{self, Loaded, Source};
 use super::{Status, WarpscopeApp, DEBOUNCE};
 
 /// Identifies a trace for linking panes: panes showing the same trace share it.
@@ -49,12 +50,12 @@ impl WarpscopeApp {
         };
         let label = format!("Generating {kernel} {params} for pane {}", pane + 1);
         self.too_large = None;
-        let job = Job::Generate {
+        let source = Source::Generator {
             kernel: kernel.clone(),
             params: pairs,
             max_accesses,
         };
-        if self.start_pane_job(pane, label, job) {
+        if self.start_pane_job(pane, label, source) {
             self.panes[pane].trace_job = Some((kernel, params));
         }
     }
@@ -62,26 +63,26 @@ impl WarpscopeApp {
     /// Loads a trace file for pane `pane` only.
     pub fn open_in_pane(&mut self, pane: usize, path: PathBuf) {
         let label = format!("Loading {} for pane {}", path.display(), pane + 1);
-        let job = Job::Load {
+        let source = Source::File {
             path: path.clone(),
             format: None,
             allow_truncated: false,
         };
-        if self.start_pane_job(pane, label, job) {
+        if self.start_pane_job(pane, label, source) {
             self.remember(&path);
             self.panes[pane].trace_job = None;
         }
     }
 
-    fn start_pane_job(&mut self, pane: usize, label: String, job: Job) -> bool {
+    fn start_pane_job(&mut self, pane: usize, label: String, source: Source) -> bool {
         let Some(p) = self.panes.get_mut(pane) else {
             return false;
         };
-        if let Some(t) = p.trace_ticket.take() {
-            self.worker.cancel(t);
-        }
         self.status = Status::Info(label.clone());
-        p.trace_ticket = Some(self.worker.submit(label, job));
+        // Replaces (and so cancels) the pane's load that was running.
+        p.trace_load = Some(Job::spawn(label, &self.wake, move |progress| {
+            worker::load_source(source, progress)
+        }));
         true
     }
 
@@ -90,9 +91,7 @@ impl WarpscopeApp {
         let Some(p) = self.panes.get_mut(pane) else {
             return;
         };
-        if let Some(t) = p.trace_ticket.take() {
-            self.worker.cancel(t);
-        }
+        p.trace_load = None;
         if p.own_trace.take().is_some() {
             // An instruction filter names an instruction of the trace it was chosen in.
             self.only = None;
@@ -102,26 +101,17 @@ impl WarpscopeApp {
         }
     }
 
-    /// Handles the end of a pane's own load or generation; gives the outcome back when
-    /// `ticket` is no pane's.
+    /// Handles the end of pane `i`'s own load or generation.
     pub(super) fn pane_trace_finished(
         &mut self,
-        ticket: Ticket,
-        outcome: Outcome,
+        i: usize,
+        r: Result<Loaded, JobError>,
         now: f64,
-    ) -> Option<Outcome> {
-        let Some(i) = self
-            .panes
-            .iter()
-            .position(|p| p.trace_ticket == Some(ticket))
-        else {
-            return Some(outcome);
-        };
+    ) {
         let p = &mut self.panes[i];
-        p.trace_ticket = None;
         let job = p.trace_job.take();
-        match outcome {
-            Outcome::Loaded(t) => {
+        match r {
+            Ok(Loaded::Trace(t)) => {
                 self.status = Status::Info(format!(
                     "Pane {}: {}: {} kernel(s), {} global/local accesses",
                     i + 1,
@@ -131,25 +121,24 @@ impl WarpscopeApp {
                 ));
                 p.own_trace = Some(t);
                 self.only = None;
-                if let Some(r) = p.ticket.take() {
-                    self.worker.cancel(r);
-                }
+                // The run of the trace it showed before is of no use now.
+                p.sim = None;
                 p.result = None;
                 p.stale = false;
                 p.error = None;
                 p.dirty_since = Some(now - DEBOUNCE);
             }
-            Outcome::Failed(e) => self.status = Status::Error(format!("pane {}: {e}", i + 1)),
-            Outcome::Cancelled => {
+            Err(JobError::Failed(e)) => {
+                self.status = Status::Error(format!("pane {}: {e}", i + 1))
+            }
+            Err(JobError::Cancelled) => {
                 self.status = Status::Info(format!("Cancelled: pane {}'s trace stays", i + 1))
             }
-            Outcome::TooLarge { projected } => {
+            Ok(Loaded::TooLarge { projected }) => {
                 if let Some((kernel, params)) = job {
                     self.ask_too_large(kernel, params, projected, Some(i));
                 }
             }
-            _ => {}
         }
-        None
     }
 }

@@ -1,16 +1,10 @@
-//! Background jobs: loading a trace, generating one, simulating a pane's configuration,
-//! analyzing the trace's communication.
-//!
-//! Each job runs on its own thread, so the UI never waits. A job reports progress through
-//! shared counters (read by the UI each frame) and its result through a channel. Cancelling
-//! sets a flag that the job checks: a load fails its next read, a simulation stops at its next
-//! progress call. The UI keeps the ticket of the newest job per purpose and ignores results of
-//! any other ticket, so the last request wins even if an older job finishes later.
+//! What the app's background jobs do ([`super::job::Job`] runs them): load a trace, generate
+//! one, simulate a pane's configuration, analyze the trace's communication. Each takes the
+//! job's [`Progress`], reports through it and stops when it is cancelled: a load fails its
+//! next read, a simulation stops at its next progress call.
 
 use std::io::Read;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::SimConfig;
@@ -18,220 +12,68 @@ use crate::sim::{self, Observer, RequestEvent};
 use crate::trace::{self, Trace};
 
 use super::data::{Points, SimData, TraceData};
+use super::job::{Finished, JobError, Progress};
 
-/// What a job does.
-pub enum Job {
-    /// Read a trace file (format detected unless given).
-    Load {
-        path: PathBuf,
-        format: Option<trace::Format>,
-        /// Keep the complete kernels before an error (the CLI's `--allow-truncated`).
-        allow_truncated: bool,
-    },
-    /// Run a built-in generator.
-    Generate {
-        kernel: String,
-        params: Vec<(String, String)>,
-        /// Stop (with [`Outcome::TooLarge`]) as soon as the trace is projected to hold more
-        /// accesses than this.
-        max_accesses: Option<u64>,
-    },
-    /// Simulate `trace` under `config` for one pane.
-    Simulate {
-        pane: usize,
-        config: SimConfig,
-        trace: Arc<TraceData>,
-    },
-    /// Analyze the inter-CTA communication of `trace` (the Communication view).
-    Communicate { trace: Arc<TraceData> },
-    /// Prepare the Communication view's density map of one selection of `report`.
-    Density {
-        report: Arc<crate::comm::CommReport>,
-        launches: Option<(u32, u32)>,
-        counts: bool,
-    },
-    /// Any other slow work (exports): runs `work` off the UI thread and reports its message.
-    Task { label: String, work: Task },
-}
-
-/// Slow work other than loading and simulating: gets the job's progress, returns a message.
-pub type Task = Box<dyn FnOnce(&Progress) -> Result<String, String> + Send>;
-
-/// Identifies one submitted job.
-pub type Ticket = u64;
-
-/// Progress and cancellation shared between a job and the UI.
-#[derive(Default)]
-pub struct Progress {
-    pub done: AtomicU64,
-    pub total: AtomicU64,
-    pub cancel: AtomicBool,
-}
-
-impl Progress {
-    /// Fraction done, if the total is known.
-    pub fn fraction(&self) -> Option<f32> {
-        let total = self.total.load(Ordering::Relaxed);
-        (total > 0)
-            .then(|| (self.done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) as f32)
-    }
-    pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
-}
-
-/// A finished job.
-pub enum Outcome {
-    Loaded(Arc<TraceData>),
-    Simulated {
-        pane: usize,
-        data: Arc<SimData>,
-    },
-    Communicated(Arc<crate::comm::CommReport>),
-    Density(Box<super::comm_view::DensityData>),
-    Done(String),
-    Failed(String),
-    Cancelled,
+/// A trace read or generated, or a generator stopped because its trace would not fit.
+pub enum Loaded {
+    Trace(Arc<TraceData>),
     /// A generator stopped early because its trace would hold about `projected` accesses,
     /// more than the job's limit.
-    TooLarge {
-        projected: u64,
+    TooLarge { projected: u64 },
+}
+
+/// What loads a trace: a file, or a built-in generator.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Read a trace file (format detected unless given); with `allow_truncated`, keep the
+    /// complete kernels before an error (the CLI's `--allow-truncated`).
+    File {
+        path: PathBuf,
+        format: Option<trace::Format>,
+        allow_truncated: bool,
+    },
+    /// Run a built-in generator; stop (with [`Loaded::TooLarge`]) as soon as the trace is
+    /// projected to hold more accesses than `max_accesses`.
+    Generator {
+        kernel: String,
+        params: Vec<(String, String)>,
+        max_accesses: Option<u64>,
     },
 }
 
-/// Starts jobs on threads and collects their outcomes.
-pub struct Worker {
-    tx: Sender<(Ticket, Outcome)>,
-    rx: Receiver<(Ticket, Outcome)>,
-    next: Ticket,
-    running: Vec<(Ticket, String, Arc<Progress>)>,
-    wake: Arc<dyn Fn() + Send + Sync>,
-}
-
-impl Worker {
-    /// `wake` is called from the job's thread when it finishes (the app asks for a repaint).
-    pub fn new(wake: Arc<dyn Fn() + Send + Sync>) -> Self {
-        let (tx, rx) = channel();
-        Worker {
-            tx,
-            rx,
-            next: 1,
-            running: Vec::new(),
-            wake,
-        }
-    }
-
-    /// Starts `job`; `label` is what the status bar shows while it runs.
-    pub fn submit(&mut self, label: impl Into<String>, job: Job) -> Ticket {
-        let ticket = self.next;
-        self.next += 1;
-        let progress = Arc::new(Progress::default());
-        self.running.push((ticket, label.into(), progress.clone()));
-        let tx = self.tx.clone();
-        let wake = self.wake.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("warpscope-job-{ticket}"))
-            .spawn(move || {
-                let outcome = run_job(job, &progress);
-                // The receiver is gone only when the app is closing.
-                let _ = tx.send((ticket, outcome));
-                wake();
-            });
-        if let Err(e) = spawned {
-            let _ = self.tx.send((
-                ticket,
-                Outcome::Failed(format!("could not start a worker thread: {e}")),
-            ));
-        }
-        ticket
-    }
-
-    /// Asks a job to stop; its outcome will be [`Outcome::Cancelled`] (or its result, if it
-    /// finished first).
-    pub fn cancel(&self, ticket: Ticket) {
-        if let Some((_, _, p)) = self.running.iter().find(|(t, _, _)| *t == ticket) {
-            p.cancel.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Finished jobs since the last call.
-    pub fn poll(&mut self) -> Vec<(Ticket, Outcome)> {
-        let done: Vec<(Ticket, Outcome)> = self.rx.try_iter().collect();
-        self.running
-            .retain(|(t, _, _)| !done.iter().any(|(d, _)| d == t));
-        done
-    }
-
-    /// Jobs still running: ticket, label, progress.
-    pub fn running(&self) -> &[(Ticket, String, Arc<Progress>)] {
-        &self.running
-    }
-
-    pub fn progress(&self, ticket: Ticket) -> Option<&Arc<Progress>> {
-        self.running
-            .iter()
-            .find(|(t, _, _)| *t == ticket)
-            .map(|(_, _, p)| p)
-    }
-
-    /// Waits (up to `timeout`) for the next outcome; for tests and the screenshot mode.
-    pub fn wait(&mut self, timeout: std::time::Duration) -> Option<(Ticket, Outcome)> {
-        let got = self.rx.recv_timeout(timeout).ok()?;
-        self.running.retain(|(t, _, _)| *t != got.0);
-        Some(got)
-    }
-}
-
-fn run_job(job: Job, progress: &Arc<Progress>) -> Outcome {
-    match job {
-        Job::Load {
+/// Loads the trace `source` names.
+pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded> {
+    match source {
+        Source::File {
             path,
             format,
             allow_truncated,
         } => load(&path, format, allow_truncated, progress),
-        Job::Generate {
+        Source::Generator {
             kernel,
             params,
             max_accesses,
-        } => match generate(&kernel, &params, max_accesses, progress) {
-            Err(o) => o,
-            Ok(t) => {
-                let mut label = kernel.clone();
-                for (k, v) in &params {
-                    label.push_str(&format!(" {k}={v}"));
-                }
-                Outcome::Loaded(Arc::new(TraceData::new(t, label, None, None)))
-            }
-        },
-        Job::Simulate {
-            pane,
-            config,
-            trace,
-        } => simulate(pane, config, &trace, progress),
-        Job::Communicate { trace } => {
-            let mut relay = |done: u64, total: u64| {
-                progress.done.store(done, Ordering::Relaxed);
-                progress.total.store(total, Ordering::Relaxed);
-                !progress.cancelled()
+        } => {
+            let t = match generate(&kernel, &params, max_accesses, progress)? {
+                Ok(t) => t,
+                Err(projected) => return Ok(Loaded::TooLarge { projected }),
             };
-            match crate::comm::analyze(&trace.trace, &mut relay) {
-                Ok(r) => Outcome::Communicated(Arc::new(r)),
-                Err(crate::comm::CommError::Cancelled) => Outcome::Cancelled,
-                Err(e) => Outcome::Failed(format!("Communication analysis: {e}")),
+            let mut label = kernel.clone();
+            for (k, v) in &params {
+                label.push_str(&format!(" {k}={v}"));
             }
+            Ok(Loaded::Trace(Arc::new(TraceData::new(t, label, None, None))))
         }
-        Job::Density {
-            report,
-            launches,
-            counts,
-        } => Outcome::Density(Box::new(super::comm_view::density(
-            &report, launches, counts,
-        ))),
-        Job::Task { label, work } => match work(progress) {
-            Ok(msg) => Outcome::Done(msg),
-            Err(_) if progress.cancelled() => Outcome::Cancelled,
-            Err(e) => Outcome::Failed(format!("{label}: {e}")),
-        },
+    }
+}
+
+/// Analyzes the inter-CTA communication of `trace` (the Communication view).
+pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<Arc<crate::comm::CommReport>> {
+    let mut relay = |done: u64, total: u64| progress.report(done, total);
+    match crate::comm::analyze(&trace.trace, &mut relay) {
+        Ok(r) => Ok(Arc::new(r)),
+        Err(crate::comm::CommError::Cancelled) => Err(JobError::Cancelled),
+        Err(e) => Err(JobError::Failed(format!("Communication analysis: {e}"))),
     }
 }
 
@@ -247,23 +89,23 @@ impl Read for Watched {
             return Err(std::io::Error::other("cancelled"));
         }
         let n = self.inner.read(buf)?;
-        self.progress.done.fetch_add(n as u64, Ordering::Relaxed);
+        self.progress.add(n as u64);
         Ok(n)
     }
 }
 
 fn load(
-    path: &std::path::Path,
+    path: &Path,
     format: Option<trace::Format>,
     allow_truncated: bool,
     progress: &Arc<Progress>,
-) -> Outcome {
+) -> Finished<Loaded> {
     let size = if path.is_dir() {
         0
     } else {
         std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
     };
-    progress.total.store(size, Ordering::Relaxed);
+    progress.set_total(size);
     let p = progress.clone();
     let watch = move |s: trace::source::Stream| -> trace::source::Stream {
         Box::new(Watched {
@@ -276,13 +118,13 @@ fn load(
         allow_truncated,
     };
     match trace::load_watched(path, opts, &|s| s, &watch) {
-        Ok(loaded) if loaded.trace.kernels.is_empty() => Outcome::Failed(format!(
+        Ok(loaded) if loaded.trace.kernels.is_empty() => Err(JobError::Failed(format!(
             "no complete kernel before the error: {}",
             loaded
                 .truncated
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "the file holds no kernel".into())
-        )),
+        ))),
         Ok(loaded) => {
             let mut label = super::file_name(path);
             if loaded.truncated.is_some() {
@@ -295,10 +137,10 @@ fn load(
                 Some(loaded.format),
             );
             t.truncated = loaded.truncated.map(|e| e.to_string());
-            Outcome::Loaded(Arc::new(t))
+            Ok(Loaded::Trace(Arc::new(t)))
         }
-        Err(_) if progress.cancelled() => Outcome::Cancelled,
-        Err(e) => Outcome::Failed(e.to_string()),
+        Err(_) if progress.cancelled() => Err(JobError::Cancelled),
+        Err(e) => Err(JobError::Failed(e.to_string())),
     }
 }
 
@@ -313,27 +155,30 @@ impl Observer for Collect<'_> {
         self.points.push(e);
     }
     fn progress(&mut self, done: u64, total: u64) -> bool {
-        self.progress.done.store(done, Ordering::Relaxed);
-        self.progress.total.store(total, Ordering::Relaxed);
-        !self.progress.cancelled()
+        self.progress.report(done, total)
     }
 }
 
-fn simulate(pane: usize, config: SimConfig, trace: &TraceData, progress: &Progress) -> Outcome {
-    progress
-        .total
-        .store(trace.trace.total_accesses() as u64, Ordering::Relaxed);
+/// Relays a run's progress to its job, and stops the run when the job is cancelled.
+pub struct Relay<'a>(pub &'a Progress);
+
+impl Observer for Relay<'_> {
+    fn progress(&mut self, done: u64, total: u64) -> bool {
+        self.0.report(done, total)
+    }
+}
+
+/// Simulates `trace` under `config` for one pane, collecting its requests for the views.
+pub fn simulate(config: SimConfig, trace: &TraceData, progress: &Progress) -> Finished<Arc<SimData>> {
+    progress.set_total(trace.trace.total_accesses() as u64);
     let mut collect = Collect {
         points: Points::default(),
         progress,
     };
     match sim::run(&config, &trace.trace, &mut collect) {
-        Ok(report) => Outcome::Simulated {
-            pane,
-            data: Arc::new(SimData::new(config, report, collect.points, trace)),
-        },
-        Err(sim::SimError::Cancelled) => Outcome::Cancelled,
-        Err(e) => Outcome::Failed(error_chain(&e)),
+        Ok(report) => Ok(Arc::new(SimData::new(config, report, collect.points, trace))),
+        Err(sim::SimError::Cancelled) => Err(JobError::Cancelled),
+        Err(e) => Err(JobError::Failed(error_chain(&e))),
     }
 }
 
@@ -355,30 +200,29 @@ pub fn shared(trace: Trace, label: &str) -> Arc<TraceData> {
     Arc::new(TraceData::new(trace, label.to_string(), None, None))
 }
 
-/// Runs a generator with the job's progress: cancelled when asked, stopped with
-/// [`Outcome::TooLarge`] once its projected size passes `max_accesses`.
+/// Runs a generator with the job's progress: cancelled when asked, stopped with the
+/// projected size once it passes `max_accesses`.
 fn generate(
     kernel: &str,
     params: &[(String, String)],
     max_accesses: Option<u64>,
     progress: &Progress,
-) -> Result<crate::trace::Trace, Outcome> {
+) -> Finished<Result<Trace, u64>> {
     let mut too_large = None;
     let mut control = |g: &crate::gen::GenProgress| {
-        progress.done.store(g.ctas_done, Ordering::Relaxed);
-        progress.total.store(g.ctas, Ordering::Relaxed);
+        let go_on = progress.report(g.ctas_done, g.ctas);
         if max_accesses.is_some_and(|m| g.projected > m) {
             too_large = Some(g.projected);
             return false;
         }
-        !progress.cancelled()
+        go_on
     };
     match crate::gen::generate_with(kernel, params, Some(&mut control)) {
-        Ok(t) => Ok(t),
-        Err(crate::gen::GenError::Stopped { .. }) => Err(match too_large {
-            Some(projected) => Outcome::TooLarge { projected },
-            None => Outcome::Cancelled,
-        }),
-        Err(e) => Err(Outcome::Failed(format!("kernel {kernel}: {e}"))),
+        Ok(t) => Ok(Ok(t)),
+        Err(crate::gen::GenError::Stopped { .. }) => match too_large {
+            Some(projected) => Ok(Err(projected)),
+            None => Err(JobError::Cancelled),
+        },
+        Err(e) => Err(JobError::Failed(format!("kernel {kernel}: {e}"))),
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use warpscope::app::worker::{Job, Outcome, Worker};
+use warpscope::app::job::Job;
 use warpscope::app::{Settings, Startup, WarpscopeApp};
 use warpscope::config;
 
@@ -77,23 +77,17 @@ pub fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data:
     warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
 }
 
-/// Runs one simulation on a worker and returns its result.
+/// Runs one simulation as the app runs a pane's, and returns its result.
 pub fn simulate(
     t: Arc<warpscope::app::data::TraceData>,
     cfg: config::SimConfig,
 ) -> Arc<warpscope::app::data::SimData> {
-    let mut w = Worker::new(Arc::new(|| {}));
-    w.submit(
-        "sim",
-        Job::Simulate {
-            pane: 0,
-            config: cfg,
-            trace: t,
-        },
-    );
-    match w.wait(Duration::from_secs(120)).expect("an outcome").1 {
-        Outcome::Simulated { data, .. } => data,
-        _ => panic!("expected a result"),
+    let mut job = Job::spawn("sim", &(Arc::new(|| {}) as _), move |p| {
+        warpscope::app::worker::simulate(cfg, &t, p)
+    });
+    match job.wait(Duration::from_secs(120)).expect("an outcome") {
+        Ok(data) => data,
+        Err(e) => panic!("expected a result: {e:?}"),
     }
 }
 

@@ -1,0 +1,235 @@
+//! One way to run slow work off the UI thread. [`Job::spawn`] starts the work on a thread of
+//! its own and returns a typed handle; its owner keeps it in an `Option<Job<T>>` and asks it
+//! each frame whether it is done ([`Job::poll`]). The work reports progress and checks for
+//! cancellation through one [`Progress`]; dropping the handle cancels the work, so replacing
+//! an owner's job with a newer one cancels the older one, and a result can only reach the
+//! owner that asked for it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
+
+/// Called from a job's thread when it finishes (the app asks for a repaint).
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Progress and cancellation shared between a job's work and its handle.
+#[derive(Default)]
+pub struct Progress {
+    done: AtomicU64,
+    total: AtomicU64,
+    cancel: AtomicBool,
+}
+
+impl Progress {
+    /// Records `done` of `total` and says whether to go on: the one progress relay of every
+    /// job (simulation observers, the communication analysis, generators, file reads).
+    pub fn report(&self, done: u64, total: u64) -> bool {
+        self.done.store(done, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+        !self.cancelled()
+    }
+    /// Sets the amount the work will count up to.
+    pub fn set_total(&self, total: u64) {
+        self.total.store(total, Ordering::Relaxed);
+    }
+    /// Adds `n` to the amount done (bytes read).
+    pub fn add(&self, n: u64) {
+        self.done.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Fraction done, if the total is known.
+    pub fn fraction(&self) -> Option<f32> {
+        let total = self.total.load(Ordering::Relaxed);
+        (total > 0)
+            .then(|| (self.done.load(Ordering::Relaxed) as f64 / total as f64).min(1.0) as f32)
+    }
+    /// Asks the work to stop.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a job gave no result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobError {
+    /// It was cancelled (by its handle, or dropped).
+    Cancelled,
+    /// It failed; the message is for the status bar.
+    Failed(String),
+}
+
+/// A job's result.
+pub type Finished<T> = Result<T, JobError>;
+
+/// A running job: its label, progress and, once done, its result.
+pub struct Job<T> {
+    label: String,
+    progress: Arc<Progress>,
+    rx: Receiver<Finished<T>>,
+}
+
+impl<T: Send + 'static> Job<T> {
+    /// Starts `work` on a thread of its own; `label` is what the status bar shows while it
+    /// runs, `wake` is called when it finishes.
+    pub fn spawn(
+        label: impl Into<String>,
+        wake: &Wake,
+        work: impl FnOnce(&Arc<Progress>) -> Finished<T> + Send + 'static,
+    ) -> Self {
+        let label = label.into();
+        let progress = Arc::new(Progress::default());
+        let (tx, rx) = channel();
+        let p = progress.clone();
+        let wake = wake.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("warpscope: {label}"))
+            .spawn(move || {
+                let result = match work(&p) {
+                    Err(JobError::Failed(_)) if p.cancelled() => Err(JobError::Cancelled),
+                    r => r,
+                };
+                // The handle is gone when the job was dropped: nobody wants the result.
+                let _ = tx.send(result);
+                wake();
+            });
+        if let Err(e) = spawned {
+            let (tx, failed) = channel();
+            let _ = tx.send(Err(JobError::Failed(format!(
+                "could not start a worker thread: {e}"
+            ))));
+            return Job {
+                label,
+                progress,
+                rx: failed,
+            };
+        }
+        Job {
+            label,
+            progress,
+            rx,
+        }
+    }
+}
+
+impl<T> Job<T> {
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+    /// Asks the work to stop; the job then finishes with [`JobError::Cancelled`] (or its
+    /// result, if it was done first).
+    pub fn cancel(&self) {
+        self.progress.cancel();
+    }
+    /// The result, once the job has finished (given once; `None` while it runs).
+    pub fn poll(&mut self) -> Option<Finished<T>> {
+        match self.rx.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(stopped())),
+        }
+    }
+    /// Waits up to `timeout` for the result (tests and the screenshot mode).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Option<Finished<T>> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Err(stopped())),
+        }
+    }
+}
+
+/// The result of a job whose thread ended without one (it panicked).
+fn stopped() -> JobError {
+    JobError::Failed("the job stopped unexpectedly".into())
+}
+
+impl<T> Drop for Job<T> {
+    fn drop(&mut self) {
+        self.progress.cancel();
+    }
+}
+
+/// Takes the result of the job in `slot`, if it has finished; the slot is then empty.
+pub fn take_finished<T>(slot: &mut Option<Job<T>>) -> Option<Finished<T>> {
+    let r = slot.as_mut()?.poll()?;
+    *slot = None;
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn wake() -> Wake {
+        Arc::new(|| {})
+    }
+
+    #[test]
+    fn a_job_reports_progress_and_its_result() {
+        let (go, wait) = channel::<()>();
+        let mut j = Job::spawn("count", &wake(), move |p| {
+            p.report(1, 4);
+            let _ = wait.recv();
+            Ok(7)
+        });
+        while j.progress().fraction().is_none() {
+            std::thread::yield_now();
+        }
+        assert_eq!(j.progress().fraction(), Some(0.25));
+        assert_eq!(j.poll(), None);
+        go.send(()).unwrap();
+        assert_eq!(j.wait(Duration::from_secs(10)), Some(Ok(7)));
+        assert_eq!(j.label(), "count");
+    }
+
+    #[test]
+    fn cancelling_or_dropping_stops_the_work() {
+        let looping = |p: &Arc<Progress>| {
+            while p.report(0, 1) {
+                std::thread::yield_now();
+            }
+            Err(JobError::Failed("stopped".into()))
+        };
+        let mut j: Job<()> = Job::spawn("loop", &wake(), looping);
+        j.cancel();
+        assert_eq!(j.wait(Duration::from_secs(10)), Some(Err(JobError::Cancelled)));
+        // Replacing a job drops, and so cancels, the old one.
+        let seen = Arc::new(AtomicBool::new(false));
+        let s = seen.clone();
+        let old = Job::spawn("old", &wake(), move |p: &Arc<Progress>| {
+            while !p.cancelled() {
+                std::thread::yield_now();
+            }
+            s.store(true, Ordering::Relaxed);
+            Ok(0)
+        });
+        let mut slot = Some(old);
+        assert!(slot.as_ref().is_some_and(|j| !j.progress().cancelled()));
+        slot = Some(Job::spawn("new", &wake(), |_| Ok(1)));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !seen.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(seen.load(Ordering::Relaxed));
+        while slot.is_some() {
+            if let Some(r) = take_finished(&mut slot) {
+                assert_eq!(r, Ok(1));
+            }
+        }
+    }
+
+    #[test]
+    fn a_job_that_panics_fails() {
+        let mut j: Job<u32> = Job::spawn("boom", &wake(), |_| panic!("boom"));
+        assert_eq!(
+            j.wait(Duration::from_secs(10)),
+            Some(Err(JobError::Failed("the job stopped unexpectedly".into())))
+        );
+    }
+}
