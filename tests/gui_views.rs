@@ -386,3 +386,42 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
     settle(&mut h);
     assert!(h.query_by_label("per source line").is_none());
 }
+
+#[test]
+fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
+    use warpscope::app::job::{Job, JobError, Progress};
+    use warpscope::app::raster::{draw, rasterize, ColourBy, RasterRequest, View as RasterView};
+    let t = trace("matmul", &[("n", "32")]);
+    let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
+    let view = RasterView {
+        x: [0.0, d.x(d.points.len() - 1) + 1.0],
+        y: [-1.0, t.segments.height() + 1.0],
+        width: 64,
+        height: 48,
+        colour: ColourBy::Outcome,
+        only: None,
+    };
+    let want = rasterize(&d, &view);
+    let request = {
+        let d = d.clone();
+        move || RasterRequest {
+            generation: 7,
+            view,
+            data: d.clone(),
+        }
+    };
+    let wake: warpscope::app::job::Wake = std::sync::Arc::new(|| {});
+    let r2 = request.clone();
+    let mut job = Job::spawn("raster", &wake, move |p| draw(r2(), p));
+    let r = job
+        .wait(std::time::Duration::from_secs(60))
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.image, r.in_view, r.generation), (want.0, want.1, 7));
+    let cancelled = Progress::default();
+    cancelled.cancel();
+    assert_eq!(
+        draw(request(), &cancelled).err(),
+        Some(JobError::Cancelled)
+    );
+}

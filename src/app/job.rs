@@ -6,7 +6,7 @@
 //! owner that asked for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 
 /// Called from a job's thread when it finishes (the app asks for a repaint).
@@ -114,6 +114,21 @@ impl<T: Send + 'static> Job<T> {
 }
 
 impl<T> Job<T> {
+    /// A job whose work is done elsewhere (a callback of the window backend) and finished
+    /// through the [`Completion`] given with it.
+    pub fn pending(label: impl Into<String>, wake: &Wake) -> (Self, Completion<T>) {
+        let (tx, rx) = channel();
+        let job = Job {
+            label: label.into(),
+            progress: Arc::new(Progress::default()),
+            rx,
+        };
+        let done = Completion {
+            tx,
+            wake: wake.clone(),
+        };
+        (job, done)
+    }
     pub fn label(&self) -> &str {
         &self.label
     }
@@ -140,6 +155,21 @@ impl<T> Job<T> {
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => Some(Err(stopped())),
         }
+    }
+}
+
+/// What finishes a [`Job::pending`] job.
+pub struct Completion<T> {
+    tx: Sender<Finished<T>>,
+    wake: Wake,
+}
+
+impl<T> Completion<T> {
+    /// Hands the job its result (dropped, the job fails as one whose thread stopped).
+    pub fn finish(self, result: Finished<T>) {
+        // The handle is gone when the job was dropped: nobody wants the result.
+        let _ = self.tx.send(result);
+        (self.wake)();
     }
 }
 
@@ -222,6 +252,17 @@ mod tests {
                 assert_eq!(r, Ok(1));
             }
         }
+    }
+
+    #[test]
+    fn a_pending_job_finishes_when_completed() {
+        let (mut j, done) = Job::<&str>::pending("png", &wake());
+        assert_eq!(j.poll(), None);
+        std::thread::spawn(move || done.finish(Ok("wrote")));
+        assert_eq!(j.wait(Duration::from_secs(10)), Some(Ok("wrote")));
+        let (mut dropped, done) = Job::<()>::pending("png", &wake());
+        drop(done);
+        assert!(matches!(dropped.poll(), Some(Err(JobError::Failed(_)))));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::config::{self, SimConfig};
 use data::{SimData, TraceData};
 use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
 use miss_view::{MissOptions, MissState};
-use raster::{ColourBy, Rasterizer};
+use raster::ColourBy;
 use views::{AddressState, SetMetric, SetsState, View};
 use job::{take_finished, Job, JobError, Progress, Wake};
 use worker::{Loaded, Source};
@@ -150,7 +150,6 @@ pub struct WarpscopeApp {
     pub status: Status,
     /// Asks the UI for a repaint (from job threads).
     wake: Wake,
-    rasterizer: Rasterizer,
     /// Loading or generating the shared trace.
     loading: Option<Job<Loaded>>,
     /// Exports running, each reporting a message.
@@ -166,9 +165,6 @@ pub struct WarpscopeApp {
     pub pane_rects: Vec<egui::Rect>,
     /// A PNG export waiting for its screenshot: path.
     pending_png: Option<PathBuf>,
-    /// Screenshot results arriving from the backend.
-    png_results: std::sync::mpsc::Receiver<String>,
-    png_sender: std::sync::mpsc::Sender<String>,
     /// The address-view request hovered in the last frame (pane, generation, request), for
     /// the linked panes' tooltips.
     hover: Option<(usize, u64, usize)>,
@@ -233,14 +229,12 @@ impl WarpscopeApp {
         }
         settings.panes.truncate(MAX_PANES);
         settings.active = settings.active.min(settings.panes.len() - 1);
-        let (png_sender, png_results) = std::sync::mpsc::channel();
         let mut app = WarpscopeApp {
             panes: settings.panes.iter().map(|_| Pane::default()).collect(),
             settings,
             trace: None,
             status: Status::Info("Starting".into()),
-            wake: wake.clone(),
-            rasterizer: Rasterizer::new(wake),
+            wake,
             loading: None,
             tasks: Vec::new(),
             dialog: None,
@@ -250,8 +244,6 @@ impl WarpscopeApp {
             view_rect: egui::Rect::NOTHING,
             pane_rects: Vec::new(),
             pending_png: None,
-            png_results,
-            png_sender,
             hover: None,
             comm: comm_view::CommState::default(),
             results_seen: 0,
@@ -439,19 +431,13 @@ impl WarpscopeApp {
                 Err(JobError::Cancelled) => {}
             }
         }
-        for r in self.rasterizer.poll() {
-            if let Some(p) = self.panes.get_mut(r.pane) {
+        for p in self.panes.iter_mut() {
+            // A raster of an older result is of no use (a failed one keeps the markers).
+            if let Some(Ok(r)) = take_finished(&mut p.address.raster_job) {
                 if p.generation == r.generation {
                     p.address.pending_image = Some((r.view, r.image, r.generation));
                 }
             }
-        }
-        while let Ok(msg) = self.png_results.try_recv() {
-            self.status = if msg.starts_with("error") {
-                Status::Error(msg)
-            } else {
-                Status::Info(msg)
-            };
         }
         for (i, pane) in self.panes.iter_mut().enumerate() {
             let Some(since) = pane.dirty_since else {
@@ -1284,10 +1270,17 @@ impl WarpscopeApp {
                                 .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
                             only: shown_only.clone(),
                         },
-                        &self.rasterizer,
                     );
-                    if let Some(request) = at {
+                    if let Some(request) = at.hovered {
                         hover = Some((i, pane.generation, request));
+                    }
+                    if let Some(want) = at.raster {
+                        // Replaces (and so stops) the raster of an earlier view.
+                        pane.address.raster_job = Some(Job::spawn(
+                            format!("Drawing pane {}", i + 1),
+                            &self.wake,
+                            move |p| raster::draw(want, p),
+                        ));
                     }
                 }
                 View::Reuse => views::reuse(col, i, &data, link),
@@ -1475,16 +1468,14 @@ impl WarpscopeApp {
         };
         let rect = self.view_rect;
         let ppp = ctx.pixels_per_point();
-        let tx = self.png_sender.clone();
-        let wake = ctx.clone();
+        let (job, done) = Job::pending(format!("Exporting {}", path.display()), &self.wake);
+        self.tasks.push(job);
         ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
             egui::ScreenshotCallback::new(move |img: Arc<egui::ColorImage>| {
-                let msg = match write_png(&path, &img, rect, ppp) {
-                    Ok(()) => format!("Wrote {}", path.display()),
-                    Err(e) => format!("error: {}: {e}", path.display()),
-                };
-                let _ = tx.send(msg);
-                wake.request_repaint();
+                done.finish(match write_png(&path, &img, rect, ppp) {
+                    Ok(()) => Ok(format!("Wrote {}", path.display())),
+                    Err(e) => Err(JobError::Failed(format!("{}: {e}", path.display()))),
+                });
             }),
         ));
     }
@@ -1965,7 +1956,10 @@ impl EframeApp {
                 .panes
                 .iter()
                 .all(|p| p.result.is_some() || p.error.is_some())
-            && app.panes.iter().all(|p| p.address.pending_image.is_none());
+            && app
+                .panes
+                .iter()
+                .all(|p| p.address.pending_image.is_none() && p.address.raster_job.is_none());
         if !ready {
             plan.wait_frames = 0;
             return;

@@ -1,12 +1,13 @@
 //! The address-vs-time density raster: when more requests are in view than there are pixels,
-//! they are binned into an image on a worker thread instead of drawn one marker each.
+//! they are binned into an image off the UI thread (a job per request, [`draw`]) instead of
+//! drawn one marker each.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
 use super::data::{Outcome, SimData};
+use super::job::{Finished, JobError, Progress};
 use super::theme;
 
 /// What colours a request.
@@ -73,9 +74,9 @@ pub struct View {
     pub only: Option<(u16, u32)>,
 }
 
-/// A raster request: which data (by pane and generation), which view.
-pub struct RasterJob {
-    pub pane: usize,
+/// A raster a pane's address view asks for: which data (by its result generation), which
+/// view. The app draws it off the UI thread ([`draw`]).
+pub struct RasterRequest {
     /// The pane's result generation the raster is drawn from.
     pub generation: u64,
     pub view: View,
@@ -83,7 +84,6 @@ pub struct RasterJob {
 }
 
 pub struct Raster {
-    pub pane: usize,
     pub generation: u64,
     pub view: View,
     pub image: ColorImage,
@@ -96,6 +96,24 @@ pub struct Raster {
 /// (no misses) to the colour of its most recent miss class (all misses), so misses never
 /// vanish under hits. Otherwise a pixel takes its last request's colour.
 pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
+    let drawn = rasterize_until(data, view, &|| true);
+    drawn.unwrap_or_else(|| (ColorImage::new([1, 1], vec![Color32::TRANSPARENT]), 0))
+}
+
+/// Draws the raster `req` asks for as a job: a newer request drops this one, which stops it.
+pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
+    let (image, in_view) =
+        rasterize_until(&req.data, &req.view, &|| !progress.cancelled()).ok_or(JobError::Cancelled)?;
+    Ok(Raster {
+        generation: req.generation,
+        view: req.view,
+        image,
+        in_view,
+    })
+}
+
+/// [`rasterize`], asking `go_on` every 2^16 requests and giving up (`None`) when it says no.
+fn rasterize_until(data: &SimData, view: &View, go_on: &dyn Fn() -> bool) -> Option<(ColorImage, u64)> {
     let (w, h) = (view.width.max(1), view.height.max(1));
     let mut count = vec![0u32; w * h];
     let mut misses = vec![0u32; w * h];
@@ -104,7 +122,10 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
     let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
     let mut in_view = 0u64;
-    for i in data.visible(view.x[0], view.x[1]) {
+    for (k, i) in data.visible(view.x[0], view.x[1]).enumerate() {
+        if k % (1 << 16) == 0 && !go_on() {
+            return None;
+        }
         if !data.points.of_inst(i, view.only) {
             continue;
         }
@@ -145,14 +166,14 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
             Color32::from_rgba_unmultiplied(r, g, b, (t * 255.0) as u8)
         })
         .collect();
-    (
+    Some((
         ColorImage {
             size: [w, h],
             pixels,
             source_size: egui::vec2(w as f32, h as f32),
         },
         in_view,
-    )
+    ))
 }
 
 /// The colour of a pixel whose requests are `share` misses (0..=1): the hit colour mixed
@@ -166,63 +187,6 @@ pub fn miss_share_colour(hit: Color32, miss: Color32, share: f32) -> Color32 {
     let mix = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * t).round() as u8;
     let ([r0, g0, b0, _], [r1, g1, b1, _]) = (hit.to_array(), miss.to_array());
     Color32::from_rgb(mix(r0, r1), mix(g0, g1), mix(b0, b1))
-}
-
-/// One thread that draws rasters; of the jobs queued for a pane only the newest is drawn
-/// (every pane's newest is, so no pane waits for a raster that was skipped).
-pub struct Rasterizer {
-    tx: Sender<RasterJob>,
-    rx: Receiver<Raster>,
-}
-
-impl Rasterizer {
-    pub fn new(wake: Arc<dyn Fn() + Send + Sync>) -> Self {
-        let (jtx, jrx) = channel::<RasterJob>();
-        let (rtx, rrx) = channel::<Raster>();
-        let spawned = std::thread::Builder::new()
-            .name("warpscope-raster".into())
-            .spawn(move || {
-                while let Ok(first) = jrx.recv() {
-                    let mut jobs = vec![first];
-                    jobs.extend(jrx.try_iter());
-                    for job in newest_per_pane(jobs, |j| j.pane) {
-                        let (image, in_view) = rasterize(&job.data, &job.view);
-                        let raster = Raster {
-                            pane: job.pane,
-                            generation: job.generation,
-                            view: job.view,
-                            image,
-                            in_view,
-                        };
-                        if rtx.send(raster).is_err() {
-                            return;
-                        }
-                        wake();
-                    }
-                }
-            });
-        // Without the thread, rasters are never answered and the plot keeps its markers.
-        drop(spawned);
-        Rasterizer { tx: jtx, rx: rrx }
-    }
-    pub fn request(&self, job: RasterJob) {
-        let _ = self.tx.send(job);
-    }
-    pub fn poll(&self) -> Vec<Raster> {
-        self.rx.try_iter().collect()
-    }
-}
-
-/// Of queued jobs, the last one of each pane, in the order the panes first asked.
-fn newest_per_pane<T>(jobs: Vec<T>, pane: impl Fn(&T) -> usize) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for job in jobs {
-        match out.iter_mut().find(|j| pane(j) == pane(&job)) {
-            Some(slot) => *slot = job,
-            None => out.push(job),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -241,12 +205,5 @@ mod tests {
             few.r() >= 50 && few.r() < half.r() && half.r() < 200,
             "{few:?} {half:?}"
         );
-    }
-
-    #[test]
-    fn a_newer_job_replaces_only_its_own_panes() {
-        // (pane, generation): pane 0 asked twice, pane 1 once in between.
-        let jobs = vec![(0, 1), (1, 1), (0, 2), (2, 5)];
-        assert_eq!(newest_per_pane(jobs, |j| j.0), vec![(0, 2), (1, 1), (2, 5)]);
     }
 }

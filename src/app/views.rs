@@ -8,7 +8,7 @@ use egui_plot::{
 };
 
 use super::data::{InstFilter, Outcome, Selection, SimData, TraceData};
-use super::raster::{ColourBy, RasterJob, Rasterizer, View as RasterView};
+use super::raster::{ColourBy, RasterRequest, View as RasterView};
 use super::theme;
 
 /// The views, in menu order (Ctrl+1..5).
@@ -59,9 +59,11 @@ pub const MARKER_LIMIT: usize = 50_000;
 #[derive(Default)]
 pub struct AddressState {
     pub texture: Option<(RasterView, egui::TextureHandle, u64)>,
-    /// The view and data generation last asked of the rasterizer.
+    /// The view and data generation last asked for.
     pub requested: Option<(RasterView, u64)>,
-    /// A raster that arrived from the worker, to upload as a texture.
+    /// Drawing the raster last asked for (a newer request replaces, and so stops, it).
+    pub raster_job: Option<super::job::Job<super::raster::Raster>>,
+    /// A raster that arrived from its job, to upload as a texture.
     pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
     /// Requests and axis extents of the data last shown: when they change, the view resets
     /// to the new data's extent.
@@ -150,9 +152,16 @@ fn hex(a: u64) -> String {
     format!("0x{a:x}")
 }
 
-/// Address vs time (Crawford 2014 figs 8.1, 8.5, 8.10). Returns the plot position hovered in this
-/// pane, for the linked panes.
-#[allow(clippy::too_many_arguments)]
+/// What the address view gives back after drawing.
+#[derive(Default)]
+pub struct AddressOutput {
+    /// The request hovered in this pane, for the linked panes.
+    pub hovered: Option<usize>,
+    /// A raster of the view to draw off the UI thread (the view changed).
+    pub raster: Option<RasterRequest>,
+}
+
+/// Address vs time (Crawford 2014 figs 8.1, 8.5, 8.10).
 pub fn address(
     ui: &mut Ui,
     pane: usize,
@@ -161,12 +170,11 @@ pub fn address(
     generation: u64,
     state: &mut AddressState,
     opts: &AddressOptions,
-    rasterizer: &Rasterizer,
-) -> Option<usize> {
+) -> AddressOutput {
     let p = &data.points;
     if p.is_empty() {
         empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
-        return None;
+        return AddressOutput::default();
     }
     let n = p.len();
     let segs = &trace.segments;
@@ -346,13 +354,13 @@ pub fn address(
     });
     array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
     // Ask for a new raster when the view changed and the newest request is not this one.
+    let mut raster = None;
     if let Some(want) = resp.inner {
         let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
         let fresh = current == Some((want, generation));
         if !fresh && state.requested != Some((want, generation)) {
             state.requested = Some((want, generation));
-            rasterizer.request(RasterJob {
-                pane,
+            raster = Some(RasterRequest {
                 generation,
                 view: want,
                 data: data.clone(),
@@ -400,10 +408,18 @@ pub fn address(
         r.clone().on_hover_ui_at_pointer(|ui| {
             request_tooltip(ui, data, trace, i);
         });
-        return Some(i);
+        return AddressOutput {
+            hovered: Some(i),
+            raster,
+        };
     }
     // The same access as the one hovered in another pane, looked up once per hover.
-    let h = opts.linked_hover.as_ref().filter(|h| h.pane != pane)?;
+    let Some(h) = opts.linked_hover.as_ref().filter(|h| h.pane != pane) else {
+        return AddressOutput {
+            hovered: None,
+            raster,
+        };
+    };
     let key = (h.pane, h.generation, h.request, generation);
     let i = match state.linked {
         Some((k, found)) if k == key => found,
@@ -433,7 +449,10 @@ pub fn address(
         )
         .show(|ui| request_tooltip(ui, data, trace, i));
     }
-    None
+    AddressOutput {
+        hovered: None,
+        raster,
+    }
 }
 
 /// The request drawn nearest to screen position `pos`, within 8 pixels.
