@@ -1116,7 +1116,13 @@ fn nvbit_file(path: &std::path::Path) {
             let active = 1 + next() % 32;
             let base = 0x7f00_0010_0000 + (next() % 64) * 128 + step % 3 * 4096;
             let lanes: Vec<String> = (0..32)
-                .map(|l| if l < active { format!("0x{:016x}", base + l * size) } else { format!("0x{:016x}", 0) })
+                .map(|l| {
+                    if l < active {
+                        format!("0x{:016x}", base + l * size)
+                    } else {
+                        format!("0x{:016x}", 0)
+                    }
+                })
                 .collect();
             out.push_str(&format!(
                 "MEMTRACE: CTX 0x55 - grid_launch_id {id} - CTA {},{},0 - warp {slot} - {op} - {}\n",
@@ -1163,10 +1169,23 @@ fn per_thread_traces_stream_through_a_sort() {
     let dir = std::env::temp_dir().join(format!("warpscope-pthread-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
-    let gen = warpscope(&["gen", "hotspot", "nx=32", "ny=32", "steps=1", "block=8,8", "-o", &p("h.wsb")]);
+    let gen = warpscope(&[
+        "gen",
+        "hotspot",
+        "nx=32",
+        "ny=32",
+        "steps=1",
+        "block=8,8",
+        "-o",
+        &p("h.wsb"),
+    ]);
     assert!(gen.status.success());
     let out = warpscope(&["convert", &p("h.wsb"), &p("n.trc"), "--to", "nugteren"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The same kernel with its threads' lines interleaved, the last thread first.
     // One kernel: written as `n.trc` itself.
     let text = std::fs::read_to_string(p("n.trc")).unwrap();
@@ -1203,8 +1222,16 @@ fn per_thread_traces_stream_through_a_sort() {
             let (x, y, iter) = (i % 64, i / 64 % 8, i / 512);
             let gid = x | y << 20;
             let addr = 0x1000 + 4 * (x + 64 * (y + 8 * iter)) + exec * 0x10_0000;
-            let (ty, code) = if iter == 2 { (0xAu64, 0x31Au64) } else { (0xF, 0x319) };
-            crawford.push_str(&format!("{:#x}|{gid:#x}|{:#x}\n", addr << 32 | ty << 28 | code, (iter + 1) << 40));
+            let (ty, code) = if iter == 2 {
+                (0xAu64, 0x31Au64)
+            } else {
+                (0xF, 0x319)
+            };
+            crawford.push_str(&format!(
+                "{:#x}|{gid:#x}|{:#x}\n",
+                addr << 32 | ty << 28 | code,
+                (iter + 1) << 40
+            ));
         }
         crawford.push_str("--\n");
     }

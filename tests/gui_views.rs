@@ -420,8 +420,5 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
     assert_eq!((r.image, r.in_view, r.generation), (want.0, want.1, 7));
     let cancelled = Progress::default();
     cancelled.cancel();
-    assert_eq!(
-        draw(request(), &cancelled).err(),
-        Some(JobError::Cancelled)
-    );
+    assert_eq!(draw(request(), &cancelled).err(), Some(JobError::Cancelled));
 }

@@ -9,8 +9,8 @@ use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
 
 use super::data::TraceData;
-use super::theme;
 use super::job::Job;
+use super::theme;
 use crate::comm::{CommReport, Measure, Pair};
 use crate::trace::Dim3;
 

@@ -228,7 +228,10 @@ mod tests {
         };
         let mut j: Job<()> = Job::spawn("loop", &wake(), looping);
         j.cancel();
-        assert_eq!(j.wait(Duration::from_secs(10)), Some(Err(JobError::Cancelled)));
+        assert_eq!(
+            j.wait(Duration::from_secs(10)),
+            Some(Err(JobError::Cancelled))
+        );
         // Replacing a job drops, and so cancels, the old one.
         let seen = Arc::new(AtomicBool::new(false));
         let s = seen.clone();

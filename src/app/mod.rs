@@ -6,12 +6,12 @@ pub mod comm_view;
 pub mod config_panel;
 pub mod data;
 pub mod files;
+pub mod job;
 pub mod miss_view;
 pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
 pub mod theme;
-pub mod job;
 pub mod views;
 pub mod worker;
 
@@ -24,10 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::{self, SimConfig};
 use data::{SimData, TraceData};
 use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
+use job::{take_finished, Job, JobError, Progress, Wake};
 use miss_view::{MissOptions, MissState};
 use raster::ColourBy;
 use views::{AddressState, SetMetric, SetsState, View};
-use job::{take_finished, Job, JobError, Progress, Wake};
 use worker::{Loaded, Source};
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
@@ -552,15 +552,21 @@ impl WarpscopeApp {
         }
         if self.comm.report.is_none() && self.comm.job.is_none() && !self.comm.cancelled {
             let t = trace.clone();
-            self.comm.job = Some(Job::spawn("Analyzing communication", &self.wake, move |p| {
-                worker::communicate(&t, p)
-            }));
+            self.comm.job = Some(Job::spawn(
+                "Analyzing communication",
+                &self.wake,
+                move |p| worker::communicate(&t, p),
+            ));
         }
         if let Some(r) = self.comm.report.clone() {
             if let Some(want) = comm_view::draw(ui, &mut self.comm, &r, trace) {
                 let key = want.key;
                 let job = Job::spawn("Preparing the density map", &self.wake, move |_| {
-                    Ok(Box::new(comm_view::density(&want.report, want.launches, want.counts)))
+                    Ok(Box::new(comm_view::density(
+                        &want.report,
+                        want.launches,
+                        want.counts,
+                    )))
                 });
                 // Replaces (and so cancels) the map of an earlier selection.
                 self.comm.density_job = Some((job, key));
@@ -578,11 +584,7 @@ impl WarpscopeApp {
                 return;
             }
             ui.spinner();
-            let fraction = self
-                .comm
-                .job
-                .as_ref()
-                .and_then(|j| j.progress().fraction());
+            let fraction = self.comm.job.as_ref().and_then(|j| j.progress().fraction());
             ui.label(match fraction {
                 Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
                 None => "Analyzing inter-CTA communication".to_string(),
@@ -1501,21 +1503,23 @@ impl WarpscopeApp {
         };
         let cfg = self.settings.panes[self.settings.active].1.clone();
         let label = format!("Exporting {}", path.display());
-        self.tasks.push(Job::spawn(label, &self.wake, move |progress| {
-            let failed = |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
-            let mut ex = crate::export::RequestExporter::create(&path, worker::Relay(progress))
-                .map_err(|e| failed(e.to_string()))?;
-            let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
-            if let Some(e) = ex.error() {
-                return Err(failed(e.to_string()));
-            }
-            match run {
-                Err(crate::sim::SimError::Cancelled) => return Err(JobError::Cancelled),
-                r => r.map_err(|e| failed(worker::error_chain(&e)))?,
-            };
-            let (rows, _) = ex.finish().map_err(|e| failed(e.to_string()))?;
-            Ok(format!("Wrote {} ({rows} requests)", path.display()))
-        }));
+        self.tasks
+            .push(Job::spawn(label, &self.wake, move |progress| {
+                let failed =
+                    |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
+                let mut ex = crate::export::RequestExporter::create(&path, worker::Relay(progress))
+                    .map_err(|e| failed(e.to_string()))?;
+                let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
+                if let Some(e) = ex.error() {
+                    return Err(failed(e.to_string()));
+                }
+                match run {
+                    Err(crate::sim::SimError::Cancelled) => return Err(JobError::Cancelled),
+                    r => r.map_err(|e| failed(worker::error_chain(&e)))?,
+                };
+                let (rows, _) = ex.finish().map_err(|e| failed(e.to_string()))?;
+                Ok(format!("Wrote {} ({rows} requests)", path.display()))
+            }));
     }
 
     /// Sets the active pane's configuration (tests and scripts); it re-runs after the

@@ -102,12 +102,7 @@ impl WarpscopeApp {
     }
 
     /// Handles the end of pane `i`'s own load or generation.
-    pub(super) fn pane_trace_finished(
-        &mut self,
-        i: usize,
-        r: Result<Loaded, JobError>,
-        now: f64,
-    ) {
+    pub(super) fn pane_trace_finished(&mut self, i: usize, r: Result<Loaded, JobError>, now: f64) {
         let p = &mut self.panes[i];
         let job = p.trace_job.take();
         match r {
@@ -128,9 +123,7 @@ impl WarpscopeApp {
                 p.error = None;
                 p.dirty_since = Some(now - DEBOUNCE);
             }
-            Err(JobError::Failed(e)) => {
-                self.status = Status::Error(format!("pane {}: {e}", i + 1))
-            }
+            Err(JobError::Failed(e)) => self.status = Status::Error(format!("pane {}: {e}", i + 1)),
             Err(JobError::Cancelled) => {
                 self.status = Status::Info(format!("Cancelled: pane {}'s trace stays", i + 1))
             }

@@ -102,8 +102,8 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
 
 /// Draws the raster `req` asks for as a job: a newer request drops this one, which stops it.
 pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
-    let (image, in_view) =
-        rasterize_until(&req.data, &req.view, &|| !progress.cancelled()).ok_or(JobError::Cancelled)?;
+    let (image, in_view) = rasterize_until(&req.data, &req.view, &|| !progress.cancelled())
+        .ok_or(JobError::Cancelled)?;
     Ok(Raster {
         generation: req.generation,
         view: req.view,
@@ -113,7 +113,11 @@ pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
 }
 
 /// [`rasterize`], asking `go_on` every 2^16 requests and giving up (`None`) when it says no.
-fn rasterize_until(data: &SimData, view: &View, go_on: &dyn Fn() -> bool) -> Option<(ColorImage, u64)> {
+fn rasterize_until(
+    data: &SimData,
+    view: &View,
+    go_on: &dyn Fn() -> bool,
+) -> Option<(ColorImage, u64)> {
     let (w, h) = (view.width.max(1), view.height.max(1));
     let mut count = vec![0u32; w * h];
     let mut misses = vec![0u32; w * h];

@@ -19,7 +19,9 @@ pub enum Loaded {
     Trace(Arc<TraceData>),
     /// A generator stopped early because its trace would hold about `projected` accesses,
     /// more than the job's limit.
-    TooLarge { projected: u64 },
+    TooLarge {
+        projected: u64,
+    },
 }
 
 /// What loads a trace: a file, or a built-in generator.
@@ -62,13 +64,18 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             for (k, v) in &params {
                 label.push_str(&format!(" {k}={v}"));
             }
-            Ok(Loaded::Trace(Arc::new(TraceData::new(t, label, None, None))))
+            Ok(Loaded::Trace(Arc::new(TraceData::new(
+                t, label, None, None,
+            ))))
         }
     }
 }
 
 /// Analyzes the inter-CTA communication of `trace` (the Communication view).
-pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<Arc<crate::comm::CommReport>> {
+pub fn communicate(
+    trace: &TraceData,
+    progress: &Progress,
+) -> Finished<Arc<crate::comm::CommReport>> {
     let mut relay = |done: u64, total: u64| progress.report(done, total);
     match crate::comm::analyze(&trace.trace, &mut relay) {
         Ok(r) => Ok(Arc::new(r)),
@@ -169,14 +176,23 @@ impl Observer for Relay<'_> {
 }
 
 /// Simulates `trace` under `config` for one pane, collecting its requests for the views.
-pub fn simulate(config: SimConfig, trace: &TraceData, progress: &Progress) -> Finished<Arc<SimData>> {
+pub fn simulate(
+    config: SimConfig,
+    trace: &TraceData,
+    progress: &Progress,
+) -> Finished<Arc<SimData>> {
     progress.set_total(trace.trace.total_accesses() as u64);
     let mut collect = Collect {
         points: Points::default(),
         progress,
     };
     match sim::run(&config, &trace.trace, &mut collect) {
-        Ok(report) => Ok(Arc::new(SimData::new(config, report, collect.points, trace))),
+        Ok(report) => Ok(Arc::new(SimData::new(
+            config,
+            report,
+            collect.points,
+            trace,
+        ))),
         Err(sim::SimError::Cancelled) => Err(JobError::Cancelled),
         Err(e) => Err(JobError::Failed(error_chain(&e))),
     }

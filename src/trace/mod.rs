@@ -15,8 +15,6 @@ pub mod memtrace;
 mod model;
 pub mod nugteren;
 pub mod nvbit;
-#[cfg(test)]
-pub(crate) mod testing;
 #[cfg(feature = "tables")]
 mod parquet_check;
 mod sink;
@@ -24,6 +22,8 @@ pub mod source;
 pub(crate) mod spill;
 #[cfg(feature = "tables")]
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod text;
 mod writer;
 

@@ -228,7 +228,11 @@ pub(crate) fn stream_into<R: BufRead>(
     })?;
     let b = header(block, max_tid, sort.len(), file)?;
     if sort.len() > u32::MAX as u64 {
-        return Err(TraceError::parse(file, Location::Line(0), BuildError::TooManyRows.to_string()));
+        return Err(TraceError::parse(
+            file,
+            Location::Line(0),
+            BuildError::TooManyRows.to_string(),
+        ));
     }
     out.begin_kernel(&b.header())?;
     let tpb = block.count() as u32;
@@ -236,13 +240,20 @@ pub(crate) fn stream_into<R: BufRead>(
     let mut counts = (0u32, 0u32);
     let mut last = None;
     let sorted = sort.sorted().map_err(io)?;
-    spill::hand_on_by_cta(sorted, file, tpb, out, |c| c as u32, |r, tid| {
-        if last != Some(tid) {
-            counts = (0, 0);
-            last = Some(tid);
-        }
-        access(tid, r.inst == 1, r.addr, r.size, &mut counts)
-    })?;
+    spill::hand_on_by_cta(
+        sorted,
+        file,
+        tpb,
+        out,
+        |c| c as u32,
+        |r, tid| {
+            if last != Some(tid) {
+                counts = (0, 0);
+                last = Some(tid);
+            }
+            access(tid, r.inst == 1, r.addr, r.size, &mut counts)
+        },
+    )?;
     out.end_kernel()
 }
 

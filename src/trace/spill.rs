@@ -63,7 +63,18 @@ impl Row {
         out[34] = self.flags;
     }
     fn decode(b: &[u8; RECORD]) -> Row {
-        let u64_at = |i: usize| u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+        let u64_at = |i: usize| {
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        };
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Row {
             cta: u64_at(0),
@@ -124,8 +135,12 @@ impl Sort {
     /// whole rows.
     fn sort_keys(&mut self) {
         self.keys.clear();
-        self.keys
-            .extend(self.buf.iter().enumerate().map(|(i, r)| (r.cta, r.local, i as u32)));
+        self.keys.extend(
+            self.buf
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.cta, r.local, i as u32)),
+        );
         self.keys.sort_unstable();
     }
 
@@ -137,7 +152,9 @@ impl Sort {
         self.sort_keys();
         let w = match self.file.as_mut() {
             Some(w) => w,
-            None => self.file.insert(BufWriter::with_capacity(1 << 20, tempfile::tempfile()?)),
+            None => self
+                .file
+                .insert(BufWriter::with_capacity(1 << 20, tempfile::tempfile()?)),
         };
         let mut rec = [0u8; RECORD];
         for &(_, _, i) in &self.keys {

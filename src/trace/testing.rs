@@ -65,4 +65,3 @@ pub(crate) fn scratch(reader: &str, name: &str, bytes: &[u8]) -> std::path::Path
     std::fs::write(&p, bytes).unwrap();
     p
 }
-

@@ -317,7 +317,10 @@ impl Executions for Whole<'_> {
             ..
         } = r
         else {
-            return Ok(e.b.push(Access::barrier(thread)).map_err(|x| x.to_string())?);
+            return Ok(e
+                .b
+                .push(Access::barrier(thread))
+                .map_err(|x| x.to_string())?);
         };
         let inst = match e.insts.get(&code) {
             Some(&i) => i,

@@ -64,7 +64,11 @@ impl Executions for Stream<'_> {
         let b = [block.x, block.y, block.z].map(u64::from);
         // The CTA as (z, y, x) in 20-bit sections, which orders CTAs as any grid numbers them.
         let cta = (z / b[2]) << (2 * DIM_BITS) | (y / b[1]) << DIM_BITS | (x / b[0]);
-        let local = block.linear(Dim3::new((x % b[0]) as u32, (y % b[1]) as u32, (z % b[2]) as u32)) as u32;
+        let local = block.linear(Dim3::new(
+            (x % b[0]) as u32,
+            (y % b[1]) as u32,
+            (z % b[2]) as u32,
+        )) as u32;
         let mut row = spill::Row {
             cta,
             local,
@@ -143,21 +147,28 @@ impl Executions for Stream<'_> {
             let at = |d: u32| ((c >> (DIM_BITS * d)) & DIM_MASK) as u32;
             grid.linear(Dim3::new(at(0), at(1), at(2))) as u32
         };
-        spill::hand_on_by_cta(sorted, self.file, block.count() as u32, self.out, cta_of, |r, thread| {
-            let (kind, space) = unpack_flags(r.flags);
-            if kind == AccessKind::Barrier {
-                return Access::barrier(thread);
-            }
-            Access {
-                thread,
-                inst: new_id[r.inst as usize],
-                dyn_inst: loops.partition_point(|&l| l < r.aux) as u32,
-                addr: r.addr,
-                size: r.size,
-                kind,
-                space,
-            }
-        })?;
+        spill::hand_on_by_cta(
+            sorted,
+            self.file,
+            block.count() as u32,
+            self.out,
+            cta_of,
+            |r, thread| {
+                let (kind, space) = unpack_flags(r.flags);
+                if kind == AccessKind::Barrier {
+                    return Access::barrier(thread);
+                }
+                Access {
+                    thread,
+                    inst: new_id[r.inst as usize],
+                    dyn_inst: loops.partition_point(|&l| l < r.aux) as u32,
+                    addr: r.addr,
+                    size: r.size,
+                    kind,
+                    space,
+                }
+            },
+        )?;
         Ok(self.out.end_kernel()?)
     }
 }

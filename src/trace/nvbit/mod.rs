@@ -73,7 +73,10 @@ impl WarpLine<'_> {
         let mut lanes = 0;
         for (lane, a) in lex::fields(self.addrs).enumerate() {
             let addr = lex::hex(a).ok_or_else(|| {
-                format!("lane {lane}: expected a hex address, found `{}`", lex::show(a))
+                format!(
+                    "lane {lane}: expected a hex address, found `{}`",
+                    lex::show(a)
+                )
             })?;
             lanes += 1;
             if lanes > LANES {
@@ -99,7 +102,9 @@ impl WarpLine<'_> {
             })?;
         }
         if lanes != LANES {
-            return Err(format!("expected 32 addresses (one per lane), found {lanes}"));
+            return Err(format!(
+                "expected 32 addresses (one per lane), found {lanes}"
+            ));
         }
         Ok(())
     }
@@ -189,14 +194,20 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
                 prev.retired = true;
                 prev.slots = FxHashMap::default();
                 prev.warps_in_cta = FxHashMap::default();
-                if w.launches.get(&id).is_some_and(|l| l.retired || l.index < prev_index) {
+                if w.launches
+                    .get(&id)
+                    .is_some_and(|l| l.retired || l.index < prev_index)
+                {
                     return Err(at(Fail::Interleaved));
                 }
             }
             running = Some(id);
         }
         let l = w.launches.get_mut(&id).ok_or_else(|| {
-            at(format!("access for grid launch id {id}, which has no LAUNCH line before it").into())
+            at(
+                format!("access for grid launch id {id}, which has no LAUNCH line before it")
+                    .into(),
+            )
         })?;
         let parsed = warp_line(&parts, l).map_err(|m| at(m.into()))?;
         v.warp(l, &parsed).map_err(at)?;
@@ -216,10 +227,12 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
 /// The launch an access line belongs to: its `grid_launch_id`, or the latest launch in logs
 /// of older mem_trace versions, which print none.
 fn launch_of(parts: &[&[u8]], last_launch: Option<u64>) -> Result<u64, String> {
-    match parts.get(1).and_then(|p| p.strip_prefix(b"grid_launch_id ")) {
-        Some(v) => lex::dec(v).ok_or_else(|| {
-            format!("expected `grid_launch_id N`, found `{}`", lex::show(v))
-        }),
+    match parts
+        .get(1)
+        .and_then(|p| p.strip_prefix(b"grid_launch_id "))
+    {
+        Some(v) => lex::dec(v)
+            .ok_or_else(|| format!("expected `grid_launch_id N`, found `{}`", lex::show(v))),
         None => last_launch.ok_or_else(|| "an access line before any LAUNCH line".into()),
     }
 }
@@ -228,7 +241,14 @@ fn launch_of(parts: &[&[u8]], last_launch: Option<u64>) -> Result<u64, String> {
 /// the CTA and the opcode its instruction id.
 fn warp_line<'a>(parts: &[&'a [u8]], l: &mut Launch) -> Result<WarpLine<'a>, String> {
     // CTX .. - [grid_launch_id N -] CTA x,y,z - warp W - OPCODE - addresses
-    let i = if parts.get(1).is_some_and(|p| p.starts_with(b"grid_launch_id ")) { 2 } else { 1 };
+    let i = if parts
+        .get(1)
+        .is_some_and(|p| p.starts_with(b"grid_launch_id "))
+    {
+        2
+    } else {
+        1
+    };
     let field = |i: usize, key: &[u8], what: &str| -> Result<&'a [u8], String> {
         parts
             .get(i)
@@ -237,19 +257,25 @@ fn warp_line<'a>(parts: &[&'a [u8]], l: &mut Launch) -> Result<WarpLine<'a>, Str
     };
     let grid = l.builder.grid();
     let cta_s = field(i, b"CTA ", "CTA x,y,z")?;
-    let cta = lex::dim3(cta_s).filter(|c| grid.contains(*c)).ok_or_else(|| {
-        format!(
-            "CTA `{}` is not an index inside the grid {grid}",
-            lex::show(cta_s)
-        )
-    })?;
+    let cta = lex::dim3(cta_s)
+        .filter(|c| grid.contains(*c))
+        .ok_or_else(|| {
+            format!(
+                "CTA `{}` is not an index inside the grid {grid}",
+                lex::show(cta_s)
+            )
+        })?;
     let cta = grid.linear(cta) as u32;
     let slot_s = field(i + 1, b"warp ", "warp W")?;
     let slot = lex::dec(slot_s)
         .and_then(|v| u32::try_from(v).ok())
         .ok_or_else(|| format!("warp: expected a number, found `{}`", lex::show(slot_s)))?;
-    let opcode = *parts.get(i + 2).ok_or("expected the opcode after the warp")?;
-    let addrs = *parts.get(i + 3).ok_or("expected the addresses after the opcode")?;
+    let opcode = *parts
+        .get(i + 2)
+        .ok_or("expected the opcode after the warp")?;
+    let addrs = *parts
+        .get(i + 3)
+        .ok_or("expected the addresses after the opcode")?;
     if parts.len() > i + 4 {
         return Err(format!(
             "{} unexpected fields after the addresses",
@@ -272,7 +298,9 @@ fn warp_line<'a>(parts: &[&'a [u8]], l: &mut Launch) -> Result<WarpLine<'a>, Str
             w
         }
     };
-    let inst = l.builder.instruction(&String::from_utf8_lossy(opcode), None);
+    let inst = l
+        .builder
+        .instruction(&String::from_utf8_lossy(opcode), None);
     let dyn_inst = l.lines;
     l.lines = l.lines.wrapping_add(1);
     Ok(WarpLine {
@@ -315,7 +343,11 @@ pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Resu
     let mut w = walk(r, file, false, &mut Whole).map_err(|s| s.error(file))?;
     for id in w.order {
         if let Some(l) = w.launches.remove(&id) {
-            out.kernel(l.builder.finish_checked().map_err(|e| sparse(file, id, e))?)?;
+            out.kernel(
+                l.builder
+                    .finish_checked()
+                    .map_err(|e| sparse(file, id, e))?,
+            )?;
         }
     }
     Ok(())

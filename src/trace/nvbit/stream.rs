@@ -165,7 +165,8 @@ pub(crate) fn stream_into<R: BufRead>(
         };
         let rows = scan.rows.get(l.index).copied().unwrap_or(0);
         let (grid, block) = (l.builder.grid(), l.builder.block());
-        check_density(grid, block, rows as usize, Order::Issued).map_err(|e| sparse(file, id, e))?;
+        check_density(grid, block, rows as usize, Order::Issued)
+            .map_err(|e| sparse(file, id, e))?;
         plans.push(Plan {
             id,
             header: l.builder.header(),
@@ -189,7 +190,11 @@ pub(crate) fn stream_into<R: BufRead>(
     stream.end_current().map_err(at_end)?;
     stream.empty_upto(count).map_err(at_end)?;
     if walked.order.len() != count
-        || walked.order.iter().zip(&stream.plans).any(|(id, p)| *id != p.id)
+        || walked
+            .order
+            .iter()
+            .zip(&stream.plans)
+            .any(|(id, p)| *id != p.id)
     {
         return Err(TraceError::parse(
             file,

@@ -111,12 +111,7 @@ enum Runs {
 /// launch in one run after its LAUNCH line, or in `Lines::Shuffled` interleaved at random, or
 /// in `Lines::Reversed` one run each but the last launch's first. `bad` spoils the address of
 /// one line.
-fn log(
-    launches: &[TestLaunch],
-    order: Runs,
-    bad: Option<usize>,
-    seed: u64,
-) -> String {
+fn log(launches: &[TestLaunch], order: Runs, bad: Option<usize>, seed: u64) -> String {
     let mut out = String::from("application output\n");
     let mut lines: Vec<String> = Vec::new();
     let mut runs: Vec<Vec<String>> = Vec::new();
@@ -236,7 +231,11 @@ fn long_launch(id: u64, ctas: u64, n: u64) -> String {
 fn a_long_launch_comes_in_chunks_empty_launches_too_and_a_pipe_whole() {
     // Launch 1 has no access line: an empty kernel between the two.
     let empty = "MEMTRACE: CTX 0x1 - LAUNCH - Kernel pc 0x9 - Kernel name none - grid launch id 1 - grid size 1,1,1 - block size 32,1,1 - nregs 20 - shmem 0 - cuda stream id 0\n";
-    let text = format!("{}{empty}{}", long_launch(0, 64, 5000), long_launch(2, 4, 3));
+    let text = format!(
+        "{}{empty}{}",
+        long_launch(0, 64, 5000),
+        long_launch(2, 4, 3)
+    );
     let path = scratch("nvbit", "long.log", text.as_bytes());
     let s = stream_file(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -306,6 +305,9 @@ fn a_file_that_changes_between_the_reads_is_an_error() {
 #[test]
 fn fields_split_on_each_dash_separator_once() {
     let parts = split_dash(b"CTX 0x1 - LAUNCH - a - - b -  - c - ");
-    assert_eq!(parts, [&b"CTX 0x1"[..], b"LAUNCH", b"a", b"- b", b"", b"c", b""]);
+    assert_eq!(
+        parts,
+        [&b"CTX 0x1"[..], b"LAUNCH", b"a", b"- b", b"", b"c", b""]
+    );
     assert_eq!(split_dash(b"no separator"), [&b"no separator"[..]]);
 }
