@@ -1,0 +1,187 @@
+//! The views, one file each (`address.rs`, `reuse.rs`, `sets.rs`; the miss and communication
+//! views in `misses.rs` and `comm.rs`); every view draws one pane's result. This module holds
+//! the view list and what several views share: empty-state text, legends, axis marks.
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::PlotPoint;
+
+use super::data::{Outcome, SimData, TraceData};
+use super::raster::ColourBy;
+use super::theme;
+
+/// The views, in menu order (Ctrl+1..5).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
+)]
+pub enum View {
+    #[default]
+    Address,
+    Reuse,
+    Misses,
+    Sets,
+    Communication,
+}
+
+impl View {
+    pub const ALL: [View; 5] = [
+        View::Address,
+        View::Reuse,
+        View::Misses,
+        View::Sets,
+        View::Communication,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Address => "Address vs time",
+            View::Reuse => "Reuse distance",
+            View::Misses => "Miss categories",
+            View::Sets => "Sets",
+            View::Communication => "CTA communication",
+        }
+    }
+    pub fn file_stem(self) -> &'static str {
+        match self {
+            View::Address => "address",
+            View::Reuse => "reuse",
+            View::Misses => "misses",
+            View::Sets => "sets",
+            View::Communication => "communication",
+        }
+    }
+}
+
+/// A centred, muted message filling the area.
+pub fn empty_text(ui: &mut Ui, text: &str) {
+    empty(ui, text);
+}
+
+fn empty(ui: &mut Ui, text: &str) {
+    ui.centered_and_justified(|ui| {
+        ui.label(RichText::new(text).size(15.0).weak());
+    });
+}
+
+fn hex(a: u64) -> String {
+    format!("0x{a:x}")
+}
+
+/// The address view's legend for a colouring: swatches, and a note where colours repeat.
+pub fn colour_legend(
+    d: &SimData,
+    trace: &TraceData,
+    by: ColourBy,
+) -> (Vec<(Color32, String)>, Option<String>) {
+    let p = &d.points;
+    let palette = theme::PALETTE_LEN as u32;
+    match by {
+        ColourBy::Outcome => {
+            // The timing model gives each request only hit or miss (classes in aggregate).
+            let timing = d.config.timing.is_some();
+            let entries = Outcome::ALL
+                .into_iter()
+                .filter(|&o| o == Outcome::Hit || (o == Outcome::Miss) == timing)
+                .map(|o| (theme::outcome(o), o.name().to_string()))
+                .collect();
+            (entries, None)
+        }
+        ColourBy::Instruction => {
+            // Instruction ids are per kernel: an id's name in each kernel that has it.
+            let count = p.inst.iter().copied().max().map_or(0, |m| m + 1);
+            let entries = (0..count.min(palette))
+                .map(|i| {
+                    let mut names: Vec<&str> = Vec::new();
+                    for k in &trace.trace.kernels {
+                        if let Some(inst) = k.instructions.get(i as usize) {
+                            if !names.contains(&inst.name.as_str()) {
+                                names.push(&inst.name);
+                            }
+                        }
+                    }
+                    (theme::category(i), names.join(" / "))
+                })
+                .collect();
+            let note = (count > palette)
+                .then(|| format!("{count} instructions: colours repeat every {palette}"));
+            (entries, note)
+        }
+        _ => {
+            let (what, ids): (&str, Vec<u32>) = match by {
+                ColourBy::Warp => ("warp", p.warp.clone()),
+                ColourBy::Cta => ("CTA", p.cta.clone()),
+                ColourBy::Sm => ("SM", p.sm.iter().map(|&v| v as u32).collect()),
+                ColourBy::Kernel => ("kernel", p.kernel.iter().map(|&v| v as u32).collect()),
+                _ if p.thread.is_empty() => ("warp", p.warp.clone()),
+                _ => ("thread", p.thread.clone()),
+            };
+            let count = ids.iter().copied().max().map_or(0, |m| m + 1);
+            let entries = (0..count.min(palette))
+                .map(|i| (theme::category(i), format!("{what} {i}")))
+                .collect();
+            let note = (count > palette)
+                .then(|| format!("{count} {what} ids: the colour is the id modulo {palette}"));
+            (entries, note)
+        }
+    }
+}
+
+/// Paints each array's label at its first byte, at the plot's left edge (painted, not a plot
+/// item, so the labels never widen the plot's bounds). Labels closer than a line of text to the
+/// one below are left out until the user zooms in.
+fn array_labels(
+    ui: &Ui,
+    t: &egui_plot::PlotTransform,
+    rect: egui::Rect,
+    trace: &TraceData,
+    colour: Color32,
+) {
+    let painter = ui.painter_at(rect);
+    let font = egui::FontId::proportional(11.0);
+    let mut last = f32::INFINITY;
+    for (start, text) in &trace.arrays {
+        let y = t
+            .position_from_point(&PlotPoint::new(0.0, trace.segments.y(*start)))
+            .y;
+        if y > rect.bottom() + 1.0 || y < rect.top() + 12.0 || last - y < 14.0 {
+            continue;
+        }
+        last = y;
+        painter.text(
+            egui::pos2(rect.left() + 4.0, y),
+            egui::Align2::LEFT_BOTTOM,
+            text,
+            font.clone(),
+            colour,
+        );
+    }
+}
+
+/// Grid marks at whole units (log bins, log2 capacities), every unit where there is room and
+/// every 2nd, 4th... where there is not, so that narrow panes keep labels at readable spacing.
+pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    // base_step_size is the plot's minimum grid spacing (8 points) in plot units; egui_plot
+    // draws x labels only 60 points or more apart (in full at 80): aim for 80.
+    let step = (input.base_step_size * 10.0).max(1.0).ceil() as u64;
+    let step = step.next_power_of_two() as f64;
+    let (lo, hi) = input.bounds;
+    let mut marks = Vec::new();
+    let mut v = (lo / step).ceil() * step;
+    while v <= hi && marks.len() < 500 {
+        marks.push(egui_plot::GridMark {
+            value: v,
+            step_size: step,
+        });
+        v += step;
+    }
+    marks
+}
+
+mod address;
+mod reuse;
+mod sets;
+
+pub use address::{
+    address, linked_request, store_note, timing_result, AddressOptions, AddressOutput,
+    AddressState, LinkedHover, MARKER_LIMIT,
+};
+pub use reuse::{distance_bin_x, limit_x, reuse};
+pub use sets::{set_label, set_marks, sets, SetMetric, SetsState};
