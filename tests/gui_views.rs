@@ -4,8 +4,8 @@
 
 use egui_kittest::kittest::Queryable;
 use warpscope::app::data::Outcome;
-use warpscope::app::miss_view::{self, Per};
 use warpscope::app::theme;
+use warpscope::app::views::misses::{self as miss_view, Per};
 use warpscope::app::views::{timing_result, View};
 use warpscope::config;
 

@@ -2,12 +2,10 @@
 //! simulations on worker threads ([`worker`]), draws the results ([`views`]), and holds no
 //! simulation logic of its own.
 
-pub mod comm_view;
 pub mod config_panel;
 pub mod data;
 pub mod files;
 pub mod job;
-pub mod miss_view;
 pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
@@ -25,8 +23,8 @@ use crate::config::{self, SimConfig};
 use data::{SimData, TraceData};
 use files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
 use job::{take_finished, Job, JobError, Progress, Wake};
-use miss_view::{MissOptions, MissState};
 use raster::ColourBy;
+use views::misses::{self, MissOptions, MissState};
 use views::{AddressState, SetMetric, SetsState, View};
 use worker::{Loaded, Source};
 
@@ -169,7 +167,7 @@ pub struct WarpscopeApp {
     /// the linked panes' tooltips.
     hover: Option<(usize, u64, usize)>,
     /// The communication view's report of the loaded trace and its display choices.
-    pub comm: comm_view::CommState,
+    pub comm: views::comm::CommState,
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
     /// Generators stop (and ask) once projected past this many accesses: what fits in the
@@ -245,7 +243,7 @@ impl WarpscopeApp {
             pane_rects: Vec::new(),
             pending_png: None,
             hover: None,
-            comm: comm_view::CommState::default(),
+            comm: views::comm::CommState::default(),
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
             load_job: None,
@@ -559,10 +557,10 @@ impl WarpscopeApp {
             ));
         }
         if let Some(r) = self.comm.report.clone() {
-            if let Some(want) = comm_view::draw(ui, &mut self.comm, &r, trace) {
+            if let Some(want) = views::comm::draw(ui, &mut self.comm, &r, trace) {
                 let key = want.key;
                 let job = Job::spawn("Preparing the density map", &self.wake, move |_| {
-                    Ok(Box::new(comm_view::density(
+                    Ok(Box::new(views::comm::density(
                         &want.report,
                         want.launches,
                         want.counts,
@@ -1288,14 +1286,14 @@ impl WarpscopeApp {
                 View::Reuse => views::reuse(col, i, &data, link),
                 View::Misses => {
                     let mut chosen = shown_only.clone();
-                    miss_view::misses(
+                    misses::misses(
                         col,
                         i,
                         &data,
                         &trace,
                         pane.generation,
                         &mut pane.misses,
-                        miss_view::MissChoices {
+                        misses::MissChoices {
                             opts: &mut miss_opts,
                             only: &mut chosen,
                         },
@@ -1938,7 +1936,7 @@ impl EframeApp {
             if first {
                 app.remove_pane(1);
                 app.settings.view = View::Misses;
-                app.settings.misses.per = miss_view::Per::SourceLine;
+                app.settings.misses.per = misses::Per::SourceLine;
                 app.open(PathBuf::from("sample-traces/accelsim-lineinfo"));
             }
             if app

@@ -176,6 +176,8 @@ pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
 }
 
 mod address;
+pub mod comm;
+pub mod misses;
 mod reuse;
 mod sets;
 

@@ -1,6 +1,6 @@
 //! The CTA communication view: a zoomable writer x reader density map, the transfer-size
 //! CDF, degree histograms and the per-launch evolution, drawn from [`crate::comm`]'s report of
-//! the loaded trace (computed once per trace on the worker; it does not depend on the panes'
+//! the loaded trace (computed once per trace as a job; it does not depend on the panes'
 //! cache configurations).
 
 use std::sync::Arc;
@@ -8,9 +8,9 @@ use std::sync::Arc;
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
 
-use super::data::TraceData;
-use super::job::Job;
-use super::theme;
+use crate::app::data::TraceData;
+use crate::app::job::Job;
+use crate::app::theme;
 use crate::comm::{CommReport, Measure, Pair};
 use crate::trace::Dim3;
 
@@ -260,7 +260,7 @@ pub fn draw(
         ));
     });
     if r.transfers.is_empty() {
-        super::views::empty_text(
+        crate::app::views::empty_text(
             ui,
             if r.per_launch.len() < 2 {
                 "This trace has one kernel launch: communication needs a later launch reading\n\

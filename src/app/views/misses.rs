@@ -10,8 +10,8 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Plot};
 
-use super::data::{inst_label, ClassSplit, InstFilter, Outcome, SimData, TraceData};
-use super::theme;
+use crate::app::data::{inst_label, ClassSplit, InstFilter, Outcome, SimData, TraceData};
+use crate::app::theme;
 use crate::cache::{Counters, MissClasses};
 use crate::config::Stores;
 
@@ -568,8 +568,8 @@ fn table(
                             ui.label(format!("{:.1}", r.accesses_per_request()));
                             ui.label(format!("{:.2}", r.transactions_per_request()));
                         }
-                        ui.label(super::comm_view::human(r.bytes_in));
-                        ui.label(super::comm_view::human(r.bytes_out));
+                        ui.label(crate::app::views::comm::human(r.bytes_in));
+                        ui.label(crate::app::views::comm::human(r.bytes_out));
                         for k in 0..columns.len() {
                             if timing {
                                 ui.label(r.classes.reads[k].to_string());
