@@ -1,0 +1,550 @@
+//! The central area: the view tabs, the panes side by side with their headers and the
+//! comparison table, and the communication view of the loaded trace.
+
+use std::sync::Arc;
+
+use egui::{RichText, Ui};
+
+use super::data::TraceData;
+use super::job::Job;
+use super::raster::ColourBy;
+use super::views::misses;
+use super::views::View;
+use crate::config::SimConfig;
+
+use super::*;
+
+impl WarpscopeApp {
+    /// The communication view: one analysis of the loaded trace, started the first time the
+    /// view is shown for it.
+    pub(super) fn communication_view(&mut self, ui: &mut egui::Ui, trace: &Arc<TraceData>) {
+        let id = Arc::as_ptr(trace) as usize;
+        if self.comm.for_trace != Some(id) {
+            self.comm.reset(Some(id));
+        }
+        if self.comm.report.is_none() && self.comm.job.is_none() && !self.comm.cancelled {
+            let t = trace.clone();
+            self.comm.job = Some(Job::spawn(
+                "Analyzing communication",
+                &self.wake,
+                move |p| worker::communicate(&t, p),
+            ));
+        }
+        if let Some(r) = self.comm.report.clone() {
+            if let Some(want) = views::comm::draw(ui, &mut self.comm, &r, trace) {
+                let key = want.key;
+                let job = Job::spawn("Preparing the density map", &self.wake, move |_| {
+                    Ok(Box::new(views::comm::density(
+                        &want.report,
+                        want.launches,
+                        want.counts,
+                    )))
+                });
+                // Replaces (and so cancels) the map of an earlier selection.
+                self.comm.density_job = Some((job, key));
+            }
+            return;
+        }
+        ui.vertical_centered(|ui| {
+            ui.add_space(ui.available_height() / 3.0);
+            if self.comm.cancelled {
+                ui.label("The communication analysis was cancelled.");
+                if ui.button("Analyze again").clicked() {
+                    self.comm.cancelled = false;
+                    ui.ctx().request_repaint();
+                }
+                return;
+            }
+            ui.spinner();
+            let fraction = self.comm.job.as_ref().and_then(|j| j.progress().fraction());
+            ui.label(match fraction {
+                Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
+                None => "Analyzing inter-CTA communication".to_string(),
+            });
+            if ui.button("Cancel").clicked() {
+                if let Some(j) = &self.comm.job {
+                    j.cancel();
+                }
+            }
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        });
+    }
+
+    /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
+    /// The panes' absolute traffic side by side (a miss rate alone misleads when the panes
+    /// make different numbers of requests), each later pane's difference from pane 1 in
+    /// brackets.
+    pub(super) fn comparison(&self, ui: &mut Ui) {
+        let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
+        let diffs = differences(&configs);
+        let first = self.panes[0].result.as_ref().map(|r| r.report.totals);
+        // With different kernels side by side, each row names its trace.
+        let show_trace = self.traces_differ();
+        egui::Grid::new("pane-comparison")
+            .striped(true)
+            .spacing([16.0, 2.0])
+            .show(ui, |ui| {
+                ui.label(RichText::new("pane").weak());
+                if show_trace {
+                    ui.label(RichText::new("trace").weak());
+                }
+                for h in [
+                    "differs in",
+                    "requests",
+                    "misses",
+                    "miss rate",
+                    "bytes from memory",
+                    "bytes to memory",
+                ] {
+                    ui.label(RichText::new(h).weak());
+                }
+                ui.end_row();
+                for (i, p) in self.panes.iter().enumerate() {
+                    ui.label(RichText::new(format!("{}", i + 1)).strong());
+                    if show_trace {
+                        let t = self.pane_trace(i);
+                        ui.label(t.as_ref().map_or("-", |t| t.label.as_str()));
+                    }
+                    ui.label(if diffs[i].is_empty() {
+                        "-".to_string()
+                    } else {
+                        diffs[i].join(", ")
+                    });
+                    let Some(r) = &p.result else {
+                        ui.label("…");
+                        ui.end_row();
+                        continue;
+                    };
+                    let t = &r.report.totals;
+                    let base = first.filter(|_| i > 0);
+                    let cell = |v: u64, b: Option<u64>| match b {
+                        Some(b) if v != b => format!("{v} ({:+})", v as i128 - b as i128),
+                        _ => v.to_string(),
+                    };
+                    ui.label(cell(t.requests, base.map(|b| b.requests)));
+                    ui.label(cell(t.misses, base.map(|b| b.misses)));
+                    ui.label(format!("{:.2}%", r.miss_percent()));
+                    ui.label(cell(t.bytes_from_memory, base.map(|b| b.bytes_from_memory)));
+                    ui.label(cell(t.bytes_to_memory, base.map(|b| b.bytes_to_memory)));
+                    ui.end_row();
+                }
+            });
+    }
+
+    pub fn summary(&self) -> String {
+        let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
+        let diffs = differences(&configs);
+        self.panes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let what = if diffs[i].is_empty() {
+                    format!("pane {}", i + 1)
+                } else {
+                    diffs[i].join(", ")
+                };
+                match &p.result {
+                    Some(r) => format!("{what}: {:.1}% misses", r.miss_percent()),
+                    None => format!("{what}: …"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+
+    pub(super) fn central(&mut self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            for v in View::ALL {
+                ui.selectable_value(&mut self.settings.view, v, v.name());
+            }
+            ui.separator();
+            if self.settings.view == View::Address {
+                let l = ui.label("Colour by");
+                egui::ComboBox::from_id_salt("colour-by")
+                    .selected_text(self.settings.colour.name())
+                    .show_ui(ui, |ui| {
+                        for c in ColourBy::ALL {
+                            ui.selectable_value(&mut self.settings.colour, c, c.name());
+                        }
+                    })
+                    .response
+                    .labelled_by(l.id);
+            }
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if ui
+                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("+ Compare"))
+                    .on_hover_text("Add a pane with its own configuration, side by side")
+                    .clicked()
+                {
+                    self.actions.push(Action::AddPane);
+                }
+            });
+        });
+        if self.panes.len() > 1 {
+            self.comparison(ui);
+        }
+        ui.separator();
+        self.view_rect = ui.available_rect_before_wrap();
+        let nothing = || {
+            RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak()
+        };
+        if self.trace.is_none() && !self.traces_differ() {
+            ui.centered_and_justified(|ui| {
+                ui.label(nothing());
+            });
+            return;
+        }
+        if self.settings.view == View::Communication {
+            // The communication view analyses the shared trace.
+            match self.trace.clone() {
+                Some(trace) => self.communication_view(ui, &trace),
+                None => {
+                    ui.centered_and_justified(|ui| {
+                        ui.label(nothing());
+                    });
+                }
+            }
+            return;
+        }
+        let n = self.panes.len();
+        // Each pane's trace; panes link (hover, zoom, instruction filter) only to panes showing
+        // the same trace.
+        let traces: Vec<Option<Arc<TraceData>>> = (0..n).map(|i| self.pane_trace(i)).collect();
+        let trace_ids: Vec<Option<usize>> = traces
+            .iter()
+            .map(|t| t.as_ref().map(pane_trace::trace_id))
+            .collect();
+        let show_trace = self.traces_differ();
+        let mut share = None;
+        let view = self.settings.view;
+        let colour = self.settings.colour;
+        let mut metric = self.settings.set_metric;
+        let mut miss_opts = self.settings.misses;
+        let mut remove = None;
+        let mut activate = None;
+        let mut hover = None;
+        // The request hovered in the last frame, with its pane's result, for the other panes.
+        let linked = self.hover.and_then(|(p, generation, request)| {
+            let src = self.panes.get(p)?;
+            trace_ids.get(p)?.as_ref()?;
+            let data = src
+                .result
+                .clone()
+                .filter(|_| src.generation == generation)?;
+            Some(views::LinkedHover {
+                pane: p,
+                generation,
+                request,
+                data,
+            })
+        });
+        let mut only = self.only.clone();
+        let shown_only = self.only.clone();
+        let only_trace = self.only_trace;
+        let mut only_from = None;
+        self.pane_rects.clear();
+        pane_grid(ui, n, |i, col| {
+            self.pane_rects.push(col.max_rect());
+            let pane = &mut self.panes[i];
+            let link = egui::Id::unique(("linked-panes", trace_ids[i]));
+            // The instruction filter applies to the panes of the trace it was chosen in.
+            let shown_only = shown_only.clone().filter(|_| trace_ids[i] == only_trace);
+            let (preset, cfg) = &self.settings.panes[i];
+            col.horizontal_wrapped(|ui| {
+                if n > 1 {
+                    let active = i == self.settings.active;
+                    if ui
+                        .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
+                        .on_hover_text("Edit this pane's configuration in the side panel")
+                        .clicked()
+                    {
+                        activate = Some(i);
+                    }
+                }
+                ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
+                match (&pane.error, &pane.result) {
+                    // The error stands where this configuration's numbers would.
+                    (Some(_), _) => {
+                        ui.colored_label(ui.visuals().error_fg_color, "not run");
+                    }
+                    (None, Some(r)) => {
+                        ui.label(
+                            RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
+                        );
+                    }
+                    (None, None) => {}
+                }
+                if pane.error.is_none() && (pane.stale || pane.sim.is_some()) {
+                    ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+                }
+                if n > 1
+                    && ui
+                        .small_button("x")
+                        .on_hover_text("Close this pane")
+                        .clicked()
+                {
+                    remove = Some(i);
+                }
+            });
+            if show_trace {
+                col.horizontal_wrapped(|ui| {
+                    let label = traces[i]
+                        .as_ref()
+                        .map_or("no trace yet", |t| t.label.as_str());
+                    let whose = if pane.own_trace.is_some() {
+                        "own trace"
+                    } else {
+                        "shared trace"
+                    };
+                    ui.label(RichText::new(format!("{whose}: {label}")).strong());
+                    if pane.own_trace.is_some()
+                        && ui
+                            .small_button("use the shared trace")
+                            .on_hover_text("Show the trace the other panes share")
+                            .clicked()
+                    {
+                        share = Some(i);
+                    }
+                });
+            }
+            if let Some(e) = &pane.error {
+                col.colored_label(
+                    col.visuals().error_fg_color,
+                    format!("This configuration is not valid: {e}"),
+                );
+                if let Some(r) = &pane.result {
+                    col.colored_label(
+                        col.visuals().warn_fg_color,
+                        format!(
+                            "Below: the last valid result ({}), {:.2}% misses",
+                            short(&r.config),
+                            r.miss_percent()
+                        ),
+                    );
+                }
+            }
+            let Some(trace) = traces[i].clone() else {
+                col.centered_and_justified(|ui| {
+                    ui.label(RichText::new("No trace yet").weak());
+                });
+                return;
+            };
+            let Some(data) = pane.result.clone() else {
+                col.centered_and_justified(|ui| {
+                    ui.spinner();
+                });
+                return;
+            };
+            // Upload a finished raster.
+            if let Some((v, img, g)) = pane.address.pending_image.take() {
+                let tex = col.ctx().load_texture(
+                    format!("raster-{i}"),
+                    img,
+                    egui::TextureOptions::NEAREST,
+                );
+                pane.address.texture = Some((v, tex, g));
+            }
+            match view {
+                View::Address => {
+                    let at = views::address(
+                        col,
+                        i,
+                        &data,
+                        &trace,
+                        pane.generation,
+                        &mut pane.address,
+                        &views::AddressOptions {
+                            colour,
+                            link,
+                            linked_hover: linked
+                                .clone()
+                                .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
+                            only: shown_only.clone(),
+                        },
+                    );
+                    if let Some(request) = at.hovered {
+                        hover = Some((i, pane.generation, request));
+                    }
+                    if let Some(want) = at.raster {
+                        // Replaces (and so stops) the raster of an earlier view.
+                        pane.address.raster_job = Some(Job::spawn(
+                            format!("Drawing pane {}", i + 1),
+                            &self.wake,
+                            move |p| raster::draw(want, p),
+                        ));
+                    }
+                }
+                View::Reuse => views::reuse(col, i, &data, link),
+                View::Misses => {
+                    let mut chosen = shown_only.clone();
+                    misses::misses(
+                        col,
+                        i,
+                        &data,
+                        &trace,
+                        pane.generation,
+                        &mut pane.misses,
+                        misses::MissChoices {
+                            opts: &mut miss_opts,
+                            only: &mut chosen,
+                        },
+                    );
+                    if chosen != shown_only {
+                        only = chosen;
+                        only_from = Some(trace_ids[i]);
+                    }
+                }
+                View::Sets => views::sets(
+                    col,
+                    i,
+                    &data,
+                    pane.generation,
+                    &mut metric,
+                    &mut pane.sets,
+                    link,
+                ),
+                // Drawn once for the whole area above: it does not depend on a pane.
+                View::Communication => {}
+            }
+        });
+        let mut show_all = false;
+        for p in &mut self.panes {
+            show_all |= std::mem::take(&mut p.address.show_all);
+        }
+        if show_all {
+            only = None;
+        }
+        if let Some(t) = only_from {
+            self.only_trace = t;
+        }
+        self.only = only;
+        if let Some(i) = share {
+            self.actions.push(Action::ShareTrace(i));
+        }
+        self.settings.set_metric = metric;
+        if hover != self.hover {
+            self.hover = hover;
+            if n > 1 {
+                ui.ctx().request_repaint();
+            }
+        }
+        self.settings.misses = miss_opts;
+        if let Some(i) = activate {
+            self.settings.active = i;
+        }
+        if let Some(i) = remove {
+            self.actions.push(Action::RemovePane(i));
+        }
+    }
+}
+
+/// Lays out `n` panes so each stays readable: side by side for one or two, a grid of two
+/// columns for three or four (rows share the height); `body` draws pane `i` into its cell.
+pub(super) fn pane_grid(ui: &mut Ui, n: usize, mut body: impl FnMut(usize, &mut Ui)) {
+    let cols = n.clamp(1, 2);
+    let rows = n.div_ceil(cols).max(1);
+    let gap = ui.spacing().item_spacing.y;
+    let height = ((ui.available_height() - gap * (rows - 1) as f32) / rows as f32).max(160.0);
+    for r in 0..rows {
+        let width = ui.available_width();
+        ui.allocate_ui(egui::vec2(width, height), |ui| {
+            ui.set_height(height);
+            ui.columns(cols, |cells| {
+                for (j, cell) in cells.iter_mut().enumerate() {
+                    let i = r * cols + j;
+                    if i < n {
+                        body(i, cell);
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// A few words about a configuration for pane headers.
+pub(super) fn short(c: &SimConfig) -> String {
+    let ways = match c.cache.ways {
+        0 => "full".to_string(),
+        w => format!("{w}-way"),
+    };
+    format!(
+        "{} KiB {ways}, {}, {}",
+        c.cache.size_bytes / 1024,
+        c.cache.replacement.name(),
+        c.schedule.policy.name()
+    )
+}
+
+/// For each configuration, the settings in which the configurations differ ("ways 8").
+pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
+    let flat: Vec<Vec<(String, String)>> = configs
+        .iter()
+        .map(|c| {
+            let mut out = Vec::new();
+            if let Ok(v) = serde_json::to_value(c) {
+                flatten("", &v, &mut out);
+            }
+            out
+        })
+        .collect();
+    let mut keys: Vec<String> = Vec::new();
+    for f in &flat {
+        for (k, _) in f {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    // A setting missing from a configuration is another variant of an enum there (the set
+    // index `modulo` against `bits: [..]`): name the variant it has instead.
+    let value = |f: &Vec<(String, String)>, k: &str| -> (String, String) {
+        if let Some((kk, v)) = f.iter().find(|(kk, _)| kk == k) {
+            return (kk.clone(), v.clone());
+        }
+        f.iter()
+            .find(|(kk, _)| k.starts_with(&format!("{kk}.")) || kk.starts_with(&format!("{k}.")))
+            .map(|(kk, v)| (kk.clone(), v.clone()))
+            .unwrap_or_else(|| (k.to_string(), "none".into()))
+    };
+    let differing: Vec<&String> = keys
+        .iter()
+        .filter(|k| flat.iter().any(|f| value(f, k) != value(&flat[0], k)))
+        .collect();
+    let words = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+    flat.iter()
+        .map(|f| {
+            let mut out: Vec<String> = Vec::new();
+            for k in &differing {
+                let (key, v) = value(f, k);
+                // A variant with fields reads with its setting's name: "set index bits [6,7]".
+                let parent = key.rsplit_once('.').map(|p| p.0);
+                let text = match parent.filter(|p| differing.iter().any(|d| d == p)) {
+                    Some(p) => format!("{} {} {v}", words(p), words(&key)),
+                    None => format!("{} {v}", words(&key)),
+                };
+                if !out.contains(&text) {
+                    out.push(text);
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}

@@ -1,0 +1,217 @@
+//! The window's frame around the views: the menu bar, the status bar with the running jobs,
+//! keyboard shortcuts, dropped files, and the question before a trace too large to generate.
+
+use std::path::PathBuf;
+
+use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
+
+use super::files::Purpose;
+use super::views::View;
+
+use super::*;
+
+impl WarpscopeApp {
+    /// Asks whether to generate a trace that will not fit in memory anyway.
+    pub(super) fn too_large_question(&mut self, ui: &mut Ui) {
+        let Some(q) = self.too_large.clone() else {
+            return;
+        };
+        let gib = (q.projected * BYTES_PER_ACCESS) as f64 / (1u64 << 30) as f64;
+        let free = self
+            .max_generated_accesses
+            .map(|m| (m * 2 * BYTES_PER_ACCESS) as f64 / (1u64 << 30) as f64);
+        let modal = egui::Modal::new(egui::Id::unique("too-large")).show(ui.ctx(), |ui| {
+            ui.heading("This trace will not fit in memory");
+            ui.label(format!(
+                "{} {} would hold about {} accesses, about {gib:.1} GiB in the app{}.",
+                q.kernel,
+                q.params,
+                q.projected,
+                free.map(|f| format!(", with {f:.1} GiB free"))
+                    .unwrap_or_default()
+            ));
+            ui.label(
+                "Nothing was generated; the current trace stays. Smaller parameters will fit.",
+            );
+            ui.horizontal(|ui| {
+                let anyway = ui.button("Generate anyway").clicked();
+                let keep = ui.button("Keep the current trace").clicked();
+                (anyway, keep)
+            })
+            .inner
+        });
+        let (anyway, keep) = modal.inner;
+        if anyway {
+            self.too_large = None;
+            match q.pane {
+                Some(i) => self.generate_in_pane_limited(i, q.kernel, q.params, None),
+                None => self.generate_limited(q.kernel, q.params, None),
+            }
+        } else if keep || modal.should_close() {
+            self.too_large = None;
+        }
+    }
+
+    pub(super) fn shortcuts(&mut self, ctx: &egui::Context) {
+        let cmd = |k| KeyboardShortcut::new(Modifiers::COMMAND, k);
+        ctx.input_mut(|i| {
+            if i.consume_shortcut(&cmd(Key::O)) {
+                self.actions.push(Action::Choose(Purpose::OpenTrace));
+            }
+            if i.consume_shortcut(&cmd(Key::S)) {
+                self.actions.push(Action::Choose(Purpose::SaveConfig));
+            }
+            if i.consume_shortcut(&cmd(Key::E)) {
+                self.actions.push(Action::Choose(Purpose::ExportTables));
+            }
+            for (k, v) in [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5]
+                .into_iter()
+                .zip(View::ALL)
+            {
+                if i.consume_shortcut(&cmd(k)) {
+                    self.settings.view = v;
+                }
+            }
+        });
+    }
+
+    pub(super) fn handle_drops(&mut self, ctx: &egui::Context) {
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        });
+        if let Some(p) = dropped.into_iter().next() {
+            self.actions.push(Action::Open(p));
+        }
+    }
+
+    pub(super) fn menu(&mut self, ui: &mut Ui) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui
+                    .add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O"))
+                    .clicked()
+                {
+                    self.actions.push(Action::Choose(Purpose::OpenTrace));
+                }
+                ui.menu_button("Open recent", |ui| {
+                    if self.settings.recent.is_empty() {
+                        ui.label(RichText::new("No recent files").weak());
+                    }
+                    for p in self.settings.recent.clone() {
+                        if ui.button(p.display().to_string()).clicked() {
+                            self.actions.push(Action::Open(p));
+                        }
+                    }
+                });
+                ui.separator();
+                if ui.button("Load configuration…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::LoadConfig));
+                }
+                if ui
+                    .add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S"))
+                    .clicked()
+                {
+                    self.actions.push(Action::Choose(Purpose::SaveConfig));
+                }
+                ui.separator();
+                if ui
+                    .add(egui::Button::new("Export tables…").shortcut_text("Ctrl+E"))
+                    .clicked()
+                {
+                    self.actions.push(Action::Choose(Purpose::ExportTables));
+                }
+                if ui.button("Export request table…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::ExportRequests));
+                }
+                if ui.button("Export view as PNG…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::ExportView));
+                }
+                ui.separator();
+                if ui.button("Quit").clicked() {
+                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+                }
+            });
+            ui.menu_button("View", |ui| {
+                for (i, v) in View::ALL.into_iter().enumerate() {
+                    if ui
+                        .add(egui::Button::new(v.name()).shortcut_text(format!("Ctrl+{}", i + 1)))
+                        .clicked()
+                    {
+                        self.settings.view = v;
+                    }
+                }
+                ui.separator();
+                ui.checkbox(&mut self.settings.dark, "Dark theme");
+            });
+            ui.menu_button("Panes", |ui| {
+                if ui
+                    .add_enabled(
+                        self.panes.len() < MAX_PANES,
+                        egui::Button::new("Add a pane"),
+                    )
+                    .on_hover_text("Compare another configuration side by side (up to 4)")
+                    .clicked()
+                {
+                    self.actions.push(Action::AddPane);
+                }
+                if ui
+                    .add_enabled(
+                        self.panes.len() > 1,
+                        egui::Button::new("Remove the active pane"),
+                    )
+                    .clicked()
+                {
+                    self.actions.push(Action::RemovePane(self.settings.active));
+                }
+            });
+        });
+    }
+
+    pub(super) fn status_bar(&mut self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            for (label, p) in self.running() {
+                ui.spinner();
+                ui.label(label);
+                match p.fraction() {
+                    Some(f) => {
+                        ui.add(
+                            egui::ProgressBar::new(f)
+                                .desired_width(160.0)
+                                .show_percentage(),
+                        );
+                    }
+                    None => {
+                        ui.label(RichText::new("working…").weak());
+                    }
+                }
+                if ui.button("Cancel").clicked() {
+                    p.cancel();
+                }
+                ui.separator();
+            }
+            if let Some(path) = self.failed_file.clone() {
+                if ui
+                    .button("Keep its complete kernels")
+                    .on_hover_text(
+                        "Load the kernels read completely before the error, as the CLI's \
+                         --allow-truncated does; the app marks the trace as truncated",
+                    )
+                    .clicked()
+                {
+                    self.actions.push(Action::OpenTruncated(path));
+                }
+            }
+            match &self.status {
+                Status::Info(s) => ui.label(s),
+                Status::Error(s) => {
+                    ui.colored_label(ui.visuals().error_fg_color, format!("Error: {s}"))
+                }
+            };
+        });
+    }
+}

@@ -1,0 +1,156 @@
+//! The side panel: the trace, the generator of built-in kernels, and the active pane's
+//! configuration.
+
+use egui::{RichText, Ui};
+
+use super::files::Purpose;
+
+use super::*;
+
+impl WarpscopeApp {
+    pub(super) fn side(&mut self, ui: &mut Ui, now: f64) {
+        ui.heading("Trace");
+        match &self.trace {
+            Some(t) => {
+                ui.label(RichText::new(&t.label).strong());
+                if let Some(why) = &t.truncated {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!("Only the complete kernels before an error: {why}"),
+                    );
+                }
+                ui.label(format!(
+                    "{} kernel(s), {} global/local accesses",
+                    t.trace.kernels.len(),
+                    t.accesses
+                ));
+            }
+            None => {
+                ui.label(
+                    RichText::new(
+                        "No trace yet: open a file, drop one here, or generate a kernel.",
+                    )
+                    .weak(),
+                );
+            }
+        }
+        let a = self.settings.active;
+        if let Some(t) = &self.panes[a].own_trace {
+            ui.label(format!(
+                "Pane {} shows its own trace: {} ({} kernel(s), {} global/local accesses)",
+                a + 1,
+                t.label,
+                t.trace.kernels.len(),
+                t.accesses
+            ));
+            if ui
+                .button(format!("Pane {}: use the shared trace", a + 1))
+                .clicked()
+            {
+                self.actions.push(Action::ShareTrace(a));
+            }
+        }
+        ui.horizontal(|ui| {
+            if ui
+                .button("Open…")
+                .on_hover_text(
+                    "Open a trace file (Ctrl+O); any supported format, compressed or not",
+                )
+                .clicked()
+            {
+                self.actions.push(Action::Choose(Purpose::OpenTrace));
+            }
+            let a = self.settings.active;
+            if self.panes.len() > 1
+                && ui
+                    .button(format!("Open for pane {} only…", a + 1))
+                    .on_hover_text(
+                        "Open a trace that only the active pane shows, to compare another kernel \
+                         side by side",
+                    )
+                    .clicked()
+            {
+                self.actions.push(Action::Choose(Purpose::OpenPaneTrace(a)));
+            }
+            if !self.settings.recent.is_empty() {
+                ui.menu_button("Recent", |ui| {
+                    for p in self.settings.recent.clone() {
+                        if ui.button(p.display().to_string()).clicked() {
+                            self.actions.push(Action::Open(p));
+                        }
+                    }
+                });
+            }
+        });
+        egui::CollapsingHeader::new("Generate a kernel")
+            .default_open(true)
+            .show(ui, |ui| {
+                let l = ui.label("Kernel");
+                egui::ComboBox::from_id_salt("generator")
+                    .selected_text(self.settings.generator.as_str())
+                    .show_ui(ui, |ui| {
+                        for k in crate::gen::KERNELS {
+                            if ui
+                                .selectable_label(self.settings.generator == k.name, k.name)
+                                .on_hover_text(k.description)
+                                .clicked()
+                            {
+                                self.settings.generator = k.name.to_string();
+                                self.settings.generator_params = k.params.to_string();
+                            }
+                        }
+                    })
+                    .response
+                    .labelled_by(l.id);
+                let desc = crate::gen::KERNELS
+                    .iter()
+                    .find(|k| k.name == self.settings.generator);
+                if let Some(k) = desc {
+                    ui.label(RichText::new(k.description).weak());
+                }
+                let l = ui.label("Parameters");
+                let field = ui
+                    .text_edit_singleline(&mut self.settings.generator_params)
+                    .labelled_by(l.id)
+                    .on_hover_text("key=value pairs separated by spaces; Enter generates");
+                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                ui.horizontal(|ui| {
+                    if ui
+                        .button("Generate")
+                        .on_hover_text("The trace every pane shares (panes with their own keep it)")
+                        .clicked()
+                        || entered
+                    {
+                        self.actions.push(Action::Generate);
+                    }
+                    let a = self.settings.active;
+                    if self.panes.len() > 1
+                        && ui
+                            .button(format!("Generate for pane {} only", a + 1))
+                            .on_hover_text(
+                                "Only the active pane shows this kernel: compare different kernels \
+                                 side by side (naive and tiled matmul, say)",
+                            )
+                            .clicked()
+                    {
+                        self.actions.push(Action::GenerateInPane(a));
+                    }
+                });
+            });
+        ui.separator();
+        ui.heading("Configuration");
+        if self.panes.len() > 1 {
+            ui.horizontal(|ui| {
+                for i in 0..self.panes.len() {
+                    ui.selectable_value(&mut self.settings.active, i, format!("Pane {}", i + 1));
+                }
+            });
+        }
+        let a = self.settings.active;
+        let (preset, cfg) = &mut self.settings.panes[a];
+        if config_panel::show(ui, a, preset, cfg) {
+            self.panes[a].dirty_since = Some(now);
+            self.panes[a].stale = self.panes[a].result.is_some();
+        }
+    }
+}
