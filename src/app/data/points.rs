@@ -1,0 +1,92 @@
+//! A run's requests as compact columns: recording, filtering by instruction, the plot's x axis.
+
+use super::*;
+
+impl Points {
+    /// Whether request `i` is of instruction `only` (every request is without one).
+    pub fn of_inst(&self, i: usize, only: Option<(u16, u32)>) -> bool {
+        only.is_none_or(|(k, inst)| self.kernel[i] == k && self.inst[i] == inst)
+    }
+}
+
+impl Points {
+    pub fn len(&self) -> usize {
+        self.line.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.line.is_empty()
+    }
+    pub fn push(&mut self, e: &RequestEvent) {
+        if self.line.len() >= MAX_POINTS {
+            self.dropped += 1;
+            return;
+        }
+        let outcome = match (e.hit, e.class) {
+            (true, _) => Outcome::Hit,
+            (false, Some(MissClass::Compulsory)) => Outcome::Compulsory,
+            (false, Some(MissClass::Capacity)) => Outcome::Capacity,
+            (false, Some(MissClass::Conflict)) => Outcome::Conflict,
+            (false, None) => Outcome::Miss,
+        };
+        self.line.push(e.line);
+        self.cta.push(e.cta);
+        self.warp.push(e.warp);
+        self.inst.push(e.inst);
+        self.kernel.push(e.kernel.min(u16::MAX as u32) as u16);
+        self.sm.push(e.sm.min(u16::MAX as u32) as u16);
+        self.set.push(e.set);
+        self.outcome.push(
+            outcome.code() | if e.write { 0x80 } else { 0 } | if e.in_flight { 0x40 } else { 0 },
+        );
+        let distance = if e.time.is_some() {
+            e.set_distance
+        } else {
+            e.reuse_distance
+        };
+        self.reuse.push(
+            distance
+                .map(|d| d.min(u32::MAX as u64 - 1) as u32)
+                .unwrap_or(u32::MAX),
+        );
+        if let Some(t) = e.time {
+            self.time.push(t);
+        }
+        if let Some(t) = e.thread {
+            self.thread.push(t);
+        }
+    }
+    pub fn outcome(&self, i: usize) -> Outcome {
+        Outcome::from_code(self.outcome[i])
+    }
+    pub fn is_write(&self, i: usize) -> bool {
+        self.outcome[i] & 0x80 != 0
+    }
+    /// Whether request `i` (a timing-model miss) found its line in flight.
+    pub fn in_flight(&self, i: usize) -> bool {
+        self.outcome[i] & 0x40 != 0
+    }
+    /// Request `i`'s thread, where known.
+    pub fn thread(&self, i: usize) -> Option<u32> {
+        self.thread.get(i).copied()
+    }
+}
+
+impl Iterator for Visible<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Visible::Range(r) => r.next(),
+            Visible::Sorted(it) => it.next().map(|&i| i as usize),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match self {
+            Visible::Range(r) => r.len(),
+            Visible::Sorted(it) => it.len(),
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Visible<'_> {}
