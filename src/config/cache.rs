@@ -1,0 +1,239 @@
+//! The L1 cache's configuration: size, line, ways, sectors, set index, replacement, writes.
+
+use super::*;
+
+/// How addresses map to sets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetIndex {
+    /// `line_address % sets`.
+    #[default]
+    Modulo,
+    /// Fermi's XOR hash (Nugteren et al. 2014, §5.1, fig. 6): with 128-byte lines, bits 7-11
+    /// XOR bits 13,14,15,17,19, and bit 12 on top for 64 sets; the same bits of the line
+    /// address for other line sizes, modulo the sets (at most 64).
+    FermiHash,
+    /// Set index bit `i` is byte-address bit `bits[i]`.
+    Bits(Vec<u8>),
+}
+
+impl SetIndex {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "modulo" => Ok(SetIndex::Modulo),
+            "fermi-hash" | "fermi" => Ok(SetIndex::FermiHash),
+            _ => {
+                let list = s.strip_prefix("bits:").ok_or_else(|| {
+                    format!(
+                        "unknown set index `{s}`: expected modulo, fermi-hash or bits:B0,B1,..."
+                    )
+                })?;
+                let bits = list
+                    .split(',')
+                    .map(|b| b.trim().parse::<u8>().ok().filter(|&b| b < 64))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| format!("expected address bit numbers 0-63 in `{s}`"))?;
+                Ok(SetIndex::Bits(bits))
+            }
+        }
+    }
+    pub fn name(&self) -> String {
+        match self {
+            SetIndex::Modulo => "modulo".into(),
+            SetIndex::FermiHash => "fermi-hash".into(),
+            SetIndex::Bits(b) => format!(
+                "bits:{}",
+                b.iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        }
+    }
+}
+
+/// Which line a full set gives up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    #[default]
+    Lru,
+    Fifo,
+    Lfu,
+    Mfu,
+    Random,
+    Plru,
+}
+
+impl Replacement {
+    pub const ALL: [Replacement; 6] = [
+        Replacement::Lru,
+        Replacement::Fifo,
+        Replacement::Lfu,
+        Replacement::Mfu,
+        Replacement::Random,
+        Replacement::Plru,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Replacement::Lru => "lru",
+            Replacement::Fifo => "fifo",
+            Replacement::Lfu => "lfu",
+            Replacement::Mfu => "mfu",
+            Replacement::Random => "random",
+            Replacement::Plru => "plru",
+        }
+    }
+    pub fn parse(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| {
+                format!("unknown replacement `{s}`: expected lru, fifo, lfu, mfu, random or plru")
+            })
+    }
+}
+
+/// What stores do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WritePolicy {
+    /// Write-through, no write-allocate: stores go to memory and never fill a line (GPU L1 default).
+    #[default]
+    Wtna,
+    /// Write-back with write-allocate: stores fill lines and mark them dirty.
+    Wbwa,
+}
+
+impl WritePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::Wtna => "wtna",
+            WritePolicy::Wbwa => "wbwa",
+        }
+    }
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "wtna" => Ok(WritePolicy::Wtna),
+            "wbwa" => Ok(WritePolicy::Wbwa),
+            _ => Err(format!("unknown write policy `{s}`: expected wtna or wbwa")),
+        }
+    }
+}
+
+/// The L1 cache.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheConfig {
+    pub size_bytes: u64,
+    pub line_bytes: u32,
+    /// Ways per set; 0 means fully associative.
+    pub ways: u32,
+    /// Sector size; equal to `line_bytes` for an unsectored cache.
+    pub sector_bytes: u32,
+    pub set_index: SetIndex,
+    pub replacement: Replacement,
+    pub write_policy: WritePolicy,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            size_bytes: 16 * 1024,
+            line_bytes: 128,
+            ways: 4,
+            sector_bytes: 128,
+            set_index: SetIndex::Modulo,
+            replacement: Replacement::Lru,
+            write_policy: WritePolicy::Wtna,
+        }
+    }
+}
+
+impl CacheConfig {
+    pub fn lines(&self) -> u64 {
+        self.size_bytes / self.line_bytes.max(1) as u64
+    }
+    pub fn ways_effective(&self) -> u32 {
+        if self.ways == 0 {
+            self.lines() as u32
+        } else {
+            self.ways
+        }
+    }
+    pub fn sets(&self) -> u32 {
+        (self.lines() / self.ways_effective().max(1) as u64) as u32
+    }
+    /// Checks the geometry; the message says what is wrong and what is expected.
+    pub fn validate(&self) -> Result<(), String> {
+        let pow2 = |v: u64| v != 0 && v.is_power_of_two();
+        if !pow2(self.line_bytes as u64) || self.line_bytes < 4 {
+            return Err(format!(
+                "line size {} must be a power of two of at least 4 bytes",
+                self.line_bytes
+            ));
+        }
+        if !pow2(self.sector_bytes as u64) || self.sector_bytes > self.line_bytes {
+            return Err(format!(
+                "sector size {} must be a power of two no larger than the line size {}",
+                self.sector_bytes, self.line_bytes
+            ));
+        }
+        if self.line_bytes / self.sector_bytes > 32 {
+            return Err("at most 32 sectors per line".into());
+        }
+        if self.size_bytes < self.line_bytes as u64 || self.size_bytes % self.line_bytes as u64 != 0
+        {
+            return Err(format!(
+                "cache size {} must be a multiple of the line size {}",
+                self.size_bytes, self.line_bytes
+            ));
+        }
+        let lines = self.lines();
+        if lines > 1 << 24 {
+            return Err(format!(
+                "{lines} lines is more than this model supports (2^24)"
+            ));
+        }
+        let ways = self.ways_effective() as u64;
+        if ways > lines || lines % ways != 0 {
+            return Err(format!(
+                "associativity {} must divide the number of lines {lines}",
+                self.ways
+            ));
+        }
+        let sets = self.sets() as u64;
+        match &self.set_index {
+            SetIndex::Modulo => {}
+            SetIndex::FermiHash => {
+                if sets > 64 {
+                    return Err(format!(
+                        "the Fermi set hash gives at most 64 sets (this cache has {sets})"
+                    ));
+                }
+            }
+            SetIndex::Bits(bits) => {
+                if 1u64 << bits.len() != sets {
+                    return Err(format!(
+                        "{} set-index bits give {} sets but the cache has {sets}",
+                        bits.len(),
+                        1u64 << bits.len()
+                    ));
+                }
+                let offset_bits = self.line_bytes.trailing_zeros() as u8;
+                if let Some(b) = bits.iter().find(|&&b| b < offset_bits) {
+                    return Err(format!(
+                        "set-index bit {b} lies inside the line offset (bits 0-{})",
+                        offset_bits - 1
+                    ));
+                }
+            }
+        }
+        if self.replacement == Replacement::Plru && !ways.is_power_of_two() {
+            return Err(format!(
+                "tree-PLRU needs a power-of-two associativity, not {ways}"
+            ));
+        }
+        Ok(())
+    }
+}
