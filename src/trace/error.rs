@@ -1,0 +1,64 @@
+//! What a reader reports when a trace cannot be read: the file, where in it, and what was
+//! expected.
+
+use super::*;
+
+/// Where in an input something went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Line(u64),
+    Byte(u64),
+    /// A row of a table (from 0).
+    Row(u64),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Line(l) => write!(f, "line {l}"),
+            Location::Byte(b) => write!(f, "byte offset {b}"),
+            Location::Row(r) => write!(f, "row {r}"),
+        }
+    }
+}
+
+/// An error reading or writing a trace, naming the file and position.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{file}: {at}: {message}")]
+    Parse {
+        file: String,
+        at: Location,
+        message: String,
+    },
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// What the trace was read for stopped taking it (a simulation failed or was cancelled),
+    /// and why.
+    #[error("{0}")]
+    Stopped(String),
+}
+
+impl TraceError {
+    pub(crate) fn parse(file: &str, at: Location, message: impl Into<String>) -> Self {
+        TraceError::Parse {
+            file: file.to_string(),
+            at,
+            message: message.into(),
+        }
+    }
+    pub(crate) fn io(file: &str, source: std::io::Error) -> Self {
+        TraceError::Io {
+            file: file.to_string(),
+            source,
+        }
+    }
+    /// The file held no kernel at all (not a truncation: there is nothing to keep).
+    pub fn is_empty_trace(&self) -> bool {
+        matches!(self, TraceError::Parse { message, .. } if message.starts_with(NO_KERNEL))
+    }
+}
