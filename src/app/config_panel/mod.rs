@@ -1,0 +1,121 @@
+//! The configuration panel: a preset picker and every parameter of the core, each with a
+//! one-line tooltip. Edits change the pane's configuration; the app re-runs it.
+
+use egui::{ComboBox, DragValue, Ui};
+
+use crate::config::{
+    self, Arrivals, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps, HitRule,
+    IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig, SmSelection,
+    Stores, TimingConfig, TimingRules, WarpReturn, WritePolicy,
+};
+
+mod cache;
+mod issue;
+mod timing;
+
+use cache::cache;
+use issue::{coalescing, gpu, schedule};
+use timing::timing;
+
+/// Draws the editors; returns true when something changed.
+pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> bool {
+    let before = c.clone();
+    ui.push_id(id, |ui| {
+        ui.horizontal(|ui| {
+            let l = ui.label("Preset");
+            ComboBox::from_id_salt("preset")
+                .selected_text(preset.as_str())
+                .show_ui(ui, |ui| {
+                    for p in config::PRESETS {
+                        if ui
+                            .selectable_label(preset == p.name, p.name)
+                            .on_hover_text(p.description)
+                            .clicked()
+                        {
+                            if let Ok(cfg) = config::preset(p.name) {
+                                *c = cfg;
+                                *preset = p.name.to_string();
+                            }
+                        }
+                    }
+                })
+                .response
+                .labelled_by(l.id)
+                .on_hover_text(
+                    "Start from a real GPU's L1; every parameter below can then be changed",
+                );
+        });
+        egui::CollapsingHeader::new("Cache")
+            .default_open(true)
+            .show(ui, |ui| cache(ui, c));
+        egui::CollapsingHeader::new("Coalescing")
+            .default_open(true)
+            .show(ui, |ui| coalescing(ui, c));
+        egui::CollapsingHeader::new("Scheduling")
+            .default_open(true)
+            .show(ui, |ui| schedule(ui, c));
+        egui::CollapsingHeader::new("GPU")
+            .default_open(false)
+            .show(ui, |ui| gpu(ui, c));
+        // A fresh header state when timing is switched on, so that it opens.
+        egui::CollapsingHeader::new("Timing model")
+            .id_salt(("timing", c.timing.is_some()))
+            .default_open(c.timing.is_some())
+            .show(ui, |ui| timing(ui, c));
+        ui.horizontal(|ui| {
+            let l = ui.label("Seed");
+            ui.add(DragValue::new(&mut c.seed))
+                .labelled_by(l.id)
+                .on_hover_text(
+                    "Seed of every random choice (random scheduling and replacement, SM sampling)",
+                );
+        });
+        ui.checkbox(&mut c.reuse, "Reuse distances").on_hover_text(
+            "Compute exact reuse distances and the miss-rate curve (costs some speed)",
+        );
+    });
+    // "(edited)" while the configuration differs from its preset, gone again when every
+    // change is reverted.
+    let base = preset.trim_end_matches(" (edited)").to_string();
+    if *c != before && !base.is_empty() {
+        *preset = if preset_differs(&base, c) {
+            format!("{base} (edited)")
+        } else {
+            base
+        };
+    }
+    *c != before
+}
+
+fn preset_differs(preset: &str, c: &SimConfig) -> bool {
+    let base = preset.trim_end_matches(" (edited)");
+    config::preset(base).map(|p| p != *c).unwrap_or(true)
+}
+
+fn row(ui: &mut Ui, label: &str, tip: &str, add: impl FnOnce(&mut Ui) -> egui::Response) {
+    ui.horizontal(|ui| {
+        let l = ui.label(label);
+        add(ui).labelled_by(l.id).on_hover_text(tip);
+    });
+}
+
+fn pick<T: PartialEq + Copy>(
+    ui: &mut Ui,
+    salt: &str,
+    value: &mut T,
+    options: &[(T, &str, &str)],
+) -> egui::Response {
+    let current = options
+        .iter()
+        .find(|o| o.0 == *value)
+        .map(|o| o.1)
+        .unwrap_or("?");
+    ComboBox::from_id_salt(salt)
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for (v, name, tip) in options {
+                ui.selectable_value(value, *v, *name).on_hover_text(*tip);
+            }
+        })
+        .response
+}
