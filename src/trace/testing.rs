@@ -65,3 +65,18 @@ pub(crate) fn scratch(reader: &str, name: &str, bytes: &[u8]) -> std::path::Path
     std::fs::write(&p, bytes).unwrap();
     p
 }
+
+fn unchanged(s: super::source::Stream) -> super::source::Stream {
+    s
+}
+
+/// What a reader is told of a stream that cannot be read twice (a pipe).
+pub(crate) fn pipe() -> super::Ctx<'static> {
+    super::Ctx {
+        file: "pipe",
+        path: std::path::Path::new("/nonexistent"),
+        file_bytes: 0,
+        wrap: &unchanged,
+        watch: &unchanged,
+    }
+}

@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::testing::{scratch, stream_file, Pieces};
+use crate::trace::testing::{pipe, scratch, stream_file, Pieces};
 use crate::trace::Trace;
 
 const SAMPLE: &str = concat!(
@@ -167,13 +167,7 @@ fn a_long_kernel_comes_in_chunks_and_a_pipe_whole() {
     assert_eq!(s.trace, whole);
     assert_eq!(whole.kernels[0].grid, Dim3::x(150));
     // A stream that cannot be read twice comes a kernel at a time.
-    let ctx = crate::trace::Ctx {
-        file: "pipe",
-        path: std::path::Path::new("/nonexistent"),
-        file_bytes: 0,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = pipe();
     let mut p = Pieces::default();
     stream_into(bytes.as_slice(), &ctx, &mut p).unwrap();
     assert_eq!((p.whole, p.trace), (2, whole));

@@ -1,7 +1,7 @@
 //! The NVBit reader: lines, errors, and the streamed read against the whole one.
 
 use super::*;
-use crate::trace::testing::{scratch, stream_file, Pieces};
+use crate::trace::testing::{pipe, scratch, stream_file, Pieces};
 use crate::trace::Trace;
 
 fn addrs(base: u64, step: u64, active: u32) -> String {
@@ -247,13 +247,7 @@ fn a_long_launch_comes_in_chunks_empty_launches_too_and_a_pipe_whole() {
     assert_eq!(whole.kernels.len(), 3);
     assert!(whole.kernels[1].is_empty());
     // A stream that cannot be read twice is read whole.
-    let ctx = crate::trace::Ctx {
-        file: "pipe",
-        path: std::path::Path::new("/nonexistent"),
-        file_bytes: 0,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = pipe();
     let mut p = Pieces::default();
     stream_into(text.as_bytes(), &ctx, &mut p).unwrap();
     assert_eq!((p.whole, p.trace), (3, whole));
