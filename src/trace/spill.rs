@@ -38,7 +38,7 @@ pub(crate) struct Row {
     pub flags: u8,
 }
 
-/// A placeholder row.
+/// The head of a run that has none (never read).
 const EMPTY: Row = Row {
     cta: 0,
     local: 0,
@@ -203,10 +203,12 @@ impl Sort {
                 left: count,
                 batch: per_run.max(1),
             };
-            // Every run has at least one row.
-            let row = run.next()?.unwrap_or(EMPTY);
-            heap.push(Reverse((row.cta, row.local, i)));
-            heads.push(row);
+            // Runs are never empty; one would simply stay out of the heap.
+            let first = run.next()?;
+            if let Some(row) = first {
+                heap.push(Reverse((row.cta, row.local, i)));
+            }
+            heads.push(first.unwrap_or(EMPTY));
             runs.push(run);
         }
         Ok(Sorted(Source::Merge {
