@@ -744,3 +744,35 @@ fn address_ticks_fall_on_round_hexadecimal_addresses() {
         assert_eq!(a % step, 0, "{a:#x} not a multiple of its step {step}");
     }
 }
+
+#[test]
+fn the_configuration_panel_returns_an_edit_only_when_something_changed() {
+    use warpscope::app::config_panel::{show, Edit};
+    // State: (the configuration shown, the edits returned).
+    type State = (config::SimConfig, Vec<Option<Edit>>);
+    let start = config::preset("fermi-16k").unwrap();
+    let mut h = Harness::builder()
+        .with_size([400.0, 1600.0])
+        .build_ui_state(
+            |ui, st: &mut State| {
+                let edit = show(ui, 0, "fermi-16k", &st.0);
+                st.1.push(edit);
+            },
+            (start.clone(), Vec::new()),
+        );
+    h.run_steps(2);
+    assert!(
+        h.state().1.iter().all(Option::is_none),
+        "drawing alone edits nothing"
+    );
+    for label in ["Ways", "direct mapped"] {
+        h.get_by_label(label).click();
+        h.run_steps(3);
+    }
+    let edit = h.state_mut().1.drain(..).flatten().next().expect("an edit");
+    assert!(edit.changed);
+    assert_eq!(edit.config.cache.ways, 1);
+    assert_eq!(edit.preset, "fermi-16k (edited)");
+    // The panel changed a copy: what it was given is untouched.
+    assert_eq!(h.state().0, start);
+}

@@ -147,10 +147,13 @@ impl WarpscopeApp {
             });
         }
         let a = self.settings.active;
-        let (preset, cfg) = &mut self.settings.panes[a];
-        if config_panel::show(ui, a, preset, cfg) {
-            self.panes[a].dirty_since = Some(now);
-            self.panes[a].stale = self.panes[a].result.is_some();
+        let (preset, cfg) = &self.settings.panes[a];
+        if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
+            self.settings.panes[a] = (edit.preset, edit.config);
+            if edit.changed {
+                self.panes[a].dirty_since = Some(now);
+                self.panes[a].stale = self.panes[a].result.is_some();
+            }
         }
     }
 }

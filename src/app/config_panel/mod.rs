@@ -17,8 +17,31 @@ use cache::cache;
 use issue::{coalescing, gpu, schedule};
 use timing::timing;
 
-/// Draws the editors; returns true when something changed.
-pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> bool {
+/// A pane's configuration as the panel's editors left it.
+pub struct Edit {
+    /// The preset's name, with " (edited)" while the configuration differs from it.
+    pub preset: String,
+    pub config: SimConfig,
+    /// The configuration changed (not only the preset's name): the pane must re-run.
+    pub changed: bool,
+}
+
+/// Draws the editors of the configuration `current` (started from preset `preset`); returns
+/// the edit when the user changed something, for the app to apply after drawing.
+pub fn show(ui: &mut Ui, id: usize, preset: &str, current: &SimConfig) -> Option<Edit> {
+    let mut name = preset.to_string();
+    let mut c = current.clone();
+    edit(ui, id, &mut name, &mut c);
+    let changed = c != *current;
+    (changed || name != preset).then_some(Edit {
+        preset: name,
+        config: c,
+        changed,
+    })
+}
+
+/// The editors, changing a copy of the configuration and its preset's name.
+fn edit(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) {
     let before = c.clone();
     ui.push_id(id, |ui| {
         ui.horizontal(|ui| {
@@ -84,7 +107,6 @@ pub fn show(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) -> b
             base
         };
     }
-    *c != before
 }
 
 fn preset_differs(preset: &str, c: &SimConfig) -> bool {
