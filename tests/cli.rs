@@ -174,6 +174,42 @@ fn errors_name_the_file_line_and_expectation() {
     assert_eq!(err.matches("does not fit on an SM").count(), 1, "{err}");
     let out = warpscope(&["sim", "--kernel", "nope"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown kernel `nope`"));
+    // A configuration file: its syntax errors name the line and column; what it sets is
+    // checked only once the flags have been applied on top of it.
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, "seed = 3\n[cache]\nways = \"four\"\n").unwrap();
+    let out = warpscope(&[
+        "sim",
+        "--kernel",
+        "vecadd",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("c.toml: TOML configuration, line 3, column 8: "),
+        "{err}"
+    );
+    std::fs::write(&cfg, "[cache]\nways = 3\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--kernel",
+            "vecadd",
+            "--config",
+            cfg.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        warpscope(&args)
+    };
+    let out = run(&[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("associativity 3 must divide"));
+    let out = run(&["--ways", "8", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -234,25 +234,6 @@ fn loading_reports_progress_and_failure_names_the_file() {
 }
 
 #[test]
-fn configurations_round_trip_through_toml_and_json() {
-    let dir = std::env::temp_dir();
-    let mut c = config::preset("volta").unwrap();
-    c.schedule.policy = config::IssuePolicy::Gto;
-    c.timing = None;
-    for ext in ["toml", "json"] {
-        let p = dir.join(format!("warpscope-cfg-{}.{ext}", std::process::id()));
-        warpscope::app::save_config(&p, &c).unwrap();
-        assert_eq!(warpscope::app::load_config(&p).unwrap(), c);
-        std::fs::remove_file(&p).ok();
-    }
-    let bad = dir.join(format!("warpscope-cfg-bad-{}.json", std::process::id()));
-    std::fs::write(&bad, "{\"cache\": {\"ways\": \"x\"}}").unwrap();
-    let e = warpscope::app::load_config(&bad).unwrap_err();
-    assert!(e.contains("line 1"), "{e}");
-    std::fs::remove_file(&bad).ok();
-}
-
-#[test]
 fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
     let t = trace("matmul", &[("n", "64"), ("block", "8,8")]);
     let mut cfg = config::preset("fermi-16k").unwrap();

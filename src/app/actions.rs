@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::files::{Browser, BrowserAction, DialogPoll, NativeDialog, Purpose};
 use super::job::{Job, JobError};
-use crate::config::SimConfig;
 
 use super::*;
 
@@ -111,17 +110,17 @@ impl WarpscopeApp {
         match purpose {
             Purpose::OpenTrace => self.open(path),
             Purpose::OpenPaneTrace(i) => self.open_in_pane(i, path),
-            Purpose::LoadConfig => match load_config(&path) {
+            Purpose::LoadConfig => match config::file::load(&path) {
                 Ok(c) => {
                     self.settings.panes[a] = (file_name(&path), c);
                     self.panes[a].dirty_since = Some(now - DEBOUNCE);
                     self.status = Status::Info(format!("Loaded {}", path.display()));
                 }
-                Err(e) => self.status = Status::Error(e),
+                Err(e) => self.status = Status::Error(e.to_string()),
             },
-            Purpose::SaveConfig => match save_config(&path, &self.settings.panes[a].1) {
+            Purpose::SaveConfig => match config::file::save(&path, &self.settings.panes[a].1) {
                 Ok(()) => self.status = Status::Info(format!("Saved {}", path.display())),
-                Err(e) => self.status = Status::Error(e),
+                Err(e) => self.status = Status::Error(e.to_string()),
             },
             Purpose::ExportView => {
                 self.pending_png = Some(path);
@@ -190,36 +189,6 @@ impl WarpscopeApp {
                 Ok(format!("Wrote {} ({rows} requests)", path.display()))
             }));
     }
-}
-
-/// Reads a configuration file: TOML by extension `.toml`, JSON otherwise.
-pub fn load_config(path: &Path) -> Result<SimConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let cfg: SimConfig = if path.extension().is_some_and(|e| e == "toml") {
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
-    } else {
-        serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{}: line {}, column {}: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?
-    };
-    cfg.validate()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(cfg)
-}
-
-/// Writes a configuration: TOML for `.toml`, JSON otherwise.
-pub fn save_config(path: &Path, cfg: &SimConfig) -> Result<(), String> {
-    let text = if path.extension().is_some_and(|e| e == "toml") {
-        toml::to_string_pretty(cfg).map_err(|e| e.to_string())?
-    } else {
-        serde_json::to_string_pretty(cfg).map_err(|e| e.to_string())?
-    };
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes the part of a screenshot inside `rect` (points) as a PNG.

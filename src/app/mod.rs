@@ -25,7 +25,7 @@ mod window;
 mod work;
 pub mod worker;
 
-pub use actions::{load_config, save_config, write_png};
+pub use actions::write_png;
 pub use central::differences;
 pub use window::{run, EframeApp, ScreenshotPlan};
 

@@ -211,7 +211,7 @@ impl WarpscopeApp {
             let config = self.settings.panes[i].1.clone();
             if let Err(e) = config.validate() {
                 // Nothing runs: the result on screen is the last valid one, not an update.
-                pane.error = Some(e);
+                pane.error = Some(e.to_string());
                 pane.stale = false;
                 continue;
             }

@@ -87,7 +87,8 @@ pub struct ConfigArgs {
     /// kepler, volta, ampere, hopper.
     #[arg(long)]
     pub preset: Option<String>,
-    /// Load a configuration file (JSON, as printed under "config" by --json).
+    /// Load a configuration file: TOML for a `.toml` name, JSON otherwise (as printed under
+    /// "config" by --json). Flags given as well change it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Cache size, e.g. 16K, 48K, 1M or bytes.

@@ -205,12 +205,8 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     let mut c = match (&a.preset, &a.config) {
         (Some(_), Some(_)) => bail!("give either --preset or --config, not both"),
         (Some(p), None) => config::preset(p).map_err(anyhow::Error::msg)?,
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a valid configuration", path.display()))?
-        }
+        // Validated below, once the flags have been applied.
+        (None, Some(path)) => config::file::read(path)?,
         (None, None) => SimConfig::default(),
     };
     if a.timing && c.timing.is_none() {

@@ -165,74 +165,57 @@ impl CacheConfig {
         (self.lines() / self.ways_effective().max(1) as u64) as u32
     }
     /// Checks the geometry; the message says what is wrong and what is expected.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         let pow2 = |v: u64| v != 0 && v.is_power_of_two();
-        if !pow2(self.line_bytes as u64) || self.line_bytes < 4 {
-            return Err(format!(
-                "line size {} must be a power of two of at least 4 bytes",
-                self.line_bytes
-            ));
+        let line = self.line_bytes;
+        if !pow2(line as u64) || line < 4 {
+            return Err(Invalid::LineSize { line });
         }
-        if !pow2(self.sector_bytes as u64) || self.sector_bytes > self.line_bytes {
-            return Err(format!(
-                "sector size {} must be a power of two no larger than the line size {}",
-                self.sector_bytes, self.line_bytes
-            ));
+        let sector = self.sector_bytes;
+        if !pow2(sector as u64) || sector > line {
+            return Err(Invalid::SectorSize { sector, line });
         }
-        if self.line_bytes / self.sector_bytes > 32 {
-            return Err("at most 32 sectors per line".into());
+        if line / sector > 32 {
+            return Err(Invalid::TooManySectors);
         }
-        if self.size_bytes < self.line_bytes as u64 || self.size_bytes % self.line_bytes as u64 != 0
-        {
-            return Err(format!(
-                "cache size {} must be a multiple of the line size {}",
-                self.size_bytes, self.line_bytes
-            ));
+        let size = self.size_bytes;
+        if size < line as u64 || size % line as u64 != 0 {
+            return Err(Invalid::CacheSize { size, line });
         }
         let lines = self.lines();
         if lines > 1 << 24 {
-            return Err(format!(
-                "{lines} lines is more than this model supports (2^24)"
-            ));
+            return Err(Invalid::TooManyLines { lines });
         }
         let ways = self.ways_effective() as u64;
         if ways > lines || lines % ways != 0 {
-            return Err(format!(
-                "associativity {} must divide the number of lines {lines}",
-                self.ways
-            ));
+            return Err(Invalid::Ways {
+                ways: self.ways,
+                lines,
+            });
         }
         let sets = self.sets() as u64;
         match &self.set_index {
             SetIndex::Modulo => {}
             SetIndex::FermiHash => {
                 if sets > 64 {
-                    return Err(format!(
-                        "the Fermi set hash gives at most 64 sets (this cache has {sets})"
-                    ));
+                    return Err(Invalid::FermiHashSets { sets });
                 }
             }
             SetIndex::Bits(bits) => {
-                if 1u64 << bits.len() != sets {
-                    return Err(format!(
-                        "{} set-index bits give {} sets but the cache has {sets}",
-                        bits.len(),
-                        1u64 << bits.len()
-                    ));
+                if bits.len() >= 64 || 1u64 << bits.len() != sets {
+                    return Err(Invalid::SetIndexBits {
+                        bits: bits.len(),
+                        sets,
+                    });
                 }
-                let offset_bits = self.line_bytes.trailing_zeros() as u8;
-                if let Some(b) = bits.iter().find(|&&b| b < offset_bits) {
-                    return Err(format!(
-                        "set-index bit {b} lies inside the line offset (bits 0-{})",
-                        offset_bits - 1
-                    ));
+                let offset_bits = line.trailing_zeros() as u8;
+                if let Some(&bit) = bits.iter().find(|&&b| b < offset_bits) {
+                    return Err(Invalid::SetIndexBitInOffset { bit, offset_bits });
                 }
             }
         }
         if self.replacement == Replacement::Plru && !ways.is_power_of_two() {
-            return Err(format!(
-                "tree-PLRU needs a power-of-two associativity, not {ways}"
-            ));
+            return Err(Invalid::PlruWays { ways: ways as u32 });
         }
         Ok(())
     }

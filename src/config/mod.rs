@@ -3,11 +3,15 @@
 //! modes of other tools (`compat`).
 
 mod cache;
+pub mod file;
+mod invalid;
 mod presets;
 mod rules;
 mod schedule;
 
 pub use cache::{CacheConfig, Replacement, SetIndex, WritePolicy};
+pub use file::{ConfigFileError, ConfigFormat};
+pub use invalid::Invalid;
 pub use presets::{compat, preset, Preset, COMPAT_MODES, PRESETS};
 pub use schedule::{Coalescing, GpuConfig, IssuePolicy, ScheduleConfig, SmSelection};
 
@@ -60,12 +64,10 @@ impl Default for TimingConfig {
 }
 
 impl TimingConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        if !(self.miss_latency_stddev.is_finite() && self.miss_latency_stddev >= 0.0) {
-            return Err(format!(
-                "miss latency standard deviation {} must be a finite number >= 0",
-                self.miss_latency_stddev
-            ));
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let stddev = self.miss_latency_stddev;
+        if !(stddev.is_finite() && stddev >= 0.0) {
+            return Err(Invalid::MissLatencyStddev { stddev });
         }
         Ok(())
     }
@@ -102,19 +104,20 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks that the model can simulate this configuration.
+    pub fn validate(&self) -> Result<(), Invalid> {
         self.cache.validate()?;
         if let Some(t) = &self.timing {
             t.validate()?;
             if self.cache.replacement != Replacement::Lru {
-                return Err("the timing model is a reuse-distance (LRU stack) model: it needs --replacement lru".into());
+                return Err(Invalid::TimingNeedsLru);
             }
         }
         if self.schedule.warp_size == 0 {
-            return Err("warp size must be at least 1".into());
+            return Err(Invalid::WarpSize);
         }
         if self.schedule.fetch_group == 0 {
-            return Err("fetch group size must be at least 1".into());
+            return Err(Invalid::FetchGroup);
         }
         let g = &self.gpu;
         if g.sms == 0
@@ -122,14 +125,12 @@ impl SimConfig {
             || g.max_threads_per_sm == 0
             || g.max_warps_per_sm == 0
         {
-            return Err("SM count and per-SM limits must be at least 1".into());
+            return Err(Invalid::GpuLimits);
         }
         match g.simulate {
-            SmSelection::One(s) if s >= g.sms => {
-                Err(format!("SM {s} does not exist (the GPU has {} SMs)", g.sms))
-            }
-            SmSelection::Sample(n) if n == 0 || n > g.sms => {
-                Err(format!("cannot sample {n} of {} SMs", g.sms))
+            SmSelection::One(sm) if sm >= g.sms => Err(Invalid::NoSuchSm { sm, sms: g.sms }),
+            SmSelection::Sample(sample) if sample == 0 || sample > g.sms => {
+                Err(Invalid::SmSample { sample, sms: g.sms })
             }
             _ => Ok(()),
         }
@@ -169,10 +170,31 @@ mod tests {
             ways: 3,
             ..CacheConfig::default()
         };
-        assert!(c.validate().unwrap_err().contains("associativity"));
+        assert_eq!(
+            c.validate(),
+            Err(Invalid::Ways {
+                ways: 3,
+                lines: 128
+            })
+        );
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("associativity"));
         c.ways = 4;
         c.set_index = SetIndex::Bits(vec![7, 8]);
-        assert!(c.validate().unwrap_err().contains("sets"));
+        assert_eq!(
+            c.validate(),
+            Err(Invalid::SetIndexBits { bits: 2, sets: 32 })
+        );
+        assert!(c.validate().unwrap_err().to_string().contains("sets"));
+        // More set-index bits than an address has: refused, not an overflow.
+        c.set_index = SetIndex::Bits(vec![7; 70]);
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "70 set-index bits give 2^70 sets but the cache has 32"
+        );
         c.set_index = SetIndex::Modulo;
         c.replacement = Replacement::Plru;
         c.validate().unwrap();

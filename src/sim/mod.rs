@@ -84,8 +84,12 @@ impl Observer for NoObserver {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SimError {
+    /// The configuration breaks a rule of [`SimConfig::validate`].
+    #[error("invalid configuration: {0}")]
+    Invalid(#[from] crate::config::Invalid),
+    /// The configuration cannot run in this mode or on this trace.
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("kernel `{kernel}`")]
@@ -163,7 +167,7 @@ pub fn run(
     trace: &Trace,
     observer: &mut dyn Observer,
 ) -> Result<Report, SimError> {
-    cfg.validate().map_err(SimError::Config)?;
+    cfg.validate()?;
     if let Some(t) = &cfg.timing {
         return timed::run(cfg, t, trace, observer);
     }

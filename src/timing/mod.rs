@@ -174,7 +174,7 @@ pub fn classify_by(
 /// Runs the full model on one kernel on SM 0 of `cfg` (which must have timing on) and
 /// returns every issue attempt: Nugteren et al.'s tables 3-5 row by row.
 pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, String> {
-    cfg.validate()?;
+    cfg.validate().map_err(|e| e.to_string())?;
     let t = cfg
         .timing
         .as_ref()

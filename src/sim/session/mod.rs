@@ -78,7 +78,7 @@ impl Session {
     /// SMs' L1s are simulated. The reports of the parts combine ([`Report::merge`]) into the
     /// whole run's, so the shells can run the parts on separate cores.
     pub fn for_sms(cfg: &SimConfig, sms: &[u32], total_accesses: u64) -> Result<Self, SimError> {
-        cfg.validate().map_err(SimError::Config)?;
+        cfg.validate()?;
         if cfg.timing.is_some() {
             return Err(SimError::Config(
                 "the timing model simulates whole kernels: use sim::run".into(),

@@ -1,0 +1,249 @@
+//! Configuration files, read and written the same way by the CLI (`--config`) and the app
+//! (File > Open configuration): TOML for files named `.toml`, JSON otherwise (the shape
+//! `sim --json` prints under "config"). A file that does not parse, or parses to a
+//! configuration that [`SimConfig::validate`] refuses, is an error naming the file, and for
+//! syntax the line and column.
+
+use std::path::{Path, PathBuf};
+
+use super::{Invalid, SimConfig};
+
+/// The two file formats of a configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFormat {
+    Toml,
+    Json,
+}
+
+impl ConfigFormat {
+    /// TOML for a `.toml` name, JSON otherwise.
+    pub fn of(path: &Path) -> Self {
+        match path.extension() {
+            Some(e) if e.eq_ignore_ascii_case("toml") => ConfigFormat::Toml,
+            _ => ConfigFormat::Json,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigFormat::Toml => "TOML",
+            ConfigFormat::Json => "JSON",
+        }
+    }
+}
+
+/// Why a configuration file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The text is not a configuration in `format` (line and column from 1, where known).
+    #[error("{}: {} configuration{}: {message}", path.display(), format.name(), at(*line, *column))]
+    Syntax {
+        path: PathBuf,
+        format: ConfigFormat,
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+    },
+    /// The file parses, but to a configuration that cannot be simulated.
+    #[error("{}: {source}", path.display())]
+    Invalid { path: PathBuf, source: Invalid },
+    /// The configuration cannot be written in `format`.
+    #[error("{}: cannot write the configuration as {}: {message}", path.display(), format.name())]
+    Write {
+        path: PathBuf,
+        format: ConfigFormat,
+        message: String,
+    },
+}
+
+fn at(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(", line {l}, column {c}"),
+        (Some(l), None) => format!(", line {l}"),
+        _ => String::new(),
+    }
+}
+
+/// Reads and validates the configuration in `path` ([`ConfigFormat::of`] its name).
+pub fn load(path: &Path) -> Result<SimConfig, ConfigFileError> {
+    let cfg = read(path)?;
+    cfg.validate().map_err(|source| ConfigFileError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(cfg)
+}
+
+/// Reads the configuration in `path` without validating it, for a caller that changes it
+/// further (the CLI's flags) and validates the result.
+pub fn read(path: &Path) -> Result<SimConfig, ConfigFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, ConfigFormat::of(path), path)
+}
+
+/// Parses a configuration (without validating it); `path` names it in errors.
+pub fn parse(text: &str, format: ConfigFormat, path: &Path) -> Result<SimConfig, ConfigFileError> {
+    let syntax = |line, column, message: String| ConfigFileError::Syntax {
+        path: path.to_path_buf(),
+        format,
+        line,
+        column,
+        message,
+    };
+    let cfg: SimConfig = match format {
+        ConfigFormat::Toml => toml::from_str(text).map_err(|e| {
+            let (line, column) = match e.span() {
+                Some(span) => {
+                    let (l, c) = line_column(text, span.start);
+                    (Some(l), Some(c))
+                }
+                None => (None, None),
+            };
+            syntax(line, column, e.message().to_string())
+        })?,
+        ConfigFormat::Json => serde_json::from_str(text)
+            .map_err(|e| syntax(Some(e.line()), Some(e.column()), json_message(&e)))?,
+    };
+    Ok(cfg)
+}
+
+/// The message of a JSON error without the " at line L column C" that it appends.
+fn json_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    match full.rfind(" at line ") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    }
+}
+
+/// Line and column, from 1, of byte `offset` of `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    (line, column)
+}
+
+/// The text of `cfg` in `format`.
+pub fn to_text(cfg: &SimConfig, format: ConfigFormat) -> Result<String, String> {
+    match format {
+        ConfigFormat::Toml => toml::to_string_pretty(cfg).map_err(|e| e.to_string()),
+        ConfigFormat::Json => serde_json::to_string_pretty(cfg).map_err(|e| e.to_string()),
+    }
+}
+
+/// Writes `cfg` to `path` ([`ConfigFormat::of`] its name).
+pub fn save(path: &Path, cfg: &SimConfig) -> Result<(), ConfigFileError> {
+    let format = ConfigFormat::of(path);
+    let text = to_text(cfg, format).map_err(|message| ConfigFileError::Write {
+        path: path.to_path_buf(),
+        format,
+        message,
+    })?;
+    std::fs::write(path, text).map_err(|source| ConfigFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{preset, TimingConfig};
+
+    fn both(cfg: &SimConfig) {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["c.toml", "c.json"] {
+            let path = dir.path().join(name);
+            save(&path, cfg).unwrap();
+            assert_eq!(&load(&path).unwrap(), cfg, "{name}");
+        }
+    }
+
+    #[test]
+    fn every_preset_and_the_timing_model_round_trip_in_both_formats() {
+        for p in crate::config::PRESETS {
+            both(&preset(p.name).unwrap());
+        }
+        both(&SimConfig {
+            timing: Some(TimingConfig::default()),
+            ..SimConfig::default()
+        });
+    }
+
+    #[test]
+    fn the_format_follows_the_extension() {
+        assert_eq!(ConfigFormat::of(Path::new("a/b.toml")), ConfigFormat::Toml);
+        assert_eq!(ConfigFormat::of(Path::new("a/b.TOML")), ConfigFormat::Toml);
+        assert_eq!(ConfigFormat::of(Path::new("b.json")), ConfigFormat::Json);
+        assert_eq!(ConfigFormat::of(Path::new("config")), ConfigFormat::Json);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file_line_and_column() {
+        let e = parse(
+            "[cache]\nways = \"four\"\n",
+            ConfigFormat::Toml,
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("c.toml: TOML configuration, line 2, column 8: "),
+            "{e}"
+        );
+        let e = parse(
+            "{\"cache\": {\n \"ways\": -1}}",
+            ConfigFormat::Json,
+            Path::new("c.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("c.json: JSON configuration, line 2, column "),
+            "{e}"
+        );
+        assert!(!e.contains(" at line "), "{e}");
+    }
+
+    #[test]
+    fn a_configuration_that_cannot_be_simulated_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[cache]\nways = 3\n").unwrap();
+        // Read as it is (the CLI's flags may still change it), refused when loaded.
+        assert_eq!(read(&path).unwrap().cache.ways, 3);
+        let e = load(&path).unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigFileError::Invalid {
+                source: Invalid::Ways { ways: 3, .. },
+                ..
+            }
+        ));
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with(&format!("{}: associativity 3 ", path.display())),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_names_it() {
+        let e = load(Path::new("/nonexistent/c.toml")).unwrap_err();
+        assert!(matches!(e, ConfigFileError::Io { .. }));
+        assert!(e.to_string().starts_with("/nonexistent/c.toml: "), "{e}");
+    }
+}
