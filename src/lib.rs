@@ -24,10 +24,9 @@ pub mod cache;
 pub mod coalesce;
 pub mod comm;
 pub mod config;
-#[cfg(feature = "tables")]
-pub mod export;
 pub mod gen;
 pub mod linemap;
+pub mod report;
 pub mod reuse;
 pub mod rng;
 pub mod schedule;

@@ -538,7 +538,7 @@ fn export_writes_the_request_table_and_summaries() {
     let text = std::fs::read_to_string(&req).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().trim_start_matches('\u{feff}');
-    assert_eq!(header, warpscope::export::REQUEST_COLUMNS.join(","));
+    assert_eq!(header, warpscope::report::REQUEST_COLUMNS.join(","));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len() as u64, v["requests"].as_u64().unwrap());
     let misses = rows
@@ -558,7 +558,29 @@ fn export_writes_the_request_table_and_summaries() {
         dir.join("x.txt").to_str().unwrap(),
     ]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a .csv or .parquet"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("expected a file name ending in .csv or .parquet"));
+    // The report itself: a .json export is what --json prints, a .txt export what sim prints.
+    let sim = |extra: &[&str]| {
+        let mut args = vec!["sim", "--kernel", "matmul", "n=32"];
+        args.extend_from_slice(extra);
+        warpscope(&args)
+    };
+    let (as_json, as_text) = (dir.join("r.json"), dir.join("r.txt"));
+    let printed = sim(&["--json", "--export-summary", as_json.to_str().unwrap()]);
+    assert!(printed.status.success());
+    assert_eq!(std::fs::read(&as_json).unwrap(), printed.stdout);
+    let printed = sim(&["--export-summary", as_text.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&as_text).unwrap(), printed.stdout);
+    assert!(String::from_utf8_lossy(&printed.stdout).starts_with("Warpscope: kernel matmul n=32"));
+    let out = sim(&["--export-summary", dir.join("r.png").to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("r.png: expected a file name ending in .txt, .json, .csv, .parquet"),
+        "{err}"
+    );
+    assert!(!dir.join("r.png").exists() && !dir.join("r.png.part").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -849,7 +871,7 @@ fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
 #[test]
 #[cfg(feature = "tables")]
 fn a_streamed_export_is_the_whole_trace_export() {
-    use warpscope::export::RequestExporter;
+    use warpscope::report::RequestExporter;
     let dir = std::env::temp_dir().join(format!("warpscope-sexport-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_str().unwrap().to_string();

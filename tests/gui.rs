@@ -89,7 +89,7 @@ fn export_a_table_through_the_in_app_file_browser() {
     settle(&mut h);
     h.state_mut().settings.last_dir = Some(dir.clone());
     click(&mut h, "File");
-    h.get_by_label_contains("Export tables").click();
+    h.get_by_label_contains("Export report").click();
     h.run_steps(3);
     assert!(
         h.state().browser.is_some(),

@@ -240,7 +240,7 @@ fn save_dialogs_never_start_in_a_folder_that_cannot_be_written() {
     assert_eq!(a.start_dir(Purpose::OpenTrace), read_only);
     for p in [
         Purpose::SaveConfig,
-        Purpose::ExportTables,
+        Purpose::ExportReport,
         Purpose::ExportRequests,
         Purpose::ExportView,
     ] {

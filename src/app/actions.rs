@@ -126,7 +126,7 @@ impl WarpscopeApp {
                 self.pending_png = Some(path);
                 self.request_png(ctx);
             }
-            Purpose::ExportTables => self.export_tables(path),
+            Purpose::ExportReport => self.export_report(path),
             Purpose::ExportRequests => self.export_requests(path),
         }
     }
@@ -150,17 +150,24 @@ impl WarpscopeApp {
         ));
     }
 
-    /// Writes the per-instruction and per-CTA tables of the active pane (on a worker).
-    pub fn export_tables(&mut self, path: PathBuf) {
-        let Some(r) = self.panes[self.settings.active].result.clone() else {
+    /// Writes the active pane's report with the exporter the file name picks, as
+    /// `sim --export-summary` does (on a worker).
+    pub fn export_report(&mut self, path: PathBuf) {
+        let active = self.settings.active;
+        let Some(r) = self.panes[active].result.clone() else {
             self.status = Status::Error("nothing to export yet: wait for the simulation".into());
             return;
         };
+        let source = self
+            .pane_trace(active)
+            .map(|t| t.label.clone())
+            .unwrap_or_default();
         let label = format!("Exporting {}", path.display());
         self.tasks.push(Job::spawn(label, &self.wake, move |_| {
-            crate::export::write_summary(&path, &r.report)
-                .map(|[i, c]| format!("Wrote {} and {}", i.display(), c.display()))
-                .map_err(|e| JobError::Failed(format!("exporting {}: {e}", path.display())))
+            let files = crate::report::export(&r.report, &source, &path)
+                .map_err(|e| JobError::Failed(format!("exporting {}: {e}", path.display())))?;
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            Ok(format!("Wrote {}", names.join(" and ")))
         }));
     }
 
@@ -175,7 +182,7 @@ impl WarpscopeApp {
             .push(Job::spawn(label, &self.wake, move |progress| {
                 let failed =
                     |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
-                let mut ex = crate::export::RequestExporter::create(&path, worker::Relay(progress))
+                let mut ex = crate::report::RequestExporter::create(&path, worker::Relay(progress))
                     .map_err(|e| failed(e.to_string()))?;
                 let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
                 if let Some(e) = ex.error() {

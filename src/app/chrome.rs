@@ -62,7 +62,7 @@ impl WarpscopeApp {
                 self.actions.push(Action::Choose(Purpose::SaveConfig));
             }
             if i.consume_shortcut(&cmd(Key::E)) {
-                self.actions.push(Action::Choose(Purpose::ExportTables));
+                self.actions.push(Action::Choose(Purpose::ExportReport));
             }
             for (k, v) in [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5]
                 .into_iter()
@@ -120,10 +120,10 @@ impl WarpscopeApp {
                 }
                 ui.separator();
                 if ui
-                    .add(egui::Button::new("Export tables…").shortcut_text("Ctrl+E"))
+                    .add(egui::Button::new("Export report…").shortcut_text("Ctrl+E"))
                     .clicked()
                 {
-                    self.actions.push(Action::Choose(Purpose::ExportTables));
+                    self.actions.push(Action::Choose(Purpose::ExportReport));
                 }
                 if ui.button("Export request table…").clicked() {
                     self.actions.push(Action::Choose(Purpose::ExportRequests));

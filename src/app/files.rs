@@ -15,7 +15,7 @@ pub enum Purpose {
     LoadConfig,
     SaveConfig,
     ExportView,
-    ExportTables,
+    ExportReport,
     ExportRequests,
 }
 
@@ -40,7 +40,9 @@ impl Purpose {
             Purpose::LoadConfig => "Load a configuration",
             Purpose::SaveConfig => "Save the configuration",
             Purpose::ExportView => "Export the view as PNG",
-            Purpose::ExportTables => "Export the per-instruction and per-CTA tables",
+            Purpose::ExportReport => {
+                "Export the report (text, JSON, or the tables as CSV or Parquet)"
+            }
             Purpose::ExportRequests => "Export the per-request table",
         }
     }
@@ -55,17 +57,20 @@ impl Purpose {
         match self {
             Purpose::SaveConfig => "warpscope-config.toml",
             Purpose::ExportView => "warpscope-view.png",
-            Purpose::ExportTables => "warpscope-summary.csv",
+            Purpose::ExportReport => "warpscope-report.json",
             Purpose::ExportRequests => "warpscope-requests.parquet",
             _ => "",
         }
     }
-    fn filters(self) -> &'static [(&'static str, &'static [&'static str])] {
+    fn filters(self) -> Vec<(&'static str, Vec<&'static str>)> {
         match self {
-            Purpose::OpenTrace | Purpose::OpenPaneTrace(_) => &[],
-            Purpose::LoadConfig | Purpose::SaveConfig => &[("configuration", &["toml", "json"])],
-            Purpose::ExportView => &[("PNG image", &["png"])],
-            Purpose::ExportTables | Purpose::ExportRequests => &[("table", &["csv", "parquet"])],
+            Purpose::OpenTrace | Purpose::OpenPaneTrace(_) => vec![],
+            Purpose::LoadConfig | Purpose::SaveConfig => {
+                vec![("configuration", vec!["toml", "json"])]
+            }
+            Purpose::ExportView => vec![("PNG image", vec!["png"])],
+            Purpose::ExportReport => vec![("report", crate::report::export_extensions())],
+            Purpose::ExportRequests => vec![("table", vec!["csv", "parquet"])],
         }
     }
 }
@@ -101,7 +106,7 @@ impl NativeDialog {
         let (tx, rx) = channel();
         let mut d = rfd::FileDialog::new().set_title(purpose.title());
         for (name, exts) in purpose.filters() {
-            d = d.add_filter(*name, exts);
+            d = d.add_filter(name, &exts);
         }
         if let Some(dir) = start_dir {
             d = d.set_directory(dir);

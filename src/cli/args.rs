@@ -206,8 +206,9 @@ pub struct SimArgs {
     /// miss class, reuse distance) to FILE.csv or FILE.parquet.
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
-    /// Write the per-instruction and per-CTA tables to STEM.instructions.EXT and
-    /// STEM.ctas.EXT, given FILE = STEM.EXT with EXT csv or parquet.
+    /// Write the report to FILE, in the form its extension picks: .txt (the readable
+    /// report), .json (as --json prints it), .csv or .parquet (the per-instruction and
+    /// per-CTA tables, to STEM.instructions.EXT and STEM.ctas.EXT for FILE = STEM.EXT).
     #[arg(long, value_name = "FILE")]
     pub export_summary: Option<PathBuf>,
     /// Threads that simulate: with several SMs simulated (--all-sms, --sample-sms), they

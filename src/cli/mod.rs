@@ -14,7 +14,6 @@ pub use args::Cli;
 
 use anyhow::{Context, Result};
 use args::{Command, ConvertArgs, GenArgs, SimArgs};
-use std::io::Write;
 use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -167,28 +166,17 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
 
 fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {
     if let Some(path) = &a.export_summary {
-        export_summary(path, report)?;
+        let files = warpscope::report::export(report, source, path)?;
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        eprintln!("wrote {}", names.join(" and "));
     }
     let mut out = std::io::stdout().lock();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, report)?;
-        writeln!(out)?;
+        warpscope::report::json::write(&mut out, report)?;
     } else {
-        output::table(&mut out, source, report)?;
+        warpscope::report::text::write(&mut out, source, report)?;
     }
     Ok(())
-}
-
-#[cfg(feature = "tables")]
-fn export_summary(path: &std::path::Path, report: &sim::Report) -> Result<()> {
-    let [i, c] = warpscope::export::write_summary(path, report)?;
-    eprintln!("wrote {} and {}", i.display(), c.display());
-    Ok(())
-}
-
-#[cfg(not(feature = "tables"))]
-fn export_summary(_: &std::path::Path, _: &sim::Report) -> Result<()> {
-    anyhow::bail!("this build has no table export (the `tables` feature is off)")
 }
 
 #[cfg(not(feature = "tables"))]
@@ -226,7 +214,7 @@ fn export_requests<P: sim::Observer + Clear>(
     progress: P,
     simulate: impl FnOnce(&mut dyn sim::Observer) -> Result<sim::Report>,
 ) -> Result<sim::Report> {
-    let mut exporter = warpscope::export::RequestExporter::create(path, progress)?;
+    let mut exporter = warpscope::report::RequestExporter::create(path, progress)?;
     let result = simulate(&mut exporter);
     exporter.inner.clear();
     if let Some(e) = exporter.error() {

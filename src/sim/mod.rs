@@ -8,16 +8,15 @@
 
 mod generated;
 mod issued;
-mod report;
 mod running;
 mod session;
 mod timed;
 
-pub use generated::{run_generated, GeneratedError, ToSession};
-pub use report::{
+pub use crate::report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
     SmRow, SourceLineRow, TimingReport, ValueCount,
 };
+pub use generated::{run_generated, GeneratedError, ToSession};
 pub use session::Session;
 
 use crate::cache::{CacheModel, MissClass};

@@ -1,11 +1,11 @@
 //! The pipeline in timing mode: every simulated SM through the timing model, once per run
 //! (the full model and its comparison runs), then the five miss classes.
 
-use super::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
 use crate::cache::Counters;
 use crate::config::Kernels;
 use crate::config::{SimConfig, TimingConfig};
+use crate::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
@@ -129,7 +129,7 @@ pub(super) fn run(
                 kernels.push(kr);
             }
             if v == Variant::FullyAssociative {
-                super::report::merge(&mut fa_hist, &e.stats.set_hist);
+                crate::report::merge(&mut fa_hist, &e.stats.set_hist);
             }
             if v == Variant::Full {
                 full_engines.push(e);
@@ -262,7 +262,7 @@ pub(super) fn run(
                 .map(|&(time, used)| OccupancySample { time, used })
                 .collect();
         }
-        super::report::merge(&mut set_hist, &st.set_hist);
+        crate::report::merge(&mut set_hist, &st.set_hist);
         if let Some(dc) = &st.distance_counts {
             let all = distance_counts.get_or_insert_with(Default::default);
             for (&d, &n) in dc {

@@ -21,12 +21,12 @@
 //! request, and a kernel whose CTA ran on an SM that is not simulated makes none either.
 
 use super::issued::ByIssue;
-use super::report::{KernelRow, Report};
 use super::running::Running;
 use super::{selected_sms, Observer, RequestEvent, SimError, SmSim};
 use crate::cache::{CacheModel, Counters};
 use crate::coalesce::{Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig};
+use crate::report::{KernelRow, Report};
 use crate::reuse::ReuseTracker;
 use crate::rng::Rng;
 use crate::schedule::{CtaScheduler, Scheduler, Step};

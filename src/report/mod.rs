@@ -1,6 +1,24 @@
 //! The result of a simulation: totals, per-SM, per-kernel, per-instruction and per-CTA
 //! tables, and reuse-distance histograms with the miss-rate curve. Serialises to the JSON
 //! schema of `docs/cli.md`.
+//!
+//! Both shells write it the same way: the readable text ([`text`]) and JSON ([`json`]) the
+//! CLI prints, and every file export behind one [`Exporter`] trait ([`export`]: text,
+//! JSON, and with the `tables` feature the summary tables as CSV or Parquet, [`tables`]),
+//! chosen by the file name's extension. The per-request table, written while a run goes,
+//! is [`requests`].
+
+pub mod export;
+pub mod json;
+#[cfg(feature = "tables")]
+pub mod requests;
+#[cfg(feature = "tables")]
+pub mod tables;
+pub mod text;
+
+pub use export::{export, export_extensions, exporter_for, exporters, ExportError, Exporter};
+#[cfg(feature = "tables")]
+pub use requests::{RequestExporter, REQUEST_COLUMNS};
 
 use crate::cache::Counters;
 use crate::config::SimConfig;
@@ -168,7 +186,7 @@ fn rate(c: &Counters) -> f64 {
 }
 
 impl Report {
-    pub(super) fn new(cfg: &SimConfig, sms: &[u32]) -> Self {
+    pub(crate) fn new(cfg: &SimConfig, sms: &[u32]) -> Self {
         Report {
             totals: Counters::default(),
             miss_rate: 0.0,
@@ -189,7 +207,7 @@ impl Report {
 
     /// Adds the row of a whole kernel `k` (launch `ki`) and its per-instruction and per-CTA
     /// counters.
-    pub(super) fn add_whole_kernel(
+    pub(crate) fn add_whole_kernel(
         &mut self,
         k: &Kernel,
         ki: u32,
@@ -209,7 +227,7 @@ impl Report {
     }
 
     /// Adds one kernel's row and its per-instruction and per-CTA counters.
-    pub(super) fn add_kernel(
+    pub(crate) fn add_kernel(
         &mut self,
         row: KernelRow,
         instructions: &[Instruction],
@@ -248,7 +266,7 @@ impl Report {
         }
     }
 
-    pub(super) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseTracker>) {
+    pub(crate) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseTracker>) {
         self.totals.add(c);
         self.sms.push(SmRow {
             sm,
@@ -261,7 +279,7 @@ impl Report {
     }
 
     /// Adds one SM's reuse histograms.
-    pub(super) fn add_histograms(&mut self, whole: &Histogram, in_set: &Histogram, distinct: u64) {
+    pub(crate) fn add_histograms(&mut self, whole: &Histogram, in_set: &Histogram, distinct: u64) {
         merge(&mut self.whole, whole);
         merge(&mut self.in_set, in_set);
         let rep = self.reuse.get_or_insert(ReuseReport {
@@ -274,7 +292,7 @@ impl Report {
         rep.distinct_lines += distinct;
     }
 
-    pub(super) fn finish(&mut self, cache_lines: u64) {
+    pub(crate) fn finish(&mut self, cache_lines: u64) {
         self.miss_rate = rate(&self.totals);
         self.source_lines = source_lines(&self.kernels, &self.instructions);
         if let Some(rep) = &mut self.reuse {
@@ -446,7 +464,7 @@ fn source_lines(kernels: &[KernelRow], insts: &[InstRow]) -> Vec<SourceLineRow> 
         .collect()
 }
 
-pub(super) fn merge(into: &mut Histogram, from: &Histogram) {
+pub(crate) fn merge(into: &mut Histogram, from: &Histogram) {
     if into.counts.len() < from.counts.len() {
         into.counts.resize(from.counts.len(), 0);
     }
