@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use std::collections::{HashSet, VecDeque};
 use warpscope::cache::{CacheModel, MissClass, Request};
+use warpscope::config::choice::Choice;
 use warpscope::config::{CacheConfig, IssuePolicy, Replacement, SetIndex, SimConfig, WritePolicy};
 use warpscope::reuse;
 use warpscope::rng::Rng;
@@ -154,8 +155,8 @@ proptest! {
     }
 
     #[test]
-    fn one_set_equals_fully_associative(accesses in lines_strategy(), n in 1u32..16, r in 0usize..6, wb in any::<bool>()) {
-        let repl = Replacement::ALL[r];
+    fn one_set_equals_fully_associative(accesses in lines_strategy(), n in 1u32..16, r in 0..Replacement::ENTRIES.len(), wb in any::<bool>()) {
+        let repl = Replacement::ENTRIES[r].value();
         let n = if repl == Replacement::Plru { 1 << (n % 4) } else { n };
         let wp = if wb { WritePolicy::Wbwa } else { WritePolicy::Wtna };
         let mut one_set = CacheModel::new(&cfg(1, n, repl, wp), 9);

@@ -3,7 +3,49 @@
 //! This is the *indexing* policy (gem5's split): it picks the candidate set; replacement then
 //! picks the victim inside it.
 
+use crate::config::choice::{Choice, Entry, Form};
 use crate::config::SetIndex;
+
+impl Choice for SetIndex {
+    const WHAT: &'static str = "set index";
+    const ENTRIES: &'static [Entry<SetIndex>] = &[
+        Entry {
+            name: "modulo",
+            aliases: &[],
+            label: "modulo",
+            description: "set = line address mod sets",
+            form: Form::Plain(SetIndex::Modulo),
+        },
+        Entry {
+            name: "fermi-hash",
+            aliases: &["fermi"],
+            label: "fermi-hash",
+            description: "Fermi's XOR hash (128-byte lines, 32 or 64 sets)",
+            form: Form::Plain(SetIndex::FermiHash),
+        },
+        Entry {
+            name: "bits",
+            aliases: &[],
+            label: "address bits",
+            description: "the set index is made of the address bits you list",
+            form: Form::Param {
+                syntax: "B0,B1,...",
+                parse: parse_bits,
+                is: |s| matches!(s, SetIndex::Bits(_)),
+                default: || SetIndex::Bits(vec![7]),
+            },
+        },
+    ];
+}
+
+/// `B0,B1,...`: the address bits of the set index, low to high.
+fn parse_bits(list: &str) -> Result<SetIndex, String> {
+    list.split(',')
+        .map(|b| b.trim().parse::<u8>().ok().filter(|&b| b < 64))
+        .collect::<Option<Vec<u8>>>()
+        .map(SetIndex::Bits)
+        .ok_or_else(|| "expected address bit numbers 0-63".to_string())
+}
 
 /// A compiled set index function.
 #[derive(Clone, Debug)]

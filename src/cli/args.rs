@@ -2,6 +2,18 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use warpscope::config::choice::Choice;
+use warpscope::config::{Coalescing, IssuePolicy, Replacement, SetIndex, WritePolicy};
+use warpscope::trace::Format;
+
+/// `--help` for a choice: what it is, then every option with what it does, from its registry.
+fn choices<T: Choice>(what: &str) -> String {
+    let options: Vec<String> = T::ENTRIES
+        .iter()
+        .map(|e| format!("  {:<12} {}", e.usage(), e.description))
+        .collect();
+    format!("{what}:\n{}", options.join("\n"))
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -64,10 +76,9 @@ pub struct InputArgs {
     /// Trace file to simulate.
     #[arg(long, conflicts_with = "kernel")]
     pub trace: Option<PathBuf>,
-    /// Trace format: accelsim, nvbit, memtrace, crawford, nugteren, din, csv, parquet, native
-    /// or text (detected from the content when omitted). Compressed input (.gz, .zst, .xz)
-    /// is undone on the fly.
-    #[arg(long, requires = "trace")]
+    #[arg(long, requires = "trace", help = choices::<Format>(
+        "Trace format (detected from the content when omitted; compressed input, .gz, .zst or .xz, is undone on the fly)"
+    ))]
     pub format: Option<String>,
     /// Load a truncated or damaged trace up to its last complete kernel (and say so).
     #[arg(long, requires = "trace")]
@@ -103,20 +114,15 @@ pub struct ConfigArgs {
     /// Sector size in bytes (defaults to the line size: no sectors).
     #[arg(long)]
     pub sector_size: Option<String>,
-    /// lru, fifo, lfu, mfu, random, plru.
-    #[arg(long)]
+    #[arg(long, help = choices::<Replacement>("Victim choice"))]
     pub replacement: Option<String>,
-    /// wtna (write-through, no allocate) or wbwa (write-back, write-allocate).
-    #[arg(long)]
+    #[arg(long, help = choices::<WritePolicy>("What stores do"))]
     pub write_policy: Option<String>,
-    /// modulo, fermi-hash, or bits:B0,B1,... (address bits of the set index).
-    #[arg(long)]
+    #[arg(long, help = choices::<SetIndex>("Set index function"))]
     pub set_index: Option<String>,
-    /// none, line, sector, gt200, or bits:LO-HI.
-    #[arg(long)]
+    #[arg(long, help = choices::<Coalescing>("How a warp instruction becomes requests"))]
     pub coalescing: Option<String>,
-    /// Warp issue policy: round-robin, sequential, random, gto, two-level.
-    #[arg(long)]
+    #[arg(long, help = choices::<IssuePolicy>("Warp issue policy"))]
     pub schedule: Option<String>,
     /// Threads per warp (1 = per-thread scheduling as in Crawford 2014 §5.2).
     #[arg(long)]
@@ -260,9 +266,7 @@ pub struct ConvertArgs {
     /// model, one per kernel); by default from the file name.
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
-    /// Input format (detected when omitted): accelsim, nvbit, memtrace, crawford, nugteren,
-    /// din, csv, parquet, native or text.
-    #[arg(long)]
+    #[arg(long, help = choices::<Format>("Input format (detected when omitted)"))]
     pub format: Option<String>,
     /// Convert a truncated trace up to its last complete kernel (and say so).
     #[arg(long)]

@@ -2,21 +2,12 @@
 //! setter ([`apply`]) so both accept exactly the same names and values.
 
 use super::args::{ConfigArgs, InputArgs};
-use anyhow::{bail, Context, Result};
-use warpscope::config::{
-    self, Coalescing, IssuePolicy, Replacement, SetIndex, SimConfig, SmSelection, TimingConfig,
-    WritePolicy,
-};
+use anyhow::{bail, Result};
+use warpscope::config::{self, choice, SimConfig, SmSelection, TimingConfig};
 use warpscope::trace::{self, Format, Trace};
 
 pub fn format(name: &str) -> Result<Format> {
-    Format::from_name(name).with_context(|| {
-        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-        format!(
-            "unknown trace format `{name}`: expected one of {}",
-            names.join(", ")
-        )
-    })
+    choice::parse::<Format>(name).map_err(anyhow::Error::msg)
 }
 
 /// Reads a trace file as the input flags say, telling stderr what was detected and, with
@@ -150,11 +141,11 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         }
         "ways" => c.cache.ways = if v == "full" { 0 } else { number(key, v)? },
         "sector-size" => c.cache.sector_bytes = parse_size(v)? as u32,
-        "replacement" => c.cache.replacement = Replacement::parse(v)?,
-        "write-policy" => c.cache.write_policy = WritePolicy::parse(v)?,
-        "set-index" => c.cache.set_index = SetIndex::parse(v)?,
-        "coalescing" => c.coalescing = Coalescing::parse(v)?,
-        "schedule" => c.schedule.policy = IssuePolicy::parse(v)?,
+        "replacement" => c.cache.replacement = choice::parse(v)?,
+        "write-policy" => c.cache.write_policy = choice::parse(v)?,
+        "set-index" => c.cache.set_index = choice::parse(v)?,
+        "coalescing" => c.coalescing = choice::parse(v)?,
+        "schedule" => c.schedule.policy = choice::parse(v)?,
         "warp-size" => c.schedule.warp_size = number(key, v)?,
         "fetch-group" => c.schedule.fetch_group = number(key, v)?,
         "sms" => c.gpu.sms = number(key, v)?,

@@ -12,7 +12,64 @@
 //!   request, represented by the lowest address of the group.
 
 use crate::cache::Request;
+use crate::config::choice::{Choice, Entry, Form};
 use crate::config::Coalescing;
+
+impl Choice for Coalescing {
+    const WHAT: &'static str = "coalescing";
+    const ENTRIES: &'static [Entry<Coalescing>] = &[
+        Entry {
+            name: "none",
+            aliases: &[],
+            label: "none",
+            description: "every thread's access is its own request",
+            form: Form::Plain(Coalescing::None),
+        },
+        Entry {
+            name: "line",
+            aliases: &[],
+            label: "per line",
+            description: "one request per distinct line",
+            form: Form::Plain(Coalescing::Line),
+        },
+        Entry {
+            name: "sector",
+            aliases: &[],
+            label: "per line, sectors",
+            description: "one request per line with a mask of the sectors used",
+            form: Form::Plain(Coalescing::Sector),
+        },
+        Entry {
+            name: "gt200",
+            aliases: &[],
+            label: "GT200 segments",
+            description: "compute capability 1.2/1.3: per half-warp 32/64/128-byte segments",
+            form: Form::Plain(Coalescing::Gt200),
+        },
+        Entry {
+            name: "bits",
+            aliases: &[],
+            label: "address bits",
+            description: "accesses merge when they differ only in bits LO..=HI",
+            form: Form::Param {
+                syntax: "LO-HI",
+                parse: parse_bit_range,
+                is: |c| matches!(c, Coalescing::Bits { .. }),
+                default: || Coalescing::Bits { lo: 0, hi: 6 },
+            },
+        },
+    ];
+}
+
+/// `LO-HI`: the address bits in which accesses of one request may differ.
+fn parse_bit_range(range: &str) -> Result<Coalescing, String> {
+    range
+        .split_once('-')
+        .and_then(|(a, b)| Some((a.parse::<u8>().ok()?, b.parse::<u8>().ok()?)))
+        .filter(|(lo, hi)| lo <= hi && *hi < 64)
+        .map(|(lo, hi)| Coalescing::Bits { lo, hi })
+        .ok_or_else(|| "expected LO-HI with 0 <= LO <= HI < 64".to_string())
+}
 use crate::trace::{AccessKind, Columns};
 
 /// Geometry the coalescer needs.

@@ -1,5 +1,6 @@
 //! The L1 cache's configuration: size, line, ways, sectors, set index, replacement, writes.
 
+use super::choice::{self, Choice, Entry, Form};
 use super::*;
 
 /// How addresses map to sets.
@@ -18,25 +19,6 @@ pub enum SetIndex {
 }
 
 impl SetIndex {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "modulo" => Ok(SetIndex::Modulo),
-            "fermi-hash" | "fermi" => Ok(SetIndex::FermiHash),
-            _ => {
-                let list = s.strip_prefix("bits:").ok_or_else(|| {
-                    format!(
-                        "unknown set index `{s}`: expected modulo, fermi-hash or bits:B0,B1,..."
-                    )
-                })?;
-                let bits = list
-                    .split(',')
-                    .map(|b| b.trim().parse::<u8>().ok().filter(|&b| b < 64))
-                    .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(|| format!("expected address bit numbers 0-63 in `{s}`"))?;
-                Ok(SetIndex::Bits(bits))
-            }
-        }
-    }
     pub fn name(&self) -> String {
         match self {
             SetIndex::Modulo => "modulo".into(),
@@ -66,31 +48,9 @@ pub enum Replacement {
 }
 
 impl Replacement {
-    pub const ALL: [Replacement; 6] = [
-        Replacement::Lru,
-        Replacement::Fifo,
-        Replacement::Lfu,
-        Replacement::Mfu,
-        Replacement::Random,
-        Replacement::Plru,
-    ];
+    /// Its name in the registry (`cache::replacement`).
     pub fn name(self) -> &'static str {
-        match self {
-            Replacement::Lru => "lru",
-            Replacement::Fifo => "fifo",
-            Replacement::Lfu => "lfu",
-            Replacement::Mfu => "mfu",
-            Replacement::Random => "random",
-            Replacement::Plru => "plru",
-        }
-    }
-    pub fn parse(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|r| r.name() == s)
-            .ok_or_else(|| {
-                format!("unknown replacement `{s}`: expected lru, fifo, lfu, mfu, random or plru")
-            })
+        choice::entry_of(&self).map_or("?", |e| e.name)
     }
 }
 
@@ -107,18 +67,28 @@ pub enum WritePolicy {
 
 impl WritePolicy {
     pub fn name(self) -> &'static str {
-        match self {
-            WritePolicy::Wtna => "wtna",
-            WritePolicy::Wbwa => "wbwa",
-        }
+        choice::entry_of(&self).map_or("?", |e| e.name)
     }
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "wtna" => Ok(WritePolicy::Wtna),
-            "wbwa" => Ok(WritePolicy::Wbwa),
-            _ => Err(format!("unknown write policy `{s}`: expected wtna or wbwa")),
-        }
-    }
+}
+
+impl Choice for WritePolicy {
+    const WHAT: &'static str = "write policy";
+    const ENTRIES: &'static [Entry<WritePolicy>] = &[
+        Entry {
+            name: "wtna",
+            aliases: &[],
+            label: "write-through, no allocate",
+            description: "stores go to memory; a store miss does not fill a line (Fermi L1)",
+            form: Form::Plain(WritePolicy::Wtna),
+        },
+        Entry {
+            name: "wbwa",
+            aliases: &[],
+            label: "write-back, allocate",
+            description: "stores dirty the line; a store miss fills it; evictions write back",
+            form: Form::Plain(WritePolicy::Wbwa),
+        },
+    ];
 }
 
 /// The L1 cache.

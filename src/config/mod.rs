@@ -3,6 +3,7 @@
 //! modes of other tools (`compat`).
 
 mod cache;
+pub mod choice;
 pub mod file;
 mod invalid;
 mod presets;
@@ -152,17 +153,17 @@ mod tests {
     #[test]
     fn parses_flags() {
         assert_eq!(
-            SetIndex::parse("bits:7,8").unwrap(),
-            SetIndex::Bits(vec![7, 8])
-        );
-        assert_eq!(
-            Coalescing::parse("bits:12-19").unwrap(),
+            choice::parse::<Coalescing>("bits:12-19").unwrap(),
             Coalescing::Bits { lo: 12, hi: 19 }
         );
-        assert!(Coalescing::parse("bits:9-3").is_err());
-        assert!(Replacement::parse("xyz")
-            .unwrap_err()
-            .contains("expected lru"));
+        assert_eq!(
+            choice::parse::<Replacement>("xyz").unwrap_err(),
+            "unknown replacement `xyz`: expected lru, fifo, lfu, mfu, random or plru"
+        );
+        assert_eq!(
+            choice::parse::<SetIndex>("bits:7,x").unwrap_err(),
+            "expected address bit numbers 0-63 in `bits:7,x`"
+        );
     }
     #[test]
     fn validation_explains() {

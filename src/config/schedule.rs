@@ -20,27 +20,6 @@ pub enum Coalescing {
 }
 
 impl Coalescing {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(Coalescing::None),
-            "line" => Ok(Coalescing::Line),
-            "sector" => Ok(Coalescing::Sector),
-            "gt200" => Ok(Coalescing::Gt200),
-            _ => {
-                let range = s.strip_prefix("bits:").ok_or_else(|| {
-                    format!("unknown coalescing `{s}`: expected none, line, sector, gt200 or bits:LO-HI")
-                })?;
-                let (lo, hi) = range
-                    .split_once('-')
-                    .and_then(|(a, b)| Some((a.parse::<u8>().ok()?, b.parse::<u8>().ok()?)))
-                    .filter(|(lo, hi)| lo <= hi && *hi < 64)
-                    .ok_or_else(|| {
-                        format!("expected bits:LO-HI with 0 <= LO <= HI < 64, found `{s}`")
-                    })?;
-                Ok(Coalescing::Bits { lo, hi })
-            }
-        }
-    }
     pub fn name(&self) -> String {
         match self {
             Coalescing::None => "none".into(),
@@ -70,24 +49,9 @@ pub enum IssuePolicy {
 }
 
 impl IssuePolicy {
+    /// Its name in the registry (`schedule::policy`).
     pub fn name(self) -> &'static str {
-        match self {
-            IssuePolicy::RoundRobin => "round-robin",
-            IssuePolicy::Sequential => "sequential",
-            IssuePolicy::Random => "random",
-            IssuePolicy::Gto => "gto",
-            IssuePolicy::TwoLevel => "two-level",
-        }
-    }
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "round-robin" | "rr" | "lrr" => Ok(IssuePolicy::RoundRobin),
-            "sequential" | "seq" => Ok(IssuePolicy::Sequential),
-            "random" => Ok(IssuePolicy::Random),
-            "gto" => Ok(IssuePolicy::Gto),
-            "two-level" | "2lvl" => Ok(IssuePolicy::TwoLevel),
-            _ => Err(format!("unknown issue policy `{s}`: expected round-robin, sequential, random, gto or two-level")),
-        }
+        super::choice::entry_of(&self).map_or("?", |e| e.name)
     }
 }
 

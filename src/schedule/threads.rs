@@ -11,7 +11,7 @@
 
 use super::policy::SmState;
 use super::{Issue, ScheduleError, Step, WarpThreads, BARRIER, DONE, HW_WARP, READY};
-use crate::config::{GpuConfig, IssuePolicy, ScheduleConfig};
+use crate::config::{GpuConfig, ScheduleConfig};
 use crate::rng::Rng;
 use crate::trace::{Columns, Kernel, Order};
 
@@ -40,8 +40,6 @@ impl Rows for Whole<'_> {
 }
 
 pub(super) struct ThreadSched {
-    policy: IssuePolicy,
-    fetch_group: u32,
     ws: u32,
     pub tpb: u32,
     wpc: u32,
@@ -92,8 +90,6 @@ impl ThreadSched {
         // CTAs past the thread limit never start.
         let n_ctas = gpu.modelled_ctas(k.num_ctas(), tpb);
         Ok(ThreadSched {
-            policy: sched.policy,
-            fetch_group: sched.fetch_group.max(1),
             ws,
             tpb,
             wpc,
@@ -107,7 +103,9 @@ impl ThreadSched {
             cta_done: vec![0; n_ctas as usize],
             cta_sm: vec![u32::MAX; n_ctas as usize],
             cta_slot: vec![u32::MAX; n_ctas as usize],
-            sms: (0..gpu.sms.max(1)).map(|_| SmState::default()).collect(),
+            sms: (0..gpu.sms.max(1))
+                .map(|_| SmState::new(sched.policy, sched.fetch_group.max(1)))
+                .collect(),
             next_cta: 0,
             next_sm: 0,
             rng: Rng::fork(seed, 0x5C4ED),
@@ -282,9 +280,7 @@ impl ThreadSched {
         };
         self.next_sm = (sm + 1) % n;
         let states = &self.warp_state;
-        let Some(gw) = self.sms[sm].pick(self.policy, self.fetch_group, &mut self.rng, |w| {
-            states[w as usize] == READY
-        }) else {
+        let Some(gw) = self.sms[sm].pick(&mut self.rng, |w| states[w as usize] == READY) else {
             return Step::Done;
         };
         let (cta, w) = (gw / self.wpc, gw % self.wpc);

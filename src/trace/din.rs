@@ -16,6 +16,17 @@ use super::model::{
 use super::{Location, TraceError};
 use std::io::BufRead;
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "din",
+    aliases: &[],
+    label: "Dinero IV din",
+    description: "Dinero IV traditional or extended din text, one reference per line",
+    form: Form::Plain(super::Format::Din),
+};
+
 /// Reads a Dinero `din` trace.
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     read_sized(r, file, 0)

@@ -22,6 +22,17 @@ use super::model::{
 };
 use super::{spill, CtaSink, Location, TraceError};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "nugteren",
+    aliases: &[],
+    label: "Nugteren et al.",
+    description: "Nugteren et al.'s (2014) .trc format (blocksize: X Y Z, then tid dir addr bytes)",
+    form: Form::Plain(super::Format::Nugteren),
+};
+
 /// One access line: flat thread id, store (else load), address, bytes.
 type Line = (u32, bool, u64, u16);
 

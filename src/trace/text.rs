@@ -14,6 +14,17 @@ use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Or
 use super::{KernelSink, Location, TraceError};
 use std::io::{BufRead, Write};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "text",
+    aliases: &["wst"],
+    label: "Warpscope text (.wst)",
+    description: "Warpscope's text format (.wst): kernel headers, then one access per line",
+    form: Form::Plain(super::Format::Text),
+};
+
 /// Reads a text trace.
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     let mut trace = Trace::default();

@@ -98,34 +98,15 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
                 .response
         },
     );
-    let kind = match cc.set_index {
-        SetIndex::Modulo => 0,
-        SetIndex::FermiHash => 1,
-        SetIndex::Bits(_) => 2,
-    };
-    let mut new_kind = kind;
+    let was_bits = matches!(cc.set_index, SetIndex::Bits(_));
     row(ui, "Set index", "How an address picks its set: low line-address bits, Fermi's XOR hash, or chosen address bits", |ui| {
-        pick(
-            ui,
-            "set-index",
-            &mut new_kind,
-            &[
-                (0, "modulo", "set = line address mod sets"),
-                (1, "fermi-hash", "Fermi's XOR hash (128-byte lines, 32 or 64 sets)"),
-                (2, "address bits", "the set index is made of the address bits you list"),
-            ],
-        )
+        pick_choice(ui, "set-index", &mut cc.set_index)
     });
-    if new_kind != kind {
-        cc.set_index = match new_kind {
-            0 => SetIndex::Modulo,
-            1 => SetIndex::FermiHash,
-            _ => {
-                let off = cc.line_bytes.trailing_zeros() as u8;
-                let bits = cc.sets().max(1).trailing_zeros() as u8;
-                SetIndex::Bits((off..off + bits).collect())
-            }
-        };
+    if !was_bits && matches!(cc.set_index, SetIndex::Bits(_)) {
+        // The bits a modulo index would use, to start from.
+        let off = cc.line_bytes.trailing_zeros() as u8;
+        let bits = cc.sets().max(1).trailing_zeros() as u8;
+        cc.set_index = SetIndex::Bits((off..off + bits).collect());
     }
     if let SetIndex::Bits(bits) = &mut cc.set_index {
         let mut text = bits
@@ -140,7 +121,7 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
             |ui| {
                 let r = ui.text_edit_singleline(&mut text);
                 if r.changed() {
-                    if let Ok(SetIndex::Bits(b)) = SetIndex::parse(&format!("bits:{text}")) {
+                    if let Ok(SetIndex::Bits(b)) = choice::parse(&format!("bits:{text}")) {
                         *bits = b;
                     }
                 }
@@ -152,44 +133,10 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "Replacement",
         "Which line of a full set is evicted",
-        |ui| {
-            pick(
-                ui,
-                "replacement",
-                &mut cc.replacement,
-                &[
-                    (Replacement::Lru, "LRU", "least recently used"),
-                    (Replacement::Fifo, "FIFO", "first in, first out"),
-                    (Replacement::Lfu, "LFU", "least frequently used"),
-                    (Replacement::Mfu, "MFU", "most frequently used"),
-                    (Replacement::Random, "random", "a seeded random way"),
-                    (
-                        Replacement::Plru,
-                        "tree-PLRU",
-                        "tree pseudo-LRU (power-of-two ways)",
-                    ),
-                ],
-            )
-        },
+        |ui| pick_choice(ui, "replacement", &mut cc.replacement),
     );
     row(ui, "Writes", "What a store does to the L1", |ui| {
-        pick(
-            ui,
-            "write-policy",
-            &mut cc.write_policy,
-            &[
-                (
-                    WritePolicy::Wtna,
-                    "write-through, no allocate",
-                    "stores go to memory; a store miss does not fill a line (Fermi L1)",
-                ),
-                (
-                    WritePolicy::Wbwa,
-                    "write-back, allocate",
-                    "stores dirty the line; a store miss fills it; evictions write back",
-                ),
-            ],
-        )
+        pick_choice(ui, "write-policy", &mut cc.write_policy)
     });
     if let Err(e) = cc.validate() {
         ui.colored_label(ui.visuals().warn_fg_color, format!("Invalid: {e}"));

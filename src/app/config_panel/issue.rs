@@ -3,54 +3,12 @@
 use super::*;
 
 pub(super) fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
-    let kind = match c.coalescing {
-        Coalescing::None => 0,
-        Coalescing::Line => 1,
-        Coalescing::Sector => 2,
-        Coalescing::Gt200 => 3,
-        Coalescing::Bits { .. } => 4,
-    };
-    let mut new_kind = kind;
     row(
         ui,
         "Requests",
         "How one warp instruction's accesses become cache requests",
-        |ui| {
-            pick(
-                ui,
-                "coalescing",
-                &mut new_kind,
-                &[
-                    (0, "none", "every thread's access is its own request"),
-                    (1, "per line", "one request per distinct line"),
-                    (
-                        2,
-                        "per line, sectors",
-                        "one request per line with a mask of the sectors used",
-                    ),
-                    (
-                        3,
-                        "GT200 segments",
-                        "compute capability 1.2/1.3: per half-warp 32/64/128-byte segments",
-                    ),
-                    (
-                        4,
-                        "address bits",
-                        "accesses merge when they differ only in bits LO..=HI",
-                    ),
-                ],
-            )
-        },
+        |ui| pick_choice(ui, "coalescing", &mut c.coalescing),
     );
-    if new_kind != kind {
-        c.coalescing = match new_kind {
-            0 => Coalescing::None,
-            1 => Coalescing::Line,
-            2 => Coalescing::Sector,
-            3 => Coalescing::Gt200,
-            _ => Coalescing::Bits { lo: 0, hi: 6 },
-        };
-    }
     if let Coalescing::Bits { lo, hi } = &mut c.coalescing {
         row(
             ui,
@@ -71,34 +29,7 @@ pub(super) fn coalescing(ui: &mut Ui, c: &mut SimConfig) {
 pub(super) fn schedule(ui: &mut Ui, c: &mut SimConfig) {
     let s = &mut c.schedule;
     row(ui, "Warp issue", "Which ready warp issues next", |ui| {
-        pick(
-            ui,
-            "policy",
-            &mut s.policy,
-            &[
-                (
-                    IssuePolicy::RoundRobin,
-                    "round-robin",
-                    "each ready warp issues one instruction in turn",
-                ),
-                (
-                    IssuePolicy::Sequential,
-                    "sequential",
-                    "a warp runs until it finishes or reaches a barrier",
-                ),
-                (
-                    IssuePolicy::Gto,
-                    "greedy-then-oldest",
-                    "keep issuing one warp until it stalls, then the oldest",
-                ),
-                (
-                    IssuePolicy::TwoLevel,
-                    "two-level",
-                    "round-robin within a fetch group; next group when it stalls",
-                ),
-                (IssuePolicy::Random, "random", "a seeded random ready warp"),
-            ],
-        )
+        pick_choice(ui, "policy", &mut s.policy)
     });
     row(
         ui,

@@ -1,12 +1,13 @@
 //! The configuration panel: a preset picker and every parameter of the core, each with a
 //! one-line tooltip. Edits change the pane's configuration; the app re-runs it.
 
+use crate::config::choice::{self, Choice};
 use egui::{ComboBox, DragValue, Ui};
 
 use crate::config::{
     self, Arrivals, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps, HitRule,
     IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig, SmSelection,
-    Stores, TimingConfig, TimingRules, WarpReturn, WritePolicy,
+    Stores, TimingConfig, TimingRules, WarpReturn,
 };
 
 mod cache;
@@ -119,6 +120,32 @@ fn row(ui: &mut Ui, label: &str, tip: &str, add: impl FnOnce(&mut Ui) -> egui::R
         let l = ui.label(label);
         add(ui).labelled_by(l.id).on_hover_text(tip);
     });
+}
+
+/// A menu of every option of a configuration choice, from its registry (`config::choice`):
+/// the entries' labels, their descriptions on hover; an option with parameters takes its
+/// default when picked.
+fn pick_choice<T: Choice>(ui: &mut Ui, salt: &str, value: &mut T) -> egui::Response {
+    let current = choice::entry_of(value).map_or("?", |e| e.label);
+    let mut picked = None;
+    let response = ComboBox::from_id_salt(salt)
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for e in T::ENTRIES {
+                let on = e.is(value);
+                let r = ui
+                    .selectable_label(on, e.label)
+                    .on_hover_text(e.description);
+                if r.clicked() && !on {
+                    picked = Some(e.value());
+                }
+            }
+        })
+        .response;
+    if let Some(v) = picked {
+        *value = v;
+    }
+    response
 }
 
 fn pick<T: PartialEq + Copy>(

@@ -1,23 +1,37 @@
 //! First in, first out: the oldest filled way goes. Lines are never invalidated, so the
 //! fill order within a set is cyclic and a per-set pointer is exact.
 
+use super::ReplacementPolicy;
+use crate::config::choice::{Entry, Form};
+use crate::config::Replacement;
+
+/// This policy in the registry of [`Replacement`] (see `config::choice`).
+pub const ENTRY: Entry<Replacement> = Entry {
+    name: "fifo",
+    aliases: &[],
+    label: "FIFO",
+    description: "first in, first out",
+    form: Form::Plain(Replacement::Fifo),
+};
+
 #[derive(Clone, Debug)]
 pub struct Fifo {
     ways: usize,
     next: Vec<u32>,
 }
 
-impl Fifo {
-    pub fn new(sets: usize, ways: usize) -> Self {
+impl ReplacementPolicy for Fifo {
+    fn implements(kind: Replacement) -> bool {
+        kind == Replacement::Fifo
+    }
+    fn new(_: Replacement, sets: usize, ways: usize, _: u64) -> Self {
         Fifo {
             ways,
             next: vec![0; sets],
         }
     }
     #[inline]
-    pub fn insert(&mut self, _set: usize, _way: usize) {}
-    #[inline]
-    pub fn victim(&mut self, set: usize) -> usize {
+    fn victim(&mut self, set: usize) -> usize {
         let v = self.next[set] as usize;
         self.next[set] = ((v + 1) % self.ways) as u32;
         v

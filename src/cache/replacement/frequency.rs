@@ -1,6 +1,28 @@
 //! Least / most frequently used (Crawford 2014 ch. 6): a use count per line, reset when the line
 //! is filled. Ties go to the line filled earliest.
 
+use super::ReplacementPolicy;
+use crate::config::choice::{Entry, Form};
+use crate::config::Replacement;
+
+/// Least frequently used in the registry of [`Replacement`] (see `config::choice`).
+pub const LFU: Entry<Replacement> = Entry {
+    name: "lfu",
+    aliases: &[],
+    label: "LFU",
+    description: "least frequently used",
+    form: Form::Plain(Replacement::Lfu),
+};
+
+/// Most frequently used in the registry of [`Replacement`].
+pub const MFU: Entry<Replacement> = Entry {
+    name: "mfu",
+    aliases: &[],
+    label: "MFU",
+    description: "most frequently used",
+    form: Form::Plain(Replacement::Mfu),
+};
+
 #[derive(Clone, Debug)]
 pub struct Frequency {
     ways: usize,
@@ -10,28 +32,31 @@ pub struct Frequency {
     clock: u64,
 }
 
-impl Frequency {
-    pub fn new(sets: usize, ways: usize, most: bool) -> Self {
+impl ReplacementPolicy for Frequency {
+    fn implements(kind: Replacement) -> bool {
+        matches!(kind, Replacement::Lfu | Replacement::Mfu)
+    }
+    fn new(kind: Replacement, sets: usize, ways: usize, _: u64) -> Self {
         Frequency {
             ways,
-            most,
+            most: kind == Replacement::Mfu,
             count: vec![0; sets * ways],
             filled_at: vec![0; sets * ways],
             clock: 0,
         }
     }
     #[inline]
-    pub fn touch(&mut self, set: usize, way: usize) {
+    fn touch(&mut self, set: usize, way: usize) {
         self.count[set * self.ways + way] += 1;
     }
     #[inline]
-    pub fn insert(&mut self, set: usize, way: usize) {
+    fn insert(&mut self, set: usize, way: usize) {
         let slot = set * self.ways + way;
         self.clock += 1;
         self.count[slot] = 1;
         self.filled_at[slot] = self.clock;
     }
-    pub fn victim(&self, set: usize) -> usize {
+    fn victim(&mut self, set: usize) -> usize {
         let base = set * self.ways;
         let mut best = 0;
         for w in 1..self.ways {

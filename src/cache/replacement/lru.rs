@@ -1,6 +1,19 @@
 //! Least recently used, as a doubly linked recency list per set: O(1) per event even for
 //! fully associative caches of thousands of ways.
 
+use super::ReplacementPolicy;
+use crate::config::choice::{Entry, Form};
+use crate::config::Replacement;
+
+/// This policy in the registry of [`Replacement`] (see `config::choice`).
+pub const ENTRY: Entry<Replacement> = Entry {
+    name: "lru",
+    aliases: &[],
+    label: "LRU",
+    description: "least recently used",
+    form: Form::Plain(Replacement::Lru),
+};
+
 const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
@@ -15,8 +28,11 @@ pub struct Lru {
     linked: Vec<bool>,
 }
 
-impl Lru {
-    pub fn new(sets: usize, ways: usize) -> Self {
+impl ReplacementPolicy for Lru {
+    fn implements(kind: Replacement) -> bool {
+        kind == Replacement::Lru
+    }
+    fn new(_: Replacement, sets: usize, ways: usize, _: u64) -> Self {
         Lru {
             ways,
             prev: vec![NIL; sets * ways],
@@ -29,7 +45,7 @@ impl Lru {
 
     /// Makes `way` the most recently used of `set` (inserting it if new).
     #[inline]
-    pub fn touch(&mut self, set: usize, way: usize) {
+    fn touch(&mut self, set: usize, way: usize) {
         let base = set * self.ways;
         let slot = base + way;
         let w = way as u32;
@@ -61,8 +77,14 @@ impl Lru {
         self.head[set] = w;
     }
 
+    /// A fill is a use.
     #[inline]
-    pub fn victim(&self, set: usize) -> usize {
+    fn insert(&mut self, set: usize, way: usize) {
+        self.touch(set, way)
+    }
+
+    #[inline]
+    fn victim(&mut self, set: usize) -> usize {
         self.tail[set] as usize
     }
 }

@@ -3,6 +3,12 @@
 //! Every policy sees the same three events: a hit (`touch`), a fill (`insert`) and a request
 //! for a victim when the set is full. Empty ways are always filled first (lowest way first)
 //! by the cache itself, so policies only choose among valid ways.
+//!
+//! Each policy's file also declares its entry in the registry of [`Replacement`] (name,
+//! aliases, menu label, description), which the configuration parser, `--help`, the app's
+//! menus and the docs read. To add a policy: its file (the state, `touch`/`insert`/`victim`
+//! and its `ENTRY`, implementing [`ReplacementPolicy`]), a `Replacement` variant, its entry
+//! in `ENTRIES` and its line in `policies!` below.
 
 mod fifo;
 mod frequency;
@@ -16,57 +22,93 @@ pub use lru::Lru;
 pub use plru::Plru;
 pub use random::RandomRepl;
 
+use crate::config::choice::{Choice, Entry};
 use crate::config::Replacement;
 
-/// The per-set state of the configured policy (enum dispatch keeps the hot loop inlined).
-#[derive(Clone, Debug)]
-pub enum Policy {
+impl Choice for Replacement {
+    const WHAT: &'static str = "replacement";
+    const ENTRIES: &'static [Entry<Replacement>] = &[
+        lru::ENTRY,
+        fifo::ENTRY,
+        frequency::LFU,
+        frequency::MFU,
+        random::ENTRY,
+        plru::ENTRY,
+    ];
+}
+
+/// What every policy does, on (set, way) of a set-associative array.
+pub trait ReplacementPolicy: Sized {
+    /// Whether this policy is the one `kind` names (one type may serve several, as LFU/MFU).
+    fn implements(kind: Replacement) -> bool;
+    fn new(kind: Replacement, sets: usize, ways: usize, seed: u64) -> Self;
+    /// A hit on `way`.
+    #[inline]
+    fn touch(&mut self, _set: usize, _way: usize) {}
+    /// A fill of `way`.
+    #[inline]
+    fn insert(&mut self, _set: usize, _way: usize) {}
+    /// The way to evict from a full set.
+    fn victim(&mut self, set: usize) -> usize;
+}
+
+/// Declares [`Policy`], the configured policy's per-set state: an enum over the policies
+/// (static dispatch keeps the hot loop inlined), with every method forwarded.
+macro_rules! policies {
+    ($($variant:ident($policy:ty)),+ $(,)?) => {
+        /// The per-set state of the configured policy.
+        #[derive(Clone, Debug)]
+        pub enum Policy {
+            $($variant($policy)),+
+        }
+
+        impl Policy {
+            pub fn new(kind: Replacement, sets: usize, ways: usize, seed: u64) -> Self {
+                $(
+                    if <$policy>::implements(kind) {
+                        return Policy::$variant(<$policy>::new(kind, sets, ways, seed));
+                    }
+                )+
+                // Every `Replacement` has a policy (`every_replacement_has_a_policy`).
+                Policy::Lru(Lru::new(Replacement::Lru, sets, ways, seed))
+            }
+            #[inline]
+            pub fn touch(&mut self, set: usize, way: usize) {
+                match self {
+                    $(Policy::$variant(p) => p.touch(set, way)),+
+                }
+            }
+            #[inline]
+            pub fn insert(&mut self, set: usize, way: usize) {
+                match self {
+                    $(Policy::$variant(p) => p.insert(set, way)),+
+                }
+            }
+            /// The way to evict from a full set.
+            #[inline]
+            pub fn victim(&mut self, set: usize) -> usize {
+                match self {
+                    $(Policy::$variant(p) => p.victim(set)),+
+                }
+            }
+        }
+
+        #[cfg(test)]
+        #[test]
+        fn every_replacement_has_a_policy() {
+            for e in Replacement::ENTRIES {
+                let kind = e.value();
+                let serving = [$(<$policy>::implements(kind)),+];
+                assert_eq!(serving.iter().filter(|&&s| s).count(), 1, "{}", e.name);
+            }
+        }
+    };
+}
+
+policies! {
     Lru(Lru),
     Fifo(Fifo),
     Frequency(Frequency),
     Random(RandomRepl),
     Plru(Plru),
-}
-
-impl Policy {
-    pub fn new(kind: Replacement, sets: usize, ways: usize, seed: u64) -> Self {
-        match kind {
-            Replacement::Lru => Policy::Lru(Lru::new(sets, ways)),
-            Replacement::Fifo => Policy::Fifo(Fifo::new(sets, ways)),
-            Replacement::Lfu => Policy::Frequency(Frequency::new(sets, ways, false)),
-            Replacement::Mfu => Policy::Frequency(Frequency::new(sets, ways, true)),
-            Replacement::Random => Policy::Random(RandomRepl::new(ways, seed)),
-            Replacement::Plru => Policy::Plru(Plru::new(sets, ways)),
-        }
-    }
-    #[inline]
-    pub fn touch(&mut self, set: usize, way: usize) {
-        match self {
-            Policy::Lru(p) => p.touch(set, way),
-            Policy::Fifo(_) | Policy::Random(_) => {}
-            Policy::Frequency(p) => p.touch(set, way),
-            Policy::Plru(p) => p.touch(set, way),
-        }
-    }
-    #[inline]
-    pub fn insert(&mut self, set: usize, way: usize) {
-        match self {
-            Policy::Lru(p) => p.touch(set, way),
-            Policy::Fifo(p) => p.insert(set, way),
-            Policy::Frequency(p) => p.insert(set, way),
-            Policy::Random(_) => {}
-            Policy::Plru(p) => p.touch(set, way),
-        }
-    }
-    /// The way to evict from a full set.
-    #[inline]
-    pub fn victim(&mut self, set: usize) -> usize {
-        match self {
-            Policy::Lru(p) => p.victim(set),
-            Policy::Fifo(p) => p.victim(set),
-            Policy::Frequency(p) => p.victim(set),
-            Policy::Random(p) => p.victim(),
-            Policy::Plru(p) => p.victim(set),
-        }
-    }
 }

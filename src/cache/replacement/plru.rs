@@ -1,6 +1,19 @@
 //! Tree pseudo-LRU: `ways - 1` direction bits per set form a binary tree; an access points
 //! every node on its path away from it, and the victim is found by following the bits.
 
+use super::ReplacementPolicy;
+use crate::config::choice::{Entry, Form};
+use crate::config::Replacement;
+
+/// This policy in the registry of [`Replacement`] (see `config::choice`).
+pub const ENTRY: Entry<Replacement> = Entry {
+    name: "plru",
+    aliases: &[],
+    label: "tree-PLRU",
+    description: "tree pseudo-LRU (power-of-two ways)",
+    form: Form::Plain(Replacement::Plru),
+};
+
 #[derive(Clone, Debug)]
 pub struct Plru {
     ways: usize,
@@ -9,17 +22,24 @@ pub struct Plru {
 }
 
 impl Plru {
-    pub fn new(sets: usize, ways: usize) -> Self {
+    /// Tree nodes per set.
+    fn nodes(&self) -> usize {
+        self.ways.saturating_sub(1).max(1)
+    }
+}
+
+impl ReplacementPolicy for Plru {
+    fn implements(kind: Replacement) -> bool {
+        kind == Replacement::Plru
+    }
+    fn new(_: Replacement, sets: usize, ways: usize, _: u64) -> Self {
         Plru {
             ways,
             bits: vec![0; sets * ways.saturating_sub(1).max(1)],
         }
     }
-    fn nodes(&self) -> usize {
-        self.ways.saturating_sub(1).max(1)
-    }
     #[inline]
-    pub fn touch(&mut self, set: usize, way: usize) {
+    fn touch(&mut self, set: usize, way: usize) {
         if self.ways < 2 {
             return;
         }
@@ -38,8 +58,12 @@ impl Plru {
             }
         }
     }
+    /// A fill is a use.
     #[inline]
-    pub fn victim(&self, set: usize) -> usize {
+    fn insert(&mut self, set: usize, way: usize) {
+        self.touch(set, way)
+    }
+    fn victim(&mut self, set: usize) -> usize {
         if self.ways < 2 {
             return 0;
         }

@@ -33,6 +33,17 @@ mod stream;
 mod tests;
 
 use parse::{Mode, Parser};
+
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "accelsim",
+    aliases: &["accel-sim", "traceg"],
+    label: "Accel-Sim",
+    description: "Accel-Sim tracer output: kernelslist.g plus kernel-N.traceg, or one .traceg",
+    form: Form::Plain(super::Format::AccelSim),
+};
 pub(crate) use stream::stream_into;
 
 const WARP: u32 = 32;

@@ -34,6 +34,17 @@ use super::sink::{Assemble, CtaSink, KernelSink};
 use super::{Location, TraceError};
 use std::io::{BufRead, Read, Write};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "native",
+    aliases: &["binary", "wsb"],
+    label: "Warpscope binary (.wsb)",
+    description: "Warpscope's binary format (.wsb): chunks grouped by CTA, checksums, an index",
+    form: Form::Plain(super::Format::Binary),
+};
+
 pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
 /// The version written.
 pub const VERSION: u32 = 4;

@@ -31,6 +31,18 @@ use super::lex::{self, Lines};
 use super::model::{Access, AccessKind, Dim3, KernelBuilder, MemSpace, Order};
 use super::{Fail, KernelSink, Location, TraceError};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "crawford",
+    aliases: &[],
+    label: "Crawford (OpenCL)",
+    description:
+        "Crawford's (2014) OpenCL traces (local size: header, addr-type-inst|tid|loop records)",
+    form: Form::Plain(super::Format::Crawford),
+};
+
 mod stream;
 pub(crate) use stream::stream_into;
 

@@ -27,6 +27,17 @@ pub(crate) use stream::stream_into;
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
 use super::{Fail, KernelSink, Location, TraceError};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "memtrace",
+    aliases: &["cuda-memtrace"],
+    label: "cuda-memtrace",
+    description: "cuda-memtrace binary .trc (Rieber 2017), thesis or later layout",
+    form: Form::Plain(super::Format::MemTrace),
+};
+
 const LANES: u32 = 32;
 const RECORD: usize = 24;
 

@@ -25,6 +25,17 @@ use super::lex::{self, Lines};
 use super::model::{Access, KernelBuilder, Order};
 use super::{KernelSink, Location, TraceError};
 
+use crate::config::choice::{Entry, Form};
+
+/// This format in the registry of [`super::Format`] (see `config::choice`).
+pub const ENTRY: Entry<super::Format> = Entry {
+    name: "nvbit",
+    aliases: &["mem_trace"],
+    label: "NVBit mem_trace",
+    description: "NVBit's mem_trace tool output (MEMTRACE: lines)",
+    form: Form::Plain(super::Format::NvBit),
+};
+
 mod stream;
 pub(crate) use stream::stream_into;
 
