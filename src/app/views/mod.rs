@@ -176,14 +176,15 @@ pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
 }
 
 mod address;
+mod address_hover;
 pub mod comm;
 pub mod misses;
 mod reuse;
 mod sets;
 
 pub use address::{
-    address, linked_request, store_note, timing_result, AddressOptions, AddressOutput,
-    AddressState, LinkedHover, MARKER_LIMIT,
+    address, linked_request, AddressOptions, AddressOutput, AddressState, LinkedHover, MARKER_LIMIT,
 };
+pub use address_hover::{store_note, timing_result};
 pub use reuse::{distance_bin_x, limit_x, reuse};
 pub use sets::{set_label, set_marks, sets, SetMetric, SetsState};

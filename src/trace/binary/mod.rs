@@ -25,9 +25,10 @@
 mod chunked;
 mod index;
 mod legacy;
+mod write;
 
-pub use chunked::Writer;
 pub use index::{Index, IndexedChunk, IndexedKernel};
+pub use write::Writer;
 
 use super::model::{AccessKind, Dim3, Kernel, KernelInfo, Order, Trace, WarpInstructions};
 use super::sink::{Assemble, CtaSink, KernelSink};
