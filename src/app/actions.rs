@@ -96,6 +96,14 @@ impl WarpscopeApp {
                 }
                 self.chosen(purpose, path, ctx, now);
             }
+            Action::EditConfig(i, edit) => {
+                let changed = edit.changed;
+                self.settings.panes[i] = (edit.preset, edit.config);
+                if changed {
+                    self.panes[i].dirty_since = Some(now);
+                    self.panes[i].stale = self.panes[i].result.is_some();
+                }
+            }
         }
     }
 

@@ -155,6 +155,8 @@ enum Action {
     AddPane,
     RemovePane(usize),
     Chosen(Purpose, PathBuf),
+    /// The configuration panel changed pane `.0`'s preset or configuration.
+    EditConfig(usize, config_panel::Edit),
 }
 
 pub struct WarpscopeApp {
@@ -298,7 +300,7 @@ impl WarpscopeApp {
             .resizable(true)
             .default_size(300.0)
             .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.side(ui, now));
+                egui::ScrollArea::vertical().show(ui, |ui| self.side(ui));
             });
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
         self.dialogs(&ctx);

@@ -8,7 +8,7 @@ use super::files::Purpose;
 use super::*;
 
 impl WarpscopeApp {
-    pub(super) fn side(&mut self, ui: &mut Ui, now: f64) {
+    pub(super) fn side(&mut self, ui: &mut Ui) {
         ui.heading("Trace");
         match &self.trace {
             Some(t) => {
@@ -149,11 +149,7 @@ impl WarpscopeApp {
         let a = self.settings.active;
         let (preset, cfg) = &self.settings.panes[a];
         if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
-            self.settings.panes[a] = (edit.preset, edit.config);
-            if edit.changed {
-                self.panes[a].dirty_since = Some(now);
-                self.panes[a].stale = self.panes[a].result.is_some();
-            }
+            self.actions.push(Action::EditConfig(a, edit));
         }
     }
 }
