@@ -10,67 +10,30 @@
 //!   half is used; one transaction (and one request) per segment;
 //! - `bits:LO-HI` (Hadidi 2015 §4): accesses that differ only in address bits LO..=HI form one
 //!   request, represented by the lowest address of the group.
+//!
+//! One file per model (`line.rs` holds `line` and `sector`), each with its entry in the
+//! registry of [`Coalescing`]; the dispatch is the `match` in [`Coalescer::coalesce`].
 
 use crate::cache::Request;
-use crate::config::choice::{Choice, Entry, Form};
+mod bits;
+mod gt200;
+mod line;
+mod none;
+
+use crate::config::choice::{Choice, Entry};
 use crate::config::Coalescing;
+use crate::trace::{AccessKind, Columns};
 
 impl Choice for Coalescing {
     const WHAT: &'static str = "coalescing";
     const ENTRIES: &'static [Entry<Coalescing>] = &[
-        Entry {
-            name: "none",
-            aliases: &[],
-            label: "none",
-            description: "every thread's access is its own request",
-            form: Form::Plain(Coalescing::None),
-        },
-        Entry {
-            name: "line",
-            aliases: &[],
-            label: "per line",
-            description: "one request per distinct line",
-            form: Form::Plain(Coalescing::Line),
-        },
-        Entry {
-            name: "sector",
-            aliases: &[],
-            label: "per line, sectors",
-            description: "one request per line with a mask of the sectors used",
-            form: Form::Plain(Coalescing::Sector),
-        },
-        Entry {
-            name: "gt200",
-            aliases: &[],
-            label: "GT200 segments",
-            description: "compute capability 1.2/1.3: per half-warp 32/64/128-byte segments",
-            form: Form::Plain(Coalescing::Gt200),
-        },
-        Entry {
-            name: "bits",
-            aliases: &[],
-            label: "address bits",
-            description: "accesses merge when they differ only in bits LO..=HI",
-            form: Form::Param {
-                syntax: "LO-HI",
-                parse: parse_bit_range,
-                is: |c| matches!(c, Coalescing::Bits { .. }),
-                default: || Coalescing::Bits { lo: 0, hi: 6 },
-            },
-        },
+        none::ENTRY,
+        line::LINE,
+        line::SECTOR,
+        gt200::ENTRY,
+        bits::ENTRY,
     ];
 }
-
-/// `LO-HI`: the address bits in which accesses of one request may differ.
-fn parse_bit_range(range: &str) -> Result<Coalescing, String> {
-    range
-        .split_once('-')
-        .and_then(|(a, b)| Some((a.parse::<u8>().ok()?, b.parse::<u8>().ok()?)))
-        .filter(|(lo, hi)| lo <= hi && *hi < 64)
-        .map(|(lo, hi)| Coalescing::Bits { lo, hi })
-        .ok_or_else(|| "expected LO-HI with 0 <= LO <= HI < 64".to_string())
-}
-use crate::trace::{AccessKind, Columns};
 
 /// Geometry the coalescer needs.
 #[derive(Clone, Copy, Debug)]
@@ -149,61 +112,11 @@ impl Coalescer {
             return 0;
         }
         match self.mode {
-            Coalescing::None => {
-                for i in 0..self.scratch.len() {
-                    let (addr, r) = self.scratch[i];
-                    self.split(addr, cols.size[r as usize] as u64, write, |c| out.push(c));
-                }
-            }
-            Coalescing::Line | Coalescing::Sector => {
-                let sector_mode = self.mode == Coalescing::Sector;
-                for i in 0..self.scratch.len() {
-                    let addr = self.scratch[i].0;
-                    let end = addr + (self.sizes[i] as u64).max(1);
-                    let mut a = addr;
-                    // Usually one iteration: the access lies within one line.
-                    while a < end {
-                        let line = a >> self.line_shift;
-                        let base = line << self.line_shift;
-                        let e = end.min(base + self.g.line_bytes as u64);
-                        self.merge_line(out, line, write, a - base, e - a);
-                        a = e;
-                    }
-                }
-                for (i, c) in out.iter_mut().enumerate() {
-                    c.request.bytes = if self.g.line_bytes <= 128 {
-                        self.bytes[i].count_ones()
-                    } else {
-                        (self.bytes[i] as u32).min(self.g.line_bytes)
-                    };
-                    if sector_mode {
-                        c.transactions = c.request.sectors.count_ones();
-                    } else {
-                        c.request.sectors = self.all_sectors;
-                        c.request.bytes = c.request.bytes.min(self.g.line_bytes);
-                        c.transactions = 1;
-                    }
-                }
-            }
+            Coalescing::None => self.none(cols, write, out),
+            Coalescing::Line => self.lines(false, write, out),
+            Coalescing::Sector => self.lines(true, write, out),
             Coalescing::Gt200 => self.gt200(cols, write, out),
-            Coalescing::Bits { lo, hi } => {
-                let width = hi as u32 - lo as u32 + 1;
-                let range_mask: u64 = if width >= 64 {
-                    u64::MAX
-                } else {
-                    ((1u64 << width) - 1) << lo
-                };
-                self.scratch.sort_by_key(|&(a, _)| (a & !range_mask, a));
-                let mut i = 0;
-                while i < self.scratch.len() {
-                    let key = self.scratch[i].0 & !range_mask;
-                    let (rep, r) = self.scratch[i];
-                    while i < self.scratch.len() && self.scratch[i].0 & !range_mask == key {
-                        i += 1;
-                    }
-                    self.split(rep, cols.size[r as usize] as u64, write, |c| out.push(c));
-                }
-            }
+            Coalescing::Bits { lo, hi } => self.bits(lo, hi, cols, write, out),
         }
         used
     }
@@ -233,103 +146,10 @@ impl Coalescer {
             a = e;
         }
     }
-
-    /// Adds `len` bytes at offset `off` of `line` to the request for that line (searched from
-    /// the most recent, which is almost always the one).
-    #[inline]
-    fn merge_line(&mut self, out: &mut Vec<Coalesced>, line: u64, write: bool, off: u64, len: u64) {
-        let sectors = sector_range(
-            (off >> self.sector_shift) as u32,
-            ((off + len - 1) >> self.sector_shift) as u32,
-        );
-        let contribution: u128 = if self.g.line_bytes <= 128 {
-            let ones = if len >= 128 {
-                u128::MAX
-            } else {
-                (1u128 << len) - 1
-            };
-            ones << off
-        } else {
-            len as u128
-        };
-        if let Some(i) = out.iter().rposition(|o| o.request.line == line) {
-            out[i].request.sectors |= sectors;
-            if self.g.line_bytes <= 128 {
-                self.bytes[i] |= contribution;
-            } else {
-                self.bytes[i] += contribution;
-            }
-        } else {
-            out.push(Coalesced {
-                request: Request {
-                    line,
-                    sectors,
-                    write,
-                    bytes: 0,
-                },
-                transactions: 1,
-            });
-            self.bytes.push(contribution);
-        }
-    }
-
-    fn gt200(&mut self, cols: &Columns, write: bool, out: &mut Vec<Coalesced>) {
-        let half = (self.g.warp_size / 2).max(1);
-        let tpb = self.g.threads_per_cta.max(1);
-        // Group by half-warp, keeping thread order (rows are in thread order).
-        let mut start = 0;
-        while start < self.scratch.len() {
-            let hw = |r: u32| (cols.thread[r as usize] % tpb) / half;
-            let h = hw(self.scratch[start].1);
-            let mut end = start;
-            while end < self.scratch.len() && hw(self.scratch[end].1) == h {
-                end += 1;
-            }
-            let mut pending: Vec<(u64, u32)> = self.scratch[start..end].to_vec();
-            while let Some(&(addr, r)) = pending.first() {
-                let word = cols.size[r as usize] as u64;
-                let mut seg = match word {
-                    1 => 32u64,
-                    2 => 64,
-                    _ => 128,
-                };
-                let mut base = addr & !(seg - 1);
-                let (mut lo, mut hi) = (u64::MAX, 0u64);
-                pending.retain(|&(a, rr)| {
-                    if a >= base && a < base + seg {
-                        lo = lo.min(a);
-                        hi = hi.max(a + cols.size[rr as usize] as u64);
-                        false
-                    } else {
-                        true
-                    }
-                });
-                let hi = hi.min(base + seg);
-                while seg > 32 {
-                    let h = seg / 2;
-                    if hi <= base + h {
-                        seg = h;
-                    } else if lo >= base + h {
-                        base += h;
-                        seg = h;
-                    } else {
-                        break;
-                    }
-                }
-                let mut first = true;
-                self.split(base, seg, write, |mut c| {
-                    c.transactions = if first { 1 } else { 0 };
-                    first = false;
-                    out.push(c)
-                });
-            }
-            start = end;
-        }
-    }
 }
 
 #[inline]
-fn sector_range(first: u32, last: u32) -> u32 {
+pub(super) fn sector_range(first: u32, last: u32) -> u32 {
     let hi = if last >= 31 {
         u32::MAX
     } else {

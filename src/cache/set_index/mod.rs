@@ -2,49 +2,21 @@
 //!
 //! This is the *indexing* policy (gem5's split): it picks the candidate set; replacement then
 //! picks the victim inside it.
+//!
+//! One file per function, each with its entry in the registry of [`SetIndex`]; the compiled
+//! form ([`SetIndexFn`]) dispatches with one `match`.
 
-use crate::config::choice::{Choice, Entry, Form};
+mod bits;
+mod fermi;
+mod modulo;
+
+use crate::config::choice::{Choice, Entry};
 use crate::config::SetIndex;
+pub use fermi::{fermi_line_set, fermi_set};
 
 impl Choice for SetIndex {
     const WHAT: &'static str = "set index";
-    const ENTRIES: &'static [Entry<SetIndex>] = &[
-        Entry {
-            name: "modulo",
-            aliases: &[],
-            label: "modulo",
-            description: "set = line address mod sets",
-            form: Form::Plain(SetIndex::Modulo),
-        },
-        Entry {
-            name: "fermi-hash",
-            aliases: &["fermi"],
-            label: "fermi-hash",
-            description: "Fermi's XOR hash (128-byte lines, 32 or 64 sets)",
-            form: Form::Plain(SetIndex::FermiHash),
-        },
-        Entry {
-            name: "bits",
-            aliases: &[],
-            label: "address bits",
-            description: "the set index is made of the address bits you list",
-            form: Form::Param {
-                syntax: "B0,B1,...",
-                parse: parse_bits,
-                is: |s| matches!(s, SetIndex::Bits(_)),
-                default: || SetIndex::Bits(vec![7]),
-            },
-        },
-    ];
-}
-
-/// `B0,B1,...`: the address bits of the set index, low to high.
-fn parse_bits(list: &str) -> Result<SetIndex, String> {
-    list.split(',')
-        .map(|b| b.trim().parse::<u8>().ok().filter(|&b| b < 64))
-        .collect::<Option<Vec<u8>>>()
-        .map(SetIndex::Bits)
-        .ok_or_else(|| "expected address bit numbers 0-63".to_string())
+    const ENTRIES: &'static [Entry<SetIndex>] = &[modulo::ENTRY, fermi::ENTRY, bits::ENTRY];
 }
 
 /// A compiled set index function.
@@ -81,33 +53,9 @@ impl SetIndexFn {
             SetIndexFn::Mask { mask } => (line & mask) as u32,
             SetIndexFn::Modulo { sets } => (line % sets) as u32,
             SetIndexFn::Fermi { sets } => fermi_line_set(line, *sets),
-            SetIndexFn::Bits { line_shift, bits } => {
-                let a = line << line_shift;
-                bits.iter()
-                    .enumerate()
-                    .fold(0u32, |s, (i, &b)| s | ((((a >> b) & 1) as u32) << i))
-            }
+            SetIndexFn::Bits { line_shift, bits } => bits::set(*line_shift, bits, line),
         }
     }
-}
-
-/// Fermi's L1 set hash (Nugteren et al. 2014, §5.1, fig. 6) on a line address: line bits
-/// 0-4 XOR bits 6, 7, 8, 10, 12 (pairwise in that order), plus 32 x bit 5, modulo the sets.
-/// With 128-byte lines these are byte-address bits 7-11, 13, 14, 15, 17, 19 and 12, the
-/// published hash of the 32-set (16 KB) and 64-set (48 KB) caches; for other line sizes and
-/// set counts it is the same function of the line address, as the released model applies it.
-#[inline]
-pub fn fermi_line_set(line: u64, sets: u64) -> u32 {
-    let low = line & 0x1f;
-    let bit = |b: u32| (line >> b) & 1;
-    let high = bit(6) | bit(7) << 1 | bit(8) << 2 | bit(10) << 3 | bit(12) << 4;
-    (((low ^ high) + (bit(5) << 5)) % sets) as u32
-}
-
-/// [`fermi_line_set`] of a byte address in a cache of 128-byte lines with 32 or 64 sets.
-#[inline]
-pub fn fermi_set(addr: u64, sets64: bool) -> u32 {
-    fermi_line_set(addr >> 7, if sets64 { 64 } else { 32 })
 }
 
 #[cfg(test)]
