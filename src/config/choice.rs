@@ -70,13 +70,35 @@ pub trait Choice: Clone + PartialEq + Sized + 'static {
     const ENTRIES: &'static [Entry<Self>];
 }
 
+/// Why a name does not read as an option.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// No option has this name.
+    #[error("unknown {what} `{found}`: expected {expected}")]
+    Unknown {
+        what: &'static str,
+        found: String,
+        expected: String,
+    },
+    /// The option is known but its parameters are not as its syntax says.
+    #[error("{why} in `{found}`")]
+    Parameters { found: String, why: String },
+}
+
+/// For the setters that report a message (the CLI's flags and `sweep --vary` keys).
+impl From<ChoiceError> for String {
+    fn from(e: ChoiceError) -> String {
+        e.to_string()
+    }
+}
+
 /// The entry of `value`.
 pub fn entry_of<T: Choice>(value: &T) -> Option<&'static Entry<T>> {
     T::ENTRIES.iter().find(|e| e.is(value))
 }
 
 /// Reads an option by name or alias, or `name:PARAMETERS`.
-pub fn parse<T: Choice>(s: &str) -> Result<T, String> {
+pub fn parse<T: Choice>(s: &str) -> Result<T, ChoiceError> {
     for e in T::ENTRIES {
         match &e.form {
             Form::Plain(v) => {
@@ -89,16 +111,19 @@ pub fn parse<T: Choice>(s: &str) -> Result<T, String> {
                     .chain(e.aliases)
                     .find_map(|n| s.strip_prefix(n)?.strip_prefix(':'));
                 if let Some(p) = params {
-                    return parse(p).map_err(|why| format!("{why} in `{s}`"));
+                    return parse(p).map_err(|why| ChoiceError::Parameters {
+                        found: s.to_string(),
+                        why,
+                    });
                 }
             }
         }
     }
-    Err(format!(
-        "unknown {} `{s}`: expected {}",
-        T::WHAT,
-        names::<T>(" or ")
-    ))
+    Err(ChoiceError::Unknown {
+        what: T::WHAT,
+        found: s.to_string(),
+        expected: names::<T>(" or "),
+    })
 }
 
 /// Every option's usage, joined with commas and `last` before the last one.
@@ -129,6 +154,8 @@ mod tests {
             }
         }
         let err = parse::<T>("no-such-option").unwrap_err();
+        assert!(matches!(err, ChoiceError::Unknown { what, .. } if what == T::WHAT));
+        let err = err.to_string();
         assert!(err.starts_with(&format!("unknown {} `no-such-option`: expected ", T::WHAT)));
     }
 
@@ -150,7 +177,7 @@ mod tests {
             SetIndex::Bits(vec![7, 8])
         );
         assert_eq!(
-            parse::<Coalescing>("bits:9-3").unwrap_err(),
+            parse::<Coalescing>("bits:9-3").unwrap_err().to_string(),
             "expected LO-HI with 0 <= LO <= HI < 64 in `bits:9-3`"
         );
     }

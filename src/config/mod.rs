@@ -157,11 +157,13 @@ mod tests {
             Coalescing::Bits { lo: 12, hi: 19 }
         );
         assert_eq!(
-            choice::parse::<Replacement>("xyz").unwrap_err(),
+            choice::parse::<Replacement>("xyz").unwrap_err().to_string(),
             "unknown replacement `xyz`: expected lru, fifo, lfu, mfu, random or plru"
         );
         assert_eq!(
-            choice::parse::<SetIndex>("bits:7,x").unwrap_err(),
+            choice::parse::<SetIndex>("bits:7,x")
+                .unwrap_err()
+                .to_string(),
             "expected address bit numbers 0-63 in `bits:7,x`"
         );
     }
