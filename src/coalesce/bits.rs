@@ -16,6 +16,10 @@ pub const ENTRY: Entry<Coalescing> = Entry {
         syntax: "LO-HI",
         parse: parse_bit_range,
         is: |c| matches!(c, Coalescing::Bits { .. }),
+        params: |c| match c {
+            Coalescing::Bits { lo, hi } => format!("{lo}-{hi}"),
+            _ => String::new(),
+        },
         default: || Coalescing::Bits { lo: 0, hi: 6 },
     },
 };

@@ -19,18 +19,9 @@ pub enum SetIndex {
 }
 
 impl SetIndex {
+    /// How it is written (`modulo`, `bits:7,8`), from the registry (`cache::set_index`).
     pub fn name(&self) -> String {
-        match self {
-            SetIndex::Modulo => "modulo".into(),
-            SetIndex::FermiHash => "fermi-hash".into(),
-            SetIndex::Bits(b) => format!(
-                "bits:{}",
-                b.iter()
-                    .map(|b| b.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-        }
+        choice::name_of(self)
     }
 }
 

@@ -31,6 +31,8 @@ pub enum Form<T: 'static> {
         parse: fn(&str) -> Result<T, String>,
         /// Whether a value is this option.
         is: fn(&T) -> bool,
+        /// Writes a value's parameters (what `parse` reads back).
+        params: fn(&T) -> String,
         /// The value the app's menu gives when this option is picked.
         default: fn() -> T,
     },
@@ -97,6 +99,20 @@ pub fn entry_of<T: Choice>(value: &T) -> Option<&'static Entry<T>> {
     T::ENTRIES.iter().find(|e| e.is(value))
 }
 
+/// How `value` is written: its option's name, and `:PARAMETERS` for an option that has
+/// them (what [`parse`] reads back).
+pub fn name_of<T: Choice>(value: &T) -> String {
+    match entry_of(value) {
+        Some(Entry {
+            name,
+            form: Form::Param { params, .. },
+            ..
+        }) => format!("{name}:{}", params(value)),
+        Some(e) => e.name.to_string(),
+        None => "?".to_string(),
+    }
+}
+
 /// Reads an option by name or alias, or `name:PARAMETERS`.
 pub fn parse<T: Choice>(s: &str) -> Result<T, ChoiceError> {
     for e in T::ENTRIES {
@@ -147,6 +163,7 @@ mod tests {
             let v = e.value();
             assert!(e.is(&v), "{}", e.name);
             assert_eq!(entry_of(&v).unwrap().name, e.name);
+            assert_eq!(parse::<T>(&name_of(&v)).unwrap(), v, "{}", e.name);
             if let Form::Plain(_) = e.form {
                 for n in std::iter::once(&e.name).chain(e.aliases) {
                     assert_eq!(parse::<T>(n).unwrap(), v, "{n}");

@@ -20,14 +20,9 @@ pub enum Coalescing {
 }
 
 impl Coalescing {
+    /// How it is written (`line`, `bits:12-19`), from the registry (`coalesce`).
     pub fn name(&self) -> String {
-        match self {
-            Coalescing::None => "none".into(),
-            Coalescing::Line => "line".into(),
-            Coalescing::Sector => "sector".into(),
-            Coalescing::Gt200 => "gt200".into(),
-            Coalescing::Bits { lo, hi } => format!("bits:{lo}-{hi}"),
-        }
+        super::choice::name_of(self)
     }
 }
 

@@ -13,6 +13,14 @@ pub const ENTRY: Entry<SetIndex> = Entry {
         syntax: "B0,B1,...",
         parse: parse_bits,
         is: |s| matches!(s, SetIndex::Bits(_)),
+        params: |s| match s {
+            SetIndex::Bits(bits) => bits
+                .iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => String::new(),
+        },
         default: || SetIndex::Bits(vec![7]),
     },
 };

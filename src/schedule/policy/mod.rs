@@ -50,11 +50,11 @@ pub(super) trait IssueState: Sized {
 
 /// A position in the warp list that stays on the same warp when warps before it leave.
 #[derive(Clone, Copy, Debug, Default)]
-struct Positions {
+struct Position {
     at: usize,
 }
 
-impl Positions {
+impl Position {
     fn removing(&mut self, warps: &[u32], gone: &dyn Fn(u32) -> bool) {
         let before = warps[..self.at.min(warps.len())]
             .iter()

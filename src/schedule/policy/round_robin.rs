@@ -1,6 +1,6 @@
 //! Loose round-robin (Crawford 2014 §5.3.3): each ready warp issues one instruction in turn.
 
-use super::{IssueState, Positions};
+use super::{IssueState, Position};
 use crate::config::choice::{Entry, Form};
 use crate::config::IssuePolicy;
 use crate::rng::Rng;
@@ -17,7 +17,7 @@ pub const ENTRY: Entry<IssuePolicy> = Entry {
 #[derive(Clone, Debug, Default)]
 pub struct RoundRobin {
     /// The next index of the warp list to try.
-    rr: Positions,
+    rr: Position,
 }
 
 impl IssueState for RoundRobin {

@@ -1,7 +1,7 @@
 //! Sequential (Crawford 2014 §5.2.2): a warp runs until it finishes or reaches a barrier, then
 //! the next one in launch order.
 
-use super::{IssueState, Positions};
+use super::{IssueState, Position};
 use crate::config::choice::{Entry, Form};
 use crate::config::IssuePolicy;
 use crate::rng::Rng;
@@ -18,7 +18,7 @@ pub const ENTRY: Entry<IssuePolicy> = Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Sequential {
     /// Where the search starts when there is no current warp.
-    rr: Positions,
+    rr: Position,
     /// The warp that runs.
     current: Option<u32>,
 }

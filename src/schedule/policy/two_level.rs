@@ -1,7 +1,7 @@
 //! Two-level: round-robin inside a fetch group of warps; move to the next group when all of it
 //! stalls.
 
-use super::{IssueState, Positions};
+use super::{IssueState, Position};
 use crate::config::choice::{Entry, Form};
 use crate::config::IssuePolicy;
 use crate::rng::Rng;
@@ -20,7 +20,7 @@ pub struct TwoLevel {
     /// Warps per fetch group (at least 1).
     fetch_group: usize,
     /// The next index of the warp list to try within the active group.
-    rr: Positions,
+    rr: Position,
     /// The active fetch group.
     group: usize,
 }
@@ -32,7 +32,7 @@ impl IssueState for TwoLevel {
     fn new(_: IssuePolicy, fetch_group: u32) -> Self {
         TwoLevel {
             fetch_group: fetch_group.max(1) as usize,
-            rr: Positions::default(),
+            rr: Position::default(),
             group: 0,
         }
     }
