@@ -195,7 +195,7 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
 pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     let mut c = match (&a.preset, &a.config) {
         (Some(_), Some(_)) => bail!("give either --preset or --config, not both"),
-        (Some(p), None) => config::preset(p).map_err(anyhow::Error::msg)?,
+        (Some(p), None) => config::preset(p)?,
         // Validated below, once the flags have been applied.
         (None, Some(path)) => config::file::read(path)?,
         (None, None) => SimConfig::default(),

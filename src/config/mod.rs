@@ -9,12 +9,14 @@ mod invalid;
 mod presets;
 mod rules;
 mod schedule;
+mod unknown;
 
 pub use cache::{CacheConfig, Replacement, SetIndex, WritePolicy};
 pub use file::{ConfigFileError, ConfigFormat};
 pub use invalid::Invalid;
 pub use presets::{compat, preset, Preset, COMPAT_MODES, PRESETS};
 pub use schedule::{Coalescing, GpuConfig, IssuePolicy, ScheduleConfig, SmSelection};
+pub use unknown::Unknown;
 
 pub use rules::{
     Arrivals, Classes, CtaLaunch, EffectOrder, FinishedWarps, HitRule, IssueUnit, Kernels,

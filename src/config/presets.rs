@@ -45,7 +45,7 @@ pub const PRESETS: [Preset; 8] = [
 ];
 
 /// The configuration of a named preset.
-pub fn preset(name: &str) -> Result<SimConfig, String> {
+pub fn preset(name: &str) -> Result<SimConfig, Unknown> {
     let mut c = SimConfig::default();
     let sectored = |c: &mut SimConfig, kb: u64, sms: u32| {
         c.cache = CacheConfig {
@@ -118,11 +118,10 @@ pub fn preset(name: &str) -> Result<SimConfig, String> {
         "ampere" => sectored(&mut c, 128, 108),
         "hopper" => sectored(&mut c, 256, 132),
         _ => {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-            return Err(format!(
-                "unknown preset `{name}`: expected one of {}",
-                names.join(", ")
-            ));
+            return Err(Unknown::Preset {
+                found: name.to_string(),
+                expected: PRESETS.iter().map(|p| p.name).collect(),
+            });
         }
     }
     Ok(c)
@@ -137,7 +136,7 @@ pub const COMPAT_MODES: [&str; 1] = ["gpu-cache-model"];
 /// the Fermi hash, LRU, hit latency 0, no clipping, no per-warp MSHR limit, every thread).
 /// The cache size, line size, associativity, MSHRs and miss latency stay as configured
 /// (its `current.conf`); with no timing section yet, they are its `default16.conf`.
-pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), String> {
+pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), Unknown> {
     match name {
         "gpu-cache-model" => {
             let t = c.timing.get_or_insert_with(TimingConfig::default);
@@ -160,9 +159,9 @@ pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), String> {
             };
             Ok(())
         }
-        _ => Err(format!(
-            "unknown compatibility mode `{name}`: expected {}",
-            COMPAT_MODES.join(", ")
-        )),
+        _ => Err(Unknown::Compat {
+            found: name.to_string(),
+            expected: COMPAT_MODES.to_vec(),
+        }),
     }
 }

@@ -20,10 +20,13 @@ macro_rules! rule {
             pub fn name(self) -> &'static str {
                 match self { $($name::$v => $s),+ }
             }
-            fn parse(key: &str, s: &str) -> Result<Self, String> {
+            fn parse(key: &'static str, s: &str) -> Result<Self, super::Unknown> {
                 Self::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
-                    let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                    format!("rule {key}: unknown value `{s}`: expected {}", names.join(" or "))
+                    super::Unknown::RuleValue {
+                        rule: key,
+                        found: s.to_string(),
+                        expected: Self::ALL.iter().map(|v| v.name()).collect(),
+                    }
                 })
             }
         }
@@ -198,24 +201,24 @@ impl TimingRules {
         }
     }
 
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), super::Unknown> {
         match key {
-            "cta-launch" => self.cta_launch = CtaLaunch::parse(key, v)?,
-            "issue" => self.issue = IssueUnit::parse(key, v)?,
-            "mshr-check" => self.mshr_check = MshrCheck::parse(key, v)?,
-            "arrivals" => self.arrivals = Arrivals::parse(key, v)?,
-            "effect-order" => self.effect_order = EffectOrder::parse(key, v)?,
-            "warp-return" => self.warp_return = WarpReturn::parse(key, v)?,
-            "finished-warps" => self.finished_warps = FinishedWarps::parse(key, v)?,
-            "stores" => self.stores = Stores::parse(key, v)?,
-            "kernels" => self.kernels = Kernels::parse(key, v)?,
-            "hit-rule" => self.hit_rule = HitRule::parse(key, v)?,
-            "classes" => self.classes = Classes::parse(key, v)?,
+            "cta-launch" => self.cta_launch = CtaLaunch::parse("cta-launch", v)?,
+            "issue" => self.issue = IssueUnit::parse("issue", v)?,
+            "mshr-check" => self.mshr_check = MshrCheck::parse("mshr-check", v)?,
+            "arrivals" => self.arrivals = Arrivals::parse("arrivals", v)?,
+            "effect-order" => self.effect_order = EffectOrder::parse("effect-order", v)?,
+            "warp-return" => self.warp_return = WarpReturn::parse("warp-return", v)?,
+            "finished-warps" => self.finished_warps = FinishedWarps::parse("finished-warps", v)?,
+            "stores" => self.stores = Stores::parse("stores", v)?,
+            "kernels" => self.kernels = Kernels::parse("kernels", v)?,
+            "hit-rule" => self.hit_rule = HitRule::parse("hit-rule", v)?,
+            "classes" => self.classes = Classes::parse("classes", v)?,
             _ => {
-                return Err(format!(
-                    "unknown rule `{key}`: expected one of {}",
-                    Self::KEYS.join(", ")
-                ))
+                return Err(super::Unknown::Rule {
+                    found: key.to_string(),
+                    expected: Self::KEYS.to_vec(),
+                })
             }
         }
         Ok(())
@@ -257,8 +260,21 @@ mod tests {
         }
         assert_eq!(r, TimingRules::default());
         let e = r.set("issue", "thread").unwrap_err();
-        assert!(e.contains("expected warp or thread-portions"), "{e}");
-        assert!(r.set("order", "x").unwrap_err().contains("cta-launch"));
+        assert_eq!(
+            e,
+            super::super::Unknown::RuleValue {
+                rule: "issue",
+                found: "thread".into(),
+                expected: vec!["warp", "thread-portions"],
+            }
+        );
+        assert!(
+            e.to_string().contains("expected warp or thread-portions"),
+            "{e}"
+        );
+        let e = r.set("order", "x").unwrap_err();
+        assert!(matches!(&e, super::super::Unknown::Rule { found, .. } if found == "order"));
+        assert!(e.to_string().contains("cta-launch"), "{e}");
         let json = serde_json::to_string(&released).unwrap();
         assert!(json.contains("\"cta_launch\":\"in-sets\""), "{json}");
         assert_eq!(
