@@ -422,3 +422,72 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
     cancelled.cancel();
     assert_eq!(draw(request(), &cancelled).err(), Some(JobError::Cancelled));
 }
+
+#[test]
+fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
+    use warpscope::app::raster::ColourBy;
+    use warpscope::app::views::{
+        linked_request, AddressView, Command, LinkedHover, PaneCx, PaneView, SetMetric,
+    };
+    let t = trace("matmul", &[("n", "32")]);
+    let rr = config::preset("fermi-16k").unwrap();
+    let mut gto = rr.clone();
+    gto.schedule.policy = config::IssuePolicy::Gto;
+    let (a, b) = (simulate(t.clone(), rr), simulate(t.clone(), gto));
+    struct State {
+        view: AddressView,
+        asked: Vec<Command>,
+    }
+    let (ta, tb) = (t.clone(), b.clone());
+    let hovered = LinkedHover {
+        pane: 0,
+        generation: 1,
+        request: 5,
+        data: a.clone(),
+    };
+    let mut h = egui_kittest::Harness::new_ui_state(
+        move |ui, s: &mut State| {
+            let cx = PaneCx {
+                pane: 1,
+                generation: 2,
+                data: &tb,
+                trace: &ta,
+                link: egui::Id::unique("test-link"),
+                colour: ColourBy::Outcome,
+                set_metric: SetMetric::Accesses,
+                miss: Default::default(),
+                linked_hover: Some(hovered.clone()),
+                only: None,
+            };
+            let out = s.view.ui(ui, &cx);
+            s.asked.extend(out);
+        },
+        State {
+            view: AddressView::default(),
+            asked: Vec::new(),
+        },
+    );
+    h.run_steps(3);
+    let links: Vec<_> = h
+        .state()
+        .asked
+        .iter()
+        .filter_map(|c| match c {
+            Command::Link { pane, lookup } => Some((*pane, lookup.key, lookup.request)),
+            _ => None,
+        })
+        .collect();
+    // Asked once, however many frames pass before the answer.
+    assert_eq!(links, [(1, (0, 1, 5, 2), 5)]);
+    // The app's answer: the same access in the other pane's result.
+    let found = linked_request(&a, 5, &b);
+    assert!(found.is_some());
+    h.state_mut().view.link_arrived((0, 1, 5, 2), found);
+    h.state_mut().asked.clear();
+    h.run_steps(2);
+    assert!(!h
+        .state()
+        .asked
+        .iter()
+        .any(|c| matches!(c, Command::Link { .. })));
+}

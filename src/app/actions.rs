@@ -96,6 +96,7 @@ impl WarpscopeApp {
                 }
                 self.chosen(purpose, path, ctx, now);
             }
+            Action::View(c) => self.view_command(c),
             Action::EditConfig(i, edit) => {
                 let changed = edit.changed;
                 self.settings.panes[i] = (edit.preset, edit.config);

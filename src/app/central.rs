@@ -6,10 +6,8 @@ use std::sync::Arc;
 use egui::{RichText, Ui};
 
 use super::data::TraceData;
-use super::job::Job;
 use super::raster::ColourBy;
-use super::views::misses;
-use super::views::View;
+use super::views::{PaneView, View};
 use crate::config::SimConfig;
 
 use super::*;
@@ -21,54 +19,14 @@ impl WarpscopeApp {
         let id = Arc::as_ptr(trace) as usize;
         if self.comm.for_trace != Some(id) {
             self.comm.reset(Some(id));
+            // Dropping the jobs of the previous trace cancels them.
+            self.comm_job = None;
+            self.density_job = None;
         }
-        if self.comm.report.is_none() && self.comm.job.is_none() && !self.comm.cancelled {
-            let t = trace.clone();
-            self.comm.job = Some(Job::spawn(
-                "Analyzing communication",
-                &self.wake,
-                move |p| worker::communicate(&t, p),
-            ));
+        let analysis = self.comm_job.as_ref().map(|j| j.progress().fraction());
+        for c in self.comm.ui(ui, trace, analysis) {
+            self.actions.push(Action::View(c));
         }
-        if let Some(r) = self.comm.report.clone() {
-            if let Some(want) = views::comm::draw(ui, &mut self.comm, &r, trace) {
-                let key = want.key;
-                let job = Job::spawn("Preparing the density map", &self.wake, move |_| {
-                    Ok(Box::new(views::comm::density(
-                        &want.report,
-                        want.launches,
-                        want.counts,
-                    )))
-                });
-                // Replaces (and so cancels) the map of an earlier selection.
-                self.comm.density_job = Some((job, key));
-            }
-            return;
-        }
-        ui.vertical_centered(|ui| {
-            ui.add_space(ui.available_height() / 3.0);
-            if self.comm.cancelled {
-                ui.label("The communication analysis was cancelled.");
-                if ui.button("Analyze again").clicked() {
-                    self.comm.cancelled = false;
-                    ui.ctx().request_repaint();
-                }
-                return;
-            }
-            ui.spinner();
-            let fraction = self.comm.job.as_ref().and_then(|j| j.progress().fraction());
-            ui.label(match fraction {
-                Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
-                None => "Analyzing inter-CTA communication".to_string(),
-            });
-            if ui.button("Cancel").clicked() {
-                if let Some(j) = &self.comm.job {
-                    j.cancel();
-                }
-            }
-            ui.ctx()
-                .request_repaint_after(std::time::Duration::from_millis(100));
-        });
     }
 
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
@@ -217,13 +175,10 @@ impl WarpscopeApp {
             .collect();
         let show_trace = self.traces_differ();
         let mut share = None;
-        let view = self.settings.view;
-        let colour = self.settings.colour;
-        let mut metric = self.settings.set_metric;
-        let mut miss_opts = self.settings.misses;
         let mut remove = None;
         let mut activate = None;
         let mut hover = None;
+        let mut commands = Vec::new();
         // The request hovered in the last frame, with its pane's result, for the other panes.
         let linked = self.hover.and_then(|(p, generation, request)| {
             let src = self.panes.get(p)?;
@@ -239,54 +194,14 @@ impl WarpscopeApp {
                 data,
             })
         });
-        let mut only = self.only.clone();
-        let shown_only = self.only.clone();
-        let only_trace = self.only_trace;
-        let mut only_from = None;
         self.pane_rects.clear();
         pane_grid(ui, n, |i, col| {
             self.pane_rects.push(col.max_rect());
             let pane = &mut self.panes[i];
-            let link = egui::Id::unique(("linked-panes", trace_ids[i]));
-            // The instruction filter applies to the panes of the trace it was chosen in.
-            let shown_only = shown_only.clone().filter(|_| trace_ids[i] == only_trace);
             let (preset, cfg) = &self.settings.panes[i];
-            col.horizontal_wrapped(|ui| {
-                if n > 1 {
-                    let active = i == self.settings.active;
-                    if ui
-                        .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
-                        .on_hover_text("Edit this pane's configuration in the side panel")
-                        .clicked()
-                    {
-                        activate = Some(i);
-                    }
-                }
-                ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
-                match (&pane.error, &pane.result) {
-                    // The error stands where this configuration's numbers would.
-                    (Some(_), _) => {
-                        ui.colored_label(ui.visuals().error_fg_color, "not run");
-                    }
-                    (None, Some(r)) => {
-                        ui.label(
-                            RichText::new(format!("{:.2}% misses", r.miss_percent())).strong(),
-                        );
-                    }
-                    (None, None) => {}
-                }
-                if pane.error.is_none() && (pane.stale || pane.sim.is_some()) {
-                    ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
-                }
-                if n > 1
-                    && ui
-                        .small_button("x")
-                        .on_hover_text("Close this pane")
-                        .clicked()
-                {
-                    remove = Some(i);
-                }
-            });
+            let header = pane_header(col, pane, (i, n), (preset, cfg), i == self.settings.active);
+            activate = activate.or(header.activate.then_some(i));
+            remove = remove.or(header.remove.then_some(i));
             if show_trace {
                 col.horizontal_wrapped(|ui| {
                     let label = traces[i]
@@ -336,100 +251,53 @@ impl WarpscopeApp {
                 });
                 return;
             };
-            // Upload a finished raster.
-            if let Some((v, img, g)) = pane.address.pending_image.take() {
-                let tex = col.ctx().load_texture(
-                    format!("raster-{i}"),
-                    img,
-                    egui::TextureOptions::NEAREST,
-                );
-                pane.address.texture = Some((v, tex, g));
-            }
-            match view {
-                View::Address => {
-                    let at = views::address(
-                        col,
-                        i,
-                        &data,
-                        &trace,
-                        pane.generation,
-                        &mut pane.address,
-                        &views::AddressOptions {
-                            colour,
-                            link,
-                            linked_hover: linked
-                                .clone()
-                                .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
-                            only: shown_only.clone(),
-                        },
-                    );
-                    if let Some(request) = at.hovered {
-                        hover = Some((i, pane.generation, request));
-                    }
-                    if let Some(want) = at.raster {
-                        // Replaces (and so stops) the raster of an earlier view.
-                        pane.address.raster_job = Some(Job::spawn(
-                            format!("Drawing pane {}", i + 1),
-                            &self.wake,
-                            move |p| raster::draw(want, p),
-                        ));
-                    }
-                }
-                View::Reuse => views::reuse(col, i, &data, link),
-                View::Misses => {
-                    let mut chosen = shown_only.clone();
-                    misses::misses(
-                        col,
-                        i,
-                        &data,
-                        &trace,
-                        pane.generation,
-                        &mut pane.misses,
-                        misses::MissChoices {
-                            opts: &mut miss_opts,
-                            only: &mut chosen,
-                        },
-                    );
-                    if chosen != shown_only {
-                        only = chosen;
-                        only_from = Some(trace_ids[i]);
-                    }
-                }
-                View::Sets => views::sets(
-                    col,
-                    i,
-                    &data,
-                    pane.generation,
-                    &mut metric,
-                    &mut pane.sets,
-                    link,
-                ),
+            let cx = views::PaneCx {
+                pane: i,
+                generation: pane.generation,
+                data: &data,
+                trace: &trace,
+                link: egui::Id::unique(("linked-panes", trace_ids[i])),
+                colour: self.settings.colour,
+                set_metric: self.settings.set_metric,
+                miss: self.settings.misses,
+                // Panes link (hover, zoom, instruction filter) only to panes of the same trace.
+                linked_hover: linked
+                    .clone()
+                    .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
+                only: self
+                    .only
+                    .clone()
+                    .filter(|_| trace_ids[i] == self.only_trace),
+            };
+            commands.extend(match self.settings.view {
+                View::Address => pane.address.ui(col, &cx),
+                View::Reuse => pane.reuse.ui(col, &cx),
+                View::Misses => pane.misses.ui(col, &cx),
+                View::Sets => pane.sets.ui(col, &cx),
                 // Drawn once for the whole area above: it does not depend on a pane.
-                View::Communication => {}
-            }
+                View::Communication => Vec::new(),
+            });
         });
-        let mut show_all = false;
-        for p in &mut self.panes {
-            show_all |= std::mem::take(&mut p.address.show_all);
+        for c in commands {
+            match c {
+                // Hovering lasts a frame: a frame without it has nothing hovered.
+                views::Command::Hover {
+                    pane,
+                    generation,
+                    request,
+                } => hover = Some((pane, generation, request)),
+                c => self.actions.push(Action::View(c)),
+            }
         }
-        if show_all {
-            only = None;
-        }
-        if let Some(t) = only_from {
-            self.only_trace = t;
-        }
-        self.only = only;
         if let Some(i) = share {
             self.actions.push(Action::ShareTrace(i));
         }
-        self.settings.set_metric = metric;
         if hover != self.hover {
             self.hover = hover;
             if n > 1 {
                 ui.ctx().request_repaint();
             }
         }
-        self.settings.misses = miss_opts;
         if let Some(i) = activate {
             self.settings.active = i;
         }
@@ -437,6 +305,55 @@ impl WarpscopeApp {
             self.actions.push(Action::RemovePane(i));
         }
     }
+}
+
+/// What a click in a pane's header asks for.
+struct HeaderClicks {
+    activate: bool,
+    remove: bool,
+}
+
+/// A pane's header: its number (click to edit it), its configuration in a few words, its miss
+/// rate, whether it is being updated, and a close button.
+fn pane_header(
+    ui: &mut Ui,
+    pane: &Pane,
+    (i, n): (usize, usize),
+    (preset, cfg): (&str, &SimConfig),
+    active: bool,
+) -> HeaderClicks {
+    let mut clicks = HeaderClicks {
+        activate: false,
+        remove: false,
+    };
+    ui.horizontal_wrapped(|ui| {
+        if n > 1 {
+            clicks.activate = ui
+                .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
+                .on_hover_text("Edit this pane's configuration in the side panel")
+                .clicked();
+        }
+        ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
+        match (&pane.error, &pane.result) {
+            // The error stands where this configuration's numbers would.
+            (Some(_), _) => {
+                ui.colored_label(ui.visuals().error_fg_color, "not run");
+            }
+            (None, Some(r)) => {
+                ui.label(RichText::new(format!("{:.2}% misses", r.miss_percent())).strong());
+            }
+            (None, None) => {}
+        }
+        if pane.error.is_none() && (pane.stale || pane.sim.is_some()) {
+            ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+        }
+        clicks.remove = n > 1
+            && ui
+                .small_button("x")
+                .on_hover_text("Close this pane")
+                .clicked();
+    });
+    clicks
 }
 
 /// Lays out `n` panes so each stays readable: side by side for one or two, a grid of two

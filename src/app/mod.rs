@@ -11,6 +11,7 @@
 mod actions;
 mod central;
 mod chrome;
+mod commands;
 pub mod config_panel;
 pub mod data;
 pub mod files;
@@ -40,8 +41,8 @@ use data::{SimData, TraceData};
 use files::{Browser, NativeDialog, Purpose};
 use job::{Job, Wake};
 use raster::ColourBy;
-use views::misses::{MissOptions, MissState};
-use views::{AddressState, SetMetric, SetsState, View};
+use views::misses::MissOptions;
+use views::{AddressView, CommView, MissesView, ReuseView, SetMetric, SetsView, View};
 use worker::Loaded;
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
@@ -111,9 +112,12 @@ pub struct Pane {
     /// Time of the last change not yet submitted.
     pub dirty_since: Option<f64>,
     pub error: Option<String>,
-    pub address: AddressState,
-    pub sets: SetsState,
-    pub misses: MissState,
+    /// The views of this pane's result, and the jobs they asked for.
+    pub address: AddressView,
+    pub reuse: ReuseView,
+    pub misses: MissesView,
+    pub sets: SetsView,
+    pub jobs: commands::PaneJobs,
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
     pub own_trace: Option<Arc<TraceData>>,
     /// Loading or generating this pane's own trace.
@@ -157,6 +161,8 @@ enum Action {
     Chosen(Purpose, PathBuf),
     /// The configuration panel changed pane `.0`'s preset or configuration.
     EditConfig(usize, config_panel::Edit),
+    /// What a view asked for.
+    View(views::Command),
 }
 
 pub struct WarpscopeApp {
@@ -184,8 +190,11 @@ pub struct WarpscopeApp {
     /// The address-view request hovered in the last frame (pane, generation, request), for
     /// the linked panes' tooltips.
     hover: Option<(usize, u64, usize)>,
-    /// The communication view's report of the loaded trace and its display choices.
-    pub comm: views::comm::CommState,
+    /// The communication view of the loaded trace (its report and display choices).
+    pub comm: CommView,
+    /// The communication analysis of the loaded trace, and the density map being prepared.
+    comm_job: Option<Job<data::CommData>>,
+    density_job: Option<Job<Box<views::comm::DensityData>>>,
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
     /// Generators stop (and ask) once projected past this many accesses: what fits in the
@@ -260,7 +269,9 @@ impl WarpscopeApp {
             pane_rects: Vec::new(),
             pending_png: None,
             hover: None,
-            comm: views::comm::CommState::default(),
+            comm: CommView::default(),
+            comm_job: None,
+            density_job: None,
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
             load_job: None,

@@ -114,18 +114,20 @@ impl EframeApp {
             }
             // Select the lower-left part of the requests once the result is there.
             if let (Some(d), Some(t)) = (app.panes[0].result.clone(), app.trace.clone()) {
-                if app.panes[0].address.selection.is_none() {
+                if app.panes[0].address.boxed().is_none() {
                     let n = d.points.len() as f64;
                     let h = t.segments.height();
-                    let sel = d.select([0.1 * n, 0.45 * n], [0.0, 0.3 * h]);
-                    app.panes[0].address.selection = Some((sel, app.panes[0].generation));
+                    // As a Shift + drag would: the view asks for its summary.
+                    app.panes[0]
+                        .address
+                        .select_box([0.1 * n, 0.45 * n], [0.0, 0.3 * h]);
                 }
             }
             "7-light-selection.png".to_string()
         } else if extra == 2 {
             if first {
                 app.settings.dark = true;
-                app.panes[0].address.selection = None;
+                app.panes[0].address.clear_selection();
                 // The paper's setting, as the released model of Nugteren et al. runs it.
                 if let Ok(mut c) = config::preset("gtx470-16k") {
                     if config::compat(&mut c, "gpu-cache-model").is_ok() {
@@ -239,16 +241,13 @@ impl EframeApp {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;
         };
+        // Idle: no job runs, rasters included.
         let ready = app.idle()
             && app.trace.is_some()
             && app
                 .panes
                 .iter()
-                .all(|p| p.result.is_some() || p.error.is_some())
-            && app
-                .panes
-                .iter()
-                .all(|p| p.address.pending_image.is_none() && p.address.raster_job.is_none());
+                .all(|p| (p.result.is_some() || p.error.is_some()) && !p.address.uploading());
         if !ready {
             plan.wait_frames = 0;
             return;

@@ -156,21 +156,7 @@ impl WarpscopeApp {
                 self.simulated(i, r);
             }
         }
-        if let Some(r) = take_finished(&mut self.comm.job) {
-            match r {
-                Ok(r) => self.comm.report = Some(r),
-                Err(JobError::Cancelled) => self.comm.cancelled = true,
-                Err(JobError::Failed(e)) => self.status = Status::Error(e),
-            }
-        }
-        if let Some(r) = self.comm.density_job.as_mut().and_then(|(j, _)| j.poll()) {
-            self.comm.density_job = None;
-            match r {
-                Ok(d) => self.comm.density_ready = Some(d),
-                Err(JobError::Failed(e)) => self.status = Status::Error(e),
-                Err(JobError::Cancelled) => {}
-            }
-        }
+        self.view_jobs();
         let mut finished = Vec::new();
         self.tasks.retain_mut(|j| match j.poll() {
             Some(r) => {
@@ -184,14 +170,6 @@ impl WarpscopeApp {
                 Ok(msg) => self.status = Status::Info(msg),
                 Err(JobError::Failed(e)) => self.status = Status::Error(e),
                 Err(JobError::Cancelled) => {}
-            }
-        }
-        for p in self.panes.iter_mut() {
-            // A raster of an older result is of no use (a failed one keeps the markers).
-            if let Some(Ok(r)) = take_finished(&mut p.address.raster_job) {
-                if p.generation == r.generation {
-                    p.address.pending_image = Some((r.view, r.image, r.generation));
-                }
             }
         }
         for (i, pane) in self.panes.iter_mut().enumerate() {
@@ -241,6 +219,8 @@ impl WarpscopeApp {
                 self.trace = Some(t);
                 self.only = None;
                 self.comm.reset(None);
+                self.comm_job = None;
+                self.density_job = None;
                 for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
                     p.result = None;
                     p.stale = false;
@@ -292,8 +272,8 @@ impl WarpscopeApp {
             out.extend(p.trace_load.iter().map(of));
             out.extend(p.sim.iter().map(of));
         }
-        out.extend(self.comm.job.iter().map(of));
-        out.extend(self.comm.density_job.iter().map(|(j, _)| of(j)));
+        out.extend(self.comm_job.iter().map(of));
+        out.extend(self.density_job.iter().map(of));
         out.extend(self.tasks.iter().map(of));
         out
     }
@@ -308,8 +288,14 @@ impl WarpscopeApp {
         }
     }
 
-    /// True when no job is running and no pane waits for a re-run.
+    /// True when no job is running (the views' too) and no pane waits for a re-run.
     pub fn idle(&self) -> bool {
-        self.running().is_empty() && self.panes.iter().all(|p| p.dirty_since.is_none())
+        self.running().is_empty()
+            && self.panes.iter().all(|p| {
+                p.dirty_since.is_none()
+                    && p.jobs.raster.is_none()
+                    && p.jobs.select.is_none()
+                    && p.jobs.link.is_none()
+            })
     }
 }

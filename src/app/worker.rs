@@ -72,13 +72,13 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
 }
 
 /// Analyzes the inter-CTA communication of `trace` (the Communication view).
-pub fn communicate(
-    trace: &TraceData,
-    progress: &Progress,
-) -> Finished<Arc<crate::comm::CommReport>> {
+pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::data::CommData> {
     let mut relay = |done: u64, total: u64| progress.report(done, total);
     match crate::comm::analyze(&trace.trace, &mut relay) {
-        Ok(r) => Ok(Arc::new(r)),
+        Ok(r) => Ok(super::data::CommData {
+            launch_pairs: r.launch_pairs(),
+            report: Arc::new(r),
+        }),
         Err(crate::comm::CommError::Cancelled) => Err(JobError::Cancelled),
         Err(e) => Err(JobError::Failed(format!("Communication analysis: {e}"))),
     }

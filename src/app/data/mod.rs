@@ -161,18 +161,6 @@ impl TraceData {
 /// Instruction names shown in an array's label, at most.
 const LABEL_NAMES: usize = 3;
 
-/// Accesses and misses per set over time: `bins` time slices x `sets` rows.
-#[derive(Clone, Debug, Default)]
-pub struct SetGrid {
-    pub bins: usize,
-    pub sets: usize,
-    /// Requests per time slice (the x extent of one bin).
-    pub per_bin: u64,
-    /// Row-major by set: `accesses[set * bins + bin]`.
-    pub accesses: Vec<u32>,
-    pub misses: Vec<u32>,
-}
-
 /// Time slices of the set heatmap.
 pub const SET_BINS: usize = 256;
 /// Time slices of the miss-rate-over-time plot.
@@ -293,6 +281,13 @@ impl Default for Selection {
     }
 }
 
+/// The communication analysis of a trace, and the launch pairs its view offers.
+pub struct CommData {
+    pub report: std::sync::Arc<crate::comm::CommReport>,
+    /// (writer launch, reader launch) pairs with transfers.
+    pub launch_pairs: Vec<(u32, u32)>,
+}
+
 /// A finished simulation of one pane.
 pub struct SimData {
     pub config: SimConfig,
@@ -311,10 +306,46 @@ pub struct SimData {
     /// Miss rate over time per instruction and per SM.
     pub inst_over_time: super::over_time::OverTime,
     pub sm_over_time: super::over_time::OverTime,
+    /// The miss view's tables.
+    pub miss_tables: MissTables,
+    /// How many distinct ids each colouring of the address view has.
+    pub ids: IdCounts,
 }
 
+/// One more than the largest id of each kind among the kept requests (0 when none): what the
+/// address view's legends list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdCounts {
+    pub thread: u32,
+    pub warp: u32,
+    pub cta: u32,
+    pub inst: u32,
+    pub sm: u32,
+    pub kernel: u32,
+}
+
+impl IdCounts {
+    fn new(p: &Points) -> Self {
+        fn count(v: impl Iterator<Item = u32>) -> u32 {
+            v.max().map_or(0, |m| m.saturating_add(1))
+        }
+        IdCounts {
+            thread: count(p.thread.iter().copied()),
+            warp: count(p.warp.iter().copied()),
+            cta: count(p.cta.iter().copied()),
+            inst: count(p.inst.iter().copied()),
+            sm: count(p.sm.iter().map(|&v| v as u32)),
+            kernel: count(p.kernel.iter().map(|&v| v as u32)),
+        }
+    }
+}
+
+mod miss_rows;
+mod set_grid;
+pub use set_grid::{SetGrid, SetMetric};
 mod points;
 mod segments;
+pub use miss_rows::{rows, ClassCounts, MissRow, MissTables, Per};
 pub use segments::array_labels;
 mod sim;
 

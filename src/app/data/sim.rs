@@ -16,6 +16,7 @@ impl SimData {
             per_bin,
             accesses: vec![0; sets * SET_BINS],
             misses: vec![0; sets * SET_BINS],
+            images: Default::default(),
         };
         // Rows of the report's instruction and CTA tables, found through dense tables indexed
         // by each kernel's first slot plus the instruction or serialized CTA id.
@@ -80,6 +81,7 @@ impl SimData {
                 }
             }
         }
+        grid.paint();
         let line_bytes = config.cache.line_bytes as u64;
         let y = points
             .line
@@ -98,7 +100,8 @@ impl SimData {
             crate::app::over_time::OverTime::build(&points, OVER_TIME_SLICES, false, &name);
         let sm_over_time =
             crate::app::over_time::OverTime::build(&points, OVER_TIME_SLICES, true, &name);
-        SimData {
+        let ids = IdCounts::new(&points);
+        let mut d = SimData {
             y,
             x,
             line_bytes,
@@ -110,7 +113,11 @@ impl SimData {
             per_cta,
             inst_over_time,
             sm_over_time,
-        }
+            miss_tables: MissTables::default(),
+            ids,
+        };
+        d.miss_tables = MissTables::new(&d, trace);
+        d
     }
 
     /// Request `i`'s position on the x axis.

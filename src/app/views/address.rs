@@ -1,53 +1,78 @@
 //! Address vs time: every request as a marker, or a density raster when there are more than
 //! pixels; hover, linked hover across panes, box selection, the request tooltip.
 
-use std::sync::Arc;
-
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Plot, PlotImage, PlotPoint, PlotPoints, Points};
 
 use super::address_hover::{request_tooltip, selection_panel};
+use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
-use crate::app::data::{InstFilter, Selection, SimData, TraceData};
-use crate::app::raster::{ColourBy, RasterRequest, View as RasterView};
+use crate::app::data::{InstFilter, Selection, SimData};
+use crate::app::raster::{RasterRequest, View as RasterView};
 use crate::app::theme;
 
 /// Above this many requests in view, the address plot draws a raster instead of markers.
 pub const MARKER_LIMIT: usize = 50_000;
 
-/// What the address view keeps between frames for one pane.
+/// The address view of one pane, with what it keeps between frames.
 #[derive(Default)]
-pub struct AddressState {
+pub struct AddressView {
     pub texture: Option<(RasterView, egui::TextureHandle, u64)>,
     /// The view and data generation last asked for.
-    pub requested: Option<(RasterView, u64)>,
-    /// Drawing the raster last asked for (a newer request replaces, and so stops, it).
-    pub raster_job: Option<crate::app::job::Job<crate::app::raster::Raster>>,
+    requested: Option<(RasterView, u64)>,
     /// A raster that arrived from its job, to upload as a texture.
-    pub pending_image: Option<(RasterView, egui::ColorImage, u64)>,
+    arrived: Option<(RasterView, egui::ColorImage, u64)>,
     /// Requests and axis extents of the data last shown: when they change, the view resets
     /// to the new data's extent.
-    pub extent: Option<(usize, u64, u64)>,
+    extent: Option<(usize, u64, u64)>,
     /// The corners of a box selection being dragged (Shift + drag), in plot units.
-    pub select_from: Option<(PlotPoint, PlotPoint)>,
-    /// The last box selection and the result generation it summarizes.
+    select_from: Option<(PlotPoint, PlotPoint)>,
+    /// The box selected (x and y ranges in plot units).
+    boxed: Option<([f64; 2], [f64; 2])>,
+    /// The summary of the box and the result generation it is of.
     pub selection: Option<(Selection, u64)>,
+    /// The summary last asked for: box and generation.
+    select_asked: Option<([f64; 2], [f64; 2], u64)>,
     /// The last linked lookup and the request found here.
     linked: Option<(LinkKey, Option<usize>)>,
-    /// "Show all" was clicked: the app drops the instruction filter.
-    pub show_all: bool,
+    /// The lookup last asked for.
+    link_asked: Option<LinkKey>,
 }
 
-/// A linked lookup: source pane, source generation, source request, this pane's generation.
-type LinkKey = (usize, u64, usize, u64);
-
-/// A request hovered in one pane, to follow into the others.
-#[derive(Clone)]
-pub struct LinkedHover {
-    pub pane: usize,
-    pub generation: u64,
-    pub request: usize,
-    pub data: Arc<SimData>,
+impl AddressView {
+    /// A raster drawn by the job this view asked for.
+    pub fn raster_arrived(&mut self, view: RasterView, image: egui::ColorImage, generation: u64) {
+        self.arrived = Some((view, image, generation));
+    }
+    /// The summary of a box this view asked for (dropped if the box has changed since).
+    pub fn selection_arrived(&mut self, s: Selection, generation: u64) {
+        if self.boxed == Some((s.x, s.y)) {
+            self.selection = Some((s, generation));
+        }
+    }
+    /// The result of a linked lookup this view asked for.
+    pub fn link_arrived(&mut self, key: LinkKey, found: Option<usize>) {
+        self.linked = Some((key, found));
+    }
+    /// A raster has arrived and waits for the next frame to be shown.
+    pub fn uploading(&self) -> bool {
+        self.arrived.is_some()
+    }
+    /// Selects a box (x and y ranges in plot units), as Shift + drag does.
+    pub fn select_box(&mut self, x: [f64; 2], y: [f64; 2]) {
+        self.clear_selection();
+        self.boxed = Some((x, y));
+    }
+    /// The box selected, if any.
+    pub fn boxed(&self) -> Option<([f64; 2], [f64; 2])> {
+        self.boxed
+    }
+    /// Forgets the box and its summary.
+    pub fn clear_selection(&mut self) {
+        self.boxed = None;
+        self.selection = None;
+        self.select_asked = None;
+    }
 }
 
 /// The request of `dst` that serves the same access as request `i` of `src`: the same
@@ -87,316 +112,328 @@ pub fn linked_request(src: &SimData, i: usize, dst: &SimData) -> Option<usize> {
     found
 }
 
-/// Shared settings of the address view.
-pub struct AddressOptions {
-    pub colour: ColourBy,
-    pub link: egui::Id,
-    /// The request hovered in another pane in the last frame.
-    pub linked_hover: Option<LinkedHover>,
-    /// Only this instruction's requests are drawn (chosen in the miss table).
-    pub only: Option<InstFilter>,
-}
-
-/// What the address view gives back after drawing.
-#[derive(Default)]
-pub struct AddressOutput {
-    /// The request hovered in this pane, for the linked panes.
-    pub hovered: Option<usize>,
-    /// A raster of the view to draw off the UI thread (the view changed).
-    pub raster: Option<RasterRequest>,
-}
-
-/// Address vs time (Crawford 2014 figs 8.1, 8.5, 8.10).
-pub fn address(
-    ui: &mut Ui,
-    pane: usize,
-    data: &Arc<SimData>,
-    trace: &Arc<TraceData>,
-    generation: u64,
-    state: &mut AddressState,
-    opts: &AddressOptions,
-) -> AddressOutput {
-    let p = &data.points;
-    if p.is_empty() {
-        empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
-        return AddressOutput::default();
-    }
-    let n = p.len();
-    let segs = &trace.segments;
-    let segs_fmt = segs.clone();
-    let segs_marks = segs.clone();
-    let legend_note = if p.dropped > 0 {
-        format!(" (first {n} of {} requests)", n as u64 + p.dropped)
-    } else {
-        String::new()
-    };
-    ui.horizontal_wrapped(|ui| {
-        ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
-        let (entries, note) = colour_legend(data, trace, opts.colour);
-        for (colour, text) in entries {
-            theme::swatch(ui, colour, &text);
-        }
-        if let Some(note) = note {
-            ui.label(RichText::new(note).weak());
-        }
-    });
-    let only_key = opts.only.as_ref().map(InstFilter::key);
-    if let Some(f) = &opts.only {
-        ui.horizontal(|ui| {
-            ui.label(
-                RichText::new(format!(
-                    "Only instruction {} (chosen in Miss categories)",
-                    f.name
-                ))
-                .color(ui.visuals().warn_fg_color),
+impl PaneView for AddressView {
+    /// Address vs time (Crawford 2014 figs 8.1, 8.5, 8.10).
+    fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
+        let mut out = Vec::new();
+        // Upload a finished raster.
+        if let Some((v, img, g)) = self.arrived.take() {
+            let tex = ui.ctx().load_texture(
+                format!("raster-{}", cx.pane),
+                img,
+                egui::TextureOptions::NEAREST,
             );
-            if ui.small_button("Show all").clicked() {
-                state.show_all = true;
+            self.texture = Some((v, tex, g));
+        }
+        if cx.data.points.is_empty() {
+            empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
+            return out;
+        }
+        self.draw(ui, cx, &mut out);
+        out
+    }
+}
+
+impl AddressView {
+    fn draw(&mut self, ui: &mut Ui, cx: &PaneCx, out: &mut Vec<Command>) {
+        let (pane, data, trace, generation) = (cx.pane, cx.data, cx.trace, cx.generation);
+        let state = self;
+        let p = &data.points;
+        let n = p.len();
+        let segs = &trace.segments;
+        let segs_fmt = segs.clone();
+        let segs_marks = segs.clone();
+        let legend_note = if p.dropped > 0 {
+            format!(" (first {n} of {} requests)", n as u64 + p.dropped)
+        } else {
+            String::new()
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
+            let (entries, note) = colour_legend(data, trace, cx.colour);
+            for (colour, text) in entries {
+                theme::swatch(ui, colour, &text);
+            }
+            if let Some(note) = note {
+                ui.label(RichText::new(note).weak());
             }
         });
-    }
-    // A selection made on an older result is summarized again for the new one.
-    if let Some((sel, g)) = &mut state.selection {
-        if *g != generation {
-            *sel = data.select(sel.x, sel.y);
-            *g = generation;
-        }
-    }
-    if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
-        state.selection = None;
-    }
-    if let Some((sel, _)) = &state.selection {
-        if selection_panel(ui, trace, sel) {
-            state.selection = None;
-        }
-    }
-    let shift = ui.input(|i| i.modifiers.shift);
-    let plot = Plot::new(("address", pane))
-        .allow_drag(!shift && state.select_from.is_none())
-        .link_axis(opts.link, [true, true])
-        .link_cursor(opts.link, [true, true])
-        .x_axis_label(data.x_label())
-        .y_axis_label("address")
-        .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
-            Some(a) => hex(a),
-            None => String::new(),
-        })
-        // Ticks at round hexadecimal addresses (the labels are hex).
-        .y_grid_spacer(move |g| {
-            segs_marks
-                .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
-                .into_iter()
-                .map(|(value, step)| egui_plot::GridMark {
-                    value,
-                    step_size: step as f64,
-                })
-                .collect()
-        })
-        .y_axis_min_width(80.0)
-        .include_x(0.0)
-        .include_x(data.x_end())
-        .include_y(0.0)
-        .include_y(segs.height())
-        .allow_boxed_zoom(true)
-        .show_grid([true, false])
-        .label_formatter(|_| None);
-    let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
-    let plot = if state.extent != Some(extent) {
-        state.extent = Some(extent);
-        plot.reset()
-    } else {
-        plot
-    };
-    // Only a raster of this result is drawn: one of an older result would show its outcomes
-    // under the new header (a view of this result at another zoom is fine meanwhile).
-    let texture = state
-        .texture
-        .as_ref()
-        .filter(|(_, _, g)| *g == generation)
-        .map(|(v, t, _)| (*v, t.id()));
-    let sel_stroke = ui.visuals().selection.bg_fill;
-    let sel_fill = sel_stroke.gamma_multiply(0.15);
-    let label_colour = ui.visuals().text_color();
-    let resp = plot.show(ui, |pui| {
-        let b = pui.plot_bounds();
-        let (x0, x1) = (b.min()[0], b.max()[0]);
-        let visible = data.visible(x0, x1).len();
-        // Segment separators (each array's label is painted over the plot below).
-        for &(lo, _, y) in &segs.ranges {
-            pui.hline(
-                egui_plot::HLine::new(hex(lo), y)
-                    .color(Color32::from_gray(110))
-                    .style(egui_plot::LineStyle::dashed_loose()),
-            );
-        }
-        if let Some((sel, _)) = &state.selection {
-            pui.polygon(
-                egui_plot::Polygon::new(
-                    "selection",
-                    PlotPoints::from(vec![
-                        [sel.x[0], sel.y[0]],
-                        [sel.x[1], sel.y[0]],
-                        [sel.x[1], sel.y[1]],
-                        [sel.x[0], sel.y[1]],
-                    ]),
-                )
-                .fill_color(sel_fill)
-                .stroke(egui::Stroke::new(1.5, sel_stroke))
-                .allow_hover(false),
-            );
-        }
-        if visible <= MARKER_LIMIT {
-            let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
-            for i in data.visible(x0, x1) {
-                if !p.of_inst(i, only_key) {
-                    continue;
-                }
-                let c = opts.colour.colour(data, i);
-                let pt = [data.x(i), data.y[i]];
-                match groups.iter_mut().find(|g| g.0 == c) {
-                    Some(g) => g.1.push(pt),
-                    None => groups.push((c, vec![pt])),
-                }
-            }
-            let radius = if visible < 2000 { 2.5 } else { 1.5 };
-            for (c, pts) in groups {
-                pui.points(
-                    Points::new("", PlotPoints::from(pts))
-                        .color(c)
-                        .radius(radius)
-                        .allow_hover(false),
+        let only_key = cx.only.as_ref().map(InstFilter::key);
+        if let Some(f) = &cx.only {
+            ui.horizontal(|ui| {
+                ui.label(
+                    RichText::new(format!(
+                        "Only instruction {} (chosen in Miss categories)",
+                        f.name
+                    ))
+                    .color(ui.visuals().warn_fg_color),
                 );
-            }
-            None
-        } else {
-            // The raster covers the part of the view that holds data, at screen resolution
-            // (covering more would also widen the plot's automatic bounds each frame).
-            let size = pui.response().rect.size();
-            let (y0, y1) = (b.min()[1], b.max()[1]);
-            let rx = [x0.max(0.0), x1.min(data.x_end())];
-            let ry = [y0.max(0.0), y1.min(segs.height())];
-            let frac = |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
-            let want = RasterView {
-                x: rx,
-                y: ry,
-                width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
-                height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
-                colour: opts.colour,
-                only: only_key,
-            };
-            if let Some((v, tex)) = texture {
-                let cx = (v.x[0] + v.x[1]) / 2.0;
-                let cy = (v.y[0] + v.y[1]) / 2.0;
-                pui.image(PlotImage::new(
-                    "density",
-                    tex,
-                    PlotPoint::new(cx, cy),
-                    egui::vec2((v.x[1] - v.x[0]) as f32, (v.y[1] - v.y[0]) as f32),
-                ));
-            }
-            Some(want)
-        }
-    });
-    array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
-    // Ask for a new raster when the view changed and the newest request is not this one.
-    let mut raster = None;
-    if let Some(want) = resp.inner {
-        let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
-        let fresh = current == Some((want, generation));
-        if !fresh && state.requested != Some((want, generation)) {
-            state.requested = Some((want, generation));
-            raster = Some(RasterRequest {
-                generation,
-                view: want,
-                data: data.clone(),
+                if ui.small_button("Show all").clicked() {
+                    out.push(Command::Only { pane, filter: None });
+                }
             });
         }
-        if !fresh {
-            ui.ctx().request_repaint();
+        if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            state.clear_selection();
         }
-    }
-    // Box selection: Shift + drag with the primary button.
-    let r = &resp.response;
-    let t = resp.transform;
-    if r.drag_started_by(egui::PointerButton::Primary) && shift {
-        state.select_from = r
-            .interact_pointer_pos()
-            .map(|p| (t.value_from_position(p), t.value_from_position(p)));
-    }
-    if let Some((from, to)) = &mut state.select_from {
-        if let Some(now) = r.interact_pointer_pos().or(r.hover_pos()) {
-            *to = t.value_from_position(now);
-        }
-        let (a, b) = (t.position_from_point(from), t.position_from_point(to));
-        ui.painter_at(r.rect).rect_stroke(
-            egui::Rect::from_two_pos(a, b),
-            0.0,
-            egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
-            egui::StrokeKind::Inside,
-        );
-        if r.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
-            let x = [from.x.min(to.x), from.x.max(to.x)];
-            let y = [from.y.min(to.y), from.y.max(to.y)];
-            if (a - b).length() >= 3.0 {
-                state.selection = Some((data.select(x, y), generation));
+        // A box is summarized off the UI thread, again for each new result.
+        if let Some((x, y)) = state.boxed {
+            let current = state.selection.as_ref().is_some_and(|s| s.1 == generation);
+            if !current && state.select_asked != Some((x, y, generation)) {
+                state.select_asked = Some((x, y, generation));
+                out.push(Command::Select {
+                    pane,
+                    generation,
+                    x,
+                    y,
+                    data: data.clone(),
+                });
             }
-            state.select_from = None;
         }
-    }
-    // Hover: the nearest request within a few pixels of the pointer, or of the point hovered
-    // in a linked pane.
-    let hovered = r
-        .hover_pos()
-        .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
-        .and_then(|pos| nearest(data, &t, pos, only_key));
-    if let Some(i) = hovered {
-        r.clone().on_hover_ui_at_pointer(|ui| {
-            request_tooltip(ui, data, trace, i);
+        if let Some((sel, _)) = &state.selection {
+            if selection_panel(ui, trace, sel) {
+                state.clear_selection();
+            }
+        }
+        let shift = ui.input(|i| i.modifiers.shift);
+        let plot = Plot::new(("address", pane))
+            .allow_drag(!shift && state.select_from.is_none())
+            .link_axis(cx.link, [true, true])
+            .link_cursor(cx.link, [true, true])
+            .x_axis_label(data.x_label())
+            .y_axis_label("address")
+            .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
+                Some(a) => hex(a),
+                None => String::new(),
+            })
+            // Ticks at round hexadecimal addresses (the labels are hex).
+            .y_grid_spacer(move |g| {
+                segs_marks
+                    .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
+                    .into_iter()
+                    .map(|(value, step)| egui_plot::GridMark {
+                        value,
+                        step_size: step as f64,
+                    })
+                    .collect()
+            })
+            .y_axis_min_width(80.0)
+            .include_x(0.0)
+            .include_x(data.x_end())
+            .include_y(0.0)
+            .include_y(segs.height())
+            .allow_boxed_zoom(true)
+            .show_grid([true, false])
+            .label_formatter(|_| None);
+        let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
+        let plot = if state.extent != Some(extent) {
+            state.extent = Some(extent);
+            plot.reset()
+        } else {
+            plot
+        };
+        // Only a raster of this result is drawn: one of an older result would show its outcomes
+        // under the new header (a view of this result at another zoom is fine meanwhile).
+        let texture = state
+            .texture
+            .as_ref()
+            .filter(|(_, _, g)| *g == generation)
+            .map(|(v, t, _)| (*v, t.id()));
+        let sel_stroke = ui.visuals().selection.bg_fill;
+        let sel_fill = sel_stroke.gamma_multiply(0.15);
+        let label_colour = ui.visuals().text_color();
+        let resp = plot.show(ui, |pui| {
+            let b = pui.plot_bounds();
+            let (x0, x1) = (b.min()[0], b.max()[0]);
+            let visible = data.visible(x0, x1).len();
+            // Segment separators (each array's label is painted over the plot below).
+            for &(lo, _, y) in &segs.ranges {
+                pui.hline(
+                    egui_plot::HLine::new(hex(lo), y)
+                        .color(Color32::from_gray(110))
+                        .style(egui_plot::LineStyle::dashed_loose()),
+                );
+            }
+            if let Some((x, y)) = state.boxed {
+                pui.polygon(
+                    egui_plot::Polygon::new(
+                        "selection",
+                        PlotPoints::from(vec![
+                            [x[0], y[0]],
+                            [x[1], y[0]],
+                            [x[1], y[1]],
+                            [x[0], y[1]],
+                        ]),
+                    )
+                    .fill_color(sel_fill)
+                    .stroke(egui::Stroke::new(1.5, sel_stroke))
+                    .allow_hover(false),
+                );
+            }
+            if visible <= MARKER_LIMIT {
+                let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
+                for i in data.visible(x0, x1) {
+                    if !p.of_inst(i, only_key) {
+                        continue;
+                    }
+                    let c = cx.colour.colour(data, i);
+                    let pt = [data.x(i), data.y[i]];
+                    match groups.iter_mut().find(|g| g.0 == c) {
+                        Some(g) => g.1.push(pt),
+                        None => groups.push((c, vec![pt])),
+                    }
+                }
+                let radius = if visible < 2000 { 2.5 } else { 1.5 };
+                for (c, pts) in groups {
+                    pui.points(
+                        Points::new("", PlotPoints::from(pts))
+                            .color(c)
+                            .radius(radius)
+                            .allow_hover(false),
+                    );
+                }
+                None
+            } else {
+                // The raster covers the part of the view that holds data, at screen resolution
+                // (covering more would also widen the plot's automatic bounds each frame).
+                let size = pui.response().rect.size();
+                let (y0, y1) = (b.min()[1], b.max()[1]);
+                let rx = [x0.max(0.0), x1.min(data.x_end())];
+                let ry = [y0.max(0.0), y1.min(segs.height())];
+                let frac =
+                    |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
+                let want = RasterView {
+                    x: rx,
+                    y: ry,
+                    width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
+                    height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
+                    colour: cx.colour,
+                    only: only_key,
+                };
+                if let Some((v, tex)) = texture {
+                    let cx = (v.x[0] + v.x[1]) / 2.0;
+                    let cy = (v.y[0] + v.y[1]) / 2.0;
+                    pui.image(PlotImage::new(
+                        "density",
+                        tex,
+                        PlotPoint::new(cx, cy),
+                        egui::vec2((v.x[1] - v.x[0]) as f32, (v.y[1] - v.y[0]) as f32),
+                    ));
+                }
+                Some(want)
+            }
         });
-        return AddressOutput {
-            hovered: Some(i),
-            raster,
-        };
-    }
-    // The same access as the one hovered in another pane, looked up once per hover.
-    let Some(h) = opts.linked_hover.as_ref().filter(|h| h.pane != pane) else {
-        return AddressOutput {
-            hovered: None,
-            raster,
-        };
-    };
-    let key = (h.pane, h.generation, h.request, generation);
-    let i = match state.linked {
-        Some((k, found)) if k == key => found,
-        _ => {
-            let found = linked_request(&h.data, h.request, data);
-            state.linked = Some((key, found));
-            found
+        array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
+        // Ask for a new raster when the view changed and the newest request is not this one.
+        if let Some(want) = resp.inner {
+            let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
+            let fresh = current == Some((want, generation));
+            if !fresh && state.requested != Some((want, generation)) {
+                state.requested = Some((want, generation));
+                out.push(Command::Raster {
+                    pane,
+                    request: RasterRequest {
+                        generation,
+                        view: want,
+                        data: data.clone(),
+                    },
+                });
+            }
+            if !fresh {
+                ui.ctx().request_repaint();
+            }
         }
-    };
-    let at = i.map(|i| {
-        (
-            i,
-            t.position_from_point(&PlotPoint::new(data.x(i), data.y[i])),
-        )
-    });
-    if let Some((i, at)) = at.filter(|(_, at)| r.rect.contains(*at)) {
-        ui.painter_at(r.rect).circle_stroke(
-            at,
-            5.0,
-            egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
-        );
-        egui::Tooltip::always_open(
-            ui.ctx().clone(),
-            ui.layer_id(),
-            r.id.with("linked"),
-            egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
-        )
-        .show(|ui| request_tooltip(ui, data, trace, i));
-    }
-    AddressOutput {
-        hovered: None,
-        raster,
+        // Box selection: Shift + drag with the primary button.
+        let r = &resp.response;
+        let t = resp.transform;
+        if r.drag_started_by(egui::PointerButton::Primary) && shift {
+            state.select_from = r
+                .interact_pointer_pos()
+                .map(|p| (t.value_from_position(p), t.value_from_position(p)));
+        }
+        if let Some((from, to)) = &mut state.select_from {
+            if let Some(now) = r.interact_pointer_pos().or(r.hover_pos()) {
+                *to = t.value_from_position(now);
+            }
+            let (a, b) = (t.position_from_point(from), t.position_from_point(to));
+            ui.painter_at(r.rect).rect_stroke(
+                egui::Rect::from_two_pos(a, b),
+                0.0,
+                egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
+                egui::StrokeKind::Inside,
+            );
+            if r.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
+                let x = [from.x.min(to.x), from.x.max(to.x)];
+                let y = [from.y.min(to.y), from.y.max(to.y)];
+                if (a - b).length() >= 3.0 {
+                    state.clear_selection();
+                    state.boxed = Some((x, y));
+                    ui.ctx().request_repaint();
+                }
+                state.select_from = None;
+            }
+        }
+        // Hover: the nearest request within a few pixels of the pointer, or of the point hovered
+        // in a linked pane.
+        let hovered = r
+            .hover_pos()
+            .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
+            .and_then(|pos| nearest(data, &t, pos, only_key));
+        if let Some(i) = hovered {
+            r.clone().on_hover_ui_at_pointer(|ui| {
+                request_tooltip(ui, data, trace, i);
+            });
+            out.push(Command::Hover {
+                pane,
+                generation,
+                request: i,
+            });
+            return;
+        }
+        // The same access as the one hovered in another pane, looked up once per hover.
+        let Some(h) = cx.linked_hover.as_ref().filter(|h| h.pane != pane) else {
+            return;
+        };
+        let key = (h.pane, h.generation, h.request, generation);
+        let i = match state.linked {
+            Some((k, found)) if k == key => found,
+            _ => {
+                // Looked up off the UI thread (a scan of both results).
+                if state.link_asked != Some(key) {
+                    state.link_asked = Some(key);
+                    out.push(Command::Link {
+                        pane,
+                        lookup: LinkLookup {
+                            key,
+                            src: h.data.clone(),
+                            request: h.request,
+                            dst: data.clone(),
+                        },
+                    });
+                }
+                None
+            }
+        };
+        let at = i.map(|i| {
+            (
+                i,
+                t.position_from_point(&PlotPoint::new(data.x(i), data.y[i])),
+            )
+        });
+        if let Some((i, at)) = at.filter(|(_, at)| r.rect.contains(*at)) {
+            ui.painter_at(r.rect).circle_stroke(
+                at,
+                5.0,
+                egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
+            );
+            egui::Tooltip::always_open(
+                ui.ctx().clone(),
+                ui.layer_id(),
+                r.id.with("linked"),
+                egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
+            )
+            .show(|ui| request_tooltip(ui, data, trace, i));
+        }
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
 
-use crate::app::data::TraceData;
-use crate::app::job::Job;
+use super::command::Command;
+use crate::app::data::{CommData, TraceData};
 use crate::app::theme;
 use crate::comm::{CommReport, Measure, Pair};
 use crate::trace::Dim3;
@@ -17,14 +17,17 @@ use crate::trace::Dim3;
 /// The density map is drawn at most this many cells a side; larger grids are binned.
 pub const MAX_SIDE: u32 = 512;
 
-/// What the view keeps between frames.
+/// The communication view of the shared trace, with what it keeps between frames. The
+/// analysis and the density maps are jobs the app runs when the view asks ([`Command`]); the
+/// app hands their results back here.
 #[derive(Default)]
-pub struct CommState {
-    /// The trace (by identity) the report or the running job is for.
+pub struct CommView {
+    /// The trace (by identity) the report or the running analysis is for.
     pub for_trace: Option<usize>,
-    /// The analysis running.
-    pub job: Option<Job<Arc<CommReport>>>,
+    /// The analysis of the trace, once done.
     pub report: Option<Arc<CommReport>>,
+    /// The launch pairs of the report, for the selector.
+    launch_pairs: Vec<(u32, u32)>,
     /// The analysis was cancelled; it runs again only when asked.
     pub cancelled: bool,
     /// One (writer launch, reader launch) pair, or all of them.
@@ -34,32 +37,78 @@ pub struct CommState {
     /// The density map drawn (possibly of an earlier selection while the current one is
     /// prepared).
     density: Option<Density>,
-    /// The job preparing the density map of a selection.
-    pub density_job: Option<(Job<Box<DensityData>>, DensityKey)>,
-    /// A prepared density map, handed over by the app when its job finishes.
-    pub density_ready: Option<Box<DensityData>>,
-    /// The launch pairs of the report (by identity) for the selector.
-    launch_pairs: Option<(usize, Vec<(u32, u32)>)>,
+    /// A prepared density map handed over by the app, to upload.
+    density_ready: Option<Box<DensityData>>,
+    /// The selection whose map was last asked for.
+    asked: Option<DensityKey>,
 }
 
-impl CommState {
+impl CommView {
     /// Forgets the report of the previous trace (keeps the display choices that still apply).
     pub fn reset(&mut self, for_trace: Option<usize>) {
-        self.for_trace = for_trace;
-        // Dropping the jobs cancels them.
-        self.job = None;
-        self.report = None;
-        self.cancelled = false;
-        self.launches = None;
-        self.density = None;
-        self.density_job = None;
-        self.density_ready = None;
-        self.launch_pairs = None;
+        *self = CommView {
+            for_trace,
+            counts: self.counts,
+            ..CommView::default()
+        };
+    }
+
+    /// The analysis the view asked for has finished.
+    pub fn analyzed(&mut self, a: CommData) {
+        self.report = Some(a.report);
+        self.launch_pairs = a.launch_pairs;
+    }
+
+    /// A density map the view asked for is ready.
+    pub fn density_arrived(&mut self, d: Box<DensityData>) {
+        self.density_ready = Some(d);
     }
 
     /// The selection (launch pair, counting transfers) of the density map on screen.
     pub fn shown(&self) -> Option<(Option<(u32, u32)>, bool)> {
         self.density.as_ref().map(|d| (d.data.key.1, d.data.key.2))
+    }
+
+    /// Draws the view of the shared trace: the analysis' progress while it runs
+    /// (`analysis`: its fraction done, if known), or its report.
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        trace: &TraceData,
+        analysis: Option<Option<f32>>,
+    ) -> Vec<Command> {
+        let mut out = Vec::new();
+        if let Some(r) = self.report.clone() {
+            if let Some(want) = self.draw(ui, &r, trace) {
+                out.push(Command::Density(want));
+            }
+            return out;
+        }
+        if analysis.is_none() && !self.cancelled {
+            out.push(Command::Analyze);
+        }
+        ui.vertical_centered(|ui| {
+            ui.add_space(ui.available_height() / 3.0);
+            if self.cancelled {
+                ui.label("The communication analysis was cancelled.");
+                if ui.button("Analyze again").clicked() {
+                    self.cancelled = false;
+                    out.push(Command::Analyze);
+                }
+                return;
+            }
+            ui.spinner();
+            ui.label(match analysis.flatten() {
+                Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
+                None => "Analyzing inter-CTA communication".to_string(),
+            });
+            if ui.button("Cancel").clicked() {
+                out.push(Command::CancelAnalysis);
+            }
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        });
+        out
     }
 }
 
@@ -237,15 +286,17 @@ pub struct DensityRequest {
     pub key: DensityKey,
 }
 
-/// Draws the view of report `r`; asks for the density map of a new selection, which the app
-/// prepares off the UI thread (the previous map stays on screen meanwhile).
-pub fn draw(
-    ui: &mut Ui,
-    st: &mut CommState,
-    r: &Arc<CommReport>,
-    trace: &TraceData,
-) -> Option<DensityRequest> {
-    ui.horizontal_wrapped(|ui| {
+impl CommView {
+    /// Draws the view of report `r`; asks for the density map of a new selection, which the app
+    /// prepares off the UI thread (the previous map stays on screen meanwhile).
+    fn draw(
+        &mut self,
+        ui: &mut Ui,
+        r: &Arc<CommReport>,
+        trace: &TraceData,
+    ) -> Option<DensityRequest> {
+        let st = self;
+        ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(&trace.label).strong());
         ui.label(format!(
             "{} launch{}, up to {} CTAs · loads {} · stores {} · communicated {} ({:.1}% of the writes are read later) · intra-launch sharing {}",
@@ -259,94 +310,92 @@ pub fn draw(
             human(r.shared_bytes),
         ));
     });
-    if r.transfers.is_empty() {
-        crate::app::views::empty_text(
-            ui,
-            if r.per_launch.len() < 2 {
-                "This trace has one kernel launch: communication needs a later launch reading\n\
+        if r.transfers.is_empty() {
+            crate::app::views::empty_text(
+                ui,
+                if r.per_launch.len() < 2 {
+                    "This trace has one kernel launch: communication needs a later launch reading\n\
                  what an earlier one wrote. Generate hotspot, histogram2, nbody or bfs-levels\n\
                  in the panel on the left, or open a trace with several launches."
-            } else {
-                "No launch reads what an earlier launch wrote in this trace."
-            },
-        );
-        return None;
-    }
-    let id = Arc::as_ptr(r) as usize;
-    if st.launch_pairs.as_ref().is_none_or(|p| p.0 != id) {
-        st.launch_pairs = Some((id, r.launch_pairs()));
-    }
-    ui.horizontal(|ui| {
-        let l = ui.label("Launches");
-        let selected = st
-            .launches
-            .map_or("all launch pairs".to_string(), |p| pair_label(r, p));
-        egui::ComboBox::from_id_salt("comm-launches")
-            .selected_text(selected)
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut st.launches, None, "all launch pairs");
-                for &p in st.launch_pairs.iter().flat_map(|p| &p.1) {
-                    ui.selectable_value(&mut st.launches, Some(p), pair_label(r, p));
-                }
-            })
-            .response
-            .labelled_by(l.id);
-        ui.separator();
-        ui.selectable_value(&mut st.counts, false, "bytes");
-        ui.selectable_value(&mut st.counts, true, "transfers")
-            .on_hover_text("Number of launch pairs with a transfer between the two CTAs");
-        ui.separator();
-        let dims: Vec<String> = ["x", "y", "z"]
-            .iter()
-            .zip(&r.bisection)
-            .filter(|(_, b)| b.cuttable)
-            .map(|(d, b)| format!("{d} {} ({:.1}%)", human(b.bytes), 100.0 * b.relative))
-            .collect();
-        if !dims.is_empty() {
-            ui.label(format!("bisection: {}", dims.join(", ")))
-                .on_hover_text("Bytes crossing a cut of the CTA grid into two halves");
+                } else {
+                    "No launch reads what an earlier launch wrote in this trace."
+                },
+            );
+            return None;
         }
-    });
-    let key = key_of(r, st.launches, st.counts);
-    if let Some(d) = st.density_ready.take() {
-        if d.key == key {
-            st.density = Some(Density::new(ui.ctx(), *d));
-        }
-    }
-    let current = st.density.as_ref().is_some_and(|d| d.data.key == key);
-    let mut request = None;
-    if !current && st.density_job.as_ref().is_none_or(|j| j.1 != key) {
-        request = Some(DensityRequest {
-            report: r.clone(),
-            launches: st.launches,
-            counts: st.counts,
-            key,
-        });
-    }
-    if !current {
-        // Until the job is done (the app is woken then).
-        ui.ctx()
-            .request_repaint_after(std::time::Duration::from_millis(100));
-    }
-    let Some(d) = &st.density else {
-        ui.vertical_centered(|ui| {
-            ui.add_space(ui.available_height() / 3.0);
-            ui.spinner();
-            ui.label("Preparing the density map");
-        });
-        return request;
-    };
-    if !current {
         ui.horizontal(|ui| {
-            ui.spinner();
-            ui.label("Updating the density map for the new selection");
+            let l = ui.label("Launches");
+            let selected = st
+                .launches
+                .map_or("all launch pairs".to_string(), |p| pair_label(r, p));
+            egui::ComboBox::from_id_salt("comm-launches")
+                .selected_text(selected)
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut st.launches, None, "all launch pairs");
+                    for &p in &st.launch_pairs {
+                        ui.selectable_value(&mut st.launches, Some(p), pair_label(r, p));
+                    }
+                })
+                .response
+                .labelled_by(l.id);
+            ui.separator();
+            ui.selectable_value(&mut st.counts, false, "bytes");
+            ui.selectable_value(&mut st.counts, true, "transfers")
+                .on_hover_text("Number of launch pairs with a transfer between the two CTAs");
+            ui.separator();
+            let dims: Vec<String> = ["x", "y", "z"]
+                .iter()
+                .zip(&r.bisection)
+                .filter(|(_, b)| b.cuttable)
+                .map(|(d, b)| format!("{d} {} ({:.1}%)", human(b.bytes), 100.0 * b.relative))
+                .collect();
+            if !dims.is_empty() {
+                ui.label(format!("bisection: {}", dims.join(", ")))
+                    .on_hover_text("Bytes crossing a cut of the CTA grid into two halves");
+            }
         });
+        let key = key_of(r, st.launches, st.counts);
+        if let Some(d) = st.density_ready.take() {
+            if d.key == key {
+                st.density = Some(Density::new(ui.ctx(), *d));
+            }
+        }
+        let current = st.density.as_ref().is_some_and(|d| d.data.key == key);
+        let mut request = None;
+        if !current && st.asked != Some(key) {
+            st.asked = Some(key);
+            request = Some(DensityRequest {
+                report: r.clone(),
+                launches: st.launches,
+                counts: st.counts,
+                key,
+            });
+        }
+        if !current {
+            // Until the job is done (the app is woken then).
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        }
+        let Some(d) = &st.density else {
+            ui.vertical_centered(|ui| {
+                ui.add_space(ui.available_height() / 3.0);
+                ui.spinner();
+                ui.label("Preparing the density map");
+            });
+            return request;
+        };
+        if !current {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("Updating the density map for the new selection");
+            });
+        }
+        ui.columns(2, |cols| {
+            density_plot(&mut cols[0], d);
+            side_plots(&mut cols[1], &d.data, r);
+        });
+        request
     }
-    ui.columns(2, |cols| {
-        density_plot(&mut cols[0], d);
-        side_plots(&mut cols[1], &d.data, r);
-    });
-    request
 }
 
 fn density_plot(ui: &mut Ui, shown: &Density) {

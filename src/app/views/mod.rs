@@ -1,6 +1,8 @@
-//! The views, one file each (`address.rs`, `reuse.rs`, `sets.rs`; the miss and communication
-//! views in `misses.rs` and `comm.rs`); every view draws one pane's result. This module holds
-//! the view list and what several views share: empty-state text, legends, axis marks.
+//! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`).
+//! Each is a struct holding what it keeps between frames, with a `ui` method that draws from
+//! data made on the worker and returns [`Command`]s for the app to carry out after drawing
+//! (`command.rs`). This module holds the view list and what several views share: empty-state
+//! text, legends, axis marks.
 
 use egui::{Color32, RichText, Ui};
 use egui_plot::PlotPoint;
@@ -71,7 +73,6 @@ pub fn colour_legend(
     trace: &TraceData,
     by: ColourBy,
 ) -> (Vec<(Color32, String)>, Option<String>) {
-    let p = &d.points;
     let palette = theme::PALETTE_LEN as u32;
     match by {
         ColourBy::Outcome => {
@@ -86,7 +87,7 @@ pub fn colour_legend(
         }
         ColourBy::Instruction => {
             // Instruction ids are per kernel: an id's name in each kernel that has it.
-            let count = p.inst.iter().copied().max().map_or(0, |m| m + 1);
+            let count = d.ids.inst;
             let entries = (0..count.min(palette))
                 .map(|i| {
                     let mut names: Vec<&str> = Vec::new();
@@ -105,15 +106,16 @@ pub fn colour_legend(
             (entries, note)
         }
         _ => {
-            let (what, ids): (&str, Vec<u32>) = match by {
-                ColourBy::Warp => ("warp", p.warp.clone()),
-                ColourBy::Cta => ("CTA", p.cta.clone()),
-                ColourBy::Sm => ("SM", p.sm.iter().map(|&v| v as u32).collect()),
-                ColourBy::Kernel => ("kernel", p.kernel.iter().map(|&v| v as u32).collect()),
-                _ if p.thread.is_empty() => ("warp", p.warp.clone()),
-                _ => ("thread", p.thread.clone()),
+            // Counted on the worker: these columns hold a value per request.
+            let ids = &d.ids;
+            let (what, count) = match by {
+                ColourBy::Warp => ("warp", ids.warp),
+                ColourBy::Cta => ("CTA", ids.cta),
+                ColourBy::Sm => ("SM", ids.sm),
+                ColourBy::Kernel => ("kernel", ids.kernel),
+                _ if d.points.thread.is_empty() => ("warp", ids.warp),
+                _ => ("thread", ids.thread),
             };
-            let count = ids.iter().copied().max().map_or(0, |m| m + 1);
             let entries = (0..count.min(palette))
                 .map(|i| (theme::category(i), format!("{what} {i}")))
                 .collect();
@@ -178,13 +180,15 @@ pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
 mod address;
 mod address_hover;
 pub mod comm;
+pub mod command;
 pub mod misses;
 mod reuse;
 mod sets;
 
-pub use address::{
-    address, linked_request, AddressOptions, AddressOutput, AddressState, LinkedHover, MARKER_LIMIT,
-};
+pub use address::{linked_request, AddressView, MARKER_LIMIT};
 pub use address_hover::{store_note, timing_result};
-pub use reuse::{distance_bin_x, limit_x, reuse};
-pub use sets::{set_label, set_marks, sets, SetMetric, SetsState};
+pub use comm::CommView;
+pub use command::{Command, LinkedHover, PaneCx, PaneView};
+pub use misses::MissesView;
+pub use reuse::{distance_bin_x, limit_x, ReuseView};
+pub use sets::{set_label, set_marks, SetMetric, SetsView};

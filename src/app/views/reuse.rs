@@ -3,6 +3,7 @@
 use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, Points, VLine};
 
+use super::command::{Command, PaneCx, PaneView};
 use super::*;
 use crate::app::data::{Outcome, SimData};
 use crate::app::theme;
@@ -27,7 +28,18 @@ pub fn limit_x(limit: u64) -> f64 {
     distance_bin_x(lo) - 0.5 + (limit - lo) as f64 / lo as f64
 }
 
-pub fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
+/// The reuse view of one pane (it keeps nothing between frames).
+#[derive(Default)]
+pub struct ReuseView;
+
+impl PaneView for ReuseView {
+    fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
+        reuse(ui, cx.pane, cx.data, cx.link);
+        Vec::new()
+    }
+}
+
+fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     let Some(r) = &d.report.reuse else {
         empty(
             ui,

@@ -1,43 +1,13 @@
 //! Accesses and misses per cache set, and the miss rate over time per instruction or SM.
 
-use std::sync::Arc;
-
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints, Points};
 
+use super::command::{Command, PaneCx, PaneView};
 use super::*;
+pub use crate::app::data::SetMetric;
 use crate::app::data::SimData;
 use crate::app::theme;
-
-/// The colour scale's ends and name for a set-heatmap metric.
-fn set_scale(g: &crate::app::data::SetGrid, metric: SetMetric) -> (String, String, String) {
-    match metric {
-        SetMetric::Accesses => (
-            "1".into(),
-            g.accesses.iter().max().copied().unwrap_or(0).to_string(),
-            "accesses per cell (log scale)".into(),
-        ),
-        SetMetric::Misses => (
-            "1".into(),
-            g.misses.iter().max().copied().unwrap_or(0).to_string(),
-            "misses per cell (log scale)".into(),
-        ),
-        SetMetric::MissRate => {
-            let max = g
-                .accesses
-                .iter()
-                .zip(&g.misses)
-                .filter(|(&a, _)| a > 0)
-                .map(|(&a, &m)| m as f64 / a as f64)
-                .fold(0.0, f64::max);
-            (
-                "0%".into(),
-                format!("{:.0}%", max * 100.0),
-                "misses / accesses per cell".into(),
-            )
-        }
-    }
-}
 
 /// A set-axis label: the set number at a row's centre, nothing elsewhere.
 pub fn set_label(y: f64) -> String {
@@ -64,154 +34,129 @@ pub fn set_marks(bounds: (f64, f64), sets: f64, step: f64) -> Vec<egui_plot::Gri
     marks
 }
 
-/// What the set heatmap shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub enum SetMetric {
-    #[default]
-    Accesses,
-    Misses,
-    MissRate,
-}
-
-/// Cached heatmap texture of one pane.
+/// The set view of one pane: the heatmap's texture, made from the worker's image of the
+/// metric shown.
 #[derive(Default)]
-pub struct SetsState {
-    pub texture: Option<(u64, SetMetric, egui::TextureHandle)>,
+pub struct SetsView {
+    texture: Option<(u64, SetMetric, egui::TextureHandle)>,
     /// Requests of the data last shown (a change resets the view to the new extent).
-    pub extent: Option<u64>,
+    extent: Option<u64>,
     /// The miss rate over time per SM instead of per instruction.
-    pub by_sm: bool,
+    by_sm: bool,
 }
 
-/// Accesses and misses per set over time.
-pub fn sets(
-    ui: &mut Ui,
-    pane: usize,
-    d: &Arc<SimData>,
-    generation: u64,
-    metric: &mut SetMetric,
-    state: &mut SetsState,
-    link: egui::Id,
-) {
-    let g = &d.sets;
-    if g.accesses.is_empty() || d.points.is_empty() {
-        empty(ui, "No requests reached the simulated L1.");
-        return;
+impl PaneView for SetsView {
+    /// Accesses and misses per set over time.
+    fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
+        let mut metric = cx.set_metric;
+        self.draw(ui, cx, &mut metric);
+        if metric != cx.set_metric {
+            vec![Command::SetMetric(metric)]
+        } else {
+            Vec::new()
+        }
     }
-    ui.horizontal(|ui| {
-        ui.selectable_value(metric, SetMetric::Accesses, "accesses");
-        ui.selectable_value(metric, SetMetric::Misses, "misses");
-        ui.selectable_value(metric, SetMetric::MissRate, "miss rate");
-        ui.label(
-            RichText::new(format!(
-                "{} sets x {} time slices of {} requests",
-                g.sets, g.bins, g.per_bin
-            ))
-            .weak(),
-        );
-    });
-    let (low, high, what) = set_scale(g, *metric);
-    ui.horizontal(|ui| {
-        theme::colour_scale(ui, 0.0, &low, &high, &what);
-        theme::swatch(ui, Color32::from_gray(20), "none");
-    });
-    let stale = state
-        .texture
-        .as_ref()
-        .is_none_or(|(gen, m, _)| *gen != generation || *m != *metric);
-    if stale {
-        let values: Vec<f32> = match metric {
-            SetMetric::Accesses => g.accesses.iter().map(|&v| v as f32).collect(),
-            SetMetric::Misses => g.misses.iter().map(|&v| v as f32).collect(),
-            SetMetric::MissRate => g
-                .accesses
-                .iter()
-                .zip(&g.misses)
-                .map(|(&a, &m)| if a == 0 { -1.0 } else { m as f32 / a as f32 })
-                .collect(),
-        };
-        let max = values.iter().copied().fold(0.0f32, f32::max).max(1e-9);
-        let log = *metric != SetMetric::MissRate;
-        let pixels: Vec<Color32> = (0..g.sets)
-            .rev()
-            .flat_map(|s| (0..g.bins).map(move |b| (s, b)))
-            .map(|(s, b)| {
-                let v = values[s * g.bins + b];
-                if v <= 0.0 && log || v < 0.0 {
-                    Color32::from_gray(20)
-                } else if log {
-                    theme::ramp(v.ln_1p() / max.ln_1p())
-                } else {
-                    theme::ramp(v / max)
-                }
-            })
-            .collect();
-        let img = egui::ColorImage::new([g.bins, g.sets], pixels);
-        let tex = ui
-            .ctx()
-            .load_texture(format!("sets-{pane}"), img, egui::TextureOptions::NEAREST);
-        state.texture = Some((generation, *metric, tex));
-    }
-    let Some((_, _, tex)) = &state.texture else {
-        return;
-    };
-    let width = (g.bins as u64 * g.per_bin) as f64;
-    let sets_n = g.sets as f64;
-    let per_bin = g.per_bin;
-    let shared = d.clone();
-    let bins = g.bins;
-    let reset = state.extent != Some(width.to_bits());
-    state.extent = Some(width.to_bits());
-    let heat_height = ui.available_height() * 0.55;
-    let plot = Plot::new(("sets", pane)).height(heat_height);
-    let plot = if reset { plot.reset() } else { plot };
-    // Row s spans [s, s + 1): label rows at their centres, never at their edges.
-    plot.link_axis(link, [true, false])
-        .x_axis_label("request (issue order)")
-        .y_axis_label("set")
-        .include_x(0.0)
-        .include_x(width)
-        .include_y(0.0)
-        .include_y(sets_n)
-        .set_margin_fraction(egui::vec2(0.01, 0.0))
-        .y_axis_formatter(|m, _| set_label(m.value))
-        .y_grid_spacer(move |gi| {
-            // egui_plot draws y labels 20 points or more apart (in full at 30); the grid's
-            // base step is 8 points: a power of two of sets at least 32 points apart.
-            let step = ((gi.base_step_size * 4.0).max(1.0).ceil() as u64).next_power_of_two();
-            set_marks(gi.bounds, sets_n, step as f64)
-        })
-        .show_grid(false)
-        .label_formatter(move |h| {
-            let p = match h {
-                egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
-                egui_plot::HoverPosition::Elsewhere { position } => position,
-            };
-            if p.x < 0.0 || p.y < 0.0 || p.y >= sets_n {
-                return None;
-            }
-            let b = ((p.x as u64) / per_bin) as usize;
-            let s = p.y as usize;
-            if b >= bins {
-                return None;
-            }
-            let a = shared.sets.accesses[s * bins + b];
-            let m = shared.sets.misses[s * bins + b];
-            Some(format!(
-                "set {s}, requests {}..{}\n{a} accesses, {m} misses",
-                b as u64 * per_bin,
-                (b as u64 + 1) * per_bin
-            ))
-        })
-        .show(ui, |pui| {
-            pui.image(PlotImage::new(
-                "sets",
-                tex.id(),
-                PlotPoint::new(width / 2.0, sets_n / 2.0),
-                egui::vec2(width as f32, sets_n as f32),
-            ));
+}
+
+impl SetsView {
+    fn draw(&mut self, ui: &mut Ui, cx: &PaneCx, metric: &mut SetMetric) {
+        let (pane, d, generation, link) = (cx.pane, cx.data, cx.generation, cx.link);
+        let state = self;
+        let g = &d.sets;
+        if g.accesses.is_empty() || d.points.is_empty() {
+            empty(ui, "No requests reached the simulated L1.");
+            return;
+        }
+        ui.horizontal(|ui| {
+            ui.selectable_value(metric, SetMetric::Accesses, "accesses");
+            ui.selectable_value(metric, SetMetric::Misses, "misses");
+            ui.selectable_value(metric, SetMetric::MissRate, "miss rate");
+            ui.label(
+                RichText::new(format!(
+                    "{} sets x {} time slices of {} requests",
+                    g.sets, g.bins, g.per_bin
+                ))
+                .weak(),
+            );
         });
-    over_time(ui, pane, d, &mut state.by_sm);
+        let (low, high, what) = g.scale(*metric);
+        ui.horizontal(|ui| {
+            theme::colour_scale(ui, 0.0, &low, &high, &what);
+            theme::swatch(ui, Color32::from_gray(20), "none");
+        });
+        let stale = state
+            .texture
+            .as_ref()
+            .is_none_or(|(gen, m, _)| *gen != generation || *m != *metric);
+        if stale {
+            let tex = ui.ctx().load_texture(
+                format!("sets-{pane}"),
+                g.images[metric.index()].clone(),
+                egui::TextureOptions::NEAREST,
+            );
+            state.texture = Some((generation, *metric, tex));
+        }
+        let Some((_, _, tex)) = &state.texture else {
+            return;
+        };
+        let width = (g.bins as u64 * g.per_bin) as f64;
+        let sets_n = g.sets as f64;
+        let per_bin = g.per_bin;
+        let shared = d.clone();
+        let bins = g.bins;
+        let reset = state.extent != Some(width.to_bits());
+        state.extent = Some(width.to_bits());
+        let heat_height = ui.available_height() * 0.55;
+        let plot = Plot::new(("sets", pane)).height(heat_height);
+        let plot = if reset { plot.reset() } else { plot };
+        // Row s spans [s, s + 1): label rows at their centres, never at their edges.
+        plot.link_axis(link, [true, false])
+            .x_axis_label("request (issue order)")
+            .y_axis_label("set")
+            .include_x(0.0)
+            .include_x(width)
+            .include_y(0.0)
+            .include_y(sets_n)
+            .set_margin_fraction(egui::vec2(0.01, 0.0))
+            .y_axis_formatter(|m, _| set_label(m.value))
+            .y_grid_spacer(move |gi| {
+                // egui_plot draws y labels 20 points or more apart (in full at 30); the grid's
+                // base step is 8 points: a power of two of sets at least 32 points apart.
+                let step = ((gi.base_step_size * 4.0).max(1.0).ceil() as u64).next_power_of_two();
+                set_marks(gi.bounds, sets_n, step as f64)
+            })
+            .show_grid(false)
+            .label_formatter(move |h| {
+                let p = match h {
+                    egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
+                    egui_plot::HoverPosition::Elsewhere { position } => position,
+                };
+                if p.x < 0.0 || p.y < 0.0 || p.y >= sets_n {
+                    return None;
+                }
+                let b = ((p.x as u64) / per_bin) as usize;
+                let s = p.y as usize;
+                if b >= bins {
+                    return None;
+                }
+                let a = shared.sets.accesses[s * bins + b];
+                let m = shared.sets.misses[s * bins + b];
+                Some(format!(
+                    "set {s}, requests {}..{}\n{a} accesses, {m} misses",
+                    b as u64 * per_bin,
+                    (b as u64 + 1) * per_bin
+                ))
+            })
+            .show(ui, |pui| {
+                pui.image(PlotImage::new(
+                    "sets",
+                    tex.id(),
+                    PlotPoint::new(width / 2.0, sets_n / 2.0),
+                    egui::vec2(width as f32, sets_n as f32),
+                ));
+            });
+        over_time(ui, pane, d, &mut state.by_sm);
+    }
 }
 
 /// Miss rate over time per instruction or per SM (the busiest few), in the same issue-order

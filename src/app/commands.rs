@@ -1,0 +1,133 @@
+//! Carrying out what the views ask for ([`Command`]), after drawing: each job a view asks
+//! for goes into its owner's slot (replacing, and so cancelling, an older one), and each
+//! choice into the settings. Finished jobs come back through [`WarpscopeApp::view_jobs`].
+
+use super::data::Selection;
+use super::job::{take_finished, Job, JobError};
+use super::views::command::LinkKey;
+use super::views::{linked_request, Command};
+use super::*;
+
+/// The jobs a pane's views asked for.
+#[derive(Default)]
+pub struct PaneJobs {
+    /// Drawing the address view's raster (a newer request replaces, and so stops, it).
+    pub raster: Option<Job<raster::Raster>>,
+    /// Summarizing the address view's box selection.
+    pub select: Option<Job<(Selection, u64)>>,
+    /// Finding the request linked to one hovered in another pane.
+    pub link: Option<Job<(LinkKey, Option<usize>)>>,
+}
+
+impl WarpscopeApp {
+    pub(super) fn view_command(&mut self, c: Command) {
+        match c {
+            // Handled in the frame (`central`): hovering lasts one frame.
+            Command::Hover { .. } => {}
+            Command::Only { pane, filter } => {
+                self.only_trace = self.pane_trace(pane).as_ref().map(pane_trace::trace_id);
+                self.only = filter;
+            }
+            Command::Raster { pane, request } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    p.jobs.raster = Some(Job::spawn(
+                        format!("Drawing pane {}", pane + 1),
+                        &self.wake,
+                        move |progress| raster::draw(request, progress),
+                    ));
+                }
+            }
+            Command::Select {
+                pane,
+                generation,
+                x,
+                y,
+                data,
+            } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    p.jobs.select = Some(Job::spawn(
+                        format!("Summarizing the selection of pane {}", pane + 1),
+                        &self.wake,
+                        move |_| Ok((data.select(x, y), generation)),
+                    ));
+                }
+            }
+            Command::Link { pane, lookup } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    p.jobs.link = Some(Job::spawn(
+                        "Finding the linked request",
+                        &self.wake,
+                        move |_| {
+                            let found = linked_request(&lookup.src, lookup.request, &lookup.dst);
+                            Ok((lookup.key, found))
+                        },
+                    ));
+                }
+            }
+            Command::SetMetric(m) => self.settings.set_metric = m,
+            Command::MissOptions(o) => self.settings.misses = o,
+            Command::Analyze => {
+                if let Some(t) = self.trace.clone() {
+                    self.comm.cancelled = false;
+                    self.comm_job = Some(Job::spawn(
+                        "Analyzing communication",
+                        &self.wake,
+                        move |p| worker::communicate(&t, p),
+                    ));
+                }
+            }
+            Command::CancelAnalysis => {
+                if let Some(j) = &self.comm_job {
+                    j.cancel();
+                }
+            }
+            Command::Density(want) => {
+                // Replaces (and so cancels) the map of an earlier selection.
+                self.density_job = Some(Job::spawn(
+                    "Preparing the density map",
+                    &self.wake,
+                    move |_| {
+                        Ok(Box::new(views::comm::density(
+                            &want.report,
+                            want.launches,
+                            want.counts,
+                        )))
+                    },
+                ));
+            }
+        }
+    }
+
+    /// Hands the views the results of the jobs they asked for. Called every frame.
+    pub(super) fn view_jobs(&mut self) {
+        if let Some(r) = take_finished(&mut self.comm_job) {
+            match r {
+                Ok(a) => self.comm.analyzed(a),
+                Err(JobError::Cancelled) => self.comm.cancelled = true,
+                Err(JobError::Failed(e)) => self.status = Status::Error(e),
+            }
+        }
+        match take_finished(&mut self.density_job) {
+            Some(Ok(d)) => self.comm.density_arrived(d),
+            Some(Err(JobError::Failed(e))) => self.status = Status::Error(e),
+            _ => {}
+        }
+        for p in self.panes.iter_mut() {
+            // A raster or a summary of an older result is of no use (a failed raster keeps
+            // the markers).
+            if let Some(Ok(r)) = take_finished(&mut p.jobs.raster) {
+                if p.generation == r.generation {
+                    p.address.raster_arrived(r.view, r.image, r.generation);
+                }
+            }
+            if let Some(Ok((s, generation))) = take_finished(&mut p.jobs.select) {
+                if p.generation == generation {
+                    p.address.selection_arrived(s, generation);
+                }
+            }
+            if let Some(Ok((key, found))) = take_finished(&mut p.jobs.link) {
+                p.address.link_arrived(key, found);
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The rows of the miss view's tables (per instruction, per CTA, per source line), built on
+//! the worker with the rest of a run's [`SimData`] so that the view only sorts and draws them.
+
+use super::{inst_label, ClassSplit, Outcome, SimData, TraceData};
+use crate::cache::{Counters, MissClasses};
+
+/// Which table the miss view shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Per {
+    #[default]
+    Instruction,
+    Cta,
+    /// Per source line, for traces with line info (Accel-Sim `-lineinfo`).
+    SourceLine,
+}
+
+/// The three tables of a run, in report order, and the run's classes for reads and writes.
+#[derive(Clone, Debug, Default)]
+pub struct MissTables {
+    pub instruction: Vec<MissRow>,
+    pub cta: Vec<MissRow>,
+    pub source_line: Vec<MissRow>,
+    /// Every request's classes, for reads and for writes.
+    pub totals: ClassCounts,
+}
+
+impl MissTables {
+    pub fn new(d: &SimData, trace: &TraceData) -> Self {
+        let mut totals = ClassCounts::default();
+        if d.config.timing.is_some() {
+            totals = ClassCounts::from_classes(&d.report.totals.miss_classes);
+        } else {
+            for s in &d.per_inst {
+                let c = ClassCounts::from_split(s);
+                for k in 0..5 {
+                    totals.reads[k] += c.reads[k];
+                    totals.writes[k] += c.writes[k];
+                }
+            }
+        }
+        MissTables {
+            instruction: rows(d, trace, Per::Instruction),
+            cta: rows(d, trace, Per::Cta),
+            source_line: rows(d, trace, Per::SourceLine),
+            totals,
+        }
+    }
+    /// One table.
+    pub fn of(&self, per: Per) -> &[MissRow] {
+        match per {
+            Per::Instruction => &self.instruction,
+            Per::Cta => &self.cta,
+            Per::SourceLine => &self.source_line,
+        }
+    }
+}
+
+/// Misses per class column, for reads and for writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassCounts {
+    pub reads: [u64; 5],
+    pub writes: [u64; 5],
+}
+
+impl ClassCounts {
+    /// From the per-request split (no timing): the three classes of each request.
+    fn from_split(s: &ClassSplit) -> Self {
+        let of = |w| {
+            [
+                s.get(w, Outcome::Compulsory),
+                s.get(w, Outcome::Capacity),
+                s.get(w, Outcome::Conflict),
+                0,
+                0,
+            ]
+        };
+        ClassCounts {
+            reads: of(false),
+            writes: of(true),
+        }
+    }
+    /// From the report's classes (timing): every request is a load, so all are reads.
+    fn from_classes(c: &MissClasses) -> Self {
+        ClassCounts {
+            reads: [c.compulsory, c.capacity, c.conflict, c.latency, c.mshr],
+            writes: [0; 5],
+        }
+    }
+}
+
+/// A table row: label, requests, misses, classes, stores that bypassed the L1, and the
+/// Nsight-Compute-like measures of its traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MissRow {
+    pub label: String,
+    /// The instruction (kernel, id) of a per-instruction row.
+    pub inst: Option<(u16, u32)>,
+    pub requests: u64,
+    pub misses: u64,
+    pub classes: ClassCounts,
+    pub bypassed: u64,
+    /// Thread accesses served, and memory transactions (sectors or segments) made.
+    pub accesses: u64,
+    pub transactions: u64,
+    /// Bytes brought into the L1 (from L2 / memory) and sent out of it.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl MissRow {
+    pub fn rate(&self) -> f64 {
+        self.misses as f64 / self.requests.max(1) as f64
+    }
+    /// Thread accesses per request: how well the warp's accesses coalesced (32 for a warp
+    /// of 4-byte accesses to one 128-byte line).
+    pub fn accesses_per_request(&self) -> f64 {
+        self.accesses as f64 / self.requests.max(1) as f64
+    }
+    /// Memory transactions (sectors with sectored lines) per request.
+    pub fn transactions_per_request(&self) -> f64 {
+        self.transactions as f64 / self.requests.max(1) as f64
+    }
+}
+
+fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow {
+    let timing = d.config.timing.is_some();
+    MissRow {
+        label,
+        inst: None,
+        requests: c.requests,
+        misses: c.misses,
+        classes: if timing {
+            ClassCounts::from_classes(&c.miss_classes)
+        } else {
+            ClassCounts::from_split(split)
+        },
+        bypassed: if timing { c.writes } else { 0 },
+        accesses: c.accesses,
+        transactions: c.transactions,
+        bytes_in: c.bytes_from_memory,
+        bytes_out: c.bytes_to_memory,
+    }
+}
+
+/// The rows of the per-instruction or per-CTA table, in report order.
+pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
+    let several = trace.trace.kernels.len() > 1;
+    let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
+    match per {
+        Per::Instruction => d
+            .report
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut label = inst_label(several, r.kernel, &r.name);
+                if let Some(l) = r.line {
+                    label.push_str(&format!(" (line {l})"));
+                }
+                MissRow {
+                    inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
+                    ..row(d, label, &r.counters, &split(&d.per_inst, i))
+                }
+            })
+            .collect(),
+        Per::Cta => d
+            .report
+            .ctas
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.counters.requests > 0 || r.counters.writes > 0)
+            .map(|(i, r)| {
+                let k = if several {
+                    format!("k{} ", r.kernel)
+                } else {
+                    String::new()
+                };
+                let label = format!("{k}({},{},{})", r.cta.x, r.cta.y, r.cta.z);
+                row(d, label, &r.counters, &split(&d.per_cta, i))
+            })
+            .collect(),
+        Per::SourceLine => {
+            let names: std::collections::BTreeSet<&str> = d
+                .report
+                .source_lines
+                .iter()
+                .map(|l| l.kernel_name.as_str())
+                .collect();
+            let kernel_name = |k: u32| {
+                d.report
+                    .kernels
+                    .iter()
+                    .find(|r| r.kernel == k)
+                    .map_or("", |r| r.name.as_str())
+            };
+            d.report
+                .source_lines
+                .iter()
+                .map(|l| {
+                    // The line's classes: the sum of its instructions' (over every launch).
+                    let mut sum = ClassSplit::default();
+                    for (i, r) in d.report.instructions.iter().enumerate() {
+                        if r.line == Some(l.line) && kernel_name(r.kernel) == l.kernel_name {
+                            let s = split(&d.per_inst, i);
+                            for (a, b) in sum.counts.iter_mut().zip(s.counts) {
+                                for (x, y) in a.iter_mut().zip(b) {
+                                    *x += y;
+                                }
+                            }
+                        }
+                    }
+                    let label = if names.len() > 1 {
+                        format!(
+                            "{} line {}",
+                            crate::sim::short_name(&l.kernel_name, 24),
+                            l.line
+                        )
+                    } else {
+                        format!("line {}", l.line)
+                    };
+                    row(d, label, &l.counters, &sum)
+                })
+                .collect()
+        }
+    }
+}
