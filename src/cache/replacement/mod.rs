@@ -7,8 +7,9 @@
 //! Each policy's file also declares its entry in the registry of [`Replacement`] (name,
 //! aliases, menu label, description), which the configuration parser, `--help`, the app's
 //! menus and the docs read. To add a policy: its file (the state, `touch`/`insert`/`victim`
-//! and its `ENTRY`, implementing [`ReplacementPolicy`]), a `Replacement` variant, its entry
-//! in `ENTRIES` and its line in `policies!` below.
+//! and its `ENTRY`, implementing [`ReplacementPolicy`]), a `Replacement` variant, and its
+//! line in `policies!` below (type and entries), which makes both the registry and the enum
+//! the hot loop dispatches on.
 
 mod fifo;
 mod frequency;
@@ -25,18 +26,6 @@ pub use random::RandomRepl;
 use crate::config::choice::{Choice, Entry};
 use crate::config::Replacement;
 
-impl Choice for Replacement {
-    const WHAT: &'static str = "replacement";
-    const ENTRIES: &'static [Entry<Replacement>] = &[
-        lru::ENTRY,
-        fifo::ENTRY,
-        frequency::LFU,
-        frequency::MFU,
-        random::ENTRY,
-        plru::ENTRY,
-    ];
-}
-
 /// What every policy does, on (set, way) of a set-associative array.
 pub trait ReplacementPolicy: Sized {
     /// Whether this policy is the one `kind` names (one type may serve several, as LFU/MFU).
@@ -52,10 +41,16 @@ pub trait ReplacementPolicy: Sized {
     fn victim(&mut self, set: usize) -> usize;
 }
 
-/// Declares [`Policy`], the configured policy's per-set state: an enum over the policies
+/// Declares, from one list, the registry of [`Replacement`] (each policy's entries, in menu
+/// order) and [`Policy`], the configured policy's per-set state: an enum over the policies
 /// (static dispatch keeps the hot loop inlined), with every method forwarded.
 macro_rules! policies {
-    ($($variant:ident($policy:ty)),+ $(,)?) => {
+    ($($variant:ident($policy:ty) [$($entry:expr),+]),+ $(,)?) => {
+        impl Choice for Replacement {
+            const WHAT: &'static str = "replacement";
+            const ENTRIES: &'static [Entry<Replacement>] = &[$($($entry),+),+];
+        }
+
         /// The per-set state of the configured policy.
         #[derive(Clone, Debug)]
         pub enum Policy {
@@ -106,9 +101,9 @@ macro_rules! policies {
 }
 
 policies! {
-    Lru(Lru),
-    Fifo(Fifo),
-    Frequency(Frequency),
-    Random(RandomRepl),
-    Plru(Plru),
+    Lru(Lru) [lru::ENTRY],
+    Fifo(Fifo) [fifo::ENTRY],
+    Frequency(Frequency) [frequency::LFU, frequency::MFU],
+    Random(RandomRepl) [random::ENTRY],
+    Plru(Plru) [plru::ENTRY],
 }

@@ -2,7 +2,8 @@
 //! own state and its entry in the registry of [`IssuePolicy`] (name, aliases, menu label,
 //! description), which the configuration parser, `--help`, the app's menus and the docs
 //! read. To add a policy: its file (state, [`IssueState`], `ENTRY`), an `IssuePolicy`
-//! variant, its entry in `ENTRIES` and its line in `issue_policies!` below.
+//! variant, and its line in `issue_policies!` below (state and entry), which makes both the
+//! registry and the enum the scheduler dispatches on.
 
 mod gto;
 mod random;
@@ -18,17 +19,6 @@ use random::Random;
 use round_robin::RoundRobin;
 use sequential::Sequential;
 use two_level::TwoLevel;
-
-impl Choice for IssuePolicy {
-    const WHAT: &'static str = "issue policy";
-    const ENTRIES: &'static [Entry<IssuePolicy>] = &[
-        round_robin::ENTRY,
-        sequential::ENTRY,
-        random::ENTRY,
-        gto::ENTRY,
-        two_level::ENTRY,
-    ];
-}
 
 /// What every issue policy does with the warps of one SM, in launch (age) order.
 pub(super) trait IssueState: Sized {
@@ -68,10 +58,16 @@ impl Position {
     }
 }
 
-/// Declares [`Policy`], an SM's issue-policy state: an enum over the policies (static
-/// dispatch keeps the scheduler's loop inlined), with every method forwarded.
+/// Declares, from one list, the registry of [`IssuePolicy`] and [`Policy`], an SM's
+/// issue-policy state: an enum over the policies (static dispatch keeps the scheduler's loop
+/// inlined), with every method forwarded.
 macro_rules! issue_policies {
-    ($($variant:ident($state:ty)),+ $(,)?) => {
+    ($($variant:ident($state:ty) [$entry:expr]),+ $(,)?) => {
+        impl Choice for IssuePolicy {
+            const WHAT: &'static str = "issue policy";
+            const ENTRIES: &'static [Entry<IssuePolicy>] = &[$($entry),+];
+        }
+
         #[derive(Clone, Debug)]
         enum Policy {
             $($variant($state)),+
@@ -119,11 +115,11 @@ macro_rules! issue_policies {
 }
 
 issue_policies! {
-    RoundRobin(RoundRobin),
-    Sequential(Sequential),
-    Random(Random),
-    Gto(Gto),
-    TwoLevel(TwoLevel),
+    RoundRobin(RoundRobin) [round_robin::ENTRY],
+    Sequential(Sequential) [sequential::ENTRY],
+    Random(Random) [random::ENTRY],
+    Gto(Gto) [gto::ENTRY],
+    TwoLevel(TwoLevel) [two_level::ENTRY],
 }
 
 /// What one SM holds: resident CTAs and their warps in launch (age) order.
