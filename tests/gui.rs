@@ -192,12 +192,7 @@ fn the_last_submitted_result_wins_in_the_app() {
     first.cache.ways = 1;
     let mut second = first.clone();
     second.cache.ways = 0;
-    let running = |a: &WarpscopeApp| {
-        a.panes[0]
-            .sim
-            .as_ref()
-            .map(|j| j.progress() as *const warpscope::app::job::Progress)
-    };
+    let running = |a: &WarpscopeApp| a.panes[0].sim.as_ref().map(|j| Arc::as_ptr(j.progress()));
     a.set_config(0, "first", first, 1.0);
     a.update_jobs(2.0);
     let t1 = running(&a).expect("submitted");

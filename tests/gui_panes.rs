@@ -442,3 +442,21 @@ fn a_pane_can_show_another_kernel_beside_the_shared_one() {
     );
     assert!(h.query_by_label("trace").is_none());
 }
+
+#[test]
+fn the_status_bar_cancels_a_generation_and_keeps_the_current_trace() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    // Large enough to be still running when the button is clicked (about 134 M accesses).
+    h.state_mut().max_generated_accesses = None;
+    h.state_mut().generate("matmul".into(), "n=512".into());
+    h.run_steps(2);
+    assert!(!h.state().running().is_empty(), "the generation runs");
+    h.get_by_label("Cancel").click();
+    step_until(&mut h, "the generation stops", |a| a.running().is_empty());
+    assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
+    assert_eq!(
+        h.state().status,
+        warpscope::app::Status::Info("Cancelled: the current trace stays".into())
+    );
+}

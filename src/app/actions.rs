@@ -97,6 +97,11 @@ impl WarpscopeApp {
                 self.chosen(purpose, path, ctx, now);
             }
             Action::View(c) => self.view_command(c),
+            Action::Cancel(p) => p.cancel(),
+            Action::GenerateAnyway(q) => match q.pane {
+                Some(i) => self.generate_in_pane_limited(i, q.kernel, q.params, None),
+                None => self.generate_limited(q.kernel, q.params, None),
+            },
             Action::EditConfig(i, edit) => {
                 let changed = edit.changed;
                 self.settings.panes[i] = (edit.preset, edit.config);

@@ -43,10 +43,7 @@ impl WarpscopeApp {
         let (anyway, keep) = modal.inner;
         if anyway {
             self.too_large = None;
-            match q.pane {
-                Some(i) => self.generate_in_pane_limited(i, q.kernel, q.params, None),
-                None => self.generate_limited(q.kernel, q.params, None),
-            }
+            self.actions.push(Action::GenerateAnyway(q));
         } else if keep || modal.should_close() {
             self.too_large = None;
         }
@@ -173,6 +170,7 @@ impl WarpscopeApp {
     }
 
     pub(super) fn status_bar(&mut self, ui: &mut Ui) {
+        let mut cancel = Vec::new();
         ui.horizontal(|ui| {
             for (label, p) in self.running() {
                 ui.spinner();
@@ -190,7 +188,7 @@ impl WarpscopeApp {
                     }
                 }
                 if ui.button("Cancel").clicked() {
-                    p.cancel();
+                    cancel.push(p.clone());
                 }
                 ui.separator();
             }
@@ -213,5 +211,6 @@ impl WarpscopeApp {
                 }
             };
         });
+        self.actions.extend(cancel.into_iter().map(Action::Cancel));
     }
 }

@@ -132,7 +132,7 @@ impl<T> Job<T> {
     pub fn label(&self) -> &str {
         &self.label
     }
-    pub fn progress(&self) -> &Progress {
+    pub fn progress(&self) -> &Arc<Progress> {
         &self.progress
     }
     /// Asks the work to stop; the job then finishes with [`JobError::Cancelled`] (or its

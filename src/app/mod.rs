@@ -163,6 +163,10 @@ enum Action {
     EditConfig(usize, config_panel::Edit),
     /// What a view asked for.
     View(views::Command),
+    /// Stop the job with this progress (the status bar's Cancel).
+    Cancel(Arc<job::Progress>),
+    /// Generate a trace the user was told would not fit in memory.
+    GenerateAnyway(TooLarge),
 }
 
 pub struct WarpscopeApp {

@@ -263,11 +263,11 @@ impl WarpscopeApp {
     }
 
     /// The jobs running, for the status bar: label and progress (whose `cancel` stops it).
-    pub fn running(&self) -> Vec<(&str, &Progress)> {
-        fn of<T>(j: &Job<T>) -> (&str, &Progress) {
+    pub fn running(&self) -> Vec<(&str, &Arc<Progress>)> {
+        fn of<T>(j: &Job<T>) -> (&str, &Arc<Progress>) {
             (j.label(), j.progress())
         }
-        let mut out: Vec<(&str, &Progress)> = self.loading.iter().map(of).collect();
+        let mut out: Vec<(&str, &Arc<Progress>)> = self.loading.iter().map(of).collect();
         for p in &self.panes {
             out.extend(p.trace_load.iter().map(of));
             out.extend(p.sim.iter().map(of));
