@@ -491,3 +491,35 @@ fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
         .iter()
         .any(|c| matches!(c, Command::Link { .. })));
 }
+
+#[test]
+fn a_failed_communication_analysis_waits_to_be_asked_again() {
+    use warpscope::app::views::{CommView, Command};
+    let t = trace("hotspot", &[]);
+    struct State {
+        view: CommView,
+        analyze: usize,
+    }
+    let mut h = egui_kittest::Harness::new_ui_state(
+        move |ui, s: &mut State| {
+            let out = s.view.ui(ui, &t, None);
+            s.analyze += out.iter().filter(|c| matches!(c, Command::Analyze)).count();
+        },
+        State {
+            view: {
+                let mut v = CommView::default();
+                v.failed = Some("the launches have too many CTAs".into());
+                v
+            },
+            analyze: 0,
+        },
+    );
+    h.run_steps(3);
+    // Not started again frame after frame: the failure is shown instead.
+    assert_eq!(h.state().analyze, 0);
+    h.get_by_label_contains("The communication analysis failed: the launches have too many CTAs");
+    h.get_by_label("Analyze again").click();
+    h.run_steps(1);
+    assert_eq!(h.state().analyze, 1);
+    assert!(h.state().view.failed.is_none());
+}

@@ -69,6 +69,7 @@ impl WarpscopeApp {
             Command::Analyze => {
                 if let Some(t) = self.trace.clone() {
                     self.comm.cancelled = false;
+                    self.comm.failed = None;
                     self.comm_job = Some(Job::spawn(
                         "Analyzing communication",
                         &self.wake,
@@ -104,7 +105,11 @@ impl WarpscopeApp {
             match r {
                 Ok(a) => self.comm.analyzed(a),
                 Err(JobError::Cancelled) => self.comm.cancelled = true,
-                Err(JobError::Failed(e)) => self.status = Status::Error(e),
+                Err(JobError::Failed(e)) => {
+                    // Shown in the view, which does not start it again until asked.
+                    self.comm.failed = Some(e.clone());
+                    self.status = Status::Error(e);
+                }
             }
         }
         match take_finished(&mut self.density_job) {

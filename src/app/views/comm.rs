@@ -30,6 +30,8 @@ pub struct CommView {
     launch_pairs: Vec<(u32, u32)>,
     /// The analysis was cancelled; it runs again only when asked.
     pub cancelled: bool,
+    /// Why the analysis failed; it runs again only when asked.
+    pub failed: Option<String>,
     /// One (writer launch, reader launch) pair, or all of them.
     pub launches: Option<(u32, u32)>,
     /// Count transfers instead of bytes.
@@ -84,15 +86,20 @@ impl CommView {
             }
             return out;
         }
-        if analysis.is_none() && !self.cancelled {
+        let stopped = self.cancelled || self.failed.is_some();
+        if analysis.is_none() && !stopped {
             out.push(Command::Analyze);
         }
         ui.vertical_centered(|ui| {
             ui.add_space(ui.available_height() / 3.0);
-            if self.cancelled {
-                ui.label("The communication analysis was cancelled.");
+            if stopped {
+                ui.label(match &self.failed {
+                    Some(e) => format!("The communication analysis failed: {e}"),
+                    None => "The communication analysis was cancelled.".to_string(),
+                });
                 if ui.button("Analyze again").clicked() {
                     self.cancelled = false;
+                    self.failed = None;
                     out.push(Command::Analyze);
                 }
                 return;
