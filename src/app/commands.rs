@@ -19,6 +19,13 @@ pub struct PaneJobs {
     pub link: Option<Job<(LinkKey, Option<usize>)>>,
 }
 
+impl PaneJobs {
+    /// No job of the pane's views runs.
+    pub fn is_empty(&self) -> bool {
+        self.raster.is_none() && self.select.is_none() && self.link.is_none()
+    }
+}
+
 impl WarpscopeApp {
     pub(super) fn view_command(&mut self, c: Command) {
         match c {

@@ -291,11 +291,9 @@ impl WarpscopeApp {
     /// True when no job is running (the views' too) and no pane waits for a re-run.
     pub fn idle(&self) -> bool {
         self.running().is_empty()
-            && self.panes.iter().all(|p| {
-                p.dirty_since.is_none()
-                    && p.jobs.raster.is_none()
-                    && p.jobs.select.is_none()
-                    && p.jobs.link.is_none()
-            })
+            && self
+                .panes
+                .iter()
+                .all(|p| p.dirty_since.is_none() && p.jobs.is_empty())
     }
 }

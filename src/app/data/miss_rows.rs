@@ -142,7 +142,7 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
     }
 }
 
-/// The rows of the per-instruction or per-CTA table, in report order.
+/// The rows of the per-instruction, per-CTA or per-source-line table, in report order.
 pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
     let several = trace.trace.kernels.len() > 1;
     let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
