@@ -25,6 +25,7 @@ pub mod coalesce;
 pub mod comm;
 pub mod config;
 pub mod gen;
+pub mod hwcheck;
 pub mod linemap;
 pub mod report;
 pub mod reuse;

@@ -1446,3 +1446,49 @@ fn a_run_whose_ctas_all_went_to_other_sms_says_so() {
     let out = warpscope(&["sim", "--json", "--trace", din, "--sms", "4"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+#[test]
+#[cfg(feature = "tables")]
+fn hwcheck_agrees_with_the_committed_h100_counters_and_fails_on_a_difference() {
+    let out = warpscope(&["hwcheck", "hw/h100/counters.csv"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("28 of 28 cases have equal requests and sectors"),
+        "{text}"
+    );
+    let v = json(&["hwcheck", "hw/h100/counters.csv", "--json"]);
+    assert_eq!(v["agree"], true);
+    assert_eq!(v["cases"][0]["measured"]["load"]["sectors"], 65536);
+    // One sector more in the first row: exit status 1, and the table shows where.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("counters.csv");
+    let csv = std::fs::read_to_string("hw/h100/counters.csv").unwrap();
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let col = lines[0]
+        .split(',')
+        .position(|c| c == "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+        .unwrap();
+    let mut cells: Vec<String> = lines[1].split(',').map(String::from).collect();
+    assert_eq!(cells[col], "65536");
+    cells[col] = "65537".into();
+    lines[1] = cells.join(",");
+    std::fs::write(&bad, lines.join("\n")).unwrap();
+    let out = warpscope(&["hwcheck", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("65537 ≠ 65536"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 28 cases differ"));
+    // A row without counters is named by its line.
+    lines[3] = "matmul n=64 block=16,16".into();
+    std::fs::write(&bad, lines.join("\n")).unwrap();
+    let err =
+        String::from_utf8_lossy(&warpscope(&["hwcheck", bad.to_str().unwrap()]).stderr).to_string();
+    assert!(
+        err.contains("line 4") && err.contains("counters.csv"),
+        "{err}"
+    );
+}

@@ -21,6 +21,8 @@ pub struct ArrayOutcome {
     pub line_hit: bool,
     /// Sectors of an evicted dirty line that must be written back (0 if none).
     pub writeback_sectors: u32,
+    /// Requested sectors that were not present (all of them when the line missed).
+    pub missing_sectors: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -100,12 +102,16 @@ impl CacheArray {
         dirty: bool,
     ) -> ArrayOutcome {
         let base = set * self.ways;
-        let mut out = ArrayOutcome::default();
+        let mut out = ArrayOutcome {
+            missing_sectors: sectors.count_ones(),
+            ..ArrayOutcome::default()
+        };
         match self.find(set, line) {
             Some(way) => {
                 let slot = base + way;
                 out.line_hit = true;
-                out.hit = self.valid[slot] & sectors == sectors;
+                out.missing_sectors = (sectors & !self.valid[slot]).count_ones();
+                out.hit = out.missing_sectors == 0;
                 self.policy.touch(set, way);
                 self.valid[slot] |= sectors;
                 if dirty {

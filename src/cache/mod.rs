@@ -107,12 +107,16 @@ impl CacheModel {
                 MissClass::Capacity
             })
         };
-        let fetch_bytes = r.sectors.count_ones() as u64 * self.sector_bytes;
+        // Only the sectors that were not there are fetched: a request that finds some of its
+        // sectors counts them as hits on an H100 (docs/hardware.md).
+        let fetch_bytes = m.missing_sectors as u64 * self.sector_bytes;
+        let request_bytes = r.sectors.count_ones() as u64 * self.sector_bytes;
         let mut from = 0;
         let mut to = m.writeback_sectors as u64 * self.sector_bytes;
         if r.write {
             if self.write_allocate {
-                if !m.hit && r.bytes as u64 != fetch_bytes {
+                // A write that covers its sectors whole needs nothing from memory.
+                if !m.hit && r.bytes as u64 != request_bytes {
                     from = fetch_bytes;
                 }
             } else {
@@ -260,10 +264,11 @@ mod tests {
             (false, 32, Some(MissClass::Compulsory))
         );
         assert!(m.access(&r(0b0001)).hit);
+        // Sector 0 is there: only sector 1 is fetched.
         let o = m.access(&r(0b0011));
         assert_eq!(
             (o.hit, o.bytes_from_memory, o.class),
-            (false, 64, Some(MissClass::Compulsory))
+            (false, 32, Some(MissClass::Compulsory))
         );
         assert!(m.access(&r(0b0011)).hit);
     }

@@ -68,6 +68,10 @@ pub enum Command {
     /// Inter-CTA communication across kernel launches (Rieber 2017): volumes, pairs, degrees,
     /// bisection, strides, per-launch evolution.
     Comm(CommArgs),
+    /// Compare the L1 counters measured on a GPU (hw/run.sh's counters.csv) with the
+    /// simulation of the same kernels: requests and sectors must be equal, hit rates are
+    /// compared (docs/hardware.md).
+    Hwcheck(HwcheckArgs),
 }
 
 /// Where the trace comes from.
@@ -310,4 +314,16 @@ pub struct CommArgs {
     /// Rows of the pair table in the text output.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct HwcheckArgs {
+    /// The counters.csv that hw/run.sh wrote (a committed one: hw/h100/counters.csv).
+    pub csv: PathBuf,
+    /// The configuration to simulate with (default: --preset hopper); every SM is simulated.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }

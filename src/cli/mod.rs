@@ -3,6 +3,7 @@
 
 mod args;
 mod comm;
+mod hwcheck;
 mod lanes;
 mod options;
 mod output;
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Sweep(a)) => sweep::run(a),
         Some(Command::Comm(a)) => comm::run(a),
+        Some(Command::Hwcheck(a)) => hwcheck::run(a),
     }
 }
 

@@ -40,7 +40,7 @@ pub const PRESETS: [Preset; 8] = [
     },
     Preset {
         name: "hopper",
-        description: "Hopper H100 L1, 256 KB, 128 B lines with 32 B sectors",
+        description: "Hopper H100 L1, 224 KB (measured at the default carve-out), 128 B lines with 32 B sectors",
     },
 ];
 
@@ -116,7 +116,7 @@ pub fn preset(name: &str) -> Result<SimConfig, Unknown> {
         }
         "volta" => sectored(&mut c, 128, 80),
         "ampere" => sectored(&mut c, 128, 108),
-        "hopper" => sectored(&mut c, 256, 132),
+        "hopper" => sectored(&mut c, 224, 132),
         _ => {
             return Err(Unknown::Preset {
                 found: name.to_string(),

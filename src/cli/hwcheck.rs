@@ -1,0 +1,108 @@
+//! `warpscope hwcheck CSV`: the counters measured on a GPU beside the simulation of the same
+//! kernels (the core's `hwcheck`), as a table or one JSON object. Fails when a case's
+//! requests or sectors differ.
+
+use anyhow::{bail, Result};
+use std::io::Write;
+use warpscope::hwcheck::{self, CaseCheck, OpCounts};
+
+use super::args::HwcheckArgs;
+
+pub fn run(mut a: HwcheckArgs) -> Result<()> {
+    if a.config.preset.is_none() && a.config.config.is_none() {
+        a.config.preset = Some("hopper".into());
+    }
+    let cfg = hwcheck::for_check(super::options::config(&a.config)?);
+    let checks = check(&a, &cfg)?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = serde_json::json!({
+            "csv": a.csv.display().to_string(),
+            "preset": a.config.preset,
+            "cases": checks,
+            "agree": checks.iter().all(CaseCheck::counts_agree),
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        table(&mut out, &checks)?;
+    }
+    let differ = checks.iter().filter(|c| !c.counts_agree()).count();
+    if differ > 0 {
+        bail!(
+            "{differ} of {} cases differ in requests or sectors",
+            checks.len()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(feature = "tables")]
+fn check(a: &HwcheckArgs, cfg: &warpscope::config::SimConfig) -> Result<Vec<CaseCheck>> {
+    let measured = hwcheck::counters::read(&a.csv)?;
+    Ok(hwcheck::check(&measured, cfg)?)
+}
+
+#[cfg(not(feature = "tables"))]
+fn check(_: &HwcheckArgs, _: &warpscope::config::SimConfig) -> Result<Vec<CaseCheck>> {
+    bail!("this build reads no CSV (the `tables` feature is off)")
+}
+
+fn table(out: &mut impl Write, checks: &[CaseCheck]) -> Result<()> {
+    writeln!(
+        out,
+        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+        "case",
+        "load requests",
+        "load sectors",
+        "store requests",
+        "store sectors",
+        "load hit % (diff)"
+    )?;
+    writeln!(
+        out,
+        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+        "",
+        "measured / sim",
+        "measured / sim",
+        "measured / sim",
+        "measured / sim",
+        "measured / sim"
+    )?;
+    let pair = |m: u64, s: u64| {
+        if m == s {
+            format!("{m} = {s}")
+        } else {
+            format!("{m} ≠ {s}")
+        }
+    };
+    let rate = |o: &OpCounts| o.hit_rate_pct().map_or("-".into(), |r| format!("{r:.1}"));
+    for c in checks {
+        let (m, s) = (&c.measured, &c.simulated);
+        let diff = c
+            .load_hit_rate_difference()
+            .map_or(String::new(), |d| format!(" ({d:+.1})"));
+        writeln!(
+            out,
+            "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+            c.case,
+            pair(m.load.requests, s.load.requests),
+            pair(m.load.sectors, s.load.sectors),
+            pair(m.store.requests, s.store.requests),
+            pair(m.store.sectors, s.store.sectors),
+            format!("{} / {}{diff}", rate(&m.load), rate(&s.load)),
+        )?;
+    }
+    let agree = checks.iter().filter(|c| c.counts_agree()).count();
+    let diffs: Vec<f64> = checks
+        .iter()
+        .filter_map(CaseCheck::load_hit_rate_difference)
+        .collect();
+    let mean_abs = diffs.iter().map(|d| d.abs()).sum::<f64>() / diffs.len().max(1) as f64;
+    writeln!(
+        out,
+        "\n{agree} of {} cases have equal requests and sectors; load sector hit rate: mean |sim - measured| {mean_abs:.1} points",
+        checks.len()
+    )?;
+    Ok(())
+}
