@@ -18,6 +18,7 @@
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
 //! from the seed in the configuration. Reading traces and writing tables are its only I/O.
 
+pub mod analyze;
 #[cfg(feature = "gui")]
 pub mod app;
 pub mod cache;

@@ -1492,3 +1492,41 @@ fn hwcheck_agrees_with_the_committed_h100_counters_and_fails_on_a_difference() {
         "{err}"
     );
 }
+
+#[test]
+fn analyze_json_of_a_sample_accel_sim_trace_and_the_merging_micro_benchmark() {
+    // Instructions, the opcode mix and independent loads from the Accel-Sim trace's
+    // instructions and registers; requests and transactions through the gt200 coalescer.
+    let v = json(&[
+        "analyze",
+        "--trace",
+        "sample-traces/accelsim-matrixmul",
+        "--json",
+    ]);
+    let k = &v["kernels"][0];
+    assert_eq!(k["sources"]["instructions"], "trace");
+    assert_eq!(k["sources"]["independent_loads"], "trace");
+    assert!(k["inputs"]["independent_loads"].as_f64().unwrap() > 1.0);
+    assert_eq!(k["what_ifs"].as_array().unwrap().len(), 4);
+    insta::assert_json_snapshot!("analyze_accelsim_matrixmul", v);
+    // The thesis's 32-byte tuning run, smaller: every warp on its own memory (no duplicate),
+    // two 32-byte transactions per request, memory-bound with MWP set by the latency.
+    let v = json(&[
+        "analyze", "--kernel", "merging", "width=32", "iters=10", "--json",
+    ]);
+    let k = &v["kernels"][0];
+    assert_eq!(
+        k["inputs"]["transactions"],
+        serde_json::json!([80.0, 0.0, 0.0])
+    );
+    assert_eq!(k["inputs"]["duplicate_loads"], 1.0);
+    assert_eq!(k["verdict"], "memory-bound");
+    assert_eq!(k["analysis"]["mwp_limit"], "latency");
+    insta::assert_json_snapshot!("analyze_merging_32", v);
+    // Errors: an unknown GPU, a bad departure delay.
+    let out = warpscope(&["analyze", "--kernel", "vecadd", "--gpu", "gtx9000"]);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("unknown GPU `gtx9000` (expected one of: gt200)"));
+    let out = warpscope(&["analyze", "--kernel", "vecadd", "--departure-delay", "37,x"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--departure-delay"));
+}

@@ -72,6 +72,10 @@ pub enum Command {
     /// simulation of the same kernels: requests and sectors must be equal, hit rates are
     /// compared (docs/hardware.md).
     Hwcheck(HwcheckArgs),
+    /// Is each kernel memory-bound or compute-bound, how long does it take and what would
+    /// change that: the MWP/CWP model of Hong and Kim 2009 as Dasgupta 2011 extends it
+    /// (docs/analyzer.md).
+    Analyze(AnalyzeArgs),
 }
 
 /// Where the trace comes from.
@@ -324,6 +328,55 @@ pub struct HwcheckArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The GPU model: gt200 (Dasgupta 2011's tuned Tesla C1060).
+    #[arg(long, default_value = "gt200")]
+    pub gpu: String,
+    /// Dynamic instructions per warp (Accel-Sim traces count them; otherwise
+    /// --compute-per-memory or the kernel's default is used).
+    #[arg(long)]
+    pub instructions: Option<f64>,
+    /// Compute instructions per memory instruction, for traces without instruction counts.
+    #[arg(long)]
+    pub compute_per_memory: Option<f64>,
+    /// High-latency instructions (square root, division, transcendental) per warp.
+    #[arg(long)]
+    pub high_latency: Option<f64>,
+    /// Loads a thread can have in flight at once (Accel-Sim traces say; default 1).
+    #[arg(long)]
+    pub independent_loads: Option<f64>,
+    /// Requests per fetch, instead of the measured merging of duplicate loads.
+    #[arg(long)]
+    pub duplicate_loads: Option<f64>,
+    /// Active blocks per SM, instead of the GPU's residency limits.
+    #[arg(long)]
+    pub active_blocks: Option<u32>,
+    /// SM clock in MHz.
+    #[arg(long)]
+    pub clock_mhz: Option<f64>,
+    /// Peak memory bandwidth in GB/s.
+    #[arg(long)]
+    pub bandwidth: Option<f64>,
+    /// Base memory latency in cycles.
+    #[arg(long)]
+    pub base_latency: Option<f64>,
+    /// Departure delays of 32, 64 and 128-byte transactions in cycles, e.g. 37,37,58.
+    #[arg(long)]
+    pub departure_delay: Option<String>,
+    /// Departure delay of vector transactions in cycles.
+    #[arg(long)]
+    pub vector_delay: Option<f64>,
+    /// SMs of the GPU.
+    #[arg(long)]
+    pub sms: Option<u32>,
+    /// Print one JSON object (schema in docs/analyzer.md) instead of the report.
     #[arg(long)]
     pub json: bool,
 }

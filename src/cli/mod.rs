@@ -1,6 +1,7 @@
 //! The CLI: argument definitions (`args`), configuration from flags (`options`), the
 //! subcommands, and output formatting (`output`).
 
+mod analyze;
 mod args;
 mod comm;
 mod hwcheck;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Sweep(a)) => sweep::run(a),
         Some(Command::Comm(a)) => comm::run(a),
         Some(Command::Hwcheck(a)) => hwcheck::run(a),
+        Some(Command::Analyze(a)) => analyze::run(a),
     }
 }
 

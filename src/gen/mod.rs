@@ -6,6 +6,7 @@
 //! are traced (shared-memory traffic of tiled kernels is not an L1 access).
 
 mod kernels;
+mod merging;
 mod multi;
 mod params;
 mod sparse;
@@ -26,7 +27,7 @@ pub struct KernelInfo {
     pub params: &'static str,
 }
 
-pub const KERNELS: [KernelInfo; 17] = [
+pub const KERNELS: [KernelInfo; 18] = [
     KernelInfo {
         name: "vecadd",
         description: "vector add c[i] = a[i] + b[i]",
@@ -93,6 +94,11 @@ pub const KERNELS: [KernelInfo; 17] = [
         params: "nodes=2048 degree=8 frontier=25 block=128 seed=1",
     },
     KernelInfo {
+        name: "merging",
+        description: "Dasgupta 2011's micro-benchmark: chains of dependent loads spawning one transaction size (width 32/64/128 or vector=1), warps apart (merge=0) or sharing segments (merge=1)",
+        params: "width=32 merge=0 vector=0 blocks=30 block=256 iters=25 loads=4",
+    },
+    KernelInfo {
         name: "hotspot",
         description: "iterative 2-D 5-point stencil, one launch per step, ping-pong buffers (multi-launch)",
         params: "nx=64 ny=64 steps=4 block=16,16",
@@ -156,6 +162,7 @@ fn run(name: &str, p: &mut Params) -> Result<Trace, GenError> {
         "column-copy" => kernels::column_copy(p),
         "strided" => kernels::strided(p),
         "reduction" => kernels::reduction(p),
+        "merging" => merging::merging(p),
         "histogram" => sparse::histogram(p),
         "spmv" => sparse::spmv(p),
         "bfs" => sparse::bfs(p),

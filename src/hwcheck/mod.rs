@@ -15,9 +15,7 @@
 #[cfg(feature = "tables")]
 pub mod counters;
 
-use crate::coalesce::{Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig, SmSelection};
-use crate::schedule::Scheduler;
 use crate::sim::{self, NoObserver, SimError};
 use crate::trace::{AccessKind, Kernel};
 use serde::Serialize;
@@ -163,27 +161,7 @@ pub fn simulate_case(case: &str, cfg: &SimConfig) -> Result<CaseCounts, CheckErr
 /// Adds the warp instructions of `k` and the sectors they touch, through the scheduler and
 /// the coalescer of `cfg` (one request per instruction, whatever its lines).
 fn coalesced_counts(k: &Kernel, cfg: &SimConfig, counts: &mut CaseCounts) -> Result<(), SimError> {
-    let mut sched = Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed).map_err(|source| {
-        SimError::Schedule {
-            kernel: k.name.clone(),
-            source,
-        }
-    })?;
-    let mut coalescer = Coalescer::new(
-        sim::coalescing_of(cfg, k),
-        Geometry {
-            line_bytes: cfg.cache.line_bytes,
-            sector_bytes: cfg.cache.sector_bytes,
-            warp_size: cfg.schedule.warp_size,
-            threads_per_cta: k.threads_per_cta(),
-        },
-    );
-    let cols = k.columns();
-    let (mut rows, mut out) = (Vec::new(), Vec::new());
-    while sched.next(&mut rows).is_some() {
-        if coalescer.coalesce(cols, &rows, &mut out) == 0 {
-            continue;
-        }
+    sim::each_warp_request(k, cfg, |rows, out| {
         let first = rows
             .iter()
             .map(|&r| k.access(r as usize).kind)
@@ -194,8 +172,7 @@ fn coalesced_counts(k: &Kernel, cfg: &SimConfig, counts: &mut CaseCounts) -> Res
         };
         op.requests += 1;
         op.sectors += out.iter().map(|c| c.transactions as u64).sum::<u64>();
-    }
-    Ok(())
+    })
 }
 
 /// Checks every measured case against its simulation under `cfg` (see [`for_check`]).

@@ -160,6 +160,39 @@ pub fn coalescing_of(cfg: &SimConfig, k: &Kernel) -> Coalescing {
     }
 }
 
+/// Every warp instruction of `k` that reaches the L1, in the scheduler's issue order under
+/// `cfg`, with its rows and what the coalescer of `cfg` makes of them; no cache. For
+/// measurements that depend only on the addresses (requests, sectors, transactions).
+pub fn each_warp_request(
+    k: &Kernel,
+    cfg: &SimConfig,
+    mut f: impl FnMut(&[u32], &[crate::coalesce::Coalesced]),
+) -> Result<(), SimError> {
+    let mut sched = crate::schedule::Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed).map_err(
+        |source| SimError::Schedule {
+            kernel: k.name.clone(),
+            source,
+        },
+    )?;
+    let mut coalescer = crate::coalesce::Coalescer::new(
+        coalescing_of(cfg, k),
+        crate::coalesce::Geometry {
+            line_bytes: cfg.cache.line_bytes,
+            sector_bytes: cfg.cache.sector_bytes,
+            warp_size: cfg.schedule.warp_size,
+            threads_per_cta: k.threads_per_cta(),
+        },
+    );
+    let cols = k.columns();
+    let (mut rows, mut out) = (Vec::new(), Vec::new());
+    while sched.next(&mut rows).is_some() {
+        if coalescer.coalesce(cols, &rows, &mut out) > 0 {
+            f(&rows, &out);
+        }
+    }
+    Ok(())
+}
+
 /// Simulates `trace` under `cfg`.
 pub fn run(
     cfg: &SimConfig,

@@ -34,7 +34,8 @@ pub use format::Format;
 use format::{detect_with_extension, looks_binary};
 pub use model::{
     check_density, Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel,
-    KernelBuilder, KernelInfo, MemSpace, Order, Trace, WarpInstructions,
+    KernelBuilder, KernelInfo, LoadGroups, MemSpace, Order, Trace, WarpInstructions,
+    LOAD_GROUPS_ATTRIBUTE,
 };
 pub use sink::{Assemble, CtaSink, KernelSink};
 pub use writer::{is_binary_path, write_file, write_file_as, TraceWriter, WriteFormat};

@@ -138,7 +138,9 @@ fn parse_info(b: &mut KernelBuilder, what: &str, rest: &str) -> Result<(), Strin
     match (what, f.as_slice()) {
         ("attr", [key, ..]) => {
             let value = rest[key.len()..].trim();
-            info.attributes.push((key.to_string(), value.to_string()));
+            if !info.read_special_attribute(key, value) {
+                info.attributes.push((key.to_string(), value.to_string()));
+            }
         }
         ("cta-sm", [c, sm]) => {
             let c = cta(c)? as usize;
@@ -326,7 +328,7 @@ pub fn write_kernel<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
         k.block,
         k.order.name()
     )?;
-    for (key, v) in &k.info.attributes {
+    for (key, v) in &k.info.attributes_to_write() {
         writeln!(w, "attr {} {}", token(key), v.replace(['\n', '#'], " "))?;
     }
     for (c, sm) in k.info.cta_sm.iter().enumerate() {

@@ -10,7 +10,8 @@ use std::io::BufRead;
 use rustc_hash::FxHashMap;
 
 use super::super::lex::{self, Lines};
-use super::super::model::{Columns, Dim3, Instruction, KernelInfo, WarpInstructions};
+use super::super::model::{Columns, Dim3, Instruction, KernelInfo, LoadGroups, WarpInstructions};
+use super::super::{AccessKind, MemSpace};
 use super::super::{Location, TraceError};
 use super::header::{read_header, Header};
 use super::{classify, key_value, WARP};
@@ -33,6 +34,11 @@ struct WarpCount {
     executed: u64,
     /// The `insts = N` the file announced, with the line it was on.
     announced: Option<(u64, u64)>,
+    /// Registers R0-R255 written by the global loads of the current group.
+    pending: [u64; 4],
+    /// Global loads in the current group: loads issued since an instruction last read a
+    /// register one of them wrote (a group's loads can be in flight together).
+    group: u64,
 }
 
 /// One thread block read by [`Parser::next_block`].
@@ -80,6 +86,8 @@ struct Tables {
     pcs: FxHashMap<u64, u32>,
     instructions: Vec<Instruction>,
     addrs: [u64; WARP as usize],
+    /// Global loads and closed groups of them (see [`WarpCount::group`]).
+    load_groups: LoadGroups,
 }
 
 impl<'f, R: BufRead> Parser<'f, R> {
@@ -104,6 +112,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                 pcs: FxHashMap::default(),
                 instructions: Vec::new(),
                 addrs: [0; WARP as usize],
+                load_groups: LoadGroups::default(),
             },
         })
     }
@@ -286,6 +295,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
             .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
             .collect();
         opcodes.sort();
+        let mut load_groups = self.tb.load_groups;
+        load_groups.groups += self.tb.warps.values().filter(|w| w.group > 0).count() as u64;
         Ok(Found {
             instructions: self.tb.instructions,
             info: KernelInfo {
@@ -293,6 +304,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                 cta_sm: Vec::new(),
                 warp_instructions,
                 opcodes,
+                load_groups,
             },
         })
     }
@@ -385,8 +397,9 @@ fn instruction(
             lex::show(s)
         ))
     })?;
-    for _ in 0..dsts {
-        next("a destination register")?;
+    let mut dst = [None; 16];
+    for d in dst.iter_mut().take(dsts as usize) {
+        *d = register(next("a destination register")?);
     }
     let opcode = next("the opcode")?;
     let s = next("the source count")?;
@@ -396,8 +409,9 @@ fn instruction(
             lex::show(s)
         ))
     })?;
-    for _ in 0..srcs {
-        next("a source register")?;
+    let mut src = [None; 16];
+    for r in src.iter_mut().take(srcs as usize) {
+        *r = register(next("a source register")?);
     }
     let s = next("the memory width")?;
     let width = lex::dec(s)
@@ -411,6 +425,7 @@ fn instruction(
     let wc = tb.warps.entry((c, w)).or_default();
     let dyn_inst = wc.executed;
     wc.executed += 1;
+    group_loads(wc, &mut tb.load_groups, opcode, &dst, &src);
     match tb.opcodes.get_mut(opcode) {
         Some(v) => *v += 1,
         None => {
@@ -544,6 +559,49 @@ fn instruction(
     rows.size.extend(std::iter::repeat_n(width, lanes));
     rows.flags.extend(std::iter::repeat_n(flags, lanes));
     Ok(lanes as u64)
+}
+
+/// The register number of an `R<n>` operand (`RZ` and other files are not tracked).
+fn register(token: &[u8]) -> Option<u8> {
+    let digits = token.strip_prefix(b"R")?;
+    std::str::from_utf8(digits)
+        .ok()?
+        .parse::<u8>()
+        .ok()
+        .filter(|&r| r < 255)
+}
+
+/// Independent loads (Dasgupta 2011 §3.2.1.3): a warp's global loads form groups that can be
+/// in flight together; a group ends when an instruction reads a register a load of the group
+/// wrote (the warp must wait for it). Registers a later instruction overwrites leave the group.
+fn group_loads(
+    wc: &mut WarpCount,
+    lg: &mut LoadGroups,
+    opcode: &[u8],
+    dst: &[Option<u8>],
+    src: &[Option<u8>],
+) {
+    let has = |p: &[u64; 4], r: u8| p[r as usize / 64] >> (r % 64) & 1 == 1;
+    if src.iter().flatten().any(|&r| has(&wc.pending, r)) {
+        if wc.group > 0 {
+            lg.groups += 1;
+        }
+        wc.group = 0;
+        wc.pending = [0; 4];
+    }
+    let load = classify(opcode) == (AccessKind::Load, MemSpace::Global);
+    for &r in dst.iter().flatten() {
+        let (word, bit) = (r as usize / 64, 1u64 << (r % 64));
+        if load {
+            wc.pending[word] |= bit;
+        } else {
+            wc.pending[word] &= !bit;
+        }
+    }
+    if load {
+        wc.group += 1;
+        lg.loads += 1;
+    }
 }
 
 fn check_count(

@@ -313,7 +313,9 @@ fn read_info<R: Read>(rd: &mut Reader<'_, R>) -> Result<KernelInfo, TraceError> 
     for _ in 0..rd.count("the attribute count", MAX_INFO)? {
         let k = rd.string("an attribute name")?;
         let v = rd.string("an attribute value")?;
-        info.attributes.push((k, v));
+        if !info.read_special_attribute(&k, &v) {
+            info.attributes.push((k, v));
+        }
     }
     for _ in 0..rd.count("the CTA-to-SM count", MAX_INFO)? {
         info.cta_sm.push(rd.u32("the SM of a CTA")?);
@@ -423,8 +425,9 @@ fn put_instructions_and_info(out: &mut Vec<u8>, k: &Kernel) {
 
 fn put_info(out: &mut Vec<u8>, info: &KernelInfo) {
     let n = |out: &mut Vec<u8>, n: usize| out.extend_from_slice(&(n as u32).to_le_bytes());
-    n(out, info.attributes.len());
-    for (k, v) in &info.attributes {
+    let attributes = info.attributes_to_write();
+    n(out, attributes.len());
+    for (k, v) in &attributes {
         put_str(out, k);
         put_str(out, v);
     }

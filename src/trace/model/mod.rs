@@ -315,6 +315,20 @@ pub struct KernelInfo {
     pub warp_instructions: Vec<WarpInstructions>,
     /// Executed warp instructions per opcode, sorted by opcode; empty when unknown.
     pub opcodes: Vec<(String, u64)>,
+    /// Global loads and the groups of them that can be in flight together, from the
+    /// registers an Accel-Sim trace names (zero when unknown; not kept by our formats).
+    #[serde(default)]
+    pub load_groups: LoadGroups,
+}
+
+/// The attribute name under which our formats keep [`KernelInfo::load_groups`].
+pub const LOAD_GROUPS_ATTRIBUTE: &str = "warpscope.load-groups";
+
+/// Global loads and their groups (see `trace/accelsim/parse.rs`, `group_loads`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadGroups {
+    pub loads: u64,
+    pub groups: u64,
 }
 
 impl KernelInfo {
@@ -323,6 +337,46 @@ impl KernelInfo {
             && self.cta_sm.is_empty()
             && self.warp_instructions.is_empty()
             && self.opcodes.is_empty()
+            && self.load_groups.groups == 0
+    }
+
+    /// The attributes our formats write: the source's, then [`KernelInfo::load_groups`] as the
+    /// attribute [`LOAD_GROUPS_ATTRIBUTE`] (`LOADS GROUPS`) when known, so that files stay
+    /// readable by earlier versions.
+    pub fn attributes_to_write(&self) -> Vec<(String, String)> {
+        let mut a = self.attributes.clone();
+        let g = self.load_groups;
+        if g.groups > 0 {
+            a.push((
+                LOAD_GROUPS_ATTRIBUTE.into(),
+                format!("{} {}", g.loads, g.groups),
+            ));
+        }
+        a
+    }
+
+    /// Reads back an attribute our formats wrote: `true` when `key` was
+    /// [`LOAD_GROUPS_ATTRIBUTE`] with a valid value (then kept in `load_groups`, not as an
+    /// attribute).
+    pub fn read_special_attribute(&mut self, key: &str, value: &str) -> bool {
+        if key != LOAD_GROUPS_ATTRIBUTE {
+            return false;
+        }
+        let mut f = value.split_whitespace().map(str::parse::<u64>);
+        match (f.next(), f.next(), f.next()) {
+            (Some(Ok(loads)), Some(Ok(groups)), None) => {
+                self.load_groups = LoadGroups { loads, groups };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Independent loads per thread (Dasgupta 2011 §3.2.1.3): loads per group, where the
+    /// trace said.
+    pub fn independent_loads(&self) -> Option<f64> {
+        let g = self.load_groups;
+        (g.groups > 0).then(|| g.loads as f64 / g.groups as f64)
     }
     /// The value of a header attribute.
     pub fn attribute(&self, key: &str) -> Option<&str> {

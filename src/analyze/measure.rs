@@ -1,0 +1,339 @@
+//! The model's inputs measured from a trace: requests and GT200 transactions through our
+//! scheduler and `gt200` coalescer, barriers, occupancy from the residency limits, duplicate
+//! loads from the timing model's in-flight tracking, and, where the trace has them (Accel-Sim),
+//! the instruction counts, the opcode mix and the independent loads. What a trace cannot say
+//! comes from [`Given`], with documented defaults.
+
+use super::{GpuModel, KernelInputs};
+use crate::config::{
+    CacheConfig, Coalescing, GpuConfig, ScheduleConfig, SimConfig, SmSelection, TimingConfig,
+};
+use crate::sim::{self, Observer, RequestEvent, SimError};
+use crate::trace::{AccessKind, Kernel, Trace};
+use serde::Serialize;
+
+/// What the user gives for inputs a trace may lack (`None`: measured, or the default).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Given {
+    /// Dynamic instructions per warp.
+    pub instructions: Option<f64>,
+    /// Compute instructions per memory instruction (used when `instructions` is not given
+    /// and the trace has no instruction counts).
+    pub compute_per_memory: Option<f64>,
+    /// High-latency instructions per warp.
+    pub high_latency: Option<f64>,
+    /// Independent loads per thread.
+    pub independent_loads: Option<f64>,
+    /// Active blocks per SM (the residency limits of the GPU otherwise; registers and shared
+    /// memory are not in the trace).
+    pub active_blocks: Option<u32>,
+}
+
+/// Where each input came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Counted in the trace.
+    Trace,
+    /// Given by the user.
+    Given,
+    /// The documented default (no trace information, nothing given).
+    Default,
+}
+
+/// The inputs with their sources and the duplicate-load measurement behind them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measured {
+    pub kernel: String,
+    pub inputs: KernelInputs,
+    pub instructions_from: Source,
+    pub high_latency_from: Source,
+    pub independent_loads_from: Source,
+    pub active_blocks_from: Source,
+    pub duplicates: Duplicates,
+}
+
+/// Duplicate loads as the timing model saw them on one SM: each load transaction (a 32-byte
+/// piece of a GT200 segment) either starts a fetch or finds the same piece already in flight
+/// for another warp (a duplicate, Dasgupta 2011 §3.2.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Duplicates {
+    pub pieces: u64,
+    pub in_flight: u64,
+    /// `pieces / (pieces - in_flight)`: requests per fetch (1 = none merge).
+    pub ratio: f64,
+}
+
+/// Compute instructions per memory instruction when nothing says otherwise.
+pub const DEFAULT_COMPUTE_PER_MEMORY: f64 = 4.0;
+
+/// Per built-in kernel, compute instructions per memory instruction: in the sm_90 machine code
+/// of the same kernel in `hw/kernels.cu` (`hw/h100/kernels.sass`), the function's instructions
+/// other than its global loads and stores (padding `NOP`s left out) per global load or store,
+/// a static count; the micro-benchmark of Dasgupta 2011 from its table 6.
+pub fn default_compute_per_memory(kernel: &str) -> f64 {
+    match kernel {
+        "vecadd" => 8.0,
+        "matmul" => 2.4,
+        "matmul-tiled" => 80.7,
+        "transpose" => 10.5,
+        "transpose-tiled" => 20.5,
+        "stencil2d" | "hotspot" => 5.8,
+        "stencil3d" => 6.8,
+        "column-copy" => 1.7,
+        "strided" => 24.0,
+        "reduction" => 18.0,
+        // Table 6: 4336 instructions per warp for 100 iterations without loads (0.846 ms at
+        // 1312 MHz, 32 warps, 2 rounds); each load adds itself and two instructions of index
+        // arithmetic (convert, add): (4336 + 400 x 2) / 400 = 12.8 per load.
+        "merging" => 12.8,
+        _ => DEFAULT_COMPUTE_PER_MEMORY,
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error("kernel `{kernel}`: a block of {threads} threads does not fit on an SM of {name} ({max} threads)")]
+    BlockTooLarge {
+        kernel: String,
+        threads: u32,
+        name: String,
+        max: u32,
+    },
+    #[error("kernel `{kernel}` has no global memory access: nothing to analyze")]
+    NoMemory { kernel: String },
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Input(#[from] super::InputError),
+}
+
+/// The simulation configuration the measurements use: the GPU's shape, GT200 coalescing into
+/// 128-byte lines.
+fn shape(g: &GpuModel) -> SimConfig {
+    SimConfig {
+        coalescing: Coalescing::Gt200,
+        cache: CacheConfig {
+            line_bytes: 128,
+            sector_bytes: 32,
+            ..CacheConfig::default()
+        },
+        schedule: ScheduleConfig {
+            warp_size: g.warp_size,
+            ..ScheduleConfig::default()
+        },
+        gpu: GpuConfig {
+            sms: g.sms,
+            max_ctas_per_sm: g.max_blocks_per_sm,
+            max_threads_per_sm: g.max_threads_per_sm,
+            max_warps_per_sm: g.max_warps_per_sm,
+            simulate: SmSelection::One(0),
+            thread_limit: 0,
+        },
+        reuse: false,
+        ..SimConfig::default()
+    }
+}
+
+/// Measures every input of kernel `k` that the trace holds.
+pub fn measure(k: &Kernel, g: &GpuModel, given: &Given) -> Result<Measured, MeasureError> {
+    let cfg = shape(g);
+    let tpb = k.threads_per_cta();
+    if tpb > g.max_threads_per_sm {
+        return Err(MeasureError::BlockTooLarge {
+            kernel: k.name.clone(),
+            threads: tpb,
+            name: g.name.clone(),
+            max: g.max_threads_per_sm,
+        });
+    }
+    let wpb = tpb.div_ceil(g.warp_size.max(1)).max(1);
+    // The residency limits, and no more blocks than an SM gets of the grid.
+    let per_sm = k.num_ctas().div_ceil(g.sms.max(1)).max(1);
+    let resident = g
+        .max_blocks_per_sm
+        .min(g.max_threads_per_sm / tpb.max(1))
+        .min(g.max_warps_per_sm / wpb)
+        .min(per_sm)
+        .max(1);
+    let warps = (k.num_ctas() as u64 * wpb as u64).max(1) as f64;
+
+    // Requests and transactions, through the scheduler and the GT200 coalescer.
+    let (mut loads, mut stores, mut vector) = (0u64, 0u64, 0u64);
+    let mut trans = [0u64; 3];
+    sim::each_warp_request(k, &cfg, |rows, out| {
+        let first = rows
+            .iter()
+            .map(|&r| k.access(r as usize))
+            .find(|a| a.kind != AccessKind::Barrier && a.space.reaches_l1());
+        let Some(a) = first else { return };
+        if a.kind == AccessKind::Load {
+            loads += 1;
+        } else {
+            stores += 1;
+        }
+        if a.size >= 8 {
+            vector += 1;
+        }
+        // A segment's first 128-byte piece carries its transaction; segments are aligned to
+        // their size, so one piece is the whole segment.
+        for c in out.iter().filter(|c| c.transactions > 0) {
+            let i = match c.request.bytes {
+                0..=32 => 0,
+                33..=64 => 1,
+                _ => 2,
+            };
+            trans[i] += 1;
+        }
+    })?;
+    if loads + stores == 0 {
+        return Err(MeasureError::NoMemory {
+            kernel: k.name.clone(),
+        });
+    }
+    let barriers = k
+        .columns()
+        .flags
+        .iter()
+        .filter(|&&f| crate::trace::model_flags(f).0 == AccessKind::Barrier)
+        .count() as f64;
+    let threads = (k.num_threads() as f64).max(1.0);
+    let requests = (loads + stores) as f64 / warps;
+
+    // Instructions: the trace's counts, else given, else the default ratio.
+    let traced: u64 = k.info.warp_instructions.iter().map(|w| w.count).sum();
+    let (instructions, instructions_from) = if let Some(i) = given.instructions {
+        (i, Source::Given)
+    } else if traced > 0 {
+        (traced as f64 / warps, Source::Trace)
+    } else if let Some(r) = given.compute_per_memory {
+        (requests * (1.0 + r), Source::Given)
+    } else {
+        (
+            requests * (1.0 + default_compute_per_memory(&k.name)),
+            Source::Default,
+        )
+    };
+    let mufu: u64 = k
+        .info
+        .opcodes
+        .iter()
+        .filter(|(op, _)| is_high_latency(op))
+        .map(|(_, n)| n)
+        .sum();
+    let (high_latency, high_latency_from) = if let Some(h) = given.high_latency {
+        (h, Source::Given)
+    } else if !k.info.opcodes.is_empty() {
+        (mufu as f64 / warps, Source::Trace)
+    } else {
+        (0.0, Source::Default)
+    };
+    let (independent_loads, independent_loads_from) =
+        match (given.independent_loads, k.info.independent_loads()) {
+            (Some(x), _) => (x, Source::Given),
+            (None, Some(x)) => (x, Source::Trace),
+            (None, None) => (1.0, Source::Default),
+        };
+    let (active_blocks, active_blocks_from) = match given.active_blocks {
+        Some(b) => (b, Source::Given),
+        None => (resident, Source::Trace),
+    };
+    let transactions = trans.map(|t| t as f64 / warps);
+    let raw = KernelInputs {
+        threads_per_block: tpb,
+        blocks: k.num_ctas() as u64,
+        active_blocks_per_sm: active_blocks,
+        instructions: instructions.max(requests),
+        high_latency: high_latency.min(instructions),
+        load_requests: loads as f64 / warps,
+        store_requests: stores as f64 / warps,
+        transactions,
+        sync: barriers / threads,
+        independent_loads,
+        duplicate_loads: 1.0,
+        vector: vector * 2 > loads + stores,
+    };
+    let duplicates = duplicates(k, g, &raw)?;
+    let inputs = KernelInputs {
+        duplicate_loads: duplicates.ratio,
+        ..raw
+    };
+    Ok(Measured {
+        kernel: k.name.clone(),
+        inputs,
+        instructions_from,
+        high_latency_from,
+        independent_loads_from,
+        active_blocks_from,
+        duplicates,
+    })
+}
+
+/// SFU instructions of an Accel-Sim trace (square root, reciprocal, transcendental: `MUFU.*`)
+/// and double-precision division and square root helpers.
+fn is_high_latency(opcode: &str) -> bool {
+    opcode.starts_with("MUFU") || opcode.starts_with("DSQRT") || opcode.starts_with("DDIV")
+}
+
+/// Counts load pieces and those that found their piece in flight for another warp (the two
+/// half-warps of one warp asking for the same segment make two transactions on GT200).
+#[derive(Default)]
+struct CountInFlight {
+    d: Duplicates,
+    /// The warp (CTA, warp) whose request started each piece's latest fetch.
+    fetched_by: rustc_hash::FxHashMap<u64, (u32, u32)>,
+}
+
+impl Observer for CountInFlight {
+    fn on_request(&mut self, e: &RequestEvent) {
+        if e.write {
+            return;
+        }
+        self.d.pieces += 1;
+        let me = (e.cta, e.warp);
+        if e.in_flight && self.fetched_by.get(&e.line).is_some_and(|&w| w != me) {
+            self.d.in_flight += 1;
+        } else if !e.in_flight {
+            self.fetched_by.insert(e.line, me);
+        }
+    }
+}
+
+/// Runs the timing model on SM 0 with no L1 to speak of (one 32-byte line: GT200 caches no
+/// global data) and unlimited MSHRs, each miss taking the request's memory latency (eq. 24),
+/// and counts the load pieces that find their piece already in flight.
+fn duplicates(k: &Kernel, g: &GpuModel, raw: &KernelInputs) -> Result<Duplicates, MeasureError> {
+    let a = super::analyze(raw, g)?;
+    let mut cfg = shape(g);
+    cfg.cache = CacheConfig {
+        size_bytes: 32,
+        line_bytes: 32,
+        ways: 1,
+        sector_bytes: 32,
+        ..CacheConfig::default()
+    };
+    cfg.timing = Some(TimingConfig {
+        hit_latency: 0,
+        miss_latency: a.memory_latency.round().max(1.0) as u32,
+        miss_latency_stddev: 0.0,
+        mshrs: 0,
+        mshrs_per_warp: 0,
+        clip: true,
+        warp_delay: true,
+        classify: false,
+        ..TimingConfig::default()
+    });
+    let trace = Trace {
+        kernels: vec![k.clone()],
+    };
+    let mut count = CountInFlight::default();
+    sim::run(&cfg, &trace, &mut count)?;
+    let mut d = count.d;
+    let fetched = d.pieces - d.in_flight;
+    d.ratio = if fetched > 0 {
+        d.pieces as f64 / fetched as f64
+    } else {
+        1.0
+    };
+    Ok(d)
+}
