@@ -2,8 +2,9 @@
 # Starts the app in a virtual X display on fixed inputs (the built-in naive matrix
 # multiplication on the Fermi 16 KB preset) and writes one PNG per main view, one of the
 # side-by-side mode (round-robin vs greedy-then-oldest), one of a box selection in the light
-# theme, one of the timing model's cycle axis, three of four panes, one of two kernels side by side and
-# one of the misses per source line into screenshots/ (at
+# theme, one of the timing model's cycle axis, three of four panes, one of two kernels side by side,
+# one of the misses per source line and one of the performance model of two kernels side by side
+# into screenshots/ (at
 # 1600x1000) and screenshots/1280x800/.
 #
 #   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)

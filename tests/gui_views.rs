@@ -523,3 +523,88 @@ fn a_failed_communication_analysis_waits_to_be_asked_again() {
     assert_eq!(h.state().analyze, 1);
     assert!(h.state().view.failed.is_none());
 }
+
+#[test]
+fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider_moves_the_point() {
+    use warpscope::app::raster::ColourBy;
+    use warpscope::app::views::performance::measure;
+    use warpscope::app::views::{Command, PaneCx, PaneView, PerformanceView, SetMetric};
+    let t = trace("vecadd", &[("n", "65536"), ("block", "128")]);
+    let data = simulate(t.clone(), config::preset("fermi-16k").unwrap());
+    struct State {
+        view: PerformanceView,
+        asked: usize,
+    }
+    let (tt, dd) = (t.clone(), data.clone());
+    let mut h = egui_kittest::Harness::builder()
+        .with_size([900.0, 900.0])
+        .build_ui_state(
+            move |ui, s: &mut State| {
+                let cx = PaneCx {
+                    pane: 0,
+                    generation: 1,
+                    data: &dd,
+                    trace: &tt,
+                    link: egui::Id::unique("test-link"),
+                    colour: ColourBy::Outcome,
+                    set_metric: SetMetric::Accesses,
+                    miss: Default::default(),
+                    linked_hover: None,
+                    only: None,
+                };
+                let out = s.view.ui(ui, &cx);
+                s.asked += out
+                    .iter()
+                    .filter(|c| matches!(c, Command::Measure { .. }))
+                    .count();
+            },
+            State {
+                view: PerformanceView::default(),
+                asked: 0,
+            },
+        );
+    h.run_steps(3);
+    // Asked once, however many frames pass before the answer; it says it is measuring.
+    assert_eq!(h.state().asked, 1);
+    assert!(h.state().view.waiting());
+    h.get_by_label_contains("Measuring the model's inputs");
+    // The app's answer, made as its job makes it.
+    let m = measure(&t, &warpscope::analyze::gt200());
+    let id = std::sync::Arc::as_ptr(&t) as usize;
+    h.state_mut().view.measured(id, m.clone());
+    h.run_steps(2);
+    assert_eq!(h.state().asked, 1);
+    let measured = m[0].1.as_ref().unwrap();
+    let a = warpscope::analyze::analyze(&measured.inputs, &warpscope::analyze::gt200()).unwrap();
+    let verdict = if a.memory_bound {
+        "memory-bound"
+    } else {
+        "compute-bound"
+    };
+    assert!(
+        h.query_all_by_label(verdict).count() >= 2,
+        "headline and what-ifs"
+    );
+    h.get_by_label_contains(&format!("{:.4} ms", a.milliseconds));
+    assert_eq!(
+        h.query_all_by_label("active blocks per SM").count(),
+        2,
+        "slider and input"
+    );
+    h.get_by_label("Reset to gt200");
+    h.get_by_label_contains("twice the active blocks per SM");
+    // One block per SM instead of the measured eight: a slower prediction.
+    assert_eq!(measured.inputs.active_blocks_per_sm, 8);
+    h.state_mut().view.set_active_blocks(Some(1));
+    h.run_steps(2);
+    let one = warpscope::analyze::analyze(
+        &warpscope::analyze::KernelInputs {
+            active_blocks_per_sm: 1,
+            ..measured.inputs.clone()
+        },
+        &warpscope::analyze::gt200(),
+    )
+    .unwrap();
+    assert!(one.milliseconds > a.milliseconds);
+    h.get_by_label_contains(&format!("{:.4} ms", one.milliseconds));
+}

@@ -8,7 +8,7 @@ use super::{GpuModel, KernelInputs};
 use crate::config::{
     CacheConfig, Coalescing, GpuConfig, ScheduleConfig, SimConfig, SmSelection, TimingConfig,
 };
-use crate::sim::{self, Observer, RequestEvent, SimError};
+use crate::sim::{self, NoObserver, SimError};
 use crate::trace::{AccessKind, Kernel, Trace};
 use serde::Serialize;
 
@@ -275,33 +275,10 @@ fn is_high_latency(opcode: &str) -> bool {
     opcode.starts_with("MUFU") || opcode.starts_with("DSQRT") || opcode.starts_with("DDIV")
 }
 
-/// Counts load pieces and those that found their piece in flight for another warp (the two
-/// half-warps of one warp asking for the same segment make two transactions on GT200).
-#[derive(Default)]
-struct CountInFlight {
-    d: Duplicates,
-    /// The warp (CTA, warp) whose request started each piece's latest fetch.
-    fetched_by: rustc_hash::FxHashMap<u64, (u32, u32)>,
-}
-
-impl Observer for CountInFlight {
-    fn on_request(&mut self, e: &RequestEvent) {
-        if e.write {
-            return;
-        }
-        self.d.pieces += 1;
-        let me = (e.cta, e.warp);
-        if e.in_flight && self.fetched_by.get(&e.line).is_some_and(|&w| w != me) {
-            self.d.in_flight += 1;
-        } else if !e.in_flight {
-            self.fetched_by.insert(e.line, me);
-        }
-    }
-}
-
 /// Runs the timing model on SM 0 with no L1 to speak of (one 32-byte line: GT200 caches no
 /// global data) and unlimited MSHRs, each miss taking the request's memory latency (eq. 24),
-/// and counts the load pieces that find their piece already in flight.
+/// and takes its count of load pieces that found their piece in flight for another warp
+/// (`TimingReport::duplicate_loads`).
 fn duplicates(k: &Kernel, g: &GpuModel, raw: &KernelInputs) -> Result<Duplicates, MeasureError> {
     let a = super::analyze(raw, g)?;
     let mut cfg = shape(g);
@@ -326,10 +303,14 @@ fn duplicates(k: &Kernel, g: &GpuModel, raw: &KernelInputs) -> Result<Duplicates
     let trace = Trace {
         kernels: vec![k.clone()],
     };
-    let mut count = CountInFlight::default();
-    sim::run(&cfg, &trace, &mut count)?;
-    let mut d = count.d;
-    let fetched = d.pieces - d.in_flight;
+    let report = sim::run(&cfg, &trace, &mut NoObserver)?;
+    // In the timing model stores go past the L1: its requests are the load pieces.
+    let mut d = Duplicates {
+        pieces: report.totals.requests,
+        in_flight: report.timing.map_or(0, |t| t.duplicate_loads),
+        ratio: 1.0,
+    };
+    let fetched = d.pieces.saturating_sub(d.in_flight);
     d.ratio = if fetched > 0 {
         d.pieces as f64 / fetched as f64
     } else {

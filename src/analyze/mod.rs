@@ -23,4 +23,4 @@ pub use measure::{
 };
 pub use model::{analyze, Analysis, ExecCase, GpuModel, InputError, KernelInputs, MwpLimit};
 pub use presets::{gpu, gt200, GPUS};
-pub use whatif::{explain, what_ifs, WhatIf, WHAT_IFS};
+pub use whatif::{explain, input_rows, model_rows, what_ifs, InputRow, WhatIf, WHAT_IFS};

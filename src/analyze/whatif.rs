@@ -1,7 +1,7 @@
-//! What-ifs (the same kernel changed one way at a time) and the plain-words explanation of
-//! what limits a kernel.
+//! What-ifs (the same kernel changed one way at a time), the plain-words explanation of what
+//! limits a kernel, and the rows of inputs and intermediates both shells show.
 
-use super::{analyze, Analysis, ExecCase, GpuModel, InputError, KernelInputs, MwpLimit};
+use super::{analyze, Analysis, ExecCase, GpuModel, InputError, KernelInputs, MwpLimit, Source};
 use serde::Serialize;
 
 /// The changes the analyzer tries, as (key, label).
@@ -102,4 +102,133 @@ pub fn explain(k: &KernelInputs, a: &Analysis) -> String {
         ));
     }
     s
+}
+
+/// What one input was and where it came from, for the shells' tables.
+pub struct InputRow {
+    pub name: &'static str,
+    pub value: String,
+    pub from: &'static str,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Trace => "trace",
+            Source::Given => "given",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// The inputs of `k` (measured as `m` says), one row each, as the CLI and the app show them.
+pub fn input_rows(m: &super::Measured, k: &KernelInputs) -> Vec<InputRow> {
+    let row = |name, value, from| InputRow { name, value, from };
+    let t = &k.transactions;
+    vec![
+        row(
+            "threads per block / blocks",
+            format!("{} / {}", k.threads_per_block, k.blocks),
+            "trace",
+        ),
+        row(
+            "active blocks per SM",
+            k.active_blocks_per_sm.to_string(),
+            m.active_blocks_from.name(),
+        ),
+        row(
+            "instructions per warp",
+            format!("{:.1}", k.instructions),
+            m.instructions_from.name(),
+        ),
+        row(
+            "high-latency instructions per warp",
+            format!("{:.1}", k.high_latency),
+            m.high_latency_from.name(),
+        ),
+        row(
+            "load / store requests per warp",
+            format!("{:.2} / {:.2}", k.load_requests, k.store_requests),
+            "trace",
+        ),
+        row(
+            "32 / 64 / 128 B transactions per warp",
+            format!("{:.2} / {:.2} / {:.2}", t[0], t[1], t[2]),
+            "trace, gt200 coalescer",
+        ),
+        row("barriers per warp", format!("{:.2}", k.sync), "trace"),
+        row(
+            "independent loads",
+            format!("{:.2}", k.independent_loads),
+            m.independent_loads_from.name(),
+        ),
+        row(
+            "duplicate loads",
+            format!("{:.3}", k.duplicate_loads),
+            "trace, timing model",
+        ),
+        row(
+            "load pieces / found in flight",
+            format!("{} / {}", m.duplicates.pieces, m.duplicates.in_flight),
+            "timing model, SM 0",
+        ),
+        row(
+            "vector memory operations",
+            k.vector.to_string(),
+            "trace (accesses of 8 B or more)",
+        ),
+    ]
+}
+
+/// The model's intermediates, one (name, value) row each, numbered as in Dasgupta 2011.
+pub fn model_rows(a: &Analysis) -> Vec<(&'static str, String)> {
+    vec![
+        ("N (active warps per SM)", format!("{:.0}", a.active_warps)),
+        (
+            "active SMs / repetitions",
+            format!("{} / {:.2}", a.active_sms, a.repetitions),
+        ),
+        (
+            "transactions per request (19)",
+            format!("{:.3}", a.transactions_per_request),
+        ),
+        (
+            "bytes per request (16)",
+            format!("{:.1}", a.data_per_request),
+        ),
+        (
+            "departure delay per transaction (23)",
+            format!("{:.2}", a.departure_delay_per_transaction),
+        ),
+        (
+            "memory latency (24)",
+            format!("{:.1} cycles", a.memory_latency),
+        ),
+        (
+            "MWP, peak bandwidth (18)",
+            format!("{:.3}", a.mwp_peak_bandwidth),
+        ),
+        (
+            "MWP, latency (26)",
+            format!("{:.3}", a.mwp_without_bandwidth),
+        ),
+        (
+            "MWP, active warps (27)",
+            format!("{:.3}", a.active_warps_for_mwp),
+        ),
+        (
+            "MWP (28)",
+            format!("{:.3}, set by {}", a.mwp, a.mwp_limit.name()),
+        ),
+        (
+            "compute / memory cycles per warp",
+            format!("{:.0} / {:.0}", a.compute_cycles, a.memory_cycles),
+        ),
+        (
+            "CWP (29-30), uncapped",
+            format!("{:.3}, {:.3}", a.cwp, a.cwp_full),
+        ),
+        ("case", format!("{:?}", a.case)),
+        ("synchronization", format!("{:.0} cycles", a.sync_cycles)),
+    ]
 }

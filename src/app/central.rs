@@ -274,6 +274,7 @@ impl WarpscopeApp {
                 View::Reuse => pane.reuse.ui(col, &cx),
                 View::Misses => pane.misses.ui(col, &cx),
                 View::Sets => pane.sets.ui(col, &cx),
+                View::Performance => pane.performance.ui(col, &cx),
                 // Drawn once for the whole area above: it does not depend on a pane.
                 View::Communication => Vec::new(),
             });

@@ -61,9 +61,16 @@ impl WarpscopeApp {
             if i.consume_shortcut(&cmd(Key::E)) {
                 self.actions.push(Action::Choose(Purpose::ExportReport));
             }
-            for (k, v) in [Key::Num1, Key::Num2, Key::Num3, Key::Num4, Key::Num5]
-                .into_iter()
-                .zip(View::ALL)
+            for (k, v) in [
+                Key::Num1,
+                Key::Num2,
+                Key::Num3,
+                Key::Num4,
+                Key::Num5,
+                Key::Num6,
+            ]
+            .into_iter()
+            .zip(View::ALL)
             {
                 if i.consume_shortcut(&cmd(k)) {
                     self.settings.view = v;

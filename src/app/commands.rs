@@ -17,12 +17,17 @@ pub struct PaneJobs {
     pub select: Option<Job<(Selection, u64)>>,
     /// Finding the request linked to one hovered in another pane.
     pub link: Option<Job<(LinkKey, Option<usize>)>>,
+    /// Measuring the performance model's inputs of the pane's trace (its `Arc`'s address).
+    pub measure: Option<Job<(usize, views::performance::Measurements)>>,
 }
 
 impl PaneJobs {
     /// No job of the pane's views runs.
     pub fn is_empty(&self) -> bool {
-        self.raster.is_none() && self.select.is_none() && self.link.is_none()
+        self.raster.is_none()
+            && self.select.is_none()
+            && self.link.is_none()
+            && self.measure.is_none()
     }
 }
 
@@ -68,6 +73,16 @@ impl WarpscopeApp {
                             let found = linked_request(&lookup.src, lookup.request, &lookup.dst);
                             Ok((lookup.key, found))
                         },
+                    ));
+                }
+            }
+            Command::Measure { pane, trace, gpu } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    let id = Arc::as_ptr(&trace) as usize;
+                    p.jobs.measure = Some(Job::spawn(
+                        format!("Measuring the model's inputs of pane {}", pane + 1),
+                        &self.wake,
+                        move |_| Ok((id, views::performance::measure(&trace, &gpu))),
                     ));
                 }
             }
@@ -139,6 +154,9 @@ impl WarpscopeApp {
             }
             if let Some(Ok((key, found))) = take_finished(&mut p.jobs.link) {
                 p.address.link_arrived(key, found);
+            }
+            if let Some(Ok((trace, m))) = take_finished(&mut p.jobs.measure) {
+                p.performance.measured(trace, m);
             }
         }
     }

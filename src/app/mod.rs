@@ -42,7 +42,9 @@ use files::{Browser, NativeDialog, Purpose};
 use job::{Job, Wake};
 use raster::ColourBy;
 use views::misses::MissOptions;
-use views::{AddressView, CommView, MissesView, ReuseView, SetMetric, SetsView, View};
+use views::{
+    AddressView, CommView, MissesView, PerformanceView, ReuseView, SetMetric, SetsView, View,
+};
 use worker::Loaded;
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
@@ -117,6 +119,7 @@ pub struct Pane {
     pub reuse: ReuseView,
     pub misses: MissesView,
     pub sets: SetsView,
+    pub performance: PerformanceView,
     pub jobs: commands::PaneJobs,
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
     pub own_trace: Option<Arc<TraceData>>,

@@ -87,11 +87,12 @@ impl EframeApp {
             .filter(|v| *v != View::Communication)
             .collect();
         let now = ctx.input(|i| i.time);
-        // Steps 0..4: one per view with one pane; step 4: side by side (gto vs round-robin);
-        // step 5: a box selection in the light theme; step 6: the timing model's cycle axis;
-        // steps 7 and 8: the communication view of hotspot and of BFS levels; steps 9 to 11: four
-        // panes in the address, miss and reuse views; step 12: naive and tiled matmul side by
-        // side; step 13: misses per source line of the Accel-Sim sample with line info.
+        // Steps 0..5: one per view with one pane (the performance view's file is
+        // 5-performance.png); then, counted from there: side by side (gto vs round-robin); a box
+        // selection in the light theme; the timing model's cycle axis; the communication view of
+        // hotspot and of BFS levels; four panes in the address, miss and reuse views; naive and
+        // tiled matmul side by side; misses per source line of the Accel-Sim sample with line
+        // info; the performance model of naive and tiled matmul side by side.
         let first = plan.prepared != Some(plan.step);
         plan.prepared = Some(plan.step);
         let extra = plan.step.saturating_sub(views.len());
@@ -237,6 +238,33 @@ impl EframeApp {
                 return;
             }
             "14-misses-per-source-line.png".to_string()
+        } else if extra == 10 {
+            // The performance model of naive and tiled matmul side by side.
+            if first {
+                app.settings.view = View::Performance;
+                app.settings.misses.per = misses::Per::Instruction;
+                app.settings.generator = START_KERNEL.to_string();
+                app.settings.generator_params = START_PARAMS.to_string();
+                app.generate(START_KERNEL.to_string(), START_PARAMS.to_string());
+                app.add_pane(now);
+                let c = app.settings.panes[0].1.clone();
+                app.set_config(1, START_PRESET, c, now);
+                app.generate_in_pane(1, "matmul-tiled".into(), "n=128 tile=16".into());
+            }
+            let waiting = app
+                .trace
+                .as_ref()
+                .is_none_or(|t| !t.label.starts_with(START_KERNEL))
+                || app.panes[1]
+                    .own_trace
+                    .as_ref()
+                    .is_none_or(|t| !t.label.starts_with("matmul-tiled"))
+                || app.panes.iter().any(|p| p.performance.waiting());
+            if waiting {
+                plan.wait_frames = 0;
+                return;
+            }
+            "15-performance-side-by-side.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

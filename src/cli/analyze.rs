@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::io::Write;
-use warpscope::analyze::{self, Analysis, GpuModel, Measured, Source, WhatIf};
+use warpscope::analyze::{self, Analysis, GpuModel, Measured, WhatIf};
 
 use super::args::AnalyzeArgs;
 
@@ -142,123 +142,15 @@ fn verdict(a: &Analysis) -> &'static str {
     }
 }
 
-fn from(s: Source) -> &'static str {
-    match s {
-        Source::Trace => "trace",
-        Source::Given => "given",
-        Source::Default => "default",
-    }
-}
-
 fn report(out: &mut impl Write, g: &GpuModel, x: &Answer) -> Result<()> {
     let (k, a, m) = (&x.measured.inputs, &x.analysis, &x.measured);
     writeln!(out, "kernel `{}` on {}", m.kernel, g.name)?;
-    writeln!(out, "\ninputs (per warp unless said)")?;
-    let rows: [(&str, String, &str); 11] = [
-        (
-            "threads per block / blocks",
-            format!("{} / {}", k.threads_per_block, k.blocks),
-            "trace",
-        ),
-        (
-            "active blocks per SM",
-            k.active_blocks_per_sm.to_string(),
-            from(m.active_blocks_from),
-        ),
-        (
-            "instructions",
-            format!("{:.1}", k.instructions),
-            from(m.instructions_from),
-        ),
-        (
-            "high-latency instructions",
-            format!("{:.1}", k.high_latency),
-            from(m.high_latency_from),
-        ),
-        (
-            "load / store requests",
-            format!("{:.2} / {:.2}", k.load_requests, k.store_requests),
-            "trace",
-        ),
-        (
-            "32 / 64 / 128 B transactions",
-            format!(
-                "{:.2} / {:.2} / {:.2}",
-                k.transactions[0], k.transactions[1], k.transactions[2]
-            ),
-            "trace (gt200 coalescer)",
-        ),
-        ("synchronizations", format!("{:.2}", k.sync), "trace"),
-        (
-            "independent loads",
-            format!("{:.2}", k.independent_loads),
-            from(m.independent_loads_from),
-        ),
-        (
-            "duplicate loads",
-            format!("{:.3}", k.duplicate_loads),
-            "trace (timing model: pieces found in flight)",
-        ),
-        (
-            "vector memory operations",
-            k.vector.to_string(),
-            "trace (access size >= 8 B)",
-        ),
-        (
-            "load pieces / found in flight",
-            format!("{} / {}", m.duplicates.pieces, m.duplicates.in_flight),
-            "timing model, SM 0",
-        ),
-    ];
-    for (name, value, src) in rows {
-        writeln!(out, "  {name:<32} {value:>22}   {src}")?;
+    writeln!(out, "\ninputs")?;
+    for r in analyze::input_rows(m, k) {
+        writeln!(out, "  {:<38} {:>24}   {}", r.name, r.value, r.from)?;
     }
     writeln!(out, "\nmodel")?;
-    let lines: [(&str, String); 12] = [
-        ("N (active warps per SM)", format!("{:.0}", a.active_warps)),
-        (
-            "active SMs / repetitions",
-            format!("{} / {:.2}", a.active_sms, a.repetitions),
-        ),
-        (
-            "transactions per request (19)",
-            format!("{:.3}", a.transactions_per_request),
-        ),
-        (
-            "bytes per request (16)",
-            format!("{:.1}", a.data_per_request),
-        ),
-        (
-            "departure delay per transaction (23)",
-            format!("{:.2}", a.departure_delay_per_transaction),
-        ),
-        ("memory latency (24)", format!("{:.1}", a.memory_latency)),
-        (
-            "MWP: peak bandwidth (18)",
-            format!("{:.3}", a.mwp_peak_bandwidth),
-        ),
-        (
-            "MWP: latency (26)",
-            format!("{:.3}", a.mwp_without_bandwidth),
-        ),
-        (
-            "MWP: active warps (27)",
-            format!("{:.3}", a.active_warps_for_mwp),
-        ),
-        (
-            "MWP (28)",
-            format!("{:.3}  set by {}", a.mwp, a.mwp_limit.name()),
-        ),
-        (
-            "compute / memory cycles per warp",
-            format!("{:.0} / {:.0}", a.compute_cycles, a.memory_cycles),
-        ),
-        (
-            "CWP (29-30)",
-            format!("{:.3}  (uncapped {:.3})", a.cwp, a.cwp_full),
-        ),
-    ];
-    for (name, value) in lines {
+    for (name, value) in analyze::model_rows(a) {
         writeln!(out, "  {name:<38} {value}")?;
     }
     writeln!(

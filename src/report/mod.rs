@@ -132,6 +132,9 @@ pub struct TimingReport {
     pub mshr_stalls: u64,
     /// Lines fetched from memory (misses that took a new MSHR).
     pub fills: u64,
+    /// Misses that found their line in flight for another warp: duplicate loads, which ride
+    /// on that warp's fetch (transaction merging, Dasgupta 2011 §3.2.4).
+    pub duplicate_loads: u64,
     /// Mean steps from issue to effect over all load requests.
     pub mean_latency: f64,
     /// Requests per latency (steps from issue to effect).

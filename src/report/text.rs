@@ -147,6 +147,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             t.mshr_stalls
         )?;
         writeln!(w, "  lines fetched     {:>12}", t.fills)?;
+        writeln!(
+            w,
+            "  duplicate loads   {:>12}   (misses on a line in flight for another warp)",
+            t.duplicate_loads
+        )?;
         writeln!(w, "  mean latency      {:>12.2}", t.mean_latency)?;
         let busiest = t.mshr_occupancy.iter().map(|s| s.used).max().unwrap_or(0);
         writeln!(w, "  peak MSHRs in use {:>12}", busiest)?;

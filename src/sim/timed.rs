@@ -242,6 +242,7 @@ pub(super) fn run(
         timing.idle_steps += st.idle_steps;
         timing.mshr_stalls += st.mshr_stalls;
         timing.fills += st.fills;
+        timing.duplicate_loads += st.duplicates;
         if latency_counts.len() < st.latency_counts.len() {
             latency_counts.resize(st.latency_counts.len(), 0);
         }

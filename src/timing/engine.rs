@@ -105,6 +105,9 @@ pub struct TimingStats {
     pub idle_steps: u64,
     pub mshr_stalls: u64,
     pub fills: u64,
+    /// Misses that found their line in flight for another warp: duplicate loads that ride on
+    /// its fetch (Dasgupta 2011 §3.2.4; a warp's own second request for a line is not one).
+    pub duplicates: u64,
     pub latency_sum: u64,
     /// `latency_counts[l]` = requests whose effect came `l` steps after issue (the last bin
     /// also holds longer ones).
@@ -195,8 +198,8 @@ pub struct Engine {
     /// at the start of the step.
     pending: FxHashSet<u64>,
     pending_at_step: usize,
-    /// Line -> arrival time of its latest fill.
-    in_flight: FxHashMap<u64, u64>,
+    /// Line -> arrival time of its latest fill and the warp whose miss started it.
+    in_flight: FxHashMap<u64, (u64, u32)>,
     /// MSHR releases: (arrival time, warp holding it).
     releases: BinaryHeap<Reverse<(u64, u32)>>,
     mshrs_used: u32,
@@ -341,7 +344,8 @@ impl Engine {
         self.apply_effects(self.now);
         let set = self.set_of.set(line);
         let now = self.now;
-        let fill = self.in_flight.get(&line).copied();
+        let flight = self.in_flight.get(&line).copied();
+        let fill = flight.map(|f| f.0);
         // A line arriving in this very step is there for a request to it (Nugteren et al.
         // 2014, table 5, time 2); other effects of this step come after the step's lookups
         // (tables 3, 4). Under `Arrivals::AfterGroup` the loop applies them between groups.
@@ -381,6 +385,9 @@ impl Engine {
         }
         let at = if let Some(f) = fill.filter(|_| in_flight) {
             // Shares the line's MSHR entry.
+            if flight.is_some_and(|(_, by)| by != gw) {
+                self.stats.duplicates += 1;
+            }
             let own = now + self.miss_latency();
             if self.p.clip {
                 own.min(f)
@@ -397,7 +404,7 @@ impl Engine {
             self.mshrs_used += 1;
             *self.warp_mshrs.entry(gw).or_insert(0) += 1;
             self.releases.push(Reverse((at, gw)));
-            self.in_flight.insert(line, at);
+            self.in_flight.insert(line, (at, gw));
             self.stats.fills += 1;
             at
         };

@@ -47,6 +47,12 @@ pub enum Command {
     CancelAnalysis,
     /// Prepare the communication view's density map of a selection off the UI thread.
     Density(DensityRequest),
+    /// Measure the performance model's inputs of a pane's trace off the UI thread.
+    Measure {
+        pane: usize,
+        trace: Arc<TraceData>,
+        gpu: crate::analyze::GpuModel,
+    },
 }
 
 /// A linked-hover lookup: which access, and in which result to find it.

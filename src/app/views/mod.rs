@@ -1,4 +1,5 @@
-//! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`).
+//! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`,
+//! `performance.rs`).
 //! Each is a struct holding what it keeps between frames, with a `ui` method that draws from
 //! data made on the worker and returns [`Command`]s for the app to carry out after drawing
 //! (`command.rs`). This module holds the view list and what several views share: empty-state
@@ -11,7 +12,7 @@ use super::data::{Outcome, SimData, TraceData};
 use super::raster::ColourBy;
 use super::theme;
 
-/// The views, in menu order (Ctrl+1..5).
+/// The views, in menu order (Ctrl+1..6).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
 )]
@@ -22,15 +23,17 @@ pub enum View {
     Misses,
     Sets,
     Communication,
+    Performance,
 }
 
 impl View {
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Address,
         View::Reuse,
         View::Misses,
         View::Sets,
         View::Communication,
+        View::Performance,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +42,7 @@ impl View {
             View::Misses => "Miss categories",
             View::Sets => "Sets",
             View::Communication => "CTA communication",
+            View::Performance => "Performance model",
         }
     }
     pub fn file_stem(self) -> &'static str {
@@ -48,6 +52,7 @@ impl View {
             View::Misses => "misses",
             View::Sets => "sets",
             View::Communication => "communication",
+            View::Performance => "performance",
         }
     }
 }
@@ -182,6 +187,7 @@ mod address_hover;
 pub mod comm;
 pub mod command;
 pub mod misses;
+pub mod performance;
 mod reuse;
 mod sets;
 
@@ -190,5 +196,6 @@ pub use address_hover::{store_note, timing_result};
 pub use comm::CommView;
 pub use command::{Command, LinkedHover, PaneCx, PaneView};
 pub use misses::MissesView;
+pub use performance::PerformanceView;
 pub use reuse::{distance_bin_x, limit_x, ReuseView};
 pub use sets::{set_label, set_marks, SetMetric, SetsView};
