@@ -569,7 +569,7 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     assert!(h.state().view.waiting());
     h.get_by_label_contains("Measuring the model's inputs");
     // The app's answer, made as its job makes it.
-    let m = measure(&t, &warpscope::analyze::gt200());
+    let m = measure(&t, &warpscope::analyze::gt200(), &Default::default()).unwrap();
     let id = std::sync::Arc::as_ptr(&t) as usize;
     h.state_mut().view.measured(id, m.clone());
     h.run_steps(2);
@@ -593,6 +593,15 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     );
     h.get_by_label("Reset to gt200");
     h.get_by_label_contains("twice the active blocks per SM");
+    // Cancelled, the measurement stops in its timing-model run (which looks every 4096 warp
+    // instructions: the column copy issues 16384 on SM 0) and says so.
+    let cancelled = warpscope::app::job::Progress::default();
+    cancelled.cancel();
+    let big = trace("column-copy", &[("threads", "256"), ("width", "1024")]);
+    assert_eq!(
+        measure(&big, &warpscope::analyze::gt200(), &cancelled).err(),
+        Some(warpscope::app::job::JobError::Cancelled)
+    );
     // One block per SM instead of the measured eight: a slower prediction.
     assert_eq!(measured.inputs.active_blocks_per_sm, 8);
     h.state_mut().view.set_active_blocks(Some(1));

@@ -137,6 +137,17 @@ fn shape(g: &GpuModel) -> SimConfig {
 
 /// Measures every input of kernel `k` that the trace holds.
 pub fn measure(k: &Kernel, g: &GpuModel, given: &Given) -> Result<Measured, MeasureError> {
+    measure_with(k, g, given, &mut NoObserver)
+}
+
+/// [`measure`], telling `observer` how the timing-model run goes (it can stop it: then the
+/// error is [`SimError::Cancelled`]).
+pub fn measure_with(
+    k: &Kernel,
+    g: &GpuModel,
+    given: &Given,
+    observer: &mut dyn sim::Observer,
+) -> Result<Measured, MeasureError> {
     let cfg = shape(g);
     let tpb = k.threads_per_cta();
     if tpb > g.max_threads_per_sm {
@@ -253,7 +264,7 @@ pub fn measure(k: &Kernel, g: &GpuModel, given: &Given) -> Result<Measured, Meas
         duplicate_loads: 1.0,
         vector: vector * 2 > loads + stores,
     };
-    let duplicates = duplicates(k, g, &raw)?;
+    let duplicates = duplicates(k, g, &raw, observer)?;
     let inputs = KernelInputs {
         duplicate_loads: duplicates.ratio,
         ..raw
@@ -279,7 +290,12 @@ fn is_high_latency(opcode: &str) -> bool {
 /// global data) and unlimited MSHRs, each miss taking the request's memory latency (eq. 24),
 /// and takes its count of load pieces that found their piece in flight for another warp
 /// (`TimingReport::duplicate_loads`).
-fn duplicates(k: &Kernel, g: &GpuModel, raw: &KernelInputs) -> Result<Duplicates, MeasureError> {
+fn duplicates(
+    k: &Kernel,
+    g: &GpuModel,
+    raw: &KernelInputs,
+    observer: &mut dyn sim::Observer,
+) -> Result<Duplicates, MeasureError> {
     let a = super::analyze(raw, g)?;
     let mut cfg = shape(g);
     cfg.cache = CacheConfig {
@@ -303,7 +319,7 @@ fn duplicates(k: &Kernel, g: &GpuModel, raw: &KernelInputs) -> Result<Duplicates
     let trace = Trace {
         kernels: vec![k.clone()],
     };
-    let report = sim::run(&cfg, &trace, &mut NoObserver)?;
+    let report = sim::run(&cfg, &trace, observer)?;
     // In the timing model stores go past the L1: its requests are the load pieces.
     let mut d = Duplicates {
         pieces: report.totals.requests,

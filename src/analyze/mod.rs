@@ -18,8 +18,8 @@ mod presets;
 mod whatif;
 
 pub use measure::{
-    default_compute_per_memory, measure, Duplicates, Given, MeasureError, Measured, Source,
-    DEFAULT_COMPUTE_PER_MEMORY,
+    default_compute_per_memory, measure, measure_with, Duplicates, Given, MeasureError, Measured,
+    Source, DEFAULT_COMPUTE_PER_MEMORY,
 };
 pub use model::{analyze, Analysis, ExecCase, GpuModel, InputError, KernelInputs, MwpLimit};
 pub use presets::{gpu, gt200, GPUS};

@@ -82,7 +82,7 @@ impl WarpscopeApp {
                     p.jobs.measure = Some(Job::spawn(
                         format!("Measuring the model's inputs of pane {}", pane + 1),
                         &self.wake,
-                        move |_| Ok((id, views::performance::measure(&trace, &gpu))),
+                        move |p| Ok((id, views::performance::measure(&trace, &gpu, p)?)),
                     ));
                 }
             }

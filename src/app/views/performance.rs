@@ -15,22 +15,28 @@ use super::command::{Command, PaneCx, PaneView};
 use super::*;
 use crate::analyze::{self, Analysis, GpuModel, KernelInputs, Measured, MwpLimit};
 use crate::app::data::TraceData;
+use crate::app::job::{Finished, JobError, Progress};
+use crate::app::worker::Relay;
 
 /// What a measurement job gives: one entry per kernel of the trace (a kernel without global
 /// memory, or one that does not fit, has its error instead).
 pub type Measurements = Vec<(String, Result<Measured, String>)>;
 
-/// Measures every kernel of `trace` on `gpu` (run as a job).
-pub fn measure(trace: &TraceData, gpu: &GpuModel) -> Measurements {
-    trace
-        .trace
-        .kernels
-        .iter()
-        .map(|k| {
-            let m = analyze::measure(k, gpu, &analyze::Given::default()).map_err(|e| e.to_string());
-            (k.name.clone(), m)
-        })
-        .collect()
+/// Measures every kernel of `trace` on `gpu` (run as a job: its progress follows the
+/// timing-model runs, and cancelling the job stops them).
+pub fn measure(trace: &TraceData, gpu: &GpuModel, progress: &Progress) -> Finished<Measurements> {
+    let mut out = Vec::new();
+    for k in &trace.trace.kernels {
+        let m = analyze::measure_with(k, gpu, &analyze::Given::default(), &mut Relay(progress));
+        if matches!(
+            m,
+            Err(analyze::MeasureError::Sim(crate::sim::SimError::Cancelled))
+        ) {
+            return Err(JobError::Cancelled);
+        }
+        out.push((k.name.clone(), m.map_err(|e| e.to_string())));
+    }
+    Ok(out)
 }
 
 /// The performance view of one pane.
