@@ -298,9 +298,10 @@ pub fn analyze(k: &KernelInputs, g: &GpuModel) -> Result<Analysis, InputError> {
     } else {
         0.0
     };
-    let memory_latency = if requests > 0.0 {
-        g.base_latency + (transactions_per_request - 1.0).max(0.0) * departure_delay_per_transaction
     // (24)
+    let memory_latency = if requests > 0.0 {
+        let extra = (transactions_per_request - 1.0).max(0.0);
+        g.base_latency + extra * departure_delay_per_transaction
     } else {
         0.0
     };

@@ -336,8 +336,8 @@ pub struct HwcheckArgs {
 pub struct AnalyzeArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The GPU model: gt200 (Dasgupta 2011's tuned Tesla C1060).
-    #[arg(long, default_value = "gt200")]
+    /// The GPU model: gt200 (Dasgupta 2011's tuned Tesla C1060). `--preset` is the same.
+    #[arg(long, visible_alias = "preset", default_value = "gt200")]
     pub gpu: String,
     /// Dynamic instructions per warp (Accel-Sim traces count them; otherwise
     /// --compute-per-memory or the kernel's default is used).
