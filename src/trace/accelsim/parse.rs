@@ -425,7 +425,9 @@ fn instruction(
     let wc = tb.warps.entry((c, w)).or_default();
     let dyn_inst = wc.executed;
     wc.executed += 1;
-    group_loads(wc, &mut tb.load_groups, opcode, &dst, &src);
+    // `classify` names memory instructions only: ask it about those alone.
+    let global_load = width > 0 && classify(opcode) == (AccessKind::Load, MemSpace::Global);
+    group_loads(wc, &mut tb.load_groups, global_load, &dst, &src);
     match tb.opcodes.get_mut(opcode) {
         Some(v) => *v += 1,
         None => {
@@ -577,7 +579,7 @@ fn register(token: &[u8]) -> Option<u8> {
 fn group_loads(
     wc: &mut WarpCount,
     lg: &mut LoadGroups,
-    opcode: &[u8],
+    load: bool,
     dst: &[Option<u8>],
     src: &[Option<u8>],
 ) {
@@ -589,7 +591,6 @@ fn group_loads(
         wc.group = 0;
         wc.pending = [0; 4];
     }
-    let load = classify(opcode) == (AccessKind::Load, MemSpace::Global);
     for &r in dst.iter().flatten() {
         let (word, bit) = (r as usize / 64, 1u64 << (r % 64));
         if load {

@@ -49,6 +49,30 @@ fn address_modes_decode_per_active_lane() {
 }
 
 #[test]
+fn loads_group_until_an_instruction_reads_what_one_of_them_loaded() {
+    // Two independent loads (R4, R6), then an add reads R4: one group of two. A move that
+    // overwrites R8 takes it out of the next group, so the add reading R8 does not end it; the
+    // warp's end closes that group of one. Non-memory instructions are never loads, and a
+    // store is not a load. 3 loads in 2 groups: 1.5 independent loads.
+    let k = one(concat!(
+        "insts = 9\n",
+        "0010 00000001 1 R4 LDG.E 1 R2 4 0 0x100\n",
+        "0018 00000001 1 R6 LDG.E 1 R2 4 0 0x200\n",
+        "0020 00000001 1 R7 IADD 2 R4 R6 0\n",
+        "0028 00000001 1 R8 LDG.E 1 R2 4 0 0x300\n",
+        "0030 00000001 1 R8 MOV 1 R255 0\n",
+        "0038 00000001 1 R10 IADD 1 R8 0\n",
+        "0040 00000001 1 R12 FFMA 2 R10 R10 0\n",
+        "0048 00000001 0 STG.E 2 R2 R12 4 0 0x400\n",
+        "0050 ffffffff 0 EXIT 0 0\n#END_TB\n"
+    ))
+    .unwrap();
+    let g = k.info.load_groups;
+    assert_eq!((g.loads, g.groups), (3, 2));
+    assert_eq!(k.info.independent_loads(), Some(1.5));
+}
+
+#[test]
 fn reading_popcount_deltas_like_accel_sim_is_an_error() {
     // Two active lanes: one delta. Two deltas leave a stray field.
     let e = one("insts = 1\n0010 00000003 0 STG.E 2 R2 R3 4 2 0x300 4 4 4\n#END_TB\n")
