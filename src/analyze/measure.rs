@@ -9,7 +9,7 @@ use crate::config::{
     CacheConfig, Coalescing, GpuConfig, ScheduleConfig, SimConfig, SmSelection, TimingConfig,
 };
 use crate::sim::{self, NoObserver, SimError};
-use crate::trace::{AccessKind, Kernel, Trace};
+use crate::trace::{AccessKind, Kernel};
 use serde::Serialize;
 
 /// What the user gives for inputs a trace may lack (`None`: measured, or the default).
@@ -316,10 +316,7 @@ fn duplicates(
         classify: false,
         ..TimingConfig::default()
     });
-    let trace = Trace {
-        kernels: vec![k.clone()],
-    };
-    let report = sim::run(&cfg, &trace, observer)?;
+    let report = sim::run_kernels(&cfg, std::slice::from_ref(k), observer)?;
     // In the timing model stores go past the L1: its requests are the load pieces.
     let mut d = Duplicates {
         pieces: report.totals.requests,

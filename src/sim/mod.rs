@@ -199,13 +199,22 @@ pub fn run(
     trace: &Trace,
     observer: &mut dyn Observer,
 ) -> Result<Report, SimError> {
+    run_kernels(cfg, &trace.kernels, observer)
+}
+
+/// [`run`] over kernels held elsewhere (one kernel of a trace: `std::slice::from_ref`).
+pub fn run_kernels(
+    cfg: &SimConfig,
+    kernels: &[Kernel],
+    observer: &mut dyn Observer,
+) -> Result<Report, SimError> {
     cfg.validate()?;
     if let Some(t) = &cfg.timing {
-        return timed::run(cfg, t, trace, observer);
+        return timed::run(cfg, t, kernels, observer);
     }
-    let total: u64 = trace.kernels.iter().map(|k| k.len() as u64).sum();
+    let total: u64 = kernels.iter().map(|k| k.len() as u64).sum();
     let mut session = Session::new(cfg, total)?;
-    for k in &trace.kernels {
+    for k in kernels {
         session.kernel(k, observer)?;
     }
     Ok(session.finish(observer))

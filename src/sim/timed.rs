@@ -11,7 +11,7 @@ use crate::rng::Rng;
 use crate::timing::{
     classify_by, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant, WarpStreams,
 };
-use crate::trace::Trace;
+use crate::trace::Kernel;
 
 struct Adapter<'a> {
     observer: &'a mut dyn Observer,
@@ -59,13 +59,12 @@ type Runs = Vec<Vec<Vec<KernelRun>>>;
 pub(super) fn run(
     cfg: &SimConfig,
     t: &TimingConfig,
-    trace: &Trace,
+    launches: &[Kernel],
     observer: &mut dyn Observer,
 ) -> Result<Report, SimError> {
     let sms = selected_sms(cfg);
     let variants = Variant::all(t);
-    let rows_per_run: u64 = trace.kernels.iter().map(|k| k.len() as u64).sum::<u64>()
-        * sms.len() as u64
+    let rows_per_run: u64 = launches.iter().map(|k| k.len() as u64).sum::<u64>() * sms.len() as u64
         / cfg.gpu.sms.max(1) as u64;
     let total = rows_per_run.max(1) * variants.len() as u64;
     let mut done = 0u64;
@@ -85,8 +84,7 @@ pub(super) fn run(
         },
     };
     // What each warp issues does not depend on timing: build the streams once for all runs.
-    let streams = trace
-        .kernels
+    let streams = launches
         .iter()
         .map(|k| {
             WarpStreams::build(
@@ -102,7 +100,7 @@ pub(super) fn run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Every kernel runs once per variant and SM: announce each once, before any request.
-    for (ki, k) in trace.kernels.iter().enumerate() {
+    for (ki, k) in launches.iter().enumerate() {
         observer.on_kernel(ki as u32, k);
     }
     for &v in &variants {
@@ -112,7 +110,7 @@ pub(super) fn run(
             let mut e = Engine::new(&cfg.cache, p, fa, Rng::fork(cfg.seed, sm as u64).next_u64());
             let mut order = 0u64;
             let mut kernels = Vec::new();
-            for (ki, k) in trace.kernels.iter().enumerate() {
+            for (ki, k) in launches.iter().enumerate() {
                 let mut hooks = Adapter {
                     observer: &mut *observer,
                     full: v == Variant::Full,
@@ -167,7 +165,7 @@ pub(super) fn run(
     let mut report = Report::new(cfg, &sms);
     let full = &runs[0];
     // Per kernel: instruction and CTA rows (summed over SMs).
-    for (ki, k) in trace.kernels.iter().enumerate() {
+    for (ki, k) in launches.iter().enumerate() {
         let inst_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_inst));
         let cta_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_cta));
         let per_inst = sum_rows(full, ki, |kr| &kr.per_inst);
@@ -203,7 +201,7 @@ pub(super) fn run(
     // Per SM: kernels modelled cold are classified one by one, as the released model does.
     let sm_classes = if t.rules.kernels == Kernels::Cold {
         let mut per_sm = vec![crate::cache::MissClasses::default(); sms.len()];
-        for ki in 0..trace.kernels.len() {
+        for ki in 0..launches.len() {
             let of_kernel = classes(&|r| r.iter().map(|s| s[ki].counts).collect());
             for (a, b) in per_sm.iter_mut().zip(&of_kernel) {
                 a.add(b);
