@@ -15,6 +15,8 @@
 // - `capacity-fine`: `capacity` with a 128 B stride in 1 KB steps, at several preferred
 //   shared-memory carve-outs (`default`, or a percentage: 0 % asks for the most L1).
 // - `store-then-load`: one thread stores a chain into a buffer, then times each load of it.
+// - `conflict`: `n` (the index column) lines a power-of-two stride apart, average cycles per load
+//   of the warmed chain: the `n` where misses start, per stride, bounds the ways of a set.
 // Device properties go to stderr.
 
 #include <cstdio>
@@ -110,6 +112,24 @@ static long long run_chain(unsigned long long* dev, size_t span, size_t stride, 
     return cycles * 1000 / steps;  // milli-cycles per load
 }
 
+// A chain of `n` lines `stride` bytes apart (only its `n` pointers are written), run with the
+// driver's carve-out; milli-cycles per load. For the associativity: lines that share a set.
+static long long run_sparse_chain(unsigned long long* dev, size_t n, size_t stride,
+                                  long long* d_cycles, unsigned long long* d_sink) {
+    unsigned long long base = (unsigned long long)dev;
+    for (size_t k = 0; k < n; k++) {
+        unsigned long long next = base + ((k + 1) % n) * stride;
+        CHECK(cudaMemcpy((char*)dev + k * stride, &next, sizeof next, cudaMemcpyHostToDevice));
+    }
+    CHECK(cudaFuncSetAttribute(chase, cudaFuncAttributePreferredSharedMemoryCarveout, -1));
+    long long steps = 4096;
+    chase<<<1, 1>>>(dev, 4 * (long long)n, steps, d_cycles, d_sink);
+    CHECK(cudaGetLastError());
+    long long cycles = 0;
+    CHECK(cudaMemcpy(&cycles, d_cycles, sizeof cycles, cudaMemcpyDeviceToHost));
+    return cycles * 1000 / steps;
+}
+
 int main() {
     cudaDeviceProp pr;
     CHECK(cudaGetDeviceProperties(&pr, 0));
@@ -155,6 +175,21 @@ int main() {
     {
         long long mc = run_chain(dev, max_span, 128, -1, d_cycles, d_sink);
         printf("capacity,default,128,%zu,-1,%lld.%03lld\n", max_span, mc / 1000, mc % 1000);
+    }
+    // Associativity: n lines a power-of-two stride apart, n up to 96 (64 MB buffer). Where
+    // the lines of a stride fall into few sets, misses start once n passes the ways.
+    {
+        const size_t big = 64u << 20;
+        unsigned long long* wide = nullptr;
+        CHECK(cudaMalloc(&wide, big));
+        for (size_t stride = 128; stride <= (512u << 10); stride *= 2) {
+            for (size_t n = 1; n <= 96 && n * stride <= big; n += (n < 64 ? 1 : 8)) {
+                long long mc = run_sparse_chain(wide, n, stride, d_cycles, d_sink);
+                printf("conflict,default,%zu,%zu,%zu,%lld.%03lld\n", stride, n * stride, n, mc / 1000,
+                       mc % 1000);
+            }
+        }
+        CHECK(cudaFree(wide));
     }
     // Fill granularity: a fresh cold buffer read with a 4-byte stride.
     {
