@@ -146,8 +146,9 @@ pub fn simulate_case(case: &str, cfg: &SimConfig) -> Result<CaseCounts, CheckErr
         coalesced_counts(k, cfg, &mut counts).map_err(sim_err)?;
     }
     let report = sim::run(cfg, &trace, &mut NoObserver).map_err(sim_err)?;
-    // A read that misses fetches the sectors it asked for; every other sector it asked for
-    // was there. Each instruction of the generated kernels is all loads or all stores.
+    // A read fetches only the sectors it asked for that were missing (`bytes_from_memory`);
+    // every other sector it asked for was a hit. Each instruction of the generated kernels is
+    // all loads or all stores.
     let sector_bytes = cfg.cache.sector_bytes.max(1) as u64;
     let (mut sectors, mut fetched) = (0, 0);
     for row in report.instructions.iter().filter(|r| r.counters.reads > 0) {
