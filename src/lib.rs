@@ -25,6 +25,7 @@ pub mod cache;
 pub mod coalesce;
 pub mod comm;
 pub mod config;
+pub mod explain;
 pub mod gen;
 pub mod hwcheck;
 pub mod linemap;

@@ -1530,3 +1530,57 @@ fn analyze_json_of_a_sample_accel_sim_trace_and_the_merging_micro_benchmark() {
     let out = warpscope(&["analyze", "--kernel", "vecadd", "--departure-delay", "37,x"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--departure-delay"));
 }
+
+#[test]
+fn explain_tells_why_a_dinero_reference_missed() {
+    // A direct-mapped 64-byte cache of 32-byte lines: every line of the sample maps to set 0.
+    let args = [
+        "explain",
+        "--trace",
+        "sample-traces/dinero-small.din",
+        "--cache-size",
+        "64",
+        "--ways",
+        "1",
+        "--line-size",
+        "32",
+        "--sector-size",
+        "32",
+        "--request",
+        "7",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    assert_eq!(v["why"], "capacity");
+    assert_eq!(v["previous"]["request"], 1);
+    assert_eq!(v["eviction"]["by"]["request"], 3);
+    assert_eq!(v["counterfactuals"][1]["change"], "4 ways (256 B)");
+    assert_eq!(v["counterfactuals"][1]["hit"], true);
+    insta::assert_json_snapshot!("explain_dinero_small", v);
+    // The text: the story, then the evidence.
+    let out = warpscope(&args);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("Request 7: capacity miss (SM 0, order 7)"),
+        "{text}"
+    );
+    assert!(
+        text.replace('\n', " ")
+            .contains("a direct-mapped set holds one line"),
+        "{text}"
+    );
+    // A request past the end says how many there are.
+    let out = warpscope(&[
+        "explain",
+        "--trace",
+        "sample-traces/dinero-small.din",
+        "--request",
+        "12",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("there is no request 12: this run has 12 (numbered from 0)"),
+        "{err}"
+    );
+}

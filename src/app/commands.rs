@@ -19,6 +19,8 @@ pub struct PaneJobs {
     pub link: Option<Job<(LinkKey, Option<usize>)>>,
     /// Measuring the performance model's inputs of the pane's trace (its `Arc`'s address).
     pub measure: Option<Job<(usize, views::performance::Measurements)>>,
+    /// Explaining a request: (result generation, request, explanation).
+    pub explain: Option<Job<views::address_explain::Explained>>,
 }
 
 impl PaneJobs {
@@ -28,6 +30,7 @@ impl PaneJobs {
             && self.select.is_none()
             && self.link.is_none()
             && self.measure.is_none()
+            && self.explain.is_none()
     }
 }
 
@@ -72,6 +75,25 @@ impl WarpscopeApp {
                         move |_| {
                             let found = linked_request(&lookup.src, lookup.request, &lookup.dst);
                             Ok((lookup.key, found))
+                        },
+                    ));
+                }
+            }
+            Command::Explain {
+                pane,
+                generation,
+                request,
+                trace,
+                config,
+            } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    p.jobs.explain = Some(Job::spawn(
+                        format!("Explaining request {request} of pane {}", pane + 1),
+                        &self.wake,
+                        move |progress| {
+                            views::address_explain::explain(
+                                &trace, &config, generation, request, progress,
+                            )
                         },
                     ));
                 }
@@ -154,6 +176,11 @@ impl WarpscopeApp {
             }
             if let Some(Ok((key, found))) = take_finished(&mut p.jobs.link) {
                 p.address.link_arrived(key, found);
+            }
+            match take_finished(&mut p.jobs.explain) {
+                Some(Ok(e)) if e.generation == p.generation => p.address.explained(e),
+                Some(Err(JobError::Failed(why))) => p.address.explain_failed(why),
+                _ => {}
             }
             if let Some(Ok((trace, m))) = take_finished(&mut p.jobs.measure) {
                 p.performance.measured(trace, m);

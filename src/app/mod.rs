@@ -196,7 +196,7 @@ pub struct WarpscopeApp {
     pending_png: Option<PathBuf>,
     /// The address-view request hovered in the last frame (pane, generation, request), for
     /// the linked panes' tooltips.
-    hover: Option<(usize, u64, usize)>,
+    pub hover: Option<(usize, u64, usize)>,
     /// The communication view of the loaded trace (its report and display choices).
     pub comm: CommView,
     /// The communication analysis of the loaded trace, and the density map being prepared.

@@ -265,6 +265,34 @@ impl EframeApp {
                 return;
             }
             "15-performance-side-by-side.png".to_string()
+        } else if extra == 11 {
+            // "Why did this miss?": a conflict miss of the naive matmul explained.
+            if first {
+                app.remove_pane(1);
+                app.settings.view = View::Address;
+            }
+            let Some(d) = app.panes[0].result.clone() else {
+                plan.wait_frames = 0;
+                return;
+            };
+            let address = &mut app.panes[0].address;
+            if address.explaining.is_none() {
+                let conflicts: Vec<usize> = (0..d.points.len())
+                    .filter(|&i| d.points.outcome(i) == crate::app::data::Outcome::Conflict)
+                    .collect();
+                if let Some(&i) = conflicts.get(conflicts.len() / 3) {
+                    address.explain(i);
+                }
+            }
+            if address
+                .explaining
+                .as_ref()
+                .is_some_and(|a| a.answer.is_none())
+            {
+                plan.wait_frames = 0;
+                return;
+            }
+            "16-explain.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -23,6 +23,8 @@ pub struct ArrayOutcome {
     pub writeback_sectors: u32,
     /// Requested sectors that were not present (all of them when the line missed).
     pub missing_sectors: u32,
+    /// The line given up to make room for this one (its replacement policy's victim).
+    pub evicted: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -128,6 +130,7 @@ impl CacheArray {
                     let slot = base + v;
                     let d = self.valid[slot] & self.dirty[slot];
                     out.writeback_sectors = d.count_ones();
+                    out.evicted = Some(self.tags[slot] - 1);
                     if let Some(index) = &mut self.index {
                         index.remove(&(self.tags[slot] - 1));
                     }

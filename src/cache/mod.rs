@@ -39,6 +39,8 @@ pub struct Outcome {
     pub bytes_from_memory: u64,
     pub bytes_to_memory: u64,
     pub writeback: bool,
+    /// The line this request's fill evicted from the cache.
+    pub evicted: Option<u64>,
 }
 
 /// A cache with its fully associative shadow and the record of every sector ever seen.
@@ -132,6 +134,7 @@ impl CacheModel {
             bytes_from_memory: from,
             bytes_to_memory: to,
             writeback: m.writeback_sectors > 0,
+            evicted: m.evicted,
         }
     }
 }

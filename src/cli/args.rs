@@ -76,6 +76,10 @@ pub enum Command {
     /// change that: the MWP/CWP model of Hong and Kim 2009 as Dasgupta 2011 extends it
     /// (docs/analyzer.md).
     Analyze(AnalyzeArgs),
+    /// Why did request N hit or miss: what it asked for, its line's previous use, the
+    /// distinct lines since, who evicted it and by which rule of the policy, its class and
+    /// what would have changed it (docs/explain.md). Takes the same flags as `sim`.
+    Explain(ExplainArgs),
 }
 
 /// Where the trace comes from.
@@ -328,6 +332,21 @@ pub struct HwcheckArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The request to explain: its number in the run's request order, from 0 (the app shows
+    /// it in the request's tooltip).
+    #[arg(long, value_name = "N")]
+    pub request: u64,
+    /// Print one JSON object (schema in docs/explain.md) instead of the story.
     #[arg(long)]
     pub json: bool,
 }

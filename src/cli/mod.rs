@@ -4,6 +4,7 @@
 mod analyze;
 mod args;
 mod comm;
+mod explain;
 mod hwcheck;
 mod lanes;
 mod options;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Comm(a)) => comm::run(a),
         Some(Command::Hwcheck(a)) => hwcheck::run(a),
         Some(Command::Analyze(a)) => analyze::run(a),
+        Some(Command::Explain(a)) => explain::run(a),
     }
 }
 

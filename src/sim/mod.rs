@@ -55,6 +55,18 @@ pub struct RequestEvent {
     /// Timing model only: the line's distance in its set's LRU stack at issue (`None` for a
     /// line not in the stack: its first use); at least the associativity is a miss.
     pub set_distance: Option<u64>,
+    /// Sectors of the line the request needs (bit i = sector i; 0 in the timing model, which
+    /// caches whole lines).
+    pub sectors: u32,
+    /// The line this request's fill evicted (the replacement policy's victim; `None` in the
+    /// timing model, whose LRU stacks push lines out implicitly).
+    pub evicted: Option<u64>,
+    /// Timing model only: when the request takes effect in its set (for a miss, when its line
+    /// arrives).
+    pub effect_at: Option<u64>,
+    /// Timing model only: attempts of this request refused before it issued because no MSHR
+    /// was free (its warp went to the back of the queue each time).
+    pub refused: u32,
 }
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
@@ -64,6 +76,10 @@ pub trait Observer {
     /// may be only a part of the kernel, or none, when it is streamed).
     fn on_kernel(&mut self, _kernel: u32, _header: &Kernel) {}
     fn on_request(&mut self, _event: &RequestEvent) {}
+    /// Called (when [`Observer::wants_requests`]) before the requests of each warp instruction
+    /// that reaches the L1, with its rows of `cols`: the accesses its requests come from. Not
+    /// called in the timing model.
+    fn on_warp_instruction(&mut self, _cols: &crate::trace::Columns, _rows: &[u32]) {}
     /// Whether [`Observer::on_request`] does anything: when not, the pipeline does not
     /// build the events (the thread search behind [`RequestEvent::thread`] costs time).
     fn wants_requests(&self) -> bool {

@@ -52,6 +52,9 @@ impl Running {
             return Ok(());
         }
         self.warp_insts += 1;
+        if self.events {
+            observer.on_warp_instruction(cols, rows);
+        }
         let inst = cols.inst[rows[0] as usize];
         let taken = &mut self.taken;
         taken.clear();
@@ -106,6 +109,10 @@ impl Running {
                     thread,
                     in_flight: false,
                     set_distance: None,
+                    sectors: c.request.sectors,
+                    evicted: o.evicted,
+                    effect_at: None,
+                    refused: 0,
                 });
             }
             s.order += 1;

@@ -21,6 +21,8 @@ struct Adapter<'a> {
     order: &'a mut u64,
     rows_before: u64,
     total: u64,
+    /// Refused attempts (no free MSHR) per (CTA, warp, line), until the request issues.
+    refused: rustc_hash::FxHashMap<(u32, u32, u64), u32>,
 }
 
 impl Hooks for Adapter<'_> {
@@ -28,9 +30,18 @@ impl Hooks for Adapter<'_> {
         self.observer.progress(self.rows_before + rows, self.total)
     }
     fn request(&mut self, r: &TimedRequest) {
-        if !self.full || r.status == Status::Cancelled {
+        if !self.full || !self.observer.wants_requests() {
             return;
         }
+        if r.status == Status::Cancelled {
+            *self.refused.entry((r.cta, r.warp, r.line)).or_insert(0) += 1;
+            return;
+        }
+        let refused = if self.refused.is_empty() {
+            0
+        } else {
+            self.refused.remove(&(r.cta, r.warp, r.line)).unwrap_or(0)
+        };
         self.observer.on_request(&RequestEvent {
             order: *self.order,
             sm: self.sm,
@@ -48,6 +59,10 @@ impl Hooks for Adapter<'_> {
             thread: None,
             in_flight: r.in_flight,
             set_distance: r.distance,
+            sectors: 0,
+            evicted: None,
+            effect_at: Some(r.effect_at),
+            refused,
         });
         *self.order += 1;
     }
@@ -119,6 +134,7 @@ pub(super) fn run(
                     order: &mut order,
                     rows_before: done,
                     total,
+                    refused: Default::default(),
                 };
                 let kr = e
                     .run_kernel(k, &streams[ki], sm, &cfg.gpu, &mut hooks)

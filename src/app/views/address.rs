@@ -4,6 +4,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Plot, PlotImage, PlotPoint, PlotPoints, Points};
 
+use super::address_explain::{self, Asked, Explained, PanelAction};
 use super::address_hover::{request_tooltip, selection_panel};
 use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
@@ -37,6 +38,10 @@ pub struct AddressView {
     linked: Option<(LinkKey, Option<usize>)>,
     /// The lookup last asked for.
     link_asked: Option<LinkKey>,
+    /// The request clicked to be explained, and its explanation once it has come.
+    pub explaining: Option<Asked>,
+    /// The explanation the view last zoomed to (result generation, request).
+    zoomed_to: Option<(u64, usize)>,
 }
 
 impl AddressView {
@@ -53,6 +58,29 @@ impl AddressView {
     /// The result of a linked lookup this view asked for.
     pub fn link_arrived(&mut self, key: LinkKey, found: Option<usize>) {
         self.linked = Some((key, found));
+    }
+    /// Asks for request `request` to be explained (as clicking it does); the view starts the
+    /// job in its next frame.
+    pub fn explain(&mut self, request: usize) {
+        self.explaining = Some(Asked {
+            generation: u64::MAX,
+            request,
+            answer: None,
+        });
+    }
+    /// An explanation this view asked for (dropped if another request was asked for since).
+    pub fn explained(&mut self, e: Explained) {
+        if let Some(a) = &mut self.explaining {
+            if (a.generation, a.request) == (e.generation, e.request) {
+                a.answer = Some(Ok(e.explanation));
+            }
+        }
+    }
+    /// The explanation job failed.
+    pub fn explain_failed(&mut self, why: String) {
+        if let Some(a) = &mut self.explaining {
+            a.answer = Some(Err(why));
+        }
     }
     /// A raster has arrived and waits for the next frame to be shown.
     pub fn uploading(&self) -> bool {
@@ -174,7 +202,32 @@ impl AddressView {
             });
         }
         if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
-            state.clear_selection();
+            if state.boxed.is_some() {
+                state.clear_selection();
+            } else {
+                state.explaining = None;
+            }
+        }
+        // An explanation is asked for again for each new result (a changed configuration).
+        if let Some(a) = &mut state.explaining {
+            if a.generation != generation {
+                a.generation = generation;
+                a.answer = None;
+                out.push(Command::Explain {
+                    pane,
+                    generation,
+                    request: a.request,
+                    trace: trace.clone(),
+                    config: data.config.clone(),
+                });
+            }
+        }
+        if let Some(a) = &state.explaining {
+            match address_explain::panel(ui, a) {
+                Some(PanelAction::Close) => state.explaining = None,
+                Some(PanelAction::Explain(i)) => state.explain(i),
+                None => {}
+            }
         }
         // A box is summarized off the UI thread, again for each new result.
         if let Some((x, y)) = state.boxed {
@@ -242,7 +295,24 @@ impl AddressView {
         let sel_stroke = ui.visuals().selection.bg_fill;
         let sel_fill = sel_stroke.gamma_multiply(0.15);
         let label_colour = ui.visuals().text_color();
+        let explained = state
+            .explaining
+            .as_ref()
+            .filter(|a| a.generation == generation)
+            .and_then(|a| a.answer.as_ref())
+            .and_then(|a| a.as_ref().ok());
+        let strong = ui.visuals().strong_text_color();
+        // A new explanation brings its story into view once; the user may zoom away after.
+        let zoom = explained
+            .filter(|e| state.zoomed_to != Some((generation, e.request.request as usize)))
+            .map(|e| {
+                state.zoomed_to = Some((generation, e.request.request as usize));
+                address_explain::story_bounds(data, e, segs.height())
+            });
         let resp = plot.show(ui, |pui| {
+            if let Some(Some(b)) = zoom {
+                pui.set_plot_bounds(b);
+            }
             let b = pui.plot_bounds();
             let (x0, x1) = (b.min()[0], b.max()[0]);
             let visible = data.visible(x0, x1).len();
@@ -270,7 +340,7 @@ impl AddressView {
                     .allow_hover(false),
                 );
             }
-            if visible <= MARKER_LIMIT {
+            let drawn = if visible <= MARKER_LIMIT {
                 let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
                 for i in data.visible(x0, x1) {
                     if !p.of_inst(i, only_key) {
@@ -321,7 +391,11 @@ impl AddressView {
                     ));
                 }
                 Some(want)
+            };
+            if let Some(e) = explained {
+                address_explain::marks(pui, data, e, strong);
             }
+            drawn
         });
         array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
         // Ask for a new raster when the view changed and the newest request is not this one.
@@ -380,6 +454,10 @@ impl AddressView {
             .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
             .and_then(|pos| nearest(data, &t, pos, only_key));
         if let Some(i) = hovered {
+            if r.clicked() && !shift {
+                state.explain(i);
+                ui.ctx().request_repaint();
+            }
             r.clone().on_hover_ui_at_pointer(|ui| {
                 request_tooltip(ui, data, trace, i);
             });

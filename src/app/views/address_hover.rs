@@ -119,7 +119,9 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: us
             );
             kv(
                 "classes",
-                "counted over whole runs (Nugteren et al. 2014): see the Misses view".into(),
+                "counted over whole runs (Nugteren et al. 2014): see the Misses view; \
+                 click for this request's"
+                    .into(),
             );
         } else {
             kv("result", p.outcome(i).name().to_string());
@@ -157,6 +159,11 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: us
             kv("reuse distance", reuse);
         }
     });
+    ui.label(
+        RichText::new("Click to explain why it hit or missed")
+            .weak()
+            .italics(),
+    );
 }
 
 /// What a timing-model request's result means, from what it saw at issue: its set-stack

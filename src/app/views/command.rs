@@ -47,6 +47,15 @@ pub enum Command {
     CancelAnalysis,
     /// Prepare the communication view's density map of a selection off the UI thread.
     Density(DensityRequest),
+    /// Explain why request `request` of the pane's result `generation` hit or missed, off
+    /// the UI thread (the core's `explain` re-runs the pane's simulation).
+    Explain {
+        pane: usize,
+        generation: u64,
+        request: usize,
+        trace: Arc<TraceData>,
+        config: crate::config::SimConfig,
+    },
     /// Measure the performance model's inputs of a pane's trace off the UI thread.
     Measure {
         pane: usize,

@@ -58,9 +58,95 @@ impl SetIndexFn {
     }
 }
 
+impl SetIndexFn {
+    /// How the set of `line` is computed, in words with the bit values (for explanations):
+    /// for example `line 0x2a = address >> 7; set = line mod 32 = bits 7-11 of the address
+    /// = 0b01010 = 10`.
+    pub fn derivation(&self, line: u64, line_bytes: u32) -> String {
+        let shift = line_bytes.max(1).trailing_zeros();
+        let set = self.set(line);
+        let head = format!("line {line:#x} = address >> {shift}; ");
+        let body = match self {
+            SetIndexFn::Mask { mask } => {
+                let n = mask.count_ones();
+                if n == 0 {
+                    "one set: every line maps to set 0".to_string()
+                } else {
+                    format!(
+                        "set = line mod {} = address bits {}-{} = {:#0w$b} = {set}",
+                        mask + 1,
+                        shift,
+                        shift + n - 1,
+                        line & mask,
+                        w = n as usize + 2
+                    )
+                }
+            }
+            SetIndexFn::Modulo { sets } => format!("set = line mod {sets} = {set}"),
+            SetIndexFn::Fermi { sets } => {
+                let bit = |b: u32| (line >> b) & 1;
+                let high = bit(6) | bit(7) << 1 | bit(8) << 2 | bit(10) << 3 | bit(12) << 4;
+                let at = |b: u32| b + shift;
+                format!(
+                    "Fermi hash: address bits {}-{} ({:#07b}) XOR bits {},{},{},{},{} ({high:#07b}){}, mod {sets} = {set}",
+                    at(0),
+                    at(4),
+                    line & 0x1f,
+                    at(6),
+                    at(7),
+                    at(8),
+                    at(10),
+                    at(12),
+                    if *sets > 32 {
+                        format!(", plus bit {} ({}) as bit 5", at(5), bit(5))
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            SetIndexFn::Bits { line_shift, bits } => {
+                let a = line << line_shift;
+                let parts: Vec<String> = bits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| format!("bit {i} = address bit {b} = {}", (a >> b) & 1))
+                    .collect();
+                format!("{}; set = {set}", parts.join(", "))
+            }
+        };
+        head + &body
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn derivations_name_the_bits_and_the_set() {
+        let f = SetIndexFn::new(&SetIndex::Modulo, 32, 128);
+        assert_eq!(
+            f.derivation(0x2a, 128),
+            "line 0x2a = address >> 7; set = line mod 32 = address bits 7-11 = 0b01010 = 10"
+        );
+        let f = SetIndexFn::new(&SetIndex::Modulo, 3, 128);
+        assert_eq!(
+            f.derivation(7, 128),
+            "line 0x7 = address >> 7; set = line mod 3 = 1"
+        );
+        let f = SetIndexFn::new(&SetIndex::Bits(vec![7, 13]), 4, 128);
+        let d = f.derivation((1 << 13) >> 7, 128);
+        assert!(
+            d.ends_with("bit 0 = address bit 7 = 0, bit 1 = address bit 13 = 1; set = 2"),
+            "{d}"
+        );
+        let f = SetIndexFn::new(&SetIndex::FermiHash, 32, 128);
+        let d = f.derivation((1 << 13) >> 7, 128);
+        assert!(
+            d.ends_with("(0b00000) XOR bits 13,14,15,17,19 (0b00001), mod 32 = 1"),
+            "{d}"
+        );
+    }
 
     #[test]
     fn fermi_hash_uses_the_published_bits() {

@@ -179,6 +179,10 @@ impl Stream {
         ic.accesses += used;
         self.cta.accesses += used;
         let ki = self.ki;
+        if events {
+            let rows: Vec<u32> = range.clone().map(|r| r as u32).collect();
+            obs.on_warp_instruction(cols, &rows);
+        }
         for r in range {
             if !crate::trace::model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
@@ -212,6 +216,10 @@ impl Stream {
                             thread: Some(0),
                             in_flight: false,
                             set_distance: None,
+                            sectors: c.request.sectors,
+                            evicted: o.evicted,
+                            effect_at: None,
+                            refused: 0,
                         });
                     }
                     sim.order += 1;
