@@ -334,3 +334,141 @@ fn a_request_past_the_end_is_an_error() {
         })
     );
 }
+
+#[test]
+fn stepping_shows_the_set_as_each_request_leaves_it() {
+    use warpscope::explain::step::snapshot;
+    let k = thread(&[
+        ("ld", A),
+        ("ld", B),
+        ("ld", C),
+        ("ld", F),
+        ("ld", D),
+        ("ld", E),
+        ("ld", A),
+    ]);
+    let c = cfg(8, 4, Replacement::Lru);
+    let at = |n| snapshot(&c, &k, n, &mut |_, _| true).unwrap();
+    // After request 4 (D): set 0 is full, A oldest.
+    let s = at(4);
+    let lines: Vec<Option<u64>> = s.ways.iter().map(|w| w.line_address).collect();
+    assert_eq!(lines, vec![Some(A), Some(B), Some(C), Some(D)]);
+    let ages: Vec<u64> = s.ways.iter().map(|w| w.policy).collect();
+    assert_eq!(ages, vec![3, 2, 1, 0]);
+    assert_eq!(s.policy_meaning, "age (0 = most recently used)");
+    assert_eq!(s.evicted, None);
+    // Request 5 (E) takes A's way.
+    let s = at(5);
+    let lines: Vec<Option<u64>> = s.ways.iter().map(|w| w.line_address).collect();
+    assert_eq!(lines, vec![Some(E), Some(B), Some(C), Some(D)]);
+    assert!(s.ways[0].current && !s.ways[1].current);
+    assert_eq!(s.evicted, Some(A));
+    let recent: Vec<u64> = s.recent.iter().map(|u| u.request).collect();
+    assert_eq!(recent, vec![0, 1, 2, 3, 4]);
+    // Request 3 (F) went to set 1, alone there.
+    let s = at(3);
+    assert_eq!(s.set, 1);
+    assert_eq!(s.ways[0].line_address, Some(F));
+    assert_eq!(s.ways[1].line_address, None);
+    // FIFO keeps the queue's order: after E, B goes out next.
+    let s = snapshot(&cfg(8, 4, Replacement::Fifo), &k, 5, &mut |_, _| true).unwrap();
+    let places: Vec<u64> = s.ways.iter().map(|w| w.policy).collect();
+    assert_eq!(places, vec![3, 0, 1, 2]);
+}
+
+#[test]
+fn stepping_through_the_timing_model_shows_lines_in_flight_and_the_lru_stack() {
+    use warpscope::explain::step::snapshot;
+    // Table 3 again: hit and miss latency 2, unlimited MSHRs, no clipping.
+    let mut s = String::from("kernel t grid=1 block=4\ninst i0\ninst i1\n");
+    for tid in 0..4u64 {
+        s += &format!("0 {tid} i0 0 ld {} 4\n", 2 * tid * 4);
+        s += &format!("0 {tid} i1 0 ld {} 4\n", (2 * tid + 1) * 4);
+    }
+    let k = text::read(s.as_bytes(), "t3.wst").unwrap().kernels;
+    let mut c = SimConfig {
+        cache: CacheConfig {
+            size_bytes: 32,
+            line_bytes: 16,
+            ways: 0,
+            sector_bytes: 16,
+            ..CacheConfig::default()
+        },
+        coalescing: Coalescing::Line,
+        timing: Some(TimingConfig {
+            hit_latency: 2,
+            miss_latency: 2,
+            miss_latency_stddev: 0.0,
+            mshrs: 0,
+            mshrs_per_warp: 0,
+            clip: false,
+            warp_delay: false,
+            classify: true,
+            rules: Default::default(),
+        }),
+        ..SimConfig::default()
+    };
+    c.schedule.warp_size = 1;
+    // Time 1: line 0 is on its way (request 0's miss, arriving at 2); the stack is empty.
+    let s1 = snapshot(&c, &k, 1, &mut |_, _| true).unwrap();
+    assert_eq!(s1.in_flight, vec![(0, 2)]);
+    assert_eq!(s1.mshrs, Some((1, None)));
+    assert!(s1.ways.is_empty());
+    // Time 4: line 0 has arrived (its latest effect at 3); line 1's effect at 4 comes after
+    // the lookups of step 4. Distance 0, as table 3 says.
+    let s4 = snapshot(&c, &k, 4, &mut |_, _| true).unwrap();
+    let stack: Vec<Option<u64>> = s4.ways.iter().map(|w| w.line_address).collect();
+    assert_eq!(stack, vec![Some(0)]);
+    // Line 1 arrives in step 4 itself: nothing is in flight any more.
+    assert!(s4.in_flight.is_empty());
+    // At time 3, line 1 (asked for by request 2 at time 2) was on its way.
+    let s3 = snapshot(&c, &k, 3, &mut |_, _| true).unwrap();
+    assert_eq!(
+        (s3.in_flight.clone(), s3.mshrs),
+        (vec![(16, 4)], Some((1, None)))
+    );
+    // Time 5 (line 0 again): line 1 arrived at 4, line 0's latest effect (3) is older; table 3
+    // gives distance 1.
+    let s5 = snapshot(&c, &k, 5, &mut |_, _| true).unwrap();
+    let stack: Vec<Option<u64>> = s5.ways.iter().map(|w| w.line_address).collect();
+    assert_eq!(stack, vec![Some(16), Some(0)]);
+    assert_eq!(s5.ways[1].policy, 1);
+}
+
+#[test]
+fn the_timing_models_stack_rebuilt_for_stepping_agrees_with_the_engines_distances() {
+    use warpscope::explain::step::snapshot;
+    use warpscope::sim::{Observer, RequestEvent};
+    #[derive(Default)]
+    struct Events(Vec<RequestEvent>);
+    impl Observer for Events {
+        fn on_request(&mut self, e: &RequestEvent) {
+            self.0.push(*e);
+        }
+    }
+    let k = warpscope::gen::generate("matmul", &[("n".into(), "32".into())])
+        .unwrap()
+        .kernels;
+    let mut c = warpscope::config::preset("gtx470-16k").unwrap();
+    c.timing.as_mut().unwrap().classify = false;
+    let mut ev = Events::default();
+    warpscope::sim::run_kernels(&c, &k, &mut ev).unwrap();
+    let ways = c.cache.ways_effective() as usize;
+    let mut checked = 0;
+    for n in (0..ev.0.len()).step_by(11).take(60) {
+        let e = ev.0[n];
+        let s = snapshot(&c, &k, n as u64, &mut |_, _| true).unwrap();
+        let at = s
+            .ways
+            .iter()
+            .position(|w| w.line_address == Some(e.line * c.cache.line_bytes as u64));
+        match e.set_distance {
+            Some(d) if (d as usize) < ways => {
+                assert_eq!(at, Some(d as usize), "request {n}");
+                checked += 1;
+            }
+            _ => assert_eq!(at, None, "request {n}: not in the cache"),
+        }
+    }
+    assert!(checked > 20, "{checked}");
+}

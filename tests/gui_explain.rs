@@ -122,3 +122,71 @@ fn pick_evicted(cfg: &warpscope::config::SimConfig, k: &[warpscope::trace::Kerne
     warpscope::sim::run_kernels(cfg, k, &mut f).unwrap();
     f.0.expect("an eviction in matmul n=128") as usize
 }
+
+fn shown_at(a: &warpscope::app::WarpscopeApp) -> bool {
+    let p = &a.panes[0];
+    p.result.is_some() && !p.step.waiting(p.generation)
+}
+
+#[test]
+fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
+    use warpscope::app::data::Outcome;
+    use warpscope::app::views::step::StepBy;
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Step;
+    let mut h = harness(a);
+    settle(&mut h);
+    step_until(&mut h, "the first step", shown_at);
+    h.get_by_label_contains("Request 0 · ");
+    click(&mut h, "Step >");
+    step_until(&mut h, "request 1", shown_at);
+    assert_eq!(h.state().panes[0].step.cursor, 1);
+    h.get_by_label_contains("Request 1 · ");
+    // By warp instruction: the next request that starts one.
+    h.state_mut().panes[0].step.by = StepBy::WarpInstruction;
+    click(&mut h, "Step >");
+    step_until(&mut h, "the next warp instruction", shown_at);
+    let d = h.state().panes[0].result.clone().unwrap();
+    let c = h.state().panes[0].step.cursor;
+    assert!(c > 1 && d.points.starts_instruction(c));
+    assert!((2..c).all(|j| !d.points.starts_instruction(j)));
+    // Its state is the core's.
+    let t = h.state().trace.clone().unwrap();
+    let core =
+        warpscope::explain::step::snapshot(&d.config, &t.trace.kernels, c as u64, &mut |_, _| true)
+            .unwrap();
+    let shown = h.state().panes[0]
+        .step
+        .shown
+        .as_ref()
+        .unwrap()
+        .snapshot
+        .clone()
+        .unwrap();
+    assert_eq!(shown, core);
+    h.get_by_label_contains(&format!("Set {} (", core.set));
+    // And back.
+    click(&mut h, "< Step back");
+    step_until(&mut h, "back a warp instruction", shown_at);
+    let back = h.state().panes[0].step.cursor;
+    assert!(back < c && d.points.starts_instruction(back));
+    // On to the next miss.
+    click(&mut h, "Next miss");
+    step_until(&mut h, "the next miss", shown_at);
+    let m = h.state().panes[0].step.cursor;
+    assert!(m > back && d.points.outcome(m) != Outcome::Hit);
+    // Playing moves on by itself; pausing stops it.
+    h.state_mut().panes[0].step.by = StepBy::Request;
+    h.state_mut().panes[0].step.speed = 30.0;
+    click(&mut h, "Play");
+    let start = std::time::Instant::now();
+    while h.state().panes[0].step.cursor < m + 3 {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert!(start.elapsed().as_secs() < 60, "playing did not move on");
+    }
+    click(&mut h, "Pause");
+    let paused = h.state().panes[0].step.cursor;
+    h.run_steps(20);
+    assert_eq!(h.state().panes[0].step.cursor, paused);
+}

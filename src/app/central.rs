@@ -275,6 +275,7 @@ impl WarpscopeApp {
                 View::Misses => pane.misses.ui(col, &cx),
                 View::Sets => pane.sets.ui(col, &cx),
                 View::Performance => pane.performance.ui(col, &cx),
+                View::Step => pane.step.ui(col, &cx),
                 // Drawn once for the whole area above: it does not depend on a pane.
                 View::Communication => Vec::new(),
             });

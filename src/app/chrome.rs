@@ -68,6 +68,7 @@ impl WarpscopeApp {
                 Key::Num4,
                 Key::Num5,
                 Key::Num6,
+                Key::Num7,
             ]
             .into_iter()
             .zip(View::ALL)

@@ -21,6 +21,8 @@ pub struct PaneJobs {
     pub measure: Option<Job<(usize, views::performance::Measurements)>>,
     /// Explaining a request: (result generation, request, explanation).
     pub explain: Option<Job<views::address_explain::Explained>>,
+    /// The step-through view's state at a step.
+    pub snapshot: Option<Job<views::step::Shown>>,
 }
 
 impl PaneJobs {
@@ -31,6 +33,7 @@ impl PaneJobs {
             && self.link.is_none()
             && self.measure.is_none()
             && self.explain.is_none()
+            && self.snapshot.is_none()
     }
 }
 
@@ -94,6 +97,38 @@ impl WarpscopeApp {
                             views::address_explain::explain(
                                 &trace, &config, generation, request, progress,
                             )
+                        },
+                    ));
+                }
+            }
+            Command::Snapshot {
+                pane,
+                generation,
+                request,
+                trace,
+                config,
+            } => {
+                if let Some(p) = self.panes.get_mut(pane) {
+                    p.jobs.snapshot = Some(Job::spawn(
+                        format!("Stepping to request {request} in pane {}", pane + 1),
+                        &self.wake,
+                        move |progress| {
+                            let snapshot = crate::explain::step::snapshot(
+                                &config,
+                                &trace.trace.kernels,
+                                request as u64,
+                                &mut |d, t| progress.report(d, t),
+                            );
+                            match snapshot {
+                                Err(crate::explain::ExplainError::Cancelled) => {
+                                    Err(JobError::Cancelled)
+                                }
+                                s => Ok(views::step::Shown {
+                                    generation,
+                                    request,
+                                    snapshot: s.map_err(|e| e.to_string()),
+                                }),
+                            }
                         },
                     ));
                 }
@@ -181,6 +216,9 @@ impl WarpscopeApp {
                 Some(Ok(e)) if e.generation == p.generation => p.address.explained(e),
                 Some(Err(JobError::Failed(why))) => p.address.explain_failed(why),
                 _ => {}
+            }
+            if let Some(Ok(s)) = take_finished(&mut p.jobs.snapshot) {
+                p.step.arrived(s);
             }
             if let Some(Ok((trace, m))) = take_finished(&mut p.jobs.measure) {
                 p.performance.measured(trace, m);

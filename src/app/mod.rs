@@ -43,7 +43,8 @@ use job::{Job, Wake};
 use raster::ColourBy;
 use views::misses::MissOptions;
 use views::{
-    AddressView, CommView, MissesView, PerformanceView, ReuseView, SetMetric, SetsView, View,
+    AddressView, CommView, MissesView, PerformanceView, ReuseView, SetMetric, SetsView, StepView,
+    View,
 };
 use worker::Loaded;
 
@@ -120,6 +121,7 @@ pub struct Pane {
     pub misses: MissesView,
     pub sets: SetsView,
     pub performance: PerformanceView,
+    pub step: StepView,
     pub jobs: commands::PaneJobs,
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
     pub own_trace: Option<Arc<TraceData>>,

@@ -98,6 +98,17 @@ impl EframeApp {
         let extra = plan.step.saturating_sub(views.len());
         let name = if plan.step < views.len() {
             app.settings.view = views[plan.step];
+            // Step-through at a conflict miss a third of the way through.
+            if first && views[plan.step] == View::Step {
+                if let Some(d) = app.panes[0].result.clone() {
+                    let conflicts: Vec<usize> = (0..d.points.len())
+                        .filter(|&i| d.points.outcome(i) == crate::app::data::Outcome::Conflict)
+                        .collect();
+                    if let Some(&i) = conflicts.get(conflicts.len() / 3) {
+                        app.panes[0].step.go_to(i);
+                    }
+                }
+            }
             format!("{}-{}.png", plan.step + 1, views[plan.step].file_stem())
         } else if extra == 0 {
             if first {

@@ -27,6 +27,19 @@ pub struct ArrayOutcome {
     pub evicted: Option<u64>,
 }
 
+/// One way of a set as it is now, for the step-through view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WayState {
+    /// The line it holds (`None`: empty).
+    pub line: Option<u64>,
+    /// Valid sectors (bit i = sector i).
+    pub valid: u32,
+    /// Dirty sectors.
+    pub dirty: u32,
+    /// What the replacement policy keeps of it ([`crate::cache::replacement::Policy::state`]).
+    pub policy: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct CacheArray {
     sets: usize,
@@ -59,6 +72,39 @@ impl CacheArray {
 
     pub fn sets(&self) -> usize {
         self.sets
+    }
+
+    /// The ways of `set` as they are now (an empty list for a set that does not exist).
+    pub fn set_state(&self, set: usize) -> Vec<WayState> {
+        if set >= self.sets {
+            return Vec::new();
+        }
+        let fill = self.fill[set] as usize;
+        (0..self.ways)
+            .map(|way| {
+                let slot = set * self.ways + way;
+                if way < fill {
+                    WayState {
+                        line: Some(self.tags[slot] - 1),
+                        valid: self.valid[slot],
+                        dirty: self.dirty[slot],
+                        policy: self.policy.state(set, way),
+                    }
+                } else {
+                    WayState {
+                        line: None,
+                        valid: 0,
+                        dirty: 0,
+                        policy: 0,
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// What [`WayState::policy`] means for this array's policy.
+    pub fn policy_state_meaning(&self) -> &'static str {
+        self.policy.state_meaning()
     }
 
     /// Writes back every dirty line (Dinero IV's copy-back of the whole cache at the end of a

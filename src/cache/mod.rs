@@ -11,7 +11,7 @@ pub mod replacement;
 pub mod set_index;
 mod stats;
 
-pub use array::{ArrayOutcome, CacheArray};
+pub use array::{ArrayOutcome, CacheArray, WayState};
 pub use set_index::SetIndexFn;
 pub use stats::{Counters, MissClass, MissClasses};
 
@@ -78,6 +78,14 @@ impl CacheModel {
         into.flush_writebacks += lines;
         into.flush_bytes_to_memory += bytes;
         into.bytes_to_memory += bytes;
+    }
+
+    /// The ways of `set` as they are now, and what their policy state means.
+    pub fn set_state(&self, set: u32) -> (Vec<WayState>, &'static str) {
+        (
+            self.main.set_state(set as usize),
+            self.main.policy_state_meaning(),
+        )
     }
 
     #[inline]

@@ -33,6 +33,9 @@ impl<O: Stops> Observer for Relay<'_, O> {
     fn on_warp_instruction(&mut self, cols: &Columns, rows: &[u32]) {
         self.inner.on_warp_instruction(cols, rows);
     }
+    fn after_request(&mut self, event: &RequestEvent, cache: &crate::cache::CacheModel) {
+        self.inner.after_request(event, cache);
+    }
     fn progress(&mut self, done: u64, total: u64) -> bool {
         if !(self.keep_going)(done, total) {
             self.cancelled = true;
@@ -49,7 +52,7 @@ pub(super) struct Names {
 }
 
 impl Names {
-    fn add(&mut self, kernel: u32, header: &Kernel) {
+    pub(super) fn add(&mut self, kernel: u32, header: &Kernel) {
         let k = kernel as usize;
         if self.kernels.len() <= k {
             self.kernels.resize(k + 1, Default::default());
@@ -75,10 +78,10 @@ impl Names {
 
 /// The accesses of the last warp instruction: (thread, address, bytes, flags) per row.
 #[derive(Default)]
-struct LastInstruction(Vec<(u32, u64, u16, u8)>);
+pub(super) struct LastInstruction(Vec<(u32, u64, u16, u8)>);
 
 impl LastInstruction {
-    fn keep(&mut self, cols: &Columns, rows: &[u32]) {
+    pub(super) fn keep(&mut self, cols: &Columns, rows: &[u32]) {
         self.0.clear();
         self.0.extend(rows.iter().map(|&r| {
             let r = r as usize;
@@ -86,7 +89,7 @@ impl LastInstruction {
         }));
     }
     /// As [`Access`]es, marking those that touch `line` (of `line_bytes`).
-    fn accesses(&self, line: u64, line_bytes: u64) -> Vec<Access> {
+    pub(super) fn accesses(&self, line: u64, line_bytes: u64) -> Vec<Access> {
         self.0
             .iter()
             .filter(|a| crate::trace::model_flags(a.3).1.reaches_l1())

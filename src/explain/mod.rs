@@ -14,6 +14,7 @@
 //! request (`docs/explain.md`).
 
 mod follow;
+pub mod step;
 mod words;
 
 use serde::Serialize;
@@ -368,7 +369,7 @@ fn shape(cfg: &SimConfig) -> Shape {
 }
 
 impl Names {
-    fn use_of(&self, request: u64, e: &RequestEvent) -> Use {
+    pub(crate) fn use_of(&self, request: u64, e: &RequestEvent) -> Use {
         Use {
             request,
             sm: e.sm,

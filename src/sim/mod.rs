@@ -67,6 +67,8 @@ pub struct RequestEvent {
     /// Timing model only: attempts of this request refused before it issued because no MSHR
     /// was free (its warp went to the back of the queue each time).
     pub refused: u32,
+    /// The first request of its warp instruction (the step-through view steps by these).
+    pub first: bool,
 }
 
 /// Receives progress and events; returning `false` from `progress` cancels the run.
@@ -80,6 +82,9 @@ pub trait Observer {
     /// that reaches the L1, with its rows of `cols`: the accesses its requests come from. Not
     /// called in the timing model.
     fn on_warp_instruction(&mut self, _cols: &crate::trace::Columns, _rows: &[u32]) {}
+    /// Called right after [`Observer::on_request`] with the L1 of the request's SM as the
+    /// request left it (for the step-through view). Not called in the timing model.
+    fn after_request(&mut self, _event: &RequestEvent, _cache: &CacheModel) {}
     /// Whether [`Observer::on_request`] does anything: when not, the pipeline does not
     /// build the events (the thread search behind [`RequestEvent::thread`] costs time).
     fn wants_requests(&self) -> bool {

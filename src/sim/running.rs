@@ -64,7 +64,7 @@ impl Running {
             accesses: used as u64,
             ..Default::default()
         };
-        for c in reqs.iter() {
+        for (ci, c) in reqs.iter().enumerate() {
             let o = s.cache.access(&c.request);
             local.record(c.request.write, &o);
             local.transactions += c.transactions as u64;
@@ -92,7 +92,7 @@ impl Running {
                         .position(|&r| cols.addr[r as usize] / line_bytes <= c.request.line))
                     .and_then(|j| rows.get(j))
                     .map(|&r| cols.thread[r as usize]);
-                observer.on_request(&RequestEvent {
+                let event = RequestEvent {
                     order: s.order,
                     sm: s.sm,
                     kernel: self.ki,
@@ -113,7 +113,10 @@ impl Running {
                     evicted: o.evicted,
                     effect_at: None,
                     refused: 0,
-                });
+                    first: ci == 0,
+                };
+                observer.on_request(&event);
+                observer.after_request(&event, &s.cache);
             }
             s.order += 1;
         }

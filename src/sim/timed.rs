@@ -63,6 +63,7 @@ impl Hooks for Adapter<'_> {
             evicted: None,
             effect_at: Some(r.effect_at),
             refused,
+            first: r.starts_instruction,
         });
         *self.order += 1;
     }

@@ -49,6 +49,8 @@ pub struct TimedRequest {
     pub latency: u64,
     /// When the request takes effect in the cache (its stack update).
     pub effect_at: u64,
+    /// The first request of its warp instruction (a retry after a refusal included).
+    pub starts_instruction: bool,
 }
 
 /// Per-run counts used to derive the miss classes.
@@ -370,6 +372,7 @@ impl Engine {
             mshrs_after: before,
             latency: 0,
             effect_at: now,
+            starts_instruction: false,
         };
         if distance.is_some_and(|d| d < self.ways) {
             let at = now + self.p.hit_latency;

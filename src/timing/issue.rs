@@ -77,12 +77,14 @@ impl Engine {
             }
         };
         let mut ready_at = self.now;
+        let start = warps.current(gw).req_start;
         for i in first..end {
             let line = streams.reqs[i as usize];
             let (status, mut rec) = self.request(line, gw, i == first);
             rec.cta = cta;
             rec.warp = w;
             rec.inst = inst;
+            rec.starts_instruction = i == start;
             self.record(&rec, hooks);
             if status == Status::Cancelled {
                 self.stats.mshr_stalls += 1;

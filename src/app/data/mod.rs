@@ -84,8 +84,8 @@ pub struct Points {
     pub kernel: Vec<u16>,
     pub sm: Vec<u16>,
     pub set: Vec<u32>,
-    /// Outcome code in the low 3 bits, bit 6 set for a timing-model miss whose line was in
-    /// flight, bit 7 set for writes.
+    /// Outcome code in the low 3 bits, bit 5 set for the first request of a warp instruction,
+    /// bit 6 for a timing-model miss whose line was in flight, bit 7 for writes.
     pub outcome: Vec<u8>,
     /// Whole-cache reuse distance; in the timing model the set-stack distance instead (it has
     /// no whole-cache order per request); `u32::MAX` for a first use (or no tracking).

@@ -36,7 +36,10 @@ impl Points {
         self.sm.push(e.sm.min(u16::MAX as u32) as u16);
         self.set.push(e.set);
         self.outcome.push(
-            outcome.code() | if e.write { 0x80 } else { 0 } | if e.in_flight { 0x40 } else { 0 },
+            outcome.code()
+                | if e.write { 0x80 } else { 0 }
+                | if e.in_flight { 0x40 } else { 0 }
+                | if e.first { 0x20 } else { 0 },
         );
         let distance = if e.time.is_some() {
             e.set_distance
@@ -64,6 +67,10 @@ impl Points {
     /// Whether request `i` (a timing-model miss) found its line in flight.
     pub fn in_flight(&self, i: usize) -> bool {
         self.outcome[i] & 0x40 != 0
+    }
+    /// Whether request `i` is the first of its warp instruction.
+    pub fn starts_instruction(&self, i: usize) -> bool {
+        self.outcome[i] & 0x20 != 0
     }
     /// Request `i`'s thread, where known.
     pub fn thread(&self, i: usize) -> Option<u32> {

@@ -56,6 +56,15 @@ pub enum Command {
         trace: Arc<TraceData>,
         config: crate::config::SimConfig,
     },
+    /// The step-through view's state at request `request` of the pane's result `generation`,
+    /// off the UI thread (the core's `explain::step::snapshot`).
+    Snapshot {
+        pane: usize,
+        generation: u64,
+        request: usize,
+        trace: Arc<TraceData>,
+        config: crate::config::SimConfig,
+    },
     /// Measure the performance model's inputs of a pane's trace off the UI thread.
     Measure {
         pane: usize,

@@ -1,5 +1,5 @@
 //! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`,
-//! `performance.rs`).
+//! `performance.rs`, `step.rs`).
 //! Each is a struct holding what it keeps between frames, with a `ui` method that draws from
 //! data made on the worker and returns [`Command`]s for the app to carry out after drawing
 //! (`command.rs`). This module holds the view list and what several views share: empty-state
@@ -12,7 +12,7 @@ use super::data::{Outcome, SimData, TraceData};
 use super::raster::ColourBy;
 use super::theme;
 
-/// The views, in menu order (Ctrl+1..6).
+/// The views, in menu order (Ctrl+1..7).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
 )]
@@ -24,16 +24,18 @@ pub enum View {
     Sets,
     Communication,
     Performance,
+    Step,
 }
 
 impl View {
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::Address,
         View::Reuse,
         View::Misses,
         View::Sets,
         View::Communication,
         View::Performance,
+        View::Step,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +45,7 @@ impl View {
             View::Sets => "Sets",
             View::Communication => "CTA communication",
             View::Performance => "Performance model",
+            View::Step => "Step through",
         }
     }
     pub fn file_stem(self) -> &'static str {
@@ -53,6 +56,7 @@ impl View {
             View::Sets => "sets",
             View::Communication => "communication",
             View::Performance => "performance",
+            View::Step => "step",
         }
     }
 }
@@ -191,6 +195,7 @@ pub mod misses;
 pub mod performance;
 mod reuse;
 mod sets;
+pub mod step;
 
 pub use address::{linked_request, AddressView, MARKER_LIMIT};
 pub use address_hover::{store_note, timing_result};
@@ -200,3 +205,4 @@ pub use misses::MissesView;
 pub use performance::PerformanceView;
 pub use reuse::{distance_bin_x, limit_x, ReuseView};
 pub use sets::{set_label, set_marks, SetMetric, SetsView};
+pub use step::StepView;

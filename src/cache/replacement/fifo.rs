@@ -36,4 +36,9 @@ impl ReplacementPolicy for Fifo {
         self.next[set] = ((v + 1) % self.ways) as u32;
         v
     }
+    /// The way's place in the queue: 0 goes out next.
+    fn state(&self, set: usize, way: usize) -> u64 {
+        ((way + self.ways - self.next[set] as usize) % self.ways) as u64
+    }
+    const STATE: &'static str = "place in the queue (0 = out next)";
 }

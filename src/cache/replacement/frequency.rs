@@ -56,6 +56,11 @@ impl ReplacementPolicy for Frequency {
         self.count[slot] = 1;
         self.filled_at[slot] = self.clock;
     }
+    /// The way's uses since it came in.
+    fn state(&self, set: usize, way: usize) -> u64 {
+        self.count[set * self.ways + way]
+    }
+    const STATE: &'static str = "uses since it came in";
     fn victim(&mut self, set: usize) -> usize {
         let base = set * self.ways;
         let mut best = 0;

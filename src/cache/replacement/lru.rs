@@ -87,4 +87,19 @@ impl ReplacementPolicy for Lru {
     fn victim(&mut self, set: usize) -> usize {
         self.tail[set] as usize
     }
+    /// The way's age: 0 for the most recently used, counting along the list.
+    fn state(&self, set: usize, way: usize) -> u64 {
+        let base = set * self.ways;
+        let mut w = self.head[set];
+        let mut age = 0;
+        while w != NIL && age <= self.ways as u64 {
+            if w as usize == way {
+                return age;
+            }
+            w = self.next[base + w as usize];
+            age += 1;
+        }
+        age
+    }
+    const STATE: &'static str = "age (0 = most recently used)";
 }

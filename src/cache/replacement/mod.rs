@@ -39,6 +39,13 @@ pub trait ReplacementPolicy: Sized {
     fn insert(&mut self, _set: usize, _way: usize) {}
     /// The way to evict from a full set.
     fn victim(&mut self, set: usize) -> usize;
+    /// What the policy keeps of `way` of `set`, as one number for the step-through view
+    /// (its meaning is [`ReplacementPolicy::STATE`]).
+    fn state(&self, _set: usize, _way: usize) -> u64 {
+        0
+    }
+    /// What [`ReplacementPolicy::state`] means (empty: the policy keeps nothing per way).
+    const STATE: &'static str = "";
 }
 
 /// Declares, from one list, the registry of [`Replacement`] (each policy's entries, in menu
@@ -84,6 +91,18 @@ macro_rules! policies {
             pub fn victim(&mut self, set: usize) -> usize {
                 match self {
                     $(Policy::$variant(p) => p.victim(set)),+
+                }
+            }
+            /// What the policy keeps of one way ([`Policy::state_meaning`]).
+            pub fn state(&self, set: usize, way: usize) -> u64 {
+                match self {
+                    $(Policy::$variant(p) => p.state(set, way)),+
+                }
+            }
+            /// What [`Policy::state`] means.
+            pub fn state_meaning(&self) -> &'static str {
+                match self {
+                    $(Policy::$variant(_) => <$policy>::STATE),+
                 }
             }
         }

@@ -63,7 +63,19 @@ impl ReplacementPolicy for Plru {
     fn insert(&mut self, set: usize, way: usize) {
         self.touch(set, way)
     }
+    /// 1 for the way the tree's bits lead to (the next victim), 0 for the others.
+    fn state(&self, set: usize, way: usize) -> u64 {
+        (self.pointed(set) == way) as u64
+    }
+    const STATE: &'static str = "1 = where the tree's bits point (out next)";
     fn victim(&mut self, set: usize) -> usize {
+        self.pointed(set)
+    }
+}
+
+impl Plru {
+    /// The way the tree's bits lead to.
+    fn pointed(&self, set: usize) -> usize {
         if self.ways < 2 {
             return 0;
         }

@@ -183,6 +183,7 @@ impl Stream {
             let rows: Vec<u32> = range.clone().map(|r| r as u32).collect();
             obs.on_warp_instruction(cols, &rows);
         }
+        let mut first = true;
         for r in range {
             if !crate::trace::model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
@@ -199,7 +200,7 @@ impl Stream {
                         .as_mut()
                         .and_then(|t| t.access(c.request.line, o.set).whole);
                     if events {
-                        obs.on_request(&RequestEvent {
+                        let event = RequestEvent {
                             order: sim.order,
                             sm: sim.sm,
                             kernel: ki,
@@ -220,7 +221,10 @@ impl Stream {
                             evicted: o.evicted,
                             effect_at: None,
                             refused: 0,
-                        });
+                            first: std::mem::take(&mut first),
+                        };
+                        obs.on_request(&event);
+                        obs.after_request(&event, &sim.cache);
                     }
                     sim.order += 1;
                 });

@@ -1,0 +1,277 @@
+//! The step-through view's state at step N: the request just simulated, its warp instruction
+//! and how its threads coalesced into lines, the set it went to as the request left it (each
+//! way's line, valid and dirty sectors and the replacement policy's state), the requests just
+//! before it on its SM (which warps issued), and in the timing model the lines in flight and
+//! the MSHRs they hold. Like an explanation, it runs the pipeline again and stops after
+//! request N, so a step backwards is a run to an earlier N (cheap for teaching-size kernels).
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::follow::{LastInstruction, Names, Stops};
+use super::{run_until, Access, ExplainError, Use};
+use crate::cache::CacheModel;
+use crate::config::SimConfig;
+use crate::sim::{Observer, RequestEvent};
+use crate::trace::{Columns, Kernel};
+
+/// Requests kept before the current one.
+const RECENT: usize = 12;
+
+/// One way of the request's set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Way {
+    /// The first byte of the line it holds (`None`: empty).
+    pub line_address: Option<u64>,
+    pub valid_sectors: u32,
+    pub dirty_sectors: u32,
+    /// The replacement policy's state of the way ([`Snapshot::policy_meaning`]); in the
+    /// timing model, the line's place in the set's LRU stack (0 = most recent).
+    pub policy: u64,
+    /// The current request's line.
+    pub current: bool,
+}
+
+/// The lines a warp instruction's threads coalesced into.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LineGroup {
+    pub line_address: u64,
+    pub threads: Vec<u32>,
+}
+
+/// Everything the step-through view shows at one step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// The request just simulated.
+    pub request: Use,
+    /// Its warp instruction's accesses.
+    pub accesses: Vec<Access>,
+    /// How those accesses coalesced: one group per line, in address order.
+    pub lines: Vec<LineGroup>,
+    /// The set the request went to, as it left it (in the timing model: as it found it).
+    pub set: u32,
+    pub ways: Vec<Way>,
+    pub policy_meaning: String,
+    /// The line the request's fill evicted.
+    pub evicted: Option<u64>,
+    /// The requests on its SM just before it, oldest first.
+    pub recent: Vec<Use>,
+    /// Timing model: lines on their way at the request's issue (first byte, arrival cycle).
+    pub in_flight: Vec<(u64, u64)>,
+    /// Timing model: MSHRs held at its issue, and how many there are (`None`: unlimited).
+    pub mshrs: Option<(u32, Option<u32>)>,
+}
+
+/// Stops after request `n`, keeping it, its warp instruction, the requests before it and
+/// (without the timing model) its set as it left it.
+struct Step {
+    n: u64,
+    seen: u64,
+    names: Names,
+    last: LastInstruction,
+    recent: VecDeque<(u64, RequestEvent)>,
+    found: Option<(RequestEvent, Vec<Access>)>,
+    set: Option<(Vec<crate::cache::WayState>, &'static str)>,
+    line_bytes: u64,
+}
+
+impl Observer for Step {
+    fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
+        self.names.add(kernel, header);
+    }
+    fn on_warp_instruction(&mut self, cols: &Columns, rows: &[u32]) {
+        if self.found.is_none() {
+            self.last.keep(cols, rows);
+        }
+    }
+    fn on_request(&mut self, e: &RequestEvent) {
+        if self.found.is_some() {
+            return;
+        }
+        if self.seen == self.n {
+            self.found = Some((*e, self.last.accesses(e.line, self.line_bytes)));
+        } else {
+            if self.recent.len() == RECENT * 8 {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((self.seen, *e));
+        }
+        self.seen += 1;
+    }
+    fn after_request(&mut self, e: &RequestEvent, cache: &CacheModel) {
+        if self.set.is_none() && self.seen == self.n + 1 {
+            self.set = Some(cache.set_state(e.set));
+        }
+    }
+}
+
+impl Stops for Step {
+    fn done(&self) -> bool {
+        self.found.is_some()
+    }
+}
+
+/// The timing model's set and MSHRs, rebuilt from the requests of one SM before the target:
+/// a line is in its set's stack from its first effect on, ordered by its latest effect; a
+/// fetch holds an MSHR until its line arrives. (The engine's own stacks are not exposed; the
+/// tests check this against the distances it reports.)
+struct TimedSet {
+    n: u64,
+    seen: u64,
+    target: RequestEvent,
+    /// Per line of the set: its latest effect (kernel, cycle, issue order) not after the
+    /// target's issue.
+    latest: FxHashMap<u64, (u32, u64, u64)>,
+    /// Fetches of the target's kernel: line -> arrival.
+    fetches: FxHashMap<u64, u64>,
+}
+
+impl Observer for TimedSet {
+    fn on_request(&mut self, e: &RequestEvent) {
+        let i = self.seen;
+        self.seen += 1;
+        let t = self.target;
+        if i >= self.n || e.sm != t.sm {
+            return;
+        }
+        let now = (t.kernel, t.time.unwrap_or(0));
+        let effect = (e.kernel, e.effect_at.unwrap_or(0));
+        // A lookup sees the effects of earlier steps, and its own line arriving in its step
+        // (Nugteren et al. 2014, tables 3-5).
+        let seen = effect < now || (effect == now && e.line == t.line);
+        if e.set == t.set && seen {
+            let l = self.latest.entry(e.line).or_insert((0, 0, 0));
+            *l = (*l).max((effect.0, effect.1, i));
+        }
+        if e.kernel == t.kernel && !e.hit && !e.in_flight && effect > now {
+            self.fetches.insert(e.line, effect.1);
+        }
+    }
+}
+
+impl Stops for TimedSet {
+    fn done(&self) -> bool {
+        self.seen > self.n
+    }
+}
+
+/// The state at request `n` of `cfg` on `kernels` (numbered as [`super::explain`] numbers
+/// them). `keep_going(done, total)` is asked now and then; `false` cancels.
+pub fn snapshot(
+    cfg: &SimConfig,
+    kernels: &[Kernel],
+    n: u64,
+    keep_going: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<Snapshot, ExplainError> {
+    cfg.validate().map_err(crate::sim::SimError::from)?;
+    let mut cfg = cfg.clone();
+    cfg.reuse = false;
+    if let Some(t) = &mut cfg.timing {
+        t.classify = false;
+    }
+    let line_bytes = cfg.cache.line_bytes as u64;
+    let mut step = Step {
+        n,
+        seen: 0,
+        names: Names::default(),
+        last: LastInstruction::default(),
+        recent: VecDeque::new(),
+        found: None,
+        set: None,
+        line_bytes: line_bytes.max(1),
+    };
+    run_until(&cfg, kernels, &mut step, keep_going)?;
+    let Some((e, accesses)) = step.found else {
+        return Err(ExplainError::NoSuchRequest {
+            request: n,
+            requests: step.seen,
+        });
+    };
+    let mut lines: Vec<LineGroup> = Vec::new();
+    for a in &accesses {
+        let at = a.address / line_bytes.max(1) * line_bytes;
+        match lines.iter_mut().find(|g| g.line_address == at) {
+            Some(g) => g.threads.push(a.thread),
+            None => lines.push(LineGroup {
+                line_address: at,
+                threads: vec![a.thread],
+            }),
+        }
+    }
+    lines.sort_by_key(|g| g.line_address);
+    let recent: Vec<Use> = {
+        let mine: Vec<&(u64, RequestEvent)> =
+            step.recent.iter().filter(|(_, r)| r.sm == e.sm).collect();
+        mine[mine.len().saturating_sub(RECENT)..]
+            .iter()
+            .map(|(i, r)| step.names.use_of(*i, r))
+            .collect()
+    };
+    let (ways, policy_meaning, in_flight, mshrs) = match &cfg.timing {
+        None => {
+            let (ways, meaning) = step.set.unwrap_or_default();
+            let ways = ways
+                .into_iter()
+                .map(|w| Way {
+                    line_address: w.line.map(|l| l * line_bytes),
+                    valid_sectors: w.valid,
+                    dirty_sectors: w.dirty,
+                    policy: w.policy,
+                    current: w.line == Some(e.line),
+                })
+                .collect();
+            (ways, meaning.to_string(), Vec::new(), None)
+        }
+        Some(t) => {
+            let mut set = TimedSet {
+                n,
+                seen: 0,
+                target: e,
+                latest: FxHashMap::default(),
+                fetches: FxHashMap::default(),
+            };
+            run_until(&cfg, kernels, &mut set, keep_going)?;
+            let mut stack: Vec<(u64, (u32, u64, u64))> = set.latest.into_iter().collect();
+            stack.sort_by_key(|s| std::cmp::Reverse(s.1));
+            let ways = stack
+                .iter()
+                .take(cfg.cache.ways_effective() as usize)
+                .enumerate()
+                .map(|(age, (line, _))| Way {
+                    line_address: Some(line * line_bytes),
+                    valid_sectors: 0,
+                    dirty_sectors: 0,
+                    policy: age as u64,
+                    current: *line == e.line,
+                })
+                .collect();
+            let mut flying: Vec<(u64, u64)> = set
+                .fetches
+                .iter()
+                .map(|(&l, &at)| (l * line_bytes, at))
+                .collect();
+            flying.sort_by_key(|f| (f.1, f.0));
+            let held = flying.len() as u32;
+            (
+                ways,
+                "place in the set's LRU stack (0 = most recent effect)".to_string(),
+                flying,
+                Some((held, (t.mshrs > 0).then_some(t.mshrs))),
+            )
+        }
+    };
+    Ok(Snapshot {
+        request: step.names.use_of(n, &e),
+        accesses,
+        lines,
+        set: e.set,
+        ways,
+        policy_meaning,
+        evicted: e.evicted.map(|l| l * line_bytes),
+        recent,
+        in_flight,
+        mshrs,
+    })
+}
