@@ -1584,3 +1584,65 @@ fn explain_tells_why_a_dinero_reference_missed() {
         "{err}"
     );
 }
+
+#[test]
+fn a_kernel_source_simulates_and_generates_as_its_built_in_twin() {
+    // sim --source gives the built-in kernel's report; gen --source writes the same file.
+    let ours = json(&["sim", "--source", "kernels/matmul.wsk", "n=32", "--json"]);
+    let theirs = json(&["sim", "--kernel", "matmul", "n=32", "--json"]);
+    assert_eq!(ours["totals"], theirs["totals"]);
+    assert_eq!(ours["instructions"], theirs["instructions"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.wst"), dir.path().join("b.wst"));
+    for (args, out) in [
+        (
+            vec![
+                "gen",
+                "--source",
+                "kernels/stencil2d.wsk",
+                "nx=20",
+                "ny=12",
+                "-o",
+            ],
+            &a,
+        ),
+        (vec!["gen", "stencil2d", "nx=20", "ny=12", "-o"], &b),
+    ] {
+        let mut args = args.clone();
+        args.push(out.to_str().unwrap());
+        assert!(warpscope(&args).status.success(), "{args:?}");
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // A mistake names the file, line and column; nothing is written.
+    let bad = dir.path().join("bad.wsk");
+    std::fs::write(
+        &bad,
+        "param n = 4;\ngrid(1);\nblock(n)\nfloat a[n];\nkernel k { }\n",
+    )
+    .unwrap();
+    let out = warpscope(&["sim", "--source", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("bad.wsk:4:1: expected `;`"), "{err}");
+    let c = dir.path().join("c.wst");
+    let out = warpscope(&[
+        "gen",
+        "--source",
+        bad.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success() && !c.exists());
+    // Explain and the other commands read it too.
+    let v = json(&[
+        "explain",
+        "--source",
+        "kernels/vecadd.wsk",
+        "n=64",
+        "--request",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["request"]["request"], 1);
+    assert_eq!(v["asked"]["kernel_name"], "vecadd");
+}

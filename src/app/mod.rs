@@ -14,6 +14,7 @@ mod chrome;
 mod commands;
 pub mod config_panel;
 pub mod data;
+pub mod editor;
 pub mod files;
 pub mod job;
 pub mod over_time;
@@ -209,6 +210,8 @@ pub struct WarpscopeApp {
     /// Generators stop (and ask) once projected past this many accesses: what fits in the
     /// memory free at start ([`memory_budget_accesses`]); `None` = no limit.
     pub max_generated_accesses: Option<u64>,
+    /// The kernel-language editor.
+    pub editor: editor::Editor,
     /// The kernel and parameters being generated.
     load_job: Option<(String, String)>,
     /// The file being loaded.
@@ -283,6 +286,7 @@ impl WarpscopeApp {
             density_job: None,
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
+            editor: Default::default(),
             load_job: None,
             load_file: None,
             failed_file: None,
@@ -323,6 +327,7 @@ impl WarpscopeApp {
                 egui::ScrollArea::vertical().show(ui, |ui| self.side(ui));
             });
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
+        self.editor_window(&ctx, now);
         self.dialogs(&ctx);
         self.too_large_question(ui);
         let actions = std::mem::take(&mut self.actions);

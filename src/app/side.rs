@@ -102,6 +102,20 @@ impl WarpscopeApp {
                     })
                     .response
                     .labelled_by(l.id);
+                if ui
+                    .button("Write your own kernel…")
+                    .on_hover_text(
+                        "Open the kernel-language editor on this kernel (or on an example): \
+                         CUDA-like indexing, simulated as you type",
+                    )
+                    .clicked()
+                {
+                    let example = crate::gen::source::EXAMPLES
+                        .iter()
+                        .find(|(n, _)| *n == self.settings.generator)
+                        .map_or(crate::gen::source::EXAMPLES[1].1, |e| e.1);
+                    self.editor.open_with(example);
+                }
                 let desc = crate::gen::KERNELS
                     .iter()
                     .find(|k| k.name == self.settings.generator);

@@ -304,6 +304,22 @@ impl EframeApp {
                 return;
             }
             "16-explain.png".to_string()
+        } else if extra == 12 {
+            // The kernel-language editor on the tiled transpose.
+            if first {
+                app.panes[0].address.explaining = None;
+                if let Some((_, text)) = crate::gen::source::EXAMPLES
+                    .iter()
+                    .find(|(n, _)| *n == "transpose-tiled")
+                {
+                    app.editor.open_with(text);
+                }
+            }
+            if app.editor.good.is_none() && app.editor.error.is_none() {
+                plan.wait_frames = 0;
+                return;
+            }
+            "17-kernel-editor.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -291,6 +291,7 @@ impl WarpscopeApp {
     /// True when no job is running (the views' too) and no pane waits for a re-run.
     pub fn idle(&self) -> bool {
         self.running().is_empty()
+            && self.editor.job.is_none()
             && self
                 .panes
                 .iter()

@@ -98,6 +98,10 @@ pub struct InputArgs {
     /// Built-in kernel to simulate (see `warpscope gen --list`).
     #[arg(long)]
     pub kernel: Option<String>,
+    /// A kernel written in the kernel language (docs/kernel-language.md; examples in
+    /// kernels/), its params set with KEY=VALUE.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["trace", "kernel"])]
+    pub source: Option<PathBuf>,
     /// Kernel parameters as key=value.
     #[arg(value_name = "KEY=VALUE")]
     pub params: Vec<String>,
@@ -254,6 +258,10 @@ impl SimArgs {
 pub struct GenArgs {
     /// Kernel name.
     pub kernel: Option<String>,
+    /// A kernel written in the kernel language instead of a built-in one (its params set
+    /// with KEY=VALUE).
+    #[arg(long, value_name = "FILE")]
+    pub source: Option<PathBuf>,
     /// Parameters as key=value.
     #[arg(value_name = "KEY=VALUE")]
     pub params: Vec<String>,

@@ -14,6 +14,7 @@ pub fn run(a: CommArgs) -> Result<()> {
             format: None,
             allow_truncated: false,
             kernel: Some(k.clone()),
+            source: None,
             params: params.to_vec(),
         },
         (None, [path]) => InputArgs {
@@ -21,6 +22,7 @@ pub fn run(a: CommArgs) -> Result<()> {
             format: a.format.clone(),
             allow_truncated: a.allow_truncated,
             kernel: None,
+            source: None,
             params: Vec::new(),
         },
         (None, []) => bail!("give a trace file or a built-in kernel (--kernel NAME)"),

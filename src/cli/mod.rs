@@ -242,21 +242,40 @@ fn generate(a: GenArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let name = a
-        .kernel
-        .context("name a kernel (see `warpscope gen --list`)")?;
+    let source = a.source.as_deref().map(options::read_source).transpose()?;
+    let mut params = a.params;
+    let name = match (&source, a.kernel) {
+        // With --source every word is a parameter.
+        (Some(_), Some(word)) if word.contains('=') => {
+            params.insert(0, word);
+            String::new()
+        }
+        (Some(_), Some(name)) => {
+            anyhow::bail!("give a built-in kernel (`{name}`) or --source FILE, not both")
+        }
+        (Some(_), None) => String::new(),
+        (None, name) => {
+            name.context("name a kernel (see `warpscope gen --list`) or give --source FILE")?
+        }
+    };
     let output = a
         .output
         .context("give an output file with -o FILE (.wst text, .wsb binary)")?;
-    let pairs = gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
+    let pairs = gen::parse_pairs(&params).map_err(anyhow::Error::msg)?;
     let format = write_format(&output, a.to.as_deref())?;
+    if let Some((src, file)) = &source {
+        gen::source::check(src, file)?;
+    }
     // Each CTA is written as it is generated (gathered into its kernel for the text
     // formats): the trace is never held whole.
     let mut out = CountingRows {
         writer: trace::TraceWriter::create(&output, format)?,
         rows: 0,
     };
-    gen::generate_by_cta(&name, &pairs, None, &mut out)?;
+    match &source {
+        Some((src, file)) => gen::source::generate_by_cta(src, file, &pairs, None, &mut out)?,
+        None => gen::generate_by_cta(&name, &pairs, None, &mut out)?,
+    }
     let rows = out.rows;
     say_written(&out.writer.finish()?, rows);
     Ok(())

@@ -2,7 +2,7 @@
 //! setter ([`apply`]) so both accept exactly the same names and values.
 
 use super::args::{ConfigArgs, InputArgs};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use warpscope::config::{self, choice, SimConfig, SmSelection, TimingConfig};
 use warpscope::trace::{self, Format, Trace};
 
@@ -60,6 +60,14 @@ pub fn say_detected(
 
 /// The display name of the input: the file, or the kernel with its parameters.
 pub fn source_name(a: &InputArgs) -> String {
+    if let Some(path) = &a.source {
+        let mut label = path.display().to_string();
+        for p in &a.params {
+            label.push(' ');
+            label.push_str(p);
+        }
+        return label;
+    }
     match (&a.trace, &a.kernel) {
         (Some(path), _) => path.display().to_string(),
         (None, Some(name)) => {
@@ -76,6 +84,12 @@ pub fn source_name(a: &InputArgs) -> String {
 
 /// Loads the trace named by the input flags; returns it and a display name.
 pub fn load_trace(a: &InputArgs) -> Result<(Trace, String)> {
+    if let Some(path) = &a.source {
+        let (src, file) = read_source(path)?;
+        let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
+        let t = warpscope::gen::source::generate(&src, &file, &pairs, None)?;
+        return Ok((t, source_name(a)));
+    }
     match (&a.trace, &a.kernel) {
         (Some(path), None) => {
             if !a.params.is_empty() {
@@ -94,6 +108,13 @@ pub fn load_trace(a: &InputArgs) -> Result<(Trace, String)> {
         }
         _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
     }
+}
+
+/// A kernel-language file's text and the name its errors give it.
+pub fn read_source(path: &std::path::Path) -> Result<(String, String)> {
+    let src = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the kernel source {}", path.display()))?;
+    Ok((src, path.display().to_string()))
 }
 
 /// Parses `16K`, `48k`, `1M` or a plain number of bytes.

@@ -162,6 +162,22 @@ pub struct Input {
 
 /// Opens the trace file or the built-in kernel that `a` names, to be streamed.
 pub fn input(a: &InputArgs) -> Result<Input> {
+    if let Some(path) = &a.source {
+        let (src, file) = super::options::read_source(path)?;
+        let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
+        // Checked here, so that a mistake is reported before anything starts.
+        warpscope::gen::source::check(&src, &file)?;
+        return Ok(Input {
+            source: Box::new(move |to| {
+                Ok(warpscope::gen::source::generate_by_cta(
+                    &src, &file, &pairs, None, to,
+                )?)
+            }),
+            depth: 1,
+            splits: true,
+            progress: ByBytes::silent(),
+        });
+    }
     match (&a.trace, &a.kernel) {
         (Some(path), None) => {
             if let Some(p) = a.params.first() {

@@ -45,6 +45,17 @@ impl Emit<'_> {
     pub fn atomic(&mut self, inst: u32, op: crate::trace::AtomicOp, addr: u64, size: u16) {
         self.push(inst, 0, AccessKind::Atomic(op), addr, size);
     }
+    /// An atomic of instance `dyn_inst` (inside a loop).
+    pub fn atomic_at(
+        &mut self,
+        inst: u32,
+        dyn_inst: u32,
+        op: crate::trace::AtomicOp,
+        addr: u64,
+        size: u16,
+    ) {
+        self.push(inst, dyn_inst, AccessKind::Atomic(op), addr, size);
+    }
     pub fn bar(&mut self) {
         self.push(0, 0, AccessKind::Barrier, 0, 0);
     }

@@ -9,6 +9,7 @@ mod kernels;
 mod merging;
 mod multi;
 mod params;
+pub mod source;
 mod sparse;
 
 pub use params::GenError;

@@ -22,6 +22,14 @@ pub enum GenError {
     },
     #[error("kernel `{kernel}`: {message}")]
     Invalid { kernel: String, message: String },
+    /// A kernel written in the kernel language is wrong: where, and what was expected.
+    #[error("{file}:{line}:{column}: {message}")]
+    Source {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     /// What the generated CTAs were handed to stopped taking them, and why.
     #[error("kernel `{kernel}`: {reason}")]
     SinkStopped { kernel: String, reason: String },
@@ -57,7 +65,7 @@ pub type Control<'a> = &'a mut dyn FnMut(&GenProgress) -> bool;
 pub struct Params<'a> {
     kernel: String,
     values: BTreeMap<String, String>,
-    known: Vec<&'static str>,
+    known: Vec<String>,
     control: RefCell<Option<Control<'a>>>,
     /// Where CTAs go as they are built, if not into kernels.
     sink: RefCell<Option<&'a mut dyn CtaSink>>,
@@ -137,8 +145,8 @@ impl<'a> Params<'a> {
             message: message.into(),
         }
     }
-    pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64, GenError> {
-        self.known.push(key);
+    pub fn u64(&mut self, key: &str, default: u64) -> Result<u64, GenError> {
+        self.known.push(key.to_string());
         match self.values.get(key) {
             None => Ok(default),
             Some(v) => crate::trace::text::parse_u64(v)
@@ -154,7 +162,7 @@ impl<'a> Params<'a> {
         Ok(v as u32)
     }
     pub fn dim3(&mut self, key: &'static str, default: Dim3) -> Result<Dim3, GenError> {
-        self.known.push(key);
+        self.known.push(key.to_string());
         match self.values.get(key) {
             None => Ok(default),
             Some(v) => crate::trace::text::parse_dim3(v)
@@ -181,8 +189,8 @@ impl<'a> Params<'a> {
     /// Fails on keys no getter asked for.
     pub fn finish(&self) -> Result<(), GenError> {
         for key in self.values.keys() {
-            if !self.known.contains(&key.as_str()) {
-                let mut expected: Vec<&str> = self.known.clone();
+            if !self.known.contains(key) {
+                let mut expected: Vec<&str> = self.known.iter().map(String::as_str).collect();
                 expected.sort_unstable();
                 expected.dedup();
                 return Err(GenError::UnknownParam {

@@ -1,0 +1,93 @@
+//! The kernel-language editor: a kernel typed in the app becomes the trace the panes simulate,
+//! a mistake is shown at its line and column while the last good trace stays.
+#![cfg(feature = "gui")]
+
+use egui_kittest::kittest::Queryable;
+
+mod support;
+use support::*;
+
+#[test]
+fn a_kernel_typed_in_the_editor_is_simulated_and_a_mistake_keeps_the_last_good_trace() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    click(&mut h, "Write your own kernel…");
+    assert!(h.state().editor.open);
+    // The editor opens on the generator's kernel written in the language, and runs it: the
+    // same trace as the generator's.
+    step_until(&mut h, "the first run", |a| {
+        a.editor.good.is_some()
+            && a.trace
+                .as_ref()
+                .is_some_and(|t| t.label.contains("kernel source"))
+    });
+    settle(&mut h);
+    let ours = h.state().trace.clone().unwrap();
+    let built_in = warpscope::gen::generate("vecadd", &[]).unwrap();
+    assert_eq!(ours.trace, built_in);
+    // Params from the field, as key=value.
+    h.state_mut().editor.params = "n=512".into();
+    h.state_mut().editor.text.push(' ');
+    step_until(&mut h, "the run with n=512", |a| {
+        a.trace.as_ref().is_some_and(|t| t.label.ends_with("n=512"))
+    });
+    settle(&mut h);
+    assert_eq!(h.state().trace.as_ref().unwrap().accesses, 512 * 3);
+    let before = h.state().trace.clone().unwrap();
+    // A mistake: the error names the line and column, the trace stays.
+    let text = h
+        .state()
+        .editor
+        .text
+        .replace("c[i] = a[i] + b[i];", "c[i] = a[i] + ;");
+    h.state_mut().editor.text = text;
+    step_until(&mut h, "the error", |a| a.editor.error.is_some());
+    let err = h.state().editor.error.clone().unwrap();
+    assert!(err.starts_with("kernel:15:"), "{err}");
+    h.get_by_label(&err);
+    h.get_by_label("The last good trace stays on screen.");
+    h.run_steps(30);
+    assert!(std::sync::Arc::ptr_eq(
+        h.state().trace.as_ref().unwrap(),
+        &before
+    ));
+    // A mistake found only by running (an index past the end) is shown the same way.
+    let text = h
+        .state()
+        .editor
+        .text
+        .replace("c[i] = a[i] + ;", "c[i + 1] = a[i];");
+    h.state_mut().editor.text = text;
+    step_until(&mut h, "the run-time error", |a| {
+        a.editor
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("outside `c`"))
+    });
+    assert!(std::sync::Arc::ptr_eq(
+        h.state().trace.as_ref().unwrap(),
+        &before
+    ));
+    // Fixed: it runs again and the panes follow.
+    let text = h
+        .state()
+        .editor
+        .text
+        .replace("c[i + 1] = a[i];", "c[i] = a[i];");
+    h.state_mut().editor.text = text;
+    step_until(&mut h, "the fixed run", |a| {
+        a.editor.error.is_none()
+            && a.editor.job.is_none()
+            && a.editor.good.is_some()
+            && !std::sync::Arc::ptr_eq(a.trace.as_ref().unwrap(), &before)
+    });
+    settle(&mut h);
+    assert_eq!(h.state().trace.as_ref().unwrap().accesses, 512 * 2);
+    // The pane's result is the new trace's.
+    let d = h.state().panes[0].result.clone().unwrap();
+    let t = h.state().trace.clone().unwrap();
+    let direct = warpscope::sim::run(&d.config, &t.trace, &mut warpscope::sim::NoObserver).unwrap();
+    assert!(!h.state().panes[0].stale);
+    assert_eq!(d.report.totals, direct.totals);
+    assert_ne!(d.report.totals.accesses, 0);
+}
