@@ -28,6 +28,7 @@ pub mod config;
 pub mod explain;
 pub mod gen;
 pub mod hwcheck;
+pub mod lesson;
 pub mod linemap;
 pub mod report;
 pub mod reuse;

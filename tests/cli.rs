@@ -1646,3 +1646,28 @@ fn a_kernel_source_simulates_and_generates_as_its_built_in_twin() {
     assert_eq!(v["request"]["request"], 1);
     assert_eq!(v["asked"]["kernel_name"], "vecadd");
 }
+
+#[test]
+fn lessons_list_and_run_their_comparisons() {
+    let out = warpscope(&["lesson"]);
+    assert!(out.status.success());
+    let list = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(list.lines().count(), 5, "{list}");
+    assert!(list.starts_with("coalescing"), "{list}");
+    let v = json(&["lesson", "set-conflicts", "--json"]);
+    let conflicts = |i: usize| {
+        v["panes"][i]["totals"]["miss_classes"]["conflict"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(conflicts(0) > 10_000 && conflicts(1) == 0);
+    assert_eq!(v["panes"][0]["label"], "modulo index");
+    let v = json(&["lesson", "coalescing", "--json"]);
+    assert_eq!(v["panes"][0]["totals"]["requests"], 16);
+    assert_eq!(v["panes"][1]["totals"]["requests"], 512);
+    let out = warpscope(&["lesson", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("the lessons: coalescing"));
+}

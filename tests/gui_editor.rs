@@ -91,3 +91,52 @@ fn a_kernel_typed_in_the_editor_is_simulated_and_a_mistake_keeps_the_last_good_t
     assert_eq!(d.report.totals, direct.totals);
     assert_ne!(d.report.totals.accesses, 0);
 }
+
+#[test]
+fn a_lesson_opens_its_panes_with_their_kernels_and_settings_and_its_text_beside_them() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    click(&mut h, "Lessons");
+    let l = warpscope::lesson::lesson("set-conflicts").unwrap();
+    click(&mut h, &l.title);
+    settle(&mut h);
+    step_until(&mut h, "the lesson's panes", |a| {
+        a.panes.len() == 2
+            && a.panes
+                .iter()
+                .all(|p| p.own_trace.is_some() && p.result.is_some() && !p.stale)
+    });
+    settle(&mut h);
+    h.get_by_label(&l.title);
+    h.get_by_label("Pane 1: modulo index");
+    // Each pane: the lesson's kernel and settings, simulated as the CLI's `lesson` does.
+    for (i, p) in l.panes.iter().enumerate() {
+        let pane = &h.state().panes[i];
+        assert_eq!(h.state().settings.panes[i].1, p.config);
+        let words: Vec<String> = p.params.split_whitespace().map(String::from).collect();
+        let pairs = warpscope::gen::parse_pairs(&words).unwrap();
+        let t = warpscope::gen::source::generate(p.source, &p.source_name, &pairs, None).unwrap();
+        assert_eq!(pane.own_trace.as_ref().unwrap().trace, t);
+        let direct = warpscope::sim::run(&p.config, &t, &mut warpscope::sim::NoObserver).unwrap();
+        assert_eq!(pane.result.as_ref().unwrap().report.totals, direct.totals);
+    }
+    // The point of the lesson: the hashed index removes the conflict misses.
+    let conflicts = |i: usize| {
+        h.state().panes[i]
+            .result
+            .as_ref()
+            .unwrap()
+            .report
+            .totals
+            .miss_classes
+            .conflict
+    };
+    assert!(
+        conflicts(0) > 10_000 && conflicts(1) == 0,
+        "{} {}",
+        conflicts(0),
+        conflicts(1)
+    );
+    click(&mut h, "Close lesson");
+    assert!(h.state().lesson.is_none());
+}

@@ -87,6 +87,7 @@ impl WarpscopeApp {
             }
             Action::ShareTrace(i) => self.share_trace(i, now),
             Action::AddPane => self.add_pane(now),
+            Action::Lesson(name) => self.open_lesson(&name, now),
             Action::RemovePane(i) => self.remove_pane(i),
             Action::Chosen(purpose, path) => {
                 if let Some(d) = path.parent() {

@@ -174,6 +174,14 @@ impl WarpscopeApp {
                     self.actions.push(Action::RemovePane(self.settings.active));
                 }
             });
+            ui.menu_button("Lessons", |ui| {
+                for (name, _) in crate::lesson::LESSONS {
+                    let title = crate::lesson::lesson(name).map_or_else(|e| e, |l| l.title);
+                    if ui.button(title).clicked() {
+                        self.actions.push(Action::Lesson(name.to_string()));
+                    }
+                }
+            });
         });
     }
 

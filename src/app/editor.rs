@@ -46,8 +46,7 @@ impl Editor {
     }
 }
 
-/// Runs a program as the app's generators run: progress, cancel, and a stop before a trace
-/// too large for memory.
+/// Runs the editor's program; its trace is labelled with the kernel's name and params.
 fn run(
     text: &str,
     params: &str,
@@ -56,33 +55,18 @@ fn run(
 ) -> super::job::Finished<Arc<TraceData>> {
     let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
     let pairs = crate::gen::parse_pairs(&words).map_err(JobError::Failed)?;
-    let mut too_large = None;
-    let mut control = |g: &crate::gen::GenProgress| {
-        let go_on = progress.report(g.ctas_done, g.ctas);
-        if max_accesses.is_some_and(|m| g.projected > m) {
-            too_large = Some(g.projected);
-            return false;
-        }
-        go_on
-    };
-    match crate::gen::source::generate(text, "kernel", &pairs, Some(&mut control)) {
-        Ok(t) => {
-            let name = t.kernels.first().map_or("kernel", |k| k.name.as_str()).to_string();
-            let mut label = format!("{name} (kernel source)");
-            for w in &words {
-                label.push(' ');
-                label.push_str(w);
-            }
-            Ok(Arc::new(TraceData::new(t, label, None, None)))
-        }
-        Err(crate::gen::GenError::Stopped { projected, .. }) => match too_large {
-            Some(_) => Err(JobError::Failed(format!(
-                "about {projected} accesses would not fit in memory: make it smaller here, or run it with `warpscope sim --source`"
-            ))),
-            None => Err(JobError::Cancelled),
-        },
-        Err(e) => Err(JobError::Failed(e.to_string())),
+    let t = super::worker::program(text, "kernel", &pairs, max_accesses, progress)?;
+    let name = t
+        .kernels
+        .first()
+        .map_or("kernel", |k| k.name.as_str())
+        .to_string();
+    let mut label = format!("{name} (kernel source)");
+    for w in &words {
+        label.push(' ');
+        label.push_str(w);
     }
+    Ok(Arc::new(TraceData::new(t, label, None, None)))
 }
 
 impl WarpscopeApp {

@@ -17,6 +17,7 @@ pub mod data;
 pub mod editor;
 pub mod files;
 pub mod job;
+mod lesson_panel;
 pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
@@ -163,6 +164,8 @@ enum Action {
     /// A pane goes back to the shared trace.
     ShareTrace(usize),
     AddPane,
+    /// Open a lesson (its name).
+    Lesson(String),
     RemovePane(usize),
     Chosen(Purpose, PathBuf),
     /// The configuration panel changed pane `.0`'s preset or configuration.
@@ -212,6 +215,8 @@ pub struct WarpscopeApp {
     pub max_generated_accesses: Option<u64>,
     /// The kernel-language editor.
     pub editor: editor::Editor,
+    /// The lesson open beside the panes.
+    pub lesson: Option<crate::lesson::Lesson>,
     /// The kernel and parameters being generated.
     load_job: Option<(String, String)>,
     /// The file being loaded.
@@ -287,6 +292,7 @@ impl WarpscopeApp {
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
             editor: Default::default(),
+            lesson: None,
             load_job: None,
             load_file: None,
             failed_file: None,
@@ -326,6 +332,7 @@ impl WarpscopeApp {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.side(ui));
             });
+        self.lesson_panel(ui);
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
         self.editor_window(&ctx, now);
         self.dialogs(&ctx);

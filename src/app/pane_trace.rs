@@ -74,7 +74,7 @@ impl WarpscopeApp {
         }
     }
 
-    fn start_pane_job(&mut self, pane: usize, label: String, source: Source) -> bool {
+    pub(super) fn start_pane_job(&mut self, pane: usize, label: String, source: Source) -> bool {
         let Some(p) = self.panes.get_mut(pane) else {
             return false;
         };

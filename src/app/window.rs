@@ -320,6 +320,23 @@ impl EframeApp {
                 return;
             }
             "17-kernel-editor.png".to_string()
+        } else if extra == 13 {
+            // A lesson: set conflicts, modulo vs hashed index, with its text beside the panes.
+            if first {
+                app.editor.open = false;
+                app.settings.view = View::Misses;
+                app.open_lesson("set-conflicts", now);
+            }
+            let loading = app.panes.len() != 2
+                || app
+                    .panes
+                    .iter()
+                    .any(|p| p.own_trace.is_none() || p.trace_load.is_some());
+            if loading {
+                plan.wait_frames = 0;
+                return;
+            }
+            "18-lesson.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -41,6 +41,14 @@ pub enum Source {
         params: Vec<(String, String)>,
         max_accesses: Option<u64>,
     },
+    /// Run a kernel-language program (`file` names it in errors and labels), stopping with
+    /// an error if it is projected past `max_accesses`.
+    Program {
+        text: String,
+        file: String,
+        params: Vec<(String, String)>,
+        max_accesses: Option<u64>,
+    },
 }
 
 /// Loads the trace `source` names.
@@ -68,6 +76,51 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
                 t, label, None, None,
             ))))
         }
+        Source::Program {
+            text,
+            file,
+            params,
+            max_accesses,
+        } => {
+            let t = program(&text, &file, &params, max_accesses, progress)?;
+            let mut label = file;
+            for (k, v) in &params {
+                label.push_str(&format!(" {k}={v}"));
+            }
+            Ok(Loaded::Trace(Arc::new(TraceData::new(
+                t, label, None, None,
+            ))))
+        }
+    }
+}
+
+/// Runs a kernel-language program as the generators run: progress, cancel, and an error
+/// instead of a trace projected past `max_accesses` (the CLI streams such a program).
+pub fn program(
+    text: &str,
+    file: &str,
+    params: &[(String, String)],
+    max_accesses: Option<u64>,
+    progress: &Progress,
+) -> Finished<Trace> {
+    let mut too_large = None;
+    let mut control = |g: &crate::gen::GenProgress| {
+        let go_on = progress.report(g.ctas_done, g.ctas);
+        if max_accesses.is_some_and(|m| g.projected > m) {
+            too_large = Some(g.projected);
+            return false;
+        }
+        go_on
+    };
+    match crate::gen::source::generate(text, file, params, Some(&mut control)) {
+        Ok(t) => Ok(t),
+        Err(crate::gen::GenError::Stopped { projected, .. }) => match too_large {
+            Some(_) => Err(JobError::Failed(format!(
+                "{file}: about {projected} accesses would not fit in memory: make it smaller, or run it with `warpscope sim --source`"
+            ))),
+            None => Err(JobError::Cancelled),
+        },
+        Err(e) => Err(JobError::Failed(e.to_string())),
     }
 }
 

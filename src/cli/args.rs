@@ -80,6 +80,9 @@ pub enum Command {
     /// distinct lines since, who evicted it and by which rule of the policy, its class and
     /// what would have changed it (docs/explain.md). Takes the same flags as `sim`.
     Explain(ExplainArgs),
+    /// The lessons (docs/lessons.md): list them, or run one: its text and its panes'
+    /// kernels, settings and results side by side.
+    Lesson(LessonArgs),
 }
 
 /// Where the trace comes from.
@@ -340,6 +343,15 @@ pub struct HwcheckArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LessonArgs {
+    /// The lesson (without one: the list).
+    pub name: Option<String>,
+    /// Print one JSON object instead of the text and table.
     #[arg(long)]
     pub json: bool,
 }

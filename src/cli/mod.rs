@@ -7,6 +7,7 @@ mod comm;
 mod explain;
 mod hwcheck;
 mod lanes;
+mod lesson;
 mod options;
 mod output;
 mod readahead;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Hwcheck(a)) => hwcheck::run(a),
         Some(Command::Analyze(a)) => analyze::run(a),
         Some(Command::Explain(a)) => explain::run(a),
+        Some(Command::Lesson(a)) => lesson::run(a),
     }
 }
 

@@ -6,6 +6,7 @@ mod cache;
 pub mod choice;
 pub mod file;
 mod invalid;
+pub mod keys;
 mod presets;
 mod rules;
 mod schedule;
