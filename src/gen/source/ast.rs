@@ -11,6 +11,9 @@ pub struct Program {
     pub block: Option<(Vec<Expr>, usize)>,
     pub arrays: Vec<ArrayDecl>,
     pub kernels: Vec<KernelDef>,
+    /// Top-level `launch NAME;` statements, in loops if need be (their variables are seen
+    /// by the kernels as params); without any, each kernel is launched once, in order.
+    pub launches: Vec<Stmt>,
 }
 
 /// `float A[n * n];`, `__shared__ float tile[256];`, `int hist[bins] @ 0x2000;`.
@@ -32,6 +35,8 @@ pub struct KernelDef {
     pub name: String,
     pub body: Vec<Stmt>,
     pub pos: usize,
+    /// `kernel NAME<<<GRID, BLOCK>>>`: its own launch shape instead of the program's.
+    pub launch: Option<(Vec<Expr>, Vec<Expr>, usize)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +61,8 @@ pub enum Stmt {
     Expr(Expr),
     /// `__shared__ float tile[..];` inside a kernel: its accesses are not traced.
     Shared(ArrayDecl),
+    /// `launch NAME;` (top level only).
+    Launch(String, usize),
     /// `;`
     Nothing,
 }

@@ -147,6 +147,7 @@ impl<'a, 'b> Thread<'a, 'b> {
                 Ok(Flow::Next)
             }
             Stmt::Shared(_) | Stmt::Nothing => Ok(Flow::Next),
+            Stmt::Launch(_, at) => err(*at, "`launch` belongs at the top level, outside kernels"),
         }
     }
 

@@ -26,7 +26,7 @@ use eval::{constant, Array, Env, RunError, Thread};
 
 /// The built-in kernels written in the language (`kernels/*.wsk`): the app's examples, and
 /// each gives its generator's trace exactly (tested).
-pub const EXAMPLES: [(&str, &str); 10] = [
+pub const EXAMPLES: [(&str, &str); 13] = [
     ("vecadd", include_str!("../../../kernels/vecadd.wsk")),
     ("matmul", include_str!("../../../kernels/matmul.wsk")),
     (
@@ -46,6 +46,12 @@ pub const EXAMPLES: [(&str, &str); 10] = [
     ),
     ("strided", include_str!("../../../kernels/strided.wsk")),
     ("reduction", include_str!("../../../kernels/reduction.wsk")),
+    ("hotspot", include_str!("../../../kernels/hotspot.wsk")),
+    (
+        "histogram2",
+        include_str!("../../../kernels/histogram2.wsk"),
+    ),
+    ("nbody", include_str!("../../../kernels/nbody.wsk")),
 ];
 
 /// Line and column (from 1) of byte offset `pos` of `src`.
@@ -117,6 +123,13 @@ struct Sites<'a> {
 
 impl Sites<'_> {
     fn add(&mut self, label: &Option<String>, default: String) -> u32 {
+        // The same name given twice is one instruction (the same access written in two
+        // branches); a default name given twice gets a suffix.
+        if let Some(l) = label {
+            if let Some(i) = self.names.iter().position(|n| n == l) {
+                return i as u32;
+            }
+        }
         let base = label.clone().unwrap_or(default);
         let mut name = base.clone();
         let mut n = 2;
@@ -189,6 +202,7 @@ impl Sites<'_> {
             | Stmt::Break
             | Stmt::Continue
             | Stmt::Shared(_)
+            | Stmt::Launch(..)
             | Stmt::Nothing => {}
         }
     }
@@ -278,6 +292,92 @@ fn dims(
     Ok(out)
 }
 
+/// Launches a top-level statement asks for: (kernel, the loop variables it sees).
+fn top_level(
+    st: &Stmt,
+    kernels: &[&str],
+    params: &FxHashMap<String, i64>,
+    vars: &mut Vec<(String, i64)>,
+    out: &mut Vec<(usize, Vec<(String, i64)>)>,
+) -> Result<(), RunError> {
+    let value = |e: &Expr, vars: &[(String, i64)]| {
+        let mut all = params.clone();
+        all.extend(vars.iter().cloned());
+        constant(e, &all)
+    };
+    match st {
+        Stmt::Launch(name, pos) => match kernels.iter().position(|k| k == name) {
+            Some(k) => out.push((k, vars.clone())),
+            None => {
+                return Err(RunError {
+                    pos: *pos,
+                    message: format!("no kernel `{name}` to launch"),
+                })
+            }
+        },
+        Stmt::Block(v) => {
+            for s in v {
+                top_level(s, kernels, params, vars, out)?;
+            }
+        }
+        Stmt::Decl(name, init, _) => {
+            let v = init.as_ref().map_or(Ok(0), |e| value(e, vars))?;
+            vars.push((name.clone(), v));
+        }
+        Stmt::Assign(Place::Var(name, pos), op, e) => {
+            let v = value(e, vars)?;
+            let Some(slot) = vars.iter().rposition(|(n, _)| n == name) else {
+                return Err(RunError {
+                    pos: *pos,
+                    message: format!("`{name}` is not a variable declared before"),
+                });
+            };
+            vars[slot].1 = match op {
+                AssignOp::Set => v,
+                AssignOp::With(b) => {
+                    eval::binop(*b, Some(vars[slot].1), Some(v), *pos)?.unwrap_or(0)
+                }
+            };
+        }
+        Stmt::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            let mark = vars.len();
+            if let Some(i) = init {
+                top_level(i, kernels, params, vars, out)?;
+            }
+            let mut n = 0u32;
+            while cond.as_ref().map_or(Ok(1), |c| value(c, vars))? != 0 {
+                top_level(body, kernels, params, vars, out)?;
+                if let Some(s) = step {
+                    top_level(s, kernels, params, vars, out)?;
+                }
+                n += 1;
+                if n > 1 << 16 {
+                    return Err(RunError {
+                        pos: cond.as_ref().map_or(0, eval::expr_pos),
+                        message: "more than 65536 launches".into(),
+                    });
+                }
+            }
+            vars.truncate(mark);
+        }
+        Stmt::Nothing => {}
+        _ => {
+            return Err(RunError {
+                pos: 0,
+                message:
+                    "only `launch`, variables and `for` loops over launches belong at the top level"
+                        .into(),
+            })
+        }
+    }
+    Ok(())
+}
+
 /// Parses, lays out and runs every kernel of the program.
 fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
     let at = |pos: usize, m: String| source_error(src, file, pos, m);
@@ -300,8 +400,16 @@ fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
         let v = p.u64(name, default as u64)?;
         params.insert(name.clone(), v.min(i64::MAX as u64) as i64);
     }
-    let grid = dims(src, file, "grid", &prog.grid, &params)?;
-    let block = dims(src, file, "block", &prog.block, &params)?;
+    // The program's launch shape, for the kernels without their own `<<<...>>>`.
+    let every_own = prog.kernels.iter().all(|k| k.launch.is_some());
+    let shape = if every_own {
+        None
+    } else {
+        Some((
+            dims(src, file, "grid", &prog.grid, &params)?,
+            dims(src, file, "block", &prog.block, &params)?,
+        ))
+    };
     let mut layout = Layout::new(p)?;
     let mut arrays = FxHashMap::default();
     let mut shared = FxHashSet::default();
@@ -336,7 +444,8 @@ fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
             return Err(at(a.pos, format!("`{}` is declared twice", a.name)));
         }
     }
-    let mut out = Vec::new();
+    // Each kernel's instructions, then the launches in order.
+    let mut prepared = Vec::new();
     for k in &mut prog.kernels {
         let mut shared_here = shared.clone();
         local_shared(&k.body, &mut shared_here);
@@ -345,11 +454,39 @@ fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
             shared: &shared_here,
         };
         sites.stmts(&mut k.body);
-        let names = sites.names;
+        prepared.push((sites.names, shared_here));
+    }
+    let order: Vec<(usize, Vec<(String, i64)>)> = if prog.launches.is_empty() {
+        (0..prog.kernels.len()).map(|k| (k, Vec::new())).collect()
+    } else {
+        let mut order = Vec::new();
+        let mut vars = Vec::new();
+        let names: Vec<&str> = prog.kernels.iter().map(|k| k.name.as_str()).collect();
+        for st in &prog.launches {
+            top_level(st, &names, &params, &mut vars, &mut order)
+                .map_err(|e| at(e.pos, e.message))?;
+        }
+        order
+    };
+    let mut out = Vec::new();
+    for (ki, vars) in order {
+        let k = &prog.kernels[ki];
+        let (names, shared_here) = &prepared[ki];
+        let mut launch_params = params.clone();
+        launch_params.extend(vars);
+        let (grid, block) = match (&k.launch, shape) {
+            (Some((g, b, pos)), _) => (
+                dims(src, file, "grid", &Some((g.clone(), *pos)), &launch_params)?,
+                dims(src, file, "block", &Some((b.clone(), *pos)), &launch_params)?,
+            ),
+            (None, Some(s)) => s,
+            // Without a program shape every kernel has its own.
+            (None, None) => ([1, 1, 1], [1, 1, 1]),
+        };
         let env = Env {
-            params: params.clone(),
+            params: launch_params,
             arrays: arrays.clone(),
-            shared: shared_here,
+            shared: shared_here.clone(),
             grid,
             block,
         };

@@ -2,7 +2,7 @@
 //! declarations a trace needs (`param`, `grid`, `block`, global arrays).
 
 use winnow::combinator::{
-    alt, cut_err, delimited, not, opt, preceded, repeat, separated, terminated,
+    alt, cut_err, delimited, not, opt, peek, preceded, repeat, separated, terminated,
 };
 use winnow::error::{ContextError, ErrMode, StrContext, StrContextValue};
 use winnow::prelude::*;
@@ -112,6 +112,13 @@ fn type_name(i: &mut In) -> R<u64> {
             kw("uint64_t").value(8),
             kw("int32_t").value(4),
             kw("uint32_t").value(4),
+            alt((
+                kw("float2").value(8),
+                kw("float4").value(16),
+                kw("int2").value(8),
+                kw("int4").value(16),
+                kw("double2").value(16),
+            )),
         )),
     )
     .parse_next(i)?;
@@ -329,7 +336,10 @@ fn shift(i: &mut In) -> R<Expr> {
     binary(
         i,
         add,
-        &[("<<", &['='], BinOp::Shl), (">>", &['='], BinOp::Shr)],
+        &[
+            ("<<", &['=', '<'], BinOp::Shl),
+            (">>", &['=', '>'], BinOp::Shr),
+        ],
     )
 }
 fn compare(i: &mut In) -> R<Expr> {
@@ -504,6 +514,14 @@ fn stmt(i: &mut In) -> R<Stmt> {
     }
     let s = alt((
         (kw("__syncthreads"), need("("), need(")")).value(Stmt::Sync),
+        |i: &mut In| {
+            let at = pos(i)?;
+            kw("launch").parse_next(i)?;
+            let name = cut_err(alt((string, ident)))
+                .context(expected("a kernel name"))
+                .parse_next(i)?;
+            Ok(Stmt::Launch(name, at))
+        },
         kw("return").value(Stmt::Return),
         kw("break").value(Stmt::Break),
         kw("continue").value(Stmt::Continue),
@@ -561,16 +579,42 @@ fn skip_parens(i: &mut In) -> R<()> {
     Ok(())
 }
 
+/// A launch dimension: `EXPR` or `(X, Y[, Z])`.
+fn dim(i: &mut In) -> R<Vec<Expr>> {
+    let start = i.checkpoint();
+    let list: Option<Vec<Expr>> =
+        opt(delimited(p("("), separated(1..=3, expr, p(",")), p(")"))).parse_next(i)?;
+    if let Some(v) = list {
+        if peek_is(i, ",")? || peek_is(i, ">>>")? {
+            return Ok(v);
+        }
+    }
+    i.reset(&start);
+    Ok(vec![expr(i)?])
+}
+
+/// `<<<GRID, BLOCK>>>` after a kernel's name.
+fn launch_shape(i: &mut In) -> R<(Vec<Expr>, Vec<Expr>, usize)> {
+    let at = pos(i)?;
+    p("<<<").parse_next(i)?;
+    let g = cut_err(dim).parse_next(i)?;
+    need(",").parse_next(i)?;
+    let b = cut_err(dim).parse_next(i)?;
+    need(">>>").parse_next(i)?;
+    Ok((g, b, at))
+}
+
 fn kernel(i: &mut In) -> R<KernelDef> {
     let at = pos(i)?;
     let name = alt((
         preceded(kw("kernel"), cut_err(alt((string, ident)))),
-        preceded(
-            (kw("__global__"), kw("void")),
-            cut_err(terminated(ident, skip_parens)),
-        ),
+        preceded((kw("__global__"), kw("void")), cut_err(ident)),
     ))
     .parse_next(i)?;
+    let launch = opt(launch_shape).parse_next(i)?;
+    if peek_is(i, "(")? {
+        skip_parens(i)?;
+    }
     need("{").parse_next(i)?;
     let body: Vec<Stmt> = repeat(0.., stmt).parse_next(i)?;
     need("}").parse_next(i)?;
@@ -578,10 +622,12 @@ fn kernel(i: &mut In) -> R<KernelDef> {
         name,
         body,
         pos: at,
+        launch,
     })
 }
 
 enum Item {
+    Run(Stmt),
     Param(String, Expr, usize),
     Grid((Vec<Expr>, usize)),
     Block((Vec<Expr>, usize)),
@@ -605,6 +651,7 @@ fn item(i: &mut In) -> R<Item> {
         preceded(kw("grid"), cut_err(dims)).map(Item::Grid),
         preceded(kw("block"), cut_err(dims)).map(Item::Block),
         kernel.map(Item::Kernel),
+        preceded(peek(alt((kw("launch"), kw("for")))), cut_err(stmt)).map(Item::Run),
         shared.map(Item::Array),
         terminated(preceded(opt(kw("__device__")), array_decl), need(";")).map(Item::Array),
     ))
@@ -620,6 +667,7 @@ pub fn program(src: &str) -> Result<Program, (usize, String)> {
         block: None,
         arrays: Vec::new(),
         kernels: Vec::new(),
+        launches: Vec::new(),
     };
     let items = terminated(repeat(0.., item), (ws, winnow::combinator::eof))
         .parse(LocatingSlice::new(src))
@@ -640,6 +688,7 @@ pub fn program(src: &str) -> Result<Program, (usize, String)> {
             Item::Block(b) => prog.block = Some(b),
             Item::Array(a) => prog.arrays.push(a),
             Item::Kernel(k) => prog.kernels.push(k),
+            Item::Run(s) => prog.launches.push(s),
         }
     }
     Ok(prog)

@@ -75,6 +75,40 @@ const ROUND_TRIPS: &[(&str, &str, Pairs, Pairs)] = &[
         &[("n", "1000"), ("block", "64")],
         &[("n", "1000"), ("threads", "64")],
     ),
+    (
+        "hotspot",
+        include_str!("../../../kernels/hotspot.wsk"),
+        &[("nx", "20"), ("ny", "12"), ("steps", "3"), ("block", "8,8")],
+        &[
+            ("nx", "20"),
+            ("ny", "12"),
+            ("steps", "3"),
+            ("bx", "8"),
+            ("by", "8"),
+        ],
+    ),
+    (
+        "histogram2",
+        include_str!("../../../kernels/histogram2.wsk"),
+        &[
+            ("n", "5000"),
+            ("bins", "32"),
+            ("ctas", "40"),
+            ("block", "64"),
+        ],
+        &[
+            ("n", "5000"),
+            ("bins", "32"),
+            ("ctas", "40"),
+            ("threads", "64"),
+        ],
+    ),
+    (
+        "nbody",
+        include_str!("../../../kernels/nbody.wsk"),
+        &[("n", "200"), ("steps", "2"), ("block", "32")],
+        &[("n", "200"), ("steps", "2"), ("threads", "32")],
+    ),
 ];
 
 #[test]
