@@ -27,6 +27,9 @@ pub struct ArrayDecl {
     pub base: Option<Expr>,
     /// Shared memory is not an L1 access: its accesses are not traced.
     pub shared: bool,
+    /// `= random(SEED, BOUND)`: known contents, each element drawn in order from the
+    /// simulator's seeded generator below BOUND (as the built-in kernels draw their data).
+    pub random: Option<(Expr, Expr)>,
     pub pos: usize,
 }
 
@@ -60,7 +63,7 @@ pub enum Stmt {
     Assign(Place, AssignOp, Expr),
     Expr(Expr),
     /// `__shared__ float tile[..];` inside a kernel: its accesses are not traced.
-    Shared(ArrayDecl),
+    Shared(Box<ArrayDecl>),
     /// `launch NAME;` (top level only).
     Launch(String, usize),
     /// `;`

@@ -15,6 +15,8 @@ pub(super) struct Array {
     pub base: u64,
     pub elem: u64,
     pub len: u64,
+    /// Known contents (`= random(...)`), read by loads.
+    pub values: Option<std::sync::Arc<Vec<i64>>>,
 }
 
 /// What every thread of a launch shares.
@@ -231,6 +233,11 @@ impl<'a, 'b> Thread<'a, 'b> {
     /// The address of an access (`None` for a shared-memory array).
     fn address(&mut self, a: &'a Access) -> Result<Option<(u64, u64)>, RunError> {
         let index = self.eval(&a.index)?;
+        self.address_of(a, index)
+    }
+
+    /// The address of element `index` of an access's array (`None` for shared memory).
+    fn address_of(&self, a: &Access, index: Val) -> Result<Option<(u64, u64)>, RunError> {
         if self.env.shared.contains(&a.array) {
             return Ok(None);
         }
@@ -302,9 +309,18 @@ impl<'a, 'b> Thread<'a, 'b> {
                 Builtin::GridDim => self.env.grid[*axis],
             }),
             Expr::Load(a) => {
-                let addr = self.address(a)?;
+                let index = self.eval(&a.index)?;
+                let addr = self.address_of(a, index)?;
                 self.load(a, addr);
-                None
+                let values = self
+                    .env
+                    .arrays
+                    .get(&a.array)
+                    .and_then(|x| x.values.as_ref());
+                match (values, index) {
+                    (Some(v), Some(i)) => v.get(i as usize).copied(),
+                    _ => None,
+                }
             }
             Expr::Atomic(op, a, args) => {
                 for x in args {

@@ -26,7 +26,7 @@ use eval::{constant, Array, Env, RunError, Thread};
 
 /// The built-in kernels written in the language (`kernels/*.wsk`): the app's examples, and
 /// each gives its generator's trace exactly (tested).
-pub const EXAMPLES: [(&str, &str); 13] = [
+pub const EXAMPLES: [(&str, &str); 14] = [
     ("vecadd", include_str!("../../../kernels/vecadd.wsk")),
     ("matmul", include_str!("../../../kernels/matmul.wsk")),
     (
@@ -52,6 +52,7 @@ pub const EXAMPLES: [(&str, &str); 13] = [
         include_str!("../../../kernels/histogram2.wsk"),
     ),
     ("nbody", include_str!("../../../kernels/nbody.wsk")),
+    ("histogram", include_str!("../../../kernels/histogram.wsk")),
 ];
 
 /// Line and column (from 1) of byte offset `pos` of `src`.
@@ -430,6 +431,22 @@ fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
             Some(b) => constant(b, &params).map_err(|e| at(e.pos.max(a.pos), e.message))? as u64,
             None => layout.alloc(bytes),
         };
+        let values = match &a.random {
+            None => None,
+            Some((seed, bound)) => {
+                let seed = constant(seed, &params).map_err(|e| at(e.pos, e.message))?;
+                let bound = constant(bound, &params).map_err(|e| at(e.pos, e.message))?;
+                if bound < 1 {
+                    return Err(at(
+                        a.pos,
+                        format!("random(_, {bound}): the bound is at least 1"),
+                    ));
+                }
+                let mut rng = crate::rng::Rng::new(seed as u64);
+                let v: Vec<i64> = (0..len).map(|_| rng.below(bound as u64) as i64).collect();
+                Some(std::sync::Arc::new(v))
+            }
+        };
         if arrays
             .insert(
                 a.name.clone(),
@@ -437,6 +454,7 @@ fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
                     base,
                     elem: a.elem,
                     len: len as u64,
+                    values,
                 },
             )
             .is_some()

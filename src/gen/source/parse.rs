@@ -525,7 +525,7 @@ fn stmt(i: &mut In) -> R<Stmt> {
         kw("return").value(Stmt::Return),
         kw("break").value(Stmt::Break),
         kw("continue").value(Stmt::Continue),
-        shared.map(Stmt::Shared),
+        shared.map(|a| Stmt::Shared(Box::new(a))),
         simple,
     ))
     .context(expected("a statement"))
@@ -545,12 +545,18 @@ fn array_decl(i: &mut In) -> R<ArrayDecl> {
     let len = cut_err(expr).parse_next(i)?;
     need("]").parse_next(i)?;
     let base = opt(preceded(p("@"), cut_err(expr))).parse_next(i)?;
+    let random = opt(preceded(
+        (terminated(p("="), not('=')), kw("random"), need("(")),
+        cut_err(terminated((expr, preceded(need(","), expr)), need(")"))),
+    ))
+    .parse_next(i)?;
     Ok(ArrayDecl {
         name,
         elem,
         len,
         base,
         shared: false,
+        random,
         pos: at,
     })
 }
@@ -631,7 +637,7 @@ enum Item {
     Param(String, Expr, usize),
     Grid((Vec<Expr>, usize)),
     Block((Vec<Expr>, usize)),
-    Array(ArrayDecl),
+    Array(Box<ArrayDecl>),
     Kernel(KernelDef),
 }
 
@@ -652,15 +658,40 @@ fn item(i: &mut In) -> R<Item> {
         preceded(kw("block"), cut_err(dims)).map(Item::Block),
         kernel.map(Item::Kernel),
         preceded(peek(alt((kw("launch"), kw("for")))), cut_err(stmt)).map(Item::Run),
-        shared.map(Item::Array),
-        terminated(preceded(opt(kw("__device__")), array_decl), need(";")).map(Item::Array),
+        shared.map(|a| Item::Array(Box::new(a))),
+        terminated(preceded(opt(kw("__device__")), array_decl), need(";"))
+            .map(|a| Item::Array(Box::new(a))),
     ))
     .context(expected("param, grid, block, an array or a kernel"))
     .parse_next(i)
 }
 
+/// Deepest nesting of brackets the parser takes (it recurses once per level).
+const MAX_NESTING: usize = 200;
+
+/// Where brackets first nest deeper than [`MAX_NESTING`], if they do.
+fn too_deep(src: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in src.char_indices() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(at);
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Parses a whole program; the error is (byte offset, message).
 pub fn program(src: &str) -> Result<Program, (usize, String)> {
+    if let Some(at) = too_deep(src) {
+        return Err((at, format!("brackets nest more than {MAX_NESTING} deep")));
+    }
     let mut prog = Program {
         params: Vec::new(),
         grid: None,
@@ -686,7 +717,7 @@ pub fn program(src: &str) -> Result<Program, (usize, String)> {
             Item::Param(n, e, at) => prog.params.push((n, e, at)),
             Item::Grid(g) => prog.grid = Some(g),
             Item::Block(b) => prog.block = Some(b),
-            Item::Array(a) => prog.arrays.push(a),
+            Item::Array(a) => prog.arrays.push(*a),
             Item::Kernel(k) => prog.kernels.push(k),
             Item::Run(s) => prog.launches.push(s),
         }

@@ -104,6 +104,22 @@ const ROUND_TRIPS: &[(&str, &str, Pairs, Pairs)] = &[
         ],
     ),
     (
+        "histogram",
+        include_str!("../../../kernels/histogram.wsk"),
+        &[
+            ("n", "3000"),
+            ("bins", "50"),
+            ("block", "128"),
+            ("seed", "7"),
+        ],
+        &[
+            ("n", "3000"),
+            ("bins", "50"),
+            ("threads", "128"),
+            ("seed", "7"),
+        ],
+    ),
+    (
         "nbody",
         include_str!("../../../kernels/nbody.wsk"),
         &[("n", "200"), ("steps", "2"), ("block", "32")],
@@ -239,4 +255,94 @@ fn the_language_covers_loops_atomics_and_control_flow() {
             (1, 3, 0, x(2)),
         ]
     );
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces of programs, valid and not, to shuffle together.
+    const TOKENS: &[&str] = &[
+        "param n = 8;",
+        "grid(",
+        "block(",
+        ")",
+        "(",
+        ";",
+        "{",
+        "}",
+        "[",
+        "]",
+        "float a[n];",
+        "int i",
+        "=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "<<",
+        ">>",
+        "<",
+        "<<<",
+        ">>>",
+        "&&",
+        "?",
+        ":",
+        "kernel k",
+        "__global__ void k()",
+        "for (int j = 0; j < n; j++)",
+        "if (",
+        "else",
+        "a[i]",
+        "a[",
+        "threadIdx.x",
+        "blockIdx.y",
+        "atomicAdd(&a[0], 1)",
+        "__syncthreads();",
+        "launch k;",
+        "@ \"x\"",
+        "0x1f",
+        "1.5f",
+        "-9223372036854775808",
+        "n",
+        "i",
+        "return;",
+        "while (1)",
+        "break;",
+        "\n",
+        " ",
+        "// c\n",
+        "/*",
+        "*/",
+        "é",
+        "\"",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn any_text_gives_a_trace_or_an_error_naming_a_place(picks in prop::collection::vec(0..TOKENS.len(), 0..60)) {
+            let src: String = picks.iter().map(|&i| TOKENS[i]).collect::<Vec<_>>().join(" ");
+            let prefix = "param n = 4;\ngrid(1);\nblock(2);\nfloat a[n];\n";
+            for text in [src.clone(), format!("{prefix}kernel k {{ {src} }}")] {
+                let _ = check(&text, "k.wsk");
+                // Runs are bounded: a small grid, loops stop at their limit.
+                match generate(&text, "k.wsk", &[], None) {
+                    Ok(_) => {}
+                    Err(GenError::Source { line, column, .. }) => {
+                        prop_assert!(line >= 1 && column >= 1);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let src = format!("param n = {}1{};", "(".repeat(100_000), ")".repeat(100_000));
+        let e = check(&src, "d.wsk").unwrap_err().to_string();
+        assert!(e.contains("nest more than 200 deep"), "{e}");
+    }
 }
