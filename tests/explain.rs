@@ -248,10 +248,10 @@ fn the_accesses_that_coalesced_into_a_request() {
     assert!(e.story[0].contains(" 2 of its warp instruction's 4 accesses coalesced into it (thread 2 at 0x80, thread 3 at 0xc0)."), "{}", e.story[0]);
 }
 
-#[test]
-fn a_latency_miss_in_the_timing_model() {
-    // Nugteren et al. 2014 table 3: 4 threads, one per warp, round-robin; thread t loads
-    // x[2t] then x[2t+1] (16-byte lines: threads 0 and 1 share line 0). Hit and miss latency 2.
+/// Nugteren et al. 2014 table 3: 4 threads, one per warp, round-robin; thread t loads x[2t]
+/// then x[2t+1] (16-byte lines: threads 0 and 1 share line 0). Hit and miss latency 2,
+/// unlimited MSHRs, no clipping, a fully associative cache of 2 lines.
+fn table3() -> (Vec<Kernel>, SimConfig) {
     let mut s = String::from("kernel t grid=1 block=4\ninst i0\ninst i1\n");
     for tid in 0..4u64 {
         s += &format!("0 {tid} i0 0 ld {} 4\n", 2 * tid * 4);
@@ -281,6 +281,12 @@ fn a_latency_miss_in_the_timing_model() {
         ..SimConfig::default()
     };
     c.schedule.warp_size = 1;
+    (k, c)
+}
+
+#[test]
+fn a_latency_miss_in_the_timing_model() {
+    let (k, c) = table3();
     // Request 1: thread 1 asks for line 0 at time 1; thread 0's miss at time 0 brings it at 2.
     let e = why(&c, &k, 1);
     assert_eq!(e.why, Why::Latency);
@@ -379,36 +385,7 @@ fn stepping_shows_the_set_as_each_request_leaves_it() {
 #[test]
 fn stepping_through_the_timing_model_shows_lines_in_flight_and_the_lru_stack() {
     use warpscope::explain::step::snapshot;
-    // Table 3 again: hit and miss latency 2, unlimited MSHRs, no clipping.
-    let mut s = String::from("kernel t grid=1 block=4\ninst i0\ninst i1\n");
-    for tid in 0..4u64 {
-        s += &format!("0 {tid} i0 0 ld {} 4\n", 2 * tid * 4);
-        s += &format!("0 {tid} i1 0 ld {} 4\n", (2 * tid + 1) * 4);
-    }
-    let k = text::read(s.as_bytes(), "t3.wst").unwrap().kernels;
-    let mut c = SimConfig {
-        cache: CacheConfig {
-            size_bytes: 32,
-            line_bytes: 16,
-            ways: 0,
-            sector_bytes: 16,
-            ..CacheConfig::default()
-        },
-        coalescing: Coalescing::Line,
-        timing: Some(TimingConfig {
-            hit_latency: 2,
-            miss_latency: 2,
-            miss_latency_stddev: 0.0,
-            mshrs: 0,
-            mshrs_per_warp: 0,
-            clip: false,
-            warp_delay: false,
-            classify: true,
-            rules: Default::default(),
-        }),
-        ..SimConfig::default()
-    };
-    c.schedule.warp_size = 1;
+    let (k, c) = table3();
     // Time 1: line 0 is on its way (request 0's miss, arriving at 2); the stack is empty.
     let s1 = snapshot(&c, &k, 1, &mut |_, _| true).unwrap();
     assert_eq!(s1.in_flight, vec![(0, 2)]);

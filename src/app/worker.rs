@@ -103,18 +103,11 @@ pub fn program(
     max_accesses: Option<u64>,
     progress: &Progress,
 ) -> Finished<Trace> {
-    let mut too_large = None;
-    let mut control = |g: &crate::gen::GenProgress| {
-        let go_on = progress.report(g.ctas_done, g.ctas);
-        if max_accesses.is_some_and(|m| g.projected > m) {
-            too_large = Some(g.projected);
-            return false;
-        }
-        go_on
-    };
+    let mut limit = Limit::new(progress, max_accesses);
+    let mut control = |g: &crate::gen::GenProgress| limit.go_on(g);
     match crate::gen::source::generate(text, file, params, Some(&mut control)) {
         Ok(t) => Ok(t),
-        Err(crate::gen::GenError::Stopped { projected, .. }) => match too_large {
+        Err(crate::gen::GenError::Stopped { projected, .. }) => match limit.too_large {
             Some(_) => Err(JobError::Failed(format!(
                 "{file}: about {projected} accesses would not fit in memory: make it smaller, or run it with `warpscope sim --source`"
             ))),
@@ -277,21 +270,41 @@ fn generate(
     max_accesses: Option<u64>,
     progress: &Progress,
 ) -> Finished<Result<Trace, u64>> {
-    let mut too_large = None;
-    let mut control = |g: &crate::gen::GenProgress| {
-        let go_on = progress.report(g.ctas_done, g.ctas);
-        if max_accesses.is_some_and(|m| g.projected > m) {
-            too_large = Some(g.projected);
-            return false;
-        }
-        go_on
-    };
+    let mut limit = Limit::new(progress, max_accesses);
+    let mut control = |g: &crate::gen::GenProgress| limit.go_on(g);
     match crate::gen::generate_with(kernel, params, Some(&mut control)) {
         Ok(t) => Ok(Ok(t)),
-        Err(crate::gen::GenError::Stopped { .. }) => match too_large {
+        Err(crate::gen::GenError::Stopped { .. }) => match limit.too_large {
             Some(projected) => Ok(Err(projected)),
             None => Err(JobError::Cancelled),
         },
         Err(e) => Err(JobError::Failed(format!("kernel {kernel}: {e}"))),
+    }
+}
+
+/// A generator's control in a job: reports progress, and stops once the trace is projected
+/// past `max` accesses (remembering it) or the job is cancelled.
+struct Limit<'a> {
+    progress: &'a Progress,
+    max: Option<u64>,
+    /// The projection that stopped it, if that is why it stopped.
+    too_large: Option<u64>,
+}
+
+impl<'a> Limit<'a> {
+    fn new(progress: &'a Progress, max: Option<u64>) -> Self {
+        Limit {
+            progress,
+            max,
+            too_large: None,
+        }
+    }
+    fn go_on(&mut self, g: &crate::gen::GenProgress) -> bool {
+        let go_on = self.progress.report(g.ctas_done, g.ctas);
+        if self.max.is_some_and(|m| g.projected > m) {
+            self.too_large = Some(g.projected);
+            return false;
+        }
+        go_on
     }
 }

@@ -109,7 +109,7 @@ impl LastInstruction {
 
 /// Stops at request `n` and keeps it, with its warp instruction's accesses.
 pub(super) struct Find {
-    n: u64,
+    pub n: u64,
     pub seen: u64,
     pub found: Option<RequestEvent>,
     pub names: Names,

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::follow::{LastInstruction, Names, Stops};
+use super::follow::{Find, Stops};
 use super::{run_until, Access, ExplainError, Use};
 use crate::cache::CacheModel;
 use crate::config::SimConfig;
@@ -64,44 +64,33 @@ pub struct Snapshot {
     pub mshrs: Option<(u32, Option<u32>)>,
 }
 
-/// Stops after request `n`, keeping it, its warp instruction, the requests before it and
+/// [`Find`] (request `n` and its warp instruction), plus the requests before it and
 /// (without the timing model) its set as it left it.
 struct Step {
-    n: u64,
-    seen: u64,
-    names: Names,
-    last: LastInstruction,
+    find: Find,
     recent: VecDeque<(u64, RequestEvent)>,
-    found: Option<(RequestEvent, Vec<Access>)>,
     set: Option<(Vec<crate::cache::WayState>, &'static str)>,
-    line_bytes: u64,
 }
 
 impl Observer for Step {
     fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
-        self.names.add(kernel, header);
+        self.find.on_kernel(kernel, header);
     }
     fn on_warp_instruction(&mut self, cols: &Columns, rows: &[u32]) {
-        if self.found.is_none() {
-            self.last.keep(cols, rows);
-        }
+        self.find.on_warp_instruction(cols, rows);
     }
     fn on_request(&mut self, e: &RequestEvent) {
-        if self.found.is_some() {
-            return;
-        }
-        if self.seen == self.n {
-            self.found = Some((*e, self.last.accesses(e.line, self.line_bytes)));
-        } else {
+        if self.find.found.is_none() && self.find.seen != self.find.n {
             if self.recent.len() == RECENT * 8 {
                 self.recent.pop_front();
             }
-            self.recent.push_back((self.seen, *e));
+            self.recent.push_back((self.find.seen, *e));
         }
-        self.seen += 1;
+        self.find.on_request(e);
     }
     fn after_request(&mut self, e: &RequestEvent, cache: &CacheModel) {
-        if self.set.is_none() && self.seen == self.n + 1 {
+        // Right after the request itself (the observer has counted it).
+        if self.set.is_none() && self.find.found.is_some() && self.find.seen == self.find.n + 1 {
             self.set = Some(cache.set_state(e.set));
         }
     }
@@ -109,7 +98,7 @@ impl Observer for Step {
 
 impl Stops for Step {
     fn done(&self) -> bool {
-        self.found.is_some()
+        self.find.found.is_some()
     }
 }
 
@@ -173,22 +162,19 @@ pub fn snapshot(
     }
     let line_bytes = cfg.cache.line_bytes as u64;
     let mut step = Step {
-        n,
-        seen: 0,
-        names: Names::default(),
-        last: LastInstruction::default(),
+        find: Find::new(n, cfg.cache.line_bytes),
         recent: VecDeque::new(),
-        found: None,
         set: None,
-        line_bytes: line_bytes.max(1),
     };
     run_until(&cfg, kernels, &mut step, keep_going)?;
-    let Some((e, accesses)) = step.found else {
+    let Some(e) = step.find.found else {
         return Err(ExplainError::NoSuchRequest {
             request: n,
-            requests: step.seen,
+            requests: step.find.seen,
         });
     };
+    let accesses = std::mem::take(&mut step.find.accesses);
+    let names = &step.find.names;
     let mut lines: Vec<LineGroup> = Vec::new();
     for a in &accesses {
         let at = a.address / line_bytes.max(1) * line_bytes;
@@ -206,7 +192,7 @@ pub fn snapshot(
             step.recent.iter().filter(|(_, r)| r.sm == e.sm).collect();
         mine[mine.len().saturating_sub(RECENT)..]
             .iter()
-            .map(|(i, r)| step.names.use_of(*i, r))
+            .map(|(i, r)| names.use_of(*i, r))
             .collect()
     };
     let (ways, policy_meaning, in_flight, mshrs) = match &cfg.timing {
@@ -263,7 +249,7 @@ pub fn snapshot(
         }
     };
     Ok(Snapshot {
-        request: step.names.use_of(n, &e),
+        request: names.use_of(n, &e),
         accesses,
         lines,
         set: e.set,
