@@ -113,22 +113,7 @@ impl WarpscopeApp {
                         format!("Stepping to request {request} in pane {}", pane + 1),
                         &self.wake,
                         move |progress| {
-                            let snapshot = crate::explain::step::snapshot(
-                                &config,
-                                &trace.trace.kernels,
-                                request as u64,
-                                &mut |d, t| progress.report(d, t),
-                            );
-                            match snapshot {
-                                Err(crate::explain::ExplainError::Cancelled) => {
-                                    Err(JobError::Cancelled)
-                                }
-                                s => Ok(views::step::Shown {
-                                    generation,
-                                    request,
-                                    snapshot: s.map_err(|e| e.to_string()),
-                                }),
-                            }
+                            views::step::snapshot(&trace, &config, generation, request, progress)
                         },
                     ));
                 }

@@ -76,6 +76,31 @@ pub struct Shown {
     pub snapshot: Result<Snapshot, String>,
 }
 
+/// The job: the state at request `request` of `trace` simulated under `config` (an error
+/// other than a cancel is shown in the view).
+pub fn snapshot(
+    trace: &crate::app::data::TraceData,
+    config: &crate::config::SimConfig,
+    generation: u64,
+    request: usize,
+    progress: &crate::app::job::Progress,
+) -> crate::app::job::Finished<Shown> {
+    let snapshot = crate::explain::step::snapshot(
+        config,
+        &trace.trace.kernels,
+        request as u64,
+        &mut |d, t| progress.report(d, t),
+    );
+    match snapshot {
+        Err(crate::explain::ExplainError::Cancelled) => Err(crate::app::job::JobError::Cancelled),
+        s => Ok(Shown {
+            generation,
+            request,
+            snapshot: s.map_err(|e| e.to_string()),
+        }),
+    }
+}
+
 /// The step-through view of one pane.
 pub struct StepView {
     /// The request shown (its index in the run's requests).
