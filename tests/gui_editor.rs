@@ -15,16 +15,7 @@ fn a_kernel_typed_in_the_editor_is_simulated_and_a_mistake_keeps_the_last_good_t
     assert!(h.state().editor.open);
     // The editor opens on the generator's kernel written in the language, and runs it: the
     // same trace as the generator's.
-    step_until(&mut h, "the first run", |a| {
-        a.editor.good.is_some()
-            && a.trace
-                .as_ref()
-                .is_some_and(|t| t.label.contains("kernel source"))
-    });
-    settle(&mut h);
-    let ours = h.state().trace.clone().unwrap();
-    let built_in = warpscope::gen::generate("vecadd", &[]).unwrap();
-    assert_eq!(ours.trace, built_in);
+    editor_gives_the_generators_trace(&mut h, "vecadd");
     // Params from the field, as key=value.
     h.state_mut().editor.params = "n=512".into();
     h.state_mut().editor.text.push(' ');
@@ -139,4 +130,35 @@ fn a_lesson_opens_its_panes_with_their_kernels_and_settings_and_its_text_beside_
     );
     click(&mut h, "Close lesson");
     assert!(h.state().lesson.is_none());
+}
+
+#[test]
+fn the_editor_runs_host_code_and_multi_launch_state_like_the_generator() {
+    // bfs-levels: host code draws the graph, its loop launches levels until the kernels say
+    // the search is over, and the kernels' stores carry the frontier from launch to launch.
+    let mut h = harness(app("bfs-levels", ""));
+    settle(&mut h);
+    click(&mut h, "Write your own kernel…");
+    assert!(h.state().editor.text.contains("launch bfs_kernel1;"));
+    let levels = editor_gives_the_generators_trace(&mut h, "bfs-levels");
+    assert!(levels > 4, "{levels} launches");
+}
+
+/// Waits for the editor's first run and checks its trace is built-in kernel `name`'s with
+/// its defaults; returns the number of launches.
+fn editor_gives_the_generators_trace(
+    h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>,
+    name: &str,
+) -> usize {
+    step_until(h, "the editor's run", |a| {
+        a.editor.good.is_some()
+            && a.trace
+                .as_ref()
+                .is_some_and(|t| t.label.contains("kernel source"))
+    });
+    settle(h);
+    let ours = h.state().trace.clone().unwrap();
+    let built_in = warpscope::gen::generate(name, &[]).unwrap();
+    assert_eq!(ours.trace, built_in, "{name}");
+    built_in.kernels.len()
 }

@@ -305,12 +305,12 @@ impl EframeApp {
             }
             "16-explain.png".to_string()
         } else if extra == 12 {
-            // The kernel-language editor on the tiled transpose.
+            // The kernel-language editor on SpMV: host code draws the matrix, the kernel reads it.
             if first {
                 app.panes[0].address.explaining = None;
                 if let Some((_, text)) = crate::gen::source::EXAMPLES
                     .iter()
-                    .find(|(n, _)| *n == "transpose-tiled")
+                    .find(|(n, _)| *n == "spmv")
                 {
                     app.editor.open_with(text);
                 }

@@ -11,18 +11,22 @@ pub struct Program {
     pub block: Option<(Vec<Expr>, usize)>,
     pub arrays: Vec<ArrayDecl>,
     pub kernels: Vec<KernelDef>,
-    /// Top-level `launch NAME;` statements, in loops if need be (their variables are seen
-    /// by the kernels as params); without any, each kernel is launched once, in order.
-    pub launches: Vec<Stmt>,
+    /// The host code: the top-level statements, run once in order. They fill arrays with
+    /// known data (`srand`, `random(BOUND)`, element writes, which are not traced) and
+    /// launch the kernels (`launch NAME;`, in loops if need be; the host's variables are
+    /// seen by the kernels as params). Without any `launch`, each kernel is launched once,
+    /// in order, after the host code.
+    pub host: Vec<Stmt>,
 }
 
 /// `float A[n * n];`, `__shared__ float tile[256];`, `int hist[bins] @ 0x2000;`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArrayDecl {
     pub name: String,
-    /// Element size in bytes, from the type.
-    pub elem: u64,
-    pub len: Expr,
+    /// Element size in bytes: from the type, or `bytes(EXPR)`.
+    pub elem: Expr,
+    /// `None` for `TYPE NAME[]`: as long as the host code makes it.
+    pub len: Option<Expr>,
     /// A fixed first address; otherwise the arrays are laid out one after another.
     pub base: Option<Expr>,
     /// Shared memory is not an L1 access: its accesses are not traced.
@@ -51,10 +55,15 @@ pub enum Stmt {
         cond: Option<Expr>,
         step: Option<Box<Stmt>>,
         body: Box<Stmt>,
+        /// After `#pragma unroll`: each iteration's accesses are instructions of their own.
+        unroll: bool,
     },
+    /// An unrolled loop (made from a `#pragma unroll` loop once the params are known): its
+    /// variable and each iteration's value and body.
+    Unrolled(String, Vec<(i64, Stmt)>),
     While(Expr, Box<Stmt>),
-    /// `__syncthreads();`
-    Sync,
+    /// `__syncthreads();` (where).
+    Sync(usize),
     Return,
     Break,
     Continue,
@@ -64,8 +73,10 @@ pub enum Stmt {
     Expr(Expr),
     /// `__shared__ float tile[..];` inside a kernel: its accesses are not traced.
     Shared(Box<ArrayDecl>),
-    /// `launch NAME;` (top level only).
+    /// `launch NAME;` (host code only).
     Launch(String, usize),
+    /// `srand(SEED);` (host code only): seeds the stream `random(BOUND)` draws from.
+    Seed(Expr, usize),
     /// `;`
     Nothing,
 }
@@ -139,8 +150,8 @@ pub enum Expr {
     /// A floating-point literal: a data value, never an index.
     Float,
     Var(String, usize),
-    /// `threadIdx.x` and the like: (which, axis 0..3).
-    Builtin(Builtin, usize),
+    /// `threadIdx.x` and the like: (which, axis 0..3, where).
+    Builtin(Builtin, usize, usize),
     Load(Access),
     /// `atomicAdd(&A[i], v)`: the access, then the other arguments.
     Atomic(AtomicOp, Access, Vec<Expr>),
@@ -149,4 +160,6 @@ pub enum Expr {
     Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `min(a, b)`, `max(a, b)`.
     MinMax(bool, Box<Expr>, Box<Expr>),
+    /// `random(BOUND)` (host code only): the next draw of the seeded stream, below BOUND.
+    Random(Box<Expr>, usize),
 }

@@ -1,36 +1,31 @@
-//! Runs a kernel-language kernel for one thread: its statements in order, each access of a
-//! global array emitted with its instruction, its instance (the iteration of its innermost
-//! loop, 0 outside loops, as the built-in generators count) and its address. Values loaded
-//! from memory are not known (a trace has addresses, not data): they may be stored or
-//! added up, but an index, a condition or a loop bound that depends on one is an error.
+//! Runs kernel-language code: a kernel for one thread (its statements in order, each access
+//! of a global array emitted with its instruction, its instance, the iteration of its
+//! innermost loop, 0 outside loops, as the built-in generators count, and its address), or
+//! the host code (the top-level statements: they fill arrays with known data, untraced, and
+//! launch the kernels). Values loaded from memory the program never wrote are not known (a
+//! trace has addresses, not data): they may be stored or added up, but an index, a condition
+//! or a loop bound that depends on one is an error. Known values stored by a kernel are kept
+//! for the threads and launches after it.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::ast::*;
+use super::memory::{atomic, Memory};
 use crate::gen::kernels::Emit;
+use crate::gen::params::Layout;
+use crate::rng::Rng;
 
-/// An array's place in memory.
-#[derive(Clone, Debug)]
-pub(super) struct Array {
-    pub base: u64,
-    pub elem: u64,
-    pub len: u64,
-    /// Known contents (`= random(...)`), read by loads.
-    pub values: Option<std::sync::Arc<Vec<i64>>>,
-}
-
-/// What every thread of a launch shares.
+/// What every thread of a launch (or the host code) shares.
 pub(super) struct Env {
     pub params: FxHashMap<String, i64>,
-    pub arrays: FxHashMap<String, Array>,
     /// Shared-memory arrays: not traced.
     pub shared: FxHashSet<String>,
     pub grid: [i64; 3],
     pub block: [i64; 3],
 }
 
-/// A value: `None` is data loaded from memory (or a floating-point literal).
-type Val = Option<i64>;
+/// A value: `None` is data not known (loaded from memory never written, or a float).
+pub(super) type Val = Option<i64>;
 
 /// An error at a byte offset of the source.
 #[derive(Debug)]
@@ -39,7 +34,7 @@ pub(super) struct RunError {
     pub message: String,
 }
 
-fn err<T>(pos: usize, message: impl Into<String>) -> Result<T, RunError> {
+pub(super) fn err<T>(pos: usize, message: impl Into<String>) -> Result<T, RunError> {
     Err(RunError {
         pos,
         message: message.into(),
@@ -48,6 +43,38 @@ fn err<T>(pos: usize, message: impl Into<String>) -> Result<T, RunError> {
 
 /// Iterations one loop may run before it is taken for an endless one.
 const MAX_ITERATIONS: u32 = 1 << 24;
+
+/// What the host code asks of the program around it.
+pub(super) trait Launcher {
+    /// Runs kernel `name` with the host's variables `vars` seen as params.
+    fn launch(
+        &mut self,
+        name: &str,
+        at: usize,
+        vars: &[(&str, Val)],
+        mem: &mut Memory,
+    ) -> Result<(), RunError>;
+    /// Called every so many host loop iterations: `Err` to stop (cancelled).
+    fn tick(&mut self) -> Result<(), RunError>;
+}
+
+/// Where the code runs: a kernel's thread, or the host.
+pub(super) enum Side<'a, 'b> {
+    Device {
+        cta: [i64; 3],
+        tid: [i64; 3],
+        emit: &'a mut Emit<'b>,
+    },
+    Host {
+        /// The declarations of `Memory::arrays`, in the same order.
+        decls: Vec<&'a ArrayDecl>,
+        rng: Option<Rng>,
+        launcher: &'a mut dyn Launcher,
+        /// Until the arrays are laid out (at the first launch).
+        layout: Option<Layout>,
+        iterations: u32,
+    },
+}
 
 #[derive(PartialEq, Eq)]
 enum Flow {
@@ -59,20 +86,18 @@ enum Flow {
 
 pub(super) struct Thread<'a, 'b> {
     pub env: &'a Env,
-    pub cta: [i64; 3],
-    pub tid: [i64; 3],
-    pub emit: &'a mut Emit<'b>,
+    pub mem: &'a mut Memory,
+    pub side: Side<'a, 'b>,
     vars: Vec<(&'a str, Val)>,
     iters: Vec<u32>,
 }
 
 impl<'a, 'b> Thread<'a, 'b> {
-    pub fn new(env: &'a Env, cta: [i64; 3], tid: [i64; 3], emit: &'a mut Emit<'b>) -> Self {
+    pub fn new(env: &'a Env, mem: &'a mut Memory, side: Side<'a, 'b>) -> Self {
         Thread {
             env,
-            cta,
-            tid,
-            emit,
+            mem,
+            side,
             vars: Vec::new(),
             iters: Vec::new(),
         }
@@ -85,6 +110,21 @@ impl<'a, 'b> Thread<'a, 'b> {
             }
         }
         Ok(())
+    }
+
+    pub(super) fn host(&self) -> bool {
+        matches!(self.side, Side::Host { .. })
+    }
+
+    /// Whether the arrays are laid out (always, in a kernel).
+    pub fn laid_out(&self) -> bool {
+        !matches!(
+            self.side,
+            Side::Host {
+                layout: Some(_),
+                ..
+            }
+        )
     }
 
     fn stmt(&mut self, s: &'a Stmt) -> Result<Flow, RunError> {
@@ -115,6 +155,7 @@ impl<'a, 'b> Thread<'a, 'b> {
                 cond,
                 step,
                 body,
+                ..
             } => {
                 let mark = self.vars.len();
                 if let Some(i) = init {
@@ -124,11 +165,25 @@ impl<'a, 'b> Thread<'a, 'b> {
                 self.vars.truncate(mark);
                 Ok(f)
             }
-            Stmt::While(c, body) => self.repeat(Some(c), None, body),
-            Stmt::Sync => {
-                self.emit.bar();
+            Stmt::Unrolled(var, copies) => {
+                for (value, body) in copies {
+                    self.vars.push((var, Some(*value)));
+                    let f = self.stmt(body)?;
+                    self.vars.pop();
+                    if f == Flow::Return {
+                        return Ok(f);
+                    }
+                }
                 Ok(Flow::Next)
             }
+            Stmt::While(c, body) => self.repeat(Some(c), None, body),
+            Stmt::Sync(at) => match &mut self.side {
+                Side::Device { emit, .. } => {
+                    emit.bar();
+                    Ok(Flow::Next)
+                }
+                Side::Host { .. } => err(*at, "`__syncthreads()` belongs in a kernel"),
+            },
             Stmt::Return => Ok(Flow::Return),
             Stmt::Break => Ok(Flow::Break),
             Stmt::Continue => Ok(Flow::Continue),
@@ -149,7 +204,24 @@ impl<'a, 'b> Thread<'a, 'b> {
                 Ok(Flow::Next)
             }
             Stmt::Shared(_) | Stmt::Nothing => Ok(Flow::Next),
-            Stmt::Launch(_, at) => err(*at, "`launch` belongs at the top level, outside kernels"),
+            Stmt::Launch(name, at) => {
+                if !self.laid_out() {
+                    self.lay_out()?;
+                }
+                let Side::Host { launcher, .. } = &mut self.side else {
+                    return err(*at, "`launch` belongs in the host code, outside kernels");
+                };
+                launcher.launch(name, *at, &self.vars, self.mem)?;
+                Ok(Flow::Next)
+            }
+            Stmt::Seed(e, at) => {
+                let seed = self.known(e, "the seed")?;
+                let Side::Host { rng, .. } = &mut self.side else {
+                    return err(*at, "`srand` belongs in the host code, outside kernels");
+                };
+                *rng = Some(Rng::new(seed as u64));
+                Ok(Flow::Next)
+            }
         }
     }
 
@@ -191,6 +263,17 @@ impl<'a, 'b> Thread<'a, 'b> {
                     format!("a loop ran {MAX_ITERATIONS} times: is it endless?"),
                 );
             }
+            if let Side::Host {
+                launcher,
+                iterations,
+                ..
+            } = &mut self.side
+            {
+                *iterations += 1;
+                if *iterations % (1 << 16) == 0 {
+                    launcher.tick()?;
+                }
+            }
         }
         self.iters.pop();
         Ok(out)
@@ -206,87 +289,47 @@ impl<'a, 'b> Thread<'a, 'b> {
                 };
                 let new = match op {
                     AssignOp::Set => v,
-                    AssignOp::With(b) => self.binop(b, self.vars[slot].1, v, *at)?,
+                    AssignOp::With(b) => binop(b, self.vars[slot].1, v, *at)?,
                 };
                 self.vars[slot].1 = new;
             }
             Place::Elem(a) => {
-                if let AssignOp::With(_) = op {
-                    let addr = self.address(a)?;
-                    self.load(a, addr);
-                    self.eval(value)?;
-                    self.store(a, addr);
+                if let AssignOp::With(b) = op {
+                    let index = self.eval(&a.index)?;
+                    let old = self.read(a, index, a.load_inst)?;
+                    let v = self.eval(value)?;
+                    let new = binop(b, old, v, a.pos)?;
+                    self.write(a, index, new)?;
                 } else {
-                    self.eval(value)?;
-                    let addr = self.address(a)?;
-                    self.store(a, addr);
+                    let v = self.eval(value)?;
+                    let index = self.eval(&a.index)?;
+                    self.write(a, index, v)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn instance(&self) -> u32 {
+    pub(super) fn instance(&self) -> u32 {
         self.iters.last().copied().unwrap_or(0)
     }
 
-    /// The address of an access (`None` for a shared-memory array).
-    fn address(&mut self, a: &'a Access) -> Result<Option<(u64, u64)>, RunError> {
-        let index = self.eval(&a.index)?;
-        self.address_of(a, index)
-    }
-
-    /// The address of element `index` of an access's array (`None` for shared memory).
-    fn address_of(&self, a: &Access, index: Val) -> Result<Option<(u64, u64)>, RunError> {
-        if self.env.shared.contains(&a.array) {
-            return Ok(None);
-        }
-        let Some(arr) = self.env.arrays.get(&a.array) else {
-            return err(
-                a.pos,
-                format!(
-                    "`{}` is not an array declared at the top (write `float {}[N];`)",
-                    a.array, a.array
-                ),
-            );
-        };
-        let Some(i) = index else {
-            return err(expr_pos(&a.index), format!("the index into `{}` depends on data loaded from memory, which a trace does not have", a.array));
-        };
-        if i < 0 || i as u64 >= arr.len {
-            return err(
-                expr_pos(&a.index),
-                format!("index {i} is outside `{}` ({} elements)", a.array, arr.len),
-            );
-        }
-        Ok(Some((arr.base + i as u64 * arr.elem, arr.elem)))
-    }
-
-    fn load(&mut self, a: &Access, addr: Option<(u64, u64)>) {
-        if let Some((at, size)) = addr {
-            let dyn_inst = self.instance();
-            self.emit.ld_sized(a.load_inst, dyn_inst, at, size as u16);
-        }
-    }
-
-    fn store(&mut self, a: &Access, addr: Option<(u64, u64)>) {
-        if let Some((at, size)) = addr {
-            let dyn_inst = self.instance();
-            self.emit.st_sized(a.store_inst, dyn_inst, at, size as u16);
-        }
-    }
-
-    fn cond(&mut self, e: &'a Expr) -> Result<bool, RunError> {
+    /// An expression whose value must be known.
+    pub(super) fn known(&mut self, e: &'a Expr, what: &str) -> Result<i64, RunError> {
         match self.eval(e)? {
-            Some(v) => Ok(v != 0),
+            Some(v) => Ok(v),
             None => err(
                 expr_pos(e),
-                "this condition depends on data loaded from memory, which a trace does not have",
+                format!("{what} depends on data loaded from memory that the program never wrote (a trace has addresses, not data)"),
             ),
         }
     }
 
-    fn eval(&mut self, e: &'a Expr) -> Result<Val, RunError> {
+    fn cond(&mut self, e: &'a Expr) -> Result<bool, RunError> {
+        Ok(self.known(e, "this condition")? != 0)
+    }
+
+    pub(super) fn eval(&mut self, e: &'a Expr) -> Result<Val, RunError> {
         Ok(match e {
             Expr::Num(v) => Some(*v),
             Expr::Float => None,
@@ -302,36 +345,57 @@ impl<'a, 'b> Thread<'a, 'b> {
                     }
                 },
             },
-            Expr::Builtin(b, axis) => Some(match b {
-                Builtin::ThreadIdx => self.tid[*axis],
-                Builtin::BlockIdx => self.cta[*axis],
-                Builtin::BlockDim => self.env.block[*axis],
-                Builtin::GridDim => self.env.grid[*axis],
-            }),
+            Expr::Builtin(b, axis, at) => match &self.side {
+                Side::Device { cta, tid, .. } => Some(match b {
+                    Builtin::ThreadIdx => tid[*axis],
+                    Builtin::BlockIdx => cta[*axis],
+                    Builtin::BlockDim => self.env.block[*axis],
+                    Builtin::GridDim => self.env.grid[*axis],
+                }),
+                Side::Host { .. } => return err(
+                    *at,
+                    "`threadIdx`, `blockIdx`, `blockDim` and `gridDim` are known only in a kernel",
+                ),
+            },
             Expr::Load(a) => {
                 let index = self.eval(&a.index)?;
-                let addr = self.address_of(a, index)?;
-                self.load(a, addr);
-                let values = self
-                    .env
-                    .arrays
-                    .get(&a.array)
-                    .and_then(|x| x.values.as_ref());
-                match (values, index) {
-                    (Some(v), Some(i)) => v.get(i as usize).copied(),
-                    _ => None,
-                }
+                self.read(a, index, a.load_inst)?
             }
             Expr::Atomic(op, a, args) => {
+                let mut vals = Vec::with_capacity(args.len());
                 for x in args {
-                    self.eval(x)?;
+                    vals.push(self.eval(x)?);
                 }
-                if let Some((at, size)) = self.address(a)? {
-                    let dyn_inst = self.instance();
-                    self.emit
-                        .atomic_at(a.load_inst, dyn_inst, *op, at, size as u16);
+                let index = self.eval(&a.index)?;
+                let Some((k, i)) = self.locate(a, index, true)? else {
+                    return Ok(None);
+                };
+                self.trace(k, i, a.load_inst, Some(*op), true);
+                let slot = self.mem.arrays[k]
+                    .values
+                    .as_mut()
+                    .and_then(|x| x.get_mut(i as usize));
+                match slot {
+                    Some(slot) => {
+                        let old = *slot;
+                        *slot = atomic(*op, old, &vals);
+                        old
+                    }
+                    None => None,
                 }
-                None
+            }
+            Expr::Random(bound, at) => {
+                let bound = self.known(bound, "the bound")?;
+                let Side::Host { rng, .. } = &mut self.side else {
+                    return err(*at, "`random(BOUND)` draws in the host code only: kernels read what the host drew");
+                };
+                let Some(rng) = rng.as_mut() else {
+                    return err(*at, "`random` before `srand(SEED);`: seed the stream first");
+                };
+                if bound < 1 {
+                    return err(*at, format!("random({bound}): the bound is at least 1"));
+                }
+                Some(rng.below(bound as u64) as i64)
             }
             Expr::Unary(op, x) => self.eval(x)?.map(|v| match op {
                 UnOp::Neg => v.wrapping_neg(),
@@ -350,7 +414,7 @@ impl<'a, 'b> Thread<'a, 'b> {
             },
             Expr::Binary(op, a, b, at) => {
                 let (x, y) = (self.eval(a)?, self.eval(b)?);
-                self.binop(*op, x, y, *at)?
+                binop(*op, x, y, *at)?
             }
             Expr::Ternary(c, a, b) => {
                 if self.cond(c)? {
@@ -367,10 +431,6 @@ impl<'a, 'b> Thread<'a, 'b> {
                 }
             }
         })
-    }
-
-    fn binop(&self, op: BinOp, x: Val, y: Val, at: usize) -> Result<Val, RunError> {
-        binop(op, x, y, at)
     }
 }
 
@@ -412,9 +472,11 @@ pub(super) fn expr_pos(e: &Expr) -> usize {
         Expr::Var(_, at) | Expr::Binary(_, _, _, at) => *at,
         Expr::Load(a) | Expr::Atomic(_, a, _) => a.pos,
         Expr::Unary(_, x) => expr_pos(x),
+        Expr::Random(_, at) => *at,
         Expr::Ternary(c, _, _) => expr_pos(c),
         Expr::MinMax(_, a, _) => expr_pos(a),
-        Expr::Num(_) | Expr::Float | Expr::Builtin(..) => 0,
+        Expr::Builtin(_, _, at) => *at,
+        Expr::Num(_) | Expr::Float => 0,
     }
 }
 

@@ -2,7 +2,7 @@
 //! declarations a trace needs (`param`, `grid`, `block`, global arrays).
 
 use winnow::combinator::{
-    alt, cut_err, delimited, not, opt, peek, preceded, repeat, separated, terminated,
+    alt, cut_err, delimited, not, opt, preceded, repeat, separated, terminated,
 };
 use winnow::error::{ContextError, ErrMode, StrContext, StrContextValue};
 use winnow::prelude::*;
@@ -192,6 +192,7 @@ fn access_after_name(i: &mut In, array: String, at: usize) -> R<Access> {
 }
 
 fn builtin(i: &mut In) -> R<Expr> {
+    let at = pos(i)?;
     let which = alt((
         kw("threadIdx").value(Builtin::ThreadIdx),
         kw("blockIdx").value(Builtin::BlockIdx),
@@ -203,7 +204,7 @@ fn builtin(i: &mut In) -> R<Expr> {
     let axis = cut_err(alt((kw("x").value(0), kw("y").value(1), kw("z").value(2))))
         .context(expected("x, y or z"))
         .parse_next(i)?;
-    Ok(Expr::Builtin(which, axis))
+    Ok(Expr::Builtin(which, axis, at))
 }
 
 fn atomic(i: &mut In) -> R<Expr> {
@@ -243,6 +244,12 @@ fn primary(i: &mut In) -> R<Expr> {
     }
     let at = pos(i)?;
     let name = ident.context(expected("a value")).parse_next(i)?;
+    if name == "random" && peek_is(i, "(")? {
+        need("(").parse_next(i)?;
+        let bound = cut_err(expr).parse_next(i)?;
+        need(")").parse_next(i)?;
+        return Ok(Expr::Random(Box::new(bound), at));
+    }
     if name == "min" || name == "max" {
         need("(").parse_next(i)?;
         let a = cut_err(expr).parse_next(i)?;
@@ -489,6 +496,29 @@ fn stmt(i: &mut In) -> R<Stmt> {
         let other = opt(preceded(kw("else"), cut_err(stmt))).parse_next(i)?;
         return Ok(Stmt::If(c, Box::new(then), other.map(Box::new)));
     }
+    if opt((p("#"), kw("pragma"))).parse_next(i)?.is_some() {
+        cut_err(kw("unroll"))
+            .context(expected("`unroll` (the only pragma the language knows)"))
+            .parse_next(i)?;
+        return match cut_err(stmt).parse_next(i)? {
+            Stmt::For {
+                init,
+                cond,
+                step,
+                body,
+                ..
+            } => Ok(Stmt::For {
+                init,
+                cond,
+                step,
+                body,
+                unroll: true,
+            }),
+            _ => Err(ErrMode::Cut(
+                ContextError::new().add_context_static("a `for` loop after `#pragma unroll`"),
+            )),
+        };
+    }
     if opt(kw("for")).parse_next(i)?.is_some() {
         need("(").parse_next(i)?;
         let init = opt(simple).parse_next(i)?;
@@ -503,6 +533,7 @@ fn stmt(i: &mut In) -> R<Stmt> {
             cond,
             step: step.map(Box::new),
             body: Box::new(body),
+            unroll: false,
         });
     }
     if opt(kw("while")).parse_next(i)?.is_some() {
@@ -513,7 +544,11 @@ fn stmt(i: &mut In) -> R<Stmt> {
         return Ok(Stmt::While(c, Box::new(body)));
     }
     let s = alt((
-        (kw("__syncthreads"), need("("), need(")")).value(Stmt::Sync),
+        |i: &mut In| {
+            let at = pos(i)?;
+            (kw("__syncthreads"), need("("), need(")")).parse_next(i)?;
+            Ok(Stmt::Sync(at))
+        },
         |i: &mut In| {
             let at = pos(i)?;
             kw("launch").parse_next(i)?;
@@ -521,6 +556,12 @@ fn stmt(i: &mut In) -> R<Stmt> {
                 .context(expected("a kernel name"))
                 .parse_next(i)?;
             Ok(Stmt::Launch(name, at))
+        },
+        |i: &mut In| {
+            let at = pos(i)?;
+            kw("srand").parse_next(i)?;
+            let seed = delimited(need("("), cut_err(expr), need(")")).parse_next(i)?;
+            Ok(Stmt::Seed(seed, at))
         },
         kw("return").value(Stmt::Return),
         kw("break").value(Stmt::Break),
@@ -534,15 +575,22 @@ fn stmt(i: &mut In) -> R<Stmt> {
     Ok(s)
 }
 
-/// `float A[n * n] [@ base];` after any qualifier.
+/// An array's element type: a type name, or `bytes(EXPR)` for a size given by the params.
+fn elem_type(i: &mut In) -> R<Expr> {
+    if opt(kw("bytes")).parse_next(i)?.is_some() {
+        return delimited(need("("), cut_err(expr), need(")")).parse_next(i);
+    }
+    type_name.map(|b| Expr::Num(b as i64)).parse_next(i)
+}
+
+/// `float A[n * n] [@ base];` after any qualifier (`int A[];`: as long as the host code
+/// makes it). Not an array (no `[` after the name) is a backtrack: a host variable.
 fn array_decl(i: &mut In) -> R<ArrayDecl> {
     let at = pos(i)?;
-    let elem = type_name(i)?;
-    let name = cut_err(ident)
-        .context(expected("an array name"))
-        .parse_next(i)?;
-    need("[").parse_next(i)?;
-    let len = cut_err(expr).parse_next(i)?;
+    let elem = elem_type(i)?;
+    let name = ident(i)?;
+    p("[").parse_next(i)?;
+    let len = opt(expr).parse_next(i)?;
     need("]").parse_next(i)?;
     let base = opt(preceded(p("@"), cut_err(expr))).parse_next(i)?;
     let random = opt(preceded(
@@ -657,12 +705,14 @@ fn item(i: &mut In) -> R<Item> {
         preceded(kw("grid"), cut_err(dims)).map(Item::Grid),
         preceded(kw("block"), cut_err(dims)).map(Item::Block),
         kernel.map(Item::Kernel),
-        preceded(peek(alt((kw("launch"), kw("for")))), cut_err(stmt)).map(Item::Run),
         shared.map(|a| Item::Array(Box::new(a))),
         terminated(preceded(opt(kw("__device__")), array_decl), need(";"))
             .map(|a| Item::Array(Box::new(a))),
+        stmt.map(Item::Run),
     ))
-    .context(expected("param, grid, block, an array or a kernel"))
+    .context(expected(
+        "param, grid, block, an array, a kernel or a host statement",
+    ))
     .parse_next(i)
 }
 
@@ -698,7 +748,7 @@ pub fn program(src: &str) -> Result<Program, (usize, String)> {
         block: None,
         arrays: Vec::new(),
         kernels: Vec::new(),
-        launches: Vec::new(),
+        host: Vec::new(),
     };
     let items = terminated(repeat(0.., item), (ws, winnow::combinator::eof))
         .parse(LocatingSlice::new(src))
@@ -719,7 +769,7 @@ pub fn program(src: &str) -> Result<Program, (usize, String)> {
             Item::Block(b) => prog.block = Some(b),
             Item::Array(a) => prog.arrays.push(*a),
             Item::Kernel(k) => prog.kernels.push(k),
-            Item::Run(s) => prog.launches.push(s),
+            Item::Run(s) => prog.host.push(s),
         }
     }
     Ok(prog)

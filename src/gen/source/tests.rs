@@ -125,7 +125,101 @@ const ROUND_TRIPS: &[(&str, &str, Pairs, Pairs)] = &[
         &[("n", "200"), ("steps", "2"), ("block", "32")],
         &[("n", "200"), ("steps", "2"), ("threads", "32")],
     ),
+    (
+        "spmv",
+        include_str!("../../../kernels/spmv.wsk"),
+        &[
+            ("rows", "300"),
+            ("cols", "77"),
+            ("nnz", "3"),
+            ("seed", "5"),
+            ("elem", "8"),
+            ("block", "64"),
+        ],
+        &[
+            ("rows", "300"),
+            ("cols", "77"),
+            ("nnz", "3"),
+            ("seed", "5"),
+            ("elem", "8"),
+            ("threads", "64"),
+        ],
+    ),
+    (
+        "bfs",
+        include_str!("../../../kernels/bfs.wsk"),
+        &[
+            ("nodes", "700"),
+            ("degree", "3"),
+            ("frontier", "60"),
+            ("seed", "9"),
+        ],
+        &[
+            ("nodes", "700"),
+            ("degree", "3"),
+            ("frontier", "60"),
+            ("seed", "9"),
+        ],
+    ),
+    (
+        "bfs-levels",
+        include_str!("../../../kernels/bfs-levels.wsk"),
+        &[
+            ("nodes", "900"),
+            ("degree", "2"),
+            ("seed", "4"),
+            ("levels", "5"),
+        ],
+        &[
+            ("nodes", "900"),
+            ("degree", "2"),
+            ("seed", "4"),
+            ("levels", "5"),
+        ],
+    ),
+    (
+        "merging",
+        include_str!("../../../kernels/merging.wsk"),
+        &[
+            ("vector", "1"),
+            ("merge", "1"),
+            ("blocks", "4"),
+            ("block", "64"),
+            ("loads", "7"),
+        ],
+        &[
+            ("vector", "1"),
+            ("merge", "1"),
+            ("blocks", "4"),
+            ("threads", "64"),
+            ("loads", "7"),
+        ],
+    ),
 ];
+
+/// Every variant of the merging micro-benchmark (its start indices differ per variant).
+#[test]
+fn every_variant_of_the_merging_benchmark_gives_its_trace() {
+    let src = include_str!("../../../kernels/merging.wsk");
+    for v in [
+        &[("width", "64")][..],
+        &[("width", "128"), ("blocks", "3")],
+        &[("merge", "1")],
+        &[
+            ("merge", "1"),
+            ("width", "64"),
+            ("iters", "5"),
+            ("loads", "3"),
+        ],
+        &[("vector", "1"), ("iters", "3")],
+    ] {
+        assert_eq!(
+            generate(src, "merging.wsk", &pairs(v), None).unwrap(),
+            crate::gen::generate("merging", &pairs(v)).unwrap(),
+            "{v:?}"
+        );
+    }
+}
 
 #[test]
 fn every_built_in_kernel_written_in_the_language_gives_its_trace() {
@@ -257,6 +351,151 @@ fn the_language_covers_loops_atomics_and_control_flow() {
     );
 }
 
+/// The rows of kernel `k` of `t`: (thread, instruction, instance, address - base).
+fn rows(t: &crate::trace::Trace, k: usize) -> Vec<(u32, u32, u32, u64)> {
+    let k = &t.kernels[k];
+    (0..k.len())
+        .map(|r| {
+            let a = k.access(r);
+            (a.thread, a.inst, a.dyn_inst, a.addr - 0x1000_0000)
+        })
+        .collect()
+}
+
+#[test]
+fn host_code_fills_arrays_untraced_and_sizes_them() {
+    // The host draws three values below 10 from the seeded stream into a growing array,
+    // and a second array is as long as the first's last value plus one.
+    let src =
+        "param s = 3;\ngrid(1);\nblock(3);\nint v[];\nbytes(s + 5) w[v[0] + v[1] + v[2] + 1];\n\
+               srand(s);\nfor (int i = 0; i < 3; i++) { v[i] = random(10); }\n\
+               kernel k {\n  int t = threadIdx.x;\n  float x = w[v[t]];\n}\n";
+    let t = generate(src, "k.wsk", &[], None).unwrap();
+    let mut rng = crate::rng::Rng::new(3);
+    let drawn: Vec<u64> = (0..3).map(|_| rng.below(10)).collect();
+    // `v` holds 3 ints (12 bytes) at the base; `w` (8-byte elements) at the next 256.
+    let expected: Vec<(u32, u32, u32, u64)> = (0..3)
+        .flat_map(|t| {
+            [
+                (t, 0, 0, t as u64 * 4),
+                (t, 1, 0, 256 + drawn[t as usize] * 8),
+            ]
+        })
+        .collect();
+    assert_eq!(rows(&t, 0), expected);
+    // Only the kernel's accesses are traced, with `w`'s element size.
+    assert_eq!(t.kernels[0].access(1).size, 8);
+}
+
+#[test]
+fn kernels_keep_known_values_across_threads_and_launches() {
+    // A queue: each thread takes a slot with an atomic on a known counter and writes its
+    // slot (threads run in order, so thread t gets slot t * 2 after the first launch's 0..3).
+    // The host loop stops when the kernel has set the flag twice.
+    let src = "grid(1);\nblock(3);\nint count[1];\nint out[8];\nint flag[1];\n\
+               kernel k {\n  int slot = atomicAdd(&count[0], 1);\n  out[slot] = 1;\n  \
+               if (slot == 4) { flag[0] += 1; }\n}\n\
+               count[0] = 0;\nflag[0] = 0;\nint n = 0;\n\
+               while (flag[0] == 0) { launch k; n++; }\n";
+    let t = generate(src, "k.wsk", &[], None).unwrap();
+    // Launch 1: slots 0, 1, 2; launch 2: slots 3, 4 (flag set), 5; then the host stops.
+    assert_eq!(t.kernels.len(), 2);
+    let out = |i: u64| 256 + i * 4;
+    let flag = 512;
+    assert_eq!(
+        rows(&t, 0),
+        vec![
+            (0, 0, 0, 0),
+            (0, 1, 0, out(0)),
+            (1, 0, 0, 0),
+            (1, 1, 0, out(1)),
+            (2, 0, 0, 0),
+            (2, 1, 0, out(2)),
+        ]
+    );
+    assert_eq!(
+        rows(&t, 1),
+        vec![
+            (0, 0, 0, 0),
+            (0, 1, 0, out(3)),
+            (1, 0, 0, 0),
+            (1, 1, 0, out(4)),
+            (1, 2, 0, flag),
+            (1, 3, 0, flag),
+            (2, 0, 0, 0),
+            (2, 1, 0, out(5)),
+        ]
+    );
+}
+
+#[test]
+fn an_unrolled_loop_gives_each_copy_its_instructions() {
+    let src = "param m = 3;\ngrid(1);\nblock(1);\nfloat a[16];\n\
+               kernel k {\n  for (int it = 0; it < 2; it++) {\n    #pragma unroll\n    \
+               for (int c = 0; c < m; c++) {\n      float x = a[it * 8 + c] @ \"ld\";\n      a[c] = x;\n    }\n  }\n}\n";
+    let t = generate(src, "k.wsk", &[], None).unwrap();
+    let names: Vec<&str> = t.kernels[0]
+        .instructions
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["ld_0", "st_a_0", "ld_1", "st_a_1", "ld_2", "st_a_2"]
+    );
+    // Each copy's accesses keep the outer loop's iteration as their instance.
+    let expected: Vec<(u32, u32, u32, u64)> = (0..2u32)
+        .flat_map(|it| {
+            (0..3u32).flat_map(move |c| {
+                [
+                    (0, 2 * c, it, (it as u64 * 8 + c as u64) * 4),
+                    (0, 2 * c + 1, it, c as u64 * 4),
+                ]
+            })
+        })
+        .collect();
+    assert_eq!(rows(&t, 0), expected);
+    // With m=1 there is one copy.
+    let t = generate(src, "k.wsk", &pairs(&[("m", "1")]), None).unwrap();
+    assert_eq!(t.kernels[0].instructions.len(), 2);
+}
+
+#[test]
+fn host_code_errors_name_their_place() {
+    let e = |body: &str| error(&format!("{HEAD}kernel k {{ }}\n{body}"));
+    assert!(e("int x = random(4);").contains("before `srand(SEED);`"));
+    assert!(e("int x = threadIdx.x;").contains("known only in a kernel"));
+    let err = e("int b[];\nsrand(1);\nint y = b[0];");
+    assert!(
+        err.starts_with("k.wsk:8:9: ") && err.contains("read before the host code writes it"),
+        "{err}"
+    );
+    assert!(e("int b[];").contains("`b` has no elements"));
+    assert!(e("int b[b[0]];\nb[0] = 1;").contains("depends on itself"));
+    assert!(e("launch nothing;").contains("no kernel `nothing`"));
+    assert!(e("float c[4];\nc[4] = 1;").contains("index 4 is outside `c` (4 elements)"));
+    // In a kernel: no draws, no launches.
+    let k = |body: &str| error(&format!("{HEAD}kernel k {{ {body} }}"));
+    assert!(k("int x = random(3);").contains("draws in the host code only"));
+    assert!(k("launch k;").contains("belongs in the host code"));
+    assert!(
+        k("#pragma unroll\nfor (int c = 0; c < threadIdx.x; c++) { }")
+            .contains("expected a constant")
+    );
+    assert!(k("#pragma unroll\nfor (int c = 0; c < 3; c++) { break; }").contains("cannot `break`"));
+    assert!(check(
+        &format!("{HEAD}kernel k {{ #pragma unroll\n a[0] = 1; }}"),
+        "k.wsk"
+    )
+    .unwrap_err()
+    .to_string()
+    .contains("a `for` loop after `#pragma unroll`"));
+    let err = error(&format!(
+        "param e = 3;\n{HEAD}bytes(e) b[4];\nkernel k {{ }}"
+    ));
+    assert!(err.contains("elements of 3 bytes"), "{err}");
+}
+
 mod never_panics {
     use super::*;
     use proptest::prelude::*;
@@ -317,6 +556,12 @@ mod never_panics {
         "*/",
         "é",
         "\"",
+        "#pragma unroll",
+        "srand(1);",
+        "random(3)",
+        "int b[];",
+        "bytes(n) w[n];",
+        "b[0] = 1;",
     ];
 
     proptest! {
