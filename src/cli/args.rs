@@ -63,8 +63,11 @@ pub enum Command {
     Gen(GenArgs),
     /// Convert a trace between formats (.wst text, .wsb binary; reads din too).
     Convert(ConvertArgs),
-    /// Run a grid of configurations in parallel and write one row per configuration.
-    Sweep(SweepArgs),
+    /// Run a grid of configurations in parallel and write one row per configuration; or plan
+    /// it, run one shard of it, write it as a Slurm job array, and merge the shards
+    /// (docs/cluster.md).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+    Sweep(Box<SweepArgs>),
     /// Inter-CTA communication across kernel launches (Rieber 2017): volumes, pairs, degrees,
     /// bisection, strides, per-launch evolution.
     Comm(CommArgs),
@@ -298,19 +301,92 @@ pub struct ConvertArgs {
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
+    #[command(subcommand)]
+    pub action: Option<SweepAction>,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// A parameter and its values, e.g. ways=1,2,4,8 (repeatable; the grid is their product).
+    /// A parameter and its values, e.g. ways=1,2,4,8 (repeatable; the grid is their product;
+    /// `preset=fermi-16k,volta` varies the preset, first).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,
+    /// Another input of the plan, written as sweep's own input flags in one string
+    /// (`--input '--kernel matmul n=64'`, `--input '--trace run.din'`); repeatable. The plan's
+    /// points are its inputs times the --vary grid.
+    #[arg(long = "input", value_name = "FLAGS", allow_hyphen_values = true)]
+    pub inputs: Vec<String>,
+    /// Write the plan into DIR (plan.csv: each point with a stable id; base.json: the
+    /// configuration the --vary keys change) and stop. With --shard: run a shard of the plan
+    /// in DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub plan: Option<PathBuf>,
+    /// K/N: run shard K (0 to N-1) of the plan in --plan DIR. Each finished point's row is
+    /// written at once (DIR/rows/), so a restarted shard skips it; the shard's table goes to
+    /// DIR/shards/.
+    #[arg(long, value_name = "K/N", requires = "plan")]
+    pub shard: Option<String>,
+    /// Format of the shard tables: parquet or csv.
+    #[arg(long, default_value = "parquet", value_name = "FORMAT")]
+    pub shard_format: String,
+    /// Write the plan and a Slurm job array that runs it (DIR/sweep.sbatch, one task per
+    /// shard) into DIR, and print the sbatch command.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["plan", "shard"])]
+    pub slurm: Option<PathBuf>,
+    #[command(flatten)]
+    pub cluster: SlurmArgs,
     /// Write the table here (.csv or .json); CSV on stdout when omitted.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Worker threads (default: all cores).
+    /// Worker threads (default: all cores; with --slurm, each task's CPUs, default 2).
     #[arg(long)]
     pub jobs: Option<usize>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SweepAction {
+    /// Check that every point of the plan in DIR is in its shard tables exactly once, and
+    /// concatenate them into one table.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The sweep's directory (written by --slurm or --plan).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The merged table (.parquet or .csv).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Also print the table `sweep` prints (CSV: the varied keys and the counters).
+    #[arg(long)]
+    pub print: bool,
+}
+
+/// The job array `sweep --slurm` writes.
+#[derive(Args, Debug, Default)]
+pub struct SlurmArgs {
+    /// Shards (array tasks); default: one per point, at most 64.
+    #[arg(long, requires = "slurm")]
+    pub shards: Option<usize>,
+    /// Array tasks running at once (`--array=...%N`).
+    #[arg(long, default_value_t = 8, requires = "slurm")]
+    pub max_running: usize,
+    /// Slurm partition.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Time limit of each task (Slurm's format, e.g. 2:00:00).
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// Account to charge.
+    #[arg(long, requires = "slurm")]
+    pub account: Option<String>,
+    /// Memory of each task in MiB (default: estimated from the plan).
+    #[arg(long, value_name = "MIB", requires = "slurm")]
+    pub mem: Option<u64>,
+    /// An extra `#SBATCH` option, e.g. `--qos=short` (repeatable).
+    #[arg(long = "sbatch", value_name = "OPTION", requires = "slurm")]
+    pub extra: Vec<String>,
 }
 
 #[derive(Args, Debug)]

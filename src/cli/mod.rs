@@ -26,7 +26,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Sim(a)) => simulate(a),
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
-        Some(Command::Sweep(a)) => sweep::run(a),
+        Some(Command::Sweep(a)) => sweep::run(*a),
         Some(Command::Comm(a)) => comm::run(a),
         Some(Command::Hwcheck(a)) => hwcheck::run(a),
         Some(Command::Analyze(a)) => analyze::run(a),

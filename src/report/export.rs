@@ -22,6 +22,8 @@ pub enum ExportError {
     },
     #[error("{file}: {message}")]
     Write { file: String, message: String },
+    #[error("{file}: {message}")]
+    Read { file: String, message: String },
 }
 
 impl ExportError {

@@ -13,6 +13,8 @@ pub mod json;
 #[cfg(feature = "tables")]
 pub mod requests;
 #[cfg(feature = "tables")]
+pub mod sweep;
+#[cfg(feature = "tables")]
 pub mod tables;
 pub mod text;
 

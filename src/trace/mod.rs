@@ -18,7 +18,7 @@ mod model;
 pub mod nugteren;
 pub mod nvbit;
 #[cfg(feature = "tables")]
-mod parquet_check;
+pub(crate) mod parquet_check;
 mod sink;
 pub mod source;
 pub(crate) mod spill;

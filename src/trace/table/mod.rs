@@ -237,7 +237,7 @@ pub(crate) fn read_parquet(
 
 /// Runs a call into polars' Parquet reader, which can panic on corrupt metadata (found by
 /// fuzzing): a panic there is reported as an unreadable file, like its errors.
-fn guarded<T>(
+pub(crate) fn guarded<T>(
     what: &str,
     f: impl FnOnce() -> polars::prelude::PolarsResult<T>,
 ) -> polars::prelude::PolarsResult<T> {

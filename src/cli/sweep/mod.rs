@@ -2,9 +2,22 @@
 //! JSON. The trace is read once, as it is simulated, and each piece goes to every
 //! configuration's session, the sessions spread over the cores (`lanes`); the timing model
 //! and truncated traces load the trace whole and simulate the configurations in parallel
-//! (rayon).
+//! (rayon). Beyond one machine (docs/cluster.md): `plan.rs` writes the grid as a table of
+//! points with stable ids, `shard.rs` runs one shard of it (restartable), `slurm.rs` writes
+//! the job array that runs every shard, and `merge.rs` checks and concatenates the shards.
 
-use super::args::SweepArgs;
+#[cfg(feature = "tables")]
+mod merge;
+#[cfg(feature = "tables")]
+mod plan;
+#[cfg(feature = "tables")]
+mod shard;
+#[cfg(feature = "tables")]
+mod slurm;
+
+#[cfg(feature = "tables")]
+use super::args::SweepAction;
+use super::args::{InputArgs, SweepArgs};
 use super::{lanes, options, stream};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -29,82 +42,33 @@ struct Row {
 }
 
 pub fn run(a: SweepArgs) -> Result<()> {
+    #[cfg(feature = "tables")]
+    {
+        if let Some(SweepAction::Merge(m)) = &a.action {
+            return merge::run(m);
+        }
+        if a.shard.is_some() {
+            return shard::run(&a);
+        }
+        if a.plan.is_some() || a.slurm.is_some() {
+            return plan::write(&a);
+        }
+    }
+    #[cfg(not(feature = "tables"))]
+    if a.action.is_some() || a.shard.is_some() || a.plan.is_some() || a.slurm.is_some() {
+        bail!("plans, shards, Slurm and merge need the `tables` feature (polars); this build has no tables");
+    }
     let mut base = options::config(&a.config)?;
     base.reuse = false;
-    let mut axes: Vec<(String, Vec<String>)> = Vec::new();
-    for v in &a.vary {
-        let (k, vals) = v
-            .split_once('=')
-            .with_context(|| format!("--vary: expected KEY=V1,V2,..., found `{v}`"))?;
-        let vals: Vec<String> = vals
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if vals.is_empty() {
-            bail!("--vary {k}: no values");
-        }
-        let mut probe = base.clone();
-        options::apply(&mut probe, k, &vals[0]).map_err(|e| anyhow::anyhow!("--vary {k}: {e}"))?;
-        axes.push((k.to_string(), vals));
-    }
-    if axes.is_empty() {
-        bail!("give at least one --vary KEY=V1,V2,...");
-    }
-    let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
-    for (k, vals) in &axes {
-        grid = grid
-            .into_iter()
-            .flat_map(|p| {
-                vals.iter().map(move |v| {
-                    let mut q = p.clone();
-                    q.push((k.clone(), v.clone()));
-                    q
-                })
-            })
-            .collect();
-    }
-    let configs = grid
-        .iter()
-        .map(|params| {
-            let mut c = base.clone();
-            for (k, v) in params {
-                options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
-            }
-            Ok(c)
-        })
-        .collect::<Result<Vec<SimConfig>>>()?;
-    let describe = |i: usize| {
-        let desc: Vec<String> = grid[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-        desc.join(" ")
-    };
-    let jobs = a.jobs.unwrap_or(0);
-    let whole = a.input.allow_truncated || configs.iter().any(|c| c.timing.is_some());
-    let reports = if whole {
-        loaded(&a, &configs, jobs, &describe)?
-    } else {
-        streamed(&a, &configs, jobs, &describe)?
-    };
+    let axes = axes(&a.vary, &base)?;
+    let grid = grid(&axes);
+    let configs = configs(&base, &grid)?;
+    let describe = |i: usize| describe(&grid[i]);
+    let reports = simulate(&a.input, &configs, a.jobs.unwrap_or(0), &describe)?;
     let rows: Vec<Row> = reports
         .into_iter()
         .zip(&grid)
-        .map(|(r, params)| {
-            let t = &r.totals;
-            Row {
-                params: params.clone(),
-                requests: t.requests,
-                hits: t.hits,
-                misses: t.misses,
-                miss_rate: r.miss_rate,
-                compulsory: t.miss_classes.compulsory,
-                capacity: t.miss_classes.capacity,
-                conflict: t.miss_classes.conflict,
-                transactions: t.transactions,
-                bytes_from_memory: t.bytes_from_memory,
-                bytes_to_memory: t.bytes_to_memory,
-                writebacks: t.writebacks,
-            }
-        })
+        .map(|(r, params)| Row::new(&r, params))
         .collect();
     let json = a
         .output
@@ -122,11 +86,111 @@ pub fn run(a: SweepArgs) -> Result<()> {
     Ok(())
 }
 
+impl Row {
+    fn new(r: &Report, params: &[(String, String)]) -> Self {
+        let t = &r.totals;
+        Row {
+            params: params.to_vec(),
+            requests: t.requests,
+            hits: t.hits,
+            misses: t.misses,
+            miss_rate: r.miss_rate,
+            compulsory: t.miss_classes.compulsory,
+            capacity: t.miss_classes.capacity,
+            conflict: t.miss_classes.conflict,
+            transactions: t.transactions,
+            bytes_from_memory: t.bytes_from_memory,
+            bytes_to_memory: t.bytes_to_memory,
+            writebacks: t.writebacks,
+        }
+    }
+}
+
+/// The `--vary KEY=V1,V2,...` axes, each checked against `base`.
+fn axes(vary: &[String], base: &SimConfig) -> Result<Vec<(String, Vec<String>)>> {
+    let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+    for v in vary {
+        let (k, vals) = v
+            .split_once('=')
+            .with_context(|| format!("--vary: expected KEY=V1,V2,..., found `{v}`"))?;
+        let vals: Vec<String> = vals
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if vals.is_empty() {
+            bail!("--vary {k}: no values");
+        }
+        if axes.iter().any(|(a, _)| a == k) {
+            bail!("--vary {k} is given twice");
+        }
+        let mut probe = base.clone();
+        options::apply(&mut probe, k, &vals[0]).map_err(|e| anyhow::anyhow!("--vary {k}: {e}"))?;
+        axes.push((k.to_string(), vals));
+    }
+    if axes.is_empty() {
+        bail!("give at least one --vary KEY=V1,V2,...");
+    }
+    Ok(axes)
+}
+
+/// The product of the axes, in order (the last axis varies fastest).
+fn grid(axes: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
+    for (k, vals) in axes {
+        grid = grid
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((k.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    grid
+}
+
+/// `base` with each point's keys set.
+fn configs(base: &SimConfig, grid: &[Vec<(String, String)>]) -> Result<Vec<SimConfig>> {
+    grid.iter()
+        .map(|params| {
+            let mut c = base.clone();
+            for (k, v) in params {
+                options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
+            }
+            Ok(c)
+        })
+        .collect()
+}
+
+fn describe(params: &[(String, String)]) -> String {
+    let desc: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    desc.join(" ")
+}
+
+/// Simulates `input` with every configuration: streamed, or loaded whole where the timing
+/// model or a truncated trace needs it.
+fn simulate(
+    input: &InputArgs,
+    configs: &[SimConfig],
+    jobs: usize,
+    describe: &(dyn Fn(usize) -> String + Sync),
+) -> Result<Vec<Report>> {
+    let whole = input.allow_truncated || configs.iter().any(|c| c.timing.is_some());
+    if whole {
+        loaded(input, configs, jobs, describe)
+    } else {
+        streamed(input, configs, jobs, describe)
+    }
+}
+
 /// Reads the trace once, as it is simulated, and gives every piece to each configuration's
 /// session; the sessions are spread over `jobs` threads (0: one per core), so memory holds
 /// what is resident, never the trace.
 fn streamed(
-    a: &SweepArgs,
+    a: &InputArgs,
     configs: &[SimConfig],
     jobs: usize,
     describe: &dyn Fn(usize) -> String,
@@ -136,8 +200,8 @@ fn streamed(
         .enumerate()
         .map(|(i, c)| Session::new(c, 0).with_context(|| describe(i)))
         .collect::<Result<Vec<_>>>()?;
-    let name = options::source_name(&a.input);
-    let input = stream::input(&a.input)?;
+    let name = options::source_name(a);
+    let input = stream::input(a)?;
     let mut progress = input.progress;
     let ran = lanes::run(
         sessions,
@@ -162,12 +226,12 @@ fn streamed(
 /// Loads the whole trace, then simulates the configurations in parallel (the timing model
 /// needs whole kernels; a truncated trace is cut at its last whole kernel).
 fn loaded(
-    a: &SweepArgs,
+    a: &InputArgs,
     configs: &[SimConfig],
     jobs: usize,
     describe: &(dyn Fn(usize) -> String + Sync),
 ) -> Result<Vec<Report>> {
-    let (trace, source) = options::load_trace(&a.input)?;
+    let (trace, source) = options::load_trace(a)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     pool.install(|| {
         configs
