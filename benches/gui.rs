@@ -29,6 +29,7 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
             fresh: true,
             generator: Some(("vecadd".into(), params.clone())),
             window: None,
+            sweep: None,
         },
         Arc::new(|| {}),
     );

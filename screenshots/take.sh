@@ -30,6 +30,15 @@ dir=release
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR"
+# A merged sweep for the heatmap shot: Nugteren et al. fig. 12's grid of cache sizes and ways
+# (modulo index) over naive and tiled matmul, run as two shards and merged (docs/cluster.md).
+sweep="$(mktemp -d)"
+trap 'rm -rf "$sweep"' EXIT
+"target/$dir/warpscope" sweep --kernel matmul n=64 --input '--kernel matmul-tiled n=64' \
+  --preset fermi-16k --set-index modulo --vary cache-size=4K,8K,16K,32K,64K --vary ways=1,2,4,8,16 \
+  --plan "$sweep" 2>/dev/null
+for k in 0 1; do "target/$dir/warpscope" sweep --plan "$sweep" --shard "$k/2" 2>/dev/null; done
+"target/$dir/warpscope" sweep merge "$sweep" -o "$sweep/results.parquet"
 # Each size: a virtual screen of that size, the window filling it.
 for size in 1600x1000 1280x800; do
   out=screenshots
@@ -38,10 +47,11 @@ for size in 1600x1000 1280x800; do
   display=":$((90 + RANDOM % 9))"
   Xvfb "$display" -screen 0 "${size}x24" >/dev/null 2>&1 &
   xvfb=$!
-  trap 'kill $xvfb 2>/dev/null || true' EXIT
+  trap 'kill $xvfb 2>/dev/null || true; rm -rf "$sweep"' EXIT
   sleep 1
   rm -f "$out"/*.png
-  DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots "$out" --window "$size"
+  DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots "$out" --window "$size" \
+    --sweep "$sweep/results.parquet"
   kill $xvfb 2>/dev/null || true
   ls -l "$out"/*.png
 done

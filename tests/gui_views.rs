@@ -346,6 +346,7 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
             fresh: true,
             generator: None,
             window: None,
+            sweep: None,
         },
         std::sync::Arc::new(|| {}),
     );

@@ -13,21 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn warpscope(args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(args)
-        .output()
-        .expect("run warpscope");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod run;
+use run::ok as warpscope;
 
 /// A one-node Slurm cluster in a temporary folder; stopped when dropped.
 struct Cluster {
@@ -278,15 +265,8 @@ fn a_sweep_run_as_a_slurm_job_array_and_merged_equals_the_sweep_run_at_once() {
     let shard = sweep.join("shards/shard-2-of-3.parquet");
     let bytes = std::fs::read(&shard).unwrap();
     std::fs::write(&shard, &bytes[..bytes.len() - 10]).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(["sweep", "merge", d, "-o", m])
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && e.contains("shard-2-of-3.parquet"),
-        "{e}"
-    );
+    let e = run::fails(&["sweep", "merge", d, "-o", m]);
+    assert!(e.contains("shard-2-of-3.parquet"), "{e}");
     let dir = cluster.dir.clone();
     drop(cluster);
     let _ = std::fs::remove_dir_all(dir);

@@ -6,26 +6,14 @@
 use std::path::Path;
 use std::process::Command;
 
+mod run;
+
 fn warpscope(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(args)
-        .output()
-        .expect("run warpscope");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    run::ok(args).0
 }
 
 fn failure(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(args)
-        .output()
-        .expect("run warpscope");
-    assert!(!out.status.success(), "{args:?} should fail");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    run::fails(args)
 }
 
 const GRID: [&str; 4] = ["--vary", "ways=1,4", "--vary", "line-size=32,64,128"];

@@ -125,6 +125,7 @@ impl WarpscopeApp {
         match purpose {
             Purpose::OpenTrace => self.open(path),
             Purpose::OpenPaneTrace(i) => self.open_in_pane(i, path),
+            Purpose::OpenSweep => self.sweep.open_file(&path),
             Purpose::LoadConfig => match config::file::load(&path) {
                 Ok(c) => {
                     self.settings.panes[a] = (file_name(&path), c);

@@ -113,6 +113,9 @@ impl WarpscopeApp {
                         }
                     }
                 });
+                if ui.button("Open sweep result…").clicked() {
+                    self.actions.push(Action::Choose(Purpose::OpenSweep));
+                }
                 ui.separator();
                 if ui.button("Load configuration…").clicked() {
                     self.actions.push(Action::Choose(Purpose::LoadConfig));

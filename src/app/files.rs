@@ -12,6 +12,8 @@ pub enum Purpose {
     OpenTrace,
     /// A trace for one pane only (another kernel side by side).
     OpenPaneTrace(usize),
+    /// A merged sweep table, shown as a heatmap.
+    OpenSweep,
     LoadConfig,
     SaveConfig,
     ExportView,
@@ -37,6 +39,7 @@ impl Purpose {
         match self {
             Purpose::OpenTrace => "Open a trace",
             Purpose::OpenPaneTrace(_) => "Open a trace for this pane only",
+            Purpose::OpenSweep => "Open a merged sweep table",
             Purpose::LoadConfig => "Load a configuration",
             Purpose::SaveConfig => "Save the configuration",
             Purpose::ExportView => "Export the view as PNG",
@@ -49,7 +52,10 @@ impl Purpose {
     pub fn saves(self) -> bool {
         !matches!(
             self,
-            Purpose::OpenTrace | Purpose::OpenPaneTrace(_) | Purpose::LoadConfig
+            Purpose::OpenTrace
+                | Purpose::OpenPaneTrace(_)
+                | Purpose::LoadConfig
+                | Purpose::OpenSweep
         )
     }
     /// Name offered when saving.
@@ -65,6 +71,7 @@ impl Purpose {
     fn filters(self) -> Vec<(&'static str, Vec<&'static str>)> {
         match self {
             Purpose::OpenTrace | Purpose::OpenPaneTrace(_) => vec![],
+            Purpose::OpenSweep => vec![("sweep table", vec!["parquet", "csv"])],
             Purpose::LoadConfig | Purpose::SaveConfig => {
                 vec![("configuration", vec!["toml", "json"])]
             }

@@ -22,6 +22,7 @@ pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
 mod side;
+pub mod sweep_view;
 pub mod theme;
 pub mod views;
 mod window;
@@ -151,6 +152,8 @@ pub struct Startup {
     pub fresh: bool,
     /// The window's inner size in points, instead of the default or the saved one.
     pub window: Option<[f32; 2]>,
+    /// A merged sweep table to show (as a heatmap) at start.
+    pub sweep: Option<PathBuf>,
 }
 
 /// Something asked for by a menu, a shortcut or a button, handled after drawing.
@@ -217,6 +220,8 @@ pub struct WarpscopeApp {
     pub editor: editor::Editor,
     /// The lesson open beside the panes.
     pub lesson: Option<crate::lesson::Lesson>,
+    /// A merged sweep table shown as a heatmap.
+    pub sweep: sweep_view::SweepView,
     /// The kernel and parameters being generated.
     load_job: Option<(String, String)>,
     /// The file being loaded.
@@ -292,6 +297,7 @@ impl WarpscopeApp {
             results_seen: 0,
             max_generated_accesses: memory_budget_accesses(),
             editor: Default::default(),
+            sweep: Default::default(),
             lesson: None,
             load_job: None,
             load_file: None,
@@ -300,6 +306,9 @@ impl WarpscopeApp {
             only: None,
             only_trace: None,
         };
+        if let Some(s) = &startup.sweep {
+            app.sweep.open_file(s);
+        }
         match (startup.file, startup.generator) {
             (Some(f), _) => app.open(f),
             (None, Some((kernel, params))) => {
@@ -335,6 +344,7 @@ impl WarpscopeApp {
         self.lesson_panel(ui);
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
         self.editor_window(&ctx, now);
+        self.sweep_window(&ctx);
         self.dialogs(&ctx);
         self.too_large_question(ui);
         let actions = std::mem::take(&mut self.actions);

@@ -337,6 +337,13 @@ impl EframeApp {
                 return;
             }
             "18-lesson.png".to_string()
+        } else if extra == 14 && app.sweep.table.is_some() {
+            // A merged sweep (`--sweep FILE`, which take.sh makes): miss rate over two keys.
+            if first {
+                app.lesson = None;
+                app.sweep.open = true;
+            }
+            "19-sweep-heatmap.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -37,6 +37,9 @@ pub struct Cli {
     /// The app window's size, as WIDTHxHEIGHT (for example 1280x800).
     #[arg(long, value_name = "WxH", value_parser = parse_window)]
     pub window: Option<[f32; 2]>,
+    /// Open a merged sweep table (`sweep merge`'s .parquet or .csv) in the app, as a heatmap.
+    #[arg(long, value_name = "FILE")]
+    pub sweep: Option<PathBuf>,
 }
 
 /// Parses `WIDTHxHEIGHT`.

@@ -22,7 +22,7 @@ use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => no_command(cli.file, cli.screenshots, cli.fresh, cli.window),
+        None => no_command(cli.file, cli.screenshots, cli.fresh, cli.window, cli.sweep),
         Some(Command::Sim(a)) => simulate(a),
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
@@ -42,6 +42,7 @@ fn no_command(
     screenshots: Option<std::path::PathBuf>,
     fresh: bool,
     window: Option<[f32; 2]>,
+    sweep: Option<std::path::PathBuf>,
 ) -> Result<()> {
     if let Some(dir) = &screenshots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -52,6 +53,7 @@ fn no_command(
             fresh,
             generator: None,
             window,
+            sweep,
         },
         screenshots,
     )
@@ -67,8 +69,9 @@ fn no_command(
     screenshots: Option<std::path::PathBuf>,
     _fresh: bool,
     _window: Option<[f32; 2]>,
+    sweep: Option<std::path::PathBuf>,
 ) -> Result<()> {
-    if screenshots.is_some() {
+    if screenshots.is_some() || sweep.is_some() {
         anyhow::bail!("this build has no desktop app (the `gui` feature is off)");
     }
     let mut words = vec!["--preset".to_string(), "fermi-16k".to_string()];

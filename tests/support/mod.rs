@@ -19,6 +19,7 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
             fresh: true,
             generator: Some((kernel.into(), params.into())),
             window: None,
+            sweep: None,
         },
         Arc::new(|| {}),
     );

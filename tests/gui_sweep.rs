@@ -1,0 +1,112 @@
+//! A merged sweep result in the app: the heatmap's cells are the table's values, the axes and
+//! the value column can be changed, the other keys are chosen by selectors; a damaged table
+//! is an error in the window, not a crash.
+#![cfg(feature = "gui")]
+
+use egui_kittest::kittest::Queryable;
+
+mod support;
+use support::*;
+
+mod run;
+
+fn warpscope(args: &[&str]) {
+    run::ok(args);
+}
+
+#[test]
+fn a_merged_sweep_opens_as_a_heatmap_over_two_chosen_keys() {
+    let dir = std::env::temp_dir().join(format!("warpscope-gui-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    warpscope(&[
+        "sweep",
+        "--kernel",
+        "vecadd",
+        "n=1024",
+        "--input",
+        "--kernel transpose width=64 height=64",
+        "--vary",
+        "ways=1,4",
+        "--vary",
+        "line-size=32,128",
+        "--plan",
+        d,
+    ]);
+    warpscope(&["sweep", "--plan", d, "--shard", "0/1"]);
+    let merged = dir.join("merged.csv");
+    warpscope(&["sweep", "merge", d, "-o", merged.to_str().unwrap()]);
+    let table = warpscope::report::sweep::read(&merged).unwrap();
+    // The table's misses for an input, ways and line size.
+    let misses = |input: &str, ways: &str, line: &str| -> f64 {
+        let col = |c: &str| -> Vec<String> {
+            let s = table
+                .column(c)
+                .unwrap()
+                .as_materialized_series()
+                .cast(&polars::prelude::DataType::String)
+                .unwrap();
+            s.str()
+                .unwrap()
+                .iter()
+                .map(|v| v.unwrap().to_string())
+                .collect()
+        };
+        let (i, w, l, m) = (col("input"), col("ways"), col("line-size"), col("misses"));
+        let r = (0..i.len())
+            .find(|&r| i[r].contains(input) && w[r] == ways && l[r] == line)
+            .unwrap();
+        m[r].parse().unwrap()
+    };
+
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    h.state_mut().sweep.open_file(&merged);
+    h.run_steps(3);
+    let t = h.state().sweep.table.clone().expect("the table");
+    let names: Vec<&str> = t.keys.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["input", "ways", "line-size"]);
+    // By default: the two last keys, the miss rate; the input chosen by a selector.
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(
+        (s.x, s.y, t.values[s.value].0.as_str()),
+        (2, 1, "miss_rate")
+    );
+    h.get_by_label("Columns");
+    h.get_by_label("input");
+    // The misses column: each cell is the table's value for the first input.
+    h.state_mut().sweep.selection.value = t.values.iter().position(|v| v.0 == "misses").unwrap();
+    h.run_steps(2);
+    let s = h.state().sweep.selection.clone();
+    for (wi, ways) in ["1", "4"].iter().enumerate() {
+        for (li, line) in ["32", "128"].iter().enumerate() {
+            assert_eq!(
+                t.cell(&s, li, wi),
+                Some(misses("vecadd", ways, line)),
+                "ways {ways}, line {line}"
+            );
+        }
+    }
+    // The other input, chosen in its selector.
+    h.state_mut().sweep.selection.fixed[0] = 1;
+    h.run_steps(2);
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(t.cell(&s, 1, 0), Some(misses("transpose", "1", "128")));
+    // Input along the columns instead: ways stays the rows, the line size is now selected.
+    h.state_mut().sweep.selection.x = 0;
+    h.run_steps(2);
+    h.get_by_label("line-size");
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(t.cell(&s, 1, 1), Some(misses("transpose", "4", "32")));
+    // A damaged table: its error in the window, the app still running.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "id,input,ways\n1,x,2\n").unwrap();
+    h.state_mut().sweep.open_file(&bad);
+    h.run_steps(3);
+    let e = h.state().sweep.error.clone().expect("an error");
+    assert!(
+        e.contains("bad.csv") && e.contains("expected the columns"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
