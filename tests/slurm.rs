@@ -1,9 +1,9 @@
 //! `sweep --slurm` on a real Slurm: a one-node cluster on localhost (munged, slurmctld and
 //! slurmd from Debian's packages, started here with a minimal configuration), the generated
 //! job array submitted with `sbatch` and waited for with `squeue`, its shards merged: the
-//! table equals the sweep run at once. Then one task's output is lost as a killed task would
-//! lose it, that task alone is submitted again and the table is the same; a shard table cut
-//! short is named by `merge`.
+//! table equals the sweep run at once. A task killed (`scancel`) while it runs and submitted
+//! again runs only the points it had not finished, and the table is again the sweep's; a
+//! shard table cut short is named by `merge`.
 //!
 //! It needs root and Slurm's packages (`.ci/run` installs them and sets WARPSCOPE_SLURM=1,
 //! which makes a missing Slurm a failure); elsewhere it says why it did not run.
@@ -144,9 +144,8 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Submits `script` (with `extra` sbatch options) and waits until its tasks have left
-    /// the queue; returns the job id.
-    fn submit_and_wait(&self, script: &str, extra: &[&str]) -> String {
+    /// Submits `script` (with `extra` sbatch options); returns the job id.
+    fn submit(&self, script: &str, extra: &[&str]) -> String {
         let mut args = vec!["--parsable"];
         args.extend(extra);
         args.push(script);
@@ -156,19 +155,29 @@ impl Cluster {
             "sbatch gave no job id; see {}",
             self.dir.display()
         );
+        id
+    }
+
+    /// Waits until job `id`'s tasks have left the queue; returns their states.
+    fn wait(&self, id: &str) -> Vec<String> {
         wait_for("the job array to finish", Duration::from_secs(300), || {
-            self.slurm("squeue", &["-h", "-j", &id]).trim().is_empty()
+            self.slurm("squeue", &["-h", "-j", id]).trim().is_empty()
         });
-        let states = self.slurm("scontrol", &["show", "job", &id]);
-        let states: Vec<&str> = states
+        self.slurm("scontrol", &["show", "job", id])
             .split_whitespace()
             .filter_map(|w| w.strip_prefix("JobState="))
-            .collect();
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Submits `script` and waits for every task to complete.
+    fn submit_and_wait(&self, script: &str, extra: &[&str]) {
+        let id = self.submit(script, extra);
+        let states = self.wait(&id);
         assert!(
-            !states.is_empty() && states.iter().all(|s| *s == "COMPLETED"),
+            !states.is_empty() && states.iter().all(|s| s == "COMPLETED"),
             "job {id}: {states:?}"
         );
-        id
     }
 }
 
@@ -247,20 +256,57 @@ fn a_sweep_run_as_a_slurm_job_array_and_merged_equals_the_sweep_run_at_once() {
     let m = merged.to_str().unwrap();
     let (printed, _) = warpscope(&["sweep", "merge", d, "-o", m, "--print"]);
     assert_eq!(printed, local);
-    // Task 1 killed after its first point: its table and its second point's row are lost.
-    // Submitted again alone, it runs that point only; the table is the same.
-    std::fs::remove_file(sweep.join("shards/shard-1-of-3.parquet")).unwrap();
-    let plan = std::fs::read_to_string(sweep.join("plan.csv")).unwrap();
-    let second_of_task_1 = &plan.lines().nth(1 + 4).unwrap()[..16];
-    std::fs::remove_file(sweep.join(format!("rows/{second_of_task_1}.csv"))).unwrap();
-    cluster.submit_and_wait(script, &["--array=1"]);
-    let log = std::fs::read_to_string(sweep.join("logs/shard-1.err")).unwrap();
+    // A task killed while it runs: one shard over two inputs, killed (scancel) once the
+    // first input's rows are written, while the second, larger one runs. Submitted again,
+    // it runs the second input's points only, and the table is the same as the sweep's.
+    let killed = cluster.dir.join("killed");
+    let k = killed.to_str().unwrap();
+    let big = "--kernel matmul n=192";
+    let mut args = vec!["sweep", "--kernel", "matmul", "n=32", "--input", big];
+    args.extend([
+        "--vary", "ways=1,2", "--slurm", k, "--shards", "1", "--jobs", "1",
+    ]);
+    warpscope(&args);
+    let script = killed.join("sweep.sbatch");
+    let script = script.to_str().unwrap();
+    let id = cluster.submit(script, &[]);
+    let rows = killed.join("rows");
+    let written = || std::fs::read_dir(&rows).map_or(0, |d| d.count());
+    wait_for("the first input's rows", Duration::from_secs(120), || {
+        written() >= 2
+    });
+    cluster.slurm("scancel", &[&id]);
+    let states = cluster.wait(&id);
+    assert_eq!(
+        states,
+        ["CANCELLED"],
+        "the task was to be killed while it ran"
+    );
+    assert_eq!(written(), 2, "the second input's rows came before the kill");
+    assert!(!killed.join("shards/shard-0-of-1.parquet").exists());
+    cluster.submit_and_wait(script, &[]);
+    let log = std::fs::read_to_string(killed.join("logs/shard-0.err")).unwrap();
     assert!(
-        log.contains("shard 1/3: 2 points (1 run now, 1 done before)"),
+        log.contains("shard 0/1: 4 points (2 run now, 2 done before)"),
         "{log}"
     );
-    let (printed, _) = warpscope(&["sweep", "merge", d, "-o", m, "--print"]);
-    assert_eq!(printed, local);
+    let merged_k = killed.join("results.csv");
+    let (printed, _) = warpscope(&[
+        "sweep",
+        "merge",
+        k,
+        "-o",
+        merged_k.to_str().unwrap(),
+        "--print",
+    ]);
+    let one =
+        |input: &[&str]| warpscope(&[&["sweep"][..], input, &["--vary", "ways=1,2"]].concat()).0;
+    let small = one(&["--kernel", "matmul", "n=32"]);
+    let large = one(&["--kernel", "matmul", "n=192"]);
+    assert_eq!(
+        printed,
+        format!("{small}{}", large.split_once('\n').unwrap().1)
+    );
     // A shard table cut short by a crash is named.
     let shard = sweep.join("shards/shard-2-of-3.parquet");
     let bytes = std::fs::read(&shard).unwrap();
