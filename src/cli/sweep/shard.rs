@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use warpscope::report::sweep as table;
 
-use super::super::args::SweepArgs;
+use super::super::args::{ConfigArgs, SweepArgs};
 use super::plan::{parse_input, row_frame, Plan, Point};
 use super::Row;
 
@@ -40,8 +40,16 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     let (Some(dir), Some(spec)) = (&a.plan, &a.shard) else {
         bail!("--shard needs --plan DIR");
     };
-    if !a.vary.is_empty() || !a.inputs.is_empty() {
-        bail!("--shard runs the plan in --plan DIR as written: give no --vary or --input with it");
+    let own_input = a.input.trace.is_some()
+        || a.input.kernel.is_some()
+        || a.input.source.is_some()
+        || !a.input.params.is_empty();
+    let configured = format!("{:?}", a.config) != format!("{:?}", ConfigArgs::default());
+    if !a.vary.is_empty() || !a.inputs.is_empty() || own_input || configured {
+        bail!(
+            "--shard runs the plan in --plan DIR as written (its inputs in plan.csv, its configuration in base.json): \
+             give no input, configuration flag, --vary or --input with it"
+        );
     }
     let ext = match a.shard_format.as_str() {
         "parquet" | "csv" => a.shard_format.as_str(),

@@ -57,11 +57,14 @@ pub enum Stmt {
         body: Box<Stmt>,
         /// After `#pragma unroll`: each iteration's accesses are instructions of their own.
         unroll: bool,
+        /// Where the loop is written.
+        at: usize,
     },
     /// An unrolled loop (made from a `#pragma unroll` loop once the params are known): its
     /// variable and each iteration's value and body.
     Unrolled(String, Vec<(i64, Stmt)>),
-    While(Expr, Box<Stmt>),
+    /// `while (COND) BODY`, and where it is written.
+    While(Expr, Box<Stmt>, usize),
     /// `__syncthreads();` (where).
     Sync(usize),
     Return,

@@ -155,13 +155,14 @@ impl<'a, 'b> Thread<'a, 'b> {
                 cond,
                 step,
                 body,
+                at,
                 ..
             } => {
                 let mark = self.vars.len();
                 if let Some(i) = init {
                     self.stmt(i)?;
                 }
-                let f = self.repeat(cond.as_ref(), step.as_deref(), body)?;
+                let f = self.repeat(cond.as_ref(), step.as_deref(), body, *at)?;
                 self.vars.truncate(mark);
                 Ok(f)
             }
@@ -176,7 +177,7 @@ impl<'a, 'b> Thread<'a, 'b> {
                 }
                 Ok(Flow::Next)
             }
-            Stmt::While(c, body) => self.repeat(Some(c), None, body),
+            Stmt::While(c, body, at) => self.repeat(Some(c), None, body, *at),
             Stmt::Sync(at) => match &mut self.side {
                 Side::Device { emit, .. } => {
                     emit.bar();
@@ -232,6 +233,7 @@ impl<'a, 'b> Thread<'a, 'b> {
         cond: Option<&'a Expr>,
         step: Option<&'a Stmt>,
         body: &'a Stmt,
+        at: usize,
     ) -> Result<Flow, RunError> {
         self.iters.push(0);
         let mut out = Flow::Next;
@@ -257,7 +259,6 @@ impl<'a, 'b> Thread<'a, 'b> {
                 *n
             });
             if n >= MAX_ITERATIONS {
-                let at = cond.map_or(0, expr_pos);
                 return err(
                     at,
                     format!("a loop ran {MAX_ITERATIONS} times: is it endless?"),

@@ -198,7 +198,7 @@ impl Sites<'_> {
                     self.suffix.truncate(mark);
                 }
             }
-            Stmt::While(c, body) => {
+            Stmt::While(c, body, _) => {
                 self.expr(c);
                 self.stmt(body);
             }
@@ -278,7 +278,7 @@ fn local_shared(v: &[Stmt], out: &mut FxHashSet<String>) {
                     local_shared(std::slice::from_ref(b), out);
                 }
             }
-            Stmt::For { body, .. } | Stmt::While(_, body) => {
+            Stmt::For { body, .. } | Stmt::While(_, body, _) => {
                 local_shared(std::slice::from_ref(body), out)
             }
             Stmt::Unrolled(_, copies) => {

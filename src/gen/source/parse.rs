@@ -506,6 +506,7 @@ fn stmt(i: &mut In) -> R<Stmt> {
                 cond,
                 step,
                 body,
+                at,
                 ..
             } => Ok(Stmt::For {
                 init,
@@ -513,12 +514,14 @@ fn stmt(i: &mut In) -> R<Stmt> {
                 step,
                 body,
                 unroll: true,
+                at,
             }),
             _ => Err(ErrMode::Cut(
                 ContextError::new().add_context_static("a `for` loop after `#pragma unroll`"),
             )),
         };
     }
+    let at = pos(i)?;
     if opt(kw("for")).parse_next(i)?.is_some() {
         need("(").parse_next(i)?;
         let init = opt(simple).parse_next(i)?;
@@ -534,6 +537,7 @@ fn stmt(i: &mut In) -> R<Stmt> {
             step: step.map(Box::new),
             body: Box::new(body),
             unroll: false,
+            at,
         });
     }
     if opt(kw("while")).parse_next(i)?.is_some() {
@@ -541,7 +545,7 @@ fn stmt(i: &mut In) -> R<Stmt> {
         let c = cut_err(expr).parse_next(i)?;
         need(")").parse_next(i)?;
         let body = cut_err(stmt).parse_next(i)?;
-        return Ok(Stmt::While(c, Box::new(body)));
+        return Ok(Stmt::While(c, Box::new(body), at));
     }
     let s = alt((
         |i: &mut In| {

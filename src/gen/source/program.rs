@@ -50,7 +50,7 @@ fn launches(v: &[Stmt]) -> bool {
                 || b.as_deref()
                     .is_some_and(|b| launches(std::slice::from_ref(b)))
         }
-        Stmt::For { body, .. } | Stmt::While(_, body) => launches(std::slice::from_ref(body)),
+        Stmt::For { body, .. } | Stmt::While(_, body, _) => launches(std::slice::from_ref(body)),
         _ => false,
     })
 }

@@ -494,6 +494,9 @@ fn host_code_errors_name_their_place() {
         "param e = 3;\n{HEAD}bytes(e) b[4];\nkernel k {{ }}"
     ));
     assert!(err.contains("elements of 3 bytes"), "{err}");
+    // An endless loop in the host code, at its line.
+    let err = e("int i = 0;\nwhile (1) { i++; }");
+    assert!(err.starts_with("k.wsk:7:1: a loop ran"), "{err}");
 }
 
 mod never_panics {

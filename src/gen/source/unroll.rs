@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use super::ast::*;
-use super::eval::{binop, constant, expr_pos, RunError};
+use super::eval::{binop, constant, RunError};
 
 /// Copies one unrolled loop may make.
 const MAX_COPIES: usize = 1024;
@@ -35,9 +35,10 @@ fn stmt(s: &mut Stmt, params: &FxHashMap<String, i64>) -> Result<(), RunError> {
             cond,
             step,
             body,
+            at,
         } => {
             stmt(body, params)?;
-            let at = cond.as_ref().map_or(0, expr_pos);
+            let at = *at;
             let Some(Stmt::Decl(var, Some(first), _)) = init.as_deref() else {
                 return Err(RunError {
                     pos: at,
@@ -86,7 +87,7 @@ fn stmt(s: &mut Stmt, params: &FxHashMap<String, i64>) -> Result<(), RunError> {
             *s = Stmt::Unrolled(var.clone(), copies);
             Ok(())
         }
-        Stmt::For { body, .. } | Stmt::While(_, body) => stmt(body, params),
+        Stmt::For { body, .. } | Stmt::While(_, body, _) => stmt(body, params),
         _ => Ok(()),
     }
 }
