@@ -10,12 +10,12 @@ use egui::{Align2, Color32, FontId, Rect, Sense, Ui};
 use super::theme::ramp;
 use crate::report::sweep::METRICS;
 
-/// A key column: each row's value and the distinct values in the order they first come
-/// (plan order: the order the user gave them in `--vary`).
+/// A key column: its distinct values in the order they first come (plan order: the order
+/// the user gave them in `--vary`), and each row's value as an index into them.
 #[derive(Clone, Debug)]
 pub struct Key {
     pub name: String,
-    pub rows: Vec<String>,
+    pub rows: Vec<u32>,
     pub distinct: Vec<String>,
 }
 
@@ -52,18 +52,20 @@ impl SweepTable {
                     .collect();
                 values.push((name, v));
             } else {
-                let rows: Vec<String> = s
+                let mut distinct: Vec<String> = Vec::new();
+                let mut codes: rustc_hash::FxHashMap<String, u32> = Default::default();
+                let rows: Vec<u32> = s
                     .str()
                     .map_err(err)?
                     .iter()
-                    .map(|x| x.unwrap_or("").to_string())
+                    .map(|x| {
+                        let x = x.unwrap_or("");
+                        *codes.entry(x.to_string()).or_insert_with(|| {
+                            distinct.push(x.to_string());
+                            distinct.len() as u32 - 1
+                        })
+                    })
                     .collect();
-                let mut distinct: Vec<String> = Vec::new();
-                for r in &rows {
-                    if !distinct.contains(r) {
-                        distinct.push(r.clone());
-                    }
-                }
                 keys.push(Key {
                     name,
                     rows,
@@ -81,22 +83,34 @@ impl SweepTable {
         })
     }
 
-    /// The value of column `value` in the row whose key `x` is its `xi`-th value, key `y` its
-    /// `yi`-th, and every other key the value `fixed` chooses; `None` if there is no such row.
+    /// The heatmap of selection `s`: per value of key `y` (one row if `y` is `x`), per value
+    /// of key `x`, the `value` column of the row with those keys and, for every other key, the
+    /// value `fixed` chooses (`None` where there is no such row). One pass over the rows.
+    pub fn grid(&self, s: &Selection) -> Vec<Vec<Option<f64>>> {
+        let (Some(xk), Some(yk), Some((_, values))) = (
+            self.keys.get(s.x),
+            self.keys.get(s.y),
+            self.values.get(s.value),
+        ) else {
+            return Vec::new();
+        };
+        let ny = if s.x == s.y { 1 } else { yk.distinct.len() };
+        let mut grid = vec![vec![None; xk.distinct.len()]; ny];
+        for (r, v) in values.iter().enumerate() {
+            let others = self.keys.iter().enumerate().all(|(k, key)| {
+                k == s.x || k == s.y || key.rows[r] as usize == s.fixed.get(k).copied().unwrap_or(0)
+            });
+            if others {
+                let y = if s.x == s.y { 0 } else { yk.rows[r] as usize };
+                grid[y][xk.rows[r] as usize] = Some(*v);
+            }
+        }
+        grid
+    }
+
+    /// One cell of [`Self::grid`]: key `x`'s `xi`-th value, key `y`'s `yi`-th.
     pub fn cell(&self, s: &Selection, xi: usize, yi: usize) -> Option<f64> {
-        let row = (0..self.values.first()?.1.len()).find(|&r| {
-            self.keys.iter().enumerate().all(|(k, key)| {
-                let want = if k == s.x {
-                    xi
-                } else if k == s.y {
-                    yi
-                } else {
-                    s.fixed.get(k).copied().unwrap_or(0)
-                };
-                key.distinct.get(want) == Some(&key.rows[r])
-            })
-        })?;
-        self.values.get(s.value).map(|(_, v)| v[row])
+        self.grid(s).get(yi)?.get(xi).copied().flatten()
     }
 }
 
@@ -117,6 +131,8 @@ pub struct SweepView {
     pub table: Option<SweepTable>,
     pub selection: Selection,
     pub error: Option<String>,
+    /// The heatmap of the selection it was made for.
+    grid: Option<(Selection, Vec<Vec<Option<f64>>>)>,
 }
 
 impl SweepView {
@@ -150,6 +166,7 @@ impl SweepView {
                     fixed: vec![0; n],
                 };
                 self.table = Some(t);
+                self.grid = None;
                 self.error = None;
             }
             Err(e) => {
@@ -192,7 +209,12 @@ impl SweepView {
             }
         });
         ui.separator();
-        heatmap(ui, t, s);
+        if self.grid.as_ref().is_none_or(|(made, _)| made != s) {
+            self.grid = Some((s.clone(), t.grid(s)));
+        }
+        if let Some((_, grid)) = &self.grid {
+            heatmap(ui, t, s, grid);
+        }
     }
 }
 
@@ -221,7 +243,7 @@ fn show(name: &str, v: f64) -> String {
     }
 }
 
-fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection) {
+fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>]) {
     let (Some(xk), Some(yk), Some((vname, _))) =
         (t.keys.get(s.x), t.keys.get(s.y), t.values.get(s.value))
     else {
@@ -232,14 +254,6 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection) {
     } else {
         (0..yk.distinct.len()).collect()
     };
-    let cells: Vec<Vec<Option<f64>>> = ys
-        .iter()
-        .map(|&yi| {
-            (0..xk.distinct.len())
-                .map(|xi| t.cell(s, xi, if s.x == s.y { xi } else { yi }))
-                .collect()
-        })
-        .collect();
     let known: Vec<f64> = cells.iter().flatten().flatten().copied().collect();
     let lo = known.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = known.iter().copied().fold(f64::NEG_INFINITY, f64::max);
