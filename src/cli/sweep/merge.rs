@@ -165,24 +165,17 @@ fn summary(plan: &Plan, df: &DataFrame) -> Result<String> {
     let rate = df.column("miss_rate")?.as_materialized_series().clone();
     let rate: Vec<f64> = rate.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect();
     let rows: Vec<Row> = (0..df.height())
-        .map(|i| Row {
-            params: plan
+        .map(|i| {
+            let params = plan
                 .axes
                 .iter()
                 .zip(&keys)
-                .map(|(k, v)| (k.clone(), v[i].clone()))
-                .collect(),
-            requests: counts[0][i],
-            hits: counts[1][i],
-            misses: counts[2][i],
-            miss_rate: rate[i],
-            compulsory: counts[3][i],
-            capacity: counts[4][i],
-            conflict: counts[5][i],
-            transactions: counts[6][i],
-            bytes_from_memory: counts[7][i],
-            bytes_to_memory: counts[8][i],
-            writebacks: counts[9][i],
+                .map(|(k, v)| (k.clone(), v[i].clone()));
+            Row::from_counts(
+                params.collect(),
+                std::array::from_fn(|c| counts[c][i]),
+                rate[i],
+            )
         })
         .collect();
     let axes: Vec<(String, Vec<String>)> =

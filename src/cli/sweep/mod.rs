@@ -87,6 +87,42 @@ pub fn run(a: SweepArgs) -> Result<()> {
 }
 
 impl Row {
+    /// The counters other than the miss rate, in the table's order (the miss rate comes
+    /// after the first three).
+    fn counts(&self) -> [u64; 10] {
+        [
+            self.requests,
+            self.hits,
+            self.misses,
+            self.compulsory,
+            self.capacity,
+            self.conflict,
+            self.transactions,
+            self.bytes_from_memory,
+            self.bytes_to_memory,
+            self.writebacks,
+        ]
+    }
+
+    /// A row from [`Row::counts`]' values and the miss rate.
+    #[cfg(feature = "tables")]
+    fn from_counts(params: Vec<(String, String)>, c: [u64; 10], miss_rate: f64) -> Self {
+        Row {
+            params,
+            requests: c[0],
+            hits: c[1],
+            misses: c[2],
+            miss_rate,
+            compulsory: c[3],
+            capacity: c[4],
+            conflict: c[5],
+            transactions: c[6],
+            bytes_from_memory: c[7],
+            bytes_to_memory: c[8],
+            writebacks: c[9],
+        }
+    }
+
     fn new(r: &Report, params: &[(String, String)]) -> Self {
         let t = &r.totals;
         Row {
@@ -271,19 +307,12 @@ fn csv(axes: &[(String, Vec<String>)], rows: &[Row]) -> String {
         for (_, v) in &r.params {
             s.push_str(&format!("\"{}\",", v.replace('"', "'")));
         }
+        let c = r.counts().map(|v| v.to_string());
         s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.requests,
-            r.hits,
-            r.misses,
+            "{},{},{}\n",
+            c[..3].join(","),
             r.miss_rate,
-            r.compulsory,
-            r.capacity,
-            r.conflict,
-            r.transactions,
-            r.bytes_from_memory,
-            r.bytes_to_memory,
-            r.writebacks
+            c[3..].join(",")
         ));
     }
     s

@@ -239,24 +239,12 @@ pub fn row_frame(p: &Point, r: &Row) -> Result<DataFrame> {
     for (k, v) in &p.params {
         cols.push(Column::new(k.as_str().into(), [v.clone()]));
     }
-    let counts = [
-        r.requests,
-        r.hits,
-        r.misses,
-        0,
-        r.compulsory,
-        r.capacity,
-        r.conflict,
-        r.transactions,
-        r.bytes_from_memory,
-        r.bytes_to_memory,
-        r.writebacks,
-    ];
-    for (name, v) in METRICS.iter().zip(counts) {
-        cols.push(if *name == "miss_rate" {
-            Column::new((*name).into(), [r.miss_rate])
+    let mut counts = r.counts().into_iter();
+    for name in METRICS {
+        cols.push(if name == "miss_rate" {
+            Column::new(name.into(), [r.miss_rate])
         } else {
-            Column::new((*name).into(), [v])
+            Column::new(name.into(), [counts.next().unwrap_or(0)])
         });
     }
     Ok(DataFrame::new(1, cols)?)

@@ -500,22 +500,12 @@ fn stmt(i: &mut In) -> R<Stmt> {
         cut_err(kw("unroll"))
             .context(expected("`unroll` (the only pragma the language knows)"))
             .parse_next(i)?;
-        return match cut_err(stmt).parse_next(i)? {
-            Stmt::For {
-                init,
-                cond,
-                step,
-                body,
-                at,
-                ..
-            } => Ok(Stmt::For {
-                init,
-                cond,
-                step,
-                body,
-                unroll: true,
-                at,
-            }),
+        let mut s = cut_err(stmt).parse_next(i)?;
+        return match &mut s {
+            Stmt::For { unroll, .. } => {
+                *unroll = true;
+                Ok(s)
+            }
             _ => Err(ErrMode::Cut(
                 ContextError::new().add_context_static("a `for` loop after `#pragma unroll`"),
             )),
