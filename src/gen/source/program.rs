@@ -199,8 +199,6 @@ pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, 
         let missing = |what: &str| at(src.len(), format!("`{what}(X, Y, Z);` is missing"));
         let g = prog.grid.clone().ok_or_else(|| missing("grid"))?;
         let b = prog.block.clone().ok_or_else(|| missing("block"))?;
-        dims("grid", &g, &params).map_err(run_err)?;
-        dims("block", &b, &params).map_err(run_err)?;
         Some((g, b))
     };
     let layout = Layout::new(p)?;

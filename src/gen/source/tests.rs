@@ -494,6 +494,16 @@ fn host_code_errors_name_their_place() {
         "param e = 3;\n{HEAD}bytes(e) b[4];\nkernel k {{ }}"
     ));
     assert!(err.contains("elements of 3 bytes"), "{err}");
+    // A grid from a host variable, worked out at the launch.
+    let t = generate(
+        "block(2);\ngrid(g);\nfloat a[8];\nkernel k { a[blockIdx.x * 2 + threadIdx.x] = 1; }\n\
+         int g = 3;\nlaunch k;\n",
+        "k.wsk",
+        &[],
+        None,
+    )
+    .unwrap();
+    assert_eq!(t.kernels[0].grid.x, 3);
     // An endless loop in the host code, at its line.
     let err = e("int i = 0;\nwhile (1) { i++; }");
     assert!(err.starts_with("k.wsk:7:1: a loop ran"), "{err}");
