@@ -91,13 +91,13 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         frames.push(table::read(&row_path(dir, p))?);
     }
     let out = shard_path(dir, k, n, ext);
-    let mut df = match frames.is_empty() {
-        true => bail!(
+    if frames.is_empty() {
+        bail!(
             "shard {k} of {n} has no points (the plan has {})",
             plan.points.len()
-        ),
-        false => table::concat(frames)?,
-    };
+        );
+    }
+    let mut df = table::concat(frames)?;
     table::write(&mut df, &out)?;
     eprintln!(
         "shard {k}/{n}: {} points ({} run now, {} done before) -> {}",

@@ -162,10 +162,8 @@ impl Launcher for Launches<'_, '_> {
     }
 
     fn tick(&mut self) -> Result<(), RunError> {
-        let (ctas, accesses) = (0, 0);
-        self.p
-            .keep_going(ctas, ctas, accesses)
-            .map_err(|e| self.stop(e))
+        // No CTA built yet: the caller is asked whether to go on, with no progress to show.
+        self.p.keep_going(0, 0, 0).map_err(|e| self.stop(e))
     }
 }
 
