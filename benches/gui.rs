@@ -30,6 +30,7 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
             generator: Some(("vecadd".into(), params.clone())),
             window: None,
             sweep: None,
+            stream: false,
         },
         Arc::new(|| {}),
     );

@@ -34,6 +34,8 @@ pub mod report;
 pub mod reuse;
 pub mod rng;
 pub mod schedule;
+#[cfg(any(feature = "cli", feature = "gui"))]
+pub mod shell;
 pub mod sim;
 pub mod timing;
 pub mod trace;

@@ -220,6 +220,7 @@ fn loading_reports_progress_and_failure_names_the_file() {
         path: "/nonexistent/trace.din".into(),
         format: None,
         allow_truncated: false,
+        whole_up_to: worker::WHOLE_UP_TO,
     };
     let mut job = Job::spawn("load", &no_wake(), move |p| worker::load_source(source, p));
     match job.wait(Duration::from_secs(30)).expect("an outcome") {

@@ -18,7 +18,7 @@ fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
     let cfg = config::preset("gtx470-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
     // Stores bypass the L1: a row of their own, no requests, and a note saying so.
-    let rows = miss_view::rows(&d, &t, Per::Instruction);
+    let rows = miss_view::rows(&d, Per::Instruction);
     let names: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
     let st = &rows[2];
@@ -124,18 +124,18 @@ fn every_colouring_has_a_legend_and_the_heatmaps_have_scales() {
     let t = trace("matmul", &[("n", "64")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     // By instruction: one swatch per instruction, named, in its colour.
-    let (entries, note) = colour_legend(&d, &t, ColourBy::Instruction);
+    let (entries, note) = colour_legend(&d, ColourBy::Instruction);
     let names: Vec<&str> = entries.iter().map(|e| e.1.as_str()).collect();
     assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
     assert_eq!(entries[1].0, theme::category(1));
     assert!(note.is_none());
     // By CTA: 16 CTAs, more than the palette: the note says colours repeat.
-    let (entries, note) = colour_legend(&d, &t, ColourBy::Cta);
+    let (entries, note) = colour_legend(&d, ColourBy::Cta);
     assert_eq!(entries.len(), theme::PALETTE_LEN);
     assert_eq!(entries[3].1, "CTA 3");
     assert!(note.unwrap().contains("modulo 12"));
     for by in ColourBy::ALL {
-        assert!(!colour_legend(&d, &t, by).0.is_empty(), "{by:?}");
+        assert!(!colour_legend(&d, by).0.is_empty(), "{by:?}");
     }
     // The set axis: labels at row centres only, marks inside the rows.
     assert_eq!(set_label(0.5), "0");
@@ -219,7 +219,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let t = trace("matmul", &[("n", "32")]);
     let cfg = config::preset("fermi-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
-    let rows = miss_view::rows(&d, &t, Per::Instruction);
+    let rows = miss_view::rows(&d, Per::Instruction);
     let tot = &d.report.totals;
     assert_eq!(rows.iter().map(|r| r.accesses).sum::<u64>(), tot.accesses);
     assert_eq!(
@@ -238,7 +238,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let mut none = cfg;
     none.coalescing = config::Coalescing::None;
     let d = simulate(t.clone(), none);
-    for r in miss_view::rows(&d, &t, Per::Instruction) {
+    for r in miss_view::rows(&d, Per::Instruction) {
         assert_eq!(r.accesses_per_request(), 1.0, "{r:?}");
     }
     // On screen, with Nsight Compute's names in the hovers.
@@ -347,6 +347,7 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
             generator: None,
             window: None,
             sweep: None,
+            stream: false,
         },
         std::sync::Arc::new(|| {}),
     );
@@ -361,9 +362,8 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
         h.get_by_label(l);
     }
     let d = h.state().panes[0].result.clone().unwrap();
-    let t = h.state().trace.clone().unwrap();
-    let rows = miss_view::rows(&d, &t, Per::SourceLine);
-    let by_inst = miss_view::rows(&d, &t, Per::Instruction);
+    let rows = miss_view::rows(&d, Per::SourceLine);
+    let by_inst = miss_view::rows(&d, Per::Instruction);
     assert_eq!(rows.len(), 4);
     // One instruction per line here: each line's row is its instruction's row, classes too.
     for (l, i) in rows.iter().zip(&by_inst) {

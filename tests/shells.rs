@@ -38,13 +38,16 @@ fn cli(trace: &Path, cfg: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
-/// The app's report of `trace` under the configuration file `cfg`, as its jobs make it.
-fn app(trace: &Path, cfg: &Path) -> serde_json::Value {
+/// The app's report of `trace` under the configuration file `cfg`, as its jobs make it: the
+/// file read whole, or with `streamed` read by the simulation as it runs (as the app does for
+/// large files).
+fn app(trace: &Path, cfg: &Path, streamed: bool) -> serde_json::Value {
     let wake: Wake = Arc::new(|| {});
     let source = Source::File {
         path: trace.to_path_buf(),
         format: None,
         allow_truncated: false,
+        whole_up_to: if streamed { 0 } else { u64::MAX },
     };
     let mut load = Job::spawn("load", &wake, move |p| worker::load_source(source, p));
     let loaded = load
@@ -100,7 +103,7 @@ fn the_cli_and_the_app_report_the_same_for_the_same_trace_and_configuration() {
     ];
     for (trace, cfg) in &cases {
         let path = sample(trace);
-        let (from_cli, from_app) = (cli(&path, cfg, &[]), app(&path, cfg));
+        let (from_cli, from_app) = (cli(&path, cfg, &[]), app(&path, cfg, false));
         assert!(
             from_cli["requests"].as_u64().is_some_and(|n| n > 0),
             "{trace}: {from_cli}"
@@ -111,5 +114,13 @@ fn the_cli_and_the_app_report_the_same_for_the_same_trace_and_configuration() {
             "{trace} under {}: the CLI and the app differ",
             cfg.display()
         );
+        if from_cli.get("timing").is_none_or(|t| t.is_null()) {
+            assert_eq!(
+                from_cli,
+                app(&path, cfg, true),
+                "{trace} under {}: the CLI and the app streaming it differ",
+                cfg.display()
+            );
+        }
     }
 }

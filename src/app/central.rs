@@ -156,6 +156,11 @@ impl WarpscopeApp {
         if self.settings.view == View::Communication {
             // The communication view analyses the shared trace.
             match self.trace.clone() {
+                Some(trace) if trace.streamed.is_some() => {
+                    ui.centered_and_justified(|ui| {
+                        ui.label(views::STREAMED_NOTE);
+                    });
+                }
                 Some(trace) => self.communication_view(ui, &trace),
                 None => {
                     ui.centered_and_justified(|ui| {
@@ -245,6 +250,12 @@ impl WarpscopeApp {
                 });
                 return;
             };
+            if trace.streamed.is_some() && self.settings.view.needs_trace_in_memory() {
+                col.centered_and_justified(|ui| {
+                    ui.label(views::STREAMED_NOTE);
+                });
+                return;
+            }
             let Some(data) = pane.result.clone() else {
                 col.centered_and_justified(|ui| {
                     ui.spinner();

@@ -154,6 +154,8 @@ pub struct Startup {
     pub window: Option<[f32; 2]>,
     /// A merged sweep table to show (as a heatmap) at start.
     pub sweep: Option<PathBuf>,
+    /// Stream every trace file (read by each simulation as it runs), however small.
+    pub stream: bool,
 }
 
 /// Something asked for by a menu, a shortcut or a button, handled after drawing.
@@ -234,6 +236,9 @@ pub struct WarpscopeApp {
     pub only: Option<data::InstFilter>,
     /// The trace of the pane it was clicked in ([`pane_trace::trace_id`]).
     only_trace: Option<usize>,
+    /// The largest trace file (bytes on disk) read whole; larger ones are streamed
+    /// ([`worker::WHOLE_UP_TO`]; 0 with `--stream`).
+    pub whole_up_to: u64,
 }
 
 /// A generated trace that would not fit in memory, waiting for the user's decision.
@@ -305,6 +310,11 @@ impl WarpscopeApp {
             too_large: None,
             only: None,
             only_trace: None,
+            whole_up_to: if startup.stream {
+                0
+            } else {
+                worker::WHOLE_UP_TO
+            },
         };
         if let Some(s) = &startup.sweep {
             app.sweep.open_file(s);

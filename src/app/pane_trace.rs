@@ -64,6 +64,7 @@ impl WarpscopeApp {
     pub fn open_in_pane(&mut self, pane: usize, path: PathBuf) {
         let label = format!("Loading {} for pane {}", path.display(), pane + 1);
         let source = Source::File {
+            whole_up_to: self.whole_up_to,
             path: path.clone(),
             format: None,
             allow_truncated: false,
@@ -107,13 +108,7 @@ impl WarpscopeApp {
         let job = p.trace_job.take();
         match r {
             Ok(Loaded::Trace(t)) => {
-                self.status = Status::Info(format!(
-                    "Pane {}: {}: {} kernel(s), {} global/local accesses",
-                    i + 1,
-                    t.label,
-                    t.trace.kernels.len(),
-                    t.accesses
-                ));
+                self.status = Status::Info(format!("Pane {}: {}: {}", i + 1, t.label, t.summary()));
                 p.own_trace = Some(t);
                 self.only = None;
                 // The run of the trace it showed before is of no use now.

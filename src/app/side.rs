@@ -19,11 +19,7 @@ impl WarpscopeApp {
                         format!("Only the complete kernels before an error: {why}"),
                     );
                 }
-                ui.label(format!(
-                    "{} kernel(s), {} global/local accesses",
-                    t.trace.kernels.len(),
-                    t.accesses
-                ));
+                ui.label(t.summary());
             }
             None => {
                 ui.label(
@@ -37,11 +33,10 @@ impl WarpscopeApp {
         let a = self.settings.active;
         if let Some(t) = &self.panes[a].own_trace {
             ui.label(format!(
-                "Pane {} shows its own trace: {} ({} kernel(s), {} global/local accesses)",
+                "Pane {} shows its own trace: {} ({})",
                 a + 1,
                 t.label,
-                t.trace.kernels.len(),
-                t.accesses
+                t.summary()
             ));
             if ui
                 .button(format!("Pane {}: use the shared trace", a + 1))

@@ -28,6 +28,7 @@ impl WarpscopeApp {
         self.remember(&path);
         self.load_file = Some(path.clone());
         let source = Source::File {
+            whole_up_to: self.whole_up_to,
             path,
             format: None,
             allow_truncated,
@@ -208,10 +209,9 @@ impl WarpscopeApp {
         match r {
             Ok(Loaded::Trace(t)) => {
                 self.status = Status::Info(format!(
-                    "{}: {} kernel(s), {} global/local accesses{}",
+                    "{}: {}{}",
                     t.label,
-                    t.trace.kernels.len(),
-                    t.accesses,
+                    t.summary(),
                     t.format
                         .map(|f| format!(", format {}", f.name()))
                         .unwrap_or_default()

@@ -11,7 +11,7 @@ use crate::config::SimConfig;
 use crate::sim::{self, Observer, RequestEvent};
 use crate::trace::{self, Trace};
 
-use super::data::{Points, SimData, TraceData};
+use super::data::{Gather, Points, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
 
 /// A trace read or generated, or a generator stopped because its trace would not fit.
@@ -33,6 +33,9 @@ pub enum Source {
         path: PathBuf,
         format: Option<trace::Format>,
         allow_truncated: bool,
+        /// The largest file read whole, in bytes on disk ([`WHOLE_UP_TO`] unless a test or
+        /// `--stream` says otherwise); a larger one is read by each simulation as it runs.
+        whole_up_to: u64,
     },
     /// Run a built-in generator; stop (with [`Loaded::TooLarge`]) as soon as the trace is
     /// projected to hold more accesses than `max_accesses`.
@@ -58,7 +61,14 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             path,
             format,
             allow_truncated,
-        } => load(&path, format, allow_truncated, progress),
+            whole_up_to,
+        } => {
+            let size = disk_bytes(&path);
+            if (whole_up_to == 0 || size > whole_up_to) && !allow_truncated {
+                return open_streamed(&path, format, size);
+            }
+            load(&path, format, allow_truncated, progress)
+        }
         Source::Generator {
             kernel,
             params,
@@ -130,6 +140,44 @@ pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::da
     }
 }
 
+/// The largest trace file (bytes on disk) the app reads whole; a larger one is read by each
+/// simulation as it runs, and the views draw what that run gathered (`data::Gather`). Read
+/// whole, a trace takes several times its file's size in memory.
+pub const WHOLE_UP_TO: u64 = 256 << 20;
+
+/// A trace's bytes on disk: its file's, or for a directory (an Accel-Sim trace) its files'.
+fn disk_bytes(path: &Path) -> u64 {
+    if !path.is_dir() {
+        return std::fs::metadata(path).map_or(0, |m| m.len());
+    }
+    std::fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
+/// Opens a trace file to be streamed: checks that it opens (format, first bytes) and keeps
+/// its path; nothing of it is read yet.
+fn open_streamed(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<Loaded> {
+    let opts = trace::ReadOptions {
+        format,
+        allow_truncated: false,
+    };
+    let open = trace::open_trace(path, opts, &|s| s, &|s| s)
+        .map_err(|e| JobError::Failed(e.to_string()))?;
+    let label = format!("{} (streamed)", super::file_name(path));
+    Ok(Loaded::Trace(Arc::new(TraceData::streamed(
+        path.to_path_buf(),
+        open.format,
+        label,
+        size,
+    ))))
+}
+
 /// Counts the bytes read from the file and fails the next read once cancelled.
 struct Watched {
     inner: trace::source::Stream,
@@ -159,13 +207,7 @@ fn load(
         std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
     };
     progress.set_total(size);
-    let p = progress.clone();
-    let watch = move |s: trace::source::Stream| -> trace::source::Stream {
-        Box::new(Watched {
-            inner: s,
-            progress: p.clone(),
-        })
-    };
+    let watch = watching(progress);
     let opts = trace::ReadOptions {
         format,
         allow_truncated,
@@ -225,8 +267,11 @@ impl Observer for Relay<'_> {
 pub fn simulate(
     config: SimConfig,
     trace: &TraceData,
-    progress: &Progress,
+    progress: &Arc<Progress>,
 ) -> Finished<Arc<SimData>> {
+    if trace.streamed.is_some() {
+        return simulate_streamed(config, trace, progress);
+    }
     progress.set_total(trace.trace.total_accesses() as u64);
     let mut collect = Collect {
         points: Points::default(),
@@ -241,6 +286,71 @@ pub fn simulate(
         ))),
         Err(sim::SimError::Cancelled) => Err(JobError::Cancelled),
         Err(e) => Err(JobError::Failed(error_chain(&e))),
+    }
+}
+
+/// Simulates a streamed trace: one thread reads the file (counting its bytes for progress,
+/// failing its next read once cancelled) while this one simulates, as `warpscope sim` does,
+/// and [`Gather`] keeps what the views draw.
+fn simulate_streamed(
+    config: SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+) -> Finished<Arc<SimData>> {
+    let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
+        return Err(JobError::Failed("a streamed trace without its file".into()));
+    };
+    if config.timing.is_some() {
+        return Err(JobError::Failed(
+            "the timing model needs the trace in memory: this file is too large to hold; \
+             use `warpscope sim --timing` on it"
+                .into(),
+        ));
+    }
+    let session = sim::Session::new(&config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
+    let opts = trace::ReadOptions {
+        format: trace.format,
+        allow_truncated: false,
+    };
+    let watch = watching(progress);
+    let open = trace::open_trace(&path, opts, &|s| s, &watch)
+        .map_err(|e| JobError::Failed(e.to_string()))?;
+    progress.set_total(bytes * open.streamed_reads());
+    let src = crate::shell::lanes::file_source(open, |s| s, watch);
+    let mut gather = Gather::new(
+        config.cache.sets() as usize,
+        config.cache.line_bytes as u64,
+        progress,
+    );
+    let ran = crate::shell::lanes::run(vec![session], 1, src.depth, &mut gather, src.source);
+    let session = match ran {
+        Ok(mut s) => s.pop(),
+        Err(_) if progress.cancelled() => return Err(JobError::Cancelled),
+        Err(crate::shell::lanes::Failure::Session(_, e)) => {
+            return Err(JobError::Failed(error_chain(&e)))
+        }
+        Err(crate::shell::lanes::Failure::Other(e)) => {
+            return Err(JobError::Failed(format!("{e:#}")))
+        }
+    };
+    let Some(session) = session else {
+        return Err(JobError::Failed("the simulation was lost".into()));
+    };
+    let report = session.finish(&mut gather);
+    Ok(Arc::new(SimData::streamed(config, report, gather)))
+}
+
+/// A `watch` for a reader: counts the bytes read into `progress`, and fails the next read
+/// once it is cancelled.
+fn watching(
+    progress: &Arc<Progress>,
+) -> impl Fn(trace::source::Stream) -> trace::source::Stream + Send + Sync + 'static {
+    let p = progress.clone();
+    move |s: trace::source::Stream| -> trace::source::Stream {
+        Box::new(Watched {
+            inner: s,
+            progress: p.clone(),
+        })
     }
 }
 

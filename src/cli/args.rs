@@ -40,6 +40,11 @@ pub struct Cli {
     /// Open a merged sweep table (`sweep merge`'s .parquet or .csv) in the app, as a heatmap.
     #[arg(long, value_name = "FILE")]
     pub sweep: Option<PathBuf>,
+    /// Read the trace file in the app as each simulation runs instead of loading it whole
+    /// (what the app does by itself for files over 256 MiB): memory stays bounded, and the
+    /// address view draws a regular sample of the requests.
+    #[arg(long)]
+    pub stream: bool,
 }
 
 /// Parses `WIDTHxHEIGHT`.

@@ -6,7 +6,6 @@ mod args;
 mod comm;
 mod explain;
 mod hwcheck;
-mod lanes;
 mod lesson;
 mod options;
 mod output;
@@ -22,7 +21,7 @@ use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => no_command(cli.file, cli.screenshots, cli.fresh, cli.window, cli.sweep),
+        None => no_command(cli),
         Some(Command::Sim(a)) => simulate(a),
         Some(Command::Gen(a)) => generate(a),
         Some(Command::Convert(a)) => convert(a),
@@ -37,13 +36,16 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// With the app: open the window. Without it: simulate the file, or the built-in example.
 #[cfg(feature = "gui")]
-fn no_command(
-    file: Option<std::path::PathBuf>,
-    screenshots: Option<std::path::PathBuf>,
-    fresh: bool,
-    window: Option<[f32; 2]>,
-    sweep: Option<std::path::PathBuf>,
-) -> Result<()> {
+fn no_command(cli: Cli) -> Result<()> {
+    let Cli {
+        file,
+        screenshots,
+        fresh,
+        window,
+        sweep,
+        stream,
+        ..
+    } = cli;
     if let Some(dir) = &screenshots {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -54,6 +56,7 @@ fn no_command(
             generator: None,
             window,
             sweep,
+            stream,
         },
         screenshots,
     )
@@ -64,13 +67,13 @@ fn no_command(
 }
 
 #[cfg(not(feature = "gui"))]
-fn no_command(
-    file: Option<std::path::PathBuf>,
-    screenshots: Option<std::path::PathBuf>,
-    _fresh: bool,
-    _window: Option<[f32; 2]>,
-    sweep: Option<std::path::PathBuf>,
-) -> Result<()> {
+fn no_command(cli: Cli) -> Result<()> {
+    let Cli {
+        file,
+        screenshots,
+        sweep,
+        ..
+    } = cli;
     if screenshots.is_some() || sweep.is_some() {
         anyhow::bail!("this build has no desktop app (the `gui` feature is off)");
     }
@@ -157,7 +160,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
             o,
             Box::new(move |to| {
                 for k in kernels {
-                    to.send(lanes::Piece::Kernel(k))?;
+                    to.send(warpscope::shell::lanes::Piece::Kernel(k))?;
                 }
                 Ok(())
             }),

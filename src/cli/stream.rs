@@ -15,20 +15,14 @@
 //!   built.
 
 use super::args::InputArgs;
-use super::lanes;
 use anyhow::{bail, Result};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use warpscope::config::SimConfig;
+use warpscope::shell::lanes;
 use warpscope::sim::{self, NoObserver, Observer, Report, Session};
 use warpscope::trace;
-
-/// Rows per chunk: about 1.5 MB of columns, small enough to stay in the caches' reach and
-/// large enough that handing a chunk over costs nothing measurable.
-const CHUNK_ROWS: usize = 1 << 16;
-/// Chunks parsed ahead of the simulation.
-const AHEAD: usize = 4;
 
 /// Counts the bytes read from the file (compressed or not), for progress.
 struct Counted {
@@ -193,11 +187,11 @@ pub fn input(a: &InputArgs) -> Result<Input> {
             };
             let (open, read) = open(path, opts)?;
             let progress = ByBytes::for_trace(path, &open, read.clone());
-            let (source, depth, splits) = from_file(open, &read);
+            let f = lanes::file_source(open, super::readahead::wrap, counting(&read));
             Ok(Input {
-                source,
-                depth,
-                splits,
+                source: f.source,
+                depth: f.depth,
+                splits: f.splits,
                 progress,
             })
         }
@@ -211,26 +205,6 @@ pub fn input(a: &InputArgs) -> Result<Input> {
             })
         }
         _ => bail!("give a trace (--trace FILE) or a built-in kernel (--kernel NAME)"),
-    }
-}
-
-/// The pieces of an opened trace file (the files' bytes read are counted in `read`); the
-/// depth of the lanes' queues for them; and whether its CTAs can run on several SMs (a
-/// reference stream's one thread runs on one).
-fn from_file(open: trace::OpenTrace, read: &Arc<AtomicU64>) -> (lanes::Source, usize, bool) {
-    match open.into_reference_stream() {
-        Ok(stream) => (
-            Box::new(move |to| lanes::send_reference_stream(stream, CHUNK_ROWS, to)),
-            AHEAD,
-            false,
-        ),
-        Err(open) => {
-            let watch = counting(read);
-            // One kernel or CTA waits while one is simulated and the next is read.
-            let send: lanes::Source =
-                Box::new(move |to| Ok(open.stream(&super::readahead::wrap, &watch, to)?));
-            (send, 1, true)
-        }
     }
 }
 

@@ -20,6 +20,7 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
             generator: Some((kernel.into(), params.into())),
             window: None,
             sweep: None,
+            stream: false,
         },
         Arc::new(|| {}),
     );

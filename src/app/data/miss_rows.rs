@@ -1,7 +1,7 @@
 //! The rows of the miss view's tables (per instruction, per CTA, per source line), built on
 //! the worker with the rest of a run's [`SimData`] so that the view only sorts and draws them.
 
-use super::{inst_label, ClassSplit, Outcome, SimData, TraceData};
+use super::{inst_label, ClassSplit, Outcome, SimData};
 use crate::cache::{Counters, MissClasses};
 
 /// Which table the miss view shows.
@@ -25,7 +25,7 @@ pub struct MissTables {
 }
 
 impl MissTables {
-    pub fn new(d: &SimData, trace: &TraceData) -> Self {
+    pub fn new(d: &SimData) -> Self {
         let mut totals = ClassCounts::default();
         if d.config.timing.is_some() {
             totals = ClassCounts::from_classes(&d.report.totals.miss_classes);
@@ -39,9 +39,9 @@ impl MissTables {
             }
         }
         MissTables {
-            instruction: rows(d, trace, Per::Instruction),
-            cta: rows(d, trace, Per::Cta),
-            source_line: rows(d, trace, Per::SourceLine),
+            instruction: rows(d, Per::Instruction),
+            cta: rows(d, Per::Cta),
+            source_line: rows(d, Per::SourceLine),
             totals,
         }
     }
@@ -143,8 +143,8 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
 }
 
 /// The rows of the per-instruction, per-CTA or per-source-line table, in report order.
-pub fn rows(d: &SimData, trace: &TraceData, per: Per) -> Vec<MissRow> {
-    let several = trace.trace.kernels.len() > 1;
+pub fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
+    let several = d.kernels.len() > 1;
     let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
     match per {
         Per::Instruction => d

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::cache::MissClass;
 use crate::config::SimConfig;
 use crate::sim::{Report, RequestEvent};
-use crate::trace::{Format, Trace};
+use crate::trace::{Format, Kernel, Trace};
 
 /// Requests kept per simulation for the address and set views (about 33 bytes each); later
 /// requests are counted in the report but not drawn.
@@ -39,6 +39,16 @@ impl Outcome {
             Outcome::Capacity => "capacity miss",
             Outcome::Conflict => "conflict miss",
             Outcome::Miss => "miss",
+        }
+    }
+    /// A request's outcome from the cache's answer.
+    pub fn of(hit: bool, class: Option<MissClass>) -> Outcome {
+        match (hit, class) {
+            (true, _) => Outcome::Hit,
+            (false, Some(MissClass::Compulsory)) => Outcome::Compulsory,
+            (false, Some(MissClass::Capacity)) => Outcome::Capacity,
+            (false, Some(MissClass::Conflict)) => Outcome::Conflict,
+            (false, None) => Outcome::Miss,
         }
     }
     fn code(self) -> u8 {
@@ -129,6 +139,9 @@ pub struct TraceData {
     pub accesses: u64,
     /// Why reading stopped early, when only the complete kernels before an error were kept.
     pub truncated: Option<String>,
+    /// `Some(bytes on disk)` for a file too large to hold: `trace` is empty, and each
+    /// simulation reads the file from `path` as it runs (`worker::simulate`).
+    pub streamed: Option<u64>,
 }
 
 impl TraceData {
@@ -154,6 +167,31 @@ impl TraceData {
             arrays,
             accesses,
             truncated: None,
+            streamed: None,
+        }
+    }
+
+    /// A trace file to be read by each simulation rather than held: `bytes` on disk.
+    pub fn streamed(path: PathBuf, format: Format, label: String, bytes: u64) -> Self {
+        TraceData {
+            streamed: Some(bytes),
+            format: Some(format),
+            ..TraceData::new(Trace::default(), label, Some(path), Some(format))
+        }
+    }
+
+    /// Its kernels and accesses, in a few words.
+    pub fn summary(&self) -> String {
+        match self.streamed {
+            Some(bytes) => format!(
+                "{:.1} MiB read from disk as each run goes (not held in memory)",
+                bytes as f64 / (1u64 << 20) as f64
+            ),
+            None => format!(
+                "{} kernel(s), {} global/local accesses",
+                self.trace.kernels.len(),
+                self.accesses
+            ),
         }
     }
 }
@@ -193,6 +231,8 @@ impl ClassSplit {
 pub enum XAxis {
     /// Request `i` sits at `x = i`.
     Order,
+    /// A streamed run's sample: kept request `i` is request `i * stride` of the run.
+    Sampled { stride: u64 },
     /// Request `i` sits at its issue cycle, each kernel starting where the previous one's last
     /// request was issued (SMs run side by side, so `x` is not monotonic in `i`).
     Time {
@@ -310,6 +350,10 @@ pub struct SimData {
     pub miss_tables: MissTables,
     /// How many distinct ids each colouring of the address view has.
     pub ids: IdCounts,
+    /// The simulated kernels' headers (names, shapes, instructions).
+    pub kernels: Vec<Kernel>,
+    /// The address axis.
+    pub segments: Segments,
 }
 
 /// One more than the largest id of each kind among the kept requests (0 when none): what the
@@ -340,6 +384,9 @@ impl IdCounts {
     }
 }
 
+mod gather;
+pub use gather::{Gather, Slots, SAMPLE_POINTS};
+pub use sim::Counted;
 mod miss_rows;
 mod set_grid;
 pub use set_grid::{SetGrid, SetMetric};

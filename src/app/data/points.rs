@@ -21,13 +21,7 @@ impl Points {
             self.dropped += 1;
             return;
         }
-        let outcome = match (e.hit, e.class) {
-            (true, _) => Outcome::Hit,
-            (false, Some(MissClass::Compulsory)) => Outcome::Compulsory,
-            (false, Some(MissClass::Capacity)) => Outcome::Capacity,
-            (false, Some(MissClass::Conflict)) => Outcome::Conflict,
-            (false, None) => Outcome::Miss,
-        };
+        let outcome = Outcome::of(e.hit, e.class);
         self.line.push(e.line);
         self.cta.push(e.cta);
         self.warp.push(e.warp);
@@ -57,6 +51,27 @@ impl Points {
         if let Some(t) = e.thread {
             self.thread.push(t);
         }
+    }
+    /// Drops every other request (the 2nd, 4th, ...), halving a sample.
+    pub fn keep_every_other(&mut self) {
+        fn halve<T: Copy>(v: &mut Vec<T>) {
+            let n = v.len().div_ceil(2);
+            for i in 0..n {
+                v[i] = v[2 * i];
+            }
+            v.truncate(n);
+        }
+        halve(&mut self.line);
+        halve(&mut self.cta);
+        halve(&mut self.warp);
+        halve(&mut self.inst);
+        halve(&mut self.kernel);
+        halve(&mut self.sm);
+        halve(&mut self.set);
+        halve(&mut self.outcome);
+        halve(&mut self.reuse);
+        halve(&mut self.time);
+        halve(&mut self.thread);
     }
     pub fn outcome(&self, i: usize) -> Outcome {
         Outcome::from_code(self.outcome[i])

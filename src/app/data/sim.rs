@@ -2,9 +2,21 @@
 
 use super::*;
 
+/// What a run counted, exactly, whether from every request or as they streamed by.
+pub struct Counted {
+    pub grid: SetGrid,
+    pub slots: Slots,
+    /// By [`Slots`].
+    pub inst_split: Vec<ClassSplit>,
+    pub cta_split: Vec<ClassSplit>,
+    /// The kernels' headers.
+    pub kernels: Vec<Kernel>,
+    pub segments: Segments,
+}
+
 impl SimData {
-    /// Keeps a run's report and requests, and derives the per-set grid and the read/write
-    /// class splits from the requests.
+    /// Keeps a run's report and every request, and derives the per-set grid and the
+    /// read/write class splits from the requests.
     pub fn new(config: SimConfig, report: Report, points: Points, trace: &TraceData) -> Self {
         let p = &points;
         let sets = config.cache.sets().max(1) as usize;
@@ -18,42 +30,9 @@ impl SimData {
             misses: vec![0; sets * SET_BINS],
             images: Default::default(),
         };
-        // Rows of the report's instruction and CTA tables, found through dense tables indexed
-        // by each kernel's first slot plus the instruction or serialized CTA id.
-        let kernels = &trace.trace.kernels;
-        let mut inst_base = Vec::with_capacity(kernels.len() + 1);
-        let mut cta_base = Vec::with_capacity(kernels.len() + 1);
-        let (mut ib, mut cb) = (0usize, 0usize);
-        for k in kernels {
-            inst_base.push(ib);
-            cta_base.push(cb);
-            ib += k.instructions.len();
-            cb += k.num_ctas() as usize;
-        }
-        let mut inst_row = vec![usize::MAX; ib];
-        for (row, r) in report.instructions.iter().enumerate() {
-            if let Some(slot) = inst_base
-                .get(r.kernel as usize)
-                .map(|b| b + r.inst as usize)
-            {
-                if let Some(v) = inst_row.get_mut(slot) {
-                    *v = row;
-                }
-            }
-        }
-        let mut cta_row = vec![usize::MAX; cb];
-        for (row, r) in report.ctas.iter().enumerate() {
-            if let Some(k) = kernels.get(r.kernel as usize) {
-                let id = (r.cta.z as usize * k.grid.y as usize + r.cta.y as usize)
-                    * k.grid.x as usize
-                    + r.cta.x as usize;
-                if let Some(v) = cta_row.get_mut(cta_base[r.kernel as usize] + id) {
-                    *v = row;
-                }
-            }
-        }
-        let mut per_inst = vec![ClassSplit::default(); report.instructions.len()];
-        let mut per_cta = vec![ClassSplit::default(); report.ctas.len()];
+        let slots = Slots::of(&trace.trace.kernels);
+        let mut inst_split = vec![ClassSplit::default(); slots.insts];
+        let mut cta_split = vec![ClassSplit::default(); slots.ctas];
         for i in 0..n {
             let set = (p.set[i] as usize).min(sets - 1);
             let bin = ((i as u64 / per_bin) as usize).min(SET_BINS - 1);
@@ -64,31 +43,79 @@ impl SimData {
             }
             let k = p.kernel[i] as usize;
             let write = p.is_write(i);
-            if let Some(&b) = inst_base.get(k) {
-                if let Some(s) = inst_row
-                    .get(b + p.inst[i] as usize)
-                    .and_then(|&r| per_inst.get_mut(r))
-                {
-                    s.add(write, o);
-                }
+            if let Some(s) = slots.inst(k, p.inst[i]) {
+                inst_split[s].add(write, o);
             }
-            if let Some(&b) = cta_base.get(k) {
-                if let Some(s) = cta_row
-                    .get(b + p.cta[i] as usize)
-                    .and_then(|&r| per_cta.get_mut(r))
-                {
-                    s.add(write, o);
-                }
+            if let Some(s) = slots.cta(k, p.cta[i]) {
+                cta_split[s].add(write, o);
             }
         }
+        let counted = Counted {
+            grid,
+            slots,
+            inst_split,
+            cta_split,
+            kernels: trace.trace.kernels.iter().map(Kernel::header).collect(),
+            segments: trace.segments.clone(),
+        };
+        let x = XAxis::new(&points);
+        Self::assemble(config, report, points, x, counted)
+    }
+
+    /// A streamed run: its report, the sample of its requests and what was counted as it ran.
+    pub fn streamed(config: SimConfig, report: Report, g: Gather) -> Self {
+        let segments = g.segments();
+        let x = XAxis::Sampled { stride: g.stride };
+        let counted = Counted {
+            grid: g.grid.into_grid(),
+            slots: g.slots,
+            inst_split: g.inst_split,
+            cta_split: g.cta_split,
+            kernels: g.kernels,
+            segments,
+        };
+        let stride = g.stride;
+        let mut d = Self::assemble(config, report, g.points, x, counted);
+        d.inst_over_time.per_slice *= stride;
+        d.sm_over_time.per_slice *= stride;
+        d
+    }
+
+    fn assemble(config: SimConfig, report: Report, points: Points, x: XAxis, c: Counted) -> Self {
+        let mut grid = c.grid;
         grid.paint();
+        // The report's instruction and CTA rows, each given its slot's split.
+        let kernels = &c.kernels;
+        let per_inst = report
+            .instructions
+            .iter()
+            .map(|r| {
+                c.slots
+                    .inst(r.kernel as usize, r.inst)
+                    .map_or_else(ClassSplit::default, |s| c.inst_split[s])
+            })
+            .collect();
+        let per_cta = report
+            .ctas
+            .iter()
+            .map(|r| {
+                let id = kernels.get(r.kernel as usize).map(|k| {
+                    (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
+                        + r.cta.x as u64
+                });
+                id.and_then(|id| {
+                    c.slots
+                        .cta(r.kernel as usize, id.min(u32::MAX as u64) as u32)
+                })
+                .map_or_else(ClassSplit::default, |s| c.cta_split[s])
+            })
+            .collect();
         let line_bytes = config.cache.line_bytes as u64;
         let y = points
             .line
             .iter()
-            .map(|&l| trace.segments.y(l.saturating_mul(line_bytes)))
+            .map(|&l| c.segments.y(l.saturating_mul(line_bytes)))
             .collect();
-        let x = XAxis::new(&points);
         let name = |k: u16, i: u32| {
             let inst = kernels
                 .get(k as usize)
@@ -115,8 +142,10 @@ impl SimData {
             sm_over_time,
             miss_tables: MissTables::default(),
             ids,
+            kernels: c.kernels,
+            segments: c.segments,
         };
-        d.miss_tables = MissTables::new(&d, trace);
+        d.miss_tables = MissTables::new(&d);
         d
     }
 
@@ -125,13 +154,22 @@ impl SimData {
     pub fn x(&self, i: usize) -> f64 {
         match &self.x {
             XAxis::Order => i as f64,
+            XAxis::Sampled { stride } => (i as u64 * stride) as f64,
             XAxis::Time { x, .. } => x[i] as f64,
+        }
+    }
+    /// Kept request `i`'s number in the run's issue order.
+    pub fn request_number(&self, i: usize) -> u64 {
+        match &self.x {
+            XAxis::Sampled { stride } => i as u64 * stride,
+            _ => i as u64,
         }
     }
     /// One past the largest x.
     pub fn x_end(&self) -> f64 {
         match &self.x {
             XAxis::Order => self.points.len() as f64,
+            XAxis::Sampled { stride } => (self.points.len() as u64 * stride) as f64,
             XAxis::Time { end, .. } => *end as f64,
         }
     }
@@ -139,6 +177,8 @@ impl SimData {
     pub fn x_label(&self) -> &'static str {
         match &self.x {
             XAxis::Order => "request (issue order)",
+            XAxis::Sampled { stride: 1 } => "request (issue order; every request drawn)",
+            XAxis::Sampled { .. } => "request (issue order; a regular sample drawn)",
             XAxis::Time { .. } => "cycle (timing model; kernels one after another)",
         }
     }
@@ -152,6 +192,14 @@ impl SimData {
             XAxis::Order => {
                 let first = (x0.max(0.0).ceil() as usize).min(n);
                 let last = ((x1.floor() as usize).saturating_add(1)).min(n).max(first);
+                Visible::Range(first..last)
+            }
+            XAxis::Sampled { stride } => {
+                let s = *stride as f64;
+                let first = ((x0.max(0.0) / s).ceil() as usize).min(n);
+                let last = (((x1 / s).floor() as usize).saturating_add(1))
+                    .min(n)
+                    .max(first);
                 Visible::Range(first..last)
             }
             XAxis::Time { x, by_x, .. } => {

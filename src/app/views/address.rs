@@ -8,7 +8,7 @@ use super::address_explain::{self, Asked, Explained, PanelAction};
 use super::address_hover::{request_tooltip, selection_panel};
 use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
-use crate::app::data::{InstFilter, Selection, SimData};
+use crate::app::data::{InstFilter, Selection, SimData, XAxis};
 use crate::app::raster::{RasterRequest, View as RasterView};
 use crate::app::theme;
 
@@ -168,17 +168,21 @@ impl AddressView {
         let state = self;
         let p = &data.points;
         let n = p.len();
-        let segs = &trace.segments;
+        let segs = &data.segments;
         let segs_fmt = segs.clone();
         let segs_marks = segs.clone();
-        let legend_note = if p.dropped > 0 {
-            format!(" (first {n} of {} requests)", n as u64 + p.dropped)
-        } else {
-            String::new()
+        let legend_note = match data.x {
+            XAxis::Sampled { stride: 1 } => " drawn: every request of the streamed run".into(),
+            XAxis::Sampled { stride } => format!(
+                " drawn: 1 in {stride} of the {} requests of the streamed run",
+                data.report.totals.requests
+            ),
+            _ if p.dropped > 0 => format!(" (first {n} of {} requests)", n as u64 + p.dropped),
+            _ => String::new(),
         };
         ui.horizontal_wrapped(|ui| {
             ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
-            let (entries, note) = colour_legend(data, trace, cx.colour);
+            let (entries, note) = colour_legend(data, cx.colour);
             for (colour, text) in entries {
                 theme::swatch(ui, colour, &text);
             }
@@ -454,12 +458,13 @@ impl AddressView {
             .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
             .and_then(|pos| nearest(data, &t, pos, only_key));
         if let Some(i) = hovered {
-            if r.clicked() && !shift {
+            // Explaining replays the trace up to the request: it needs the trace in memory.
+            if r.clicked() && !shift && trace.streamed.is_none() {
                 state.explain(i);
                 ui.ctx().request_repaint();
             }
             r.clone().on_hover_ui_at_pointer(|ui| {
-                request_tooltip(ui, data, trace, i);
+                request_tooltip(ui, data, i);
             });
             out.push(Command::Hover {
                 pane,
@@ -510,7 +515,7 @@ impl AddressView {
                 r.id.with("linked"),
                 egui::PopupAnchor::Position(at + egui::vec2(12.0, 12.0)),
             )
-            .show(|ui| request_tooltip(ui, data, trace, i));
+            .show(|ui| request_tooltip(ui, data, i));
         }
     }
 }

@@ -71,10 +71,10 @@ pub(super) fn selection_panel(ui: &mut Ui, trace: &TraceData, s: &Selection) -> 
     clear
 }
 
-pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: usize) {
+pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
     let p = &d.points;
     let k = p.kernel[i] as usize;
-    let kernel = trace.trace.kernels.get(k);
+    let kernel = d.kernels.get(k);
     let inst = kernel
         .and_then(|k| k.instructions.get(p.inst[i] as usize))
         .map(|s| match s.line {
@@ -101,7 +101,7 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, trace: &TraceData, i: us
             ui.label(v);
             ui.end_row();
         };
-        kv("request", i.to_string());
+        kv("request", d.request_number(i).to_string());
         kv(
             "kind",
             if p.is_write(i) {

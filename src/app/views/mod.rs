@@ -37,6 +37,10 @@ impl View {
         View::Performance,
         View::Step,
     ];
+    /// Whether it replays or re-analyzes the trace, so needs it in memory (not streamed).
+    pub fn needs_trace_in_memory(self) -> bool {
+        matches!(self, View::Communication | View::Performance | View::Step)
+    }
     pub fn name(self) -> &'static str {
         match self {
             View::Address => "Address vs time",
@@ -76,12 +80,13 @@ fn hex(a: u64) -> String {
     format!("0x{a:x}")
 }
 
+/// What a view that needs the trace in memory shows for a streamed one.
+pub const STREAMED_NOTE: &str = "This trace is streamed from disk (it is too large to hold), \
+     and this view needs it in memory. The address, reuse, miss and set views show it; \
+     `warpscope comm`, `warpscope sim --timing` and `warpscope explain` work on the file.";
+
 /// The address view's legend for a colouring: swatches, and a note where colours repeat.
-pub fn colour_legend(
-    d: &SimData,
-    trace: &TraceData,
-    by: ColourBy,
-) -> (Vec<(Color32, String)>, Option<String>) {
+pub fn colour_legend(d: &SimData, by: ColourBy) -> (Vec<(Color32, String)>, Option<String>) {
     let palette = theme::PALETTE_LEN as u32;
     match by {
         ColourBy::Outcome => {
@@ -100,7 +105,7 @@ pub fn colour_legend(
             let entries = (0..count.min(palette))
                 .map(|i| {
                     let mut names: Vec<&str> = Vec::new();
-                    for k in &trace.trace.kernels {
+                    for k in &d.kernels {
                         if let Some(inst) = k.instructions.get(i as usize) {
                             if !names.contains(&inst.name.as_str()) {
                                 names.push(&inst.name);

@@ -18,11 +18,12 @@ mod slurm;
 #[cfg(feature = "tables")]
 use super::args::SweepAction;
 use super::args::{InputArgs, SweepArgs};
-use super::{lanes, options, stream};
+use super::{options, stream};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 use warpscope::config::SimConfig;
+use warpscope::shell::lanes;
 use warpscope::sim::{self, NoObserver, Report, Session};
 
 #[derive(Serialize)]

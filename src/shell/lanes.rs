@@ -8,11 +8,11 @@
 //! The core stays free of threads: it gives the pieces ([`Session`]'s kernel, CTA and chunk
 //! calls); this module runs them in parallel.
 
+use crate::sim::{NoObserver, Observer, Session, SimError};
+use crate::trace::{self, Columns, CtaSink, Kernel, KernelSink, TraceError};
 use anyhow::{Context, Result};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
-use warpscope::sim::{NoObserver, Observer, Session, SimError};
-use warpscope::trace::{self, Columns, CtaSink, Kernel, KernelSink, TraceError};
 
 /// What sends the pieces, on a thread of its own.
 pub type Source = Box<dyn FnOnce(&mut Fanout) -> Result<()> + Send>;
@@ -234,6 +234,44 @@ pub fn cores(jobs: usize) -> usize {
         return jobs;
     }
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Rows per chunk of a reference stream: about 1.5 MB of columns, small enough to stay in
+/// the caches' reach and large enough that handing a chunk over costs nothing measurable.
+pub const CHUNK_ROWS: usize = 1 << 16;
+/// Chunks of a reference stream parsed ahead of the simulation.
+const AHEAD: usize = 4;
+
+/// How an opened trace file is sent: its source, the depth of the lanes' queues for its
+/// pieces, and whether its CTAs can run on several SMs (a reference stream's one thread runs
+/// on one).
+pub struct FileSource {
+    pub source: Source,
+    pub depth: usize,
+    pub splits: bool,
+}
+
+/// The pieces of an opened trace file: a `din` reference stream in chunks of rows, any other
+/// format CTA by CTA where it is grouped so (else a kernel at a time). `wrap` and `watch` are
+/// [`trace::OpenTrace::stream`]'s (decompression ahead, counting the bytes read).
+pub fn file_source(
+    open: trace::OpenTrace,
+    wrap: fn(trace::source::Stream) -> trace::source::Stream,
+    watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+) -> FileSource {
+    match open.into_reference_stream() {
+        Ok(stream) => FileSource {
+            source: Box::new(move |to| send_reference_stream(stream, CHUNK_ROWS, to)),
+            depth: AHEAD,
+            splits: false,
+        },
+        Err(open) => FileSource {
+            // One kernel or CTA waits while one is simulated and the next is read.
+            source: Box::new(move |to| Ok(open.stream(&wrap, &watch, to)?)),
+            depth: 1,
+            splits: true,
+        },
+    }
 }
 
 /// Sends a reference stream, its header and then its rows in chunks of `rows_per_chunk`.

@@ -1,0 +1,297 @@
+//! A streamed run's requests, summarized as they come, for a trace too large to hold: the app
+//! keeps what the views draw, in memory bounded by the trace's shape (instructions, CTAs,
+//! sets, pages touched), never by its length.
+//!
+//! - A systematic sample of the requests, in issue order: every `stride`-th request, the
+//!   stride doubling (and every other kept request dropped) whenever [`SAMPLE_POINTS`] are
+//!   kept. The address view draws it, each request at its place in the whole order.
+//! - Exact counts: the set heatmap (its time slices doubling in width as the run grows), the
+//!   read/write split of every instruction and CTA, and the 4 KiB pages touched (the address
+//!   axis's segments, as [`Segments::from_addresses`] makes them from every address).
+
+use rustc_hash::FxHashSet;
+
+use super::{ClassSplit, Outcome, Points, Segments, SET_BINS};
+use crate::app::job::Progress;
+use crate::sim::{Observer, RequestEvent};
+use crate::trace::Kernel;
+
+/// Requests kept for the address view of a streamed run (about 45 bytes each).
+pub const SAMPLE_POINTS: usize = 1 << 21;
+
+/// The dense slot of each (kernel, instruction) and (kernel, CTA): every kernel's first slot
+/// plus the instruction id or the kernel-linear CTA id.
+#[derive(Clone, Debug, Default)]
+pub struct Slots {
+    pub inst_base: Vec<usize>,
+    pub cta_base: Vec<usize>,
+    pub insts: usize,
+    pub ctas: usize,
+}
+
+impl Slots {
+    /// Adds the next kernel's slots.
+    pub fn add(&mut self, k: &Kernel) {
+        self.inst_base.push(self.insts);
+        self.cta_base.push(self.ctas);
+        self.insts += k.instructions.len();
+        self.ctas += k.num_ctas() as usize;
+    }
+    pub fn of(kernels: &[Kernel]) -> Slots {
+        let mut s = Slots::default();
+        for k in kernels {
+            s.add(k);
+        }
+        s
+    }
+    #[inline]
+    pub fn inst(&self, kernel: usize, inst: u32) -> Option<usize> {
+        let s = self.inst_base.get(kernel)? + inst as usize;
+        (s < self.insts).then_some(s)
+    }
+    #[inline]
+    pub fn cta(&self, kernel: usize, cta: u32) -> Option<usize> {
+        let s = self.cta_base.get(kernel)? + cta as usize;
+        (s < self.ctas).then_some(s)
+    }
+}
+
+/// Accesses and misses per set in time slices of `per_bin` requests; when the requests
+/// outgrow [`SET_BINS`] slices, neighbouring slices merge and `per_bin` doubles.
+#[derive(Clone, Debug)]
+pub struct GrowingGrid {
+    pub sets: usize,
+    pub per_bin: u64,
+    /// `[set * SET_BINS + bin]`.
+    pub accesses: Vec<u32>,
+    pub misses: Vec<u32>,
+    /// Requests counted.
+    pub requests: u64,
+}
+
+impl GrowingGrid {
+    pub fn new(sets: usize) -> Self {
+        let sets = sets.max(1);
+        GrowingGrid {
+            sets,
+            per_bin: 1,
+            accesses: vec![0; sets * SET_BINS],
+            misses: vec![0; sets * SET_BINS],
+            requests: 0,
+        }
+    }
+    #[inline]
+    pub fn add(&mut self, set: u32, miss: bool) {
+        let mut bin = (self.requests / self.per_bin) as usize;
+        if bin >= SET_BINS {
+            self.widen();
+            bin = (self.requests / self.per_bin) as usize;
+        }
+        let cell = (set as usize).min(self.sets - 1) * SET_BINS + bin;
+        self.accesses[cell] = self.accesses[cell].saturating_add(1);
+        self.misses[cell] = self.misses[cell].saturating_add(miss as u32);
+        self.requests += 1;
+    }
+    #[cold]
+    fn widen(&mut self) {
+        for v in [&mut self.accesses, &mut self.misses] {
+            for row in v.chunks_mut(SET_BINS) {
+                for b in 0..SET_BINS / 2 {
+                    row[b] = row[2 * b].saturating_add(row[2 * b + 1]);
+                }
+                row[SET_BINS / 2..].fill(0);
+            }
+        }
+        self.per_bin *= 2;
+    }
+    /// The slices that hold requests, as the set view's grid (not yet painted).
+    pub fn into_grid(self) -> super::SetGrid {
+        let bins = (self.requests.div_ceil(self.per_bin) as usize).clamp(1, SET_BINS);
+        let cut = |v: Vec<u32>| -> Vec<u32> {
+            v.chunks(SET_BINS)
+                .flat_map(|row| row[..bins].iter().copied())
+                .collect()
+        };
+        super::SetGrid {
+            bins,
+            sets: self.sets,
+            per_bin: self.per_bin,
+            accesses: cut(self.accesses),
+            misses: cut(self.misses),
+            images: Default::default(),
+        }
+    }
+}
+
+/// The observer of a streamed run in the app.
+pub struct Gather<'a> {
+    /// Every `stride`-th request, in issue order (`stride` is a power of two).
+    pub points: Points,
+    pub stride: u64,
+    /// The most requests kept ([`SAMPLE_POINTS`]; tests lower it).
+    pub cap: usize,
+    /// Requests seen.
+    pub requests: u64,
+    /// The kernels' headers, in launch order.
+    pub kernels: Vec<Kernel>,
+    pub slots: Slots,
+    /// By [`Slots`]: each instruction's and CTA's requests by read/write and outcome.
+    pub inst_split: Vec<ClassSplit>,
+    pub cta_split: Vec<ClassSplit>,
+    pub grid: GrowingGrid,
+    pages: FxHashSet<u64>,
+    last_page: u64,
+    line_bytes: u64,
+    progress: &'a Progress,
+}
+
+impl<'a> Gather<'a> {
+    pub fn new(sets: usize, line_bytes: u64, progress: &'a Progress) -> Self {
+        Gather {
+            points: Points::default(),
+            stride: 1,
+            cap: SAMPLE_POINTS.max(2),
+            requests: 0,
+            kernels: Vec::new(),
+            slots: Slots::default(),
+            inst_split: Vec::new(),
+            cta_split: Vec::new(),
+            grid: GrowingGrid::new(sets),
+            pages: FxHashSet::default(),
+            last_page: u64::MAX,
+            line_bytes: line_bytes.max(1),
+            progress,
+        }
+    }
+
+    /// The address axis: the segments of every page the requests touched.
+    pub fn segments(&self) -> Segments {
+        Segments::from_addresses(self.pages.iter().map(|&p| p << 12))
+    }
+}
+
+impl Observer for Gather<'_> {
+    fn on_kernel(&mut self, _kernel: u32, header: &Kernel) {
+        self.slots.add(header);
+        self.kernels.push(header.header());
+        self.inst_split
+            .resize(self.slots.insts, ClassSplit::default());
+        self.cta_split
+            .resize(self.slots.ctas, ClassSplit::default());
+    }
+
+    fn on_request(&mut self, e: &RequestEvent) {
+        if self.requests & (self.stride - 1) == 0 {
+            if self.points.len() >= self.cap {
+                self.points.keep_every_other();
+                self.stride *= 2;
+            }
+            if self.requests & (self.stride - 1) == 0 {
+                self.points.push(e);
+            }
+        }
+        self.requests += 1;
+        let o = Outcome::of(e.hit, e.class);
+        self.grid.add(e.set, o != Outcome::Hit);
+        let k = e.kernel as usize;
+        if let Some(s) = self.slots.inst(k, e.inst) {
+            self.inst_split[s].add(e.write, o);
+        }
+        if let Some(s) = self.slots.cta(k, e.cta) {
+            self.cta_split[s].add(e.write, o);
+        }
+        let page = e.line.saturating_mul(self.line_bytes) >> 12;
+        if page != self.last_page {
+            self.last_page = page;
+            self.pages.insert(page);
+        }
+    }
+
+    fn progress(&mut self, _done: u64, _total: u64) -> bool {
+        // The bytes read are counted as the file is read; only the cancel is checked here.
+        !self.progress.cancelled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::MissClass;
+
+    fn event(i: u64) -> RequestEvent {
+        RequestEvent {
+            order: i,
+            sm: 0,
+            kernel: 0,
+            cta: 0,
+            warp: 0,
+            inst: 0,
+            line: i * 3,
+            set: (i % 4) as u32,
+            write: i % 5 == 0,
+            hit: i % 2 == 0,
+            class: (i % 2 == 1).then_some(MissClass::Capacity),
+            reuse_distance: None,
+            time: None,
+            thread: Some(i as u32),
+            in_flight: false,
+            set_distance: None,
+            sectors: 1,
+            evicted: None,
+            effect_at: None,
+            refused: 0,
+            first: true,
+        }
+    }
+
+    #[test]
+    fn the_sample_is_every_stride_th_request_and_never_outgrows_its_cap() {
+        let progress = Progress::default();
+        for (cap, n) in [(8, 7u64), (8, 8), (8, 9), (8, 100), (16, 1000), (10, 999)] {
+            let mut g = Gather::new(4, 32, &progress);
+            g.cap = cap;
+            for i in 0..n {
+                g.on_request(&event(i));
+                assert!(g.points.len() <= cap, "cap {cap}, after {i}");
+            }
+            let want: Vec<u64> = (0..n).step_by(g.stride as usize).map(|i| i * 3).collect();
+            assert_eq!(g.points.line, want, "cap {cap}, {n} requests");
+            let threads: Vec<u32> = (0..n)
+                .step_by(g.stride as usize)
+                .map(|i| i as u32)
+                .collect();
+            assert_eq!(g.points.thread, threads);
+            // The stride is the least power of two that fits the cap.
+            assert!(n.div_ceil(g.stride) as usize <= cap);
+            assert!(g.stride == 1 || n.div_ceil(g.stride / 2) as usize > cap);
+            assert_eq!(g.requests, n);
+            assert_eq!(g.grid.requests, n);
+        }
+    }
+
+    #[test]
+    fn a_growing_grid_counts_as_fixed_slices_of_its_final_width() {
+        let sets = 3;
+        let n = 1000 + SET_BINS as u64 * 5;
+        let mut g = GrowingGrid::new(sets);
+        let event = |i: u64| ((i * 7 % sets as u64) as u32, i % 3 == 0);
+        for i in 0..n {
+            let (s, m) = event(i);
+            g.add(s, m);
+        }
+        let per_bin = g.per_bin;
+        assert!(per_bin > 1 && n.div_ceil(per_bin) <= SET_BINS as u64);
+        let grid = g.into_grid();
+        let bins = grid.bins;
+        let mut want = vec![0u32; sets * bins];
+        let mut want_m = vec![0u32; sets * bins];
+        for i in 0..n {
+            let (s, m) = event(i);
+            let b = (i / per_bin) as usize;
+            want[s as usize * bins + b] += 1;
+            want_m[s as usize * bins + b] += m as u32;
+        }
+        assert_eq!(grid.accesses, want);
+        assert_eq!(grid.misses, want_m);
+    }
+}

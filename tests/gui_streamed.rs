@@ -1,0 +1,180 @@
+//! The app on a trace file too large to hold: each simulation reads the file as it runs, and
+//! the views draw what it gathered. Checked against the same file read whole: the same
+//! report, requests, per-instruction and per-CTA splits, set counts and address axis; the
+//! views that need the trace in memory say so; a cancel stops the read.
+#![cfg(feature = "gui")]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use egui_kittest::kittest::Queryable;
+use warpscope::app::data::{SimData, TraceData, XAxis};
+use warpscope::app::job::Progress;
+use warpscope::app::views::View;
+use warpscope::app::worker::{self, Loaded, Source};
+use warpscope::app::{Settings, Startup, WarpscopeApp};
+use warpscope::config::{self, SimConfig};
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces")
+        .join(name)
+}
+
+fn open(path: &Path, whole_up_to: u64) -> Arc<TraceData> {
+    let source = Source::File {
+        path: path.to_path_buf(),
+        format: None,
+        allow_truncated: false,
+        whole_up_to,
+    };
+    match worker::load_source(source, &Arc::new(Progress::default())) {
+        Ok(Loaded::Trace(t)) => t,
+        Ok(Loaded::TooLarge { .. }) => panic!("a file is never too large"),
+        Err(e) => panic!("{}: {e:?}", path.display()),
+    }
+}
+
+fn run(cfg: &SimConfig, t: &TraceData) -> Arc<SimData> {
+    match worker::simulate(cfg.clone(), t, &Arc::new(Progress::default())) {
+        Ok(d) => d,
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+/// Row sums of the set grid: requests and misses per set.
+fn per_set(d: &SimData) -> Vec<(u64, u64)> {
+    let g = &d.sets;
+    (0..g.sets)
+        .map(|s| {
+            let row = s * g.bins..(s + 1) * g.bins;
+            (
+                g.accesses[row.clone()].iter().map(|&v| v as u64).sum(),
+                g.misses[row].iter().map(|&v| v as u64).sum(),
+            )
+        })
+        .collect()
+}
+
+/// Streamed and read whole give the same result in every part the views draw.
+fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
+    let whole = open(path, u64::MAX);
+    let streamed = open(path, 0);
+    assert!(whole.streamed.is_none() && !whole.trace.kernels.is_empty());
+    assert!(streamed.streamed.is_some() && streamed.trace.kernels.is_empty());
+    let (w, s) = (run(cfg, &whole), run(cfg, &streamed));
+    let name = path.display();
+    assert!(w.report.totals.requests > 0, "{name}");
+    assert_eq!(w.report, s.report, "{name}");
+    assert_eq!(s.x, XAxis::Sampled { stride: 1 }, "{name}");
+    let (a, b) = (&w.points, &s.points);
+    assert_eq!(a.line, b.line, "{name}");
+    assert_eq!(a.cta, b.cta, "{name}");
+    assert_eq!(a.warp, b.warp, "{name}");
+    assert_eq!(a.inst, b.inst, "{name}");
+    assert_eq!(a.kernel, b.kernel, "{name}");
+    assert_eq!(a.set, b.set, "{name}");
+    assert_eq!(a.outcome, b.outcome, "{name}");
+    assert_eq!(a.reuse, b.reuse, "{name}");
+    assert_eq!(a.thread, b.thread, "{name}");
+    assert_eq!(w.per_inst, s.per_inst, "{name}");
+    assert_eq!(w.per_cta, s.per_cta, "{name}");
+    assert!(w.per_inst.iter().any(|c| c.misses() > 0), "{name}");
+    assert_eq!(per_set(&w), per_set(&s), "{name}");
+    assert_eq!(
+        w.miss_tables.instruction, s.miss_tables.instruction,
+        "{name}"
+    );
+    assert_eq!(w.miss_tables.cta, s.miss_tables.cta, "{name}");
+    let names = |d: &SimData| -> Vec<String> { d.kernels.iter().map(|k| k.name.clone()).collect() };
+    assert_eq!(names(&w), names(&s), "{name}");
+    if same_axis {
+        assert_eq!(w.segments, s.segments, "{name}");
+        assert_eq!(w.y, s.y, "{name}");
+    }
+    for i in [0, a.len() / 2, a.len() - 1] {
+        assert_eq!(w.x(i), s.x(i));
+        assert_eq!(s.request_number(i), i as u64);
+    }
+}
+
+#[test]
+fn a_streamed_din_file_gives_the_whole_reads_result() {
+    let cfg = SimConfig {
+        cache: config::CacheConfig {
+            size_bytes: 1024,
+            ways: 2,
+            line_bytes: 32,
+            sector_bytes: 32,
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    };
+    same(&sample("dinero-small.din"), &cfg, true);
+}
+
+#[test]
+fn a_streamed_accelsim_trace_gives_the_whole_reads_result() {
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    same(&sample("accelsim-matrixmul"), &cfg, false);
+    // Every SM simulated, GTO: every access makes a request, so the axis is the same too.
+    cfg.gpu.simulate = config::SmSelection::All;
+    cfg.schedule.policy = config::IssuePolicy::Gto;
+    same(&sample("accelsim-matrixmul"), &cfg, true);
+}
+
+#[test]
+fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.wsb");
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, x)| (k.to_string(), x.to_string()))
+            .collect()
+    };
+    let mut t = warpscope::gen::generate("matmul", &pairs(&[("n", "48")])).unwrap();
+    let u = warpscope::gen::generate("transpose", &pairs(&[("width", "64"), ("height", "32")]))
+        .unwrap();
+    t.kernels.extend(u.kernels);
+    warpscope::trace::write_file(&t, &path).unwrap();
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    same(&path, &cfg, false);
+    cfg.gpu.simulate = config::SmSelection::All;
+    same(&path, &cfg, true);
+}
+
+#[test]
+fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
+    let a = WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: Some(sample("accelsim-matrixmul")),
+            fresh: true,
+            generator: None,
+            window: None,
+            sweep: None,
+            stream: true,
+        },
+        Arc::new(|| {}),
+    );
+    let mut h = support::harness(a);
+    support::settle(&mut h);
+    let t = h.state().trace.clone().expect("a trace");
+    assert!(t.streamed.is_some(), "--stream streams a small file too");
+    assert!(t.label.contains("(streamed)"), "{}", t.label);
+    let d = h.state().panes[0].result.clone().expect("a result");
+    assert_eq!(
+        d.report,
+        run(&d.config, &open(&sample("accelsim-matrixmul"), u64::MAX)).report
+    );
+    // The address view says what it draws; the communication view that it needs the trace.
+    h.get_by_label_contains("requests drawn");
+    h.state_mut().settings.view = View::Communication;
+    h.run_steps(3);
+    h.get_by_label_contains("streamed from disk");
+    h.state_mut().settings.view = View::Sets;
+    h.run_steps(3);
+    assert!(h.query_by_label_contains("streamed from disk").is_none());
+}
