@@ -31,6 +31,7 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
             window: None,
             sweep: None,
             stream: false,
+            shot_streamed: None,
         },
         Arc::new(|| {}),
     );

@@ -3,7 +3,8 @@
 # multiplication on the Fermi 16 KB preset) and writes one PNG per main view, one of the
 # side-by-side mode (round-robin vs greedy-then-oldest), one of a box selection in the light
 # theme, one of the timing model's cycle axis, three of four panes, one of two kernels side by side,
-# one of the misses per source line and one of the performance model of two kernels side by side
+# one of the misses per source line and one of the performance model of two kernels side by side,
+# and (20) a Dinero IV trace opened streamed, as the app opens files over 256 MiB,
 # into screenshots/ (at
 # 1600x1000) and screenshots/1280x800/.
 #
@@ -39,6 +40,21 @@ trap 'rm -rf "$sweep"' EXIT
   --plan "$sweep" 2>/dev/null
 for k in 0 1; do "target/$dir/warpscope" sweep --plan "$sweep" --shard "$k/2" 2>/dev/null; done
 "target/$dir/warpscope" sweep merge "$sweep" -o "$sweep/results.parquet"
+# A CPU's reference stream of naive matmul n=128 as a Dinero IV trace (4.2 M references), for
+# the streamed shot: the app opens it as it opens files over 256 MiB, read as each run goes.
+python3 - "$sweep/matmul128.din" <<'PY'
+import sys
+n, a, b, c = 128, 0x10000000, 0x10100000, 0x10200000
+with open(sys.argv[1], "w") as f:
+    out = []
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                out.append("0 %x\n0 %x\n" % (a + (i * n + k) * 4, b + (k * n + j) * 4))
+            out.append("1 %x\n" % (c + (i * n + j) * 4))
+        f.write("".join(out))
+        out.clear()
+PY
 # Each size: a virtual screen of that size, the window filling it.
 for size in 1600x1000 1280x800; do
   out=screenshots
@@ -51,7 +67,7 @@ for size in 1600x1000 1280x800; do
   sleep 1
   rm -f "$out"/*.png
   DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots "$out" --window "$size" \
-    --sweep "$sweep/results.parquet"
+    --sweep "$sweep/results.parquet" --shot-streamed "$sweep/matmul128.din"
   kill $xvfb 2>/dev/null || true
   ls -l "$out"/*.png
 done

@@ -156,6 +156,7 @@ fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
             window: None,
             sweep: None,
             stream: true,
+            shot_streamed: None,
         },
         Arc::new(|| {}),
     );
@@ -177,4 +178,86 @@ fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
     h.state_mut().settings.view = View::Sets;
     h.run_steps(3);
     assert!(h.query_by_label_contains("streamed from disk").is_none());
+}
+
+#[test]
+fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    use warpscope::app::data::{Preview, PreviewSlot, SAMPLE_POINTS};
+    use warpscope::app::job::{Job, JobError};
+    // 3 M references: the sample thins (more than 2^21 requests) and the run outlasts the
+    // first preview.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let n = 3_000_000u64;
+    for i in 0..n {
+        let addr = 0x1000_0000 + (i % 50_000) * 64 + (i / 50_000) % 3 * 8;
+        writeln!(f, "{} {addr:x}", (i % 4 == 3) as u8).unwrap();
+    }
+    drop(f);
+    let trace = open(&path, 0);
+    let cfg = SimConfig::default();
+    let slot = PreviewSlot::default();
+    let preview = Preview::new(slot.clone(), Arc::new(|| {}));
+    let (t, c) = (trace.clone(), cfg.clone());
+    let wake: warpscope::app::job::Wake = Arc::new(|| {});
+    let mut job = Job::spawn("sim", &wake, move |p| {
+        worker::simulate_streamed(c, &t, p, Some(preview))
+    });
+    let start = Instant::now();
+    let mut previews = Vec::new();
+    let done = loop {
+        if let Some(d) = slot.lock().unwrap().take() {
+            previews.push(d);
+        }
+        if let Some(r) = job.poll() {
+            break r.expect("the run finishes");
+        }
+        assert!(start.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(!previews.is_empty(), "no preview before the run ended");
+    assert!(!done.preview);
+    assert_eq!(done.report.totals.requests, n);
+    assert!(done.points.len() <= SAMPLE_POINTS && done.points.len() as u64 * 2 >= n / 2);
+    let XAxis::Sampled { stride } = done.x else {
+        panic!("a streamed run's axis is sampled")
+    };
+    assert!(stride >= 2);
+    // The sample is every stride-th request of the whole run read whole.
+    let whole = run(&cfg, &open(&path, u64::MAX));
+    let every: Vec<u64> = whole
+        .points
+        .line
+        .iter()
+        .step_by(stride as usize)
+        .copied()
+        .collect();
+    assert_eq!(done.points.line, every);
+    assert_eq!(whole.report, done.report);
+    let mut last = 0;
+    for p in &previews {
+        assert!(p.preview);
+        let r = p.report.totals.requests;
+        assert!(r >= last && r <= n, "previews count up: {r} after {last}");
+        last = r;
+        assert!(p.points.len() <= 1 << 18);
+        assert_eq!(p.sets.sets, done.sets.sets);
+    }
+    // Cancelled, the run stops reading and gives no result.
+    let (t, c) = (trace.clone(), cfg.clone());
+    let job = Job::spawn("sim", &wake, move |p| {
+        worker::simulate_streamed(c, &t, p, None)
+    });
+    job.cancel();
+    let mut job = job;
+    match job.wait(Duration::from_secs(60)) {
+        Some(Err(JobError::Cancelled)) => {}
+        other => panic!(
+            "expected a cancelled run, got {:?}",
+            other.map(|r| r.map(|_| ()))
+        ),
+    }
 }

@@ -348,6 +348,7 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
             window: None,
             sweep: None,
             stream: false,
+            shot_streamed: None,
         },
         std::sync::Arc::new(|| {}),
     );

@@ -262,6 +262,20 @@ impl WarpscopeApp {
                 });
                 return;
             };
+            if data.preview {
+                let read = pane
+                    .sim
+                    .as_ref()
+                    .and_then(|j| j.progress().fraction())
+                    .map_or(String::new(), |f| format!(" ({:.0}% read)", f * 100.0));
+                col.label(
+                    RichText::new(format!(
+                        "Preview of the run so far{read}: the file is still being read. The \
+                         tables and reuse distances come when it ends."
+                    ))
+                    .weak(),
+                );
+            }
             let cx = views::PaneCx {
                 pane: i,
                 generation: pane.generation,

@@ -115,6 +115,8 @@ pub struct Pane {
     pub stale: bool,
     /// The running simulation whose result this pane waits for.
     pub sim: Option<Job<Arc<SimData>>>,
+    /// Where that simulation, streaming a trace, leaves previews of its result so far.
+    pub preview: Option<data::PreviewSlot>,
     /// Time of the last change not yet submitted.
     pub dirty_since: Option<f64>,
     pub error: Option<String>,
@@ -156,6 +158,8 @@ pub struct Startup {
     pub sweep: Option<PathBuf>,
     /// Stream every trace file (read by each simulation as it runs), however small.
     pub stream: bool,
+    /// A trace file the screenshot plan opens streamed for its last shot.
+    pub shot_streamed: Option<PathBuf>,
 }
 
 /// Something asked for by a menu, a shortcut or a button, handled after drawing.

@@ -26,6 +26,8 @@ pub struct ScreenshotPlan {
     inflight: Option<std::sync::mpsc::Receiver<()>>,
     /// The step whose inputs have been set up.
     prepared: Option<usize>,
+    /// A large trace file for the last shot, opened streamed (`--shot-streamed`).
+    pub streamed: Option<PathBuf>,
 }
 
 impl ScreenshotPlan {
@@ -36,6 +38,7 @@ impl ScreenshotPlan {
             wait_frames: 0,
             inflight: None,
             prepared: None,
+            streamed: None,
         }
     }
 }
@@ -59,9 +62,13 @@ impl EframeApp {
             fresh: startup.fresh || shots.is_some(),
             ..startup
         };
+        let streamed = startup.shot_streamed.clone();
         EframeApp {
             app: WarpscopeApp::new(settings, startup, wake),
-            shots: shots.map(ScreenshotPlan::new),
+            shots: shots.map(|dir| ScreenshotPlan {
+                streamed,
+                ..ScreenshotPlan::new(dir)
+            }),
         }
     }
 
@@ -344,6 +351,25 @@ impl EframeApp {
                 app.sweep.open = true;
             }
             "19-sweep-heatmap.png".to_string()
+        } else if let (15, Some(file)) = (extra, plan.streamed.clone()) {
+            // A trace file opened streamed (as files over 256 MiB are): the views draw a regular
+            // sample and the counts gathered as the file was read.
+            if first {
+                app.sweep.open = false;
+                app.lesson = None;
+                while app.panes.len() > 1 {
+                    app.remove_pane(app.panes.len() - 1);
+                }
+                app.share_trace(0, now);
+                app.settings.view = View::Address;
+                app.whole_up_to = 0;
+                app.open(file);
+            }
+            if app.trace.as_ref().is_none_or(|t| t.streamed.is_none()) {
+                plan.wait_frames = 0;
+                return;
+            }
+            "20-streamed.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

@@ -154,7 +154,10 @@ impl WarpscopeApp {
                 self.pane_trace_finished(i, r, now);
             }
             if let Some(r) = take_finished(&mut self.panes[i].sim) {
+                self.panes[i].preview = None;
                 self.simulated(i, r);
+            } else {
+                self.previewed(i);
             }
         }
         self.view_jobs();
@@ -196,11 +199,21 @@ impl WarpscopeApp {
             }
             pane.error = None;
             pane.stale = pane.result.is_some();
-            pane.sim = Some(Job::spawn(
-                format!("Simulating pane {}", i + 1),
-                &self.wake,
-                move |p| worker::simulate(config, &trace, p),
-            ));
+            let label = format!("Simulating pane {}", i + 1);
+            if trace.streamed.is_some() {
+                // The picture fills in as the file is read.
+                let slot = data::PreviewSlot::default();
+                let preview = data::Preview::new(slot.clone(), self.wake.clone());
+                pane.preview = Some(slot);
+                pane.sim = Some(Job::spawn(label, &self.wake, move |p| {
+                    worker::simulate_streamed(config, &trace, p, Some(preview))
+                }));
+            } else {
+                pane.preview = None;
+                pane.sim = Some(Job::spawn(label, &self.wake, move |p| {
+                    worker::simulate(config, &trace, p)
+                }));
+            }
         }
     }
 
@@ -240,6 +253,23 @@ impl WarpscopeApp {
                 }
             }
         }
+    }
+
+    /// Shows the newest preview of pane `i`'s streamed run, if one has come since the last
+    /// frame: on screen as a result, marked stale until the run's own result comes.
+    fn previewed(&mut self, i: usize) {
+        let p = &mut self.panes[i];
+        let Some(d) = p
+            .preview
+            .as_ref()
+            .and_then(|slot| slot.lock().ok().and_then(|mut s| s.take()))
+        else {
+            return;
+        };
+        p.result = Some(d);
+        self.results_seen += 1;
+        p.generation = self.results_seen;
+        p.stale = true;
     }
 
     /// Pane `i`'s simulation has finished (or failed, or was cancelled).

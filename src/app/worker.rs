@@ -11,7 +11,7 @@ use crate::config::SimConfig;
 use crate::sim::{self, Observer, RequestEvent};
 use crate::trace::{self, Trace};
 
-use super::data::{Gather, Points, SimData, TraceData};
+use super::data::{Gather, Points, Preview, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
 
 /// A trace read or generated, or a generator stopped because its trace would not fit.
@@ -270,7 +270,7 @@ pub fn simulate(
     progress: &Arc<Progress>,
 ) -> Finished<Arc<SimData>> {
     if trace.streamed.is_some() {
-        return simulate_streamed(config, trace, progress);
+        return simulate_streamed(config, trace, progress, None);
     }
     progress.set_total(trace.trace.total_accesses() as u64);
     let mut collect = Collect {
@@ -292,10 +292,11 @@ pub fn simulate(
 /// Simulates a streamed trace: one thread reads the file (counting its bytes for progress,
 /// failing its next read once cancelled) while this one simulates, as `warpscope sim` does,
 /// and [`Gather`] keeps what the views draw.
-fn simulate_streamed(
+pub fn simulate_streamed(
     config: SimConfig,
     trace: &TraceData,
     progress: &Arc<Progress>,
+    preview: Option<Preview>,
 ) -> Finished<Arc<SimData>> {
     let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
         return Err(JobError::Failed("a streamed trace without its file".into()));
@@ -317,11 +318,10 @@ fn simulate_streamed(
         .map_err(|e| JobError::Failed(e.to_string()))?;
     progress.set_total(bytes * open.streamed_reads());
     let src = crate::shell::lanes::file_source(open, |s| s, watch);
-    let mut gather = Gather::new(
-        config.cache.sets() as usize,
-        config.cache.line_bytes as u64,
-        progress,
-    );
+    let mut gather = Gather::new(&config, progress);
+    if let Some(p) = preview {
+        gather = gather.with_preview(p);
+    }
     let ran = crate::shell::lanes::run(vec![session], 1, src.depth, &mut gather, src.source);
     let session = match ran {
         Ok(mut s) => s.pop(),
@@ -337,7 +337,7 @@ fn simulate_streamed(
         return Err(JobError::Failed("the simulation was lost".into()));
     };
     let report = session.finish(&mut gather);
-    Ok(Arc::new(SimData::streamed(config, report, gather)))
+    Ok(Arc::new(SimData::streamed(config, report, &gather, None)))
 }
 
 /// A `watch` for a reader: counts the bytes read into `progress`, and fails the next read

@@ -45,6 +45,9 @@ pub struct Cli {
     /// address view draws a regular sample of the requests.
     #[arg(long)]
     pub stream: bool,
+    /// A large trace file the screenshot plan opens streamed for its last shot (take.sh).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub shot_streamed: Option<PathBuf>,
 }
 
 /// Parses `WIDTHxHEIGHT`.

@@ -44,6 +44,7 @@ fn no_command(cli: Cli) -> Result<()> {
         window,
         sweep,
         stream,
+        shot_streamed,
         ..
     } = cli;
     if let Some(dir) = &screenshots {
@@ -57,6 +58,7 @@ fn no_command(cli: Cli) -> Result<()> {
             window,
             sweep,
             stream,
+            shot_streamed,
         },
         screenshots,
     )

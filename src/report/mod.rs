@@ -210,6 +210,15 @@ impl Report {
         }
     }
 
+    /// The report of a run still going, for a preview: the totals counted so far (a front end
+    /// counts them from the requests it is shown); no tables or reuse histograms yet.
+    pub fn in_progress(cfg: &SimConfig, sms: &[u32], totals: Counters) -> Self {
+        let mut r = Report::new(cfg, sms);
+        r.totals = totals;
+        r.finish(cfg.cache.lines());
+        r
+    }
+
     /// Adds the row of a whole kernel `k` (launch `ki`) and its per-instruction and per-CTA
     /// counters.
     pub(crate) fn add_whole_kernel(

@@ -21,6 +21,7 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
             window: None,
             sweep: None,
             stream: false,
+            shot_streamed: None,
         },
         Arc::new(|| {}),
     );

@@ -9,15 +9,47 @@
 //!   read/write split of every instruction and CTA, and the 4 KiB pages touched (the address
 //!   axis's segments, as [`Segments::from_addresses`] makes them from every address).
 
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use rustc_hash::FxHashSet;
 
-use super::{ClassSplit, Outcome, Points, Segments, SET_BINS};
-use crate::app::job::Progress;
+use super::{ClassSplit, Outcome, Points, Segments, SimData, SET_BINS};
+use crate::app::job::{Progress, Wake};
+use crate::cache::{Counters, MissClass};
+use crate::config::SimConfig;
+use crate::report::Report;
 use crate::sim::{Observer, RequestEvent};
 use crate::trace::Kernel;
 
 /// Requests kept for the address view of a streamed run (about 45 bytes each).
 pub const SAMPLE_POINTS: usize = 1 << 21;
+/// Requests drawn in a preview of a streamed run still going.
+const PREVIEW_POINTS: usize = 1 << 18;
+/// When the first preview is shown, and how often the next ones are.
+const FIRST_PREVIEW: Duration = Duration::from_millis(300);
+const PREVIEW_EVERY: Duration = Duration::from_secs(1);
+
+/// Where a streamed run leaves its newest preview for the UI thread to take.
+pub type PreviewSlot = Arc<Mutex<Option<Arc<SimData>>>>;
+
+/// How a streamed run shows itself while it goes.
+pub struct Preview {
+    pub slot: PreviewSlot,
+    /// Asks the UI for a frame (it then takes the preview).
+    pub wake: Wake,
+    next: Instant,
+}
+
+impl Preview {
+    pub fn new(slot: PreviewSlot, wake: Wake) -> Self {
+        Preview {
+            slot,
+            wake,
+            next: Instant::now() + FIRST_PREVIEW,
+        }
+    }
+}
 
 /// The dense slot of each (kernel, instruction) and (kernel, CTA): every kernel's first slot
 /// plus the instruction id or the kernel-linear CTA id.
@@ -142,31 +174,98 @@ pub struct Gather<'a> {
     pages: FxHashSet<u64>,
     last_page: u64,
     line_bytes: u64,
+    /// The requests' totals so far, for previews (the final report is the session's).
+    totals: Counters,
+    config: SimConfig,
+    preview: Option<Preview>,
     progress: &'a Progress,
 }
 
 impl<'a> Gather<'a> {
-    pub fn new(sets: usize, line_bytes: u64, progress: &'a Progress) -> Self {
+    pub fn new(config: &SimConfig, progress: &'a Progress) -> Self {
         Gather {
             points: Points::default(),
             stride: 1,
-            cap: SAMPLE_POINTS.max(2),
+            cap: SAMPLE_POINTS,
             requests: 0,
             kernels: Vec::new(),
             slots: Slots::default(),
             inst_split: Vec::new(),
             cta_split: Vec::new(),
-            grid: GrowingGrid::new(sets),
+            grid: GrowingGrid::new(config.cache.sets() as usize),
             pages: FxHashSet::default(),
             last_page: u64::MAX,
-            line_bytes: line_bytes.max(1),
+            line_bytes: (config.cache.line_bytes as u64).max(1),
+            totals: Counters::default(),
+            config: config.clone(),
+            preview: None,
             progress,
+        }
+    }
+
+    /// Also shows previews while the run goes, in `preview`.
+    pub fn with_preview(self, preview: Preview) -> Self {
+        Gather {
+            preview: Some(preview),
+            ..self
         }
     }
 
     /// The address axis: the segments of every page the requests touched.
     pub fn segments(&self) -> Segments {
         Segments::from_addresses(self.pages.iter().map(|&p| p << 12))
+    }
+
+    /// The sample thinned to at most `most` requests (a power-of-two step), and the stride of
+    /// what is left.
+    pub fn sample(&self, most: usize) -> (Points, u64) {
+        let mut step = 1usize;
+        while self.points.len().div_ceil(step) > most.max(1) {
+            step *= 2;
+        }
+        let mut p = self.points.clone();
+        let mut left = step;
+        while left > 1 {
+            p.keep_every_other();
+            left /= 2;
+        }
+        (p, self.stride * step as u64)
+    }
+
+    /// Leaves a preview of the run so far in the slot, and asks for a frame.
+    #[cold]
+    fn publish(&mut self, preview: &Preview) {
+        let report = Report::in_progress(
+            &self.config,
+            &crate::sim::selected_sms(&self.config),
+            self.totals,
+        );
+        let d = SimData::streamed(self.config.clone(), report, self, Some(PREVIEW_POINTS));
+        if let Ok(mut slot) = preview.slot.lock() {
+            *slot = Some(Arc::new(d));
+        }
+        (preview.wake)();
+    }
+
+    #[inline]
+    fn count(&mut self, e: &RequestEvent) {
+        let t = &mut self.totals;
+        t.requests += 1;
+        t.reads += !e.write as u64;
+        t.writes += e.write as u64;
+        if e.hit {
+            t.hits += 1;
+        } else {
+            t.misses += 1;
+            t.read_misses += !e.write as u64;
+            t.write_misses += e.write as u64;
+        }
+        match e.class {
+            Some(MissClass::Compulsory) => t.miss_classes.compulsory += 1,
+            Some(MissClass::Capacity) => t.miss_classes.capacity += 1,
+            Some(MissClass::Conflict) => t.miss_classes.conflict += 1,
+            None => {}
+        }
     }
 }
 
@@ -191,6 +290,7 @@ impl Observer for Gather<'_> {
             }
         }
         self.requests += 1;
+        self.count(e);
         let o = Outcome::of(e.hit, e.class);
         self.grid.add(e.set, o != Outcome::Hit);
         let k = e.kernel as usize;
@@ -208,7 +308,19 @@ impl Observer for Gather<'_> {
     }
 
     fn progress(&mut self, _done: u64, _total: u64) -> bool {
-        // The bytes read are counted as the file is read; only the cancel is checked here.
+        // The bytes read are counted as the file is read; the cancel is checked here, and a
+        // preview is left when one is due.
+        if let Some(p) = self.preview.take() {
+            if Instant::now() >= p.next {
+                self.publish(&p);
+                self.preview = Some(Preview {
+                    next: Instant::now() + PREVIEW_EVERY,
+                    ..p
+                });
+            } else {
+                self.preview = Some(p);
+            }
+        }
         !self.progress.cancelled()
     }
 }
@@ -216,7 +328,6 @@ impl Observer for Gather<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::MissClass;
 
     fn event(i: u64) -> RequestEvent {
         RequestEvent {
@@ -248,7 +359,7 @@ mod tests {
     fn the_sample_is_every_stride_th_request_and_never_outgrows_its_cap() {
         let progress = Progress::default();
         for (cap, n) in [(8, 7u64), (8, 8), (8, 9), (8, 100), (16, 1000), (10, 999)] {
-            let mut g = Gather::new(4, 32, &progress);
+            let mut g = Gather::new(&SimConfig::default(), &progress);
             g.cap = cap;
             for i in 0..n {
                 g.on_request(&event(i));

@@ -354,6 +354,8 @@ pub struct SimData {
     pub kernels: Vec<Kernel>,
     /// The address axis.
     pub segments: Segments,
+    /// A preview of a streamed run still going: totals and drawings so far, no tables.
+    pub preview: bool,
 }
 
 /// One more than the largest id of each kind among the kept requests (0 when none): what the
@@ -385,7 +387,7 @@ impl IdCounts {
 }
 
 mod gather;
-pub use gather::{Gather, Slots, SAMPLE_POINTS};
+pub use gather::{Gather, Preview, PreviewSlot, Slots, SAMPLE_POINTS};
 pub use sim::Counted;
 mod miss_rows;
 mod set_grid;

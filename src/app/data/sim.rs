@@ -62,22 +62,22 @@ impl SimData {
         Self::assemble(config, report, points, x, counted)
     }
 
-    /// A streamed run: its report, the sample of its requests and what was counted as it ran.
-    pub fn streamed(config: SimConfig, report: Report, g: Gather) -> Self {
-        let segments = g.segments();
-        let x = XAxis::Sampled { stride: g.stride };
+    /// A streamed run: its report, the sample of its requests (thinned to `most` when given)
+    /// and what was counted as it ran.
+    pub fn streamed(config: SimConfig, report: Report, g: &Gather, most: Option<usize>) -> Self {
+        let (points, stride) = g.sample(most.unwrap_or(usize::MAX));
         let counted = Counted {
-            grid: g.grid.into_grid(),
-            slots: g.slots,
-            inst_split: g.inst_split,
-            cta_split: g.cta_split,
-            kernels: g.kernels,
-            segments,
+            grid: g.grid.clone().into_grid(),
+            slots: g.slots.clone(),
+            inst_split: g.inst_split.clone(),
+            cta_split: g.cta_split.clone(),
+            kernels: g.kernels.clone(),
+            segments: g.segments(),
         };
-        let stride = g.stride;
-        let mut d = Self::assemble(config, report, g.points, x, counted);
+        let mut d = Self::assemble(config, report, points, XAxis::Sampled { stride }, counted);
         d.inst_over_time.per_slice *= stride;
         d.sm_over_time.per_slice *= stride;
+        d.preview = most.is_some();
         d
     }
 
@@ -144,6 +144,7 @@ impl SimData {
             ids,
             kernels: c.kernels,
             segments: c.segments,
+            preview: false,
         };
         d.miss_tables = MissTables::new(&d);
         d
