@@ -167,6 +167,34 @@ proptest! {
     }
 
     #[test]
+    fn classes_from_reuse_distances_equal_the_fully_associative_shadow(
+        accesses in lines_strategy(), sets in 1u32..5, ways in 1u32..5, hashed in any::<bool>(),
+    ) {
+        // LRU, write-allocate, one sector a line: the shadow is an LRU stack, so the pipeline
+        // classifies misses from the distances it computes anyway.
+        let mut c = cfg(sets, ways, Replacement::Lru, WritePolicy::Wbwa);
+        if hashed {
+            c.set_index = SetIndex::FermiHash;
+        }
+        let mut shadow = CacheModel::new(&c, 3);
+        let mut stack = CacheModel::new(&c, 3);
+        prop_assert!(stack.shadow_is_a_stack());
+        let mut tracker = reuse::ReuseTracker::new(c.sets() as usize);
+        for (l, w) in accesses {
+            let set = stack.set_of(l);
+            let d = tracker.access(l, set).whole;
+            prop_assert_eq!(stack.access_at_distance(&req(l, w), set, d), shadow.access(&req(l, w)));
+        }
+        for other in [
+            cfg(sets, ways, Replacement::Fifo, WritePolicy::Wbwa),
+            cfg(sets, ways, Replacement::Lru, WritePolicy::Wtna),
+            CacheConfig { sector_bytes: 32, ..cfg(sets, ways, Replacement::Lru, WritePolicy::Wbwa) },
+        ] {
+            prop_assert!(!CacheModel::new(&other, 3).shadow_is_a_stack());
+        }
+    }
+
+    #[test]
     fn classes_sum_to_misses_and_compulsory_counts_distinct_lines(
         accesses in lines_strategy(), sets in 1u32..5, ways in 1u32..5, r in 0usize..5, wb in any::<bool>(),
     ) {

@@ -52,6 +52,13 @@ pub struct CacheModel {
     seen: LineMap<u32>,
     write_allocate: bool,
     sector_bytes: u64,
+    /// The shadow is a fully associative LRU cache that every request allocates in, with one
+    /// sector per line: it hits exactly when the line's whole-cache reuse distance is below
+    /// its capacity, and a line is new exactly when it has no distance
+    /// ([`CacheModel::access_at_distance`]).
+    shadow_is_a_stack: bool,
+    /// Lines the shadow holds.
+    shadow_lines: u64,
 }
 
 impl CacheModel {
@@ -66,7 +73,17 @@ impl CacheModel {
             seen: LineMap::default(),
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
             sector_bytes: cfg.sector_bytes as u64,
+            shadow_is_a_stack: cfg.replacement == crate::config::Replacement::Lru
+                && cfg.write_policy == WritePolicy::Wbwa
+                && cfg.sector_bytes >= cfg.line_bytes,
+            shadow_lines: (sets * ways) as u64,
         }
+    }
+
+    /// Whether [`CacheModel::access_at_distance`] may stand for [`CacheModel::access`]: LRU,
+    /// write-allocate, unsectored lines.
+    pub fn shadow_is_a_stack(&self) -> bool {
+        self.shadow_is_a_stack
     }
 
     /// Writes back every dirty line, as Dinero IV does when a trace ends; the counters get the
@@ -97,25 +114,51 @@ impl CacheModel {
     #[inline]
     pub fn access(&mut self, r: &Request) -> Outcome {
         let set = self.index.set(r.line);
+        self.access_in(r, set, None)
+    }
+
+    /// Simulates one request in `set` (its [`CacheModel::set_of`]) whose line's whole-cache
+    /// reuse distance is `distance` (`None`: its first use), which classifies its miss without
+    /// the fully associative shadow: the same outcome as [`CacheModel::access`] when
+    /// [`CacheModel::shadow_is_a_stack`] (`tests/properties.rs` compares them), as a fully
+    /// associative LRU cache of `n` lines hits exactly when the distance is below `n`.
+    #[inline]
+    pub fn access_at_distance(&mut self, r: &Request, set: u32, distance: Option<u64>) -> Outcome {
+        debug_assert!(self.shadow_is_a_stack);
+        self.access_in(r, set, Some(distance))
+    }
+
+    #[inline]
+    fn access_in(&mut self, r: &Request, set: u32, distance: Option<Option<u64>>) -> Outcome {
         let allocate = !r.write || self.write_allocate;
         let dirty = r.write && self.write_allocate;
         let m = self
             .main
             .access(set as usize, r.line, r.sectors, allocate, dirty);
-        let f = self.shadow.access(0, r.line, r.sectors, allocate, false);
-        let class = if m.hit {
-            None
-        } else if f.hit {
-            Some(MissClass::Conflict)
-        } else {
-            let seen = self.seen.entry(r.line);
-            let new = *seen & r.sectors != r.sectors;
-            *seen |= r.sectors;
-            Some(if new {
-                MissClass::Compulsory
-            } else {
-                MissClass::Capacity
-            })
+        let class = match distance {
+            Some(d) => (!m.hit).then_some(match d {
+                Some(d) if d < self.shadow_lines => MissClass::Conflict,
+                Some(_) => MissClass::Capacity,
+                None => MissClass::Compulsory,
+            }),
+            None => {
+                // The shadow sees every request, hit or miss.
+                let f = self.shadow.access(0, r.line, r.sectors, allocate, false);
+                if m.hit {
+                    None
+                } else if f.hit {
+                    Some(MissClass::Conflict)
+                } else {
+                    let seen = self.seen.entry(r.line);
+                    let new = *seen & r.sectors != r.sectors;
+                    *seen |= r.sectors;
+                    Some(if new {
+                        MissClass::Compulsory
+                    } else {
+                        MissClass::Capacity
+                    })
+                }
+            }
         };
         // Only the sectors that were not there are fetched: a request that finds some of its
         // sectors counts them as hits on an H100 (docs/hardware.md).

@@ -136,6 +136,29 @@ struct SmSim {
     order: u64,
 }
 
+impl SmSim {
+    /// One request through the L1 and the reuse tracker: its outcome and whole-cache reuse
+    /// distance. Where the distance classifies the miss by itself (LRU, write-allocate, one
+    /// sector a line: `CacheModel::shadow_is_a_stack`), the fully associative shadow is not
+    /// kept; the outcome is the same.
+    #[inline]
+    fn access(&mut self, r: &crate::cache::Request) -> (crate::cache::Outcome, Option<u64>) {
+        match &mut self.reuse {
+            Some(t) if self.cache.shadow_is_a_stack() => {
+                let set = self.cache.set_of(r.line);
+                let d = t.access(r.line, set).whole;
+                (self.cache.access_at_distance(r, set, d), d)
+            }
+            Some(t) => {
+                let o = self.cache.access(r);
+                let d = t.access(r.line, o.set).whole;
+                (o, d)
+            }
+            None => (self.cache.access(r), None),
+        }
+    }
+}
+
 /// Which SMs get an L1 model.
 pub fn selected_sms(cfg: &SimConfig) -> Vec<u32> {
     match cfg.gpu.simulate {

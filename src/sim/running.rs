@@ -65,13 +65,9 @@ impl Running {
             ..Default::default()
         };
         for (ci, c) in reqs.iter().enumerate() {
-            let o = s.cache.access(&c.request);
+            let (o, reuse_distance) = s.access(&c.request);
             local.record(c.request.write, &o);
             local.transactions += c.transactions as u64;
-            let reuse_distance = s
-                .reuse
-                .as_mut()
-                .and_then(|r| r.access(c.request.line, o.set).whole);
             if self.events {
                 // The k-th request to a line belongs to the k-th access starting in it (one
                 // request per access without coalescing, the lowest such thread with it).

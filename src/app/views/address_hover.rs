@@ -159,11 +159,14 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
             kv("reuse distance", reuse);
         }
     });
-    ui.label(
-        RichText::new("Click to explain why it hit or missed")
-            .weak()
-            .italics(),
-    );
+    // Explaining replays the trace, which a streamed run does not hold.
+    if !matches!(d.x, crate::app::data::XAxis::Sampled { .. }) {
+        ui.label(
+            RichText::new("Click to explain why it hit or missed")
+                .weak()
+                .italics(),
+        );
+    }
 }
 
 /// What a timing-model request's result means, from what it saw at issue: its set-stack

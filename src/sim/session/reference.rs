@@ -190,15 +190,11 @@ impl Stream {
             }
             self.coalescer
                 .split(cols.addr[r], cols.size[r] as u64, write, |c| {
-                    let o = sim.cache.access(&c.request);
+                    let (o, reuse_distance) = sim.access(&c.request);
                     ic.record(write, &o);
                     ic.transactions += 1;
                     self.cta.record(write, &o);
                     self.cta.transactions += 1;
-                    let reuse_distance = sim
-                        .reuse
-                        .as_mut()
-                        .and_then(|t| t.access(c.request.line, o.set).whole);
                     if events {
                         let event = RequestEvent {
                             order: sim.order,
