@@ -68,7 +68,14 @@ fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
     let name = path.display();
     assert!(w.report.totals.requests > 0, "{name}");
     assert_eq!(w.report, s.report, "{name}");
-    assert_eq!(s.x, XAxis::Sampled { stride: 1 }, "{name}");
+    assert_eq!(
+        s.x,
+        XAxis::Sampled {
+            start: 0,
+            stride: 1
+        },
+        "{name}"
+    );
     let (a, b) = (&w.points, &s.points);
     assert_eq!(a.line, b.line, "{name}");
     assert_eq!(a.cta, b.cta, "{name}");
@@ -222,7 +229,7 @@ fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
     assert!(!done.preview);
     assert_eq!(done.report.totals.requests, n);
     assert!(done.points.len() <= SAMPLE_POINTS && done.points.len() as u64 * 2 >= n / 2);
-    let XAxis::Sampled { stride } = done.x else {
+    let XAxis::Sampled { start: 0, stride } = done.x else {
         panic!("a streamed run's axis is sampled")
     };
     assert!(stride >= 2);
@@ -260,4 +267,91 @@ fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
             other.map(|r| r.map(|_| ()))
         ),
     }
+}
+
+#[test]
+fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for i in 0..40_000u64 {
+        let addr = 0x1000_0000 + (i * 7919 % 3000) * 32;
+        writeln!(f, "{} {addr:x}", (i % 5 == 4) as u8).unwrap();
+    }
+    drop(f);
+    let cfg = SimConfig::default();
+    let streamed = open(&path, 0);
+    let whole_read = run(&cfg, &open(&path, u64::MAX));
+    let whole = run(&cfg, &streamed);
+    let progress = Arc::new(Progress::default());
+    for window in [1000..1700u64, 0..5, 39_990..40_000, 39_990..50_000] {
+        let d = worker::simulate_window(&streamed, &progress, whole.clone(), window.clone())
+            .expect("the detail");
+        let end = window.end.min(40_000) as usize;
+        let want = &whole_read.points.line[window.start as usize..end];
+        assert_eq!(d.points.line, want, "{window:?}");
+        assert_eq!(
+            d.points.outcome,
+            &whole_read.points.outcome[window.start as usize..end]
+        );
+        assert_eq!(
+            d.x,
+            XAxis::Sampled {
+                start: window.start,
+                stride: 1
+            }
+        );
+        assert_eq!(d.window, Some(window.clone()));
+        assert_eq!(d.request_number(0), window.start);
+        assert_eq!(d.x(1), (window.start + 1) as f64);
+        let shown: Vec<usize> =
+            match d.visible(window.start as f64 + 1.0, window.start as f64 + 3.0) {
+                warpscope::app::data::Visible::Range(r) => r.collect(),
+                _ => panic!("a range"),
+            };
+        assert_eq!(
+            shown,
+            (1..4).filter(|&i| i < d.points.len()).collect::<Vec<_>>()
+        );
+        // What the whole run counted stays.
+        assert_eq!(d.report, whole.report);
+        assert_eq!(d.per_inst, whole.per_inst);
+    }
+}
+
+#[test]
+fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
+    let a = WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: Some(sample("dinero-small.din")),
+            fresh: true,
+            generator: None,
+            window: None,
+            sweep: None,
+            stream: true,
+            shot_streamed: None,
+        },
+        Arc::new(|| {}),
+    );
+    let mut h = support::harness(a);
+    support::settle(&mut h);
+    let whole = h.state().panes[0].result.clone().expect("a result");
+    assert!(whole.window.is_none());
+    assert!(whole.points.len() >= 9);
+    h.state_mut().detail(0, Some(3..9));
+    support::settle(&mut h);
+    let d = h.state().panes[0].result.clone().expect("the detail");
+    assert_eq!(d.window, Some(3..9));
+    assert_eq!(d.points.len(), 6);
+    assert_eq!(d.points.line[..], whole.points.line[3..9]);
+    h.get_by_label_contains("every one of requests 3 to 9");
+    support::click(&mut h, "Back to the whole run");
+    let back = h.state().panes[0].result.clone().expect("the whole run");
+    assert!(
+        Arc::ptr_eq(&back, &whole),
+        "the whole run's result comes back as it was"
+    );
+    assert!(h.state().panes[0].whole.is_none());
 }

@@ -42,6 +42,7 @@ impl WarpscopeApp {
         match c {
             // Handled in the frame (`central`): hovering lasts one frame.
             Command::Hover { .. } => {}
+            Command::Detail { pane, window } => self.detail(pane, window),
             Command::Only { pane, filter } => {
                 self.only_trace = self.pane_trace(pane).as_ref().map(pane_trace::trace_id);
                 self.only = filter;

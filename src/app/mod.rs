@@ -22,6 +22,7 @@ pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
 mod side;
+pub mod streamed;
 pub mod sweep_view;
 pub mod theme;
 pub mod views;
@@ -117,6 +118,8 @@ pub struct Pane {
     pub sim: Option<Job<Arc<SimData>>>,
     /// Where that simulation, streaming a trace, leaves previews of its result so far.
     pub preview: Option<data::PreviewSlot>,
+    /// The whole run's result while the detail of a window of it is shown (or computed).
+    pub whole: Option<Arc<SimData>>,
     /// Time of the last change not yet submitted.
     pub dirty_since: Option<f64>,
     pub error: Option<String>,

@@ -370,6 +370,16 @@ impl EframeApp {
                 return;
             }
             "20-streamed.png".to_string()
+        } else if extra == 16 && plan.streamed.is_some() {
+            // The detail of a window of that run: the file read again up to its end.
+            if first {
+                let total = app.panes[0]
+                    .result
+                    .as_ref()
+                    .map_or(0, |d| d.report.totals.requests);
+                app.detail(0, Some(total / 3..total / 3 + 3000));
+            }
+            "21-streamed-detail.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;

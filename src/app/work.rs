@@ -199,6 +199,7 @@ impl WarpscopeApp {
             }
             pane.error = None;
             pane.stale = pane.result.is_some();
+            pane.whole = None;
             let label = format!("Simulating pane {}", i + 1);
             if trace.streamed.is_some() {
                 // The picture fills in as the file is read.
@@ -253,6 +254,46 @@ impl WarpscopeApp {
                 }
             }
         }
+    }
+
+    /// Shows every request of `window` of pane `i`'s streamed run (the file read again up to
+    /// its end, as a job), or with `None` the whole run's result again. The whole run's result
+    /// is kept while a detail is shown.
+    pub fn detail(&mut self, i: usize, window: Option<std::ops::Range<u64>>) {
+        let Some(trace) = self.pane_trace(i) else {
+            return;
+        };
+        let p = &mut self.panes[i];
+        let Some(window) = window else {
+            // A detail still running is dropped (and so cancelled).
+            p.sim = None;
+            if let Some(whole) = p.whole.take() {
+                p.result = Some(whole);
+                self.results_seen += 1;
+                p.generation = self.results_seen;
+                p.stale = false;
+            }
+            return;
+        };
+        let Some(whole) = p.whole.clone().or_else(|| p.result.clone()) else {
+            return;
+        };
+        if whole.window.is_some() || trace.streamed.is_none() {
+            return;
+        }
+        p.whole = Some(whole.clone());
+        p.preview = None;
+        p.stale = true;
+        p.sim = Some(Job::spawn(
+            format!(
+                "Reading pane {} again for requests {}..{}",
+                i + 1,
+                window.start,
+                window.end
+            ),
+            &self.wake,
+            move |pr| worker::simulate_window(&trace, pr, whole, window),
+        ));
     }
 
     /// Shows the newest preview of pane `i`'s streamed run, if one has come since the last

@@ -11,8 +11,10 @@ use crate::config::SimConfig;
 use crate::sim::{self, Observer, RequestEvent};
 use crate::trace::{self, Trace};
 
-use super::data::{Gather, Points, Preview, SimData, TraceData};
+use super::data::{Points, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
+use super::streamed;
+pub use super::streamed::{simulate as simulate_streamed, simulate_window};
 
 /// A trace read or generated, or a generator stopped because its trace would not fit.
 pub enum Loaded {
@@ -63,9 +65,9 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             allow_truncated,
             whole_up_to,
         } => {
-            let size = disk_bytes(&path);
+            let size = streamed::disk_bytes(&path);
             if (whole_up_to == 0 || size > whole_up_to) && !allow_truncated {
-                return open_streamed(&path, format, size);
+                return streamed::open(&path, format, size);
             }
             load(&path, format, allow_truncated, progress)
         }
@@ -145,41 +147,8 @@ pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::da
 /// whole, a trace takes several times its file's size in memory.
 pub const WHOLE_UP_TO: u64 = 256 << 20;
 
-/// A trace's bytes on disk: its file's, or for a directory (an Accel-Sim trace) its files'.
-fn disk_bytes(path: &Path) -> u64 {
-    if !path.is_dir() {
-        return std::fs::metadata(path).map_or(0, |m| m.len());
-    }
-    std::fs::read_dir(path).map_or(0, |entries| {
-        entries
-            .flatten()
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum()
-    })
-}
-
-/// Opens a trace file to be streamed: checks that it opens (format, first bytes) and keeps
-/// its path; nothing of it is read yet.
-fn open_streamed(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<Loaded> {
-    let opts = trace::ReadOptions {
-        format,
-        allow_truncated: false,
-    };
-    let open = trace::open_trace(path, opts, &|s| s, &|s| s)
-        .map_err(|e| JobError::Failed(e.to_string()))?;
-    let label = format!("{} (streamed)", super::file_name(path));
-    Ok(Loaded::Trace(Arc::new(TraceData::streamed(
-        path.to_path_buf(),
-        open.format,
-        label,
-        size,
-    ))))
-}
-
 /// Counts the bytes read from the file and fails the next read once cancelled.
-struct Watched {
+pub(super) struct Watched {
     inner: trace::source::Stream,
     progress: Arc<Progress>,
 }
@@ -270,7 +239,7 @@ pub fn simulate(
     progress: &Arc<Progress>,
 ) -> Finished<Arc<SimData>> {
     if trace.streamed.is_some() {
-        return simulate_streamed(config, trace, progress, None);
+        return streamed::simulate(config, trace, progress, None);
     }
     progress.set_total(trace.trace.total_accesses() as u64);
     let mut collect = Collect {
@@ -289,60 +258,9 @@ pub fn simulate(
     }
 }
 
-/// Simulates a streamed trace: one thread reads the file (counting its bytes for progress,
-/// failing its next read once cancelled) while this one simulates, as `warpscope sim` does,
-/// and [`Gather`] keeps what the views draw.
-pub fn simulate_streamed(
-    config: SimConfig,
-    trace: &TraceData,
-    progress: &Arc<Progress>,
-    preview: Option<Preview>,
-) -> Finished<Arc<SimData>> {
-    let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
-        return Err(JobError::Failed("a streamed trace without its file".into()));
-    };
-    if config.timing.is_some() {
-        return Err(JobError::Failed(
-            "the timing model needs the trace in memory: this file is too large to hold; \
-             use `warpscope sim --timing` on it"
-                .into(),
-        ));
-    }
-    let session = sim::Session::new(&config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
-    let opts = trace::ReadOptions {
-        format: trace.format,
-        allow_truncated: false,
-    };
-    let watch = watching(progress);
-    let open = trace::open_trace(&path, opts, &|s| s, &watch)
-        .map_err(|e| JobError::Failed(e.to_string()))?;
-    progress.set_total(bytes * open.streamed_reads());
-    let src = crate::shell::lanes::file_source(open, |s| s, watch);
-    let mut gather = Gather::new(&config, progress);
-    if let Some(p) = preview {
-        gather = gather.with_preview(p);
-    }
-    let ran = crate::shell::lanes::run(vec![session], 1, src.depth, &mut gather, src.source);
-    let session = match ran {
-        Ok(mut s) => s.pop(),
-        Err(_) if progress.cancelled() => return Err(JobError::Cancelled),
-        Err(crate::shell::lanes::Failure::Session(_, e)) => {
-            return Err(JobError::Failed(error_chain(&e)))
-        }
-        Err(crate::shell::lanes::Failure::Other(e)) => {
-            return Err(JobError::Failed(format!("{e:#}")))
-        }
-    };
-    let Some(session) = session else {
-        return Err(JobError::Failed("the simulation was lost".into()));
-    };
-    let report = session.finish(&mut gather);
-    Ok(Arc::new(SimData::streamed(config, report, &gather, None)))
-}
-
 /// A `watch` for a reader: counts the bytes read into `progress`, and fails the next read
 /// once it is cancelled.
-fn watching(
+pub(super) fn watching(
     progress: &Arc<Progress>,
 ) -> impl Fn(trace::source::Stream) -> trace::source::Stream + Send + Sync + 'static {
     let p = progress.clone();

@@ -162,6 +162,11 @@ pub struct Gather<'a> {
     pub stride: u64,
     /// The most requests kept ([`SAMPLE_POINTS`]; tests lower it).
     pub cap: usize,
+    /// Keep only the requests numbered in this range (the detail of a window: the whole
+    /// run's counts are known already), and stop once past it.
+    pub window: Option<std::ops::Range<u64>>,
+    /// The run went past its window: it stopped there on purpose.
+    pub past_window: bool,
     /// Requests seen.
     pub requests: u64,
     /// The kernels' headers, in launch order.
@@ -187,6 +192,8 @@ impl<'a> Gather<'a> {
             points: Points::default(),
             stride: 1,
             cap: SAMPLE_POINTS,
+            window: None,
+            past_window: false,
             requests: 0,
             kernels: Vec::new(),
             slots: Slots::default(),
@@ -280,6 +287,24 @@ impl Observer for Gather<'_> {
     }
 
     fn on_request(&mut self, e: &RequestEvent) {
+        if let Some(w) = &self.window {
+            self.past_window |= self.requests >= w.end;
+            if w.contains(&self.requests) {
+                // Numbered from the window's start, so the stride applies within it.
+                let at = self.requests - w.start;
+                if at & (self.stride - 1) == 0 {
+                    if self.points.len() >= self.cap {
+                        self.points.keep_every_other();
+                        self.stride *= 2;
+                    }
+                    if at & (self.stride - 1) == 0 {
+                        self.points.push(e);
+                    }
+                }
+            }
+            self.requests += 1;
+            return;
+        }
         if self.requests & (self.stride - 1) == 0 {
             if self.points.len() >= self.cap {
                 self.points.keep_every_other();
@@ -321,7 +346,7 @@ impl Observer for Gather<'_> {
                 self.preview = Some(p);
             }
         }
-        !self.progress.cancelled()
+        !self.progress.cancelled() && !self.past_window
     }
 }
 

@@ -231,8 +231,9 @@ impl ClassSplit {
 pub enum XAxis {
     /// Request `i` sits at `x = i`.
     Order,
-    /// A streamed run's sample: kept request `i` is request `i * stride` of the run.
-    Sampled { stride: u64 },
+    /// A streamed run's sample: kept request `i` is request `start + i * stride` of the run
+    /// (`start` is 0 unless the requests kept are a window of the run's).
+    Sampled { start: u64, stride: u64 },
     /// Request `i` sits at its issue cycle, each kernel starting where the previous one's last
     /// request was issued (SMs run side by side, so `x` is not monotonic in `i`).
     Time {
@@ -356,6 +357,9 @@ pub struct SimData {
     pub segments: Segments,
     /// A preview of a streamed run still going: totals and drawings so far, no tables.
     pub preview: bool,
+    /// The requests (numbers in the run) that `points` is limited to: the detail of a
+    /// window of a streamed run ([`SimData::window_of`]); `None`: the whole run.
+    pub window: Option<std::ops::Range<u64>>,
 }
 
 /// One more than the largest id of each kind among the kept requests (0 when none): what the

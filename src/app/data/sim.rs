@@ -66,6 +66,7 @@ impl SimData {
     /// and what was counted as it ran.
     pub fn streamed(config: SimConfig, report: Report, g: &Gather, most: Option<usize>) -> Self {
         let (points, stride) = g.sample(most.unwrap_or(usize::MAX));
+        let start = 0;
         let counted = Counted {
             grid: g.grid.clone().into_grid(),
             slots: g.slots.clone(),
@@ -74,11 +75,49 @@ impl SimData {
             kernels: g.kernels.clone(),
             segments: g.segments(),
         };
-        let mut d = Self::assemble(config, report, points, XAxis::Sampled { stride }, counted);
+        let mut d = Self::assemble(
+            config,
+            report,
+            points,
+            XAxis::Sampled { start, stride },
+            counted,
+        );
         d.inst_over_time.per_slice *= stride;
         d.sm_over_time.per_slice *= stride;
         d.preview = most.is_some();
         d
+    }
+
+    /// The requests of a window of a streamed run, every one or a regular sample of them,
+    /// drawn over what the whole run `whole` counted (its report, set grid, tables, axis):
+    /// what the detail of a zoomed address view shows.
+    pub fn window_of(whole: &SimData, g: &Gather) -> Self {
+        let (points, stride) = g.sample(usize::MAX);
+        let start = g.window.as_ref().map_or(0, |w| w.start);
+        let y = points
+            .line
+            .iter()
+            .map(|&l| whole.segments.y(l.saturating_mul(whole.line_bytes)))
+            .collect();
+        SimData {
+            config: whole.config.clone(),
+            report: whole.report.clone(),
+            ids: IdCounts::new(&points),
+            points,
+            y,
+            x: XAxis::Sampled { start, stride },
+            line_bytes: whole.line_bytes,
+            sets: whole.sets.clone(),
+            per_inst: whole.per_inst.clone(),
+            per_cta: whole.per_cta.clone(),
+            inst_over_time: whole.inst_over_time.clone(),
+            sm_over_time: whole.sm_over_time.clone(),
+            miss_tables: whole.miss_tables.clone(),
+            kernels: whole.kernels.clone(),
+            segments: whole.segments.clone(),
+            preview: false,
+            window: Some(start..g.window.as_ref().map_or(start, |w| w.end)),
+        }
     }
 
     fn assemble(config: SimConfig, report: Report, points: Points, x: XAxis, c: Counted) -> Self {
@@ -145,6 +184,7 @@ impl SimData {
             kernels: c.kernels,
             segments: c.segments,
             preview: false,
+            window: None,
         };
         d.miss_tables = MissTables::new(&d);
         d
@@ -155,22 +195,29 @@ impl SimData {
     pub fn x(&self, i: usize) -> f64 {
         match &self.x {
             XAxis::Order => i as f64,
-            XAxis::Sampled { stride } => (i as u64 * stride) as f64,
+            XAxis::Sampled { start, stride } => (start + i as u64 * stride) as f64,
             XAxis::Time { x, .. } => x[i] as f64,
         }
     }
     /// Kept request `i`'s number in the run's issue order.
     pub fn request_number(&self, i: usize) -> u64 {
         match &self.x {
-            XAxis::Sampled { stride } => i as u64 * stride,
+            XAxis::Sampled { start, stride } => start + i as u64 * stride,
             _ => i as u64,
+        }
+    }
+    /// The smallest x: 0, or the first request of a window's detail.
+    pub fn x_start(&self) -> f64 {
+        match &self.x {
+            XAxis::Sampled { start, .. } => *start as f64,
+            _ => 0.0,
         }
     }
     /// One past the largest x.
     pub fn x_end(&self) -> f64 {
         match &self.x {
             XAxis::Order => self.points.len() as f64,
-            XAxis::Sampled { stride } => (self.points.len() as u64 * stride) as f64,
+            XAxis::Sampled { start, stride } => (start + self.points.len() as u64 * stride) as f64,
             XAxis::Time { end, .. } => *end as f64,
         }
     }
@@ -178,7 +225,7 @@ impl SimData {
     pub fn x_label(&self) -> &'static str {
         match &self.x {
             XAxis::Order => "request (issue order)",
-            XAxis::Sampled { stride: 1 } => "request (issue order; every request drawn)",
+            XAxis::Sampled { stride: 1, .. } => "request (issue order; every request drawn)",
             XAxis::Sampled { .. } => "request (issue order; a regular sample drawn)",
             XAxis::Time { .. } => "cycle (timing model; kernels one after another)",
         }
@@ -195,10 +242,13 @@ impl SimData {
                 let last = ((x1.floor() as usize).saturating_add(1)).min(n).max(first);
                 Visible::Range(first..last)
             }
-            XAxis::Sampled { stride } => {
-                let s = *stride as f64;
-                let first = ((x0.max(0.0) / s).ceil() as usize).min(n);
-                let last = (((x1 / s).floor() as usize).saturating_add(1))
+            XAxis::Sampled { start, stride } => {
+                let (s, at) = (*stride as f64, *start as f64);
+                if x1 < at {
+                    return Visible::Range(0..0);
+                }
+                let first = (((x0 - at).max(0.0) / s).ceil() as usize).min(n);
+                let last = ((((x1 - at) / s).floor() as usize).saturating_add(1))
                     .min(n)
                     .max(first);
                 Visible::Range(first..last)

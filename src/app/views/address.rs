@@ -42,6 +42,8 @@ pub struct AddressView {
     pub explaining: Option<Asked>,
     /// The explanation the view last zoomed to (result generation, request).
     zoomed_to: Option<(u64, usize)>,
+    /// The x range shown in the last frame.
+    shown_x: Option<(f64, f64)>,
 }
 
 impl AddressView {
@@ -171,12 +173,22 @@ impl AddressView {
         let segs = &data.segments;
         let segs_fmt = segs.clone();
         let segs_marks = segs.clone();
-        let legend_note = match data.x {
-            XAxis::Sampled { stride: 1 } => " drawn: every request of the streamed run".into(),
-            XAxis::Sampled { stride } => format!(
-                " drawn: 1 in {stride} of the {} requests of the streamed run",
-                data.report.totals.requests
+        let total = data.report.totals.requests;
+        let legend_note = match (&data.x, &data.window) {
+            (XAxis::Sampled { stride: 1, .. }, Some(w)) => format!(
+                " drawn: every one of requests {} to {} of the streamed run",
+                w.start, w.end
             ),
+            (XAxis::Sampled { stride, .. }, Some(w)) => format!(
+                " drawn: 1 in {stride} of requests {} to {} of the streamed run",
+                w.start, w.end
+            ),
+            (XAxis::Sampled { stride: 1, .. }, None) => {
+                " drawn: every request of the streamed run".into()
+            }
+            (XAxis::Sampled { stride, .. }, None) => {
+                format!(" drawn: 1 in {stride} of the {total} requests of the streamed run")
+            }
             _ if p.dropped > 0 => format!(" (first {n} of {} requests)", n as u64 + p.dropped),
             _ => String::new(),
         };
@@ -190,6 +202,9 @@ impl AddressView {
                 ui.label(RichText::new(note).weak());
             }
         });
+        if let XAxis::Sampled { stride, .. } = data.x {
+            detail_buttons(ui, state.shown_x, (data, stride, total), pane, out);
+        }
         let only_key = cx.only.as_ref().map(InstFilter::key);
         if let Some(f) = &cx.only {
             ui.horizontal(|ui| {
@@ -275,7 +290,7 @@ impl AddressView {
                     .collect()
             })
             .y_axis_min_width(80.0)
-            .include_x(0.0)
+            .include_x(data.x_start())
             .include_x(data.x_end())
             .include_y(0.0)
             .include_y(segs.height())
@@ -372,7 +387,7 @@ impl AddressView {
                 // (covering more would also widen the plot's automatic bounds each frame).
                 let size = pui.response().rect.size();
                 let (y0, y1) = (b.min()[1], b.max()[1]);
-                let rx = [x0.max(0.0), x1.min(data.x_end())];
+                let rx = [x0.max(data.x_start()), x1.min(data.x_end())];
                 let ry = [y0.max(0.0), y1.min(segs.height())];
                 let frac =
                     |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
@@ -402,6 +417,8 @@ impl AddressView {
             drawn
         });
         array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
+        let b = resp.transform.bounds();
+        state.shown_x = Some((b.min()[0], b.max()[0]));
         // Ask for a new raster when the view changed and the newest request is not this one.
         if let Some(want) = resp.inner {
             let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
@@ -545,4 +562,45 @@ fn nearest(
         }
     }
     best.map(|b| b.1)
+}
+
+/// For a streamed run: a button that shows every request of the range in view (the file read
+/// again up to its end), or, on such a detail, one back to the whole run's sample.
+fn detail_buttons(
+    ui: &mut Ui,
+    shown_x: Option<(f64, f64)>,
+    (data, stride, total): (&SimData, u64, u64),
+    pane: usize,
+    out: &mut Vec<Command>,
+) {
+    if data.window.is_some() {
+        if ui
+            .button("Back to the whole run")
+            .on_hover_text("The regular sample of the whole run, as it was")
+            .clicked()
+        {
+            out.push(Command::Detail { pane, window: None });
+        }
+        return;
+    }
+    let Some((x0, x1)) = shown_x.filter(|_| stride > 1) else {
+        return;
+    };
+    let (lo, hi) = (x0.max(0.0) as u64, (x1.max(0.0) as u64).min(total));
+    if hi <= lo || hi - lo >= total {
+        return;
+    }
+    if ui
+        .button(format!("Every request from {lo} to {hi}"))
+        .on_hover_text(
+            "Read the file again up to the end of the view and keep every request in it \
+             (a regular sample if they are more than 2^21); the counts stay the whole run's",
+        )
+        .clicked()
+    {
+        out.push(Command::Detail {
+            pane,
+            window: Some(lo..hi),
+        });
+    }
 }

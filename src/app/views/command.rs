@@ -12,6 +12,12 @@ use crate::app::raster::{ColourBy, RasterRequest};
 
 /// A view's request, applied by the app after the frame is drawn.
 pub enum Command {
+    /// Show every request of a window of pane `pane`'s streamed run (request numbers), or
+    /// (`None`) the whole run's sample again.
+    Detail {
+        pane: usize,
+        window: Option<std::ops::Range<u64>>,
+    },
     /// Request `request` of the pane's result `generation` is hovered (its linked panes mark
     /// the same access). A frame without one means nothing is hovered.
     Hover {

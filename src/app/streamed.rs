@@ -1,0 +1,127 @@
+//! A pane's simulation of a trace file too large to hold (`TraceData::streamed`): one thread
+//! reads the file while the job's thread simulates, through `shell::lanes` as `warpscope sim`
+//! does, and [`Gather`] keeps what the views draw (a sample, exact counts, previews). Also the
+//! detail of a window of such a run: the file read again up to the window's end, keeping
+//! every request in it.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::SimConfig;
+use crate::shell::lanes;
+use crate::sim;
+use crate::trace;
+
+use super::data::{Gather, Preview, SimData, TraceData};
+use super::job::{Finished, JobError, Progress};
+use super::worker::{error_chain, watching, Loaded};
+
+/// A trace's bytes on disk: its file's, or for a directory (an Accel-Sim trace) its files'.
+pub fn disk_bytes(path: &Path) -> u64 {
+    if !path.is_dir() {
+        return std::fs::metadata(path).map_or(0, |m| m.len());
+    }
+    std::fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
+/// Opens a trace file to be streamed: checks that it opens (format, first bytes) and keeps
+/// its path; nothing of it is read yet.
+pub fn open(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<Loaded> {
+    let opts = trace::ReadOptions {
+        format,
+        allow_truncated: false,
+    };
+    let open = trace::open_trace(path, opts, &|s| s, &|s| s)
+        .map_err(|e| JobError::Failed(e.to_string()))?;
+    let label = format!("{} (streamed)", super::file_name(path));
+    Ok(Loaded::Trace(Arc::new(TraceData::streamed(
+        path.to_path_buf(),
+        open.format,
+        label,
+        size,
+    ))))
+}
+
+/// Runs the trace through a session into `gather`: the session, or `None` when `gather`
+/// stopped the run on purpose (past its window).
+fn run(
+    config: &SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    gather: &mut Gather,
+) -> Result<Option<sim::Session>, JobError> {
+    let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
+        return Err(JobError::Failed("a streamed trace without its file".into()));
+    };
+    if config.timing.is_some() {
+        return Err(JobError::Failed(
+            "the timing model needs the trace in memory: this file is too large to hold; \
+             use `warpscope sim --timing` on it"
+                .into(),
+        ));
+    }
+    let session = sim::Session::new(config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
+    let opts = trace::ReadOptions {
+        format: trace.format,
+        allow_truncated: false,
+    };
+    let watch = watching(progress);
+    let open = trace::open_trace(&path, opts, &|s| s, &watch)
+        .map_err(|e| JobError::Failed(e.to_string()))?;
+    progress.set_total(bytes * open.streamed_reads());
+    let src = lanes::file_source(open, |s| s, watch);
+    match lanes::run(vec![session], 1, src.depth, gather, src.source) {
+        Ok(mut s) => s
+            .pop()
+            .map(Some)
+            .ok_or_else(|| JobError::Failed("the simulation was lost".into())),
+        Err(_) if progress.cancelled() => Err(JobError::Cancelled),
+        Err(_) if gather.past_window => Ok(None),
+        Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
+        Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
+    }
+}
+
+/// Simulates a streamed trace, leaving previews in `preview` as it goes.
+pub fn simulate(
+    config: SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    preview: Option<Preview>,
+) -> Finished<Arc<SimData>> {
+    let mut gather = Gather::new(&config, progress);
+    if let Some(p) = preview {
+        gather = gather.with_preview(p);
+    }
+    let Some(session) = run(&config, trace, progress, &mut gather)? else {
+        return Err(JobError::Failed("the run stopped early".into()));
+    };
+    let report = session.finish(&mut gather);
+    Ok(Arc::new(SimData::streamed(config, report, &gather, None)))
+}
+
+/// The detail of `window` (request numbers) of the streamed run `whole`: the file is read again
+/// up to the window's end, and every request in it is kept (a regular sample of them when
+/// they are more than the sample holds). What the whole run counted stays `whole`'s.
+pub fn simulate_window(
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    whole: Arc<SimData>,
+    window: Range<u64>,
+) -> Finished<Arc<SimData>> {
+    let mut gather = Gather::new(&whole.config, progress);
+    gather.window = Some(window);
+    if let Some(session) = run(&whole.config, trace, progress, &mut gather)? {
+        // The trace ended inside the window: its last warp instruction is simulated at the end.
+        session.finish(&mut gather);
+    }
+    Ok(Arc::new(SimData::window_of(&whole, &gather)))
+}
