@@ -8,6 +8,10 @@
 //! the frame time measured here is with the raster ready, as a user sees it when panning or
 //! hovering. The change-to-screen time excludes the 50 ms debounce that waits for the user to
 //! stop editing (it advances with the harness's virtual clock), so add 50 ms to it.
+//!
+//! `streamed_open_to_first_preview_10M_din`: a trace file opened streamed (as files over
+//! 256 MiB are), from the open to the first preview of its pane's run (issue 26's "first
+//! picture within 1 s"); the run is cancelled then.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -115,5 +119,56 @@ fn frames(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, frames);
+fn streamed(c: &mut Criterion) {
+    use std::io::Write;
+    use warpscope::app::data::{Preview, PreviewSlot};
+    use warpscope::app::job::{Job, Progress, Wake};
+    use warpscope::app::worker::{self, Loaded, Source};
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("10M.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("the trace"));
+    for i in 0..10_000_000u64 {
+        let addr = 0x1000_0000 + (i * 2_654_435_761 % (64 << 20)) / 8 * 8;
+        writeln!(f, "{} {addr:x}", (i % 3 == 2) as u8).expect("written");
+    }
+    drop(f);
+    let wake: Wake = Arc::new(|| {});
+    let mut g = c.benchmark_group("gui");
+    g.sample_size(10);
+    g.bench_function("streamed_open_to_first_preview_10M_din", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                let source = Source::File {
+                    path: path.clone(),
+                    format: None,
+                    allow_truncated: false,
+                    whole_up_to: 0,
+                };
+                let Ok(Loaded::Trace(trace)) =
+                    worker::load_source(source, &Arc::new(Progress::default()))
+                else {
+                    panic!("the trace opens");
+                };
+                let slot = PreviewSlot::default();
+                let preview = Preview::new(slot.clone(), wake.clone());
+                let cfg = config::preset("fermi-16k").expect("preset");
+                let mut job = Job::spawn("sim", &wake, move |p| {
+                    worker::simulate_streamed(cfg, &trace, p, Some(preview))
+                });
+                while slot.lock().map(|s| s.is_none()).unwrap_or(true) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                total += start.elapsed();
+                job.cancel();
+                let _ = job.wait(Duration::from_secs(60));
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, frames, streamed);
 criterion_main!(benches);
