@@ -6,6 +6,7 @@ use egui_plot::{Plot, PlotImage, PlotPoint, PlotPoints, Points};
 
 use super::address_explain::{self, Asked, Explained, PanelAction};
 use super::address_hover::{request_tooltip, selection_panel};
+use super::address_streamed::{detail_buttons, drawn_note};
 use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
 use crate::app::data::{InstFilter, Selection, SimData, XAxis};
@@ -174,24 +175,7 @@ impl AddressView {
         let segs_fmt = segs.clone();
         let segs_marks = segs.clone();
         let total = data.report.totals.requests;
-        let legend_note = match (&data.x, &data.window) {
-            (XAxis::Sampled { stride: 1, .. }, Some(w)) => format!(
-                " drawn: every one of requests {} to {} of the streamed run",
-                w.start, w.end
-            ),
-            (XAxis::Sampled { stride, .. }, Some(w)) => format!(
-                " drawn: 1 in {stride} of requests {} to {} of the streamed run",
-                w.start, w.end
-            ),
-            (XAxis::Sampled { stride: 1, .. }, None) => {
-                " drawn: every request of the streamed run".into()
-            }
-            (XAxis::Sampled { stride, .. }, None) => {
-                format!(" drawn: 1 in {stride} of the {total} requests of the streamed run")
-            }
-            _ if p.dropped > 0 => format!(" (first {n} of {} requests)", n as u64 + p.dropped),
-            _ => String::new(),
-        };
+        let legend_note = drawn_note(data, n);
         ui.horizontal_wrapped(|ui| {
             ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
             let (entries, note) = colour_legend(data, cx.colour);
@@ -562,45 +546,4 @@ fn nearest(
         }
     }
     best.map(|b| b.1)
-}
-
-/// For a streamed run: a button that shows every request of the range in view (the file read
-/// again up to its end), or, on such a detail, one back to the whole run's sample.
-fn detail_buttons(
-    ui: &mut Ui,
-    shown_x: Option<(f64, f64)>,
-    (data, stride, total): (&SimData, u64, u64),
-    pane: usize,
-    out: &mut Vec<Command>,
-) {
-    if data.window.is_some() {
-        if ui
-            .button("Back to the whole run")
-            .on_hover_text("The regular sample of the whole run, as it was")
-            .clicked()
-        {
-            out.push(Command::Detail { pane, window: None });
-        }
-        return;
-    }
-    let Some((x0, x1)) = shown_x.filter(|_| stride > 1) else {
-        return;
-    };
-    let (lo, hi) = (x0.max(0.0) as u64, (x1.max(0.0) as u64).min(total));
-    if hi <= lo || hi - lo >= total {
-        return;
-    }
-    if ui
-        .button(format!("Every request from {lo} to {hi}"))
-        .on_hover_text(
-            "Read the file again up to the end of the view and keep every request in it \
-             (a regular sample if they are more than 2^21); the counts stay the whole run's",
-        )
-        .clicked()
-    {
-        out.push(Command::Detail {
-            pane,
-            window: Some(lo..hi),
-        });
-    }
 }

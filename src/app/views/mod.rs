@@ -194,6 +194,7 @@ pub fn integer_marks(input: egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
 mod address;
 pub mod address_explain;
 mod address_hover;
+mod address_streamed;
 pub mod comm;
 pub mod command;
 pub mod misses;
