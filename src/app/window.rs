@@ -63,8 +63,13 @@ impl EframeApp {
             ..startup
         };
         let streamed = startup.shot_streamed.clone();
+        let mut app = WarpscopeApp::new(settings, startup, wake);
+        if shots.is_some() {
+            // The sweep (`--sweep`) is read now but shown only in its own shot.
+            app.sweep.open = false;
+        }
         EframeApp {
-            app: WarpscopeApp::new(settings, startup, wake),
+            app,
             shots: shots.map(|dir| ScreenshotPlan {
                 streamed,
                 ..ScreenshotPlan::new(dir)

@@ -265,9 +265,10 @@ impl WarpscopeApp {
         };
         let p = &mut self.panes[i];
         let Some(window) = window else {
-            // A detail still running is dropped (and so cancelled).
-            p.sim = None;
             if let Some(whole) = p.whole.take() {
+                // A detail still running is dropped (and so cancelled); a full run started
+                // since would have let go of `whole`.
+                p.sim = None;
                 p.result = Some(whole);
                 self.results_seen += 1;
                 p.generation = self.results_seen;

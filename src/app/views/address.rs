@@ -187,7 +187,7 @@ impl AddressView {
             }
         });
         if let XAxis::Sampled { stride, .. } = data.x {
-            detail_buttons(ui, state.shown_x, (data, stride, total), pane, out);
+            ui.horizontal(|ui| detail_buttons(ui, state.shown_x, (data, stride, total), pane, out));
         }
         let only_key = cx.only.as_ref().map(InstFilter::key);
         if let Some(f) = &cx.only {
