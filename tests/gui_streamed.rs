@@ -355,3 +355,49 @@ fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
     );
     assert!(h.state().panes[0].whole.is_none());
 }
+
+#[test]
+fn a_streamed_file_that_goes_bad_says_where_and_shows_no_half_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.din");
+    let mut text = String::new();
+    for i in 0..2000u64 {
+        text.push_str(&format!("0 {:x}\n", 0x1000 + i * 64));
+    }
+    text.push_str("0 not-an-address\n");
+    std::fs::write(&path, text).unwrap();
+    let a = WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: Some(path.clone()),
+            fresh: true,
+            generator: None,
+            window: None,
+            sweep: None,
+            stream: true,
+            shot_streamed: None,
+        },
+        Arc::new(|| {}),
+    );
+    let mut h = support::harness(a);
+    let start = std::time::Instant::now();
+    while h.state().panes[0].error.is_none() {
+        h.step();
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no error"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.run_steps(3);
+    let e = h.state().panes[0].error.clone().unwrap();
+    assert!(
+        e.starts_with("The run failed:") && e.contains("bad.din") && e.contains("2001"),
+        "{e}"
+    );
+    assert!(h.state().panes[0]
+        .result
+        .as_ref()
+        .is_none_or(|r| !r.preview));
+    h.get_by_label_contains("The run failed:");
+}

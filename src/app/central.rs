@@ -229,10 +229,7 @@ impl WarpscopeApp {
                 });
             }
             if let Some(e) = &pane.error {
-                col.colored_label(
-                    col.visuals().error_fg_color,
-                    format!("This configuration is not valid: {e}"),
-                );
+                col.colored_label(col.visuals().error_fg_color, e);
                 if let Some(r) = &pane.result {
                     col.colored_label(
                         col.visuals().warn_fg_color,
@@ -257,9 +254,12 @@ impl WarpscopeApp {
                 return;
             }
             let Some(data) = pane.result.clone() else {
-                col.centered_and_justified(|ui| {
-                    ui.spinner();
-                });
+                // Nothing to show yet, or (a failed run, said above) nothing at all.
+                if pane.sim.is_some() || pane.error.is_none() {
+                    col.centered_and_justified(|ui| {
+                        ui.spinner();
+                    });
+                }
                 return;
             };
             if data.preview {

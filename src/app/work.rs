@@ -193,7 +193,7 @@ impl WarpscopeApp {
             let config = self.settings.panes[i].1.clone();
             if let Err(e) = config.validate() {
                 // Nothing runs: the result on screen is the last valid one, not an update.
-                pane.error = Some(e.to_string());
+                pane.error = Some(format!("This configuration is not valid: {e}"));
                 pane.stale = false;
                 continue;
             }
@@ -327,7 +327,13 @@ impl WarpscopeApp {
             }
             Err(JobError::Failed(e)) => {
                 p.stale = false;
-                p.error = Some(e.clone());
+                p.error = Some(format!("The run failed: {e}"));
+                // A preview of a streamed run that failed is not a result: the last one stays.
+                if p.result.as_ref().is_some_and(|r| r.preview) {
+                    p.result = p.whole.take();
+                    self.results_seen += 1;
+                    p.generation = self.results_seen;
+                }
                 self.status = Status::Error(e);
             }
             Err(JobError::Cancelled) => {}
