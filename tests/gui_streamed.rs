@@ -37,6 +37,23 @@ fn open(path: &Path, whole_up_to: u64) -> Arc<TraceData> {
     }
 }
 
+/// The app opening `file` streamed (`warpscope --stream FILE`).
+fn streaming_app(file: PathBuf) -> WarpscopeApp {
+    WarpscopeApp::new(
+        Settings::default(),
+        Startup {
+            file: Some(file),
+            fresh: true,
+            generator: None,
+            window: None,
+            sweep: None,
+            stream: true,
+            shot_streamed: None,
+        },
+        Arc::new(|| {}),
+    )
+}
+
 fn run(cfg: &SimConfig, t: &TraceData) -> Arc<SimData> {
     match worker::simulate(cfg.clone(), t, &Arc::new(Progress::default())) {
         Ok(d) => d,
@@ -154,20 +171,7 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
 
 #[test]
 fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
-    let a = WarpscopeApp::new(
-        Settings::default(),
-        Startup {
-            file: Some(sample("accelsim-matrixmul")),
-            fresh: true,
-            generator: None,
-            window: None,
-            sweep: None,
-            stream: true,
-            shot_streamed: None,
-        },
-        Arc::new(|| {}),
-    );
-    let mut h = support::harness(a);
+    let mut h = support::harness(streaming_app(sample("accelsim-matrixmul")));
     support::settle(&mut h);
     let t = h.state().trace.clone().expect("a trace");
     assert!(t.streamed.is_some(), "--stream streams a small file too");
@@ -322,20 +326,7 @@ fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() 
 
 #[test]
 fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
-    let a = WarpscopeApp::new(
-        Settings::default(),
-        Startup {
-            file: Some(sample("dinero-small.din")),
-            fresh: true,
-            generator: None,
-            window: None,
-            sweep: None,
-            stream: true,
-            shot_streamed: None,
-        },
-        Arc::new(|| {}),
-    );
-    let mut h = support::harness(a);
+    let mut h = support::harness(streaming_app(sample("dinero-small.din")));
     support::settle(&mut h);
     let whole = h.state().panes[0].result.clone().expect("a result");
     assert!(whole.window.is_none());
@@ -366,20 +357,7 @@ fn a_streamed_file_that_goes_bad_says_where_and_shows_no_half_result() {
     }
     text.push_str("0 not-an-address\n");
     std::fs::write(&path, text).unwrap();
-    let a = WarpscopeApp::new(
-        Settings::default(),
-        Startup {
-            file: Some(path.clone()),
-            fresh: true,
-            generator: None,
-            window: None,
-            sweep: None,
-            stream: true,
-            shot_streamed: None,
-        },
-        Arc::new(|| {}),
-    );
-    let mut h = support::harness(a);
+    let mut h = support::harness(streaming_app(path.clone()));
     let start = std::time::Instant::now();
     while h.state().panes[0].error.is_none() {
         h.step();

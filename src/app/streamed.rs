@@ -17,21 +17,6 @@ use super::data::{Gather, Preview, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
 use super::worker::{error_chain, watching, Loaded};
 
-/// A trace's bytes on disk: its file's, or for a directory (an Accel-Sim trace) its files'.
-pub fn disk_bytes(path: &Path) -> u64 {
-    if !path.is_dir() {
-        return std::fs::metadata(path).map_or(0, |m| m.len());
-    }
-    std::fs::read_dir(path).map_or(0, |entries| {
-        entries
-            .flatten()
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum()
-    })
-}
-
 /// Opens a trace file to be streamed: checks that it opens (format, first bytes) and keeps
 /// its path; nothing of it is read yet.
 pub fn open(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<Loaded> {

@@ -65,7 +65,7 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             allow_truncated,
             whole_up_to,
         } => {
-            let size = streamed::disk_bytes(&path);
+            let size = crate::shell::trace_bytes(&path);
             if (whole_up_to == 0 || size > whole_up_to) && !allow_truncated {
                 return streamed::open(&path, format, size);
             }

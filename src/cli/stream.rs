@@ -115,33 +115,7 @@ fn counting(
 /// file is scanned, then read: `trace::accelsim`) those of its `.traceg`, or of every file
 /// beside its `kernelslist.g`.
 fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
-    if open.format != trace::Format::AccelSim {
-        return open.streamed_reads() * open.file_bytes;
-    }
-    let listed = path.is_dir()
-        || path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .is_some_and(|f| f.starts_with("kernelslist"));
-    if !listed {
-        return 2 * open.file_bytes;
-    }
-    let dir = if path.is_dir() {
-        path
-    } else {
-        path.parent().unwrap_or(std::path::Path::new("."))
-    };
-    let files: u64 = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(open.file_bytes);
-    2 * files
+    open.streamed_reads() * warpscope::shell::trace_bytes(path)
 }
 
 /// A streamed run's input: what sends its pieces, the depth of the lanes' queues for them,
