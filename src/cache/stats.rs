@@ -76,13 +76,22 @@ impl Counters {
     /// Records one request's outcome.
     #[inline]
     pub fn record(&mut self, write: bool, o: &super::Outcome) {
+        self.count(write, o.hit, o.class);
+        self.writebacks += o.writeback as u64;
+        self.bytes_from_memory += o.bytes_from_memory;
+        self.bytes_to_memory += o.bytes_to_memory;
+    }
+
+    /// Records one request's read or write, hit or miss, and miss class (not its traffic).
+    #[inline]
+    pub fn count(&mut self, write: bool, hit: bool, class: Option<MissClass>) {
         self.requests += 1;
         if write {
             self.writes += 1;
         } else {
             self.reads += 1;
         }
-        if o.hit {
+        if hit {
             self.hits += 1;
         } else {
             self.misses += 1;
@@ -92,15 +101,12 @@ impl Counters {
                 self.read_misses += 1;
             }
         }
-        match o.class {
+        match class {
             Some(MissClass::Compulsory) => self.miss_classes.compulsory += 1,
             Some(MissClass::Capacity) => self.miss_classes.capacity += 1,
             Some(MissClass::Conflict) => self.miss_classes.conflict += 1,
             None => {}
         }
-        self.writebacks += o.writeback as u64;
-        self.bytes_from_memory += o.bytes_from_memory;
-        self.bytes_to_memory += o.bytes_to_memory;
     }
 
     pub fn add(&mut self, o: &Counters) {

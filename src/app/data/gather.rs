@@ -16,7 +16,7 @@ use rustc_hash::FxHashSet;
 
 use super::{ClassSplit, Outcome, Points, Segments, SimData, SET_BINS};
 use crate::app::job::{Progress, Wake};
-use crate::cache::{Counters, MissClass};
+use crate::cache::Counters;
 use crate::config::SimConfig;
 use crate::report::Report;
 use crate::sim::{Observer, RequestEvent};
@@ -254,24 +254,19 @@ impl<'a> Gather<'a> {
         (preview.wake)();
     }
 
+    /// Keeps request `e`, number `at` in the sampled range, if the stride takes it; halves
+    /// the sample and doubles the stride first when the sample is full.
     #[inline]
-    fn count(&mut self, e: &RequestEvent) {
-        let t = &mut self.totals;
-        t.requests += 1;
-        t.reads += !e.write as u64;
-        t.writes += e.write as u64;
-        if e.hit {
-            t.hits += 1;
-        } else {
-            t.misses += 1;
-            t.read_misses += !e.write as u64;
-            t.write_misses += e.write as u64;
+    fn sample_request(&mut self, at: u64, e: &RequestEvent) {
+        if at & (self.stride - 1) != 0 {
+            return;
         }
-        match e.class {
-            Some(MissClass::Compulsory) => t.miss_classes.compulsory += 1,
-            Some(MissClass::Capacity) => t.miss_classes.capacity += 1,
-            Some(MissClass::Conflict) => t.miss_classes.conflict += 1,
-            None => {}
+        if self.points.len() >= self.cap {
+            self.points.keep_every_other();
+            self.stride *= 2;
+        }
+        if at & (self.stride - 1) == 0 {
+            self.points.push(e);
         }
     }
 }
@@ -292,30 +287,14 @@ impl Observer for Gather<'_> {
             if w.contains(&self.requests) {
                 // Numbered from the window's start, so the stride applies within it.
                 let at = self.requests - w.start;
-                if at & (self.stride - 1) == 0 {
-                    if self.points.len() >= self.cap {
-                        self.points.keep_every_other();
-                        self.stride *= 2;
-                    }
-                    if at & (self.stride - 1) == 0 {
-                        self.points.push(e);
-                    }
-                }
+                self.sample_request(at, e);
             }
             self.requests += 1;
             return;
         }
-        if self.requests & (self.stride - 1) == 0 {
-            if self.points.len() >= self.cap {
-                self.points.keep_every_other();
-                self.stride *= 2;
-            }
-            if self.requests & (self.stride - 1) == 0 {
-                self.points.push(e);
-            }
-        }
+        self.sample_request(self.requests, e);
         self.requests += 1;
-        self.count(e);
+        self.totals.count(e.write, e.hit, e.class);
         let o = Outcome::of(e.hit, e.class);
         self.grid.add(e.set, o != Outcome::Hit);
         let k = e.kernel as usize;
@@ -366,7 +345,7 @@ mod tests {
             set: (i % 4) as u32,
             write: i % 5 == 0,
             hit: i % 2 == 0,
-            class: (i % 2 == 1).then_some(MissClass::Capacity),
+            class: (i % 2 == 1).then_some(crate::cache::MissClass::Capacity),
             reuse_distance: None,
             time: None,
             thread: Some(i as u32),
