@@ -1220,24 +1220,33 @@ fn an_nvbit_log_streams_in_issue_order() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Per-thread formats (Nugteren et al., Crawford) stream through an external sort: `sim`
-/// gives the result of the trace read whole, whatever order the threads' lines are in.
-#[test]
-fn per_thread_traces_stream_through_a_sort() {
-    let dir = std::env::temp_dir().join(format!("warpscope-pthread-{}", std::process::id()));
+/// A fresh temporary folder named for `what`, and `gen hotspot` 32x32 in 8x8 blocks for
+/// `steps` launches written in it as `file`.
+fn hotspot_in(what: &str, steps: u32, file: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("warpscope-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let steps = format!("steps={steps}");
+    let out = dir.join(file);
     let gen = warpscope(&[
         "gen",
         "hotspot",
         "nx=32",
         "ny=32",
-        "steps=1",
+        &steps,
         "block=8,8",
         "-o",
-        &p("h.wsb"),
+        out.to_str().unwrap(),
     ]);
     assert!(gen.status.success());
+    dir
+}
+
+/// Per-thread formats (Nugteren et al., Crawford) stream through an external sort: `sim`
+/// gives the result of the trace read whole, whatever order the threads' lines are in.
+#[test]
+fn per_thread_traces_stream_through_a_sort() {
+    let dir = hotspot_in("pthread", 1, "h.wsb");
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let out = warpscope(&["convert", &p("h.wsb"), &p("n.trc"), "--to", "nugteren"]);
     assert!(
         out.status.success(),
@@ -1295,6 +1304,86 @@ fn per_thread_traces_stream_through_a_sort() {
     }
     std::fs::write(p("c.trace"), crawford).unwrap();
     assert_streamed_run_equals_whole(&p("c.trace"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// CSV tables are read twice and hand their rows on CTA by CTA: rows in CTA and thread
+/// order as they come, rows in any other order through the external sort. Both give the
+/// result of the table read whole, and of the trace the table was made from.
+#[test]
+#[cfg(feature = "tables")]
+fn csv_tables_stream_cta_by_cta() {
+    let dir = hotspot_in("table", 2, "h.wst");
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    // Each launch's rows as CSV lines, by thread (as `gen` writes them), launches numbered.
+    let text = std::fs::read_to_string(p("h.wst")).unwrap();
+    let mut launches: Vec<Vec<(String, String)>> = Vec::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match f.first() {
+            Some(&"kernel") => launches.push(Vec::new()),
+            Some(first) if first.as_bytes()[0].is_ascii_digit() => {
+                let (c, t): (Vec<&str>, Vec<&str>) =
+                    (f[0].split(',').collect(), f[1].split(',').collect());
+                let row = format!(
+                    "{},{},{},{},{},{},{}",
+                    c[0], c[1], t[0], t[1], f[2], f[4], f[5]
+                );
+                let k = launches.len() - 1;
+                launches[k].push((f[1].to_string() + " " + f[0], format!("{k},{row},{}", f[6])));
+            }
+            _ => {}
+        }
+    }
+    let head = "kernel,cta_x,cta_y,thread_x,thread_y,inst,kind,address,size\n";
+    let grouped: String = launches
+        .iter()
+        .flatten()
+        .map(|(_, r)| r.clone() + "\n")
+        .collect();
+    std::fs::write(p("g.csv"), format!("{head}{grouped}")).unwrap();
+    // The same rows, each launch's threads round-robin, the last thread first.
+    let mut mixed = String::from(head);
+    for rows in &launches {
+        let mut by_thread: std::collections::BTreeMap<&str, std::collections::VecDeque<&str>> =
+            Default::default();
+        for (t, r) in rows {
+            by_thread.entry(t).or_default().push_back(r);
+        }
+        let mut queues: Vec<_> = by_thread.into_values().rev().collect();
+        while queues.iter().any(|q| !q.is_empty()) {
+            for q in queues.iter_mut() {
+                if let Some(r) = q.pop_front() {
+                    mixed.push_str(r);
+                    mixed.push('\n');
+                }
+            }
+        }
+    }
+    assert_ne!(mixed, format!("{head}{grouped}"));
+    std::fs::write(p("m.csv"), &mixed).unwrap();
+    assert_streamed_run_equals_whole(&p("g.csv"));
+    assert_streamed_run_equals_whole(&p("m.csv"));
+    let sim = |t: &str| {
+        let mut r = json(&["sim", "--json", "--trace", t]);
+        r.as_object_mut().unwrap().remove("trace");
+        r
+    };
+    let from_table = sim(&p("m.csv"));
+    assert_eq!(from_table, sim(&p("g.csv")));
+    let from_text = sim(&p("h.wst"));
+    for key in [
+        "accesses",
+        "hits",
+        "misses",
+        "miss_classes",
+        "requests",
+        "ctas",
+        "reuse",
+    ] {
+        assert!(from_table.get(key).is_some(), "{key}");
+        assert_eq!(from_table[key], from_text[key], "{key}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

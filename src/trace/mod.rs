@@ -186,8 +186,9 @@ impl OpenTrace {
     /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
     /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
     /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s and Crawford's
-    /// per-thread formats after an external sort (`spill.rs`). Other formats' kernels come
-    /// whole.
+    /// per-thread formats after an external sort (`spill.rs`), and from CSV and Parquet tables
+    /// (read twice, sorted the same way, or in issue order with an `sm` column:
+    /// `table/stream.rs`). Our text format's kernels come whole.
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
@@ -229,6 +230,12 @@ impl OpenTrace {
             Format::Nugteren if by_cta => {
                 nugteren::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
             }
+            #[cfg(feature = "tables")]
+            Format::Csv if by_cta => table::stream_csv(self.reader, &ctx, &mut counting),
+            #[cfg(feature = "tables")]
+            Format::Parquet if by_cta => {
+                table::stream_parquet(&self.path, &self.name, &mut counting)
+            }
             _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
         if result.is_ok() && counting.kernels == 0 {
@@ -250,7 +257,9 @@ impl OpenTrace {
     pub fn streamed_reads(&self) -> u64 {
         match self.format {
             _ if self.file_bytes == 0 => 1,
-            Format::AccelSim | Format::MemTrace | Format::NvBit => 2,
+            Format::AccelSim | Format::MemTrace | Format::NvBit | Format::Csv | Format::Parquet => {
+                2
+            }
             _ => 1,
         }
     }

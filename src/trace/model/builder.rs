@@ -60,6 +60,10 @@ impl KernelBuilder {
     pub fn number_instances(&mut self) {
         self.number_dyn = true;
     }
+    /// Whether [`Self::number_instances`] was asked for.
+    pub fn numbers_instances(&self) -> bool {
+        self.number_dyn
+    }
     /// Reserves room for exactly `n` more rows (keeps memory at 23 bytes a row).
     pub fn reserve(&mut self, n: usize) {
         self.cols.reserve_exact(n);

@@ -68,11 +68,33 @@ pub(crate) fn read_csv<R: BufRead>(
 
 /// [`read_csv`] with chunks of `chunk_bytes` (tests use small ones).
 fn read_csv_chunked<R: BufRead>(
-    mut r: R,
+    r: R,
     file: &str,
     size_hint: u64,
     chunk_bytes: usize,
     out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
+    let mut st = State::new(file);
+    csv_chunks(r, file, size_hint, chunk_bytes, &mut |df, after, at| {
+        st.ingest(df, after, at)
+    })?;
+    st.finish(out)
+}
+
+/// What is done with each chunk of a table: its rows, about how many rows follow, and where
+/// in the file each row is.
+type EachChunk<'e> = dyn FnMut(&polars::prelude::DataFrame, usize, &dyn Fn(usize) -> Location) -> Result<(), TraceError>
+    + 'e;
+
+/// Reads a CSV table from a stream, `chunk_bytes` of lines at a time, handing each chunk to
+/// `each`. `size_hint` is about the stream's length in bytes (0 if unknown), from which the
+/// rows still to come are estimated.
+fn csv_chunks<R: BufRead>(
+    mut r: R,
+    file: &str,
+    size_hint: u64,
+    chunk_bytes: usize,
+    each: &mut EachChunk<'_>,
 ) -> Result<(), TraceError> {
     let io = |e| TraceError::io(file, e);
     let mut header = Vec::new();
@@ -86,7 +108,6 @@ fn read_csv_chunked<R: BufRead>(
     if !header.ends_with(b"\n") {
         header.push(b'\n');
     }
-    let mut st = State::new(file);
     let mut next_line = 2u64; // the first data line
                               // The chunk handed to polars: the header, then whole lines. `carry` is what was read past
                               // the last line end of the previous chunk.
@@ -184,9 +205,9 @@ fn read_csv_chunked<R: BufRead>(
                     format!("in the {rows} lines from here: {e}"),
                 )
             })?;
-        st.ingest(&df, rows_after, |i| Location::Line(row_lines.line(i)))?;
+        each(&df, rows_after, &|i| Location::Line(row_lines.line(i)))?;
     }
-    st.finish(out)
+    Ok(())
 }
 
 /// Reads a Parquet table (it needs a seekable file, so it is opened here, not streamed).
@@ -195,6 +216,13 @@ pub(crate) fn read_parquet(
     file: &str,
     out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
+    let mut st = State::new(file);
+    parquet_chunks(path, file, &mut |df, after, at| st.ingest(df, after, at))?;
+    st.finish(out)
+}
+
+/// Reads a Parquet table [`CHUNK_ROWS`] rows at a time, handing each chunk to `each`.
+fn parquet_chunks(path: &Path, file: &str, each: &mut EachChunk<'_>) -> Result<(), TraceError> {
     use polars::prelude::SerReader;
     let open = || std::fs::File::open(path).map_err(|e| TraceError::io(file, e));
     let perr = |e: polars::prelude::PolarsError| {
@@ -216,7 +244,6 @@ pub(crate) fn read_parquet(
         polars::prelude::ParquetReader::new(f).num_rows()
     })
     .map_err(perr)?;
-    let mut st = State::new(file);
     let mut start = 0usize;
     while start < total {
         let n = CHUNK_ROWS.min(total - start);
@@ -227,12 +254,12 @@ pub(crate) fn read_parquet(
                 .finish()
         })
         .map_err(perr)?;
-        st.ingest(&df, total - start - n, |i| {
+        each(&df, total - start - n, &|i| {
             Location::Row((start + i) as u64)
         })?;
         start += n;
     }
-    st.finish(out)
+    Ok(())
 }
 
 /// Runs a call into polars' Parquet reader, which can panic on corrupt metadata (found by
@@ -252,6 +279,8 @@ pub(crate) fn guarded<T>(
 struct Pending {
     key: String,
     b: KernelBuilder,
+    /// Rows counted (a first pass keeps none in `b`).
+    rows: u64,
     block: Option<Dim3>,
     ctas: FxHashMap<Dim3, u32>,
     cta_list: Vec<Dim3>,
@@ -262,6 +291,10 @@ struct Pending {
     max_tid: Dim3,
     /// The CTA of the previous row and its provisional id.
     last_cta: Option<(Dim3, u32)>,
+    /// The CTA and thread of the previous row, and whether every row so far came in order of
+    /// CTA and thread (as a grid and block number them: by z, then y, then x).
+    last_row: Option<(Dim3, Dim3)>,
+    grouped: bool,
 }
 
 /// The rows of one CTA of a kernel being built, kept per CTA so that the maps stay small and
@@ -305,13 +338,20 @@ impl CtaRows {
 
 struct State<'a> {
     file: &'a str,
+    /// Keep the rows (a whole read), or count them (a first pass).
+    keep: bool,
     current: Option<Pending>,
     done_keys: rustc_hash::FxHashSet<String>,
     kernels: Vec<super::Kernel>,
+    plans: Vec<rows::Plan>,
 }
 
 mod columns;
+mod decode;
 mod rows;
+mod stream;
+
+pub(crate) use stream::{stream_csv, stream_parquet};
 
 #[cfg(test)]
 mod tests {
@@ -320,7 +360,7 @@ mod tests {
 
     /// A table with two kernels, CTAs and threads interleaved, repeated instructions, barriers,
     /// white-space-only lines (one of them CRLF) and no line end after the last row.
-    fn sample(with_sm: bool) -> String {
+    pub(super) fn sample(with_sm: bool) -> String {
         let mut s = String::from(if with_sm {
             "kernel,cta_x,thread_x,inst,kind,address,size,space,sm\n"
         } else {

@@ -1,16 +1,46 @@
-//! A chunk's rows turned into accesses: kernels begun and ended as the `kernel` column changes,
-//! CTAs and threads placed, instructions and instances numbered.
+//! A chunk's rows turned into kernels: kernels begun and ended as the `kernel` column changes,
+//! CTAs and threads placed, instructions and instances numbered. The whole read keeps the rows;
+//! the streamed read's first pass ([`State::scan`]) checks and counts them and keeps only each
+//! kernel's [`Plan`].
 
-use super::columns::{codes, kind_of, numbers};
+use super::decode::{Chunk, Row};
 use super::*;
+use crate::trace::BuildError;
+
+/// What the first pass of a streamed read learned of one kernel: all that its rows need to
+/// be placed as they come again.
+pub(super) struct Plan {
+    /// The `kernel` value of its rows.
+    pub key: String,
+    /// Name, shape, order, instructions and CTA-to-SM table; no rows.
+    pub header: super::super::Kernel,
+    /// Instruction id by name.
+    pub insts: FxHashMap<String, u32>,
+    pub rows: u64,
+    /// Instances are counted, not read from a `dyn` column.
+    pub numbered: bool,
+    /// The rows come in order of CTA and thread, so they need no sort.
+    pub grouped: bool,
+}
 
 impl<'a> State<'a> {
+    /// A whole read: each kernel kept, handed on at the end.
     pub(super) fn new(file: &'a str) -> Self {
         Self {
             file,
+            keep: true,
             current: None,
             done_keys: Default::default(),
             kernels: Vec::new(),
+            plans: Vec::new(),
+        }
+    }
+
+    /// A first pass: rows checked and counted, not kept; each kernel's [`Plan`] at the end.
+    pub(super) fn scan(file: &'a str) -> Self {
+        Self {
+            keep: false,
+            ..Self::new(file)
         }
     }
 
@@ -19,75 +49,19 @@ impl<'a> State<'a> {
         &mut self,
         df: &polars::prelude::DataFrame,
         rows_after: usize,
-        at: impl Fn(usize) -> Location,
+        at: &dyn Fn(usize) -> Location,
     ) -> Result<(), TraceError> {
-        let file = self.file;
-        let n = df.height();
-        let at: &dyn Fn(usize) -> Location = &at;
-        let err = |i: usize, m: String| TraceError::parse(file, at(i), m);
-        let num = |name: &str| numbers::<u64>(df, name, at, file);
-        let addr =
-            num("address")?.ok_or_else(|| err(0, "the table has no `address` column".into()))?;
-        let u32col = |name: &str| numbers::<u32>(df, name, at, file);
-        let cta: Vec<Option<Vec<u32>>> = vec![u32col("cta_x")?, u32col("cta_y")?, u32col("cta_z")?];
-        let tid: Vec<Option<Vec<u32>>> = vec![
-            u32col("thread_x")?,
-            u32col("thread_y")?,
-            u32col("thread_z")?,
-        ];
-        let (warp, lane) = (u32col("warp")?, u32col("lane")?);
-        if warp.is_some() != lane.is_some() {
-            return Err(err(0, "columns `warp` and `lane` go together".into()));
-        }
-        if warp.is_some() && tid.iter().any(Option::is_some) {
-            return Err(err(
-                0,
-                "give either `thread_x/y/z` or `warp` and `lane`, not both".into(),
-            ));
-        }
-        let block: Vec<Option<Vec<u32>>> =
-            vec![u32col("block_x")?, u32col("block_y")?, u32col("block_z")?];
-        let sm = u32col("sm")?;
-        let size = num("size")?;
-        let dyn_col = u32col("dyn")?;
-        let pc = num("pc")?;
-        let kernel = codes(df, "kernel");
-        let inst = codes(df, "inst");
-        // Kinds and spaces parsed once per distinct value (`None`: not a kind or space).
-        let kind = codes(df, "kind").map(|c| c.parsed(kind_of));
-        let space = codes(df, "space").map(|c| {
-            c.parsed(|v| {
-                if v.is_empty() {
-                    Some(MemSpace::Global)
-                } else {
-                    MemSpace::from_name(v)
-                }
-            })
-        });
+        let chunk = Chunk::new(df, self.file, at)?;
+        let n = chunk.len();
         // Instruction id of each distinct `inst` value in the current kernel (u32::MAX: not
         // looked up yet); cleared when a kernel starts.
-        let mut inst_ids: Vec<u32> = vec![u32::MAX; inst.as_ref().map_or(0, |c| c.values.len())];
-        let pick = |c: &Option<Vec<u32>>, i: usize| c.as_ref().map_or(0, |v| v[i]);
-        let has_block = block.iter().any(Option::is_some);
-        let order = if sm.is_some() {
-            Order::Issued
-        } else {
-            Order::PerThread
-        };
-        // The rows in runs of one kernel value (one run without a kernel column).
+        let mut inst_ids: Vec<u32> = vec![u32::MAX; chunk.inst_values()];
         let mut start = 0;
         while start < n {
-            let (key, end) = match &kernel {
-                Some(k) => {
-                    let code = k.code[start];
-                    let len = k.code[start..].iter().take_while(|&&c| c == code).count();
-                    (k.values[code as usize].as_str(), start + len)
-                }
-                None => ("", n),
-            };
+            let (key, end) = chunk.run_at(start);
             if self.current.as_ref().is_none_or(|p| p.key != key) {
                 if self.done_keys.contains(key) {
-                    return Err(err(start, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
+                    return Err(chunk.err(start, format!("kernel `{key}` appears again after other kernels: a kernel's rows must be contiguous")));
                 }
                 self.close()?;
                 // Provisional shape: one CTA row per dense CTA id, threads dense within.
@@ -95,15 +69,16 @@ impl<'a> State<'a> {
                     if key.is_empty() { "kernel" } else { key },
                     Dim3::x(1 << 16),
                     Dim3::x((1 << 16) - 1),
-                    order,
+                    chunk.order(),
                 )
-                .map_err(|e| err(start, e.to_string()))?;
-                if dyn_col.is_none() {
+                .map_err(|e| chunk.err(start, e.to_string()))?;
+                if chunk.numbered() {
                     b.number_instances();
                 }
                 self.current = Some(Pending {
                     key: key.to_string(),
                     b,
+                    rows: 0,
                     block: None,
                     ctas: Default::default(),
                     cta_list: Vec::new(),
@@ -112,6 +87,8 @@ impl<'a> State<'a> {
                     thread_list: Vec::new(),
                     max_tid: Dim3::new(0, 0, 0),
                     last_cta: None,
+                    last_row: None,
+                    grouped: true,
                 });
                 inst_ids.fill(u32::MAX);
             }
@@ -120,167 +97,59 @@ impl<'a> State<'a> {
             };
             // Room for this run, and for the rest of the input if it might belong to this
             // kernel too (any excess is given back when the kernel is finished).
-            if p.b.spare_capacity() < end - start {
+            if self.keep && p.b.spare_capacity() < end - start {
                 let guess = (n - start + rows_after).max(p.b.len()).min(1 << 28);
                 p.b.reserve(guess.max(end - start));
             }
-            // Kept in locals while the run lasts (written back after it).
-            let mut max_tid = p.max_tid;
-            let mut last_cta = p.last_cta;
             for i in start..end {
-                let c = Dim3::new(pick(&cta[0], i), pick(&cta[1], i), pick(&cta[2], i));
-                let t = match (&warp, &lane) {
-                    (Some(w), Some(l)) => {
-                        if l[i] >= 32 {
-                            return Err(err(i, format!("lane {} is not below 32", l[i])));
-                        }
-                        let x = w[i]
-                            .checked_mul(32)
-                            .and_then(|x| x.checked_add(l[i]))
-                            .ok_or_else(|| err(i, "warp * 32 + lane overflows".into()))?;
-                        Dim3::new(x, 0, 0)
-                    }
-                    _ => Dim3::new(pick(&tid[0], i), pick(&tid[1], i), pick(&tid[2], i)),
-                };
-                if has_block {
-                    let bl = Dim3::new(
-                        block[0].as_ref().map_or(1, |v| v[i]),
-                        block[1].as_ref().map_or(1, |v| v[i]),
-                        block[2].as_ref().map_or(1, |v| v[i]),
-                    );
-                    match p.block {
-                        None => p.block = Some(bl),
-                        Some(prev) if prev != bl => {
-                            return Err(err(
-                                i,
-                                format!(
-                                    "block size {bl} differs from {prev} earlier in the kernel"
-                                ),
-                            ))
-                        }
-                        _ => {}
-                    }
-                    if !bl.contains(t) {
-                        return Err(err(i, format!("thread {t} is outside the block {bl}")));
-                    }
-                }
-                max_tid = Dim3::new(max_tid.x.max(t.x), max_tid.y.max(t.y), max_tid.z.max(t.z));
-                let ci = match last_cta {
-                    Some((lc, ci)) if lc == c => ci,
-                    _ => {
-                        let ci = match p.ctas.get(&c) {
-                            Some(&ci) => ci,
-                            None => {
-                                let ci = p.cta_list.len() as u32;
-                                if ci >= 1 << 16 {
-                                    return Err(err(
-                                        i,
-                                        "more than 65536 CTAs in one kernel".into(),
-                                    ));
-                                }
-                                p.ctas.insert(c, ci);
-                                p.cta_list.push(c);
-                                // CTAs tend to be alike: sized like the previous one, the maps
-                                // need not grow row by row.
-                                let rows = p
-                                    .cta_rows
-                                    .last()
-                                    .map_or_else(CtaRows::default, CtaRows::alike);
-                                p.cta_rows.push(rows);
-                                p.cta_sm.push(sm.as_ref().map_or(0, |s| s[i]));
-                                ci
+                let r = chunk.row(i)?;
+                let thread = p.place(&r).map_err(|m| chunk.err(i, m))?;
+                let inst = if r.is_barrier() {
+                    0
+                } else {
+                    match r.inst {
+                        Some(code) => {
+                            let v = code as usize;
+                            if inst_ids[v] == u32::MAX {
+                                inst_ids[v] = p.b.instruction(chunk.inst_name(r.inst), r.pc);
                             }
-                        };
-                        last_cta = Some((c, ci));
-                        ci
+                            inst_ids[v]
+                        }
+                        None => p.b.instruction("access", r.pc),
                     }
                 };
-                if let Some(s) = &sm {
-                    if p.cta_sm[ci as usize] != s[i] {
-                        return Err(err(
-                            i,
-                            format!(
-                                "CTA {c} ran on SM {} and on SM {}",
-                                p.cta_sm[ci as usize], s[i]
-                            ),
-                        ));
+                if !self.keep {
+                    // As the whole read's builder refuses its 2^32-th row.
+                    if p.rows >= u32::MAX as u64 {
+                        return Err(chunk.err(i, BuildError::TooManyRows.to_string()));
                     }
+                    p.rows += 1;
+                    continue;
                 }
-                let next = p.thread_list.len() as u32;
-                let thread = p.cta_rows[ci as usize].thread(t, next);
-                if thread == next {
-                    if next as u64 >= p.b.threads() {
-                        return Err(err(i, "too many threads in one kernel".into()));
-                    }
-                    p.thread_list.push((ci, t));
-                }
-                let k = match &kind {
-                    Some((c, parsed)) => {
-                        let v = c.code[i] as usize;
-                        parsed[v].ok_or_else(|| err(i, format!("column `kind`: expected load, store, atomic, atom.OP or barrier, found `{}`", c.values[v])))?
-                    }
-                    None => AccessKind::Load,
-                };
-                let sp = match &space {
-                    Some((c, parsed)) => {
-                        let v = c.code[i] as usize;
-                        parsed[v].ok_or_else(|| err(i, format!("column `space`: expected global, local, shared, const or tex, found `{}`", c.values[v])))?
-                    }
-                    None => MemSpace::Global,
-                };
-                let (inst_id, dyn_inst, sz) =
-                    if k == AccessKind::Barrier {
-                        (0, 0, 0)
-                    } else {
-                        let id = match &inst {
-                            Some(c) => {
-                                let v = c.code[i] as usize;
-                                if inst_ids[v] == u32::MAX {
-                                    let name = c.values[v].as_str();
-                                    let name = if name.is_empty() { "access" } else { name };
-                                    inst_ids[v] = p.b.instruction(name, pc.as_ref().map(|x| x[i]));
-                                }
-                                inst_ids[v]
-                            }
-                            None => p.b.instruction("access", pc.as_ref().map(|x| x[i])),
-                        };
-                        // Without a `dyn` column the builder numbers instances when finished.
-                        let d = dyn_col.as_ref().map_or(0, |d| d[i]);
-                        let sz =
-                            match &size {
-                                Some(s) => u16::try_from(s[i]).ok().filter(|&z| z > 0).ok_or_else(
-                                    || {
-                                        err(
-                                i,
-                                format!("column `size`: expected 1 to 65535 bytes, found {}", s[i]),
-                            )
-                                    },
-                                )?,
-                                None => 4,
-                            };
-                        (id, d, sz)
-                    };
                 p.b.push(Access {
                     thread,
-                    inst: inst_id,
-                    dyn_inst,
-                    addr: if k == AccessKind::Barrier { 0 } else { addr[i] },
-                    size: sz,
-                    kind: k,
-                    space: sp,
+                    inst,
+                    // Without a `dyn` column the builder numbers instances when finished.
+                    dyn_inst: if r.is_barrier() {
+                        0
+                    } else {
+                        r.dyn_inst.unwrap_or(0)
+                    },
+                    addr: r.addr,
+                    size: r.size,
+                    kind: r.kind,
+                    space: r.space,
                 })
-                .map_err(|e| err(i, e.to_string()))?;
+                .map_err(|e| chunk.err(i, e.to_string()))?;
             }
-            p.max_tid = max_tid;
-            p.last_cta = last_cta;
             start = end;
         }
         Ok(())
     }
 
-    /// Fixes the shape of the current kernel and keeps it.
+    /// Fixes the shape of the current kernel and keeps it (or its plan).
     pub(super) fn close(&mut self) -> Result<(), TraceError> {
-        let Some(mut p) = self.current.take() else {
+        let Some(p) = self.current.take() else {
             return Ok(());
         };
         let file = self.file;
@@ -306,7 +175,12 @@ impl<'a> State<'a> {
                 p.key
             )));
         }
-        crate::trace::check_density(grid, block, p.b.len(), p.b.order())
+        let rows = if self.keep {
+            p.b.len()
+        } else {
+            p.rows as usize
+        };
+        crate::trace::check_density(grid, block, rows, p.b.order())
             .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?;
         let map: Vec<u32> = p
             .thread_list
@@ -325,27 +199,128 @@ impl<'a> State<'a> {
             }
             b.info_mut().cta_sm = cta_sm;
         }
-        p.cta_sm.clear();
-        self.kernels.push(
-            b.finish_checked()
-                .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?,
-        );
+        if self.keep {
+            self.kernels.push(
+                b.finish_checked()
+                    .map_err(|x| e(format!("kernel `{}`: {x}", p.key)))?,
+            );
+        } else {
+            let header = b.header();
+            let insts = header
+                .instructions
+                .iter()
+                .enumerate()
+                .map(|(id, inst)| (inst.name.clone(), id as u32))
+                .collect();
+            self.plans.push(Plan {
+                key: p.key.clone(),
+                header,
+                insts,
+                rows: p.rows,
+                numbered: b.numbers_instances(),
+                grouped: p.grouped,
+            });
+        }
         self.done_keys.insert(p.key);
         Ok(())
     }
 
-    pub(super) fn finish(mut self, out: &mut dyn KernelSink) -> Result<(), TraceError> {
+    /// Hands on the kernels of a whole read.
+    pub(super) fn finish(self, out: &mut dyn KernelSink) -> Result<(), TraceError> {
+        for k in self.end()?.0 {
+            out.kernel(k)?;
+        }
+        Ok(())
+    }
+
+    /// The plans of a first pass.
+    pub(super) fn plans(self) -> Result<Vec<Plan>, TraceError> {
+        Ok(self.end()?.1)
+    }
+
+    fn end(mut self) -> Result<(Vec<super::super::Kernel>, Vec<Plan>), TraceError> {
         self.close()?;
-        if self.kernels.is_empty() {
+        if self.kernels.is_empty() && self.plans.is_empty() {
             return Err(TraceError::parse(
                 self.file,
                 Location::Line(1),
                 "the table has no rows",
             ));
         }
-        for k in self.kernels.drain(..) {
-            out.kernel(k)?;
+        Ok((self.kernels, self.plans))
+    }
+}
+
+impl Pending {
+    /// Places a row's thread (its provisional id), checking its CTA size and SM against the
+    /// kernel's other rows.
+    #[inline]
+    fn place(&mut self, r: &Row) -> Result<u32, String> {
+        let (c, t) = (r.cta, r.thread);
+        if let Some(bl) = r.block {
+            match self.block {
+                None => self.block = Some(bl),
+                Some(prev) if prev != bl => {
+                    return Err(format!(
+                        "block size {bl} differs from {prev} earlier in the kernel"
+                    ))
+                }
+                _ => {}
+            }
+            if !bl.contains(t) {
+                return Err(format!("thread {t} is outside the block {bl}"));
+            }
         }
-        Ok(())
+        let m = self.max_tid;
+        self.max_tid = Dim3::new(m.x.max(t.x), m.y.max(t.y), m.z.max(t.z));
+        if self.grouped {
+            if let Some((lc, lt)) = self.last_row {
+                let key = |c: Dim3, t: Dim3| (c.z, c.y, c.x, t.z, t.y, t.x);
+                self.grouped = key(lc, lt) <= key(c, t);
+            }
+            self.last_row = Some((c, t));
+        }
+        let ci = match self.last_cta {
+            Some((lc, ci)) if lc == c => ci,
+            _ => {
+                let ci = match self.ctas.get(&c) {
+                    Some(&ci) => ci,
+                    None => {
+                        let ci = self.cta_list.len() as u32;
+                        if ci >= 1 << 16 {
+                            return Err("more than 65536 CTAs in one kernel".into());
+                        }
+                        self.ctas.insert(c, ci);
+                        self.cta_list.push(c);
+                        // CTAs tend to be alike: sized like the previous one, the maps need
+                        // not grow row by row.
+                        let rows = self
+                            .cta_rows
+                            .last()
+                            .map_or_else(CtaRows::default, CtaRows::alike);
+                        self.cta_rows.push(rows);
+                        self.cta_sm.push(r.sm.unwrap_or(0));
+                        ci
+                    }
+                };
+                self.last_cta = Some((c, ci));
+                ci
+            }
+        };
+        if let Some(s) = r.sm {
+            let was = self.cta_sm[ci as usize];
+            if was != s {
+                return Err(format!("CTA {c} ran on SM {was} and on SM {s}"));
+            }
+        }
+        let next = self.thread_list.len() as u32;
+        let thread = self.cta_rows[ci as usize].thread(t, next);
+        if thread == next {
+            if next as u64 >= self.b.threads() {
+                return Err("too many threads in one kernel".into());
+            }
+            self.thread_list.push((ci, t));
+        }
+        Ok(thread)
     }
 }

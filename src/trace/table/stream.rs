@@ -1,0 +1,373 @@
+//! Tables handed on in bounded memory: a kernel's rows CTA by CTA, or in chunks in issue order
+//! for a table with an `sm` column, never the kernel whole. Users' own scripts write tables of
+//! any length, one thread's access a row.
+//!
+//! A kernel's header must be complete before its rows, but a table's grid and block are the
+//! smallest that hold every index its rows give, and its instructions are numbered as they
+//! first appear: all known only at the kernel's end. So the file is read twice. The first
+//! pass ([`State::scan`]) makes every check the whole read makes and keeps each kernel's
+//! [`Plan`]; the second places each row by the plan. Rows in issue order are handed on as they
+//! come; the others go through an external sort by CTA and thread (`trace/spill.rs`), which
+//! keeps each thread's order, and are handed on CTA by CTA. Memory is the sort's buffer, the
+//! plan, and per thread its instance counts. A stream that cannot be read twice (a pipe) is
+//! read whole, with the same result.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+
+use super::decode::Chunk;
+use super::rows::Plan;
+use super::*;
+use crate::trace::model::{pack_flags, unpack_flags, Columns};
+use crate::trace::{source, spill, CtaSink, Ctx};
+
+/// Rows of an issue-order kernel handed on at a time.
+const CHUNK_ROWS: usize = 1 << 16;
+
+/// The kernel whose rows are being placed.
+struct Current {
+    plan: Plan,
+    given: u64,
+    way: Way,
+}
+
+/// How a kernel's rows go on.
+enum Way {
+    /// In issue order, in chunks of [`CHUNK_ROWS`]; instances counted by thread and
+    /// instruction.
+    Issued {
+        rows: Columns,
+        counts: FxHashMap<(u32, u32), u32>,
+    },
+    /// Already in order of CTA and thread: a CTA at a time.
+    Grouped {
+        rows: Columns,
+        cta: Option<u32>,
+        numbering: Numbering,
+    },
+    /// In each thread's order only: through an external sort by CTA and thread.
+    Sorted(spill::Sort),
+}
+
+/// Instances of one thread's instructions, counted in the thread's order.
+#[derive(Default)]
+struct Numbering {
+    thread: Option<u32>,
+    counts: FxHashMap<u32, u32>,
+}
+
+impl Numbering {
+    /// The instance of `inst` that is `thread`'s next row (threads come one after another).
+    fn next(&mut self, thread: u32, inst: u32) -> u32 {
+        if self.thread != Some(thread) {
+            self.counts.clear();
+            self.thread = Some(thread);
+        }
+        let n = self.counts.entry(inst).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+}
+
+/// The second pass: places each row by its kernel's plan.
+struct Stream<'a> {
+    file: &'a str,
+    plans: std::vec::IntoIter<Plan>,
+    current: Option<Current>,
+    /// Rows the external sort holds in memory.
+    cap: usize,
+    out: &'a mut dyn CtaSink,
+}
+
+/// The second read found what the first did not.
+fn changed(file: &str, at: Location) -> TraceError {
+    TraceError::parse(
+        file,
+        at,
+        "the file changed while it was read (it differs from its first read)",
+    )
+}
+
+impl Stream<'_> {
+    fn ingest(
+        &mut self,
+        df: &polars::prelude::DataFrame,
+        at: &dyn Fn(usize) -> Location,
+    ) -> Result<(), TraceError> {
+        let file = self.file;
+        let chunk = Chunk::new(df, file, at)?;
+        let changed = |i: usize| changed(file, at(i));
+        // Instruction id of each distinct `inst` value in this chunk, looked up once.
+        let mut inst_ids: Vec<Option<u32>> = vec![None; chunk.inst_values()];
+        let mut start = 0;
+        while start < chunk.len() {
+            let (key, end) = chunk.run_at(start);
+            if self.current.as_ref().is_none_or(|c| c.plan.key != key) {
+                self.end_kernel()?;
+                let plan = self.plans.next().ok_or_else(|| changed(start))?;
+                if plan.key != key {
+                    return Err(changed(start));
+                }
+                self.out.begin_kernel(&plan.header)?;
+                let way = if plan.header.order == Order::Issued {
+                    Way::Issued {
+                        rows: Columns::default(),
+                        counts: FxHashMap::default(),
+                    }
+                } else if plan.grouped {
+                    Way::Grouped {
+                        rows: Columns::default(),
+                        cta: None,
+                        numbering: Numbering::default(),
+                    }
+                } else {
+                    Way::Sorted(spill::Sort::new(self.cap))
+                };
+                self.current = Some(Current {
+                    plan,
+                    given: 0,
+                    way,
+                });
+                inst_ids.fill(None);
+            }
+            let Some(c) = self.current.as_mut() else {
+                break;
+            };
+            let h = &c.plan.header;
+            if chunk.order() != h.order || chunk.numbered() != c.plan.numbered {
+                return Err(changed(start));
+            }
+            let (grid, block) = (h.grid, h.block);
+            for i in start..end {
+                let r = chunk.row(i)?;
+                let moved = || {
+                    let sm = c.plan.header.info.cta_sm.get(grid.linear(r.cta) as usize);
+                    r.sm.is_some_and(|s| sm != Some(&s))
+                };
+                if !grid.contains(r.cta)
+                    || !block.contains(r.thread)
+                    || c.given >= c.plan.rows
+                    || moved()
+                {
+                    return Err(changed(i));
+                }
+                c.given += 1;
+                let inst = if r.is_barrier() {
+                    0
+                } else {
+                    let found = match r.inst {
+                        Some(code) => *inst_ids[code as usize].get_or_insert_with(|| {
+                            c.plan
+                                .insts
+                                .get(chunk.inst_name(r.inst))
+                                .copied()
+                                .unwrap_or(u32::MAX)
+                        }),
+                        None => c.plan.insts.get("access").copied().unwrap_or(u32::MAX),
+                    };
+                    if found == u32::MAX {
+                        return Err(changed(i));
+                    }
+                    found
+                };
+                let cta = grid.linear(r.cta);
+                let local = block.linear(r.thread) as u32;
+                let thread = (cta * block.count()) as u32 + local;
+                let given_dyn = if r.is_barrier() {
+                    0
+                } else {
+                    r.dyn_inst.unwrap_or(0)
+                };
+                let numbered = c.plan.numbered && !r.is_barrier();
+                let access = |dyn_inst| Access {
+                    thread,
+                    inst,
+                    dyn_inst,
+                    addr: r.addr,
+                    size: r.size,
+                    kind: r.kind,
+                    space: r.space,
+                };
+                match &mut c.way {
+                    Way::Sorted(sort) => sort
+                        .push(spill::Row {
+                            cta,
+                            local,
+                            inst,
+                            addr: r.addr,
+                            aux: u64::from(given_dyn),
+                            size: r.size,
+                            flags: pack_flags(r.kind, r.space),
+                        })
+                        .map_err(|e| TraceError::io(file, e))?,
+                    Way::Grouped {
+                        rows,
+                        cta: now,
+                        numbering,
+                    } => {
+                        let cta = cta as u32;
+                        if *now != Some(cta) {
+                            if let Some(done) = now.replace(cta) {
+                                self.out.cta(done, rows)?;
+                                rows.clear();
+                            }
+                        }
+                        let dyn_inst = if numbered {
+                            numbering.next(thread, inst)
+                        } else {
+                            given_dyn
+                        };
+                        rows.push(&access(dyn_inst));
+                    }
+                    Way::Issued { rows, counts } => {
+                        let dyn_inst = if numbered {
+                            let n = counts.entry((thread, inst)).or_insert(0);
+                            *n += 1;
+                            *n - 1
+                        } else {
+                            given_dyn
+                        };
+                        rows.push(&access(dyn_inst));
+                        if rows.len() >= CHUNK_ROWS {
+                            self.out.issued(rows)?;
+                            rows.clear();
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Hands on the rest of the current kernel and ends it.
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        let Some(c) = self.current.take() else {
+            return Ok(());
+        };
+        if c.given != c.plan.rows {
+            return Err(changed(self.file, Location::Byte(0)));
+        }
+        match c.way {
+            Way::Sorted(sort) => {
+                let sorted = sort.sorted().map_err(|e| TraceError::io(self.file, e))?;
+                let numbered = c.plan.numbered;
+                let mut numbering = Numbering::default();
+                spill::hand_on_by_cta(
+                    sorted,
+                    self.file,
+                    c.plan.header.block.count() as u32,
+                    self.out,
+                    |cta| cta as u32,
+                    |r, thread| {
+                        let (kind, space) = unpack_flags(r.flags);
+                        Access {
+                            thread,
+                            inst: r.inst,
+                            dyn_inst: if numbered && kind != AccessKind::Barrier {
+                                numbering.next(thread, r.inst)
+                            } else {
+                                r.aux as u32
+                            },
+                            addr: r.addr,
+                            size: r.size,
+                            kind,
+                            space,
+                        }
+                    },
+                )?;
+            }
+            Way::Grouped {
+                rows,
+                cta: Some(cta),
+                ..
+            } => self.out.cta(cta, &rows)?,
+            Way::Issued { rows, .. } if !rows.is_empty() => self.out.issued(&rows)?,
+            _ => {}
+        }
+        self.out.end_kernel()
+    }
+
+    fn finish(mut self) -> Result<(), TraceError> {
+        self.end_kernel()?;
+        if self.plans.next().is_some() {
+            return Err(TraceError::parse(
+                self.file,
+                Location::Byte(0),
+                "the file changed while it was read: it has fewer kernels than at its first read",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads a CSV table into `out` in bounded memory (read twice; a pipe is read whole).
+pub(crate) fn stream_csv<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    stream_csv_sized(r, ctx, CHUNK_BYTES, spill::DEFAULT_CAP, out)
+}
+
+/// [`stream_csv`] with chunks of `chunk_bytes` and a sort of `cap` rows (tests use small ones).
+fn stream_csv_sized<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    chunk_bytes: usize,
+    cap: usize,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let file = ctx.file;
+    if ctx.file_bytes == 0 {
+        return read_csv_chunked(r, file, 0, chunk_bytes, out);
+    }
+    let mut scan = State::scan(file);
+    csv_chunks(
+        r,
+        file,
+        ctx.file_bytes,
+        chunk_bytes,
+        &mut |df, after, at| scan.ingest(df, after, at),
+    )?;
+    let mut stream = Stream {
+        file,
+        plans: scan.plans()?.into_iter(),
+        current: None,
+        cap,
+        out,
+    };
+    let again = source::open(ctx.path, ctx.wrap, ctx.watch)?.reader;
+    csv_chunks(
+        again,
+        file,
+        ctx.file_bytes,
+        chunk_bytes,
+        &mut |df, _, at| stream.ingest(df, at),
+    )?;
+    stream.finish()
+}
+
+/// Reads a Parquet table into `out` in bounded memory (read twice).
+pub(crate) fn stream_parquet(
+    path: &Path,
+    file: &str,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let mut scan = State::scan(file);
+    parquet_chunks(path, file, &mut |df, after, at| scan.ingest(df, after, at))?;
+    let mut stream = Stream {
+        file,
+        plans: scan.plans()?.into_iter(),
+        current: None,
+        cap: spill::DEFAULT_CAP,
+        out,
+    };
+    parquet_chunks(path, file, &mut |df, _, at| stream.ingest(df, at))?;
+    stream.finish()
+}
+
+#[cfg(test)]
+mod tests;

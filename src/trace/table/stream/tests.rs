@@ -1,0 +1,224 @@
+use super::*;
+use crate::trace::sink::{Assemble, Counting};
+use crate::trace::Trace;
+
+/// A table of several kernels with 2-D CTAs, warps and lanes, program counters, barriers,
+/// rows of CTAs and threads interleaved; with an `sm` column (issue order) or not, with a
+/// `dyn` column or not.
+fn rich(seed: u64, with_sm: bool, with_dyn: bool) -> String {
+    let mut s = String::from("kernel,cta_x,cta_y,warp,lane,inst,pc,kind,space,address,size");
+    if with_dyn {
+        s.push_str(",dyn");
+    }
+    if with_sm {
+        s.push_str(",sm");
+    }
+    s.push('\n');
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (k, rows) in ["first", "second", "third"].iter().zip([300u64, 40, 500]) {
+        for _ in 0..rows {
+            let r = next();
+            let (cx, cy) = (r % 4, (r >> 3) % 3);
+            let (warp, lane) = ((r >> 6) % 3, (r >> 9) % 32);
+            let inst = (r >> 15) % 4;
+            let kind =
+                ["load", "store", "barrier", "atom.add", "ld", "load"][(r >> 18) as usize % 6];
+            let space = ["global", "shared", "", "global"][(r >> 22) as usize % 4];
+            s.push_str(&format!(
+                "{k},{cx},{cy},{warp},{lane},i{inst},{},{kind},{space},0x{:x},{}",
+                0x100 + 8 * inst,
+                (r >> 24) % 100_000,
+                [4, 8, 16][(r >> 40) as usize % 3]
+            ));
+            if with_dyn {
+                s.push_str(&format!(",{}", (r >> 44) % 9));
+            }
+            if with_sm {
+                s.push_str(&format!(",{}", (cx + cy) % 3));
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// `text` with each kernel's rows in order of CTA and thread (stably), as a table written
+/// CTA by CTA is: read without a sort.
+fn grouped(text: &str) -> String {
+    let mut lines = text.lines();
+    let head = lines.next().unwrap();
+    let mut rows: Vec<(usize, [u64; 3], &str)> = Vec::new();
+    let mut kernels: Vec<&str> = Vec::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        if kernels.last() != Some(&f[0]) {
+            kernels.push(f[0]);
+        }
+        let n = |i: usize| f[i].parse::<u64>().unwrap();
+        rows.push((kernels.len(), [n(2), n(1), n(3) * 32 + n(4)], l));
+    }
+    rows.sort_by_key(|r| (r.0, r.1));
+    let body: Vec<&str> = rows.iter().map(|r| r.2).collect();
+    format!("{head}\n{}\n", body.join("\n"))
+}
+
+fn whole(text: &str) -> Trace {
+    let mut t = Trace::default();
+    read_csv_chunked(text.as_bytes(), "t.csv", text.len() as u64, 1 << 20, &mut t).unwrap();
+    t
+}
+
+/// A temporary file holding `text`.
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    f
+}
+
+/// Streams `first` (as if it were the file at `path`, which the second pass opens) in chunks
+/// of `chunk` bytes and a sort of `cap` rows; returns the trace built from the pieces, or the
+/// error and how many kernels had been begun or handed on before it.
+fn streamed(
+    first: &str,
+    path: &Path,
+    file_bytes: u64,
+    chunk: usize,
+    cap: usize,
+) -> Result<Trace, (TraceError, usize)> {
+    let mut t = Trace::default();
+    let mut assemble = Assemble::new(&mut t);
+    let mut counting = Counting {
+        inner: &mut assemble,
+        kernels: 0,
+    };
+    let ctx = Ctx {
+        file: "t.csv",
+        path,
+        file_bytes,
+        wrap: &|s| s,
+        watch: &|s| s,
+    };
+    let result = stream_csv_sized(first.as_bytes(), &ctx, chunk, cap, &mut counting);
+    let handed = counting.kernels;
+    match result {
+        Ok(()) => Ok(t),
+        Err(e) => Err((e, handed)),
+    }
+}
+
+#[test]
+fn streamed_tables_equal_the_whole_read() {
+    let mut cases: Vec<String> = [false, true]
+        .iter()
+        .map(|&sm| super::super::tests::sample(sm))
+        .collect();
+    for seed in 1..4 {
+        for (sm, dy) in [(false, false), (true, false), (false, true), (true, true)] {
+            cases.push(rich(seed, sm, dy));
+        }
+        cases.push(grouped(&rich(seed, false, false)));
+        cases.push(grouped(&rich(seed, false, true)));
+    }
+    for text in &cases {
+        let want = whole(text);
+        let f = file(text);
+        for chunk in [61, 1000, 1 << 20] {
+            // A buffer of 1 row spills every row; 50 makes several runs; 2^20 sorts in memory.
+            for cap in [1, 50, 1 << 20] {
+                let got = streamed(text, f.path(), text.len() as u64, chunk, cap)
+                    .map_err(|e| e.0)
+                    .unwrap();
+                assert_eq!(
+                    got, want,
+                    "chunks of {chunk} bytes, sort of {cap} rows:\n{text}"
+                );
+            }
+        }
+        // A pipe is read whole, with the same result.
+        let got = streamed(text, Path::new("/nonexistent"), 0, 1000, 50)
+            .map_err(|e| e.0)
+            .unwrap();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn errors_are_found_before_any_row_is_handed_on() {
+    // Line 9 names a fourth kind of access; a later kernel repeats an earlier one's name.
+    let mut text = rich(7, false, false)
+        .lines()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.push_str("\nfirst,0,0,0,1,i0,256,prefetch,global,0x40,4\n");
+    let f = file(&text);
+    let (e, handed) = streamed(&text, f.path(), text.len() as u64, 100, 4).unwrap_err();
+    assert!(
+        e.to_string().contains("t.csv: line 9") && e.to_string().contains("prefetch"),
+        "{e}"
+    );
+    assert_eq!(handed, 0);
+    let text = "kernel,address\na,0x0\nb,0x4\na,0x8\n";
+    let f = file(text);
+    let (e, handed) = streamed(text, f.path(), text.len() as u64, 100, 4).unwrap_err();
+    assert!(
+        e.to_string().contains("line 4") && e.to_string().contains("appears again"),
+        "{e}"
+    );
+    assert_eq!(handed, 0);
+}
+
+#[test]
+fn a_file_that_changes_between_the_reads_is_an_error() {
+    // The second read opens another table: other instructions, an extra kernel, fewer rows,
+    // an `sm` column; and a table in issue order whose CTAs ran on other SMs.
+    let (text, issued) = (rich(3, false, false), rich(3, true, false));
+    for (first, other) in [
+        (&text, text.replace("i1,", "i9,")),
+        (
+            &text,
+            format!("{text}fourth,0,0,0,0,i0,256,load,global,0x40,4\n"),
+        ),
+        (&text, text.lines().take(200).collect::<Vec<_>>().join("\n")),
+        (&text, issued.clone()),
+        (&issued, issued.replace(",0\n", ",9\n")),
+    ] {
+        assert_ne!(&other, first);
+        let f = file(&other);
+        let (e, _) = streamed(first, f.path(), first.len() as u64, 1000, 50).unwrap_err();
+        assert!(
+            e.to_string().contains("the file changed while it was read"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn streamed_parquet_equals_the_whole_read() {
+    use polars::prelude::*;
+    for (sm, dy) in [(false, false), (true, true)] {
+        let text = rich(5, sm, dy);
+        let mut df = CsvReadOptions::default()
+            .with_has_header(true)
+            .into_reader_with_file_handle(std::io::Cursor::new(text.as_bytes()))
+            .finish()
+            .unwrap();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        ParquetWriter::new(std::fs::File::create(f.path()).unwrap())
+            .with_row_group_size(Some(64))
+            .finish(&mut df)
+            .unwrap();
+        let mut want = Trace::default();
+        read_parquet(f.path(), "t.parquet", &mut want).unwrap();
+        assert_eq!(want, whole(&text));
+        let mut got = Trace::default();
+        stream_parquet(f.path(), "t.parquet", &mut Assemble::new(&mut got)).unwrap();
+        assert_eq!(got, want);
+    }
+}
