@@ -186,9 +186,10 @@ impl OpenTrace {
     /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
     /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
     /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s and Crawford's
-    /// per-thread formats after an external sort (`spill.rs`), and from CSV and Parquet tables
+    /// per-thread formats after an external sort (`spill.rs`), from CSV and Parquet tables
     /// (read twice, sorted the same way, or in issue order with an `sm` column:
-    /// `table/stream.rs`). Our text format's kernels come whole.
+    /// `table/stream.rs`), and from our text format (through the same sort, or in file order
+    /// for an issued-order kernel: `text/stream.rs`).
     pub fn stream(
         self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
@@ -229,6 +230,9 @@ impl OpenTrace {
             }
             Format::Nugteren if by_cta => {
                 nugteren::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
+            }
+            Format::Text if by_cta => {
+                text::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
             }
             #[cfg(feature = "tables")]
             Format::Csv if by_cta => table::stream_csv(self.reader, &ctx, &mut counting),

@@ -201,6 +201,11 @@ impl KernelBuilder {
         self.cols.push(&a);
         Ok(())
     }
+    /// The checks [`Self::push`] makes of a row, for a reader that hands rows on rather than
+    /// keeping them (it counts them itself).
+    pub fn check(&self, a: &Access) -> Result<(), BuildError> {
+        self.check_row(a.thread, a.inst, a.size, a.kind == AccessKind::Barrier)
+    }
     /// The checks every row passes: its thread is in the grid and, unless it is a barrier,
     /// its instruction is declared and its size is not zero.
     #[inline]

@@ -11,10 +11,14 @@
 //! The full specification is in `docs/trace-format.md`.
 
 use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
-use super::{KernelSink, Location, TraceError};
+use super::{Fail, KernelSink, Location, TraceError};
 use std::io::{BufRead, Write};
 
 use crate::config::choice::{Entry, Form};
+
+mod stream;
+
+pub(crate) use stream::stream_into;
 
 /// This format in the registry of [`super::Format`] (see `config::choice`).
 pub const ENTRY: Entry<super::Format> = Entry {
@@ -34,14 +38,44 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
 
 /// Reads a text trace, appending each kernel to `trace` once the next one starts or the file
 /// ends (a caller that allows truncated input keeps the kernels before an error).
-pub fn read_into<R: BufRead>(
-    mut r: R,
-    file: &str,
-    out: &mut dyn KernelSink,
-) -> Result<(), TraceError> {
+pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
+    walk(r, file, &mut Whole { out })
+}
+
+/// What a read does with each kernel's rows: keeps them in its builder ([`Whole`]), or hands
+/// them on in pieces (`stream.rs`).
+trait Rows {
+    /// One access or barrier of the kernel `b` is building.
+    fn row(&mut self, b: &mut KernelBuilder, a: Access) -> Result<(), String>;
+    /// The kernel `b` built is complete (the next begins, or the file ends).
+    fn end(&mut self, b: KernelBuilder) -> Result<(), Fail>;
+}
+
+/// A whole read: each kernel built with its rows, then handed on.
+struct Whole<'a> {
+    out: &'a mut dyn KernelSink,
+}
+
+impl Rows for Whole<'_> {
+    fn row(&mut self, b: &mut KernelBuilder, a: Access) -> Result<(), String> {
+        b.push(a).map_err(|e| e.to_string())
+    }
+    fn end(&mut self, b: KernelBuilder) -> Result<(), Fail> {
+        let k = b.finish_checked().map_err(|e| e.to_string())?;
+        Ok(self.out.kernel(k)?)
+    }
+}
+
+/// Reads the file's lines: headers, instructions and kernel info go to each kernel's builder,
+/// its rows and its end to `rows`. Errors name the line.
+fn walk<R: BufRead>(mut r: R, file: &str, rows: &mut dyn Rows) -> Result<(), TraceError> {
     let mut current: Option<KernelBuilder> = None;
     let mut line = String::new();
     let mut line_no = 0u64;
+    let at = |line_no: u64, f: Fail| match f {
+        Fail::File(m) => TraceError::parse(file, Location::Line(line_no), m),
+        Fail::Out(e) => e,
+    };
     loop {
         line.clear();
         let n = r
@@ -61,7 +95,7 @@ pub fn read_into<R: BufRead>(
         match first {
             "kernel" => {
                 if let Some(b) = current.take() {
-                    out.kernel(b.finish_checked().map_err(|e| err(e.to_string()))?)?;
+                    rows.end(b).map_err(|f| at(line_no, f))?;
                 }
                 current = Some(parse_header(tokens).map_err(err)?);
             }
@@ -104,15 +138,12 @@ pub fn read_into<R: BufRead>(
                     err("expected a `kernel NAME grid=X,Y,Z block=X,Y,Z` line first".into())
                 })?;
                 let access = parse_access(b, first, tokens).map_err(&err)?;
-                b.push(access).map_err(|e| err(e.to_string()))?;
+                rows.row(b, access).map_err(err)?;
             }
         }
     }
     if let Some(b) = current.take() {
-        let k = b
-            .finish_checked()
-            .map_err(|e| TraceError::parse(file, Location::Line(line_no), e.to_string()))?;
-        out.kernel(k)?;
+        rows.end(b).map_err(|f| at(line_no, f))?;
     }
     Ok(())
 }
