@@ -18,7 +18,7 @@ use std::io::{BufRead, Write};
 
 use super::lex::{self, Lines};
 use super::model::{
-    Access, AccessKind, BuildError, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
+    Access, AccessKind, BuildError, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
 };
 use super::{spill, CtaSink, Location, TraceError};
 
@@ -272,10 +272,19 @@ pub(crate) fn stream_into<R: BufRead>(
 /// loads as direction 0, stores and atomics as 1, in each thread's order; barriers and
 /// accesses to other spaces (which bypass the L1) are left out, as the released tracer does.
 pub fn write<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
+    write_header(k, w)?;
+    write_rows(k.columns(), w)
+}
+
+/// Writes the line that starts a kernel's file: its block size.
+pub fn write_header<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
     let b = k.block;
-    writeln!(w, "blocksize: {} {} {}", b.x, b.y, b.z)?;
-    let cols = k.columns();
-    for i in 0..k.len() {
+    writeln!(w, "blocksize: {} {} {}", b.x, b.y, b.z)
+}
+
+/// Writes rows of a kernel after [`write_header`], as [`write`] writes them.
+pub fn write_rows<W: Write>(cols: &Columns, w: &mut W) -> std::io::Result<()> {
+    for i in 0..cols.len() {
         let (kind, space) = super::model_flags(cols.flags[i]);
         if kind == AccessKind::Barrier || !space.reaches_l1() {
             continue;

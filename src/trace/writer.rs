@@ -1,9 +1,9 @@
 //! Writing traces in the formats Warpscope writes (its text and binary formats, and Nugteren
 //! et al.'s `.trc`), a kernel or a CTA at a time, under a `.part` name until complete.
 
-use super::sink::{append_cta, append_issued, builder_for, finish, CtaSink, KernelSink};
-use super::{binary, nugteren, text, Columns, Kernel, KernelBuilder, Trace, TraceError};
-use std::io::BufWriter;
+use super::sink::{CtaSink, KernelSink};
+use super::{binary, nugteren, text, Columns, Kernel, Trace, TraceError};
+use std::io::{BufWriter, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The formats Warpscope writes.
@@ -68,9 +68,9 @@ enum Out {
     Binary(binary::Writer<File>),
 }
 
-/// Writes a trace a kernel at a time (a [`KernelSink`]) or, in the binary format, a CTA at a
-/// time (a [`CtaSink`]), so that `convert` and `gen` hold one kernel or one CTA, not the
-/// whole trace (the text formats gather a kernel given by CTA before writing it). Files are
+/// Writes a trace a kernel at a time (a [`KernelSink`]) or a CTA (or a chunk of issued rows) at
+/// a time (a [`CtaSink`]), so that `convert` and `gen` hold one kernel or one CTA, not the
+/// whole trace: the header comes first in every format, and rows follow as given. Files are
 /// written under a `.part` name and get their own name in [`TraceWriter::finish`]; a writer
 /// dropped unfinished removes them, so a failed conversion leaves no file that looks whole.
 pub struct TraceWriter {
@@ -81,8 +81,9 @@ pub struct TraceWriter {
     /// Files complete but not yet renamed: (part, final).
     done: Vec<(PathBuf, PathBuf)>,
     kernels: u32,
-    /// A kernel given by CTA to a text format, gathered until its end.
-    gathering: Option<KernelBuilder>,
+    /// A kernel given by CTA to a text format: its header, and where in the file it began (an
+    /// abandoned kernel is cut off there).
+    writing: Option<(Kernel, u64)>,
 }
 
 fn part_of(path: &Path) -> PathBuf {
@@ -100,7 +101,7 @@ impl TraceWriter {
             out: None,
             done: Vec::new(),
             kernels: 0,
-            gathering: None,
+            writing: None,
         };
         if format != WriteFormat::Nugteren {
             w.open(path.to_path_buf())?;
@@ -197,12 +198,28 @@ impl TraceWriter {
     /// Drops a kernel begun CTA by CTA and not ended (its source failed), so that the files
     /// hold the complete kernels before it.
     pub fn abandon_kernel(&mut self) -> Result<(), TraceError> {
-        if self.gathering.take().is_some() {
+        let Some((_, start)) = self.writing.take() else {
+            return self.with_out(|out| match out {
+                Out::Binary(b) => b.abandon_kernel(),
+                Out::Plain(_) => Ok(()),
+            });
+        };
+        if self.format == WriteFormat::Nugteren {
+            // The kernel had a file of its own: it goes, and the one before keeps its name.
+            if let Some((_, p)) = self.out.take() {
+                let _ = std::fs::remove_file(part_of(&p));
+            }
+            if self.kernels == 1 {
+                if let Some(first) = self.done.first_mut() {
+                    first.1 = self.path.clone();
+                }
+            }
             return Ok(());
         }
+        // Back to where the kernel began: the file is cut there when it is closed.
         self.with_out(|out| match out {
-            Out::Binary(b) => b.abandon_kernel(),
-            Out::Plain(_) => Ok(()),
+            Out::Plain(f) => f.seek(SeekFrom::Start(start)).map(|_| ()),
+            Out::Binary(_) => Ok(()),
         })
     }
 
@@ -216,6 +233,31 @@ impl TraceWriter {
             paths.push(path);
         }
         Ok(paths)
+    }
+
+    /// Writes rows of the kernel begun: by `binary` in our binary format, else as the text
+    /// formats write them.
+    fn rows(
+        &mut self,
+        rows: &Columns,
+        binary: impl FnOnce(&mut binary::Writer<File>) -> std::io::Result<()>,
+    ) -> Result<(), TraceError> {
+        let format = self.format;
+        let header = self.writing.as_ref().map(|w| &w.0);
+        let (out, path) = match (&mut self.out, header) {
+            (Some((Out::Binary(b), p)), _) => (binary(b), p),
+            (Some((Out::Plain(f), p)), Some(k)) => match format {
+                WriteFormat::Text => (text::write_rows(k, rows, f), p),
+                _ => (nugteren::write_rows(rows, f), p),
+            },
+            _ => {
+                return Err(TraceError::io(
+                    &self.path.display().to_string(),
+                    std::io::Error::other("rows came before their kernel began"),
+                ))
+            }
+        };
+        out.map_err(|e| TraceError::io(&path.display().to_string(), e))
     }
 
     /// Kernels written so far.
@@ -232,42 +274,39 @@ impl KernelSink for TraceWriter {
 
 impl CtaSink for TraceWriter {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
-        if self.format != WriteFormat::Binary {
-            self.gathering = Some(builder_for(header)?);
-            return Ok(());
+        let format = self.format;
+        if format == WriteFormat::Nugteren {
+            self.next_trc()?;
         }
+        let mut start = 0;
         self.with_out(|out| match out {
             Out::Binary(b) => b.begin_kernel(header),
-            Out::Plain(_) => Ok(()),
-        })
+            Out::Plain(f) => {
+                start = f.stream_position()?;
+                match format {
+                    WriteFormat::Text => text::write_kernel_header(header, f),
+                    _ => nugteren::write_header(header, f),
+                }
+            }
+        })?;
+        if format != WriteFormat::Binary {
+            self.writing = Some((header.clone(), start));
+        }
+        Ok(())
     }
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
-        if self.format != WriteFormat::Binary {
-            return append_cta(self.gathering.as_mut(), cta, rows);
-        }
-        self.with_out(|out| match out {
-            Out::Binary(b) => b.cta(cta, rows),
-            Out::Plain(_) => Ok(()),
-        })
+        self.rows(rows, |b| b.cta(cta, rows))
     }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
-        if self.format != WriteFormat::Binary {
-            return append_issued(self.gathering.as_mut(), rows);
-        }
-        self.with_out(|out| match out {
-            Out::Binary(b) => b.issued(rows),
-            Out::Plain(_) => Ok(()),
-        })
+        self.rows(rows, |b| b.issued(rows))
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
-        if self.format != WriteFormat::Binary {
-            let k = finish(self.gathering.take())?;
-            return self.write(&k);
+        if self.writing.take().is_none() {
+            self.with_out(|out| match out {
+                Out::Binary(b) => b.end_kernel(),
+                Out::Plain(_) => Err(std::io::Error::other("a kernel ended that had not begun")),
+            })?;
         }
-        self.with_out(|out| match out {
-            Out::Binary(b) => b.end_kernel(),
-            Out::Plain(_) => Ok(()),
-        })?;
         self.kernels += 1;
         Ok(())
     }
@@ -282,5 +321,112 @@ impl Drop for TraceWriter {
         for (part, _) in self.done.drain(..) {
             let _ = std::fs::remove_file(part);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three kernels: per-thread with a barrier and a shared access, issued with its
+    /// CTA-to-SM table, per-thread again.
+    fn trace() -> Trace {
+        let text = "kernel a grid=2 block=2\ninst x pc=0x10\n0 0 x 0 ld 0x100 4\n0 1 bar\n\
+                    1 1 x 0 st 0x200 8 shared\n1 0 x 0 ld 0x300 4\n\
+                    kernel b grid=2 block=1 order=issued\ncta-sm 1 3\n1 0 y 0 ld 0x10 4\n\
+                    0 0 y 0 ld 0x20 4\n1 0 y 1 atom.add 0x30 4\n0 0 z 0 st 0x40 4\n\
+                    kernel c grid=3 block=1\n2 0 w 0 ld 0x1 1\n0 0 w 0 ld 0x2 2\n";
+        text::read(text.as_bytes(), "t.wst").unwrap()
+    }
+
+    /// Writes `t` to `path` a CTA (or two issued rows) at a time; with `abandon`, the last
+    /// kernel is begun, given one piece, and abandoned.
+    fn by_pieces(t: &Trace, path: &Path, format: WriteFormat, abandon: bool) -> Vec<PathBuf> {
+        let mut w = TraceWriter::create(path, format).unwrap();
+        for (i, k) in t.kernels.iter().enumerate() {
+            w.begin_kernel(&k.header()).unwrap();
+            let last = abandon && i + 1 == t.kernels.len();
+            let mut rows = Columns::default();
+            if k.order == crate::trace::Order::Issued {
+                for start in (0..k.len()).step_by(2) {
+                    rows.clear();
+                    rows.extend_from(k.columns(), start..(start + 2).min(k.len()));
+                    w.issued(&rows).unwrap();
+                }
+            } else {
+                for cta in 0..k.num_ctas() {
+                    rows.clear();
+                    rows.extend_from(k.columns(), k.cta_rows(cta));
+                    w.cta(cta, &rows).unwrap();
+                    if last {
+                        break;
+                    }
+                }
+            }
+            if last {
+                w.abandon_kernel().unwrap();
+            } else {
+                w.end_kernel().unwrap();
+            }
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_kernel_written_in_pieces_is_the_kernel_written_whole_and_an_abandoned_one_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = trace();
+        let keep = |n: usize| Trace {
+            kernels: t.kernels[..n].to_vec(),
+        };
+        let name = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().to_string();
+        for (format, ext) in [(WriteFormat::Text, "wst"), (WriteFormat::Nugteren, "trc")] {
+            let path = |stem: &str| dir.path().join(format!("{stem}.{ext}"));
+            // (written whole, written in pieces): all of it; then the last kernel abandoned, of
+            // three and of two (a lone `.trc` file keeps the plain name).
+            let cases = [
+                (
+                    write_file_as(&t, &path("w3"), format).unwrap(),
+                    by_pieces(&t, &path("p3"), format, false),
+                ),
+                (
+                    write_file_as(&keep(2), &path("w2"), format).unwrap(),
+                    by_pieces(&t, &path("p2"), format, true),
+                ),
+                (
+                    write_file_as(&keep(1), &path("w1"), format).unwrap(),
+                    by_pieces(&keep(2), &path("p1"), format, true),
+                ),
+            ];
+            for (a, b) in &cases {
+                assert_eq!(a.len(), b.len(), "{a:?} {b:?}");
+                for (x, y) in a.iter().zip(b) {
+                    // The same name but for the stem's first letter.
+                    assert_eq!(name(x)[1..], name(y)[1..]);
+                    assert_eq!(
+                        std::fs::read(x).unwrap(),
+                        std::fs::read(y).unwrap(),
+                        "{x:?} {y:?}"
+                    );
+                }
+            }
+            // No part files are left.
+            let parts = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .path()
+                        .to_string_lossy()
+                        .ends_with(".part")
+                })
+                .count();
+            assert_eq!(parts, 0);
+        }
+        // The text written in pieces reads back as the trace.
+        let back = crate::trace::read_file(&dir.path().join("p3.wst"), None)
+            .unwrap()
+            .0;
+        assert_eq!(back, t);
     }
 }

@@ -10,7 +10,9 @@
 //! ```
 //! The full specification is in `docs/trace-format.md`.
 
-use super::model::{Access, AccessKind, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace};
+use super::model::{
+    Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
+};
 use super::{Fail, KernelSink, Location, TraceError};
 use std::io::{BufRead, Write};
 
@@ -351,6 +353,13 @@ pub fn write_header<W: Write>(w: &mut W) -> std::io::Result<()> {
 
 /// Writes one kernel: its header, info, instructions and accesses.
 pub fn write_kernel<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
+    write_kernel_header(k, w)?;
+    write_rows(k, k.columns(), w)
+}
+
+/// Writes a kernel's `kernel` line, its info and its instructions: all that comes before its
+/// rows (`k` may have none).
+pub fn write_kernel_header<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
     writeln!(
         w,
         "kernel {} grid={} block={} order={}",
@@ -382,27 +391,34 @@ pub fn write_kernel<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
         }
         writeln!(w)?;
     }
-    for a in k.accesses() {
-        let (cta, tid) = k.split_thread(a.thread);
-        if a.kind == AccessKind::Barrier {
+    Ok(())
+}
+
+/// Writes rows of kernel `k` (its header: shape and instructions) after
+/// [`write_kernel_header`].
+pub fn write_rows<W: Write>(k: &Kernel, cols: &Columns, w: &mut W) -> std::io::Result<()> {
+    for i in 0..cols.len() {
+        let (cta, tid) = k.split_thread(cols.thread[i]);
+        let (kind, space) = super::model_flags(cols.flags[i]);
+        if kind == AccessKind::Barrier {
             writeln!(w, "{cta} {tid} bar")?;
             continue;
         }
         let name = k
             .instructions
-            .get(a.inst as usize)
+            .get(cols.inst[i] as usize)
             .map_or("?", |i| i.name.as_str());
         write!(
             w,
             "{cta} {tid} {} {} {} {:#x} {}",
             token(name),
-            a.dyn_inst,
-            a.kind.token(),
-            a.addr,
-            a.size
+            cols.dyn_inst[i],
+            kind.token(),
+            cols.addr[i],
+            cols.size[i]
         )?;
-        if a.space != MemSpace::Global {
-            write!(w, " {}", a.space.name())?;
+        if space != MemSpace::Global {
+            write!(w, " {}", space.name())?;
         }
         writeln!(w)?;
     }
