@@ -9,7 +9,10 @@
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed), and an
 //!   Accel-Sim trace of naive 128x128 matmul (4.2 M accesses, 64 CTAs; the layout of
 //!   `tools/make-accelsim-trace`) read whole and streamed CTA by CTA (scanned, then read);
-//! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul.
+//! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul;
+//! - the same matmul in our text format and as a CSV table with each CTA's threads
+//!   interleaved, read whole and streamed as `sim` does (text: each kernel through the external
+//!   sort; CSV: read twice, then sorted).
 //!
 //! Inputs are written once into a temporary folder. `tools/measure-e2e` times the CLI itself
 //! with `/usr/bin/time` on a 20 M-reference file (peak RSS too).
@@ -69,6 +72,37 @@ fn streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let mut out = Vec::new();
     serde_json::to_writer(&mut out, &report).expect("json");
     out.len()
+}
+
+/// Writes `t` as a CSV table, each CTA's threads interleaved (a thread's k-th rows together),
+/// so that a streamed read sorts it.
+#[cfg(feature = "tables")]
+fn write_csv(t: &warpscope::trace::Trace, path: &Path) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).expect("create csv"));
+    writeln!(
+        w,
+        "kernel,cta_x,cta_y,thread_x,thread_y,inst,dyn,kind,address,size"
+    )
+    .expect("csv");
+    for (ki, k) in t.kernels.iter().enumerate() {
+        for cta in 0..k.num_ctas() {
+            let mut rows: Vec<usize> = k.cta_rows(cta).collect();
+            rows.sort_by_key(|&i| k.columns().dyn_inst[i]);
+            for i in rows {
+                let a = k.access(i);
+                let (c, th) = k.split_thread(a.thread);
+                let kind = if a.kind.is_write() { "st" } else { "ld" };
+                let name = &k.instructions[a.inst as usize].name;
+                writeln!(
+                    w,
+                    "{ki},{},{},{},{},{name},{},{kind},{:#x},{}",
+                    c.x, c.y, th.x, th.y, a.dyn_inst, a.addr, a.size
+                )
+                .expect("csv");
+            }
+        }
+    }
 }
 
 fn dir() -> PathBuf {
@@ -187,6 +221,25 @@ fn end_to_end(c: &mut Criterion) {
     g.bench_function("wsb_matmul_128_fermi16k_one_sm_streamed", |b| {
         b.iter(|| black_box(streamed_to_json(&wsb, &fermi)))
     });
+    let wst = d.join("matmul128.wst");
+    warpscope::trace::write_file(&trace, &wst).expect("write wst");
+    g.bench_function("wst_matmul_128_fermi16k_one_sm_loaded_whole", |b| {
+        b.iter(|| black_box(file_to_json(&wst, &fermi)))
+    });
+    g.bench_function("wst_matmul_128_fermi16k_one_sm_streamed", |b| {
+        b.iter(|| black_box(streamed_to_json(&wst, &fermi)))
+    });
+    #[cfg(feature = "tables")]
+    {
+        let csv = d.join("matmul128.csv");
+        write_csv(&trace, &csv);
+        g.bench_function("csv_matmul_128_fermi16k_one_sm_loaded_whole", |b| {
+            b.iter(|| black_box(file_to_json(&csv, &fermi)))
+        });
+        g.bench_function("csv_matmul_128_fermi16k_one_sm_streamed", |b| {
+            b.iter(|| black_box(streamed_to_json(&csv, &fermi)))
+        });
+    }
     let mut timed = preset("gtx470-16k").expect("preset");
     timed.gpu.sms = 1;
     g.bench_function("wsb_matmul_128_gtx470_16k_timing_4_runs", |b| {

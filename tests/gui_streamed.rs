@@ -167,6 +167,37 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     same(&path, &cfg, false);
     cfg.gpu.simulate = config::SmSelection::All;
     same(&path, &cfg, true);
+    // The same launches in our text format (each kernel through the external sort) and as a
+    // CSV table with its threads' rows interleaved (read twice, then sorted).
+    let text = dir.path().join("two.wst");
+    warpscope::trace::write_file(&t, &text).unwrap();
+    let mut csv = String::from("kernel,cta_x,cta_y,thread_x,thread_y,inst,dyn,kind,address,size\n");
+    for (ki, k) in t.kernels.iter().enumerate() {
+        let mut rows: Vec<(u32, String)> = k
+            .accesses()
+            .map(|a| {
+                let (c, th) = k.split_thread(a.thread);
+                let kind = if a.kind.is_write() { "st" } else { "ld" };
+                let name = &k.instructions[a.inst as usize].name;
+                let row = format!(
+                    "{ki},{},{},{},{},{name},{},{kind},{},{}\n",
+                    c.x, c.y, th.x, th.y, a.dyn_inst, a.addr, a.size
+                );
+                (a.dyn_inst, row)
+            })
+            .collect();
+        // Each thread's rows stay in order; threads interleave.
+        rows.sort_by_key(|r| r.0);
+        csv.extend(rows.into_iter().map(|r| r.1));
+    }
+    let table = dir.path().join("two.csv");
+    std::fs::write(&table, csv).unwrap();
+    for path in [text, table] {
+        cfg.gpu.simulate = config::SmSelection::One(0);
+        same(&path, &cfg, false);
+        cfg.gpu.simulate = config::SmSelection::All;
+        same(&path, &cfg, true);
+    }
 }
 
 #[test]
