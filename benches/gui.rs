@@ -12,6 +12,10 @@
 //! `streamed_open_to_first_preview_10M_din`: a trace file opened streamed (as files over
 //! 256 MiB are), from the open to the first preview of its pane's run (issue 26's "first
 //! picture within 1 s"); the run is cancelled then.
+//!
+//! `streamed_window_at_90pc_10M_din_*`: the detail of 1000 requests at 90% of that run
+//! ("Every request from A to B"), read again from the file's start, and read on from the
+//! latest copy of the session the whole run kept before the window.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -167,6 +171,40 @@ fn streamed(c: &mut Criterion) {
             total
         })
     });
+    let source = Source::File {
+        path: path.clone(),
+        format: None,
+        allow_truncated: false,
+        whole_up_to: 0,
+    };
+    let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
+    else {
+        panic!("the trace opens");
+    };
+    let cfg = config::preset("fermi-16k").expect("preset");
+    let progress = Arc::new(Progress::default());
+    let with_copies =
+        worker::simulate_streamed(cfg.clone(), &trace, &progress, None).expect("the run");
+    let mut without = warpscope::app::streamed::simulate_keeping(
+        cfg,
+        &trace,
+        &progress,
+        None,
+        warpscope::app::data::checkpoints::Checkpoints::every(u64::MAX),
+    )
+    .expect("the run");
+    assert!(Arc::get_mut(&mut without).is_some() && without.checkpoints.kept.is_empty());
+    let start = with_copies.report.totals.requests / 10 * 9;
+    for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
+        g.bench_function(format!("streamed_window_at_90pc_10M_din_{name}"), |b| {
+            b.iter(|| {
+                black_box(
+                    worker::simulate_window(&trace, &progress, whole.clone(), start..start + 1000)
+                        .expect("the detail"),
+                )
+            })
+        });
+    }
     g.finish();
 }
 

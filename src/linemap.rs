@@ -28,6 +28,11 @@ impl<V: Copy + Default> Default for LineMap<V> {
 }
 
 impl<V: Copy + Default> LineMap<V> {
+    /// Bytes its pages and their index hold.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<V>() + self.pages.capacity() * 16
+    }
+
     /// The value of `line` (default if never set), mutable.
     #[inline]
     pub fn entry(&mut self, line: u64) -> &mut V {

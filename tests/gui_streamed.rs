@@ -355,6 +355,73 @@ fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() 
     }
 }
 
+/// Zoomed from the copies of the session taken as the whole run went, a window's detail is the
+/// one read from the file's start: every request, outcome, reuse distance and instruction,
+/// and the report of a window that runs to the trace's end.
+#[test]
+fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_from_the_start() {
+    use std::io::Write;
+    use warpscope::app::data::checkpoints::Checkpoints;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    // 300 000 references (5 chunks), some crossing a line (two requests), a third stores.
+    let n = 300_000u64;
+    for i in 0..n {
+        let addr = 0x1000_0000 + (i * 7919 % 50_000) * 24;
+        match i % 3 {
+            0 => writeln!(f, "1 {addr:x}").unwrap(),
+            1 => writeln!(f, "r {addr:x} 10").unwrap(),
+            _ => writeln!(f, "0 {addr:x}").unwrap(),
+        }
+    }
+    drop(f);
+    let cfg = SimConfig::default();
+    let streamed = open(&path, 0);
+    let progress = Arc::new(Progress::default());
+    let plain = run(&cfg, &streamed);
+    assert_eq!(plain.checkpoints.kept.len(), 0);
+    // A copy every 50 000 requests, kept at most 16 (then thinned).
+    let copied = warpscope::app::streamed::simulate_keeping(
+        cfg.clone(),
+        &streamed,
+        &progress,
+        None,
+        Checkpoints::every(50_000),
+    )
+    .unwrap();
+    assert_eq!(copied.report, plain.report);
+    let kept: Vec<u64> = copied.checkpoints.kept.iter().map(|c| c.requests).collect();
+    assert!(kept.len() >= 4, "{kept:?}");
+    let total = plain.report.totals.requests;
+    for window in [
+        0..10,
+        70_000..70_400,
+        200_000..230_000,
+        total - 50..total + 10,
+    ] {
+        let from_start =
+            worker::simulate_window(&streamed, &progress, plain.clone(), window.clone()).unwrap();
+        let from_copy =
+            worker::simulate_window(&streamed, &progress, copied.clone(), window.clone()).unwrap();
+        let (a, b) = (&from_start.points, &from_copy.points);
+        assert!(!a.line.is_empty(), "{window:?}");
+        assert_eq!(a.line, b.line, "{window:?}");
+        assert_eq!(a.outcome, b.outcome, "{window:?}");
+        assert_eq!(a.reuse, b.reuse, "{window:?}");
+        assert_eq!(a.inst, b.inst, "{window:?}");
+        assert_eq!(from_start.x, from_copy.x, "{window:?}");
+    }
+    // The copy used is the latest at or before the window.
+    let c = copied.checkpoints.before(200_000).unwrap();
+    assert!(
+        c.requests <= 200_000 && c.requests > 100_000,
+        "{}",
+        c.requests
+    );
+    assert!(c.at.offset > 0 && c.at.line_no > 0);
+}
+
 #[test]
 fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
     let mut h = support::harness(streaming_app(sample("dinero-small.din")));

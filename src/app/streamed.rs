@@ -13,6 +13,7 @@ use crate::shell::lanes;
 use crate::sim;
 use crate::trace;
 
+use super::data::checkpoints::{Checkpoint, Checkpoints};
 use super::data::{Gather, Preview, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
 use super::worker::{error_chain, watching, Loaded};
@@ -35,13 +36,15 @@ pub fn open(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<L
     ))))
 }
 
-/// Runs the trace through a session into `gather`: the session, or `None` when `gather`
-/// stopped the run on purpose (past its window).
+/// Runs the trace through a session into `gather`, from its start or on from the copy `from`
+/// of a session ([`Checkpoint`]): the session, or `None` when `gather` stopped the run on
+/// purpose (past its window).
 fn run(
     config: &SimConfig,
     trace: &TraceData,
     progress: &Arc<Progress>,
     gather: &mut Gather,
+    from: Option<&Checkpoint>,
 ) -> Result<Option<sim::Session>, JobError> {
     let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
         return Err(JobError::Failed("a streamed trace without its file".into()));
@@ -53,16 +56,27 @@ fn run(
                 .into(),
         ));
     }
-    let session = sim::Session::new(config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
-    let opts = trace::ReadOptions {
-        format: trace.format,
-        allow_truncated: false,
-    };
     let watch = watching(progress);
-    let open = trace::open_trace(&path, opts, &|s| s, &watch)
-        .map_err(|e| JobError::Failed(e.to_string()))?;
-    progress.set_total(bytes * open.streamed_reads());
-    let src = lanes::file_source(open, |s| s, watch);
+    let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
+        Some((session, c)) => {
+            progress.set_total(bytes.saturating_sub(c.at.offset));
+            gather.requests = c.requests;
+            let name = path.display().to_string();
+            (session, lanes::resumed_source(path, name, c.at, watch))
+        }
+        None => {
+            let session =
+                sim::Session::new(config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
+            let opts = trace::ReadOptions {
+                format: trace.format,
+                allow_truncated: false,
+            };
+            let open = trace::open_trace(&path, opts, &|s| s, &watch)
+                .map_err(|e| JobError::Failed(e.to_string()))?;
+            progress.set_total(bytes * open.streamed_reads());
+            (session, lanes::file_source(open, |s| s, watch))
+        }
+    };
     match lanes::run(vec![session], 1, src.depth, gather, src.source) {
         Ok(mut s) => s
             .pop()
@@ -82,20 +96,37 @@ pub fn simulate(
     progress: &Arc<Progress>,
     preview: Option<Preview>,
 ) -> Finished<Arc<SimData>> {
+    simulate_keeping(config, trace, progress, preview, Checkpoints::default())
+}
+
+/// [`simulate`], keeping copies of the session to zoom from as `checkpoints` says (tests take
+/// them often).
+pub fn simulate_keeping(
+    config: SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    preview: Option<Preview>,
+    checkpoints: Checkpoints,
+) -> Finished<Arc<SimData>> {
     let mut gather = Gather::new(&config, progress);
+    gather.checkpoints = checkpoints;
     if let Some(p) = preview {
         gather = gather.with_preview(p);
     }
-    let Some(session) = run(&config, trace, progress, &mut gather)? else {
+    let Some(session) = run(&config, trace, progress, &mut gather, None)? else {
         return Err(JobError::Failed("the run stopped early".into()));
     };
     let report = session.finish(&mut gather);
-    Ok(Arc::new(SimData::streamed(config, report, &gather, None)))
+    let mut data = SimData::streamed(config, report, &gather, None);
+    data.checkpoints = Arc::new(std::mem::take(&mut gather.checkpoints));
+    Ok(Arc::new(data))
 }
 
 /// The detail of `window` (request numbers) of the streamed run `whole`: the file is read again
-/// up to the window's end, and every request in it is kept (a regular sample of them when
-/// they are more than the sample holds). What the whole run counted stays `whole`'s.
+/// up to the window's end, from the latest copy of the session taken before the window
+/// (`data/checkpoints.rs`) or else from its start, and every request in it is kept (a regular
+/// sample of them when they are more than the sample holds). What the whole run counted stays
+/// `whole`'s.
 pub fn simulate_window(
     trace: &TraceData,
     progress: &Arc<Progress>,
@@ -103,8 +134,9 @@ pub fn simulate_window(
     window: Range<u64>,
 ) -> Finished<Arc<SimData>> {
     let mut gather = Gather::new(&whole.config, progress);
+    let from = whole.checkpoints.before(window.start);
     gather.window = Some(window);
-    if let Some(session) = run(&whole.config, trace, progress, &mut gather)? {
+    if let Some(session) = run(&whole.config, trace, progress, &mut gather, from)? {
         // The trace ended inside the window: its last warp instruction is simulated at the end.
         session.finish(&mut gather);
     }

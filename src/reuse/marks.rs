@@ -28,6 +28,11 @@ impl Marks {
         Marks::default()
     }
 
+    /// Bytes its bitmap and counts hold.
+    pub fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 8 + self.levels.iter().map(|l| l.capacity() * 4).sum::<usize>()
+    }
+
     /// Positions handed out so far.
     pub fn len(&self) -> usize {
         self.len

@@ -221,6 +221,17 @@ impl ReuseTracker {
     pub fn distinct_lines(&self) -> u64 {
         self.whole.distinct
     }
+    /// Bytes it holds: the last uses, the stacks' marks and the histograms.
+    pub fn heap_bytes(&self) -> usize {
+        self.last.heap_bytes()
+            + self.whole.marks.heap_bytes()
+            + self
+                .sets
+                .iter()
+                .map(|s| s.marks.heap_bytes() + std::mem::size_of::<Stack>())
+                .sum::<usize>()
+            + 8 * (self.whole_hist.counts.capacity() + self.set_hist.counts.capacity())
+    }
 }
 
 /// Distances of a plain sequence of lines (whole-cache stack only).

@@ -9,7 +9,7 @@
 //! calls); this module runs them in parallel.
 
 use crate::sim::{NoObserver, Observer, Session, SimError};
-use crate::trace::{self, Columns, CtaSink, Kernel, KernelSink, TraceError};
+use crate::trace::{self, din, Columns, CtaSink, Kernel, KernelSink, TraceError};
 use anyhow::{Context, Result};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
@@ -28,9 +28,10 @@ pub enum Piece {
     /// The next rows of an issued-order kernel.
     Issued(Columns),
     End,
-    /// One thread's reference stream: its header, then its rows in chunks.
+    /// One thread's reference stream: its header, then its rows in chunks, each with where
+    /// the file's reader stood after it when the file can be read on from there.
     Stream(Kernel),
-    Rows(Columns),
+    Rows(Columns, Option<din::Resume>),
 }
 
 impl Piece {
@@ -42,7 +43,7 @@ impl Piece {
             Piece::Issued(rows) => s.issued(rows, obs),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
-            Piece::Rows(rows) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
+            Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
         }
     }
 
@@ -50,7 +51,7 @@ impl Piece {
     /// schedulers until the CTA is done, and let go then).
     fn into_rows(self) -> Option<Columns> {
         match self {
-            Piece::Rows(rows) | Piece::Issued(rows) => Some(rows),
+            Piece::Rows(rows, _) | Piece::Issued(rows) => Some(rows),
             _ => None,
         }
     }
@@ -219,6 +220,13 @@ fn lane(
                 let i = *i;
                 return (sessions, Some((i, e)));
             }
+            if let Piece::Rows(_, Some(at)) = &*piece {
+                if k == 0 && obs.checkpoint_due() {
+                    if let Some(copy) = s.snapshot() {
+                        obs.checkpoint(copy, *at);
+                    }
+                }
+            }
         }
         // The last lane done with a piece hands its buffer back to the source.
         if let Some(rows) = Arc::into_inner(piece).and_then(Piece::into_rows) {
@@ -281,14 +289,47 @@ pub fn send_reference_stream(
     to: &mut Fanout,
 ) -> Result<()> {
     let trace::ReferenceStream {
-        header, mut reader, ..
+        header,
+        reader,
+        seekable,
     } = stream;
     to.send(Piece::Stream(header))?;
+    send_rows(reader, seekable, rows_per_chunk, to)
+}
+
+/// Sends the rows of a reference stream whose header was sent, in chunks of
+/// `rows_per_chunk`, with their resume points if `seekable`.
+fn send_rows<R: std::io::BufRead>(
+    mut reader: din::Reader<R>,
+    seekable: bool,
+    rows_per_chunk: usize,
+    to: &mut Fanout,
+) -> Result<()> {
     loop {
         let mut chunk = to.buffer();
         if !reader.next_chunk(&mut chunk, rows_per_chunk)? {
             return Ok(());
         }
-        to.send(Piece::Rows(chunk))?;
+        let at = seekable.then(|| reader.resume_point());
+        to.send(Piece::Rows(chunk, at))?;
+    }
+}
+
+/// The rest of the reference stream in the file at `path` (named `file`) from `at`, for a
+/// session that stood there ([`Session::snapshot`]): its rows only, as [`file_source`] sends
+/// them. `watch` sees the file's bytes from there.
+pub fn resumed_source(
+    path: std::path::PathBuf,
+    file: String,
+    at: din::Resume,
+    watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+) -> FileSource {
+    FileSource {
+        source: Box::new(move |to| {
+            let reader = din::reader_at(&path, &file, at, &watch)?;
+            send_rows(reader, true, CHUNK_ROWS, to)
+        }),
+        depth: AHEAD,
+        splits: false,
     }
 }

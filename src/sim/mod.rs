@@ -94,6 +94,14 @@ pub trait Observer {
     fn progress(&mut self, _done: u64, _total: u64) -> bool {
         true
     }
+    /// Asked by a shell between two chunks of a reference stream read from a file it can
+    /// read on from: whether to give this observer a copy of the session there.
+    fn checkpoint_due(&self) -> bool {
+        false
+    }
+    /// A copy of the session between two chunks ([`Session::snapshot`]), and where the
+    /// file's reader stood then.
+    fn checkpoint(&mut self, _session: Session, _at: crate::trace::din::Resume) {}
 }
 
 /// An observer that ignores everything.
@@ -128,6 +136,7 @@ pub enum SimError {
     Cancelled,
 }
 
+#[derive(Clone)]
 struct SmSim {
     sm: u32,
     cache: CacheModel,

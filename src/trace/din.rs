@@ -95,6 +95,35 @@ pub struct Reader<R> {
     done: bool,
 }
 
+/// Where a [`Reader`] stands between two chunks: enough to read on from there in a new reader
+/// ([`Reader::resumed`]) over the same file opened at `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// Bytes of the file before the next line.
+    pub offset: u64,
+    /// Lines before it.
+    pub line_no: u64,
+    /// References of each label so far (their instance numbers).
+    occurrences: [u32; 4],
+}
+
+/// A reader of the file at `path` (named `file` in errors, not compressed) that goes on from
+/// `at`, where a reader of it stood; `watch` sees the bytes read from there (as for
+/// [`super::source::open`]).
+pub fn reader_at(
+    path: &std::path::Path,
+    file: &str,
+    at: Resume,
+    watch: &dyn Fn(super::source::Stream) -> super::source::Stream,
+) -> Result<Reader<std::io::BufReader<super::source::Stream>>, TraceError> {
+    use std::io::Seek;
+    let mut f = std::fs::File::open(path).map_err(|e| TraceError::io(file, e))?;
+    f.seek(std::io::SeekFrom::Start(at.offset))
+        .map_err(|e| TraceError::io(file, e))?;
+    let r = std::io::BufReader::with_capacity(1 << 20, watch(Box::new(f)));
+    Ok(Reader::resumed(r, file, at))
+}
+
 impl<R: BufRead> Reader<R> {
     pub fn new(r: R, file: &str) -> Self {
         Reader {
@@ -111,6 +140,26 @@ impl<R: BufRead> Reader<R> {
     /// Bytes of the (decompressed) input consumed so far.
     pub fn bytes_read(&self) -> u64 {
         self.bytes
+    }
+
+    /// Where this reader stands: the start of the line it has not finished.
+    pub fn resume_point(&self) -> Resume {
+        Resume {
+            offset: self.bytes - self.carry.len() as u64,
+            line_no: self.line_no,
+            occurrences: self.occurrences,
+        }
+    }
+
+    /// A reader that goes on from `at` in `r`, the same input opened at `at.offset`: it gives
+    /// the rows, line numbers and errors the reader that stood at `at` would have given.
+    pub fn resumed(r: R, file: &str, at: Resume) -> Self {
+        Reader {
+            line_no: at.line_no,
+            occurrences: at.occurrences,
+            bytes: at.offset,
+            ..Reader::new(r, file)
+        }
     }
 
     /// Replaces `out` with the next rows, at least `max_rows` of them unless the input ends
@@ -393,6 +442,57 @@ mod tests {
                 proptest::prop_assert_eq!((l, ad, sz), general);
                 proptest::prop_assert_eq!(used, line.len());
             }
+        }
+    }
+
+    /// Each row of `c` as (address, size, flags, instruction, instance).
+    fn rows_of(c: &Columns) -> Vec<(u64, u16, u8, u32, u32)> {
+        (0..c.len())
+            .map(|i| (c.addr[i], c.size[i], c.flags[i], c.inst[i], c.dyn_inst[i]))
+            .collect()
+    }
+
+    /// All rows of `r` in chunks of `n`, and where the reader stood after each chunk.
+    fn chunks<R: BufRead>(r: &mut Reader<R>, n: usize) -> (Vec<Columns>, Vec<Resume>) {
+        let (mut rows, mut at) = (Vec::new(), Vec::new());
+        let mut c = Columns::default();
+        while r.next_chunk(&mut c, n).unwrap() {
+            rows.push(c.clone());
+            at.push(r.resume_point());
+        }
+        (rows, at)
+    }
+
+    #[test]
+    fn a_reader_resumed_where_another_stood_reads_on_as_it_would() {
+        // Fast and general lines, a blank and a commented one, lines cut across buffer fills;
+        // a bad line at the end.
+        let text = "0 1a2b40\n\n1 40 x\nr 80 8\nw 1000 4\n2 ff\n".repeat(40) + "0 zz\n";
+        let ok = &text[..text.len() - 5];
+        let mut whole = Reader::new(std::io::BufReader::with_capacity(7, ok.as_bytes()), "a");
+        let (rows, at) = chunks(&mut whole, 9);
+        let all: Vec<_> = rows.iter().flat_map(rows_of).collect();
+        assert_eq!(all.len(), 200);
+        let mut before = 0;
+        for (k, at) in at.iter().enumerate() {
+            before += rows[k].len();
+            fn resumed(text: &str, at: Resume) -> Reader<std::io::BufReader<&[u8]>> {
+                let tail = &text.as_bytes()[at.offset as usize..];
+                Reader::resumed(std::io::BufReader::with_capacity(5, tail), "a", at)
+            }
+            let (more, _) = chunks(&mut resumed(ok, *at), 4);
+            let got: Vec<_> = more.iter().flat_map(rows_of).collect();
+            assert_eq!(got, all[before..], "resumed after chunk {k}");
+            let mut r = resumed(&text, *at);
+            let mut c = Columns::default();
+            let e = loop {
+                match r.next_chunk(&mut c, 4) {
+                    Ok(true) => {}
+                    Ok(false) => panic!("the bad line was not found"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(e.contains("line 241"), "{e}");
         }
     }
 

@@ -291,6 +291,8 @@ impl OpenTrace {
         };
         Ok(ReferenceStream {
             header,
+            // Resume points are file offsets only when nothing was decompressed.
+            seekable: self.compression == source::Compression::None && self.file_bytes > 0,
             reader: din::Reader::new(self.reader, &self.name),
         })
     }
@@ -358,6 +360,9 @@ pub struct ReferenceStream {
     /// The kernel without its rows.
     pub header: Kernel,
     pub reader: din::Reader<Box<dyn std::io::BufRead + Send>>,
+    /// The reader's resume points ([`din::Reader::resume_point`]) are offsets in the file
+    /// (it is not compressed), so that it can be read on from one ([`din::reader_at`]).
+    pub seekable: bool,
 }
 
 /// Reads a whole trace from bytes in memory (tests and fuzzing). Accel-Sim input is one

@@ -181,6 +181,8 @@ pub struct Gather<'a> {
     line_bytes: u64,
     /// The requests' totals so far, for previews (the final report is the session's).
     totals: Counters,
+    /// Copies of the session to zoom from (whole runs of a reference stream only).
+    pub checkpoints: super::checkpoints::Checkpoints,
     config: SimConfig,
     preview: Option<Preview>,
     progress: &'a Progress,
@@ -204,6 +206,7 @@ impl<'a> Gather<'a> {
             last_page: u64::MAX,
             line_bytes: (config.cache.line_bytes as u64).max(1),
             totals: Counters::default(),
+            checkpoints: Default::default(),
             config: config.clone(),
             preview: None,
             progress,
@@ -309,6 +312,14 @@ impl Observer for Gather<'_> {
             self.last_page = page;
             self.pages.insert(page);
         }
+    }
+
+    fn checkpoint_due(&self) -> bool {
+        self.window.is_none() && self.checkpoints.due(self.requests)
+    }
+
+    fn checkpoint(&mut self, session: crate::sim::Session, at: crate::trace::din::Resume) {
+        self.checkpoints.add(session, at, self.requests);
     }
 
     fn progress(&mut self, _done: u64, _total: u64) -> bool {

@@ -360,6 +360,8 @@ pub struct SimData {
     /// The requests (numbers in the run) that `points` is limited to: the detail of a
     /// window of a streamed run ([`SimData::window_of`]); `None`: the whole run.
     pub window: Option<std::ops::Range<u64>>,
+    /// Copies of a streamed run's simulation to zoom from (`checkpoints.rs`).
+    pub checkpoints: std::sync::Arc<checkpoints::Checkpoints>,
 }
 
 /// One more than the largest id of each kind among the kept requests (0 when none): what the
@@ -390,6 +392,7 @@ impl IdCounts {
     }
 }
 
+pub mod checkpoints;
 mod gather;
 pub use gather::{Gather, Preview, PreviewSlot, Slots, SAMPLE_POINTS};
 pub use sim::Counted;

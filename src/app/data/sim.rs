@@ -117,6 +117,7 @@ impl SimData {
             segments: whole.segments.clone(),
             preview: false,
             window: Some(start..g.window.as_ref().map_or(start, |w| w.end)),
+            checkpoints: whole.checkpoints.clone(),
         }
     }
 
@@ -185,6 +186,7 @@ impl SimData {
             segments: c.segments,
             preview: false,
             window: None,
+            checkpoints: Default::default(),
         };
         d.miss_tables = MissTables::new(&d);
         d

@@ -63,8 +63,9 @@ pub(super) fn detail_buttons(
     if ui
         .button(format!("Every request from {lo} to {hi}"))
         .on_hover_text(
-            "Read the file again up to the end of the view and keep every request in it \
-             (a regular sample if they are more than 2^21); the counts stay the whole run's",
+            "Read the file again up to the end of the view (a din file: on from the latest \
+             copy of the run before the view) and keep every request in it (a regular sample \
+             if they are more than 2^21); the counts stay the whole run's",
         )
         .clicked()
     {

@@ -50,6 +50,7 @@ pub struct Session {
 }
 
 /// The reference stream being streamed.
+#[derive(Clone)]
 pub(super) struct Stream {
     ki: u32,
     name: String,
@@ -67,6 +68,41 @@ pub(super) struct Stream {
 }
 
 impl Session {
+    /// A copy of this session to go on from later with the rest of the input (the app zooms
+    /// into a streamed run from the nearest copy instead of from the start). Only while a
+    /// reference stream is open and between chunks: then all the state is in the session,
+    /// where a scheduled kernel's is also in the resident CTAs its source gave.
+    pub fn snapshot(&self) -> Option<Session> {
+        if self.by_cta.is_some() || self.by_issue.is_some() {
+            return None;
+        }
+        let stream = self.stream.as_ref()?;
+        Some(Session {
+            cfg: self.cfg.clone(),
+            slot_of_sm: self.slot_of_sm.clone(),
+            sims: self.sims.clone(),
+            report: self.report.clone(),
+            next_kernel: self.next_kernel,
+            done: self.done,
+            total: self.total,
+            stream: Some(stream.clone()),
+            by_cta: None,
+            by_issue: None,
+        })
+    }
+
+    /// About the bytes a [`Session::snapshot`] holds: mostly the reuse trackers, which grow
+    /// with the distinct lines (the caches and counters are small).
+    pub fn approx_bytes(&self) -> u64 {
+        let trackers: usize = self
+            .sims
+            .iter()
+            .filter_map(|s| s.reuse.as_ref())
+            .map(|r| r.heap_bytes())
+            .sum();
+        (1 << 20) + trackers as u64
+    }
+
     /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see
     /// [`super::run`]). `total_accesses` is for progress reports (0 when unknown).
     pub fn new(cfg: &SimConfig, total_accesses: u64) -> Result<Self, SimError> {

@@ -1,0 +1,125 @@
+//! Copies of a streamed run's simulation taken as it goes, so that the detail of a window
+//! ("Every request from A to B") reads the file on from the nearest copy before the window
+//! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
+//! percent of it, not all of it.
+//!
+//! Only a reference stream (a `din` file, not compressed) gives copies: between two of its
+//! chunks all the simulation's state is in the session (`Session::snapshot`) and the file's
+//! reader can go on from a byte offset (`din::Resume`). A copy is taken every `every`
+//! requests; when [`MOST`] are kept, every other one goes and `every` doubles, so they stay
+//! spread over the whole run. A copy holds the reuse trackers (they grow with the distinct
+//! lines), so the copies together stay under [`BUDGET_BYTES`]: fewer are kept for a trace of
+//! many distinct lines, none when one copy would not fit.
+
+use crate::sim::Session;
+use crate::trace::din::Resume;
+
+/// Copies kept at most.
+pub const MOST: usize = 16;
+/// Bytes all copies may hold together (by `Session::approx_bytes`).
+pub const BUDGET_BYTES: u64 = 256 << 20;
+/// Requests between two copies at first.
+pub const FIRST_EVERY: u64 = 1 << 20;
+
+/// One copy: the session after a chunk, where the reader stood, and the requests before.
+pub struct Checkpoint {
+    pub session: Session,
+    pub at: Resume,
+    pub requests: u64,
+}
+
+/// The copies of one run.
+pub struct Checkpoints {
+    pub kept: Vec<Checkpoint>,
+    /// Requests between two copies.
+    pub every: u64,
+    /// The request count at which the next copy is due.
+    next: u64,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Self::every(FIRST_EVERY)
+    }
+}
+
+impl Checkpoints {
+    /// Copies every `every` requests at first (tests take them often).
+    pub fn every(every: u64) -> Self {
+        Checkpoints {
+            kept: Vec::new(),
+            every: every.max(1),
+            next: every.max(1),
+        }
+    }
+
+    /// Whether a copy is due after `requests` requests.
+    pub fn due(&self, requests: u64) -> bool {
+        requests >= self.next
+    }
+
+    /// Keeps `session`, copied after `requests` requests with the reader at `at`.
+    pub fn add(&mut self, session: Session, at: Resume, requests: u64) {
+        let bytes = session.approx_bytes();
+        if bytes.saturating_mul(2) > BUDGET_BYTES {
+            // Not even two fit: none are taken.
+            self.kept.clear();
+            self.next = u64::MAX;
+            return;
+        }
+        self.kept.push(Checkpoint {
+            session,
+            at,
+            requests,
+        });
+        // The copies grow with the run: the latest is the largest.
+        let fit = (BUDGET_BYTES / bytes.max(1)) as usize;
+        while self.kept.len() >= MOST.min(fit).max(2) {
+            let mut i = 0;
+            self.kept.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+            self.every = self.every.saturating_mul(2);
+        }
+        self.next = requests.saturating_add(self.every);
+    }
+
+    /// The latest copy taken at or before request `start`.
+    pub fn before(&self, start: u64) -> Option<&Checkpoint> {
+        self.kept.iter().rev().find(|c| c.requests <= start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> Resume {
+        crate::trace::din::Reader::new(&b""[..], "t").resume_point()
+    }
+
+    #[test]
+    fn copies_stay_few_and_spread_over_the_run() {
+        let cfg = crate::config::SimConfig::default();
+        let mut c = Checkpoints::every(10);
+        let mut requests = 0;
+        for _ in 0..1000 {
+            requests += 7;
+            if c.due(requests) {
+                c.add(Session::new(&cfg, 0).unwrap(), at(), requests);
+            }
+        }
+        let kept: Vec<u64> = c.kept.iter().map(|k| k.requests).collect();
+        assert!(kept.len() < MOST && kept.len() >= MOST / 2, "{kept:?}");
+        // About evenly spaced, the last near the end.
+        assert!(
+            kept.windows(2).all(|w| w[1] - w[0] >= c.every / 2),
+            "{kept:?}"
+        );
+        assert!(requests - kept[kept.len() - 1] <= c.every, "{kept:?}");
+        assert_eq!(c.before(kept[3] + 1).map(|k| k.requests), Some(kept[3]));
+        assert_eq!(c.before(kept[3]).map(|k| k.requests), Some(kept[3]));
+        assert!(c.before(kept[0] - 1).is_none());
+    }
+}
