@@ -11,7 +11,7 @@
 
 use std::cmp::Reverse;
 
-use super::model::{Access, Columns};
+use super::model::{unpack_flags, Access, AccessKind, Columns};
 use super::{CtaSink, TraceError};
 use std::collections::BinaryHeap;
 use std::fs::File;
@@ -53,6 +53,25 @@ const EMPTY: Row = Row {
 const RECORD: usize = 35;
 
 impl Row {
+    /// The access this row stands for, as `thread`'s with instance `dyn_inst`.
+    pub fn access(&self, thread: u32, dyn_inst: u32) -> Access {
+        let (kind, space) = unpack_flags(self.flags);
+        Access {
+            thread,
+            inst: self.inst,
+            dyn_inst,
+            addr: self.addr,
+            size: self.size,
+            kind,
+            space,
+        }
+    }
+
+    /// Whether the row is a barrier's.
+    pub fn is_barrier(&self) -> bool {
+        unpack_flags(self.flags).0 == AccessKind::Barrier
+    }
+
     fn encode(&self, out: &mut [u8; RECORD]) {
         out[0..8].copy_from_slice(&self.cta.to_le_bytes());
         out[8..12].copy_from_slice(&self.local.to_le_bytes());

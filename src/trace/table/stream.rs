@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 use super::decode::Chunk;
 use super::rows::Plan;
 use super::*;
-use crate::trace::model::{pack_flags, unpack_flags, Columns};
+use crate::trace::model::{pack_flags, Columns};
 use crate::trace::{source, spill, CtaSink, Ctx};
 
 /// Rows of an issue-order kernel handed on at a time.
@@ -262,20 +262,12 @@ impl Stream<'_> {
                     self.out,
                     |cta| cta as u32,
                     |r, thread| {
-                        let (kind, space) = unpack_flags(r.flags);
-                        Access {
-                            thread,
-                            inst: r.inst,
-                            dyn_inst: if numbered && kind != AccessKind::Barrier {
-                                numbering.next(thread, r.inst)
-                            } else {
-                                r.aux as u32
-                            },
-                            addr: r.addr,
-                            size: r.size,
-                            kind,
-                            space,
-                        }
+                        let dyn_inst = if numbered && !r.is_barrier() {
+                            numbering.next(thread, r.inst)
+                        } else {
+                            r.aux as u32
+                        };
+                        r.access(thread, dyn_inst)
                     },
                 )?;
             }

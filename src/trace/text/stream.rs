@@ -11,7 +11,7 @@ use std::io::BufRead;
 
 use super::{walk, Rows};
 use crate::trace::model::{
-    check_density, pack_flags, unpack_flags, Access, BuildError, Columns, KernelBuilder, Order,
+    check_density, pack_flags, Access, BuildError, Columns, KernelBuilder, Order,
 };
 use crate::trace::{spill, CtaSink, Fail, TraceError};
 
@@ -61,19 +61,8 @@ impl Rows for Stream<'_> {
         self.out.begin_kernel(&b.header())?;
         let file = self.file;
         let mut sorted = sort.sorted().map_err(|e| TraceError::io(file, e))?;
-        let access = |r: &spill::Row, thread: u32| {
-            let (kind, space) = unpack_flags(r.flags);
-            Access {
-                thread,
-                inst: r.inst,
-                // The low half: the high one holds an issued row's thread.
-                dyn_inst: r.aux as u32,
-                addr: r.addr,
-                size: r.size,
-                kind,
-                space,
-            }
-        };
+        // The instance is the low half: the high one holds an issued row's thread.
+        let access = |r: &spill::Row, thread: u32| r.access(thread, r.aux as u32);
         if order != Order::Issued {
             let tpb = block.count() as u32;
             spill::hand_on_by_cta(sorted, file, tpb, self.out, |c| c as u32, access)?;
