@@ -13,8 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{base36, walk, Executions, Record, DIM_BITS, DIM_MASK};
 use crate::trace::model::{
-    check_density, pack_flags, unpack_flags, Access, AccessKind, BuildError, Dim3, KernelBuilder,
-    MemSpace, Order,
+    check_density, pack_flags, Access, AccessKind, BuildError, Dim3, KernelBuilder, MemSpace, Order,
 };
 use crate::trace::{spill, CtaSink, Fail, TraceError};
 
@@ -154,18 +153,12 @@ impl Executions for Stream<'_> {
             self.out,
             cta_of,
             |r, thread| {
-                let (kind, space) = unpack_flags(r.flags);
-                if kind == AccessKind::Barrier {
+                if r.is_barrier() {
                     return Access::barrier(thread);
                 }
                 Access {
-                    thread,
                     inst: new_id[r.inst as usize],
-                    dyn_inst: loops.partition_point(|&l| l < r.aux) as u32,
-                    addr: r.addr,
-                    size: r.size,
-                    kind,
-                    space,
+                    ..r.access(thread, loops.partition_point(|&l| l < r.aux) as u32)
                 }
             },
         )?;
