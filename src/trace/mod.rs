@@ -238,7 +238,7 @@ impl OpenTrace {
             Format::Csv if by_cta => table::stream_csv(self.reader, &ctx, &mut counting),
             #[cfg(feature = "tables")]
             Format::Parquet if by_cta => {
-                table::stream_parquet(&self.path, &self.name, &mut counting)
+                table::stream_parquet(&self.path, &self.name, watch, &mut counting)
             }
             _ => read_into(self.format, self.reader, &ctx, &mut counting),
         };
@@ -421,7 +421,7 @@ fn read_into<R: std::io::BufRead>(
         #[cfg(feature = "tables")]
         Format::Csv => table::read_csv(r, name, ctx.file_bytes, trace),
         #[cfg(feature = "tables")]
-        Format::Parquet => table::read_parquet(ctx.path, name, trace),
+        Format::Parquet => table::read_parquet(ctx.path, name, ctx.watch, trace),
         #[cfg(not(feature = "tables"))]
         Format::Csv | Format::Parquet => {
             let _ = r;

@@ -211,20 +211,37 @@ fn csv_chunks<R: BufRead>(
 }
 
 /// Reads a Parquet table (it needs a seekable file, so it is opened here, not streamed).
+/// `watch` is told of the file's bytes as its rows are read ([`parquet_chunks`]).
 pub(crate) fn read_parquet(
     path: &Path,
     file: &str,
+    watch: &dyn Fn(super::source::Stream) -> super::source::Stream,
     out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     let mut st = State::new(file);
-    parquet_chunks(path, file, &mut |df, after, at| st.ingest(df, after, at))?;
+    parquet_chunks(path, file, watch, &mut |df, after, at| {
+        st.ingest(df, after, at)
+    })?;
     st.finish(out)
 }
 
 /// Reads a Parquet table [`CHUNK_ROWS`] rows at a time, handing each chunk to `each`.
-fn parquet_chunks(path: &Path, file: &str, each: &mut EachChunk<'_>) -> Result<(), TraceError> {
+///
+/// Polars reads the file itself (it seeks), so the bytes do not pass through a stream that
+/// `watch` wraps, as other formats' do. After each chunk, `watch` is given a stream of as many
+/// bytes as the rows read so far are of the file, and it is drained: the shells' progress
+/// counts them, and a cancelled job's watch fails the read, which stops this one.
+fn parquet_chunks(
+    path: &Path,
+    file: &str,
+    watch: &dyn Fn(super::source::Stream) -> super::source::Stream,
+    each: &mut EachChunk<'_>,
+) -> Result<(), TraceError> {
     use polars::prelude::SerReader;
+    use std::io::Read;
     let open = || std::fs::File::open(path).map_err(|e| TraceError::io(file, e));
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut told = 0u64;
     let perr = |e: polars::prelude::PolarsError| {
         TraceError::parse(
             file,
@@ -258,6 +275,10 @@ fn parquet_chunks(path: &Path, file: &str, each: &mut EachChunk<'_>) -> Result<(
             Location::Row((start + i) as u64)
         })?;
         start += n;
+        let read = (u128::from(size) * start as u128 / total as u128) as u64;
+        let mut bytes = watch(Box::new(std::io::repeat(0).take(read - told)));
+        std::io::copy(&mut bytes, &mut std::io::sink()).map_err(|e| TraceError::io(file, e))?;
+        told = read;
     }
     Ok(())
 }

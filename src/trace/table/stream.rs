@@ -342,14 +342,18 @@ fn stream_csv_sized<R: BufRead>(
     stream.finish()
 }
 
-/// Reads a Parquet table into `out` in bounded memory (read twice).
+/// Reads a Parquet table into `out` in bounded memory (read twice; `watch` as for
+/// [`parquet_chunks`]).
 pub(crate) fn stream_parquet(
     path: &Path,
     file: &str,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
     let mut scan = State::scan(file);
-    parquet_chunks(path, file, &mut |df, after, at| scan.ingest(df, after, at))?;
+    parquet_chunks(path, file, watch, &mut |df, after, at| {
+        scan.ingest(df, after, at)
+    })?;
     let mut stream = Stream {
         file,
         plans: scan.plans()?.into_iter(),
@@ -357,7 +361,7 @@ pub(crate) fn stream_parquet(
         cap: spill::DEFAULT_CAP,
         out,
     };
-    parquet_chunks(path, file, &mut |df, _, at| stream.ingest(df, at))?;
+    parquet_chunks(path, file, watch, &mut |df, _, at| stream.ingest(df, at))?;
     stream.finish()
 }
 

@@ -199,8 +199,17 @@ fn a_file_that_changes_between_the_reads_is_an_error() {
     }
 }
 
+/// A read that fails, as a cancelled job's watch makes them.
+struct FailingRead;
+
+impl std::io::Read for FailingRead {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("cancelled"))
+    }
+}
+
 #[test]
-fn streamed_parquet_equals_the_whole_read() {
+fn streamed_parquet_equals_the_whole_read_and_tells_the_watch_of_its_bytes() {
     use polars::prelude::*;
     for (sm, dy) in [(false, false), (true, true)] {
         let text = rich(5, sm, dy);
@@ -214,11 +223,30 @@ fn streamed_parquet_equals_the_whole_read() {
             .with_row_group_size(Some(64))
             .finish(&mut df)
             .unwrap();
+        // What the watch is told: each read's bytes, as the rows are read.
+        let told = std::sync::atomic::AtomicU64::new(0);
+        let watch = |s: source::Stream| -> source::Stream {
+            let mut n = 0;
+            for b in std::io::Read::bytes(s) {
+                b.unwrap();
+                n += 1;
+            }
+            told.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            Box::new(std::io::empty())
+        };
+        let size = std::fs::metadata(f.path()).unwrap().len();
         let mut want = Trace::default();
-        read_parquet(f.path(), "t.parquet", &mut want).unwrap();
+        read_parquet(f.path(), "t.parquet", &watch, &mut want).unwrap();
         assert_eq!(want, whole(&text));
+        assert_eq!(told.swap(0, std::sync::atomic::Ordering::Relaxed), size);
         let mut got = Trace::default();
-        stream_parquet(f.path(), "t.parquet", &mut Assemble::new(&mut got)).unwrap();
+        stream_parquet(f.path(), "t.parquet", &watch, &mut Assemble::new(&mut got)).unwrap();
         assert_eq!(got, want);
+        // Read twice.
+        assert_eq!(told.load(std::sync::atomic::Ordering::Relaxed), 2 * size);
+        // A watch that fails (a cancelled job's) stops the read.
+        let cancel = |_: source::Stream| -> source::Stream { Box::new(FailingRead) };
+        let e = read_parquet(f.path(), "t.parquet", &cancel, &mut Trace::default()).unwrap_err();
+        assert!(e.to_string().contains("cancelled"), "{e}");
     }
 }
