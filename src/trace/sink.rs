@@ -135,6 +135,37 @@ pub(super) fn finish(building: Option<KernelBuilder>) -> Result<Kernel, TraceErr
     b.finish_checked().map_err(|e| out_of_order(e.to_string()))
 }
 
+/// Rows of an issued-order kernel handed on at a time by the readers that stream them.
+pub(crate) const ISSUED_CHUNK_ROWS: usize = 1 << 16;
+
+/// An issued-order kernel's rows on their way to a [`CtaSink`]: gathered, and handed on
+/// [`ISSUED_CHUNK_ROWS`] at a time, so that a reader holds one chunk, not the kernel.
+#[derive(Default)]
+pub(crate) struct IssuedChunks {
+    rows: Columns,
+}
+
+impl IssuedChunks {
+    pub fn push(&mut self, a: &super::model::Access) {
+        self.rows.push(a);
+    }
+    /// Hands on the rows gathered once they make a chunk.
+    pub fn hand_on_full(&mut self, out: &mut dyn CtaSink) -> Result<(), TraceError> {
+        if self.rows.len() >= ISSUED_CHUNK_ROWS {
+            self.hand_on(out)?;
+        }
+        Ok(())
+    }
+    /// Hands on the rows gathered, if any (the last of a kernel).
+    pub fn hand_on(&mut self, out: &mut dyn CtaSink) -> Result<(), TraceError> {
+        if !self.rows.is_empty() {
+            out.issued(&self.rows)?;
+            self.rows.clear();
+        }
+        Ok(())
+    }
+}
+
 /// Counts the kernels a sink is given.
 pub(super) struct Counting<'a> {
     pub inner: &'a mut dyn CtaSink,

@@ -16,11 +16,9 @@ use std::io::BufRead;
 use rustc_hash::FxHashMap;
 
 use super::{instruction_name, read_into, walk, Ctas, Fail, Record, Records, Warps, LANES};
-use crate::trace::model::{Columns, Dim3, Kernel, KernelBuilder, Order};
+use crate::trace::model::{Dim3, Kernel, KernelBuilder, Order};
+use crate::trace::sink::IssuedChunks;
 use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
-
-/// Rows handed on at a time.
-const CHUNK_ROWS: usize = 1 << 16;
 
 /// What the scan learned of one kernel.
 struct Plan {
@@ -99,7 +97,7 @@ struct Stream<'a> {
     plans: std::vec::IntoIter<Plan>,
     current: Option<Plan>,
     warps: Warps,
-    rows: Columns,
+    rows: IssuedChunks,
     given: u64,
     out: &'a mut dyn CtaSink,
 }
@@ -107,16 +105,6 @@ struct Stream<'a> {
 /// The second read found what the scan did not.
 fn changed() -> Fail {
     Fail::File("the file changed while it was read (it differs from its first read)".into())
-}
-
-impl Stream<'_> {
-    fn flush(&mut self) -> Result<(), Fail> {
-        if !self.rows.is_empty() {
-            self.out.issued(&self.rows)?;
-            self.rows.clear();
-        }
-        Ok(())
-    }
 }
 
 impl Records for Stream<'_> {
@@ -145,16 +133,14 @@ impl Records for Stream<'_> {
         self.rows
             .push(&r.access(cta * LANES + lane, inst, dyn_inst));
         self.given += 1;
-        if self.rows.len() >= CHUNK_ROWS {
-            self.flush()?;
-        }
+        self.rows.hand_on_full(self.out)?;
         Ok(())
     }
     fn end(&mut self) -> Result<(), Fail> {
         let Some(p) = self.current.take() else {
             return Ok(());
         };
-        self.flush()?;
+        self.rows.hand_on(self.out)?;
         if self.given != p.rows {
             return Err(changed());
         }
@@ -179,7 +165,7 @@ pub(crate) fn stream_into<R: BufRead>(
         plans: scan.plans.into_iter(),
         current: None,
         warps: Warps::default(),
-        rows: Columns::default(),
+        rows: IssuedChunks::default(),
         given: 0,
         out,
     };

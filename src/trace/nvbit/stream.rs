@@ -14,11 +14,9 @@
 use std::io::BufRead;
 
 use super::{read_into, sparse, walk, Fail, Launch, Stopped, Visit, WarpLine};
-use crate::trace::model::{check_density, BuildError, Columns, Kernel, Order};
+use crate::trace::model::{check_density, BuildError, Kernel, Order};
+use crate::trace::sink::IssuedChunks;
 use crate::trace::{source, CtaSink, Ctx, Location, TraceError};
-
-/// Rows handed on at a time.
-const CHUNK_ROWS: usize = 1 << 16;
 
 /// What the scan learned of one launch.
 struct Plan {
@@ -59,7 +57,7 @@ struct Stream<'a> {
     /// The launch whose lines are being read, and its lines so far.
     current: Option<usize>,
     lines: u32,
-    rows: Columns,
+    rows: IssuedChunks,
     out: &'a mut dyn CtaSink,
 }
 
@@ -69,18 +67,10 @@ fn changed() -> Fail {
 }
 
 impl Stream<'_> {
-    fn flush(&mut self) -> Result<(), TraceError> {
-        if !self.rows.is_empty() {
-            self.out.issued(&self.rows)?;
-            self.rows.clear();
-        }
-        Ok(())
-    }
-
     /// Ends the current launch, if any, checking it had all its lines.
     fn end_current(&mut self) -> Result<(), Fail> {
         if let Some(c) = self.current.take() {
-            self.flush()?;
+            self.rows.hand_on(self.out)?;
             if self.lines != self.plans[c].lines {
                 return Err(changed());
             }
@@ -131,9 +121,7 @@ impl Visit for Stream<'_> {
             rows.push(&a);
             Ok(())
         })?;
-        if self.rows.len() >= CHUNK_ROWS {
-            self.flush()?;
-        }
+        self.rows.hand_on_full(self.out)?;
         Ok(())
     }
 }
@@ -179,7 +167,7 @@ pub(crate) fn stream_into<R: BufRead>(
         next: 0,
         current: None,
         lines: 0,
-        rows: Columns::default(),
+        rows: IssuedChunks::default(),
         out,
     };
     let walked = walk(again()?, file, true, &mut stream).map_err(|s| match s {

@@ -21,10 +21,8 @@ use super::decode::Chunk;
 use super::rows::Plan;
 use super::*;
 use crate::trace::model::{pack_flags, Columns};
+use crate::trace::sink::IssuedChunks;
 use crate::trace::{source, spill, CtaSink, Ctx};
-
-/// Rows of an issue-order kernel handed on at a time.
-const CHUNK_ROWS: usize = 1 << 16;
 
 /// The kernel whose rows are being placed.
 struct Current {
@@ -35,10 +33,9 @@ struct Current {
 
 /// How a kernel's rows go on.
 enum Way {
-    /// In issue order, in chunks of [`CHUNK_ROWS`]; instances counted by thread and
-    /// instruction.
+    /// In issue order, a chunk at a time; instances counted by thread and instruction.
     Issued {
-        rows: Columns,
+        rows: IssuedChunks,
         counts: FxHashMap<(u32, u32), u32>,
     },
     /// Already in order of CTA and thread: a CTA at a time.
@@ -113,7 +110,7 @@ impl Stream<'_> {
                 self.out.begin_kernel(&plan.header)?;
                 let way = if plan.header.order == Order::Issued {
                     Way::Issued {
-                        rows: Columns::default(),
+                        rows: IssuedChunks::default(),
                         counts: FxHashMap::default(),
                     }
                 } else if plan.grouped {
@@ -230,10 +227,7 @@ impl Stream<'_> {
                             given_dyn
                         };
                         rows.push(&access(dyn_inst));
-                        if rows.len() >= CHUNK_ROWS {
-                            self.out.issued(rows)?;
-                            rows.clear();
-                        }
+                        rows.hand_on_full(self.out)?;
                     }
                 }
             }
@@ -276,8 +270,8 @@ impl Stream<'_> {
                 cta: Some(cta),
                 ..
             } => self.out.cta(cta, &rows)?,
-            Way::Issued { rows, .. } if !rows.is_empty() => self.out.issued(&rows)?,
-            _ => {}
+            Way::Issued { mut rows, .. } => rows.hand_on(self.out)?,
+            Way::Grouped { cta: None, .. } => {}
         }
         self.out.end_kernel()
     }

@@ -10,13 +10,9 @@
 use std::io::BufRead;
 
 use super::{walk, Rows};
-use crate::trace::model::{
-    check_density, pack_flags, Access, BuildError, Columns, KernelBuilder, Order,
-};
+use crate::trace::model::{check_density, pack_flags, Access, BuildError, KernelBuilder, Order};
+use crate::trace::sink::IssuedChunks;
 use crate::trace::{spill, CtaSink, Fail, TraceError};
-
-/// Rows of an issued-order kernel handed on at a time.
-const CHUNK_ROWS: usize = 1 << 16;
 
 /// Reads each kernel through an external sort and hands it on in pieces.
 struct Stream<'a> {
@@ -69,17 +65,12 @@ impl Rows for Stream<'_> {
             return Ok(self.out.end_kernel()?);
         }
         // Issued order: the rows come back in file order, each with its thread.
-        let mut rows = Columns::default();
+        let mut rows = IssuedChunks::default();
         while let Some(r) = sorted.next().map_err(|e| TraceError::io(file, e))? {
             rows.push(&access(&r, (r.aux >> 32) as u32));
-            if rows.len() >= CHUNK_ROWS {
-                self.out.issued(&rows)?;
-                rows.clear();
-            }
+            rows.hand_on_full(self.out)?;
         }
-        if !rows.is_empty() {
-            self.out.issued(&rows)?;
-        }
+        rows.hand_on(self.out)?;
         Ok(self.out.end_kernel()?)
     }
 }
