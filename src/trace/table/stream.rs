@@ -139,15 +139,13 @@ impl Stream<'_> {
             let (grid, block) = (h.grid, h.block);
             for i in start..end {
                 let r = chunk.row(i)?;
-                let moved = || {
-                    let sm = c.plan.header.info.cta_sm.get(grid.linear(r.cta) as usize);
-                    r.sm.is_some_and(|s| sm != Some(&s))
-                };
-                if !grid.contains(r.cta)
-                    || !block.contains(r.thread)
-                    || c.given >= c.plan.rows
-                    || moved()
-                {
+                if !grid.contains(r.cta) || !block.contains(r.thread) || c.given >= c.plan.rows {
+                    return Err(changed(i));
+                }
+                let cta = grid.linear(r.cta);
+                // A CTA on another SM than at the first read.
+                let cta_sm = &c.plan.header.info.cta_sm;
+                if r.sm.is_some_and(|s| cta_sm.get(cta as usize) != Some(&s)) {
                     return Err(changed(i));
                 }
                 c.given += 1;
@@ -169,7 +167,6 @@ impl Stream<'_> {
                     }
                     found
                 };
-                let cta = grid.linear(r.cta);
                 let local = block.linear(r.thread) as u32;
                 let thread = (cta * block.count()) as u32 + local;
                 let given_dyn = if r.is_barrier() {
