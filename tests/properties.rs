@@ -132,6 +132,28 @@ proptest! {
     }
 
     #[test]
+    fn whole_and_per_set_distances_with_repeated_lines_equal_literal_stacks(
+        runs in prop::collection::vec((0u64..12, 1usize..4), 1..200), sets in 1u32..5,
+    ) {
+        // Lines used several times in a row, and per set: each set's distances are those of
+        // its own sequence of lines.
+        let lines: Vec<u64> = runs.iter().flat_map(|&(l, n)| std::iter::repeat_n(l, n)).collect();
+        let mut t = reuse::ReuseTracker::new(sets as usize);
+        let got: Vec<_> = lines.iter().map(|&l| t.access(l, (l % sets as u64) as u32)).collect();
+        let whole: Vec<_> = got.iter().map(|d| d.whole).collect();
+        prop_assert_eq!(&whole, &stack_distances(&lines));
+        for s in 0..sets as u64 {
+            let mine: Vec<u64> = lines.iter().copied().filter(|l| l % sets as u64 == s).collect();
+            let in_set: Vec<_> = lines.iter().zip(&got).filter(|(l, _)| *l % sets as u64 == s).map(|(_, d)| d.in_set).collect();
+            prop_assert_eq!(in_set, stack_distances(&mine));
+        }
+        let mut want = reuse::Histogram::default();
+        whole.iter().for_each(|&d| want.add(d));
+        prop_assert_eq!(&t.whole_hist, &want);
+        prop_assert_eq!(t.distinct_lines(), lines.iter().collect::<HashSet<_>>().len() as u64);
+    }
+
+    #[test]
     fn long_reuse_distances_equal_a_literal_lru_stack(
         lines in prop::collection::vec(0u64..2500, 3000..6000), sweep in 0usize..3000,
     ) {
