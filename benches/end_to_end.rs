@@ -2,8 +2,9 @@
 //! JSON (`warpscope sim --trace FILE --json` without the process start), beside the component
 //! benchmarks of `core.rs`, which hide the pipeline's own cost.
 //! - a Dinero IV `din` file (2 M references), 16 KB 4-way LRU write-back, 3C classes, with and
-//!   without reuse distances, streamed in chunks as `sim` does (on one thread), and read whole
-//!   for comparison;
+//!   without reuse distances, streamed in chunks on one thread, and as `sim` runs it (`_threads`:
+//!   parsed on one thread, the reuse distances or the cache's shadow measured on a second,
+//!   simulated on a third), and read whole for comparison;
 //! - our binary format (`.wsb`) of naive 128x128 matmul (4.2 M accesses), Fermi 16 KB, one SM,
 //!   read whole and streamed CTA by CTA as `sim` does (on one thread here);
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed), and an
@@ -23,6 +24,26 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, Criterion, Throughput};
 use warpscope::config::{preset, SimConfig};
 use warpscope::rng::Rng;
+
+/// Streams a din file as `sim` does: parsed on one thread, the reuse distances (or the cache's
+/// shadow) measured on another, simulated on this one (`lanes::run_apart`); serialises the
+/// report.
+#[cfg(feature = "cli")]
+fn din_threaded_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    use warpscope::shell::lanes;
+    let opts = warpscope::trace::ReadOptions::default();
+    let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
+    let f = lanes::file_source(open, |s| s, |s| s);
+    let session = warpscope::sim::Session::new(cfg, 0).expect("session");
+    let mut none = warpscope::sim::NoObserver;
+    let Ok(session) = lanes::run_apart(session, f.depth, &mut none, f.source) else {
+        panic!("the run failed")
+    };
+    let report = session.finish(&mut none);
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
 
 /// Reads `path`, simulates it and serialises the report, as `sim --json` does.
 fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
@@ -196,6 +217,10 @@ fn end_to_end(c: &mut Criterion) {
     g.bench_function("din_2M_16k_4way_wbwa_3c_reuse", |b| {
         b.iter(|| black_box(din_streamed_to_json(&din, &dinero)))
     });
+    #[cfg(feature = "cli")]
+    g.bench_function("din_2M_16k_4way_wbwa_3c_reuse_threads", |b| {
+        b.iter(|| black_box(din_threaded_to_json(&din, &dinero)))
+    });
     // Read whole, then simulated (what `sim --export` still does).
     g.bench_function("din_2M_16k_4way_wbwa_3c_reuse_loaded_whole", |b| {
         b.iter(|| black_box(file_to_json(&din, &dinero)))
@@ -203,6 +228,10 @@ fn end_to_end(c: &mut Criterion) {
     dinero.reuse = false;
     g.bench_function("din_2M_16k_4way_wbwa_3c_no_reuse", |b| {
         b.iter(|| black_box(din_streamed_to_json(&din, &dinero)))
+    });
+    #[cfg(feature = "cli")]
+    g.bench_function("din_2M_16k_4way_wbwa_3c_no_reuse_threads", |b| {
+        b.iter(|| black_box(din_threaded_to_json(&din, &dinero)))
     });
 
     let pairs = vec![

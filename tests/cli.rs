@@ -775,31 +775,54 @@ fn a_streamed_din_trace_gives_the_whole_trace_result() {
     std::fs::write(&plain, &text).unwrap();
     let zst = dir.join("big.din.zst");
     std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
-    let cache = [
-        "--cache-size",
-        "4K",
-        "--ways",
-        "2",
-        "--line-size",
-        "64",
-        "--sector-size",
-        "32",
-        "--write-policy",
-        "wbwa",
-        "--json",
-    ];
+    // Sectored, then unsectored LRU (the classes come from the reuse distances, measured on a
+    // thread of their own: `lanes::run_apart`), then FIFO; with and without reuse distances.
     let trace = warpscope::trace::din::read(text.as_bytes(), "big.din").unwrap();
-    let mut cfg = warpscope::config::SimConfig::default();
-    cfg.cache.size_bytes = 4096;
-    cfg.cache.ways = 2;
-    cfg.cache.line_bytes = 64;
-    cfg.cache.sector_bytes = 32;
-    cfg.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
-    let want = warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver).unwrap();
-    let want = serde_json::to_value(&want).unwrap();
-    for file in [&plain, &zst] {
-        let got = json(&[&["sim", "--trace", file.to_str().unwrap()][..], &cache].concat());
-        assert_eq!(got, want, "{}", file.display());
+    let mut want = serde_json::Value::Null;
+    use warpscope::config::Replacement::{Fifo, Lru};
+    for (sector, repl, reuse) in [
+        (32, Lru, true),
+        (64, Lru, true),
+        (64, Fifo, true),
+        (64, Lru, false),
+    ] {
+        let (sector_arg, repl_arg) = (sector.to_string(), repl.name().to_string());
+        let mut cache = vec![
+            "--cache-size",
+            "4K",
+            "--ways",
+            "2",
+            "--line-size",
+            "64",
+            "--sector-size",
+            &sector_arg,
+            "--replacement",
+            &repl_arg,
+            "--write-policy",
+            "wbwa",
+            "--json",
+        ];
+        if !reuse {
+            cache.push("--no-reuse");
+        }
+        let mut cfg = warpscope::config::SimConfig::default();
+        cfg.cache.size_bytes = 4096;
+        cfg.cache.ways = 2;
+        cfg.cache.line_bytes = 64;
+        cfg.cache.sector_bytes = sector;
+        cfg.cache.replacement = repl;
+        cfg.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
+        cfg.reuse = reuse;
+        let whole = warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver).unwrap();
+        assert!(whole.totals.misses > 1000);
+        let whole = serde_json::to_value(&whole).unwrap();
+        for file in [&plain, &zst] {
+            let got = json(&[&["sim", "--trace", file.to_str().unwrap()][..], &cache].concat());
+            assert_eq!(got, whole, "{} {sector} {repl:?} {reuse}", file.display());
+        }
+        if sector == 32 {
+            want = whole;
+        }
     }
     assert_eq!(want["kernels"][0]["rows"], 200_000);
     text.push_str("0 12\n0 oops\n");

@@ -110,6 +110,11 @@ impl CacheModel {
         self.index.set(line)
     }
 
+    /// The set index function ([`CacheModel::set_of`]).
+    pub fn set_index(&self) -> &SetIndexFn {
+        &self.index
+    }
+
     /// Simulates one request.
     #[inline]
     pub fn access(&mut self, r: &Request) -> Outcome {

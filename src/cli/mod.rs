@@ -123,16 +123,16 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
     }
     let input = stream::input(&a.input)?;
     let jobs = if input.splits { a.jobs.unwrap_or(0) } else { 1 };
-    let (source, depth) = (input.source, input.depth);
+    let (source, depth, reference) = (input.source, input.depth, !input.splits);
     let report = match &a.export {
         None => {
             let mut progress = input.progress;
-            let r = stream::simulate_parts(cfg, jobs, 0, depth, &mut progress, source);
+            let r = stream::simulate_parts(cfg, jobs, 0, depth, &mut progress, source, reference);
             progress.clear();
             r
         }
         Some(table) => export_requests(table, input.progress, |p| {
-            stream::simulate_parts(cfg, jobs, 0, depth, p, source)
+            stream::simulate_parts(cfg, jobs, 0, depth, p, source, reference)
         }),
     };
     match &a.input.trace {
@@ -166,6 +166,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
                 }
                 Ok(())
             }),
+            false,
         )
     };
     let report = match &a.export {

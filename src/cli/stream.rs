@@ -202,7 +202,8 @@ fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Source {
 /// Simulates what `source` sends with the SMs of `cfg` split over `jobs` lanes (one when
 /// the observer wants every request: they would come from the parts out of order), and
 /// combines the parts' reports into the whole run's. `total` accesses, if known, are for
-/// progress.
+/// progress. A `reference_stream` (what a `din` file sends: one thread's rows, on one SM)
+/// has its reuse distances measured on a thread of their own (`lanes::run_apart`).
 pub fn simulate_parts(
     cfg: &SimConfig,
     jobs: usize,
@@ -210,7 +211,13 @@ pub fn simulate_parts(
     depth: usize,
     observer: &mut dyn Observer,
     source: lanes::Source,
+    reference_stream: bool,
 ) -> Result<Report> {
+    if reference_stream {
+        let session = Session::new(cfg, total)?;
+        let session = lanes::run_apart(session, depth, observer, source)?;
+        return Ok(session.finish(observer));
+    }
     let parts = if observer.wants_requests() {
         1
     } else {

@@ -8,7 +8,7 @@
 //! The core stays free of threads: it gives the pieces ([`Session`]'s kernel, CTA and chunk
 //! calls); this module runs them in parallel.
 
-use crate::sim::{NoObserver, Observer, Session, SimError};
+use crate::sim::{NoObserver, Observer, ReuseStage, Session, SimError};
 use crate::trace::{self, din, Columns, CtaSink, Kernel, KernelSink, TraceError};
 use anyhow::{Context, Result};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
@@ -32,6 +32,9 @@ pub enum Piece {
     /// the file's reader stood after it when the file can be read on from there.
     Stream(Kernel),
     Rows(Columns, Option<din::Resume>),
+    /// Rows of a reference stream with the reuse distances of their requests, measured on
+    /// a thread of their own ([`run_apart`]).
+    Measured(Columns, Vec<u32>),
 }
 
 impl Piece {
@@ -44,6 +47,10 @@ impl Piece {
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
+            Piece::Measured(rows, distances) => s
+                .feed_measured(rows, distances, obs)?
+                .then_some(())
+                .ok_or(SimError::Cancelled),
         }
     }
 
@@ -51,7 +58,7 @@ impl Piece {
     /// schedulers until the CTA is done, and let go then).
     fn into_rows(self) -> Option<Columns> {
         match self {
-            Piece::Rows(rows, _) | Piece::Issued(rows) => Some(rows),
+            Piece::Rows(rows, _) | Piece::Issued(rows) | Piece::Measured(rows, _) => Some(rows),
             _ => None,
         }
     }
@@ -67,12 +74,17 @@ pub struct Fanout {
 impl Fanout {
     pub fn send(&self, p: Piece) -> Result<(), TraceError> {
         let p = Arc::new(p);
-        for lane in &self.lanes {
+        // The last lane gets the source's own reference: once the lanes hold the piece, the
+        // source does not (a lone lane can take its rows out).
+        let Some((last, others)) = self.lanes.split_last() else {
+            return Ok(());
+        };
+        let stopped = |_| TraceError::Stopped("the simulation stopped".into());
+        for lane in others {
             // A lane stopped (its simulation failed): stop reading.
-            lane.send(p.clone())
-                .map_err(|_| TraceError::Stopped("the simulation stopped".into()))?;
+            lane.send(p.clone()).map_err(stopped)?;
         }
-        Ok(())
+        last.send(p).map_err(stopped)
     }
 
     /// An empty buffer for a piece's rows: one a lane is done with, or a new one.
@@ -138,6 +150,44 @@ pub fn run(
     observer: &mut dyn Observer,
     source: Source,
 ) -> Result<Vec<Session>, Failure> {
+    run_staged(sessions, lanes, depth, observer, source, None).map(|(s, _)| s)
+}
+
+/// [`run`] for one session fed a reference stream (a `din` file): the reuse distances of
+/// its requests are measured on a thread of their own, between the source and the
+/// simulation (`sim::ReuseStage`), so reading, measuring and simulating share the cores.
+/// The session gets its trackers back at the end, so its report is the one [`run`] gives.
+/// Without reuse distances it is [`run`].
+pub fn run_apart(
+    mut session: Session,
+    depth: usize,
+    observer: &mut dyn Observer,
+    source: Source,
+) -> Result<Session, Failure> {
+    let stage = session.detach_reuse();
+    let (mut sessions, stage) = run_staged(vec![session], 1, depth, observer, source, stage)?;
+    let mut session = sessions
+        .pop()
+        .context("a session was lost")
+        .map_err(Failure::Other)?;
+    if let Some(stage) = stage {
+        session
+            .attach_reuse(stage, observer)
+            .map_err(|e| Failure::Session(0, e))?;
+    }
+    Ok(session)
+}
+
+/// [`run`], with `stage` (for one session) measuring each chunk of rows before the lane
+/// gets it; returns the stage when its thread ran to the end.
+fn run_staged(
+    sessions: Vec<Session>,
+    lanes: usize,
+    depth: usize,
+    observer: &mut dyn Observer,
+    source: Source,
+    stage: Option<ReuseStage>,
+) -> Result<(Vec<Session>, Option<ReuseStage>), Failure> {
     let n = sessions.len();
     let lanes = lanes.clamp(1, n.max(1));
     let mut dealt: Vec<Vec<(usize, Session)>> = (0..lanes).map(|_| Vec::new()).collect();
@@ -145,17 +195,37 @@ pub fn run(
         dealt[i % lanes].push((i, s));
     }
     let (spare_tx, spare_rx) = channel::<Columns>();
-    let (senders, receivers): (Vec<_>, Vec<_>) = (0..lanes)
+    let (senders, mut receivers): (Vec<_>, Vec<_>) = (0..lanes)
         .map(|_| sync_channel::<Arc<Piece>>(depth))
         .unzip();
+    // The stage sits between the source and the first lane.
+    let stage = match (stage, receivers.first_mut()) {
+        (Some(stage), Some(first)) if n == 1 => {
+            let (to_lane, from_stage) = sync_channel::<Arc<Piece>>(depth);
+            Some((stage, std::mem::replace(first, from_stage), to_lane))
+        }
+        (Some(_), _) => {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "reuse distances are measured apart for one session only"
+            )))
+        }
+        (None, _) => None,
+    };
     let mut fanout = Fanout {
         lanes: senders,
         spare: spare_rx,
     };
-    let (simulated, read) = std::thread::scope(|scope| {
+    let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
             .name("read".into())
             .spawn_scoped(scope, move || source(&mut fanout));
+        let measuring = stage.map(|(mut stage, from, to)| {
+            std::thread::Builder::new()
+                .name("reuse".into())
+                .spawn_scoped(scope, move || {
+                    measure(&mut stage, from, to).then_some(stage)
+                })
+        });
         let mut lanes = dealt.into_iter().zip(receivers);
         let first = lanes.next();
         let others: Vec<_> = lanes
@@ -181,7 +251,13 @@ pub fn run(
             t.join()
                 .map_err(|_| anyhow::anyhow!("the reader thread failed"))
         });
-        (simulated, read)
+        let measured = measuring.map(|t| {
+            t.context("starting the reuse thread").and_then(|t| {
+                t.join()
+                    .map_err(|_| anyhow::anyhow!("the reuse thread failed"))
+            })
+        });
+        (simulated, read, measured)
     });
     let mut out: Vec<Option<Session>> = (0..n).map(|_| None).collect();
     for lane in simulated {
@@ -194,9 +270,51 @@ pub fn run(
         }
     }
     read.and_then(|r| r).map_err(Failure::Other)?;
-    out.into_iter()
+    let stage = match measured.transpose().map_err(Failure::Other)? {
+        Some(None) => {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "the reuse thread stopped before the simulation"
+            )))
+        }
+        Some(stage) => stage,
+        None => None,
+    };
+    let sessions = out
+        .into_iter()
         .map(|s| s.context("a session was lost").map_err(Failure::Other))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((sessions, stage))
+}
+
+/// The stage's thread: measures the distances of each chunk of rows from `from` and passes
+/// every piece on to `to`, in order. Returns whether it ran to the source's end (not
+/// stopped by the lane).
+fn measure(stage: &mut ReuseStage, from: Receiver<Arc<Piece>>, to: SyncSender<Arc<Piece>>) -> bool {
+    for piece in from.iter() {
+        let piece = match Arc::try_unwrap(piece) {
+            Ok(Piece::Rows(rows, _)) => measured(stage, rows),
+            Ok(other) => Arc::new(other),
+            // Held elsewhere too (never with one lane): measured from a copy.
+            Err(shared) => match &*shared {
+                Piece::Rows(rows, _) => measured(stage, rows.clone()),
+                _ => shared,
+            },
+        };
+        if let Piece::Stream(header) = &*piece {
+            stage.begin_stream(header);
+        }
+        if to.send(piece).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// `rows` with the distances of their requests.
+fn measured(stage: &mut ReuseStage, rows: Columns) -> Arc<Piece> {
+    let mut distances = Vec::with_capacity(rows.len());
+    stage.measure(&rows, &mut distances);
+    Arc::new(Piece::Measured(rows, distances))
 }
 
 type Lane = (Vec<(usize, Session)>, Option<(usize, SimError)>);
@@ -331,5 +449,109 @@ pub fn resumed_source(
         }),
         depth: AHEAD,
         splits: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SimConfig;
+    use crate::sim::Report;
+
+    /// A reference stream of `n` references over a few KiB, as `din::read` gives it.
+    fn din_kernel(n: u64) -> Kernel {
+        let mut text = String::new();
+        for i in 0..n {
+            let addr = (i * 40503 % 6151) * 8 + (i % 7) * 4096;
+            text.push_str(&format!("{} {addr:x}\n", i % 2));
+        }
+        let t = din::read(text.as_bytes(), "t.din").unwrap();
+        t.kernels.into_iter().next().unwrap()
+    }
+
+    /// Sends `k` as a file's reference stream is sent, in chunks of 1000 rows, then fails
+    /// when `fail` is set.
+    fn source(k: Kernel, fail: bool) -> Source {
+        Box::new(move |to| {
+            to.send(Piece::Stream(k.header()))?;
+            let cols = k.columns();
+            for at in (0..cols.len()).step_by(1000) {
+                let mut chunk = to.buffer();
+                chunk.extend_from(cols, at..(at + 1000).min(cols.len()));
+                to.send(Piece::Rows(chunk, None))?;
+            }
+            if fail {
+                anyhow::bail!("t.din: line 9: expected a hex address");
+            }
+            Ok(())
+        })
+    }
+
+    fn unsectored() -> SimConfig {
+        let mut cfg = SimConfig::default();
+        cfg.cache.size_bytes = 4096;
+        cfg.cache.sector_bytes = cfg.cache.line_bytes;
+        cfg.cache.write_policy = crate::config::WritePolicy::Wbwa;
+        cfg
+    }
+
+    fn plain(cfg: &SimConfig, k: &Kernel) -> Report {
+        let s = Session::new(cfg, 0).unwrap();
+        let mut s = run(vec![s], 1, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
+        s.remove(0).finish(&mut NoObserver)
+    }
+
+    #[test]
+    fn distances_measured_apart_give_the_report_of_one_thread() {
+        let k = din_kernel(25_000);
+        for cfg in [unsectored(), SimConfig::default()] {
+            let want = plain(&cfg, &k);
+            assert!(want.totals.misses > 1000 && want.reuse.is_some());
+            let s = Session::new(&cfg, 0).unwrap();
+            let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
+            assert_eq!(got.finish(&mut NoObserver), want);
+        }
+        // Without reuse distances: the cache's shadow is run apart where it is an LRU stack
+        // (unsectored, write-allocate), else there is nothing to measure apart.
+        for cfg in [unsectored(), SimConfig::default()] {
+            let cfg = SimConfig {
+                reuse: false,
+                ..cfg
+            };
+            let mut s = Session::new(&cfg, 0).unwrap();
+            let stack = cfg.cache.write_policy == crate::config::WritePolicy::Wbwa;
+            assert_eq!(s.detach_reuse().is_some(), stack);
+            let s = Session::new(&cfg, 0).unwrap();
+            let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
+            assert_eq!(got.finish(&mut NoObserver), plain(&cfg, &k));
+        }
+    }
+
+    /// Cancels after the first progress report.
+    struct Cancel;
+    impl Observer for Cancel {
+        fn wants_requests(&self) -> bool {
+            false
+        }
+        fn progress(&mut self, _: u64, _: u64) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_run_measured_apart_stops_on_a_cancel_or_a_bad_file() {
+        let k = din_kernel(25_000);
+        let s = Session::new(&unsectored(), 0).unwrap();
+        match run_apart(s, 1, &mut Cancel, source(k.clone(), false)) {
+            Err(Failure::Session(0, SimError::Cancelled)) => {}
+            Err(e) => panic!("{:?}", anyhow::Error::from(e)),
+            Ok(_) => panic!("not cancelled"),
+        }
+        let s = Session::new(&unsectored(), 0).unwrap();
+        let e = match run_apart(s, 1, &mut NoObserver, source(k, true)) {
+            Err(e) => anyhow::Error::from(e).to_string(),
+            Ok(_) => panic!("the source's failure was lost"),
+        };
+        assert!(e.contains("line 9"), "{e}");
     }
 }

@@ -17,7 +17,7 @@ pub use crate::report::{
     SmRow, SourceLineRow, TimingReport, ValueCount,
 };
 pub use generated::{run_generated, GeneratedError, ToSession};
-pub use session::Session;
+pub use session::{ReuseStage, Session};
 
 use crate::cache::{CacheModel, MissClass};
 use crate::config::{Coalescing, SimConfig, SmSelection};
@@ -164,6 +164,22 @@ impl SmSim {
                 (o, d)
             }
             None => (self.cache.access(r), None),
+        }
+    }
+
+    /// [`SmSim::access`] for a request whose whole-cache reuse distance was measured apart
+    /// (`session::ReuseStage`): the tracker is not here.
+    #[inline]
+    fn access_measured(
+        &mut self,
+        r: &crate::cache::Request,
+        distance: Option<u64>,
+    ) -> (crate::cache::Outcome, Option<u64>) {
+        if self.cache.shadow_is_a_stack() {
+            let set = self.cache.set_of(r.line);
+            (self.cache.access_at_distance(r, set, distance), distance)
+        } else {
+            (self.cache.access(r), distance)
         }
     }
 }

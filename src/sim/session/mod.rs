@@ -47,6 +47,13 @@ pub struct Session {
     pub(super) stream: Option<Stream>,
     by_cta: Option<Box<by_cta::ByCta>>,
     pub(super) by_issue: Option<Box<ByIssue>>,
+    /// The reuse trackers are in a [`ReuseStage`] (`apart.rs`): streams take their distances
+    /// from it, and scheduled kernels are refused.
+    measured_apart: bool,
+    /// What is measured apart are reuse distances (not the stand-ins of the caches' shadows).
+    measured_real: bool,
+    /// A stream's rows and measured distances were out of step ([`Session::attach_reuse`]).
+    out_of_step: bool,
 }
 
 /// The reference stream being streamed.
@@ -65,6 +72,8 @@ pub(super) struct Stream {
     warp_insts: u64,
     /// The rows of a warp instruction that may continue in the next chunk.
     pending: Columns,
+    /// The distances of its requests, when they are measured apart.
+    measured: Option<apart::Measured>,
 }
 
 impl Session {
@@ -73,7 +82,7 @@ impl Session {
     /// reference stream is open and between chunks: then all the state is in the session,
     /// where a scheduled kernel's is also in the resident CTAs its source gave.
     pub fn snapshot(&self) -> Option<Session> {
-        if self.by_cta.is_some() || self.by_issue.is_some() {
+        if self.by_cta.is_some() || self.by_issue.is_some() || self.measured_apart {
             return None;
         }
         let stream = self.stream.as_ref()?;
@@ -88,6 +97,9 @@ impl Session {
             stream: Some(stream.clone()),
             by_cta: None,
             by_issue: None,
+            measured_apart: false,
+            measured_real: false,
+            out_of_step: false,
         })
     }
 
@@ -156,6 +168,9 @@ impl Session {
             stream: None,
             by_cta: None,
             by_issue: None,
+            measured_apart: false,
+            measured_real: false,
+            out_of_step: false,
         })
     }
 
@@ -235,6 +250,13 @@ impl Session {
         k: &Kernel,
         observer: &mut dyn Observer,
     ) -> Result<Running, SimError> {
+        if self.measured_apart {
+            return Err(SimError::Config(format!(
+                "kernel `{}`: the reuse distances are measured apart, which only a reference \
+                 stream allows",
+                k.name
+            )));
+        }
         self.end_stream(observer);
         self.end_kernel(observer)?;
         let ki = self.next_kernel;
@@ -256,8 +278,11 @@ impl Session {
     }
 }
 
+mod apart;
 mod by_cta;
 mod reference;
+
+pub use apart::ReuseStage;
 
 #[cfg(test)]
 mod tests {
@@ -323,6 +348,9 @@ mod tests {
             cta_sm in prop::option::of(0u32..4),
             reuse in any::<bool>(),
             kernels in 1usize..3,
+            apart in any::<bool>(),
+            fifo in any::<bool>(),
+            unsectored in any::<bool>(),
         ) {
             let mut cfg = SimConfig::default();
             cfg.cache.line_bytes = 1 << line_shift;
@@ -333,6 +361,12 @@ mod tests {
             cfg.gpu.sms = sms;
             cfg.gpu.simulate = if all { SmSelection::All } else { SmSelection::One(0) };
             cfg.reuse = reuse;
+            if fifo {
+                cfg.cache.replacement = crate::config::Replacement::Fifo;
+            }
+            if unsectored {
+                cfg.cache.sector_bytes = cfg.cache.line_bytes;
+            }
             let k = kernel(&rows, cta_sm);
 
             let mut want_events = Events::default();
@@ -344,7 +378,17 @@ mod tests {
 
             let mut got_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
+            // The distances measured apart (`apart.rs`) when asked, as a shell does on
+            // another thread.
+            let mut stage = if apart { s.detach_reuse() } else { None };
+            // With reuse distances off, the shadow is measured apart where it is a stack.
+            let stack = CacheModel::new(&cfg.cache, 0).shadow_is_a_stack();
+            prop_assert_eq!(stage.is_some(), apart && (reuse || stack));
+            let mut distances = Vec::new();
             for _ in 0..kernels {
+                if let Some(stage) = &mut stage {
+                    stage.begin_stream(&k);
+                }
                 s.begin_stream(&k, &mut got_events).unwrap();
                 let cols = k.columns();
                 let (mut at, mut c) = (0, 0);
@@ -354,11 +398,22 @@ mod tests {
                     for i in at..at + n {
                         push_row(&mut chunk, cols, i);
                     }
-                    prop_assert!(s.feed(&chunk, &mut got_events));
+                    match &mut stage {
+                        Some(stage) => {
+                            stage.measure(&chunk, &mut distances);
+                            prop_assert!(s.feed_measured(&chunk, &distances, &mut got_events).unwrap());
+                        }
+                        None => prop_assert!(s.feed(&chunk, &mut got_events)),
+                    }
                     at += n;
                     c += 1;
                 }
-                s.end_stream(&mut got_events);
+                if stage.is_none() {
+                    s.end_stream(&mut got_events);
+                }
+            }
+            if let Some(stage) = stage {
+                s.attach_reuse(stage, &mut got_events).unwrap();
             }
             let got = s.finish(&mut NoObserver);
             prop_assert_eq!(&got, &want);
@@ -369,6 +424,104 @@ mod tests {
             let trace = crate::trace::Trace { kernels: vec![k; kernels] };
             prop_assert_eq!(&super::super::run(&cfg, &trace, &mut NoObserver).unwrap(), &want);
         }
+    }
+
+    /// The stream of `k` fed in chunks of 2 rows plus `extra` as one more chunk, with the
+    /// distances measured apart or not; its report.
+    fn fed(cfg: &SimConfig, k: &Kernel, extra: &Columns, apart: bool) -> Report {
+        let mut s = Session::new(cfg, 0).unwrap();
+        let mut stage = apart.then(|| s.detach_reuse().unwrap());
+        if let Some(stage) = &mut stage {
+            stage.begin_stream(k);
+        }
+        s.begin_stream(k, &mut NoObserver).unwrap();
+        let mut d = Vec::new();
+        let cols = k.columns();
+        let mut chunks: Vec<Columns> = (0..cols.len())
+            .step_by(2)
+            .map(|at| {
+                let mut c = Columns::default();
+                c.extend_from(cols, at..(at + 2).min(cols.len()));
+                c
+            })
+            .collect();
+        chunks.push(extra.clone());
+        for c in &chunks {
+            match &mut stage {
+                Some(stage) => {
+                    stage.measure(c, &mut d);
+                    assert!(s.feed_measured(c, &d, &mut NoObserver).unwrap());
+                }
+                None => assert!(s.feed(c, &mut NoObserver)),
+            }
+        }
+        if let Some(stage) = stage {
+            s.attach_reuse(stage, &mut NoObserver).unwrap();
+        }
+        s.finish(&mut NoObserver)
+    }
+
+    #[test]
+    fn measured_apart_skips_what_the_stream_skips() {
+        let cfg = SimConfig::default();
+        let k = kernel(
+            &[
+                (0, 0, 0, 4, 0, 0),
+                (1, 0, 4096, 200, 1, 0),
+                (2, 0, 64, 4, 0, 0),
+            ],
+            None,
+        );
+        // Rows of an instruction the header does not have, of a barrier, and of shared
+        // memory make no request.
+        let odd = kernel(
+            &[
+                (0, 1, 128, 4, 0, 0),
+                (1, 2, 0, 4, 2, 0),
+                (2, 3, 8192, 4, 0, 2),
+                (0, 4, 64, 4, 0, 0),
+                (1, 5, 4096, 4, 1, 0),
+            ],
+            None,
+        );
+        let mut extra = odd.columns().clone();
+        extra.inst[0] = 7;
+        let want = fed(&cfg, &k, &extra, false);
+        assert_eq!(fed(&cfg, &k, &extra, true), want);
+        assert!(want.totals.requests > 0);
+    }
+
+    #[test]
+    fn a_session_measured_apart_refuses_what_would_put_it_out_of_step() {
+        let cfg = SimConfig::default();
+        let k = kernel(&[(0, 0, 0, 4, 0, 0), (1, 1, 4096, 4, 1, 0)], None);
+        let mut s = Session::new(&cfg, 0).unwrap();
+        let mut stage = s.detach_reuse().unwrap();
+        assert!(s.detach_reuse().is_none());
+        // A scheduled kernel's requests depend on the scheduler: refused.
+        let grid = KernelBuilder::new("grid", Dim3::x(2), Dim3::x(32), Order::Issued)
+            .unwrap()
+            .finish();
+        let e = s.kernel(&grid, &mut NoObserver).unwrap_err().to_string();
+        assert!(e.contains("measured apart"), "{e}");
+        // Rows fed without their distances: the report would be wrong, so attaching fails.
+        stage.begin_stream(&k);
+        s.begin_stream(&k, &mut NoObserver).unwrap();
+        assert!(s.snapshot().is_none());
+        assert!(s.feed(k.columns(), &mut NoObserver));
+        let e = s
+            .attach_reuse(stage, &mut NoObserver)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out of step"), "{e}");
+        // Distances to a session that measures its own: refused.
+        let mut s = Session::new(&cfg, 0).unwrap();
+        s.begin_stream(&k, &mut NoObserver).unwrap();
+        assert!(s.feed_measured(k.columns(), &[], &mut NoObserver).is_err());
+        // Another session's trackers: refused.
+        let mut other = Session::new(&SimConfig::default(), 0).unwrap();
+        let stage = other.detach_reuse().unwrap();
+        assert!(s.attach_reuse(stage, &mut NoObserver).is_err());
     }
 
     #[test]

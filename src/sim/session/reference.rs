@@ -21,9 +21,7 @@ impl Session {
         // A kernel left open is ended here.
         self.end_stream(observer);
         self.end_kernel(observer)?;
-        // The SM the scheduler gives CTA 0 of an issued-order kernel.
-        let sm = header.info.cta_sm.first().copied().unwrap_or(0) % self.cfg.gpu.sms.max(1);
-        let slot = Some(self.slot_of_sm[sm as usize]).filter(|&s| s != usize::MAX);
+        let (sm, slot) = super::apart::stream_slot(&self.slot_of_sm, self.cfg.gpu.sms, header);
         let coalescer = Coalescer::new(Coalescing::None, self.geometry(1));
         self.stream = Some(Stream {
             ki: self.next_kernel,
@@ -37,6 +35,9 @@ impl Session {
             rows: 0,
             warp_insts: 0,
             pending: Columns::default(),
+            measured: self
+                .measured_apart
+                .then(|| super::apart::Measured::new(self.measured_real)),
         });
         observer.on_kernel(self.next_kernel, header);
         self.next_kernel += 1;
@@ -128,6 +129,9 @@ impl Session {
         if let Some(slot) = st.slot {
             self.sims[slot].counters.add(&st.cta);
         }
+        if st.measured.as_ref().is_some_and(|m| !m.in_step()) {
+            self.out_of_step = true;
+        }
         let sm = st.sm;
         self.report.add_kernel(
             KernelRow {
@@ -190,7 +194,13 @@ impl Stream {
             }
             self.coalescer
                 .split(cols.addr[r], cols.size[r] as u64, write, |c| {
-                    let (o, reuse_distance) = sim.access(&c.request);
+                    let (o, reuse_distance) = match &mut self.measured {
+                        Some(m) => {
+                            let (o, d) = sim.access_measured(&c.request, m.next());
+                            (o, d.filter(|_| m.real))
+                        }
+                        None => sim.access(&c.request),
+                    };
                     ic.record(write, &o);
                     ic.transactions += 1;
                     self.cta.record(write, &o);
