@@ -17,9 +17,10 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
-/// Rows a buffer holds by default before it is written out as a run (about 224 MiB with
-/// their sort keys).
-pub(crate) const DEFAULT_CAP: usize = 1 << 22;
+/// Rows a buffer holds by default before it is written out as a run (56 MiB with their
+/// sort keys). 2^22 held 224 MiB, more than a mid-size kernel read whole, for no time
+/// measured on kernels of 4 M and 34 M rows (`README.md`, "Speed").
+pub(crate) const DEFAULT_CAP: usize = 1 << 20;
 
 /// One row, as the format decoded it: the sort key (`cta`, then `local`, the thread's
 /// index in it) and what the format makes of the row once sorted.
@@ -208,8 +209,9 @@ impl Sort {
             }
         };
         let file = std::sync::Arc::new(file);
-        // Each run reads its part of the one file at its own offset, through its own buffer.
-        let per_run = ((64 << 20) / self.runs.len().max(1)).clamp(1 << 12, 1 << 20) / RECORD;
+        // Each run reads its part of the one file at its own offset, through its own buffer
+        // (256 KiB at most: 32 runs of 34 M rows hold 8 MiB).
+        let per_run = ((64 << 20) / self.runs.len().max(1)).clamp(1 << 12, 1 << 18) / RECORD;
         let mut runs = Vec::with_capacity(self.runs.len());
         let mut heap = BinaryHeap::with_capacity(self.runs.len());
         let mut heads = Vec::with_capacity(self.runs.len());
