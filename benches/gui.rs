@@ -15,7 +15,8 @@
 //!
 //! `streamed_window_at_90pc_10M_din_*`: the detail of 1000 requests at 90% of that run
 //! ("Every request from A to B"), read again from the file's start, and read on from the
-//! latest copy of the session the whole run kept before the window.
+//! latest copy of the session the whole run kept before the window; `..._din_zst_*`: the same
+//! with the file compressed by zstd (decompressed again up to the copy's place).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -171,39 +172,52 @@ fn streamed(c: &mut Criterion) {
             total
         })
     });
-    let source = Source::File {
-        path: path.clone(),
-        format: None,
-        allow_truncated: false,
-        whole_up_to: 0,
-    };
-    let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
-    else {
-        panic!("the trace opens");
-    };
-    let cfg = config::preset("fermi-16k").expect("preset");
-    let progress = Arc::new(Progress::default());
-    let with_copies =
-        worker::simulate_streamed(cfg.clone(), &trace, &progress, None).expect("the run");
-    let mut without = warpscope::app::streamed::simulate_keeping(
-        cfg,
-        &trace,
-        &progress,
-        None,
-        warpscope::app::data::checkpoints::Checkpoints::every(u64::MAX),
-    )
-    .expect("the run");
-    assert!(Arc::get_mut(&mut without).is_some() && without.checkpoints.kept.is_empty());
-    let start = with_copies.report.totals.requests / 10 * 9;
-    for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
-        g.bench_function(format!("streamed_window_at_90pc_10M_din_{name}"), |b| {
-            b.iter(|| {
-                black_box(
-                    worker::simulate_window(&trace, &progress, whole.clone(), start..start + 1000)
+    // The same file compressed: the detail decompresses it again up to the copy's place.
+    let zst = dir.path().join("10M.din.zst");
+    let text = std::fs::read(&path).expect("the trace");
+    std::fs::write(&zst, zstd::encode_all(&text[..], 3).expect("compressed")).expect("written");
+    drop(text);
+    for (file, label) in [(&path, "din"), (&zst, "din_zst")] {
+        let source = Source::File {
+            path: file.clone(),
+            format: None,
+            allow_truncated: false,
+            whole_up_to: 0,
+        };
+        let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
+        else {
+            panic!("the trace opens");
+        };
+        let cfg = config::preset("fermi-16k").expect("preset");
+        let progress = Arc::new(Progress::default());
+        let with_copies =
+            worker::simulate_streamed(cfg.clone(), &trace, &progress, None).expect("the run");
+        let mut without = warpscope::app::streamed::simulate_keeping(
+            cfg,
+            &trace,
+            &progress,
+            None,
+            warpscope::app::data::checkpoints::Checkpoints::every(u64::MAX),
+        )
+        .expect("the run");
+        assert!(Arc::get_mut(&mut without).is_some() && without.checkpoints.kept.is_empty());
+        assert!(!with_copies.checkpoints.kept.is_empty());
+        let start = with_copies.report.totals.requests / 10 * 9;
+        for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
+            g.bench_function(format!("streamed_window_at_90pc_10M_{label}_{name}"), |b| {
+                b.iter(|| {
+                    black_box(
+                        worker::simulate_window(
+                            &trace,
+                            &progress,
+                            whole.clone(),
+                            start..start + 1000,
+                        )
                         .expect("the detail"),
-                )
-            })
-        });
+                    )
+                })
+            });
+        }
     }
     g.finish();
 }

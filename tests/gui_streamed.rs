@@ -361,7 +361,6 @@ fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() 
 #[test]
 fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_from_the_start() {
     use std::io::Write;
-    use warpscope::app::data::checkpoints::Checkpoints;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.din");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
@@ -376,8 +375,44 @@ fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_fro
         }
     }
     drop(f);
+    details_from_copies_equal_details_from_the_start(&path);
+    // Compressed: decompressed again up to the copy's place, not simulated.
+    let text = std::fs::read(&path).unwrap();
+    let zst = dir.path().join("long.din.zst");
+    std::fs::write(&zst, zstd::encode_all(&text[..], 1).unwrap()).unwrap();
+    details_from_copies_equal_details_from_the_start(&zst);
+    // A compressed file cut short since the run: an error naming it, not a wrong detail.
+    let cut = dir.path().join("cut.din.zst");
+    std::fs::write(&cut, zstd::encode_all(&text[..text.len() / 2], 1).unwrap()).unwrap();
     let cfg = SimConfig::default();
-    let streamed = open(&path, 0);
+    let streamed = open(&zst, 0);
+    let progress = Arc::new(Progress::default());
+    let copied = warpscope::app::streamed::simulate_keeping(
+        cfg,
+        &streamed,
+        &progress,
+        None,
+        warpscope::app::data::checkpoints::Checkpoints::every(50_000),
+    )
+    .unwrap();
+    std::fs::copy(&cut, &zst).unwrap();
+    let e = match worker::simulate_window(&streamed, &progress, copied, 250_000..250_010) {
+        Err(warpscope::app::job::JobError::Failed(e)) => e,
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("the file changed, but a detail was made"),
+    };
+    assert!(
+        e.contains("long.din.zst") && e.contains("it changed"),
+        "{e}"
+    );
+}
+
+/// The detail of several windows of the `din` file at `path`, read on from copies of the
+/// session, against the same read from the file's start.
+fn details_from_copies_equal_details_from_the_start(path: &std::path::Path) {
+    use warpscope::app::data::checkpoints::Checkpoints;
+    let cfg = SimConfig::default();
+    let streamed = open(path, 0);
     let progress = Arc::new(Progress::default());
     let plain = run(&cfg, &streamed);
     assert_eq!(plain.checkpoints.kept.len(), 0);

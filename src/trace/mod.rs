@@ -291,8 +291,8 @@ impl OpenTrace {
         };
         Ok(ReferenceStream {
             header,
-            // Resume points are file offsets only when nothing was decompressed.
-            seekable: self.compression == source::Compression::None && self.file_bytes > 0,
+            // A compressed file is decompressed again up to a resume point.
+            seekable: self.file_bytes > 0,
             reader: din::Reader::new(self.reader, &self.name),
         })
     }
@@ -360,8 +360,8 @@ pub struct ReferenceStream {
     /// The kernel without its rows.
     pub header: Kernel,
     pub reader: din::Reader<Box<dyn std::io::BufRead + Send>>,
-    /// The reader's resume points ([`din::Reader::resume_point`]) are offsets in the file
-    /// (it is not compressed), so that it can be read on from one ([`din::reader_at`]).
+    /// The input is a file, not a pipe, so that it can be read on from the reader's resume
+    /// points ([`din::Reader::resume_point`], [`din::reader_at`]).
     pub seekable: bool,
 }
 

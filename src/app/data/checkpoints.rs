@@ -3,9 +3,10 @@
 //! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
 //! percent of it, not all of it.
 //!
-//! Only a reference stream (a `din` file, not compressed) gives copies: between two of its
+//! Only a reference stream (a `din` file, not a pipe) gives copies: between two of its
 //! chunks all the simulation's state is in the session (`Session::snapshot`) and the file's
-//! reader can go on from a byte offset (`din::Resume`). A copy is taken every `every`
+//! reader can go on from a byte offset (`din::Resume`; a compressed file is decompressed again
+//! up to it, without simulating: `din::reader_at`). A copy is taken every `every`
 //! requests; when [`MOST`] are kept, every other one goes and `every` doubles, so they stay
 //! spread over the whole run. A copy holds the reuse trackers (they grow with the distinct
 //! lines), so the copies together stay under [`BUDGET_BYTES`]: fewer are kept for a trace of
