@@ -381,30 +381,31 @@ fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_fro
     let zst = dir.path().join("long.din.zst");
     std::fs::write(&zst, zstd::encode_all(&text[..], 1).unwrap()).unwrap();
     details_from_copies_equal_details_from_the_start(&zst);
-    // A compressed file cut short since the run: an error naming it, not a wrong detail.
-    let cut = dir.path().join("cut.din.zst");
-    std::fs::write(&cut, zstd::encode_all(&text[..text.len() / 2], 1).unwrap()).unwrap();
-    let cfg = SimConfig::default();
-    let streamed = open(&zst, 0);
-    let progress = Arc::new(Progress::default());
-    let copied = warpscope::app::streamed::simulate_keeping(
-        cfg,
-        &streamed,
-        &progress,
-        None,
-        warpscope::app::data::checkpoints::Checkpoints::every(50_000),
-    )
-    .unwrap();
-    std::fs::copy(&cut, &zst).unwrap();
-    let e = match worker::simulate_window(&streamed, &progress, copied, 250_000..250_010) {
-        Err(warpscope::app::job::JobError::Failed(e)) => e,
-        Err(other) => panic!("{other:?}"),
-        Ok(_) => panic!("the file changed, but a detail was made"),
-    };
-    assert!(
-        e.contains("long.din.zst") && e.contains("it changed"),
-        "{e}"
-    );
+    // A file cut short since the run, compressed or not: an error naming it, not a wrong
+    // detail.
+    for (file, cut) in [
+        (&path, text[..text.len() / 2].to_vec()),
+        (&zst, zstd::encode_all(&text[..text.len() / 2], 1).unwrap()),
+    ] {
+        let streamed = open(file, 0);
+        let progress = Arc::new(Progress::default());
+        let copied = warpscope::app::streamed::simulate_keeping(
+            SimConfig::default(),
+            &streamed,
+            &progress,
+            None,
+            warpscope::app::data::checkpoints::Checkpoints::every(50_000),
+        )
+        .unwrap();
+        std::fs::write(file, cut).unwrap();
+        let e = match worker::simulate_window(&streamed, &progress, copied, 250_000..250_010) {
+            Err(warpscope::app::job::JobError::Failed(e)) => e,
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("the file changed, but a detail was made"),
+        };
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(e.contains(name) && e.contains("it changed"), "{e}");
+    }
 }
 
 /// The detail of several windows of the `din` file at `path`, read on from copies of the
