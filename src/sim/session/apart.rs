@@ -201,7 +201,6 @@ impl Session {
         // As `CacheModel::new` sizes its shadow.
         let capacity = self.cfg.cache.sets() * self.cfg.cache.ways_effective();
         self.measured_apart = true;
-        self.measured_real = real;
         let meters = self
             .sims
             .iter_mut()

@@ -50,8 +50,6 @@ pub struct Session {
     /// The reuse trackers are in a [`ReuseStage`] (`apart.rs`): streams take their distances
     /// from it, and scheduled kernels are refused.
     measured_apart: bool,
-    /// What is measured apart are reuse distances (not the stand-ins of the caches' shadows).
-    measured_real: bool,
     /// A stream's rows and measured distances were out of step ([`Session::attach_reuse`]).
     out_of_step: bool,
 }
@@ -98,7 +96,6 @@ impl Session {
             by_cta: None,
             by_issue: None,
             measured_apart: false,
-            measured_real: false,
             out_of_step: false,
         })
     }
@@ -169,7 +166,6 @@ impl Session {
             by_cta: None,
             by_issue: None,
             measured_apart: false,
-            measured_real: false,
             out_of_step: false,
         })
     }

@@ -37,7 +37,8 @@ impl Session {
             pending: Columns::default(),
             measured: self
                 .measured_apart
-                .then(|| super::apart::Measured::new(self.measured_real)),
+                // With reuse distances off, the stage measures the shadow's stand-ins.
+                .then(|| super::apart::Measured::new(self.cfg.reuse)),
         });
         observer.on_kernel(self.next_kernel, header);
         self.next_kernel += 1;
