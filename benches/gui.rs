@@ -16,7 +16,10 @@
 //! `streamed_window_at_90pc_10M_din_*`: the detail of 1000 requests at 90% of that run
 //! ("Every request from A to B"), read again from the file's start, and read on from the
 //! latest copy of the session the whole run kept before the window; `..._din_zst_*`: the same
-//! with the file compressed by zstd (decompressed again up to the copy's place).
+//! with the file compressed by zstd (decompressed again up to the copy's place);
+//! `streamed_window_at_90pc_matmul128_wsb_*`: the same for a binary file of matmul n=128 in
+//! CTAs of 8x8 threads (4.2 M accesses, 256 CTAs; copies between CTAs, their resident CTAs'
+//! rows read again through the index).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -177,7 +180,22 @@ fn streamed(c: &mut Criterion) {
     let text = std::fs::read(&path).expect("the trace");
     std::fs::write(&zst, zstd::encode_all(&text[..], 3).expect("compressed")).expect("written");
     drop(text);
-    for (file, label) in [(&path, "din"), (&zst, "din_zst")] {
+    // A binary file (version 4) of matmul n=128 in CTAs of 8x8 threads (4.2 M accesses, 256
+    // CTAs, 112 resident at a time): copies between CTAs, the rows of their resident CTAs
+    // read again through the index.
+    let wsb = dir.path().join("matmul128.wsb");
+    let params = vec![
+        ("n".to_string(), "128".to_string()),
+        ("block".to_string(), "8,8".to_string()),
+    ];
+    let matmul = warpscope::gen::generate("matmul", &params).expect("matmul");
+    warpscope::trace::write_file(&matmul, &wsb).expect("written");
+    drop(matmul);
+    for (file, label) in [
+        (&path, "10M_din"),
+        (&zst, "10M_din_zst"),
+        (&wsb, "matmul128_wsb"),
+    ] {
         let source = Source::File {
             path: file.clone(),
             format: None,
@@ -204,7 +222,7 @@ fn streamed(c: &mut Criterion) {
         assert!(!with_copies.checkpoints.kept.is_empty());
         let start = with_copies.report.totals.requests / 10 * 9;
         for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
-            g.bench_function(format!("streamed_window_at_90pc_10M_{label}_{name}"), |b| {
+            g.bench_function(format!("streamed_window_at_90pc_{label}_{name}"), |b| {
                 b.iter(|| {
                     black_box(
                         worker::simulate_window(

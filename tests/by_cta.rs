@@ -85,6 +85,182 @@ proptest! {
     }
 }
 
+/// Gives CTAs `ctas` of `k` to `s`.
+fn give(s: &mut Session, k: &Kernel, ctas: std::ops::Range<u32>, obs: &mut dyn Observer) {
+    let mut rows = Columns::default();
+    for c in ctas {
+        rows.clear();
+        rows.extend_from(k.columns(), k.cta_rows(c));
+        s.cta(c, &rows, obs).unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// A copy of a session taken between two CTAs, given back the rows of its resident CTAs,
+    /// goes on exactly as the session it copied: the same later requests, the same report,
+    /// across the kernel's end and into another kernel.
+    #[test]
+    fn a_copy_without_rows_goes_on_as_the_session_it_copied(
+        a in rows_strategy(),
+        ctas in 1u32..9,
+        tpb in 1u32..50,
+        warp_order in any::<bool>(),
+        warp_size in prop_oneof![Just(1u32), Just(4), Just(8), Just(32)],
+        policy in 0usize..5,
+        sms in 1u32..4,
+        max_ctas in 1u32..4,
+        reuse in any::<bool>(),
+        cut in 0u32..9,
+        seed in any::<u64>(),
+    ) {
+        let mut cfg = small_config(warp_size, policy, sms, max_ctas, reuse, seed);
+        cfg.gpu.simulate = SmSelection::All;
+        let k = kernel("a", ctas, tpb, warp_order, &a);
+        let k2 = kernel("b", ctas, tpb, !warp_order, &a);
+        let cut = cut % ctas;
+
+        let mut want_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        s.begin_kernel(&k.header(), &mut want_events).unwrap();
+        give(&mut s, &k, 0..cut + 1, &mut want_events);
+        let mut copy = s.snapshot().expect("a copy between CTAs");
+        let at = want_events.0.len();
+        give(&mut s, &k, cut + 1..ctas, &mut want_events);
+        s.end_kernel(&mut want_events).unwrap();
+        by_cta(&mut s, &k2, &[false], &mut want_events);
+        let want = s.finish(&mut want_events);
+
+        let mut rows = Columns::default();
+        for c in copy.wanted_ctas().to_vec() {
+            rows.clear();
+            rows.extend_from(k.columns(), k.cta_rows(c));
+            copy.give_cta_rows(c, rows.clone()).unwrap();
+        }
+        prop_assert!(copy.wanted_ctas().is_empty());
+        let mut got_events = Events::default();
+        give(&mut copy, &k, cut + 1..ctas, &mut got_events);
+        copy.end_kernel(&mut got_events).unwrap();
+        by_cta(&mut copy, &k2, &[false], &mut got_events);
+        let got = copy.finish(&mut got_events);
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(&got_events.0[..], &want_events.0[at..]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Kernels given a few warp instructions at a time (`cta_shared_for`, `go_on`) give the
+    /// whole kernel's result, and a copy taken between any two steps, given back its CTAs'
+    /// rows, goes on as the session it copied.
+    #[test]
+    fn a_copy_between_steps_within_a_cta_goes_on_as_the_session_it_copied(
+        a in rows_strategy(),
+        ctas in 1u32..9,
+        tpb in 1u32..50,
+        warp_size in prop_oneof![Just(1u32), Just(4), Just(32)],
+        policy in 0usize..5,
+        sms in 1u32..4,
+        max_ctas in 1u32..4,
+        step in 1u64..5,
+        copy_at in 0usize..40,
+        seed in any::<u64>(),
+    ) {
+        let mut cfg = small_config(warp_size, policy, sms, max_ctas, true, seed);
+        cfg.gpu.simulate = SmSelection::All;
+        let k = kernel("a", ctas, tpb, false, &a);
+
+        let mut want_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        s.kernel(&k, &mut want_events).unwrap();
+        let want = s.finish(&mut want_events);
+
+        let mut got_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        s.begin_kernel(&k.header(), &mut got_events).unwrap();
+        let mut steps = 0usize;
+        let mut copy = None;
+        for c in 0..ctas {
+            let mut rows = Columns::default();
+            rows.extend_from(k.columns(), k.cta_rows(c));
+            let mut more = s
+                .cta_shared_for(c, std::sync::Arc::new(rows), step, &mut got_events)
+                .unwrap();
+            loop {
+                if steps == copy_at {
+                    copy = Some((s.snapshot().unwrap(), c + 1, got_events.0.len()));
+                }
+                steps += 1;
+                if !more {
+                    break;
+                }
+                more = s.go_on(step, &mut got_events).unwrap();
+            }
+        }
+        s.end_kernel(&mut got_events).unwrap();
+        let got = s.finish(&mut got_events);
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(&got_events.0, &want_events.0);
+
+        if let Some((mut copy, next, at)) = copy {
+            let mut rows = Columns::default();
+            for c in copy.wanted_ctas().to_vec() {
+                rows.clear();
+                rows.extend_from(k.columns(), k.cta_rows(c));
+                copy.give_cta_rows(c, rows.clone()).unwrap();
+            }
+            let mut copy_events = Events::default();
+            // Whatever the copy had not issued yet comes first, then the CTAs after it.
+            prop_assert!(!copy.go_on(u64::MAX, &mut copy_events).unwrap());
+            give(&mut copy, &k, next..ctas, &mut copy_events);
+            copy.end_kernel(&mut copy_events).unwrap();
+            prop_assert_eq!(&copy.finish(&mut copy_events), &want);
+            prop_assert_eq!(&copy_events.0[..], &want_events.0[at..]);
+        }
+    }
+}
+
+/// A copy refuses to go on before it has the rows it wants, and refuses rows that are not
+/// the ones it had (the trace changed since the copy was taken).
+#[test]
+fn a_copy_short_of_rows_or_given_other_rows_refuses_to_go_on() {
+    let mut cfg = SimConfig::default();
+    cfg.gpu.sms = 2;
+    cfg.gpu.simulate = SmSelection::All;
+    let rows: Vec<_> = (0..8u32)
+        .flat_map(|t| (0..3u32).map(move |i| (t, i, 0, (t * 3 + i) as u64 * 128, 4, 0)))
+        .collect();
+    let k = kernel("k", 4, 2, false, &rows);
+    let mut s = Session::new(&cfg, 0).unwrap();
+    s.begin_kernel(&k.header(), &mut Events::default()).unwrap();
+    let mut cols = Columns::default();
+    cols.extend_from(k.columns(), k.cta_rows(0));
+    s.cta(0, &cols, &mut Events::default()).unwrap();
+    let mut copy = s.snapshot().unwrap();
+    assert_eq!(copy.wanted_ctas(), &[0]);
+    cols.clear();
+    cols.extend_from(k.columns(), k.cta_rows(1));
+    let e = copy.cta(1, &cols, &mut Events::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("still wants the rows of CTA 0"),
+        "{e}"
+    );
+    assert!(copy.end_kernel(&mut Events::default()).is_err());
+    // CTA 1's rows are not wanted; CTA 0's cut short are not the rows it had.
+    let e = copy.give_cta_rows(1, cols.clone()).unwrap_err();
+    assert!(e.to_string().contains("not wanted"), "{e}");
+    let mut short = Columns::default();
+    let r = k.cta_rows(0);
+    short.extend_from(k.columns(), r.start..r.end - 1);
+    let e = copy.give_cta_rows(0, short.clone()).unwrap_err();
+    let e = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+    assert!(e.contains("the trace changed"), "{e}");
+    short.clear();
+    short.extend_from(k.columns(), k.cta_rows(0));
+    copy.give_cta_rows(0, short.clone()).unwrap();
+    copy.cta(1, &cols, &mut Events::default()).unwrap();
+}
+
 /// CTAs out of order, or rows of another CTA's threads, are errors that name the CTA; an
 /// issued-order kernel cannot be given CTA by CTA.
 #[test]

@@ -411,31 +411,67 @@ fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_fro
 /// The detail of several windows of the `din` file at `path`, read on from copies of the
 /// session, against the same read from the file's start.
 fn details_from_copies_equal_details_from_the_start(path: &std::path::Path) {
+    let copied = details_from_copies_equal_details_from_the_start_with(
+        path,
+        &SimConfig::default(),
+        50_000,
+        &|total| {
+            vec![
+                0..10,
+                70_000..70_400,
+                200_000..230_000,
+                total - 50..total + 10,
+            ]
+        },
+    );
+    // The copy used is the latest at or before the window.
+    let c = copied.checkpoints.before(200_000).unwrap();
+    assert!(
+        c.requests <= 200_000 && c.requests > 100_000,
+        "{}",
+        c.requests
+    );
+    match c.at {
+        warpscope::trace::ResumePoint::Din(at) => assert!(at.offset > 0 && at.line_no > 0),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The detail of the windows `windows(total requests)` of the file at `path` under `cfg`,
+/// read on from copies of the session taken every `every` requests, against the same read
+/// from the file's start; returns the run that kept the copies.
+fn details_from_copies_equal_details_from_the_start_with(
+    path: &std::path::Path,
+    cfg: &SimConfig,
+    every: u64,
+    windows: &dyn Fn(u64) -> Vec<std::ops::Range<u64>>,
+) -> Arc<SimData> {
     use warpscope::app::data::checkpoints::Checkpoints;
-    let cfg = SimConfig::default();
     let streamed = open(path, 0);
     let progress = Arc::new(Progress::default());
-    let plain = run(&cfg, &streamed);
+    let plain = warpscope::app::streamed::simulate_keeping(
+        cfg.clone(),
+        &streamed,
+        &progress,
+        None,
+        Checkpoints::every(u64::MAX),
+    )
+    .unwrap();
     assert_eq!(plain.checkpoints.kept.len(), 0);
-    // A copy every 50 000 requests, kept at most 16 (then thinned).
+    // A copy every `every` accesses simulated, kept at most 16 (then thinned).
     let copied = warpscope::app::streamed::simulate_keeping(
         cfg.clone(),
         &streamed,
         &progress,
         None,
-        Checkpoints::every(50_000),
+        Checkpoints::every(every),
     )
     .unwrap();
     assert_eq!(copied.report, plain.report);
     let kept: Vec<u64> = copied.checkpoints.kept.iter().map(|c| c.requests).collect();
-    assert!(kept.len() >= 4, "{kept:?}");
     let total = plain.report.totals.requests;
-    for window in [
-        0..10,
-        70_000..70_400,
-        200_000..230_000,
-        total - 50..total + 10,
-    ] {
+    assert!(kept.len() >= 4, "{kept:?} of {total}");
+    for window in windows(total) {
         let from_start =
             worker::simulate_window(&streamed, &progress, plain.clone(), window.clone()).unwrap();
         let from_copy =
@@ -448,14 +484,85 @@ fn details_from_copies_equal_details_from_the_start(path: &std::path::Path) {
         assert_eq!(a.inst, b.inst, "{window:?}");
         assert_eq!(from_start.x, from_copy.x, "{window:?}");
     }
-    // The copy used is the latest at or before the window.
-    let c = copied.checkpoints.before(200_000).unwrap();
+    copied
+}
+
+/// A binary file (version 4) is read on from a copy taken between two CTAs: the copy holds
+/// no rows, and gets those of its resident CTAs back through the file's index. Details from
+/// copies equal details from the start, within a kernel and across the two launches, on one
+/// SM and on all; a file that changed since is an error naming it, not a wrong detail.
+#[test]
+fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.wsb");
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, x)| (k.to_string(), x.to_string()))
+            .collect()
+    };
+    let mut t = warpscope::gen::generate("matmul", &pairs(&[("n", "96")])).unwrap();
+    let u = warpscope::gen::generate("transpose", &pairs(&[("width", "512"), ("height", "256")]))
+        .unwrap();
+    t.kernels.extend(u.kernels);
+    warpscope::trace::write_file(&t, &path).unwrap();
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    for all in [false, true] {
+        if all {
+            cfg.gpu.simulate = config::SmSelection::All;
+        }
+        let copied =
+            details_from_copies_equal_details_from_the_start_with(&path, &cfg, 50_000, &|total| {
+                vec![
+                    0..10,
+                    total / 5..total / 5 + 300,
+                    total / 2 - 1000..total / 2 + 1000,
+                    total * 9 / 10..total * 9 / 10 + 50,
+                    total - 50..total + 10,
+                ]
+            });
+        let kernels: std::collections::BTreeSet<u32> = copied
+            .checkpoints
+            .kept
+            .iter()
+            .map(|c| match c.at {
+                warpscope::trace::ResumePoint::Cta { kernel, .. } => kernel,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kernels.len(), 2, "copies in both launches");
+        // Copies hold no rows: far below the CTAs they stand among.
+        for c in &copied.checkpoints.kept {
+            assert!(
+                c.session.approx_bytes() < 4 << 20,
+                "{}",
+                c.session.approx_bytes()
+            );
+        }
+    }
+    // The file replaced since the run by another trace: an error naming it.
+    let streamed = open(&path, 0);
+    let progress = Arc::new(Progress::default());
+    let copied = warpscope::app::streamed::simulate_keeping(
+        cfg.clone(),
+        &streamed,
+        &progress,
+        None,
+        warpscope::app::data::checkpoints::Checkpoints::every(50_000),
+    )
+    .unwrap();
+    // A window after the latest copy, so that the detail reads on from it.
+    let last = copied.checkpoints.kept.last().expect("copies").requests;
+    let other = warpscope::gen::generate("matmul", &pairs(&[("n", "48")])).unwrap();
+    warpscope::trace::write_file(&other, &path).unwrap();
+    let e = match worker::simulate_window(&streamed, &progress, copied, last + 5..last + 15) {
+        Err(warpscope::app::job::JobError::Failed(e)) => e,
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("the file changed, but a detail was made"),
+    };
     assert!(
-        c.requests <= 200_000 && c.requests > 100_000,
-        "{}",
-        c.requests
+        e.contains("two.wsb") && e.contains("did the file change"),
+        "{e}"
     );
-    assert!(c.at.offset > 0 && c.at.line_no > 0);
 }
 
 #[test]

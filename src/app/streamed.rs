@@ -58,11 +58,13 @@ fn run(
     }
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
-        Some((session, c)) => {
-            progress.set_total(bytes.saturating_sub(c.at.offset));
+        Some((mut session, c)) => {
+            progress.set_total(bytes.saturating_sub(resume_offset(&path, c.at)));
             gather.requests = c.requests;
             let name = path.display().to_string();
-            (session, lanes::resumed_source(path, name, c.at, watch))
+            let src = lanes::resumed_source(path, name, c.at, &mut session, watch)
+                .map_err(|e| JobError::Failed(format!("{e:#}")))?;
+            (session, src)
         }
         None => {
             let session =
@@ -74,7 +76,7 @@ fn run(
             let open = trace::open_trace(&path, opts, &|s| s, &watch)
                 .map_err(|e| JobError::Failed(e.to_string()))?;
             progress.set_total(bytes * open.streamed_reads());
-            (session, lanes::file_source(open, |s| s, watch))
+            (session, lanes::resumable_file_source(open, watch))
         }
     };
     match lanes::run(vec![session], 1, src.depth, gather, src.source) {
@@ -86,6 +88,20 @@ fn run(
         Err(_) if gather.past_window => Ok(None),
         Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
         Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
+    }
+}
+
+/// The byte of the file where a run read on from `at` starts (for its progress bar).
+fn resume_offset(path: &Path, at: trace::ResumePoint) -> u64 {
+    match at {
+        trace::ResumePoint::Din(at) => at.offset,
+        trace::ResumePoint::Cta { kernel, next_cta } => std::fs::File::open(path)
+            .ok()
+            .and_then(|f| {
+                let index = trace::binary::Index::read(&mut std::io::BufReader::new(f), "").ok()?;
+                index.resume_offset(kernel as usize, next_cta)
+            })
+            .unwrap_or(0),
     }
 }
 

@@ -217,4 +217,70 @@ impl CtaScheduler {
     pub fn cta_sm(&self, cta: u32) -> Option<u32> {
         self.s.cta_sm(cta)
     }
+
+    /// A copy that holds every decision made so far but no rows, and the CTAs whose rows it
+    /// needs back ([`CtaScheduler::give_rows`]) before it goes on: the resident ones and any
+    /// offered but not launched, in increasing order. The rows are what a trace file gives
+    /// again (a copy of a session to zoom from later would otherwise pin every resident CTA).
+    pub fn copy_without_rows(&self) -> (CtaScheduler, Vec<u32>) {
+        let mut wanted = self.s.resident();
+        wanted.extend(self.slots.offered.iter().map(|&(c, _)| c));
+        wanted.sort_unstable();
+        let copy = CtaScheduler {
+            s: self.s.clone(),
+            slots: Slots {
+                cols: vec![Arc::default(); self.slots.cols.len()],
+                free: self.slots.free.clone(),
+                offered: self.slots.offered.clone(),
+            },
+            offered: self.offered,
+            grid_ctas: self.grid_ctas,
+        };
+        (copy, wanted)
+    }
+
+    /// Gives a copy ([`CtaScheduler::copy_without_rows`]) back the rows of CTA `cta`, one of
+    /// those it wants. They must be the rows it had: a resident CTA's threads must end where
+    /// its cursors say, so a trace file that changed since is an error, not a wrong result.
+    pub fn give_rows(&mut self, cta: u32, rows: Columns) -> Result<(), ScheduleError> {
+        let err = |message: String| Err(ScheduleError::CtaRows { cta, message });
+        let tpb = self.s.tpb;
+        let first = cta.saturating_mul(tpb);
+        if let Some(&(_, slot)) = self.slots.offered.iter().find(|&&(c, _)| c == cta) {
+            let last = first.saturating_add(tpb);
+            let grouped = rows.thread.windows(2).all(|w| w[0] <= w[1]);
+            if !grouped || rows.thread.iter().any(|&t| t < first || t >= last) {
+                return err("rows not of its threads, or not grouped by thread".into());
+            }
+            self.slots.cols[slot as usize] = Arc::new(rows);
+            return Ok(());
+        }
+        if !self.s.resident().contains(&cta) {
+            return err("it is not resident nor offered: its rows are not wanted".into());
+        }
+        let slot = self.s.slot_of(cta);
+        let base = self.s.slot_threads(slot);
+        let mut at = 0usize;
+        for t in 0..tpb {
+            while at < rows.len() && rows.thread[at] == first + t {
+                at += 1;
+            }
+            if self.s.end[base + t as usize] as usize != at {
+                return err(format!(
+                    "thread {} has other rows than when the copy was taken (the trace changed)",
+                    first + t
+                ));
+            }
+        }
+        if at != rows.len() {
+            return err("rows of other threads (the trace changed since the copy)".into());
+        }
+        self.slots.cols[slot as usize] = Arc::new(rows);
+        Ok(())
+    }
+
+    /// About the bytes it holds besides the rows.
+    pub fn heap_bytes(&self) -> usize {
+        self.s.heap_bytes() + 8 * self.slots.cols.capacity()
+    }
 }

@@ -39,6 +39,7 @@ impl Rows for Whole<'_> {
     fn retired(&mut self, _: u32) {}
 }
 
+#[derive(Clone)]
 pub(super) struct ThreadSched {
     ws: u32,
     pub tpb: u32,
@@ -301,5 +302,28 @@ impl ThreadSched {
     /// The slot of a launched CTA that has not finished.
     pub fn slot_of(&self, cta: u32) -> u32 {
         self.cta_slot[cta as usize]
+    }
+
+    /// The CTAs resident on the SMs (launched, not finished), in increasing order.
+    pub fn resident(&self) -> Vec<u32> {
+        let mut ctas: Vec<u32> = self
+            .sms
+            .iter()
+            .flat_map(|s| s.ctas.iter().copied())
+            .collect();
+        ctas.sort_unstable();
+        ctas
+    }
+
+    /// About the bytes it holds: cursors, and a few per CTA and warp of the kernel.
+    pub fn heap_bytes(&self) -> usize {
+        8 * self.cursor.capacity()
+            + self.warp_state.capacity()
+            + 16 * self.cta_bar.capacity()
+            + self
+                .sms
+                .iter()
+                .map(|s| 4 * (s.ctas.capacity() + s.warps.capacity()))
+                .sum::<usize>()
     }
 }

@@ -23,8 +23,9 @@ pub enum Piece {
     Kernel(Kernel),
     /// A kernel read CTA by CTA: its header, its CTAs in order, its end.
     Begin(Kernel),
-    /// Shared by the sessions' schedulers while the CTA is resident.
-    Cta(u32, Arc<Columns>),
+    /// Shared by the sessions' schedulers while the CTA is resident; with the kernel's
+    /// number in the file when the file can be read on from the next CTA.
+    Cta(u32, Arc<Columns>, Option<u32>),
     /// The next rows of an issued-order kernel.
     Issued(Columns),
     End,
@@ -42,7 +43,7 @@ impl Piece {
         match self {
             Piece::Kernel(k) => s.kernel(k, obs),
             Piece::Begin(header) => s.begin_kernel(header, obs),
-            Piece::Cta(cta, rows) => s.cta_shared(*cta, rows.clone(), obs),
+            Piece::Cta(cta, rows, _) => s.cta_shared(*cta, rows.clone(), obs),
             Piece::Issued(rows) => s.issued(rows, obs),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
@@ -69,6 +70,9 @@ impl Piece {
 pub struct Fanout {
     lanes: Vec<SyncSender<Arc<Piece>>>,
     spare: Receiver<Columns>,
+    /// Kernels begun so far, when the file can be read on from any CTA
+    /// ([`trace::ResumePoint::Cta`]).
+    kernels_begun: Option<u32>,
 }
 
 impl Fanout {
@@ -87,6 +91,12 @@ impl Fanout {
         last.send(p).map_err(stopped)
     }
 
+    /// Marks each CTA sent from now on with its kernel's number in the file, `begun` kernels
+    /// having begun already: the source is a file that can be read on from any CTA.
+    pub fn number_kernels(&mut self, begun: u32) {
+        self.kernels_begun = Some(begun);
+    }
+
     /// An empty buffer for a piece's rows: one a lane is done with, or a new one.
     pub fn buffer(&self) -> Columns {
         let mut c = self.spare.try_recv().unwrap_or_default();
@@ -103,12 +113,16 @@ impl KernelSink for Fanout {
 
 impl CtaSink for Fanout {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        if let Some(n) = &mut self.kernels_begun {
+            *n += 1;
+        }
         self.send(Piece::Begin(header.header()))
     }
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         let mut copy = Columns::default();
         copy.extend_from(rows, 0..rows.len());
-        self.send(Piece::Cta(cta, Arc::new(copy)))
+        let kernel = self.kernels_begun.map(|n| n.saturating_sub(1));
+        self.send(Piece::Cta(cta, Arc::new(copy), kernel))
     }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         let mut copy = self.buffer();
@@ -214,6 +228,7 @@ fn run_staged(
     let mut fanout = Fanout {
         lanes: senders,
         spare: spare_rx,
+        kernels_begun: None,
     };
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -334,14 +349,20 @@ fn lane(
             } else {
                 &mut NoObserver
             };
-            if let Err(e) = piece.give(s, obs) {
+            let given = match &*piece {
+                Piece::Cta(cta, rows, Some(kernel)) if k == 0 => {
+                    give_copying(s, obs, *cta, rows, *kernel)
+                }
+                _ => piece.give(s, obs),
+            };
+            if let Err(e) = given {
                 let i = *i;
                 return (sessions, Some((i, e)));
             }
             if let Piece::Rows(_, Some(at)) = &*piece {
-                if k == 0 && obs.checkpoint_due() {
+                if k == 0 && obs.checkpoint_due(s.accesses_done()) {
                     if let Some(copy) = s.snapshot() {
-                        obs.checkpoint(copy, *at);
+                        obs.checkpoint(copy, trace::ResumePoint::Din(*at));
                     }
                 }
             }
@@ -355,6 +376,37 @@ fn lane(
 }
 
 /// The number of lanes to use: `jobs`, or one per core when 0.
+/// Warp instructions between two chances to copy the session within a CTA's piece.
+const COPY_STEP: u64 = 1 << 12;
+
+/// Gives CTA `cta` of the file's kernel `kernel` to `s` a few warp instructions at a time,
+/// offering `obs` a copy of the session between the steps when one is due: the CTAs of a
+/// kernel often finish in waves, so copies between pieces alone would be few.
+fn give_copying(
+    s: &mut Session,
+    obs: &mut dyn Observer,
+    cta: u32,
+    rows: &Arc<Columns>,
+    kernel: u32,
+) -> Result<(), SimError> {
+    let at = trace::ResumePoint::Cta {
+        kernel,
+        next_cta: cta + 1,
+    };
+    let mut more = s.cta_shared_for(cta, rows.clone(), COPY_STEP, obs)?;
+    loop {
+        if obs.checkpoint_due(s.accesses_done()) {
+            if let Some(copy) = s.snapshot() {
+                obs.checkpoint(copy, at);
+            }
+        }
+        if !more {
+            return Ok(());
+        }
+        more = s.go_on(COPY_STEP, obs)?;
+    }
+}
+
 pub fn cores(jobs: usize) -> usize {
     if jobs > 0 {
         return jobs;
@@ -385,18 +437,46 @@ pub fn file_source(
     wrap: fn(trace::source::Stream) -> trace::source::Stream,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
 ) -> FileSource {
+    file_source_marked(open, wrap, watch, false)
+}
+
+/// [`file_source`] for a run that keeps copies of its session: the CTAs of an uncompressed
+/// binary file of version 4 go with their kernel's number ([`Fanout::number_kernels`]), so
+/// that the lane offers copies within them ([`trace::ResumePoint::Cta`]).
+pub fn resumable_file_source(
+    open: trace::OpenTrace,
+    watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+) -> FileSource {
+    file_source_marked(open, |s| s, watch, true)
+}
+
+fn file_source_marked(
+    open: trace::OpenTrace,
+    wrap: fn(trace::source::Stream) -> trace::source::Stream,
+    watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+    resumable: bool,
+) -> FileSource {
     match open.into_reference_stream() {
         Ok(stream) => FileSource {
             source: Box::new(move |to| send_reference_stream(stream, CHUNK_ROWS, to)),
             depth: AHEAD,
             splits: false,
         },
-        Err(open) => FileSource {
-            // One kernel or CTA waits while one is simulated and the next is read.
-            source: Box::new(move |to| Ok(open.stream(&wrap, &watch, to)?)),
-            depth: 1,
-            splits: true,
-        },
+        Err(open) => {
+            // A copy of a session can go on from any CTA of an uncompressed binary file.
+            let resumable = resumable && open.seekable_index().is_some();
+            FileSource {
+                // One kernel or CTA waits while one is simulated and the next is read.
+                source: Box::new(move |to| {
+                    if resumable {
+                        to.number_kernels(0);
+                    }
+                    Ok(open.stream(&wrap, &watch, to)?)
+                }),
+                depth: 1,
+                splits: true,
+            }
+        }
     }
 }
 
@@ -433,23 +513,56 @@ fn send_rows<R: std::io::BufRead>(
     }
 }
 
-/// The rest of the reference stream in the file at `path` (named `file`) from `at`, for a
-/// session that stood there ([`Session::snapshot`]): its rows only, as [`file_source`] sends
-/// them. `watch` sees the file's bytes from there.
+/// The rest of the file at `path` (named `file`) from `at`, for `session`, a copy of a
+/// session that stood there ([`Session::snapshot`]), sent as [`file_source`] sends it: a
+/// reference stream's rows, or a binary file's kernel from the CTA after the copy on and the
+/// kernels after it. A copy within a kernel gets back the rows of its resident CTAs here,
+/// read through the file's index. `watch` sees the file's bytes from there.
 pub fn resumed_source(
     path: std::path::PathBuf,
     file: String,
-    at: din::Resume,
+    at: trace::ResumePoint,
+    session: &mut Session,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
-) -> FileSource {
-    FileSource {
+) -> Result<FileSource> {
+    let (kernel, next_cta) = match at {
+        trace::ResumePoint::Din(at) => {
+            return Ok(FileSource {
+                source: Box::new(move |to| {
+                    let reader = din::reader_at(&path, &file, at, &watch)?;
+                    send_rows(reader, true, CHUNK_ROWS, to)
+                }),
+                depth: AHEAD,
+                splits: false,
+            })
+        }
+        trace::ResumePoint::Cta { kernel, next_cta } => (kernel, next_cta),
+    };
+    let open = || std::fs::File::open(&path).with_context(|| format!("opening {file}"));
+    let refill = |session: &mut Session| -> Result<trace::binary::Index> {
+        let mut r = std::io::BufReader::new(open()?);
+        let index = trace::binary::Index::read(&mut r, &file)?;
+        for cta in session.wanted_ctas().to_vec() {
+            let rows = index.cta(&mut r, kernel as usize, cta)?;
+            session.give_cta_rows(cta, rows)?;
+        }
+        Ok(index)
+    };
+    let index = refill(session).with_context(|| {
+        format!(
+            "{file}: reading on from kernel {kernel}, CTA {next_cta}, where the run stood \
+             (did the file change since?)"
+        )
+    })?;
+    let f = open()?;
+    Ok(FileSource {
         source: Box::new(move |to| {
-            let reader = din::reader_at(&path, &file, at, &watch)?;
-            send_rows(reader, true, CHUNK_ROWS, to)
+            to.number_kernels(kernel + 1);
+            Ok(index.stream_from(f, kernel as usize, next_cta, &watch, to)?)
         }),
-        depth: AHEAD,
-        splits: false,
-    }
+        depth: 1,
+        splits: true,
+    })
 }
 
 #[cfg(test)]

@@ -94,14 +94,15 @@ pub trait Observer {
     fn progress(&mut self, _done: u64, _total: u64) -> bool {
         true
     }
-    /// Asked by a shell between two chunks of a reference stream read from a file it can
-    /// read on from: whether to give this observer a copy of the session there.
-    fn checkpoint_due(&self) -> bool {
+    /// Asked by a shell between two pieces (a reference stream's chunks, a kernel's CTAs) of
+    /// a file it can read on from, `accesses` simulated so far: whether to give this observer
+    /// a copy of the session there.
+    fn checkpoint_due(&self, _accesses: u64) -> bool {
         false
     }
-    /// A copy of the session between two chunks ([`Session::snapshot`]), and where the
+    /// A copy of the session between two pieces ([`Session::snapshot`]), and where the
     /// file's reader stood then.
-    fn checkpoint(&mut self, _session: Session, _at: crate::trace::din::Resume) {}
+    fn checkpoint(&mut self, _session: Session, _at: crate::trace::ResumePoint) {}
 }
 
 /// An observer that ignores everything.

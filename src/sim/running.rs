@@ -9,6 +9,7 @@ use crate::schedule::Issue;
 use crate::trace::Columns;
 
 /// A scheduled kernel being simulated: what its warp instructions add up to.
+#[derive(Clone)]
 pub(super) struct Running {
     pub(super) ki: u32,
     pub(super) coalescer: Coalescer,

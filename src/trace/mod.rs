@@ -279,6 +279,19 @@ impl OpenTrace {
         }
     }
 
+    /// The index of a binary file of version 4 that is not compressed (a file, not a pipe):
+    /// then a run of it can be read on from any CTA ([`ResumePoint::Cta`]).
+    pub fn seekable_index(&self) -> Option<binary::Index> {
+        if self.format != Format::Binary
+            || self.compression != source::Compression::None
+            || self.file_bytes == 0
+        {
+            return None;
+        }
+        let f = std::fs::File::open(&self.path).ok()?;
+        binary::Index::read(&mut std::io::BufReader::new(f), &self.name).ok()
+    }
+
     /// The reference stream this trace is, read in chunks, if its format is one (Dinero IV
     /// `din`); else the trace back, to be read whole.
     pub fn into_reference_stream(self) -> Result<ReferenceStream, Box<OpenTrace>> {
@@ -351,6 +364,17 @@ pub fn open_trace(
         compression,
         file_bytes: opened.file_bytes,
     })
+}
+
+/// Where a reader of a trace file stood, so that a copy of a session taken there
+/// ([`crate::sim::Session::snapshot`]) can go on with the rest of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumePoint {
+    /// A `din` file, after a chunk of references ([`din::reader_at`]).
+    Din(din::Resume),
+    /// A binary file of version 4, not compressed, after a CTA of a kernel read CTA by CTA:
+    /// kernel `kernel` of the file from CTA `next_cta` on ([`binary::Index::stream_from`]).
+    Cta { kernel: u32, next_cta: u32 },
 }
 
 /// A trace that is one thread's references in order, read a chunk at a time

@@ -3,38 +3,46 @@
 //! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
 //! percent of it, not all of it.
 //!
-//! Only a reference stream (a `din` file, not a pipe) gives copies: between two of its
-//! chunks all the simulation's state is in the session (`Session::snapshot`) and the file's
-//! reader can go on from a byte offset (`din::Resume`; a compressed file is decompressed again
-//! up to it, without simulating: `din::reader_at`). A copy is taken every `every`
-//! requests; when [`MOST`] are kept, every other one goes and `every` doubles, so they stay
-//! spread over the whole run. A copy holds the reuse trackers (they grow with the distinct
+//! Two kinds of file give copies (`trace::ResumePoint`):
+//! - a reference stream (a `din` file, not a pipe): between two of its chunks all the
+//!   simulation's state is in the session (`Session::snapshot`) and the file's reader can go
+//!   on from a byte offset (`din::Resume`; a compressed file is decompressed again up to it,
+//!   without simulating: `din::reader_at`);
+//! - a binary file of version 4, not compressed, between two CTAs of a scheduled kernel: the
+//!   copy holds the scheduler's state but not the rows of the resident CTAs (they would pin
+//!   hundreds of MiB per copy); reading on from it first reads those rows again through the
+//!   file's index (`shell::lanes::resumed_source`).
+//!
+//! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
+//! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A copy holds the reuse trackers (they grow with the distinct
 //! lines), so the copies together stay under [`BUDGET_BYTES`]: fewer are kept for a trace of
 //! many distinct lines, none when one copy would not fit.
 
 use crate::sim::Session;
-use crate::trace::din::Resume;
+use crate::trace::ResumePoint;
 
 /// Copies kept at most.
 pub const MOST: usize = 16;
 /// Bytes all copies may hold together (by `Session::approx_bytes`).
 pub const BUDGET_BYTES: u64 = 256 << 20;
-/// Requests between two copies at first.
+/// Accesses simulated between two copies at first (the work a copy saves: a `din` file's
+/// accesses are about its requests; a scheduled kernel's warp instruction is one request for
+/// up to 32 accesses).
 pub const FIRST_EVERY: u64 = 1 << 20;
 
-/// One copy: the session after a chunk, where the reader stood, and the requests before.
+/// One copy: the session after a chunk or CTA, where the reader stood, and the requests before.
 pub struct Checkpoint {
     pub session: Session,
-    pub at: Resume,
+    pub at: ResumePoint,
     pub requests: u64,
 }
 
 /// The copies of one run.
 pub struct Checkpoints {
     pub kept: Vec<Checkpoint>,
-    /// Requests between two copies.
+    /// Accesses simulated between two copies.
     pub every: u64,
-    /// The request count at which the next copy is due.
+    /// The count of accesses simulated at which the next copy is due.
     next: u64,
 }
 
@@ -45,7 +53,7 @@ impl Default for Checkpoints {
 }
 
 impl Checkpoints {
-    /// Copies every `every` requests at first (tests take them often).
+    /// Copies every `every` accesses simulated at first (tests take them often).
     pub fn every(every: u64) -> Self {
         Checkpoints {
             kept: Vec::new(),
@@ -54,13 +62,14 @@ impl Checkpoints {
         }
     }
 
-    /// Whether a copy is due after `requests` requests.
-    pub fn due(&self, requests: u64) -> bool {
-        requests >= self.next
+    /// Whether a copy is due after `accesses` accesses simulated.
+    pub fn due(&self, accesses: u64) -> bool {
+        accesses >= self.next
     }
 
-    /// Keeps `session`, copied after `requests` requests with the reader at `at`.
-    pub fn add(&mut self, session: Session, at: Resume, requests: u64) {
+    /// Keeps `session`, copied after `requests` requests and `accesses` accesses simulated,
+    /// with the reader at `at`.
+    pub fn add(&mut self, session: Session, at: ResumePoint, requests: u64, accesses: u64) {
         let bytes = session.approx_bytes();
         if bytes.saturating_mul(2) > BUDGET_BYTES {
             // Not even two fit: none are taken.
@@ -83,7 +92,7 @@ impl Checkpoints {
             });
             self.every = self.every.saturating_mul(2);
         }
-        self.next = requests.saturating_add(self.every);
+        self.next = accesses.saturating_add(self.every);
     }
 
     /// The latest copy taken at or before request `start`.
@@ -96,8 +105,8 @@ impl Checkpoints {
 mod tests {
     use super::*;
 
-    fn at() -> Resume {
-        crate::trace::din::Reader::new(&b""[..], "t").resume_point()
+    fn at() -> ResumePoint {
+        ResumePoint::Din(crate::trace::din::Reader::new(&b""[..], "t").resume_point())
     }
 
     #[test]
@@ -108,7 +117,7 @@ mod tests {
         for _ in 0..1000 {
             requests += 7;
             if c.due(requests) {
-                c.add(Session::new(&cfg, 0).unwrap(), at(), requests);
+                c.add(Session::new(&cfg, 0).unwrap(), at(), requests, requests);
             }
         }
         let kept: Vec<u64> = c.kept.iter().map(|k| k.requests).collect();

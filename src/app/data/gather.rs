@@ -314,12 +314,13 @@ impl Observer for Gather<'_> {
         }
     }
 
-    fn checkpoint_due(&self) -> bool {
-        self.window.is_none() && self.checkpoints.due(self.requests)
+    fn checkpoint_due(&self, accesses: u64) -> bool {
+        self.window.is_none() && self.checkpoints.due(accesses)
     }
 
-    fn checkpoint(&mut self, session: crate::sim::Session, at: crate::trace::din::Resume) {
-        self.checkpoints.add(session, at, self.requests);
+    fn checkpoint(&mut self, session: crate::sim::Session, at: crate::trace::ResumePoint) {
+        let accesses = session.accesses_done();
+        self.checkpoints.add(session, at, self.requests, accesses);
     }
 
     fn progress(&mut self, _done: u64, _total: u64) -> bool {

@@ -42,6 +42,7 @@ impl Session {
             run,
             header,
             rows: 0,
+            wanted: Vec::new(),
         }));
         Ok(())
     }
@@ -69,10 +70,59 @@ impl Session {
         self.offer(rows.len(), observer, |s| s.offer_shared(cta, rows))
     }
 
+    /// As [`Session::cta_shared`], but issues at most `warp_instructions` warp instructions;
+    /// [`Session::go_on`] issues more. Returns whether it stopped at that limit rather than
+    /// for want of the next CTA. A shell that keeps copies of the session
+    /// ([`Session::snapshot`]) takes them between these steps, so a kernel whose CTAs finish
+    /// in waves still gets copies within a wave.
+    pub fn cta_shared_for(
+        &mut self,
+        cta: u32,
+        rows: std::sync::Arc<Columns>,
+        warp_instructions: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<bool, SimError> {
+        let mut more = false;
+        self.offer_for(rows.len(), warp_instructions, &mut more, observer, |s| {
+            s.offer_shared(cta, rows)
+        })?;
+        Ok(more)
+    }
+
+    /// Issues at most `warp_instructions` more warp instructions of the kernel begun CTA by
+    /// CTA; returns whether it stopped at that limit (see [`Session::cta_shared_for`]).
+    pub fn go_on(
+        &mut self,
+        warp_instructions: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<bool, SimError> {
+        let Some(mut b) = self.by_cta.take() else {
+            return Ok(false);
+        };
+        let result = b
+            .check_whole()
+            .and_then(|()| self.run_by_cta(&mut b, warp_instructions, observer));
+        self.by_cta = Some(b);
+        result
+    }
+
     /// Gives the scheduler a CTA of `len` rows with `offer`, then issues what it can.
     pub(super) fn offer(
         &mut self,
         len: usize,
+        observer: &mut dyn Observer,
+        offer: impl FnOnce(&mut CtaScheduler) -> Result<(), crate::schedule::ScheduleError>,
+    ) -> Result<(), SimError> {
+        self.offer_for(len, u64::MAX, &mut false, observer, offer)
+    }
+
+    /// [`Session::offer`], issuing at most `limit` warp instructions; `more` says whether it
+    /// stopped at the limit.
+    fn offer_for(
+        &mut self,
+        len: usize,
+        limit: u64,
+        more: &mut bool,
         observer: &mut dyn Observer,
         offer: impl FnOnce(&mut CtaScheduler) -> Result<(), crate::schedule::ScheduleError>,
     ) -> Result<(), SimError> {
@@ -81,13 +131,18 @@ impl Session {
                 "a CTA came before its kernel began, or in an issued-order kernel".into(),
             ));
         };
+        if let Err(e) = b.check_whole() {
+            self.by_cta = Some(b);
+            return Err(e);
+        }
         let result = offer(&mut b.sched).map_err(|source| SimError::Schedule {
             kernel: b.header.name.clone(),
             source,
         });
         let result = result.and_then(|()| {
             b.rows += len as u64;
-            self.run_by_cta(&mut b, observer)
+            *more = self.run_by_cta(&mut b, limit, observer)?;
+            Ok(())
         });
         self.by_cta = Some(b);
         result
@@ -100,13 +155,18 @@ impl Session {
         let Some(mut b) = self.by_cta.take() else {
             return Ok(());
         };
+        if let Err(e) = b.check_whole() {
+            self.by_cta = Some(b);
+            return Err(e);
+        }
         b.sched.close();
-        self.run_by_cta(&mut b, observer)?;
+        self.run_by_cta(&mut b, u64::MAX, observer)?;
         let ByCta {
             sched,
             run,
             header,
             rows,
+            ..
         } = *b;
         self.add_pieced(&run, header, rows, |c| sched.cta_sm(c));
         Ok(())
@@ -136,22 +196,59 @@ impl Session {
         );
     }
 
-    /// Issues warp instructions until the scheduler needs a CTA it has not been given.
+    /// Issues warp instructions until the scheduler needs a CTA it has not been given, or
+    /// `limit` are issued (then returns `true`).
     pub(super) fn run_by_cta(
         &mut self,
         b: &mut ByCta,
+        limit: u64,
         observer: &mut dyn Observer,
-    ) -> Result<(), SimError> {
+    ) -> Result<bool, SimError> {
         let mut rows = Vec::with_capacity(64);
+        let mut issued = 0u64;
         loop {
+            if issued == limit {
+                return Ok(true);
+            }
             match b.sched.next(&mut rows) {
                 Step::Issued(issue) => {
                     let cols = b.sched.columns(issue.cta);
                     b.run.issue(self, cols, &rows, issue, observer)?;
+                    issued += 1;
                 }
-                Step::Starved | Step::Done => return Ok(()),
+                Step::Starved | Step::Done => return Ok(false),
             }
         }
+    }
+
+    /// The CTAs of the open kernel whose rows this copy of a session ([`Session::snapshot`])
+    /// still wants before it can go on, in increasing order; empty for any other session.
+    pub fn wanted_ctas(&self) -> &[u32] {
+        self.by_cta.as_ref().map_or(&[], |b| &b.wanted)
+    }
+
+    /// Gives a copy of a session the rows of CTA `cta`, one of [`Session::wanted_ctas`], as
+    /// the trace gave them (grouped by thread in increasing order).
+    pub fn give_cta_rows(&mut self, cta: u32, rows: Columns) -> Result<(), SimError> {
+        let Some(b) = self.by_cta.as_mut() else {
+            return Err(SimError::Config(
+                "no kernel is open to take CTA rows".into(),
+            ));
+        };
+        let Some(i) = b.wanted.iter().position(|&c| c == cta) else {
+            return Err(SimError::Config(format!(
+                "kernel {}: the rows of CTA {cta} are not wanted",
+                b.header.name
+            )));
+        };
+        b.sched
+            .give_rows(cta, rows)
+            .map_err(|source| SimError::Schedule {
+                kernel: b.header.name.clone(),
+                source,
+            })?;
+        b.wanted.remove(i);
+        Ok(())
     }
 }
 
@@ -163,4 +260,36 @@ pub(super) struct ByCta {
     header: Kernel,
     /// Rows given so far.
     rows: u64,
+    /// CTAs whose rows a copy of the session still wants ([`Session::wanted_ctas`]).
+    wanted: Vec<u32>,
+}
+
+impl ByCta {
+    /// A copy holding no rows: they are wanted back.
+    pub(super) fn copy_without_rows(&self) -> ByCta {
+        let (sched, wanted) = self.sched.copy_without_rows();
+        ByCta {
+            sched,
+            run: self.run.clone(),
+            header: self.header.clone(),
+            rows: self.rows,
+            wanted,
+        }
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.sched.heap_bytes()
+    }
+
+    /// Refuses to go on while rows are wanted.
+    fn check_whole(&self) -> Result<(), SimError> {
+        match self.wanted.first() {
+            None => Ok(()),
+            Some(c) => Err(SimError::Config(format!(
+                "kernel {}: this copy of a session still wants the rows of CTA {c} (and {} more)",
+                self.header.name,
+                self.wanted.len() - 1
+            ))),
+        }
+    }
 }

@@ -76,14 +76,18 @@ pub(super) struct Stream {
 
 impl Session {
     /// A copy of this session to go on from later with the rest of the input (the app zooms
-    /// into a streamed run from the nearest copy instead of from the start). Only while a
-    /// reference stream is open and between chunks: then all the state is in the session,
-    /// where a scheduled kernel's is also in the resident CTAs its source gave.
+    /// into a streamed run from the nearest copy instead of from the start). Only between
+    /// pieces of a reference stream or of a kernel given CTA by CTA. A reference stream's
+    /// state is all in the session. A scheduled kernel's is also in the rows of its resident
+    /// CTAs, which the copy does not hold: it wants them back ([`Session::wanted_ctas`],
+    /// [`Session::give_cta_rows`]) from the trace file before it goes on.
     pub fn snapshot(&self) -> Option<Session> {
-        if self.by_cta.is_some() || self.by_issue.is_some() || self.measured_apart {
+        if self.by_issue.is_some() || self.measured_apart {
             return None;
         }
-        let stream = self.stream.as_ref()?;
+        if self.stream.is_none() && self.by_cta.is_none() {
+            return None;
+        }
         Some(Session {
             cfg: self.cfg.clone(),
             slot_of_sm: self.slot_of_sm.clone(),
@@ -92,12 +96,21 @@ impl Session {
             next_kernel: self.next_kernel,
             done: self.done,
             total: self.total,
-            stream: Some(stream.clone()),
-            by_cta: None,
+            stream: self.stream.clone(),
+            by_cta: self
+                .by_cta
+                .as_ref()
+                .map(|b| Box::new(b.copy_without_rows())),
             by_issue: None,
             measured_apart: false,
             out_of_step: false,
         })
+    }
+
+    /// Accesses (rows) simulated so far, of every SM scheduled: the work a copy of the
+    /// session saves a run read on from it.
+    pub fn accesses_done(&self) -> u64 {
+        self.done
     }
 
     /// About the bytes a [`Session::snapshot`] holds: mostly the reuse trackers, which grow
@@ -109,7 +122,8 @@ impl Session {
             .filter_map(|s| s.reuse.as_ref())
             .map(|r| r.heap_bytes())
             .sum();
-        (1 << 20) + trackers as u64
+        let scheduler = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes());
+        (1 << 20) + (trackers + scheduler) as u64
     }
 
     /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see

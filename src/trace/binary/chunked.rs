@@ -36,7 +36,7 @@ pub(super) struct Reading {
 
 /// What the index must say of a kernel read: its record's offset, its rows, its chunks and a
 /// CRC-32 of their index entries.
-struct KernelRead {
+pub(super) struct KernelRead {
     at: u64,
     rows: u64,
     chunks: u32,
@@ -273,7 +273,7 @@ fn give_cta(
 
 /// Ends kernel `k`: checks its row count, gives its last CTA to `out` and ends it there.
 /// Returns its index facts.
-fn end_kernel<R: Read>(
+pub(super) fn end_kernel<R: Read>(
     rd: &Reader<'_, R>,
     mut k: Reading,
     cta_rows: &mut Columns,

@@ -2,11 +2,12 @@
 //! CTA, or a window of a kernel's rows (a stretch of time in the trace), reading only the
 //! chunks that hold them. A viewer zooming into a huge trace re-reads just what it shows.
 
-use super::chunked::{begin_kernel, read_chunk};
-use super::{read_file_header, Reader, CHUNK_TAG, END_TAG, INDEX_TAG, KERNEL_TAG};
+use super::chunked::{begin_kernel, end_kernel, read_chunk};
+use super::{read_file_header, Reader, CHUNK_TAG, END_TAG, INDEX_TAG, ISSUED_CHUNK, KERNEL_TAG};
 use crate::trace::sink::{Assemble, CtaSink, KernelSink};
+use crate::trace::source::Stream;
 use crate::trace::{Columns, Kernel, TraceError};
-use std::io::{BufRead, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 /// Where one chunk of a kernel's rows is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,6 +232,221 @@ impl Index {
                 "no kernel was read",
             )
         })
+    }
+}
+
+impl Index {
+    /// Kernel `k`, or an error naming the file.
+    fn kernel_entry(&self, k: usize) -> Result<&IndexedKernel, TraceError> {
+        self.kernels.get(k).ok_or_else(|| {
+            TraceError::parse(
+                &self.file,
+                crate::trace::Location::Byte(0),
+                format!(
+                    "the file has {} kernels, there is no kernel {k}",
+                    self.kernels.len()
+                ),
+            )
+        })
+    }
+
+    /// The rows of CTA `cta` of kernel `k` (none if it has none), grouped by thread as a
+    /// reader gives them: its kernel's record and its own chunks are read, nothing else.
+    pub fn cta<R: BufRead + Seek>(
+        &self,
+        r: &mut R,
+        k: usize,
+        cta: u32,
+    ) -> Result<Columns, TraceError> {
+        let file = self.file.as_str();
+        let kernel = self.kernel_entry(k)?;
+        let io = |e| TraceError::io(file, e);
+        let end = r.seek(SeekFrom::End(0)).map_err(io)?;
+        let mut take = TakeCta(Columns::default());
+        let chunks: Vec<&IndexedChunk> = kernel.chunks.iter().filter(|c| c.cta == cta).collect();
+        let Some(first) = chunks.first() else {
+            return Ok(take.0);
+        };
+        r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, end);
+        rd.offset = kernel.offset;
+        if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
+            return Err(rd.err(
+                kernel.offset,
+                "expected a kernel record ('K') where the index puts one",
+            ));
+        }
+        let mut reading = begin_kernel(&mut rd, kernel.offset, &mut Began)?;
+        reading.read = first.first_row;
+        r.seek(SeekFrom::Start(first.offset)).map_err(io)?;
+        let mut rd = Reader::new(&mut *r, file, end);
+        rd.offset = first.offset;
+        let (mut raw, mut cta_rows) = (Vec::new(), Columns::default());
+        // A CTA's chunks follow each other.
+        for c in chunks {
+            if rd.offset != c.offset || rd.u8("a chunk record ('C')")? != CHUNK_TAG {
+                return Err(rd.err(
+                    c.offset,
+                    "expected a chunk record ('C') where the index puts one",
+                ));
+            }
+            read_chunk(
+                &mut rd,
+                c.offset,
+                &mut reading,
+                &mut raw,
+                &mut cta_rows,
+                &mut take,
+            )?;
+        }
+        reading.end_window(&mut cta_rows, &mut take)?;
+        Ok(take.0)
+    }
+
+    /// Where [`Index::stream_from`] starts reading: the first chunk of a CTA from `next_cta`
+    /// on in kernel `k`, else the next kernel's record; `None` when nothing follows.
+    pub fn resume_offset(&self, k: usize, next_cta: u32) -> Option<u64> {
+        let kernel = self.kernels.get(k)?;
+        match kernel.chunks.iter().find(|c| c.cta >= next_cta) {
+            Some(c) => Some(c.offset),
+            None => self.kernels.get(k + 1).map(|n| n.offset),
+        }
+    }
+
+    /// Streams the file on to `out` from CTA `next_cta` of kernel `k`, for a sink that has
+    /// had that kernel's beginning and its CTAs before `next_cta` already (a copy of a
+    /// session taken between two CTAs): the kernel's later CTAs and its end, then every
+    /// later kernel as [`super::stream`] gives them. Only the chunks from there on are read;
+    /// their checksums are checked, and the index was when it was read.
+    /// `watch` sees the bytes read from there on (as for [`crate::trace::source::open`]).
+    pub fn stream_from<R: Read + Seek + Send + 'static>(
+        &self,
+        mut file_r: R,
+        k: usize,
+        next_cta: u32,
+        watch: &dyn Fn(Stream) -> Stream,
+        out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        let file = self.file.as_str();
+        let kernel = self.kernel_entry(k)?;
+        if kernel.chunks.iter().any(|c| c.cta == ISSUED_CHUNK) {
+            return Err(TraceError::parse(
+                file,
+                crate::trace::Location::Byte(kernel.offset),
+                format!("kernel {k} is in issue order: it is not read on from a CTA"),
+            ));
+        }
+        let io = |e| TraceError::io(file, e);
+        let end = file_r.seek(SeekFrom::End(0)).map_err(io)?;
+        file_r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
+        let mut reading = {
+            let mut rd = Reader::new(BufReader::new(&mut file_r), file, end);
+            rd.offset = kernel.offset;
+            if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
+                return Err(rd.err(
+                    kernel.offset,
+                    "expected a kernel record ('K') where the index puts one",
+                ));
+            }
+            // The sink had the kernel's beginning when it was first read.
+            begin_kernel(&mut rd, kernel.offset, &mut Began)?
+        };
+        let start = self.resume_offset(k, next_cta);
+        // Rows are counted from the first chunk read.
+        reading.read = match kernel.chunks.iter().find(|c| c.cta >= next_cta) {
+            Some(c) => c.first_row,
+            None => kernel.rows,
+        };
+        let mut current = Some(reading);
+        let (mut raw, mut cta_rows) = (Vec::new(), Columns::default());
+        let Some(start) = start else {
+            if let Some(reading) = current.take() {
+                let rd = Reader::new(std::io::empty(), file, end);
+                end_kernel(&rd, reading, &mut cta_rows, out)?;
+            }
+            return Ok(());
+        };
+        file_r.seek(SeekFrom::Start(start)).map_err(io)?;
+        let mut r = BufReader::with_capacity(1 << 20, watch(Box::new(file_r)));
+        let mut rd = Reader::new(&mut r, file, end);
+        rd.offset = start;
+        loop {
+            let at = rd.offset;
+            let tag = rd.u8("a kernel ('K'), chunk ('C') or index ('X') record")?;
+            if tag != CHUNK_TAG {
+                if let Some(reading) = current.take() {
+                    end_kernel(&rd, reading, &mut cta_rows, out)?;
+                }
+            }
+            match tag {
+                KERNEL_TAG => current = Some(begin_kernel(&mut rd, at, out)?),
+                CHUNK_TAG => {
+                    let Some(reading) = current.as_mut() else {
+                        return Err(rd.err(at, "a chunk record before any kernel record"));
+                    };
+                    read_chunk(&mut rd, at, reading, &mut raw, &mut cta_rows, out)?;
+                }
+                INDEX_TAG => return Ok(()),
+                other => {
+                    return Err(rd.err(
+                        at,
+                        format!(
+                            "expected a kernel ('K'), chunk ('C') or index ('X') record, \
+                             found byte {other:#04x}"
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Keeps the rows of the one CTA read ([`Index::cta`]).
+struct TakeCta(Columns);
+
+impl KernelSink for TakeCta {
+    fn kernel(&mut self, _: Kernel) -> Result<(), TraceError> {
+        Ok(())
+    }
+}
+
+impl CtaSink for TakeCta {
+    fn begin_kernel(&mut self, _: &Kernel) -> Result<(), TraceError> {
+        Ok(())
+    }
+    fn cta(&mut self, _: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.0.extend_from(rows, 0..rows.len());
+        Ok(())
+    }
+    fn issued(&mut self, _: &Columns) -> Result<(), TraceError> {
+        Ok(())
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        Ok(())
+    }
+}
+
+/// A sink for a kernel record read again: its beginning was given before.
+struct Began;
+
+impl KernelSink for Began {
+    fn kernel(&mut self, _: Kernel) -> Result<(), TraceError> {
+        Ok(())
+    }
+}
+
+impl CtaSink for Began {
+    fn begin_kernel(&mut self, _: &Kernel) -> Result<(), TraceError> {
+        Ok(())
+    }
+    fn cta(&mut self, _: u32, _: &Columns) -> Result<(), TraceError> {
+        Ok(())
+    }
+    fn issued(&mut self, _: &Columns) -> Result<(), TraceError> {
+        Ok(())
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        Ok(())
     }
 }
 

@@ -396,3 +396,58 @@ fn a_damaged_index_is_refused() {
         );
     }
 }
+
+/// Reading on from a CTA through the index gives what a whole read gives from there: the
+/// kernel's later CTAs, its end and every later kernel; a CTA's rows through the index are
+/// those a whole read gives.
+#[test]
+fn the_index_reads_on_from_any_cta() {
+    let t = varied();
+    let mut file = Cursor::new(bytes(&t));
+    let index = Index::read(&mut file, "i.wsb").unwrap();
+    let mut whole = Recorder::default();
+    stream(file.get_ref().as_slice(), "i.wsb", &mut whole).unwrap();
+    let begins: Vec<usize> = (0..whole.events.len())
+        .filter(|&i| whole.events[i].starts_with("begin"))
+        .collect();
+    for (k, kernel) in t.kernels.iter().enumerate() {
+        if kernel.order == Order::Issued {
+            let e = index
+                .stream_from(file.clone(), k, 0, &|s| s, &mut Recorder::default())
+                .unwrap_err();
+            assert!(e.to_string().contains("issue order"), "{e}");
+            continue;
+        }
+        for next in 0..kernel.num_ctas() + 2 {
+            let mut got = Recorder::default();
+            index
+                .stream_from(file.clone(), k, next, &|s| s, &mut got)
+                .unwrap();
+            // Skip the kernel's beginning and its CTAs before `next`.
+            let mut from = begins[k] + 1;
+            while let Some(c) = whole.events[from].strip_prefix("cta ") {
+                let cta: u32 = c.split(' ').next().unwrap().parse().unwrap();
+                if cta >= next {
+                    break;
+                }
+                from += 1;
+            }
+            assert_eq!(
+                got.events,
+                whole.events[from..],
+                "kernel {k} from CTA {next}"
+            );
+        }
+        for c in 0..kernel.num_ctas() {
+            let mut want = Columns::default();
+            want.extend_from(kernel.columns(), kernel.cta_rows(c));
+            assert_eq!(
+                index.cta(&mut file, k, c).unwrap(),
+                want,
+                "kernel {k} CTA {c}"
+            );
+        }
+    }
+    assert_eq!(index.resume_offset(1, 99), Some(index.kernels[2].offset));
+    assert_eq!(index.resume_offset(3, 99), None);
+}
