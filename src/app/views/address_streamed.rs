@@ -60,13 +60,19 @@ pub(super) fn detail_buttons(
     if hi <= lo || hi - lo >= total {
         return;
     }
+    let from = if data.checkpoints.kept.is_empty() {
+        "from its start (a din file, or a .wsb file that is not compressed, is read on from \
+         copies of the run kept as it went: `warpscope convert FILE F.wsb` makes one of any \
+         trace)"
+    } else {
+        "on from the latest copy of the run before the view"
+    };
     if ui
         .button(format!("Every request from {lo} to {hi}"))
-        .on_hover_text(
-            "Read the file again up to the end of the view (a din file: on from the latest \
-             copy of the run before the view) and keep every request in it (a regular sample \
-             if they are more than 2^21); the counts stay the whole run's",
-        )
+        .on_hover_text(format!(
+            "Read the file again up to the end of the view, {from}, and keep every request in \
+             it (a regular sample if they are more than 2^21); the counts stay the whole run's"
+        ))
         .clicked()
     {
         out.push(Command::Detail {

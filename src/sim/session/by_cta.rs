@@ -277,8 +277,11 @@ impl ByCta {
         }
     }
 
+    /// About the bytes it holds: the scheduler's state and the kernel's counters so far
+    /// (one per instruction and per CTA).
     pub(super) fn heap_bytes(&self) -> usize {
-        self.sched.heap_bytes()
+        let counters = std::mem::size_of::<crate::cache::Counters>();
+        self.sched.heap_bytes() + counters * (self.run.insts.len() + self.run.ctas.len())
     }
 
     /// Refuses to go on while rows are wanted.

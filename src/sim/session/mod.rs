@@ -123,7 +123,14 @@ impl Session {
             .map(|r| r.heap_bytes())
             .sum();
         let scheduler = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes());
-        (1 << 20) + (trackers + scheduler) as u64
+        // The report's per-instruction and per-CTA rows (a row is mostly its counters).
+        let row = std::mem::size_of::<Counters>() + 32;
+        let report = row
+            * (self.report.instructions.len()
+                + self.report.ctas.len()
+                + self.report.source_lines.len()
+                + self.report.kernels.len());
+        (1 << 20) + (trackers + scheduler + report) as u64
     }
 
     /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see
