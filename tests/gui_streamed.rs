@@ -149,19 +149,28 @@ fn a_streamed_accelsim_trace_gives_the_whole_reads_result() {
     same(&sample("accelsim-matrixmul"), &cfg, true);
 }
 
+/// The launches of built-in kernels, each with its parameters, as one trace.
+fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope::trace::Trace {
+    let mut t = warpscope::trace::Trace::default();
+    for (name, params) in kernels {
+        let params: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, x)| (k.to_string(), x.to_string()))
+            .collect();
+        t.kernels
+            .extend(warpscope::gen::generate(name, &params).unwrap().kernels);
+    }
+    t
+}
+
 #[test]
 fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two.wsb");
-    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, x)| (k.to_string(), x.to_string()))
-            .collect()
-    };
-    let mut t = warpscope::gen::generate("matmul", &pairs(&[("n", "48")])).unwrap();
-    let u = warpscope::gen::generate("transpose", &pairs(&[("width", "64"), ("height", "32")]))
-        .unwrap();
-    t.kernels.extend(u.kernels);
+    let t = generated(&[
+        ("matmul", &[("n", "48")]),
+        ("transpose", &[("width", "64"), ("height", "32")]),
+    ]);
     warpscope::trace::write_file(&t, &path).unwrap();
     let mut cfg = config::preset("fermi-16k").unwrap();
     same(&path, &cfg, false);
@@ -495,15 +504,10 @@ fn details_from_copies_equal_details_from_the_start_with(
 fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two.wsb");
-    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, x)| (k.to_string(), x.to_string()))
-            .collect()
-    };
-    let mut t = warpscope::gen::generate("matmul", &pairs(&[("n", "96")])).unwrap();
-    let u = warpscope::gen::generate("transpose", &pairs(&[("width", "512"), ("height", "256")]))
-        .unwrap();
-    t.kernels.extend(u.kernels);
+    let t = generated(&[
+        ("matmul", &[("n", "96")]),
+        ("transpose", &[("width", "512"), ("height", "256")]),
+    ]);
     warpscope::trace::write_file(&t, &path).unwrap();
     let mut cfg = config::preset("fermi-16k").unwrap();
     for all in [false, true] {
@@ -552,7 +556,7 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
     .unwrap();
     // A window after the latest copy, so that the detail reads on from it.
     let last = copied.checkpoints.kept.last().expect("copies").requests;
-    let other = warpscope::gen::generate("matmul", &pairs(&[("n", "48")])).unwrap();
+    let other = generated(&[("matmul", &[("n", "48")])]);
     warpscope::trace::write_file(&other, &path).unwrap();
     let e = match worker::simulate_window(&streamed, &progress, copied, last + 5..last + 15) {
         Err(warpscope::app::job::JobError::Failed(e)) => e,

@@ -162,37 +162,51 @@ impl Index {
         k: usize,
         rows: std::ops::Range<u64>,
     ) -> Result<Kernel, TraceError> {
-        let file = self.file.as_str();
-        let Some(kernel) = self.kernels.get(k) else {
-            return Err(TraceError::parse(
-                file,
+        let mut trace = crate::trace::Trace::default();
+        self.window_into(r, k, rows, &mut Assemble::new(&mut trace))?;
+        trace.kernels.pop().ok_or_else(|| {
+            TraceError::parse(
+                &self.file,
                 crate::trace::Location::Byte(0),
-                format!(
-                    "the file has {} kernels, there is no kernel {k}",
-                    self.kernels.len()
-                ),
-            ));
-        };
+                "no kernel was read",
+            )
+        })
+    }
+
+    /// The rows of CTA `cta` of kernel `k` (none if it has none), grouped by thread as a
+    /// reader gives them: its kernel's record and its own chunks are read, nothing else.
+    pub fn cta<R: BufRead + Seek>(
+        &self,
+        r: &mut R,
+        k: usize,
+        cta: u32,
+    ) -> Result<Columns, TraceError> {
+        let mut take = TakeCta(Columns::default());
+        self.window_into(r, k, self.cta_rows(k, cta), &mut take)?;
+        Ok(take.0)
+    }
+
+    /// [`Index::window`], handing the kernel to `out`.
+    fn window_into<R: BufRead + Seek>(
+        &self,
+        r: &mut R,
+        k: usize,
+        rows: std::ops::Range<u64>,
+        out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        let file = self.file.as_str();
+        let kernel = self.kernel_entry(k)?;
         let io = |e| TraceError::io(file, e);
         let end = r.seek(SeekFrom::End(0)).map_err(io)?;
-        let mut trace = crate::trace::Trace::default();
-        let mut assemble = Assemble::new(&mut trace);
         let mut window = Window {
-            inner: &mut assemble,
+            inner: out,
             rows: rows.clone(),
             at: 0,
             cut: Columns::default(),
         };
         r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
         let mut rd = Reader::new(&mut *r, file, end);
-        rd.offset = kernel.offset;
-        if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
-            return Err(rd.err(
-                kernel.offset,
-                "expected a kernel record ('K') where the index puts one",
-            ));
-        }
-        let mut reading = begin_kernel(&mut rd, kernel.offset, &mut window)?;
+        let mut reading = kernel_record(&mut rd, kernel, &mut window)?;
         let wanted = kernel
             .chunks
             .iter()
@@ -224,18 +238,9 @@ impl Index {
             )?;
             next_at = Some(rd.offset);
         }
-        reading.end_window(&mut cta_rows, &mut window)?;
-        trace.kernels.pop().ok_or_else(|| {
-            TraceError::parse(
-                file,
-                crate::trace::Location::Byte(kernel.offset),
-                "no kernel was read",
-            )
-        })
+        reading.end_window(&mut cta_rows, &mut window)
     }
-}
 
-impl Index {
     /// Kernel `k`, or an error naming the file.
     fn kernel_entry(&self, k: usize) -> Result<&IndexedKernel, TraceError> {
         self.kernels.get(k).ok_or_else(|| {
@@ -248,59 +253,6 @@ impl Index {
                 ),
             )
         })
-    }
-
-    /// The rows of CTA `cta` of kernel `k` (none if it has none), grouped by thread as a
-    /// reader gives them: its kernel's record and its own chunks are read, nothing else.
-    pub fn cta<R: BufRead + Seek>(
-        &self,
-        r: &mut R,
-        k: usize,
-        cta: u32,
-    ) -> Result<Columns, TraceError> {
-        let file = self.file.as_str();
-        let kernel = self.kernel_entry(k)?;
-        let io = |e| TraceError::io(file, e);
-        let end = r.seek(SeekFrom::End(0)).map_err(io)?;
-        let mut take = TakeCta(Columns::default());
-        let chunks: Vec<&IndexedChunk> = kernel.chunks.iter().filter(|c| c.cta == cta).collect();
-        let Some(first) = chunks.first() else {
-            return Ok(take.0);
-        };
-        r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
-        let mut rd = Reader::new(&mut *r, file, end);
-        rd.offset = kernel.offset;
-        if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
-            return Err(rd.err(
-                kernel.offset,
-                "expected a kernel record ('K') where the index puts one",
-            ));
-        }
-        let mut reading = begin_kernel(&mut rd, kernel.offset, &mut Began)?;
-        reading.read = first.first_row;
-        r.seek(SeekFrom::Start(first.offset)).map_err(io)?;
-        let mut rd = Reader::new(&mut *r, file, end);
-        rd.offset = first.offset;
-        let (mut raw, mut cta_rows) = (Vec::new(), Columns::default());
-        // A CTA's chunks follow each other.
-        for c in chunks {
-            if rd.offset != c.offset || rd.u8("a chunk record ('C')")? != CHUNK_TAG {
-                return Err(rd.err(
-                    c.offset,
-                    "expected a chunk record ('C') where the index puts one",
-                ));
-            }
-            read_chunk(
-                &mut rd,
-                c.offset,
-                &mut reading,
-                &mut raw,
-                &mut cta_rows,
-                &mut take,
-            )?;
-        }
-        reading.end_window(&mut cta_rows, &mut take)?;
-        Ok(take.0)
     }
 
     /// Where [`Index::stream_from`] starts reading: the first chunk of a CTA from `next_cta`
@@ -339,18 +291,12 @@ impl Index {
         let io = |e| TraceError::io(file, e);
         let end = file_r.seek(SeekFrom::End(0)).map_err(io)?;
         file_r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
-        let mut reading = {
-            let mut rd = Reader::new(BufReader::new(&mut file_r), file, end);
-            rd.offset = kernel.offset;
-            if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
-                return Err(rd.err(
-                    kernel.offset,
-                    "expected a kernel record ('K') where the index puts one",
-                ));
-            }
-            // The sink had the kernel's beginning when it was first read.
-            begin_kernel(&mut rd, kernel.offset, &mut Began)?
-        };
+        // The sink had the kernel's beginning when it was first read.
+        let mut reading = kernel_record(
+            &mut Reader::new(BufReader::new(&mut file_r), file, end),
+            kernel,
+            &mut TakeCta(Columns::default()),
+        )?;
         let start = self.resume_offset(k, next_cta);
         // Rows are counted from the first chunk read.
         reading.read = match kernel.chunks.iter().find(|c| c.cta >= next_cta) {
@@ -401,7 +347,25 @@ impl Index {
     }
 }
 
-/// Keeps the rows of the one CTA read ([`Index::cta`]).
+/// Reads the record of `kernel` where the index puts it (`rd` stands there) and gives its
+/// beginning to `out`.
+fn kernel_record<R: std::io::Read>(
+    rd: &mut Reader<'_, R>,
+    kernel: &IndexedKernel,
+    out: &mut dyn CtaSink,
+) -> Result<super::chunked::Reading, TraceError> {
+    rd.offset = kernel.offset;
+    if rd.u8("a kernel record ('K')")? != KERNEL_TAG {
+        return Err(rd.err(
+            kernel.offset,
+            "expected a kernel record ('K') where the index puts one",
+        ));
+    }
+    begin_kernel(rd, kernel.offset, out)
+}
+
+/// Keeps the rows of the CTAs given and nothing else: [`Index::cta`] reads one CTA into it,
+/// and [`Index::stream_from`] the record of a kernel whose beginning was given before.
 struct TakeCta(Columns);
 
 impl KernelSink for TakeCta {
@@ -416,30 +380,6 @@ impl CtaSink for TakeCta {
     }
     fn cta(&mut self, _: u32, rows: &Columns) -> Result<(), TraceError> {
         self.0.extend_from(rows, 0..rows.len());
-        Ok(())
-    }
-    fn issued(&mut self, _: &Columns) -> Result<(), TraceError> {
-        Ok(())
-    }
-    fn end_kernel(&mut self) -> Result<(), TraceError> {
-        Ok(())
-    }
-}
-
-/// A sink for a kernel record read again: its beginning was given before.
-struct Began;
-
-impl KernelSink for Began {
-    fn kernel(&mut self, _: Kernel) -> Result<(), TraceError> {
-        Ok(())
-    }
-}
-
-impl CtaSink for Began {
-    fn begin_kernel(&mut self, _: &Kernel) -> Result<(), TraceError> {
-        Ok(())
-    }
-    fn cta(&mut self, _: u32, _: &Columns) -> Result<(), TraceError> {
         Ok(())
     }
     fn issued(&mut self, _: &Columns) -> Result<(), TraceError> {

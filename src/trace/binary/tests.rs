@@ -451,3 +451,28 @@ fn the_index_reads_on_from_any_cta() {
     assert_eq!(index.resume_offset(1, 99), Some(index.kernels[2].offset));
     assert_eq!(index.resume_offset(3, 99), None);
 }
+
+/// Reading on from a CTA checks the chunks it reads: a damaged one is an error at its offset.
+#[test]
+fn reading_on_from_a_cta_catches_a_damaged_chunk() {
+    let mut out = bytes(&varied());
+    let index = Index::read(&mut Cursor::new(out.clone()), "d.wsb").unwrap();
+    // Kernel 1's CTA 3 (after CTA 1's two chunks).
+    let c = *index.kernels[1].chunks.iter().find(|c| c.cta == 3).unwrap();
+    out[c.offset as usize + 20] ^= 0x40;
+    let e = index
+        .stream_from(
+            Cursor::new(out.clone()),
+            1,
+            2,
+            &|s| s,
+            &mut Recorder::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("d.wsb") && e.contains("checksum"), "{e}");
+    // From a later kernel on, the damage is not read.
+    index
+        .stream_from(Cursor::new(out), 3, 0, &|s| s, &mut Recorder::default())
+        .unwrap();
+}
