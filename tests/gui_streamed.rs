@@ -569,6 +569,57 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
     );
 }
 
+/// A binary file of issued-order kernels (as cuda-memtrace and NVBit traces convert to) is
+/// read on from copies taken between two of its chunks: details from copies equal details
+/// from the start.
+#[test]
+fn the_detail_of_an_issued_order_binary_file_read_on_from_a_copy_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("issued.wsb");
+    let grouped = generated(&[
+        ("matmul", &[("n", "96")]),
+        ("transpose", &[("width", "512"), ("height", "256")]),
+    ]);
+    // Each kernel's accesses in an order warps could issue them: every thread's first
+    // access, then every thread's second, ...
+    let mut t = warpscope::trace::Trace::default();
+    for k in &grouped.kernels {
+        let mut b = warpscope::trace::KernelBuilder::new(
+            &k.name,
+            k.grid,
+            k.block,
+            warpscope::trace::Order::Issued,
+        )
+        .unwrap();
+        for i in &k.instructions {
+            b.instruction(&i.name, i.pc);
+        }
+        let mut accesses: Vec<_> = k.accesses().collect();
+        accesses.sort_by_key(|a| (a.dyn_inst, a.inst, a.thread));
+        for a in accesses {
+            b.push(a).unwrap();
+        }
+        t.kernels.push(b.finish());
+    }
+    warpscope::trace::write_file(&t, &path).unwrap();
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = config::SmSelection::All;
+    let copied =
+        details_from_copies_equal_details_from_the_start_with(&path, &cfg, 100_000, &|total| {
+            vec![
+                0..10,
+                total / 3..total / 3 + 500,
+                total * 9 / 10..total * 9 / 10 + 50,
+                total - 50..total + 10,
+            ]
+        });
+    assert!(copied
+        .checkpoints
+        .kept
+        .iter()
+        .all(|c| matches!(c.at, warpscope::trace::ResumePoint::Issued { .. })));
+}
+
 #[test]
 fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
     let mut h = support::harness(streaming_app(sample("dinero-small.din")));

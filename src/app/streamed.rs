@@ -95,11 +95,12 @@ fn run(
 fn resume_offset(path: &Path, at: trace::ResumePoint) -> u64 {
     match at {
         trace::ResumePoint::Din(at) => at.offset,
-        trace::ResumePoint::Cta { kernel, next_cta } => std::fs::File::open(path)
+        _ => std::fs::File::open(path)
             .ok()
             .and_then(|f| {
                 let index = trace::binary::Index::read(&mut std::io::BufReader::new(f), "").ok()?;
-                index.resume_offset(kernel as usize, next_cta)
+                let (kernel, chunk) = index.place(at)?;
+                index.resume_offset(kernel, chunk)
             })
             .unwrap_or(0),
     }

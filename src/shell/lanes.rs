@@ -26,8 +26,10 @@ pub enum Piece {
     /// Shared by the sessions' schedulers while the CTA is resident; with the kernel's
     /// number in the file when the file can be read on from the next CTA.
     Cta(u32, Arc<Columns>, Option<u32>),
-    /// The next rows of an issued-order kernel.
-    Issued(Columns),
+    /// The next rows of an issued-order kernel (one chunk of a binary file); with the
+    /// kernel's number in the file and the number of the next chunk when the file can be
+    /// read on from there.
+    Issued(Columns, Option<(u32, u32)>),
     End,
     /// One thread's reference stream: its header, then its rows in chunks, each with where
     /// the file's reader stood after it when the file can be read on from there.
@@ -44,7 +46,7 @@ impl Piece {
             Piece::Kernel(k) => s.kernel(k, obs),
             Piece::Begin(header) => s.begin_kernel(header, obs),
             Piece::Cta(cta, rows, _) => s.cta_shared(*cta, rows.clone(), obs),
-            Piece::Issued(rows) => s.issued(rows, obs),
+            Piece::Issued(rows, _) => s.issued(rows, obs),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
@@ -59,7 +61,7 @@ impl Piece {
     /// schedulers until the CTA is done, and let go then).
     fn into_rows(self) -> Option<Columns> {
         match self {
-            Piece::Rows(rows, _) | Piece::Issued(rows) | Piece::Measured(rows, _) => Some(rows),
+            Piece::Rows(rows, _) | Piece::Issued(rows, _) | Piece::Measured(rows, _) => Some(rows),
             _ => None,
         }
     }
@@ -70,9 +72,9 @@ impl Piece {
 pub struct Fanout {
     lanes: Vec<SyncSender<Arc<Piece>>>,
     spare: Receiver<Columns>,
-    /// Kernels begun so far, when the file can be read on from any CTA
-    /// ([`trace::ResumePoint::Cta`]).
-    kernels_begun: Option<u32>,
+    /// Kernels begun so far and chunks of issued rows sent in the current one, when the
+    /// file can be read on from any CTA or chunk ([`trace::ResumePoint`]).
+    place: Option<(u32, u32)>,
 }
 
 impl Fanout {
@@ -91,10 +93,11 @@ impl Fanout {
         last.send(p).map_err(stopped)
     }
 
-    /// Marks each CTA sent from now on with its kernel's number in the file, `begun` kernels
-    /// having begun already: the source is a file that can be read on from any CTA.
-    pub fn number_kernels(&mut self, begun: u32) {
-        self.kernels_begun = Some(begun);
+    /// Marks each CTA and chunk of issued rows sent from now on with its place in the file,
+    /// `begun` kernels having begun already and `chunks` chunks of issued rows of the last
+    /// one sent: the source is a file that can be read on from any CTA or chunk.
+    pub fn number_pieces(&mut self, begun: u32, chunks: u32) {
+        self.place = Some((begun, chunks));
     }
 
     /// An empty buffer for a piece's rows: one a lane is done with, or a new one.
@@ -113,21 +116,26 @@ impl KernelSink for Fanout {
 
 impl CtaSink for Fanout {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
-        if let Some(n) = &mut self.kernels_begun {
-            *n += 1;
+        if let Some((begun, chunks)) = &mut self.place {
+            *begun += 1;
+            *chunks = 0;
         }
         self.send(Piece::Begin(header.header()))
     }
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         let mut copy = Columns::default();
         copy.extend_from(rows, 0..rows.len());
-        let kernel = self.kernels_begun.map(|n| n.saturating_sub(1));
+        let kernel = self.place.map(|(begun, _)| begun.saturating_sub(1));
         self.send(Piece::Cta(cta, Arc::new(copy), kernel))
     }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         let mut copy = self.buffer();
         copy.extend_from(rows, 0..rows.len());
-        self.send(Piece::Issued(copy))
+        let place = self.place.as_mut().map(|(begun, chunks)| {
+            *chunks += 1;
+            (begun.saturating_sub(1), *chunks)
+        });
+        self.send(Piece::Issued(copy, place))
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)
@@ -228,7 +236,7 @@ fn run_staged(
     let mut fanout = Fanout {
         lanes: senders,
         spare: spare_rx,
-        kernels_begun: None,
+        place: None,
     };
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -359,10 +367,18 @@ fn lane(
                 let i = *i;
                 return (sessions, Some((i, e)));
             }
-            if let Piece::Rows(_, Some(at)) = &*piece {
+            let at = match &*piece {
+                Piece::Rows(_, Some(at)) => Some(trace::ResumePoint::Din(*at)),
+                Piece::Issued(_, Some((kernel, next_chunk))) => Some(trace::ResumePoint::Issued {
+                    kernel: *kernel,
+                    next_chunk: *next_chunk,
+                }),
+                _ => None,
+            };
+            if let Some(at) = at {
                 if k == 0 && obs.checkpoint_due(s.accesses_done()) {
                     if let Some(copy) = s.snapshot() {
-                        obs.checkpoint(copy, trace::ResumePoint::Din(*at));
+                        obs.checkpoint(copy, at);
                     }
                 }
             }
@@ -469,7 +485,7 @@ fn file_source_marked(
                 // One kernel or CTA waits while one is simulated and the next is read.
                 source: Box::new(move |to| {
                     if resumable {
-                        to.number_kernels(0);
+                        to.number_pieces(0, 0);
                     }
                     Ok(open.stream(&wrap, &watch, to)?)
                 }),
@@ -525,7 +541,7 @@ pub fn resumed_source(
     session: &mut Session,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
 ) -> Result<FileSource> {
-    let (kernel, next_cta) = match at {
+    let (kernel, next_chunk) = match at {
         trace::ResumePoint::Din(at) => {
             return Ok(FileSource {
                 source: Box::new(move |to| {
@@ -536,7 +552,8 @@ pub fn resumed_source(
                 splits: false,
             })
         }
-        trace::ResumePoint::Cta { kernel, next_cta } => (kernel, next_cta),
+        trace::ResumePoint::Cta { kernel, .. } => (kernel, 0),
+        trace::ResumePoint::Issued { kernel, next_chunk } => (kernel, next_chunk),
     };
     let open = || std::fs::File::open(&path).with_context(|| format!("opening {file}"));
     let refill = |session: &mut Session| -> Result<trace::binary::Index> {
@@ -550,15 +567,17 @@ pub fn resumed_source(
     };
     let index = refill(session).with_context(|| {
         format!(
-            "{file}: reading on from kernel {kernel}, CTA {next_cta}, where the run stood \
-             (did the file change since?)"
+            "{file}: reading on from kernel {kernel}, where the run stood (did the file \
+             change since?)"
         )
     })?;
+    let (k, chunk) = index.place(at).unwrap_or((kernel as usize, 0));
     let f = open()?;
     Ok(FileSource {
         source: Box::new(move |to| {
-            to.number_kernels(kernel + 1);
-            Ok(index.stream_from(f, kernel as usize, next_cta, &watch, to)?)
+            // A CTA's copy numbers no chunk.
+            to.number_pieces(kernel + 1, next_chunk);
+            Ok(index.stream_from(f, k, chunk, &watch, to)?)
         }),
         depth: 1,
         splits: true,

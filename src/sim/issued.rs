@@ -14,6 +14,7 @@ use crate::schedule::{issued_sm, Issue, ScheduleError};
 use crate::trace::{Columns, Kernel, Order, BARRIER_CODE};
 
 /// An issued-order kernel being streamed ([`Session::issued`]).
+#[derive(Clone)]
 pub(super) struct ByIssue {
     run: Running,
     /// The kernel without rows.
@@ -275,6 +276,7 @@ mod tests {
             warp_size in prop_oneof![Just(4u32), Just(8)],
             coalesce in any::<bool>(),
             kernels in 1usize..3,
+            copy_at in 0usize..30,
         ) {
             let mut cfg = SimConfig::default();
             cfg.gpu.sms = sms;
@@ -294,7 +296,10 @@ mod tests {
 
             let mut got_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
-            for _ in 0..kernels {
+            // A copy of the session after piece `copy_at` of the first kernel: where it
+            // stood in the rows, and the requests made before it.
+            let mut copy = None;
+            for ki in 0..kernels {
                 s.begin_kernel(&k.header(), &mut got_events).unwrap();
                 let cols = k.columns();
                 let (mut at, mut p) = (0, 0);
@@ -304,6 +309,9 @@ mod tests {
                     piece.extend_from(cols, at..at + n);
                     s.issued(&piece, &mut got_events).unwrap();
                     at += n;
+                    if ki == 0 && p == copy_at {
+                        copy = Some((s.snapshot().unwrap(), at, got_events.0.len()));
+                    }
                     p += 1;
                 }
                 s.end_kernel(&mut got_events).unwrap();
@@ -311,6 +319,21 @@ mod tests {
             let got = s.finish(&mut NoObserver);
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(&got_events.0, &want_events.0);
+
+            // The copy goes on with the rest, as the session it copied did.
+            if let Some((mut copy, at, before)) = copy {
+                let mut copy_events = Events::default();
+                let cols = k.columns();
+                let mut rest = Columns::default();
+                rest.extend_from(cols, at..cols.len());
+                copy.issued(&rest, &mut copy_events).unwrap();
+                copy.end_kernel(&mut copy_events).unwrap();
+                for _ in 1..kernels {
+                    copy.kernel(&k, &mut copy_events).unwrap();
+                }
+                prop_assert_eq!(&copy.finish(&mut NoObserver), &want);
+                prop_assert_eq!(&copy_events.0[..], &want_events.0[before..]);
+            }
         }
     }
 

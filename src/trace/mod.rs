@@ -375,6 +375,9 @@ pub enum ResumePoint {
     /// A binary file of version 4, not compressed, after a CTA of a kernel read CTA by CTA:
     /// kernel `kernel` of the file from CTA `next_cta` on ([`binary::Index::stream_from`]).
     Cta { kernel: u32, next_cta: u32 },
+    /// The same file, after a chunk of an issued-order kernel: kernel `kernel` of the file
+    /// from its chunk `next_chunk` on.
+    Issued { kernel: u32, next_chunk: u32 },
 }
 
 /// A trace that is one thread's references in order, read a chunk at a time

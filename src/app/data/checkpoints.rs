@@ -11,7 +11,8 @@
 //! - a binary file of version 4, not compressed, between two CTAs of a scheduled kernel: the
 //!   copy holds the scheduler's state but not the rows of the resident CTAs (they would pin
 //!   hundreds of MiB per copy); reading on from it first reads those rows again through the
-//!   file's index (`shell::lanes::resumed_source`).
+//!   file's index (`shell::lanes::resumed_source`); or between two chunks of an issued-order
+//!   kernel, whose state is all in the session.
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
 //! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A copy holds the reuse trackers (they grow with the distinct

@@ -77,15 +77,16 @@ pub(super) struct Stream {
 impl Session {
     /// A copy of this session to go on from later with the rest of the input (the app zooms
     /// into a streamed run from the nearest copy instead of from the start). Only between
-    /// pieces of a reference stream or of a kernel given CTA by CTA. A reference stream's
-    /// state is all in the session. A scheduled kernel's is also in the rows of its resident
+    /// pieces of a reference stream, of an issued-order kernel or of a kernel given CTA by
+    /// CTA. The state of the first two is all in the session (with the warp instruction that
+    /// may go on in the next piece). A scheduled kernel's is also in the rows of its resident
     /// CTAs, which the copy does not hold: it wants them back ([`Session::wanted_ctas`],
     /// [`Session::give_cta_rows`]) from the trace file before it goes on.
     pub fn snapshot(&self) -> Option<Session> {
-        if self.by_issue.is_some() || self.measured_apart {
+        if self.measured_apart {
             return None;
         }
-        if self.stream.is_none() && self.by_cta.is_none() {
+        if self.stream.is_none() && self.by_cta.is_none() && self.by_issue.is_none() {
             return None;
         }
         Some(Session {
@@ -101,7 +102,7 @@ impl Session {
                 .by_cta
                 .as_ref()
                 .map(|b| Box::new(b.copy_without_rows())),
-            by_issue: None,
+            by_issue: self.by_issue.clone(),
             measured_apart: false,
             out_of_step: false,
         })

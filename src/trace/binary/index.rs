@@ -255,38 +255,71 @@ impl Index {
         })
     }
 
-    /// Where [`Index::stream_from`] starts reading: the first chunk of a CTA from `next_cta`
-    /// on in kernel `k`, else the next kernel's record; `None` when nothing follows.
-    pub fn resume_offset(&self, k: usize, next_cta: u32) -> Option<u64> {
+    /// The first chunk of kernel `k` that holds a CTA from `next_cta` on (the kernel's chunk
+    /// count when none does): where [`Index::stream_from`] goes on after CTA `next_cta - 1`.
+    pub fn first_chunk_of(&self, k: usize, next_cta: u32) -> usize {
+        self.kernels.get(k).map_or(0, |kernel| {
+            kernel
+                .chunks
+                .iter()
+                .position(|c| c.cta >= next_cta)
+                .unwrap_or(kernel.chunks.len())
+        })
+    }
+
+    /// The kernel and chunk a run read on from `at` starts with (`None` for a `din` place).
+    pub fn place(&self, at: crate::trace::ResumePoint) -> Option<(usize, usize)> {
+        use crate::trace::ResumePoint;
+        match at {
+            ResumePoint::Din(_) => None,
+            ResumePoint::Cta { kernel, next_cta } => Some((
+                kernel as usize,
+                self.first_chunk_of(kernel as usize, next_cta),
+            )),
+            ResumePoint::Issued { kernel, next_chunk } => {
+                Some((kernel as usize, next_chunk as usize))
+            }
+        }
+    }
+
+    /// Where [`Index::stream_from`] starts reading: chunk `chunk` of kernel `k`, else (past
+    /// its last) the next kernel's record; `None` when nothing follows.
+    pub fn resume_offset(&self, k: usize, chunk: usize) -> Option<u64> {
         let kernel = self.kernels.get(k)?;
-        match kernel.chunks.iter().find(|c| c.cta >= next_cta) {
+        match kernel.chunks.get(chunk) {
             Some(c) => Some(c.offset),
             None => self.kernels.get(k + 1).map(|n| n.offset),
         }
     }
 
-    /// Streams the file on to `out` from CTA `next_cta` of kernel `k`, for a sink that has
-    /// had that kernel's beginning and its CTAs before `next_cta` already (a copy of a
-    /// session taken between two CTAs): the kernel's later CTAs and its end, then every
-    /// later kernel as [`super::stream`] gives them. Only the chunks from there on are read;
-    /// their checksums are checked, and the index was when it was read.
-    /// `watch` sees the bytes read from there on (as for [`crate::trace::source::open`]).
+    /// Streams the file on to `out` from chunk `chunk` of kernel `k`, for a sink that has had
+    /// that kernel's beginning and its chunks before that one already (a copy of a session
+    /// taken there): the kernel's later CTAs or issued rows and its end, then every later
+    /// kernel as [`super::stream`] gives them. A kernel read CTA by CTA goes on from a CTA's
+    /// first chunk ([`Index::first_chunk_of`]). Only the chunks from there on are read; their
+    /// checksums are checked, and the index was when it was read. `watch` sees the bytes
+    /// read from there on (as for [`crate::trace::source::open`]).
     pub fn stream_from<R: Read + Seek + Send + 'static>(
         &self,
         mut file_r: R,
         k: usize,
-        next_cta: u32,
+        chunk: usize,
         watch: &dyn Fn(Stream) -> Stream,
         out: &mut dyn CtaSink,
     ) -> Result<(), TraceError> {
         let file = self.file.as_str();
         let kernel = self.kernel_entry(k)?;
-        if kernel.chunks.iter().any(|c| c.cta == ISSUED_CHUNK) {
-            return Err(TraceError::parse(
-                file,
-                crate::trace::Location::Byte(kernel.offset),
-                format!("kernel {k} is in issue order: it is not read on from a CTA"),
-            ));
+        if let (Some(c), Some(before)) = (kernel.chunks.get(chunk), chunk.checked_sub(1)) {
+            if c.cta != ISSUED_CHUNK && kernel.chunks[before].cta == c.cta {
+                return Err(TraceError::parse(
+                    file,
+                    crate::trace::Location::Byte(c.offset),
+                    format!(
+                        "chunk {chunk} of kernel {k} is not the first of its CTA {}",
+                        c.cta
+                    ),
+                ));
+            }
         }
         let io = |e| TraceError::io(file, e);
         let end = file_r.seek(SeekFrom::End(0)).map_err(io)?;
@@ -297,12 +330,12 @@ impl Index {
             kernel,
             &mut TakeCta(Columns::default()),
         )?;
-        let start = self.resume_offset(k, next_cta);
+        let start = self.resume_offset(k, chunk);
         // Rows are counted from the first chunk read.
-        reading.read = match kernel.chunks.iter().find(|c| c.cta >= next_cta) {
-            Some(c) => c.first_row,
-            None => kernel.rows,
-        };
+        reading.read = kernel
+            .chunks
+            .get(chunk)
+            .map_or(kernel.rows, |c| c.first_row);
         let mut current = Some(reading);
         let (mut raw, mut cta_rows) = (Vec::new(), Columns::default());
         let Some(start) = start else {

@@ -412,16 +412,25 @@ fn the_index_reads_on_from_any_cta() {
         .collect();
     for (k, kernel) in t.kernels.iter().enumerate() {
         if kernel.order == Order::Issued {
-            let e = index
-                .stream_from(file.clone(), k, 0, &|s| s, &mut Recorder::default())
-                .unwrap_err();
-            assert!(e.to_string().contains("issue order"), "{e}");
+            // From any chunk of issued rows: the events after that many.
+            for chunk in 0..index.kernels[k].chunks.len() + 1 {
+                let mut got = Recorder::default();
+                index
+                    .stream_from(file.clone(), k, chunk, &|s| s, &mut got)
+                    .unwrap();
+                assert_eq!(
+                    got.events,
+                    whole.events[begins[k] + 1 + chunk..],
+                    "chunk {chunk}"
+                );
+            }
             continue;
         }
         for next in 0..kernel.num_ctas() + 2 {
             let mut got = Recorder::default();
+            let chunk = index.first_chunk_of(k, next);
             index
-                .stream_from(file.clone(), k, next, &|s| s, &mut got)
+                .stream_from(file.clone(), k, chunk, &|s| s, &mut got)
                 .unwrap();
             // Skip the kernel's beginning and its CTAs before `next`.
             let mut from = begins[k] + 1;
@@ -448,8 +457,15 @@ fn the_index_reads_on_from_any_cta() {
             );
         }
     }
-    assert_eq!(index.resume_offset(1, 99), Some(index.kernels[2].offset));
-    assert_eq!(index.resume_offset(3, 99), None);
+    let past = index.first_chunk_of(1, 99);
+    assert_eq!(index.resume_offset(1, past), Some(index.kernels[2].offset));
+    assert_eq!(index.resume_offset(3, index.first_chunk_of(3, 99)), None);
+    // Not from the middle of a CTA: CTA 1 of kernel 1 takes two chunks.
+    let second = index.first_chunk_of(1, 1) + 1;
+    let e = index
+        .stream_from(file.clone(), 1, second, &|s| s, &mut Recorder::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("not the first of its CTA 1"), "{e}");
 }
 
 /// Reading on from a CTA checks the chunks it reads: a damaged one is an error at its offset.
@@ -464,7 +480,7 @@ fn reading_on_from_a_cta_catches_a_damaged_chunk() {
         .stream_from(
             Cursor::new(out.clone()),
             1,
-            2,
+            index.first_chunk_of(1, 2),
             &|s| s,
             &mut Recorder::default(),
         )
