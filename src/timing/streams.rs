@@ -192,6 +192,7 @@ impl WarpStreams {
         // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
         let mut addrs: Vec<u64> = Vec::new();
         let mut width: Vec<u32> = Vec::new();
+        let mut firsts = Firsts::default();
         for cta in ctas {
             let base = self.loads.len();
             for t in cta * tpb..(cta + 1) * tpb {
@@ -214,38 +215,14 @@ impl WarpStreams {
             for w in 0..self.wpc {
                 let t0 = (cta * tpb + w * ws) as usize;
                 let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
-                let lanes = &self.thread_loads[t0..t1];
-                let longest = lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
-                for pos in 0..longest {
-                    for lane in 0..lanes.len() {
-                        let (a, b) = lanes[lane];
-                        if a + pos >= b {
-                            continue;
-                        }
-                        let me = (a + pos) as usize;
-                        let group = match self.loads[me].bytes {
-                            8 => ws / 2,
-                            16 => ws / 4,
-                            _ => ws,
-                        }
-                        .max(1) as usize;
-                        // The first earlier thread of the group with this line serves it; it
-                        // takes on the access (and requests again even if it had been
-                        // served itself) unless the addresses are equal.
-                        let serving = (group * (lane / group)..lane).find_map(|old| {
-                            let (oa, ob) = lanes[old];
-                            let o = (oa + pos) as usize;
-                            (oa + pos < ob && self.loads[o].line == self.loads[me].line)
-                                .then_some(o)
-                        });
-                        if let Some(o) = serving {
-                            width[me - base] = 0;
-                            if addrs[o - base] != addrs[me - base] {
-                                width[o - base] += 1;
-                            }
-                        }
-                    }
-                }
+                let warp = Warp {
+                    lanes: &self.thread_loads[t0..t1],
+                    loads: &self.loads,
+                    addrs: &addrs,
+                    base,
+                    ws,
+                };
+                warp.serve(&mut width, &mut firsts);
             }
             for (l, &wd) in self.loads[base..].iter_mut().zip(&width) {
                 l.leader = wd != 0;
@@ -268,5 +245,139 @@ impl WarpStreams {
         let t0 = cta * self.tpb + w * self.warp_size;
         let t1 = (t0 + self.warp_size).min((cta + 1) * self.tpb);
         t0 as usize..t1 as usize
+    }
+}
+
+/// One warp's threads' loads, for choosing which thread requests each line
+/// ([`WarpStreams::build_threads`]).
+struct Warp<'a> {
+    /// Each lane's loads: a range of `loads`.
+    lanes: &'a [(u32, u32)],
+    loads: &'a [ThreadLoad],
+    /// Byte addresses of the CTA's loads, from `loads[base]` on.
+    addrs: &'a [u64],
+    base: usize,
+    ws: u32,
+}
+
+/// Per quarter of a warp, the first lane's load of each line at one position.
+#[derive(Default)]
+struct Firsts([Vec<(u64, usize)>; 4]);
+
+impl Warp<'_> {
+    /// The coalescing group of a load: a warp for 4-byte accesses, a half-warp for 8-byte,
+    /// a quarter-warp for 16-byte ones.
+    fn group(&self, load: usize) -> usize {
+        match self.loads[load].bytes {
+            8 => self.ws / 2,
+            16 => self.ws / 4,
+            _ => self.ws,
+        }
+        .max(1) as usize
+    }
+
+    /// Applies the released model's rule at every position of the warp's streams: a load is
+    /// served by the first earlier thread of its group with the same line at the same
+    /// position (its `width` becomes 0); that thread takes on the access (its `width` grows)
+    /// unless the addresses are equal. Groups are whole quarters of the warp, so the first
+    /// earlier load of a line in a group is the first found in the quarters from the
+    /// group's start: a few comparisons per lane instead of one per earlier lane.
+    fn serve(&self, width: &mut [u32], firsts: &mut Firsts) {
+        if self.ws % 4 != 0 {
+            return self.serve_plain(width);
+        }
+        let quarter = (self.ws / 4) as usize;
+        let longest = self.lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
+        for pos in 0..longest {
+            firsts.0.iter_mut().for_each(Vec::clear);
+            for (lane, &(a, b)) in self.lanes.iter().enumerate() {
+                if a + pos >= b {
+                    continue;
+                }
+                let me = (a + pos) as usize;
+                let line = self.loads[me].line;
+                let group = self.group(me);
+                let (from, mine) = (group * (lane / group) / quarter, lane / quarter);
+                let serving = firsts.0[from..=mine]
+                    .iter()
+                    .find_map(|q| q.iter().find(|f| f.0 == line).map(|f| f.1));
+                if let Some(o) = serving {
+                    self.served(width, o, me);
+                }
+                // The first load of the line in its quarter, served or not, serves later ones
+                // whose group starts after an earlier one.
+                if !firsts.0[mine].iter().any(|f| f.0 == line) {
+                    firsts.0[mine].push((line, me));
+                }
+            }
+        }
+    }
+
+    /// Load `me` is served by load `o`.
+    fn served(&self, width: &mut [u32], o: usize, me: usize) {
+        width[me - self.base] = 0;
+        if self.addrs[o - self.base] != self.addrs[me - self.base] {
+            width[o - self.base] += 1;
+        }
+    }
+
+    /// [`Warp::serve`] by its definition: each lane looks through the earlier lanes of its
+    /// group (for warp sizes that are not a multiple of 4, and as the tests' reference).
+    fn serve_plain(&self, width: &mut [u32]) {
+        let lanes = self.lanes;
+        let longest = lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
+        for pos in 0..longest {
+            for lane in 0..lanes.len() {
+                let (a, b) = lanes[lane];
+                if a + pos >= b {
+                    continue;
+                }
+                let me = (a + pos) as usize;
+                let group = self.group(me);
+                let serving = (group * (lane / group)..lane).find_map(|old| {
+                    let (oa, ob) = lanes[old];
+                    let o = (oa + pos) as usize;
+                    (oa + pos < ob && self.loads[o].line == self.loads[me].line).then_some(o)
+                });
+                if let Some(o) = serving {
+                    self.served(width, o, me);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// The quarter-by-quarter rule chooses the same serving loads as the definition.
+        #[test]
+        fn serving_loads_are_those_of_the_definition(
+            lanes in prop::collection::vec(
+                prop::collection::vec((0u64..6, 0u64..3, prop_oneof![Just(4u16), Just(8), Just(16)]), 0..5),
+                1..33),
+            ws in prop_oneof![Just(4u32), Just(8), Just(32)],
+        ) {
+            let lanes = &lanes[..lanes.len().min(ws as usize)];
+            let (mut loads, mut addrs, mut ranges) = (Vec::new(), Vec::new(), Vec::new());
+            for l in lanes {
+                let first = loads.len() as u32;
+                for &(line, word, bytes) in l {
+                    loads.push(ThreadLoad { line, inst: 0, bytes, leader: true });
+                    addrs.push(line * 128 + word * 4);
+                }
+                ranges.push((first, loads.len() as u32));
+            }
+            let warp = Warp { lanes: &ranges, loads: &loads, addrs: &addrs, base: 0, ws };
+            let mut fast = vec![1u32; loads.len()];
+            warp.serve(&mut fast, &mut Firsts::default());
+            let mut plain = vec![1u32; loads.len()];
+            warp.serve_plain(&mut plain);
+            prop_assert_eq!(fast, plain);
+        }
     }
 }
