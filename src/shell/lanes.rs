@@ -391,7 +391,6 @@ fn lane(
     (sessions, None)
 }
 
-/// The number of lanes to use: `jobs`, or one per core when 0.
 /// Warp instructions between two chances to copy the session within a CTA's piece.
 const COPY_STEP: u64 = 1 << 12;
 
@@ -423,6 +422,7 @@ fn give_copying(
     }
 }
 
+/// The number of lanes to use: `jobs`, or one per core when 0.
 pub fn cores(jobs: usize) -> usize {
     if jobs > 0 {
         return jobs;
@@ -456,9 +456,10 @@ pub fn file_source(
     file_source_marked(open, wrap, watch, false)
 }
 
-/// [`file_source`] for a run that keeps copies of its session: the CTAs of an uncompressed
-/// binary file of version 4 go with their kernel's number ([`Fanout::number_kernels`]), so
-/// that the lane offers copies within them ([`trace::ResumePoint::Cta`]).
+/// [`file_source`] for a run that keeps copies of its session: the CTAs and chunks of issued
+/// rows of an uncompressed binary file of version 4 go with their place in the file
+/// ([`Fanout::number_pieces`]), so that the lane offers copies between and within them
+/// ([`trace::ResumePoint::Cta`], [`trace::ResumePoint::Issued`]).
 pub fn resumable_file_source(
     open: trace::OpenTrace,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
@@ -571,6 +572,7 @@ pub fn resumed_source(
              change since?)"
         )
     })?;
+    // `at` is a binary file's place: `place` always finds it.
     let (k, chunk) = index.place(at).unwrap_or((kernel as usize, 0));
     let f = open()?;
     Ok(FileSource {
