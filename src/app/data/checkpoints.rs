@@ -15,9 +15,10 @@
 //!   kernel, whose state is all in the session.
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
-//! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A copy holds the reuse trackers (they grow with the distinct
-//! lines), so the copies together stay under [`BUDGET_BYTES`]: fewer are kept for a trace of
-//! many distinct lines, none when one copy would not fit.
+//! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A
+//! copy holds the reuse trackers (they grow with the distinct lines), so the copies together
+//! stay under [`BUDGET_BYTES`]: fewer are kept for a trace of many distinct lines, none when
+//! one copy would not fit.
 
 use crate::sim::Session;
 use crate::trace::ResumePoint;
