@@ -95,6 +95,15 @@ fn give(s: &mut Session, k: &Kernel, ctas: std::ops::Range<u32>, obs: &mut dyn O
     }
 }
 
+/// Gives a copy of a session the rows of `k`'s CTAs it wants.
+fn give_back(copy: &mut Session, k: &Kernel) {
+    for c in copy.wanted_ctas().to_vec() {
+        let mut rows = Columns::default();
+        rows.extend_from(k.columns(), k.cta_rows(c));
+        copy.give_cta_rows(c, rows).unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     /// A copy of a session taken between two CTAs, given back the rows of its resident CTAs,
@@ -131,12 +140,7 @@ proptest! {
         by_cta(&mut s, &k2, &[false], &mut want_events);
         let want = s.finish(&mut want_events);
 
-        let mut rows = Columns::default();
-        for c in copy.wanted_ctas().to_vec() {
-            rows.clear();
-            rows.extend_from(k.columns(), k.cta_rows(c));
-            copy.give_cta_rows(c, rows.clone()).unwrap();
-        }
+        give_back(&mut copy, &k);
         prop_assert!(copy.wanted_ctas().is_empty());
         let mut got_events = Events::default();
         give(&mut copy, &k, cut + 1..ctas, &mut got_events);
@@ -203,12 +207,7 @@ proptest! {
         prop_assert_eq!(&got_events.0, &want_events.0);
 
         if let Some((mut copy, next, at)) = copy {
-            let mut rows = Columns::default();
-            for c in copy.wanted_ctas().to_vec() {
-                rows.clear();
-                rows.extend_from(k.columns(), k.cta_rows(c));
-                copy.give_cta_rows(c, rows.clone()).unwrap();
-            }
+            give_back(&mut copy, &k);
             let mut copy_events = Events::default();
             // Whatever the copy had not issued yet comes first, then the CTAs after it.
             prop_assert!(!copy.go_on(u64::MAX, &mut copy_events).unwrap());
