@@ -1177,8 +1177,9 @@ fn a_memtrace_file_streams_in_issue_order() {
 }
 
 /// An NVBit log of two launches whose CTAs' warps interleave on their hardware slots, with
-/// the application's own output between.
-fn nvbit_file(path: &std::path::Path) {
+/// the application's own output between; with `launches_interleave`, both launch lines come
+/// first and the two launches' access lines alternate (kernels on concurrent streams).
+fn nvbit_file(path: &std::path::Path, launches_interleave: bool) {
     let mut state = 777u64;
     let mut next = move || {
         state = state
@@ -1187,6 +1188,7 @@ fn nvbit_file(path: &std::path::Path) {
         state >> 33
     };
     let mut out = String::from("app: starting\n");
+    let mut access: [Vec<String>; 2] = Default::default();
     for (id, (gx, gy)) in [(4u64, 3u64), (7, 1)].into_iter().enumerate() {
         out.push_str(&format!("MEMTRACE: CTX 0x55 - LAUNCH - Kernel pc 0x7f00 - Kernel name k{id} - grid launch id {id} - grid size {gx},{gy},1 - block size 64,1,1 - nregs 24 - shmem 0 - cuda stream id 0\n"));
         for step in 0..500u64 {
@@ -1205,27 +1207,50 @@ fn nvbit_file(path: &std::path::Path) {
                     }
                 })
                 .collect();
-            out.push_str(&format!(
+            access[id].push(format!(
                 "MEMTRACE: CTX 0x55 - grid_launch_id {id} - CTA {},{},0 - warp {slot} - {op} - {}\n",
                 cta % gx,
                 cta / gx,
                 lanes.join(" ")
             ));
         }
-        out.push_str("app: kernel done\n");
+        if !launches_interleave {
+            out.extend(access[id].drain(..));
+            out.push_str("app: kernel done\n");
+        }
+    }
+    let [a, b] = access;
+    for (x, y) in a.into_iter().zip(b) {
+        out.push_str(&x);
+        out.push_str(&y);
     }
     std::fs::write(path, out).unwrap();
 }
 
 /// An NVBit log streams in issue order, a launch at a time: `sim` gives the result of the log
-/// read whole, and `convert` writes a `.wsb` that simulates the same.
+/// read whole, and `convert` writes a `.wsb` that simulates the same. `sim` reads it once,
+/// taking instructions as they come; a log whose launches interleave is read again, in two
+/// passes (which read it whole), with a note, and gives the same result too.
 #[test]
 fn an_nvbit_log_streams_in_issue_order() {
     let dir = std::env::temp_dir().join(format!("warpscope-nvbit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
-    nvbit_file(std::path::Path::new(&p("m.log")));
+    nvbit_file(std::path::Path::new(&p("m.log")), false);
     assert_streamed_run_equals_whole(&p("m.log"));
+    nvbit_file(std::path::Path::new(&p("mixed.log")), true);
+    assert_streamed_run_equals_whole(&p("mixed.log"));
+    let notes = |t: &str| {
+        let out = warpscope(&["sim", "--json", "--trace", t]);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(!notes(&p("m.log")).contains("read again"));
+    let note = notes(&p("mixed.log"));
+    assert!(
+        note.contains("launches interleave; it is read again, in two passes"),
+        "{note}"
+    );
     let conv = warpscope(&["convert", &p("m.log"), &p("m.wsb")]);
     assert!(
         conv.status.success(),

@@ -114,6 +114,13 @@ fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
     assert_eq!(w.miss_tables.cta, s.miss_tables.cta, "{name}");
     let names = |d: &SimData| -> Vec<String> { d.kernels.iter().map(|k| k.name.clone()).collect() };
     assert_eq!(names(&w), names(&s), "{name}");
+    let insts = |d: &SimData| -> Vec<Vec<String>> {
+        d.kernels
+            .iter()
+            .map(|k| k.instructions.iter().map(|i| i.name.clone()).collect())
+            .collect()
+    };
+    assert_eq!(insts(&w), insts(&s), "{name}");
     if same_axis {
         assert_eq!(w.segments, s.segments, "{name}");
         assert_eq!(w.y, s.y, "{name}");
@@ -147,6 +154,71 @@ fn a_streamed_accelsim_trace_gives_the_whole_reads_result() {
     cfg.gpu.simulate = config::SmSelection::All;
     cfg.schedule.policy = config::IssuePolicy::Gto;
     same(&sample("accelsim-matrixmul"), &cfg, true);
+}
+
+/// An NVBit `mem_trace` log of three launches (the second has no access line): warps of
+/// CTAs going over rows of a matrix with four opcodes, met one by one as the log goes on.
+/// With `interleave`, the first and last launches' access lines alternate.
+fn nvbit_log(interleave: bool) -> String {
+    let launch = |id: u32, grid: u32, block: u32| {
+        format!("MEMTRACE: CTX 0x1 - LAUNCH - Kernel pc 0x{id:x} - Kernel name k{id} - grid launch id {id} - grid size {grid},1,1 - block size {block},1,1 - nregs 20 - shmem 0 - cuda stream id 0\n")
+    };
+    let ops = ["LDG.E", "LDG.E.64", "STG.E", "LDG.E.U8"];
+    let lines = |id: u32, grid: u32, block: u32, n: u32| -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let (cta, warp) = (i % grid, i / grid % block.div_ceil(32));
+                // A new opcode every quarter of the launch; lanes past the block inactive.
+                let op = ops[(i * 4 / n) as usize];
+                let addrs: Vec<String> = (0..32)
+                    .map(|lane| match warp * 32 + lane < block {
+                        true => format!("0x{:016x}", 0x10000 + (i % 97) * 512 + lane * 4 * (1 + i % 3)),
+                        false => "0x0000000000000000".into(),
+                    })
+                    .collect();
+                format!(
+                    "MEMTRACE: CTX 0x1 - grid_launch_id {id} - CTA {cta},0,0 - warp {} - {op} - {}\n",
+                    warp * 2 + 1,
+                    addrs.join(" ")
+                )
+            })
+            .collect()
+    };
+    let (a, c) = (lines(0, 4, 64, 600), lines(2, 2, 48, 300));
+    let mut log = format!(
+        "app output\n{}{}{}",
+        launch(0, 4, 64),
+        launch(1, 1, 32),
+        launch(2, 2, 48)
+    );
+    if interleave {
+        let (mut a, mut c) = (a.into_iter(), c.into_iter());
+        loop {
+            match (a.next(), c.next()) {
+                (None, None) => break,
+                (x, y) => log.extend(x.into_iter().chain(y)),
+            }
+        }
+    } else {
+        log.extend(a.into_iter().chain(c));
+    }
+    log
+}
+
+#[test]
+fn a_streamed_nvbit_log_read_once_gives_the_whole_reads_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    // In launch order the log is read once; interleaved, it is read again in two passes
+    // (the second read holds the launches whole).
+    for (name, interleave) in [("in-order.log", false), ("interleaved.log", true)] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, nvbit_log(interleave)).unwrap();
+        cfg.gpu.simulate = config::SmSelection::One(0);
+        same(&path, &cfg, false);
+        cfg.gpu.simulate = config::SmSelection::All;
+        same(&path, &cfg, true);
+    }
 }
 
 /// The launches of built-in kernels, each with its parameters, as one trace.

@@ -39,6 +39,11 @@ pub fn open(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<L
 /// Runs the trace through a session into `gather`, from its start or on from the copy `from`
 /// of a session ([`Checkpoint`]): the session, or `None` when `gather` stopped the run on
 /// purpose (past its window).
+///
+/// A file whose kernels' instructions are known only at their ends (NVBit) is read once, the
+/// instructions taken as they are found, so the first requests show at once. Where that read
+/// cannot go on (launches that interleave), the run starts again reading the file as `sim`
+/// does.
 fn run(
     config: &SimConfig,
     trace: &TraceData,
@@ -46,6 +51,38 @@ fn run(
     gather: &mut Gather,
     from: Option<&Checkpoint>,
 ) -> Result<Option<sim::Session>, JobError> {
+    match run_as(config, trace, progress, gather, from, true)? {
+        Ran::Done(s) => Ok(s.map(|s| *s)),
+        Ran::ReadAgain => {
+            gather.start_again();
+            progress.report(0, 0);
+            match run_as(config, trace, progress, gather, from, false)? {
+                Ran::Done(s) => Ok(s.map(|s| *s)),
+                Ran::ReadAgain => Err(JobError::Failed(
+                    "the file could not be read in two passes either".into(),
+                )),
+            }
+        }
+    }
+}
+
+/// How a run ended.
+enum Ran {
+    /// As [`run`] gives it.
+    Done(Option<Box<sim::Session>>),
+    /// Its read, taking instructions as they were found, must start again.
+    ReadAgain,
+}
+
+/// [`run`], taking instructions as they are found where `as_found`.
+fn run_as(
+    config: &SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    gather: &mut Gather,
+    from: Option<&Checkpoint>,
+    as_found: bool,
+) -> Result<Ran, JobError> {
     let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
         return Err(JobError::Failed("a streamed trace without its file".into()));
     };
@@ -75,17 +112,23 @@ fn run(
             };
             let open = trace::open_trace(&path, opts, &|s| s, &watch)
                 .map_err(|e| JobError::Failed(e.to_string()))?;
-            progress.set_total(bytes * open.streamed_reads());
-            (session, lanes::resumable_file_source(open, watch))
+            progress.set_total(bytes * open.streamed_reads(as_found));
+            (session, lanes::resumable_file_source(open, watch, as_found))
         }
     };
     match lanes::run(vec![session], 1, src.depth, gather, src.source) {
         Ok(mut s) => s
             .pop()
-            .map(Some)
+            .map(|s| Ran::Done(Some(Box::new(s))))
             .ok_or_else(|| JobError::Failed("the simulation was lost".into())),
         Err(_) if progress.cancelled() => Err(JobError::Cancelled),
-        Err(_) if gather.past_window => Ok(None),
+        Err(_) if gather.past_window => Ok(Ran::Done(None)),
+        Err(lanes::Failure::Other(e))
+            if e.downcast_ref::<trace::TraceError>()
+                .is_some_and(|t| t.must_read_again()) =>
+        {
+            Ok(Ran::ReadAgain)
+        }
         Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
         Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
     }

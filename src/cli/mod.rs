@@ -117,11 +117,40 @@ fn warn_if_nothing_ran(report: &sim::Report) {
 /// when nothing needs the whole trace (no timing model, no truncated trace); `None`
 /// otherwise. Memory holds what is resident, whatever the size of the trace or the grid. A
 /// per-request table is written as it goes.
+///
+/// Without a table, an NVBit log is read once, its kernels' instructions taken as they are
+/// found; where its launches interleave that read stops, and the run starts again reading
+/// the file in two passes (a table, half written by then, is written from one run only).
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
     if cfg.timing.is_some() || a.input.allow_truncated {
         return Ok(None);
     }
-    let input = stream::input(&a.input)?;
+    if a.export.is_none() {
+        match streamed_as(a, cfg, true) {
+            Err(e) if must_read_again(&e) => {
+                eprintln!("note: {}", e.root_cause());
+            }
+            r => return r,
+        }
+    }
+    streamed_as(a, cfg, false)
+}
+
+/// Whether `e` is a read that must start again in two passes ([`trace::TraceError::ReadAgain`]).
+fn must_read_again(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<trace::TraceError>()
+            .is_some_and(|t| t.must_read_again())
+    })
+}
+
+/// [`streamed`], taking instructions as they are found where `as_found`.
+fn streamed_as(
+    a: &SimArgs,
+    cfg: &warpscope::config::SimConfig,
+    as_found: bool,
+) -> Result<Option<sim::Report>> {
+    let input = stream::input(&a.input, as_found)?;
     let jobs = if input.splits { a.jobs.unwrap_or(0) } else { 1 };
     let (source, depth, reference) = (input.source, input.depth, !input.splits);
     let report = match &a.export {

@@ -51,8 +51,9 @@ impl ByBytes {
         path: &std::path::Path,
         open: &trace::OpenTrace,
         read: Arc<AtomicU64>,
+        as_found: bool,
     ) -> Self {
-        let of = total_bytes(path, open);
+        let of = open.streamed_reads(as_found) * warpscope::shell::trace_bytes(path);
         ByBytes {
             shown: super::output::Progress::bytes(of),
             read,
@@ -110,14 +111,6 @@ fn counting(
     }
 }
 
-/// The bytes progress is measured against: the file's, times the reads a streamed read makes
-/// of it ([`trace::OpenTrace::streamed_reads`]), or for an Accel-Sim trace twice (each kernel
-/// file is scanned, then read: `trace::accelsim`) those of its `.traceg`, or of every file
-/// beside its `kernelslist.g`.
-fn total_bytes(path: &std::path::Path, open: &trace::OpenTrace) -> u64 {
-    open.streamed_reads() * warpscope::shell::trace_bytes(path)
-}
-
 /// A streamed run's input: what sends its pieces, the depth of the lanes' queues for them,
 /// whether its CTAs can run on several SMs (a reference stream's one thread runs on one),
 /// and its progress (the bytes read of a file; a generator shows its own).
@@ -128,8 +121,12 @@ pub struct Input {
     pub progress: ByBytes,
 }
 
-/// Opens the trace file or the built-in kernel that `a` names, to be streamed.
-pub fn input(a: &InputArgs) -> Result<Input> {
+/// Opens the trace file or the built-in kernel that `a` names, to be streamed; a file whose
+/// kernels' instructions are known only at their ends is read once where `as_found`
+/// ([`lanes::file_source`]). Progress is by the bytes read of the files: the file's, times
+/// the reads a streamed read makes of it ([`trace::OpenTrace::streamed_reads`]); for an
+/// Accel-Sim trace those of its `.traceg`, or of every file beside its `kernelslist.g`.
+pub fn input(a: &InputArgs, as_found: bool) -> Result<Input> {
     if let Some(path) = &a.source {
         let (src, file) = super::options::read_source(path)?;
         let pairs = warpscope::gen::parse_pairs(&a.params).map_err(anyhow::Error::msg)?;
@@ -160,8 +157,8 @@ pub fn input(a: &InputArgs) -> Result<Input> {
                 allow_truncated: false,
             };
             let (open, read) = open(path, opts)?;
-            let progress = ByBytes::for_trace(path, &open, read.clone());
-            let f = lanes::file_source(open, super::readahead::wrap, counting(&read));
+            let progress = ByBytes::for_trace(path, &open, read.clone(), as_found);
+            let f = lanes::file_source(open, super::readahead::wrap, counting(&read), as_found);
             Ok(Input {
                 source: f.source,
                 depth: f.depth,

@@ -27,6 +27,9 @@ impl<O: Stops> Observer for Relay<'_, O> {
     fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
         self.inner.on_kernel(kernel, header);
     }
+    fn on_instructions(&mut self, kernel: u32, added: &[crate::trace::Instruction]) {
+        self.inner.on_instructions(kernel, added);
+    }
     fn on_request(&mut self, event: &RequestEvent) {
         self.inner.on_request(event);
     }
@@ -61,6 +64,12 @@ impl Names {
             header.name.clone(),
             header.instructions.iter().map(|i| i.name.clone()).collect(),
         );
+    }
+    /// Instructions kernel `kernel` found after it began.
+    pub(super) fn more(&mut self, kernel: u32, added: &[crate::trace::Instruction]) {
+        if let Some((_, insts)) = self.kernels.get_mut(kernel as usize) {
+            insts.extend(added.iter().map(|i| i.name.clone()));
+        }
     }
     pub(super) fn kernel(&self, kernel: u32) -> String {
         self.kernels
@@ -135,6 +144,9 @@ impl Find {
 impl Observer for Find {
     fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
         self.names.add(kernel, header);
+    }
+    fn on_instructions(&mut self, kernel: u32, added: &[crate::trace::Instruction]) {
+        self.names.more(kernel, added);
     }
     fn on_warp_instruction(&mut self, cols: &Columns, rows: &[u32]) {
         if self.found.is_none() {

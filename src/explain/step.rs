@@ -76,6 +76,9 @@ impl Observer for Step {
     fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
         self.find.on_kernel(kernel, header);
     }
+    fn on_instructions(&mut self, kernel: u32, added: &[crate::trace::Instruction]) {
+        self.find.on_instructions(kernel, added);
+    }
     fn on_warp_instruction(&mut self, cols: &Columns, rows: &[u32]) {
         self.find.on_warp_instruction(cols, rows);
     }

@@ -180,6 +180,12 @@ impl<O: Observer> Observer for RequestExporter<O> {
         }
         self.names[k] = header.instructions.iter().map(|i| i.name.clone()).collect();
     }
+    fn on_instructions(&mut self, kernel: u32, added: &[crate::trace::Instruction]) {
+        self.inner.on_instructions(kernel, added);
+        if let Some(names) = self.names.get_mut(kernel as usize) {
+            names.extend(added.iter().map(|i| i.name.clone()));
+        }
+    }
     fn on_request(&mut self, e: &RequestEvent) {
         self.inner.on_request(e);
         let c = &mut self.cols;

@@ -9,7 +9,7 @@
 //! calls); this module runs them in parallel.
 
 use crate::sim::{NoObserver, Observer, ReuseStage, Session, SimError};
-use crate::trace::{self, din, Columns, CtaSink, Kernel, KernelSink, TraceError};
+use crate::trace::{self, din, Columns, CtaSink, Instruction, Kernel, KernelSink, TraceError};
 use anyhow::{Context, Result};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
@@ -30,6 +30,9 @@ pub enum Piece {
     /// kernel's number in the file and the number of the next chunk when the file can be
     /// read on from there.
     Issued(Columns, Option<(u32, u32)>),
+    /// Instructions of the open kernel found since it began (a file read once:
+    /// [`Fanout::take_instructions_as_found`]).
+    Instructions(Vec<Instruction>),
     End,
     /// One thread's reference stream: its header, then its rows in chunks, each with where
     /// the file's reader stood after it when the file can be read on from there.
@@ -47,6 +50,7 @@ impl Piece {
             Piece::Begin(header) => s.begin_kernel(header, obs),
             Piece::Cta(cta, rows, _) => s.cta_shared(*cta, rows.clone(), obs),
             Piece::Issued(rows, _) => s.issued(rows, obs),
+            Piece::Instructions(added) => s.more_instructions(added, obs),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
@@ -75,6 +79,8 @@ pub struct Fanout {
     /// Kernels begun so far and chunks of issued rows sent in the current one, when the
     /// file can be read on from any CTA or chunk ([`trace::ResumePoint`]).
     place: Option<(u32, u32)>,
+    /// The sessions take instructions found after their kernel began.
+    as_found: bool,
 }
 
 impl Fanout {
@@ -98,6 +104,14 @@ impl Fanout {
     /// one sent: the source is a file that can be read on from any CTA or chunk.
     pub fn number_pieces(&mut self, begun: u32, chunks: u32) {
         self.place = Some((begun, chunks));
+    }
+
+    /// Lets readers that would read the file twice to learn each kernel's instructions first
+    /// read it once, sending instructions as they are found ([`Piece::Instructions`]), so the
+    /// first requests come at once. Such a read may stop with
+    /// [`TraceError::must_read_again`]; the shell then starts again without this.
+    pub fn take_instructions_as_found(&mut self) {
+        self.as_found = true;
     }
 
     /// An empty buffer for a piece's rows: one a lane is done with, or a new one.
@@ -139,6 +153,12 @@ impl CtaSink for Fanout {
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)
+    }
+    fn takes_more_instructions(&self) -> bool {
+        self.as_found
+    }
+    fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
+        self.send(Piece::Instructions(added.to_vec()))
     }
 }
 
@@ -237,6 +257,7 @@ fn run_staged(
         lanes: senders,
         spare: spare_rx,
         place: None,
+        as_found: false,
     };
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -447,31 +468,38 @@ pub struct FileSource {
 
 /// The pieces of an opened trace file: a `din` reference stream in chunks of rows, any other
 /// format CTA by CTA where it is grouped so (else a kernel at a time). `wrap` and `watch` are
-/// [`trace::OpenTrace::stream`]'s (decompression ahead, counting the bytes read).
+/// [`trace::OpenTrace::stream`]'s (decompression ahead, counting the bytes read). With
+/// `as_found`, a file whose kernels' instructions are known only at their ends (NVBit) is
+/// read once, its instructions sent as they are found ([`Fanout::take_instructions_as_found`]);
+/// the run may then fail with [`TraceError::must_read_again`], to be started again without.
 pub fn file_source(
     open: trace::OpenTrace,
     wrap: fn(trace::source::Stream) -> trace::source::Stream,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+    as_found: bool,
 ) -> FileSource {
-    file_source_marked(open, wrap, watch, false)
+    file_source_marked(open, wrap, watch, (false, as_found))
 }
 
 /// [`file_source`] for a run that keeps copies of its session: the CTAs and chunks of issued
 /// rows of an uncompressed binary file of version 4 go with their place in the file
 /// ([`Fanout::number_pieces`]), so that the lane offers copies between and within them
-/// ([`trace::ResumePoint::Cta`], [`trace::ResumePoint::Issued`]).
+/// ([`trace::ResumePoint::Cta`], [`trace::ResumePoint::Issued`]). With `as_found`, a file
+/// whose kernels' instructions are known only at their ends is read once, its instructions
+/// sent as they are found ([`Fanout::take_instructions_as_found`]).
 pub fn resumable_file_source(
     open: trace::OpenTrace,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+    as_found: bool,
 ) -> FileSource {
-    file_source_marked(open, |s| s, watch, true)
+    file_source_marked(open, |s| s, watch, (true, as_found))
 }
 
 fn file_source_marked(
     open: trace::OpenTrace,
     wrap: fn(trace::source::Stream) -> trace::source::Stream,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
-    resumable: bool,
+    (resumable, as_found): (bool, bool),
 ) -> FileSource {
     match open.into_reference_stream() {
         Ok(stream) => FileSource {
@@ -487,6 +515,9 @@ fn file_source_marked(
                 source: Box::new(move |to| {
                     if resumable {
                         to.number_pieces(0, 0);
+                    }
+                    if as_found {
+                        to.take_instructions_as_found();
                     }
                     Ok(open.stream(&wrap, &watch, to)?)
                 }),

@@ -34,6 +34,13 @@ pub(super) struct ByIssue {
 type Key = (u32, u32, u32, u32);
 
 impl ByIssue {
+    /// Takes instructions found after the kernel began; gives the kernel's number.
+    pub(super) fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> u32 {
+        self.run
+            .more_instructions(&mut self.header.instructions, added);
+        self.run.ki
+    }
+
     fn key(&self, c: &Columns, i: usize) -> Key {
         let t = c.thread[i];
         (
@@ -262,7 +269,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         /// Streamed in pieces of any size, an issued-order kernel gives the whole kernel's
-        /// report and request events.
+        /// report and request events; also when its instructions come as they are found
+        /// (`as_found`: each piece's before it, the others at the end).
         #[test]
         fn a_kernel_streamed_in_issue_order_matches_the_whole_one(
             runs in prop::collection::vec(
@@ -277,6 +285,7 @@ mod tests {
             coalesce in any::<bool>(),
             kernels in 1usize..3,
             copy_at in 0usize..30,
+            as_found in any::<bool>(),
         ) {
             let mut cfg = SimConfig::default();
             cfg.gpu.sms = sms;
@@ -299,21 +308,38 @@ mod tests {
             // A copy of the session after piece `copy_at` of the first kernel: where it
             // stood in the rows, and the requests made before it.
             let mut copy = None;
+            let insts = &k.instructions;
+            // Gives the instructions before `upto` not given yet.
+            let give = |s: &mut Session, given: &mut usize, upto: usize, obs: &mut Events| {
+                if upto > *given {
+                    s.more_instructions(&insts[*given..upto], obs).unwrap();
+                    *given = upto;
+                }
+            };
             for ki in 0..kernels {
-                s.begin_kernel(&k.header(), &mut got_events).unwrap();
+                let mut header = k.header();
+                let mut given = insts.len();
+                if as_found {
+                    header.instructions.clear();
+                    given = 0;
+                }
+                s.begin_kernel(&header, &mut got_events).unwrap();
                 let cols = k.columns();
                 let (mut at, mut p) = (0, 0);
                 while at < cols.len() {
                     let n = pieces[p % pieces.len()].min(cols.len() - at);
                     let mut piece = Columns::default();
                     piece.extend_from(cols, at..at + n);
+                    let upto = piece.inst.iter().max().map_or(0, |&i| i as usize + 1);
+                    give(&mut s, &mut given, upto, &mut got_events);
                     s.issued(&piece, &mut got_events).unwrap();
                     at += n;
                     if ki == 0 && p == copy_at {
-                        copy = Some((s.snapshot().unwrap(), at, got_events.0.len()));
+                        copy = Some((s.snapshot().unwrap(), at, got_events.0.len(), given));
                     }
                     p += 1;
                 }
+                give(&mut s, &mut given, insts.len(), &mut got_events);
                 s.end_kernel(&mut got_events).unwrap();
             }
             let got = s.finish(&mut NoObserver);
@@ -321,8 +347,9 @@ mod tests {
             prop_assert_eq!(&got_events.0, &want_events.0);
 
             // The copy goes on with the rest, as the session it copied did.
-            if let Some((mut copy, at, before)) = copy {
+            if let Some((mut copy, at, before, mut given)) = copy {
                 let mut copy_events = Events::default();
+                give(&mut copy, &mut given, insts.len(), &mut copy_events);
                 let cols = k.columns();
                 let mut rest = Columns::default();
                 rest.extend_from(cols, at..cols.len());

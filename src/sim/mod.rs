@@ -77,6 +77,9 @@ pub trait Observer {
     /// before any of its requests: `header` has its name, shape and instructions (its rows
     /// may be only a part of the kernel, or none, when it is streamed).
     fn on_kernel(&mut self, _kernel: u32, _header: &Kernel) {}
+    /// Called when kernel `kernel`, streamed, gets instructions found after it began
+    /// ([`Session::more_instructions`]), numbered after those it had, before their requests.
+    fn on_instructions(&mut self, _kernel: u32, _added: &[crate::trace::Instruction]) {}
     fn on_request(&mut self, _event: &RequestEvent) {}
     /// Called (when [`Observer::wants_requests`]) before the requests of each warp instruction
     /// that reaches the L1, with its rows of `cols`: the accesses its requests come from. Not

@@ -6,7 +6,7 @@ use super::{Observer, RequestEvent, Session, SimError};
 use crate::cache::Counters;
 use crate::coalesce::{Coalesced, Coalescer};
 use crate::schedule::Issue;
-use crate::trace::Columns;
+use crate::trace::{Columns, Instruction};
 
 /// A scheduled kernel being simulated: what its warp instructions add up to.
 #[derive(Clone)]
@@ -24,6 +24,17 @@ pub(super) struct Running {
 }
 
 impl Running {
+    /// Adds instructions found after the kernel began (`added`, numbered after those of
+    /// `declared`, which takes them): their counters start at zero.
+    pub(super) fn more_instructions(
+        &mut self,
+        declared: &mut Vec<Instruction>,
+        added: &[Instruction],
+    ) {
+        declared.extend_from_slice(added);
+        self.insts.resize(declared.len(), Counters::default());
+    }
+
     /// Simulates one issued warp instruction: `rows` of `cols`.
     pub(super) fn issue(
         &mut self,

@@ -41,6 +41,16 @@ pub enum TraceError {
     /// and why.
     #[error("{0}")]
     Stopped(String),
+    /// A read that handed instructions on as it found them ([`CtaSink::more_instructions`])
+    /// met what only a read in two passes takes (launches that interleave, a grid too large
+    /// to size before its rows are counted). Its receiver holds part of the trace: the
+    /// shell starts again with a receiver that wants whole headers.
+    #[error("{file}: {at}: {why}; it is read again, in two passes")]
+    ReadAgain {
+        file: String,
+        at: Location,
+        why: String,
+    },
 }
 
 impl TraceError {
@@ -56,6 +66,11 @@ impl TraceError {
             file: file.to_string(),
             source,
         }
+    }
+    /// Whether the read must start again with a receiver that wants whole headers
+    /// ([`TraceError::ReadAgain`]).
+    pub fn must_read_again(&self) -> bool {
+        matches!(self, TraceError::ReadAgain { .. })
     }
     /// The file held no kernel at all (not a truncation: there is nothing to keep).
     pub fn is_empty_trace(&self) -> bool {

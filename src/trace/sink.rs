@@ -6,7 +6,7 @@
 //! the resident CTAs, or one warp instruction), so memory does not follow the size of a
 //! kernel; [`Assemble`] turns pieces back into whole kernels for a receiver that wants them.
 
-use super::model::{Columns, Kernel, KernelBuilder, Trace};
+use super::model::{Columns, Instruction, Kernel, KernelBuilder, Trace};
 use super::{Location, TraceError};
 
 /// Receives a trace's kernels one at a time, in launch order, as a reader completes them: a
@@ -32,12 +32,30 @@ impl KernelSink for Trace {
 /// thread in increasing order; those of an [`super::Order::Issued`] kernel come by
 /// [`CtaSink::issued`], in issue order, cut anywhere. An error stops the source, which
 /// returns it.
+///
+/// A receiver that [takes more instructions](CtaSink::takes_more_instructions) may get a
+/// header with only the instructions found so far, and the others by
+/// [`CtaSink::more_instructions`] as they are found, each before the first row that names
+/// it. Readers that would read a file twice to learn a kernel's instructions first (NVBit)
+/// then read it once, so its first requests are simulated at once.
 pub trait CtaSink: KernelSink {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;
     /// The next rows of an issued-order kernel.
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError>;
     fn end_kernel(&mut self) -> Result<(), TraceError>;
+    /// Whether this receiver takes instructions found after its kernel began.
+    fn takes_more_instructions(&self) -> bool {
+        false
+    }
+    /// Instructions of the open kernel found since it began or since the last call, numbered
+    /// after those given. Sent only to a receiver that takes them.
+    fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
+        Err(out_of_order(format!(
+            "{} instructions came after their kernel began",
+            added.len()
+        )))
+    }
 }
 
 /// Builds whole kernels from CTAs for a receiver of kernels (loading a trace whole).
@@ -95,6 +113,32 @@ pub(super) fn builder_for(header: &Kernel) -> Result<KernelBuilder, TraceError> 
     }
     b.set_info(header.info.clone());
     Ok(b)
+}
+
+/// Declares instructions found after the kernel being built began, numbered after those it
+/// has.
+#[cfg(test)]
+pub(crate) fn declare_more(
+    building: Option<&mut KernelBuilder>,
+    insts: &[Instruction],
+) -> Result<(), TraceError> {
+    let Some(b) = building else {
+        return Err(out_of_order(
+            "instructions came before their kernel began".into(),
+        ));
+    };
+    for inst in insts {
+        let want = b.instruction_count() as u32;
+        let id = b.instruction(&inst.name, inst.pc);
+        if id != want {
+            return Err(out_of_order(format!(
+                "instruction `{}` is declared twice",
+                inst.name
+            )));
+        }
+        b.set_line(id, inst.line.unwrap_or(0));
+    }
+    Ok(())
 }
 
 /// Appends CTA `cta`'s rows to the kernel being built.
@@ -192,5 +236,11 @@ impl CtaSink for Counting<'_> {
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.inner.end_kernel()
+    }
+    fn takes_more_instructions(&self) -> bool {
+        self.inner.takes_more_instructions()
+    }
+    fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
+        self.inner.more_instructions(added)
     }
 }

@@ -13,6 +13,10 @@ pub(crate) struct Pieces {
     pub issued: Vec<usize>,
     /// The CTA of each `cta` piece.
     pub ctas: Vec<u32>,
+    /// Takes instructions found after a kernel began ([`crate::trace::CtaSink::more_instructions`]),
+    /// and how many came so.
+    pub takes_more: bool,
+    pub more: usize,
     building: Option<crate::trace::model::KernelBuilder>,
 }
 
@@ -43,16 +47,41 @@ impl crate::trace::CtaSink for Pieces {
         self.trace.kernels.push(k);
         Ok(())
     }
+    fn takes_more_instructions(&self) -> bool {
+        self.takes_more
+    }
+    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> Result<(), TraceError> {
+        assert!(
+            self.takes_more,
+            "instructions sent to a receiver that takes none"
+        );
+        self.more += added.len();
+        crate::trace::sink::declare_more(self.building.as_mut(), added)
+    }
 }
 
 /// Streams file `path` through the reader the shells use.
 pub(crate) fn stream_file(path: &std::path::Path) -> Result<Pieces, TraceError> {
+    stream_file_to(path, Pieces::default())
+}
+
+/// Streams file `path` into a receiver that takes instructions as they are found (the app).
+pub(crate) fn stream_file_once(path: &std::path::Path) -> Result<Pieces, TraceError> {
+    stream_file_to(
+        path,
+        Pieces {
+            takes_more: true,
+            ..Pieces::default()
+        },
+    )
+}
+
+fn stream_file_to(path: &std::path::Path, mut p: Pieces) -> Result<Pieces, TraceError> {
     let opts = crate::trace::ReadOptions {
         format: None,
         allow_truncated: false,
     };
     let open = crate::trace::open_trace(path, opts, &|s| s, &|s| s)?;
-    let mut p = Pieces::default();
     open.stream(&|s| s, &|s| s, &mut p)?;
     Ok(p)
 }

@@ -69,6 +69,13 @@ impl Slots {
         self.insts += k.instructions.len();
         self.ctas += k.num_ctas() as usize;
     }
+    /// Adds `n` instruction slots to the last kernel added (a streamed kernel's instructions
+    /// found after it began: its slots are the last).
+    pub fn more_instructions(&mut self, n: usize) {
+        if !self.inst_base.is_empty() {
+            self.insts += n;
+        }
+    }
     pub fn of(kernels: &[Kernel]) -> Slots {
         let mut s = Slots::default();
         for k in kernels {
@@ -221,6 +228,17 @@ impl<'a> Gather<'a> {
         }
     }
 
+    /// Forgets what the run gathered, keeping what it was asked to gather (window, sample
+    /// size, previews, how often to copy): the run starts again from the file's start.
+    pub fn start_again(&mut self) {
+        let mut fresh = Gather::new(&self.config, self.progress);
+        fresh.cap = self.cap;
+        fresh.window = self.window.take();
+        fresh.preview = self.preview.take();
+        fresh.checkpoints = super::checkpoints::Checkpoints::every(self.checkpoints.every);
+        *self = fresh;
+    }
+
     /// The address axis: the segments of every page the requests touched.
     pub fn segments(&self) -> Segments {
         Segments::from_addresses(self.pages.iter().map(|&p| p << 12))
@@ -282,6 +300,17 @@ impl Observer for Gather<'_> {
             .resize(self.slots.insts, ClassSplit::default());
         self.cta_split
             .resize(self.slots.ctas, ClassSplit::default());
+    }
+
+    /// The open kernel, the last begun, found more instructions.
+    fn on_instructions(&mut self, _kernel: u32, added: &[crate::trace::Instruction]) {
+        let Some(k) = self.kernels.last_mut() else {
+            return;
+        };
+        k.instructions.extend_from_slice(added);
+        self.slots.more_instructions(added.len());
+        self.inst_split
+            .resize(self.slots.insts, ClassSplit::default());
     }
 
     fn on_request(&mut self, e: &RequestEvent) {

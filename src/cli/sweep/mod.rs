@@ -238,7 +238,7 @@ fn streamed(
         .map(|(i, c)| Session::new(c, 0).with_context(|| describe(i)))
         .collect::<Result<Vec<_>>>()?;
     let name = options::source_name(a);
-    let input = stream::input(a)?;
+    let input = stream::input(a, false)?;
     let mut progress = input.progress;
     let ran = lanes::run(
         sessions,

@@ -265,6 +265,13 @@ pub(super) struct ByCta {
 }
 
 impl ByCta {
+    /// Takes instructions found after the kernel began; gives the kernel's number.
+    pub(super) fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> u32 {
+        self.run
+            .more_instructions(&mut self.header.instructions, added);
+        self.run.ki
+    }
+
     /// A copy holding no rows: they are wanted back.
     pub(super) fn copy_without_rows(&self) -> ByCta {
         let (sched, wanted) = self.sched.copy_without_rows();

@@ -261,6 +261,33 @@ impl Session {
         Ok(())
     }
 
+    /// Takes instructions of the open kernel found since it began or since the last call,
+    /// numbered after those it has (`trace::CtaSink::more_instructions`: a file read once
+    /// names a kernel's instructions as they first appear). Their counters start at zero, and
+    /// the observer is told ([`Observer::on_instructions`]).
+    pub fn more_instructions(
+        &mut self,
+        added: &[Instruction],
+        observer: &mut dyn Observer,
+    ) -> Result<(), SimError> {
+        let ki = if let Some(s) = self.stream.as_mut() {
+            s.instructions.extend_from_slice(added);
+            s.insts.resize(s.instructions.len(), Counters::default());
+            s.ki
+        } else if let Some(b) = self.by_issue.as_mut() {
+            b.more_instructions(added)
+        } else if let Some(b) = self.by_cta.as_mut() {
+            b.more_instructions(added)
+        } else {
+            return Err(SimError::Config(format!(
+                "{} instructions came when no kernel was open",
+                added.len()
+            )));
+        };
+        observer.on_instructions(ki, added);
+        Ok(())
+    }
+
     /// Numbers the next kernel, tells the observer, and sets up what its warp instructions
     /// add up to.
     pub(super) fn start_kernel(

@@ -115,6 +115,10 @@ impl KernelBuilder {
     pub fn instruction_count(&self) -> usize {
         self.instructions.len()
     }
+    /// The instructions declared so far, in id order.
+    pub fn instructions(&self) -> &[Instruction] {
+        &self.instructions
+    }
     pub fn info_mut(&mut self) -> &mut KernelInfo {
         &mut self.info
     }

@@ -14,7 +14,8 @@
 //! [`Order::Issued`]; the instruction is the opcode (the tool records no PC).
 //!
 //! [`read_into`] holds every launch until the end of the log (launches may interleave);
-//! `stream.rs` reads a file twice instead and hands each launch on in chunks.
+//! `stream.rs` reads a file twice instead and hands each launch on in chunks, and
+//! `one_pass.rs` reads it once for a receiver that takes instructions as they are found.
 
 use std::io::BufRead;
 
@@ -36,6 +37,7 @@ pub const ENTRY: Entry<super::Format> = Entry {
     form: Form::Plain(super::Format::NvBit),
 };
 
+mod one_pass;
 mod stream;
 pub(crate) use stream::stream_into;
 
@@ -147,6 +149,8 @@ impl From<TraceError> for Fail {
 /// What a read does with each access line once the walker has checked its fields.
 trait Visit {
     fn warp(&mut self, launch: &mut Launch, line: &WarpLine<'_>) -> Result<(), Fail>;
+    /// Called at each LAUNCH line, with the launch it declares.
+    fn launch(&mut self, _launch: &Launch) {}
 }
 
 /// The launches a walk met, in launch order.
@@ -191,9 +195,11 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
         let parts: Vec<&[u8]> = split_dash(rest);
         if parts.get(1).is_some_and(|p| *p == b"LAUNCH") {
             let (id, launch) = parse_launch(&parts, w.order.len()).map_err(|m| at(m.into()))?;
-            if w.launches.insert(id, launch).is_some() {
+            if w.launches.contains_key(&id) {
                 return Err(at(format!("grid launch id {id} is launched twice").into()));
             }
+            v.launch(&launch);
+            w.launches.insert(id, launch);
             w.order.push(id);
             last_launch = Some(id);
             continue;

@@ -126,8 +126,9 @@ impl Visit for Stream<'_> {
     }
 }
 
-/// Reads an NVBit log into `out`, each launch's rows in chunks (read twice; a pipe, or a log
-/// whose launches interleave, is read whole).
+/// Reads an NVBit log into `out`, each launch's rows in chunks (read twice, or once for a
+/// receiver that takes instructions as they are found: `one_pass.rs`; a pipe, or a log whose
+/// launches interleave, is read whole).
 pub(crate) fn stream_into<R: BufRead>(
     r: R,
     ctx: &Ctx<'_>,
@@ -136,6 +137,9 @@ pub(crate) fn stream_into<R: BufRead>(
     let file = ctx.file;
     if ctx.file_bytes == 0 {
         return read_into(r, file, out);
+    }
+    if out.takes_more_instructions() {
+        return super::one_pass::stream_into(r, file, out);
     }
     let again = || Ok::<_, TraceError>(source::open(ctx.path, ctx.wrap, ctx.watch)?.reader);
     let mut scan = Scan::default();

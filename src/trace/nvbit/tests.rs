@@ -1,7 +1,7 @@
 //! The NVBit reader: lines, errors, and the streamed read against the whole one.
 
 use super::*;
-use crate::trace::testing::{pipe, scratch, stream_file, Pieces};
+use crate::trace::testing::{pipe, scratch, stream_file, stream_file_once, Pieces};
 use crate::trace::Trace;
 
 fn addrs(base: u64, step: u64, active: u32) -> String {
@@ -193,7 +193,26 @@ proptest::proptest! {
             read_into(text.as_bytes(), &name, &mut t).map(|()| t)
         };
         let streamed = stream_file(&path);
+        let once = stream_file_once(&path);
         std::fs::remove_file(&path).unwrap();
+        // Read once for a receiver that takes instructions as they are found: the same
+        // kernels, or the same error, or a request to read again where launches interleave.
+        match (&whole, once) {
+            (_, Err(e)) if e.must_read_again() => {
+                proptest::prop_assert!(order != Runs::InOrder && launches.len() > 1, "{}", e);
+                proptest::prop_assert!(streamed.as_ref().is_ok_and(|s| s.whole > 0) || whole.is_err());
+            }
+            (Ok(w), Ok(o)) => {
+                proptest::prop_assert_eq!(&o.trace, w);
+                proptest::prop_assert_eq!(o.whole, 0);
+                let insts: usize = w.kernels.iter().map(|k| k.instructions.len()).sum();
+                // The first instruction of each launch with rows comes in its header.
+                let with_rows = w.kernels.iter().filter(|k| !k.instructions.is_empty()).count();
+                proptest::prop_assert_eq!(o.more, insts - with_rows);
+            }
+            (Err(w), Err(o)) => proptest::prop_assert_eq!(o.to_string(), w.to_string()),
+            (w, o) => proptest::prop_assert!(false, "whole {:?}, once {:?}", w.as_ref().map(|_| ()), o.map(|_| ())),
+        }
         match (whole, streamed) {
             (Ok(w), Ok(s)) => {
                 proptest::prop_assert_eq!(&s.trace, &w);
@@ -246,6 +265,15 @@ fn a_long_launch_comes_in_chunks_empty_launches_too_and_a_pipe_whole() {
     assert_eq!(s.trace, whole);
     assert_eq!(whole.kernels.len(), 3);
     assert!(whole.kernels[1].is_empty());
+    // Read once, the same pieces: each launch's second opcode comes as a new instruction,
+    // and the chunks stay whole.
+    let path = scratch("nvbit", "long1.log", text.as_bytes());
+    let once = stream_file_once(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        (&once.trace, &once.issued, once.more),
+        (&whole, &s.issued, 2)
+    );
     // A stream that cannot be read twice is read whole.
     let ctx = pipe();
     let mut p = Pieces::default();
@@ -271,6 +299,12 @@ fn a_too_sparse_launch_fails_as_read_whole_after_every_line_error() {
             .to_string();
         assert_eq!(s, w);
         assert!(w.contains("too sparse") || w.contains("hex address"), "{w}");
+        // Read once, a launch of 2,000,000 CTAs cannot be begun before its rows are counted.
+        let path = scratch("nvbit", "sparse.log", text.as_bytes());
+        let once = stream_file_once(&path).map(|_| ()).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert!(once.must_read_again(), "{once}");
+        assert!(once.to_string().contains("2000000 CTAs"), "{once}");
     }
 }
 
