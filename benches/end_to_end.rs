@@ -10,6 +10,10 @@
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed), and an
 //!   Accel-Sim trace of naive 128x128 matmul (4.2 M accesses, 64 CTAs; the layout of
 //!   `tools/make-accelsim-trace`) read whole and streamed CTA by CTA (scanned, then read);
+//! - an NVBit `mem_trace` log of naive 128x128 matmul (4.2 M accesses, 82 MB; the layout of
+//!   `tools/make-nvbit-trace` without its interleaving), read whole, and streamed as `sim`
+//!   runs it (parsed on one thread, simulated on another): read once, instructions taken as
+//!   they are found (`_once`), and read twice, a scan first (`_twice`, what `sweep` does);
 //! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul;
 //! - the same matmul in our text format and as a CSV table with each CTA's threads
 //!   interleaved, read whole and streamed as `sim` does (text: each kernel through the external
@@ -33,13 +37,32 @@ fn din_threaded_to_json(path: &Path, cfg: &SimConfig) -> usize {
     use warpscope::shell::lanes;
     let opts = warpscope::trace::ReadOptions::default();
     let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
-    let f = lanes::file_source(open, |s| s, |s| s);
+    let f = lanes::file_source(open, |s| s, |s| s, false);
     let session = warpscope::sim::Session::new(cfg, 0).expect("session");
     let mut none = warpscope::sim::NoObserver;
     let Ok(session) = lanes::run_apart(session, f.depth, &mut none, f.source) else {
         panic!("the run failed")
     };
     let report = session.finish(&mut none);
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
+/// Streams a file as `sim` does, read on one thread and simulated on this one (`lanes::run`),
+/// taking instructions as they are found where `as_found`; serialises the report.
+#[cfg(feature = "cli")]
+fn lanes_to_json(path: &Path, cfg: &SimConfig, as_found: bool) -> usize {
+    use warpscope::shell::lanes;
+    let opts = warpscope::trace::ReadOptions::default();
+    let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
+    let f = lanes::file_source(open, |s| s, |s| s, as_found);
+    let session = warpscope::sim::Session::new(cfg, 0).expect("session");
+    let mut none = warpscope::sim::NoObserver;
+    let Ok(mut sessions) = lanes::run(vec![session], 1, f.depth, &mut none, f.source) else {
+        panic!("the run failed")
+    };
+    let report = sessions.pop().expect("the session").finish(&mut none);
     let mut out = Vec::new();
     serde_json::to_writer(&mut out, &report).expect("json");
     out.len()
@@ -199,6 +222,51 @@ fn write_accel_sim(dir: &Path, n: u64) {
     std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").expect("write list");
 }
 
+/// An NVBit `mem_trace` log of naive `n` x `n` matmul: 32x8 blocks, a warp per block row on
+/// its own hardware slot, per iteration a load of A (every lane the same word) and of B
+/// (consecutive words), then a store of C; CTA after CTA.
+#[cfg(feature = "cli")]
+fn write_nvbit(path: &Path, n: u64) {
+    use std::io::Write;
+    let (a, b, c) = (
+        0x7f00_0000_0000u64,
+        0x7f10_0000_0000u64,
+        0x7f20_0000_0000u64,
+    );
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("the log"));
+    let (gx, gy) = (n / 32, n / 8);
+    writeln!(f, "MEMTRACE: CTX 0x55 - LAUNCH - Kernel pc 0x7f00 - Kernel name matmul - grid launch id 0 - grid size {gx},{gy},1 - block size 32,8,1 - nregs 32 - shmem 0 - cuda stream id 0").expect("written");
+    let line = |f: &mut std::io::BufWriter<std::fs::File>,
+                bx: u64,
+                by: u64,
+                w: u64,
+                op: &str,
+                addr: &dyn Fn(u64) -> u64| {
+        let lanes: Vec<String> = (0..32).map(|l| format!("0x{:016x}", addr(l))).collect();
+        writeln!(
+            f,
+            "MEMTRACE: CTX 0x55 - grid_launch_id 0 - CTA {bx},{by},0 - warp {w} - {op} - {}",
+            lanes.join(" ")
+        )
+        .expect("written");
+    };
+    for by in 0..gy {
+        for bx in 0..gx {
+            for k in 0..n {
+                for w in 0..8 {
+                    let (row, col) = (by * 8 + w, bx * 32);
+                    line(&mut f, bx, by, w, "LDG.E", &|_| a + 4 * (row * n + k));
+                    line(&mut f, bx, by, w, "LDG.E", &|l| b + 4 * (k * n + col + l));
+                }
+            }
+            for w in 0..8 {
+                let (row, col) = (by * 8 + w, bx * 32);
+                line(&mut f, bx, by, w, "STG.E", &|l| c + 4 * (row * n + col + l));
+            }
+        }
+    }
+}
+
 fn end_to_end(c: &mut Criterion) {
     let d = dir();
     let mut g = c.benchmark_group("end_to_end");
@@ -267,6 +335,20 @@ fn end_to_end(c: &mut Criterion) {
         });
         g.bench_function("csv_matmul_128_fermi16k_one_sm_streamed", |b| {
             b.iter(|| black_box(streamed_to_json(&csv, &fermi)))
+        });
+    }
+    #[cfg(feature = "cli")]
+    {
+        let nvbit = d.join("matmul128.log");
+        write_nvbit(&nvbit, 128);
+        g.bench_function("nvbit_matmul_128_fermi16k_one_sm_loaded_whole", |b| {
+            b.iter(|| black_box(file_to_json(&nvbit, &fermi)))
+        });
+        g.bench_function("nvbit_matmul_128_fermi16k_one_sm_streamed_once", |b| {
+            b.iter(|| black_box(lanes_to_json(&nvbit, &fermi, true)))
+        });
+        g.bench_function("nvbit_matmul_128_fermi16k_one_sm_streamed_twice", |b| {
+            b.iter(|| black_box(lanes_to_json(&nvbit, &fermi, false)))
         });
     }
     let mut timed = preset("gtx470-16k").expect("preset");
