@@ -257,13 +257,14 @@ impl OpenTrace {
 
     /// How many times [`OpenTrace::stream`] reads the file: twice for formats whose kernels'
     /// headers are known only at their ends (scanned, then read), once for a pipe or any other
-    /// format, or for an NVBit log given to a receiver that takes instructions `as_found`
+    /// format, or for an NVBit log or Accel-Sim trace given to a receiver that takes
+    /// instructions `as_found`
     /// ([`CtaSink::takes_more_instructions`]). Progress by bytes read is measured against
     /// this many times the file.
     pub fn streamed_reads(&self, as_found: bool) -> u64 {
         match self.format {
             _ if self.file_bytes == 0 => 1,
-            Format::NvBit if as_found => 1,
+            Format::NvBit | Format::AccelSim if as_found => 1,
             Format::AccelSim | Format::MemTrace | Format::NvBit | Format::Csv | Format::Parquet => {
                 2
             }

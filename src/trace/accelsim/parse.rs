@@ -132,6 +132,11 @@ impl<'f, R: BufRead> Parser<'f, R> {
             .collect();
     }
 
+    /// The instructions declared so far, in id order (in [`Mode::Read`], as first seen).
+    pub fn instructions(&self) -> &[Instruction] {
+        &self.tb.instructions
+    }
+
     /// Threads per CTA.
     pub fn threads_per_cta(&self) -> u32 {
         self.fx.tpb

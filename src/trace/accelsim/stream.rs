@@ -12,11 +12,18 @@
 //! block, as Accel-Sim's post-processing writes them; a file that does not (or a tracer
 //! version below 3 whose lines mix CTAs, or a stream that cannot be read twice, such as a
 //! pipe) is read whole instead, with the same result and the memory of the kernel.
+//!
+//! A receiver that takes instructions as they are found ([`CtaSink::takes_more_instructions`]:
+//! the app, `sim`) gets each kernel file read once instead ([`stream_once`]): its first CTAs
+//! are simulated at once. The counts found at the end (each warp's instructions, the
+//! opcodes, the load groups: what the analytical model reads, which needs a trace whole) are
+//! then left out of the header. Blocks out of CTA order, or a kernel too large to size before
+//! its rows are counted, stop that read with [`TraceError::ReadAgain`].
 
 use std::io::BufRead;
 use std::path::Path;
 
-use super::super::model::{check_density, Columns, Kernel, Order};
+use super::super::model::{check_density, Columns, Kernel, KernelBuilder, KernelInfo, Order};
 use super::super::{CtaSink, Ctx, Location, TraceError};
 use super::parse::{Block, Mode, Parser};
 use super::{each_kernel_file, read_kernel, source, KernelFile};
@@ -30,10 +37,14 @@ pub(crate) fn stream_into<R: BufRead>(
     each_kernel_file(r, ctx, &mut |file| match file {
         // A pipe cannot be read twice.
         KernelFile::Given(r) if ctx.file_bytes == 0 => out.kernel(read_kernel(r, ctx.file)?),
+        KernelFile::Given(r) if out.takes_more_instructions() => stream_once(r, ctx.file, out),
         KernelFile::Given(r) => stream_kernel(r, ctx.path, ctx, ctx.file, out),
         KernelFile::Listed(path) => {
             let opened = source::open(&path, ctx.wrap, ctx.watch)?;
             let name = path.display().to_string();
+            if out.takes_more_instructions() {
+                return stream_once(opened.reader, &name, out);
+            }
             stream_kernel(opened.reader, &path, ctx, &name, out)
         }
     })
@@ -123,5 +134,75 @@ fn stream_kernel<R: BufRead>(
         rows.clear();
     }
     read.finish()?;
+    out.end_kernel()
+}
+
+/// Reads the kernel file `r` once, handing on each block's CTA with the instructions first
+/// seen in it (see the module's header).
+fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<(), TraceError> {
+    let mut read = Parser::new(r, file, Mode::Read)?;
+    let h = read.header();
+    let (grid, block, line) = (h.grid, h.block, h.end_line);
+    let again = |at: u64, why: String| TraceError::ReadAgain {
+        file: file.to_string(),
+        at: Location::Line(at),
+        why,
+    };
+    // Up to these, `check_density` accepts the shape whatever its rows; a shape the whole
+    // read refuses is refused by the read in two passes, with its error.
+    let (ctas, threads) = (grid.count(), grid.count().saturating_mul(block.count()));
+    let refused = KernelBuilder::new(&h.name, grid, block, Order::PerWarp).is_err();
+    if ctas > 1 << 20 || threads > 1 << 24 || refused {
+        return Err(again(
+            line,
+            format!("grid {grid} x block {block} is sized only once its rows are counted"),
+        ));
+    }
+    let info = KernelInfo {
+        attributes: h.attributes.clone(),
+        ..KernelInfo::default()
+    };
+    out.begin_kernel(&Kernel::without_rows(
+        &h.name,
+        grid,
+        block,
+        Order::PerWarp,
+        &[],
+        &info,
+    ))?;
+    let tpb = read.threads_per_cta();
+    let (mut rows, mut given, mut last) = (Columns::default(), 0, None::<u32>);
+    while let Some(b) = read.next_block(&mut rows)? {
+        match b.cta {
+            Some(c) if last.is_some_and(|l| c <= l) => {
+                return Err(again(
+                    b.line,
+                    "thread blocks are not in increasing CTA order".into(),
+                ))
+            }
+            Some(c) => {
+                last = Some(c);
+                let insts = read.instructions();
+                if insts.len() > given {
+                    out.more_instructions(&insts[given..])?;
+                    given = insts.len();
+                }
+                rows.group_by_thread(c * tpb, tpb);
+                out.cta(c, &rows)?;
+            }
+            None if b.mixed => {
+                return Err(again(
+                    b.line,
+                    "a thread block holds accesses of several CTAs".into(),
+                ))
+            }
+            None => {}
+        }
+        rows.clear();
+    }
+    let found = read.finish()?;
+    if found.instructions.len() > given {
+        out.more_instructions(&found.instructions[given..])?;
+    }
     out.end_kernel()
 }

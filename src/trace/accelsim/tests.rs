@@ -202,6 +202,8 @@ fn opcodes_map_to_kind_and_space() {
 struct Recorded {
     ctas: Vec<u32>,
     whole: usize,
+    /// Takes instructions as they are found (the file is read once).
+    takes_more: bool,
     trace: Trace,
     building: Option<crate::trace::model::KernelBuilder>,
 }
@@ -238,6 +240,21 @@ impl CtaSink for Recorded {
         self.trace.kernels.push(k);
         Ok(())
     }
+    fn takes_more_instructions(&self) -> bool {
+        self.takes_more
+    }
+    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> Result<(), TraceError> {
+        crate::trace::sink::declare_more(self.building.as_mut(), added)
+    }
+}
+
+/// `k` without the counts found at a kernel's end, which a read once leaves out.
+fn counts_aside(k: &Kernel) -> Kernel {
+    let mut k = k.clone();
+    k.info.warp_instructions.clear();
+    k.info.opcodes.clear();
+    k.info.load_groups = Default::default();
+    k
 }
 
 /// A `.traceg` of `ctas` (linear ids, in this order) of a 1-D or 2-D grid: each warp runs a
@@ -302,17 +319,33 @@ fn synthetic(seed: u64, grid: Dim3, tpb: u32, ctas: &[u32], version: u32) -> Str
 
 /// Streams the file `text` written to disk, and reads it whole.
 fn stream_and_whole(name: &str, text: &str) -> (Recorded, Kernel) {
+    let (rec, whole, _) = streamed_once_and_whole(name, text);
+    (rec, whole)
+}
+
+/// [`stream_and_whole`], and streamed into a receiver that takes instructions as they are
+/// found (read once).
+fn streamed_once_and_whole(
+    name: &str,
+    text: &str,
+) -> (Recorded, Kernel, Result<Recorded, TraceError>) {
     let dir = std::env::temp_dir().join(format!("ws-accelsim-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.traceg"));
     std::fs::write(&path, text).unwrap();
-    let mut rec = Recorded::default();
-    let opts = ReadOptions::default();
-    let open = open_trace(&path, opts, &|s| s, &|s| s).unwrap();
-    open.stream(&|s| s, &|s| s, &mut rec).unwrap();
+    let stream = |mut rec: Recorded| {
+        let opts = ReadOptions::default();
+        let open = open_trace(&path, opts, &|s| s, &|s| s).unwrap();
+        open.stream(&|s| s, &|s| s, &mut rec).map(|()| rec)
+    };
+    let rec = stream(Recorded::default()).unwrap();
+    let once = stream(Recorded {
+        takes_more: true,
+        ..Recorded::default()
+    });
     let whole = read_kernel(text.as_bytes(), "whole").unwrap();
     std::fs::remove_file(&path).unwrap();
-    (rec, whole)
+    (rec, whole, once)
 }
 
 #[test]
@@ -328,13 +361,30 @@ fn a_kernel_in_cta_order_streams_cta_by_cta_as_it_reads_whole() {
 }
 
 #[test]
+fn read_once_a_kernel_gets_the_instructions_of_blocks_without_accesses_too() {
+    // CTA 1 runs only a load with no active lane, at a PC not seen before: no access, but
+    // an instruction.
+    let text = "-kernel name = tail\n-grid dim = (2,1,1)\n-block dim = (32,1,1)\n-accelsim tracer version = 4\n\n#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\n0010 ffffffff 1 R1 LDG.E 1 R2 4 1 0x1000 4\n#END_TB\n#BEGIN_TB\nthread block = 1,0,0\nwarp = 0\ninsts = 1\n0020 00000000 1 R1 LDG.E.64 1 R2 8 0\n#END_TB\n";
+    let (_, whole, once) = streamed_once_and_whole("tail", text);
+    let once = once.unwrap();
+    assert_eq!(whole.instructions.len(), 2);
+    assert!(counts_aside(&once.trace.kernels[0]) == counts_aside(&whole));
+}
+
+#[test]
 fn blocks_out_of_order_or_mixing_ctas_are_read_whole() {
     let grid = Dim3::x(4);
     // CTA 2 before CTA 1.
     let text = synthetic(3, grid, 64, &[0, 2, 1, 3], 4);
-    let (rec, whole) = stream_and_whole("disordered", &text);
+    let (rec, whole, once) = streamed_once_and_whole("disordered", &text);
     assert_eq!((rec.whole, rec.ctas.len()), (1, 0));
     assert!(rec.trace.kernels[0] == whole);
+    // Read once, CTA 1 after CTA 2 stops the read: it is read again in two passes.
+    let e = once.map(|_| ()).unwrap_err();
+    assert!(
+        e.must_read_again() && e.to_string().contains("increasing CTA order"),
+        "{e}"
+    );
     // A legacy file whose second block holds lines of two CTAs.
     let line =
         |cta: u32, addr: u32| format!("{cta} 0 0 0 0010 00000001 1 R1 LDG.E 1 R2 4 0 {addr:#x}\n");
@@ -344,9 +394,14 @@ fn blocks_out_of_order_or_mixing_ctas_are_read_whole() {
         line(1, 0x80),
         line(3, 0xc0)
     );
-    let (rec, whole) = stream_and_whole("mixed", &text);
+    let (rec, whole, once) = streamed_once_and_whole("mixed", &text);
     assert_eq!((rec.whole, rec.ctas.len()), (1, 0));
     assert!(rec.trace.kernels[0] == whole);
+    let e = once.map(|_| ()).unwrap_err();
+    assert!(
+        e.must_read_again() && e.to_string().contains("several CTAs"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -370,6 +425,14 @@ fn a_damaged_line_found_by_the_second_pass_names_its_line() {
         .stream(&|s| s, &|s| s, &mut Recorded::default())
         .unwrap_err()
         .to_string();
+    // Read once, the read finds it too, after the CTAs before it.
+    let open = open_trace(&path, ReadOptions::default(), &|s| s, &|s| s).unwrap();
+    let mut once = Recorded {
+        takes_more: true,
+        ..Recorded::default()
+    };
+    let e_once = open.stream(&|s| s, &|s| s, &mut once).unwrap_err();
+    assert_eq!(e_once.to_string(), e);
     let whole = read_kernel(bad.as_bytes(), &path.display().to_string())
         .unwrap_err()
         .to_string();
@@ -385,7 +448,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Any kernel: streamed (CTA by CTA when its blocks are in order, else whole) it is
-    /// the kernel read whole.
+    /// the kernel read whole. Read once, for a receiver that takes instructions as they are
+    /// found, it is too but for the counts found at its end, or where the two reads hold it
+    /// whole, it asks to be read again.
     #[test]
     fn streaming_gives_the_kernel_read_whole(
         seed in any::<u64>(),
@@ -403,9 +468,20 @@ proptest! {
             }
         }
         let text = synthetic(seed, grid, tpb, &ctas, if legacy { 2 } else { 4 });
-        let (rec, whole) = stream_and_whole(&format!("p{seed}"), &text);
+        let (rec, whole, once) = streamed_once_and_whole(&format!("p{seed}"), &text);
         prop_assert_eq!(rec.trace.kernels.len(), 1);
         prop_assert!(rec.trace.kernels[0] == whole);
+        match once {
+            Ok(once) => {
+                prop_assert_eq!((once.whole, rec.whole), (0, 0));
+                prop_assert_eq!(&once.ctas, &rec.ctas);
+                prop_assert!(once.trace.kernels.len() == 1 && counts_aside(&once.trace.kernels[0]) == counts_aside(&whole));
+            }
+            Err(e) => {
+                prop_assert!(e.must_read_again(), "{}", e);
+                prop_assert_eq!(rec.whole, 1);
+            }
+        }
         let ordered = ctas.windows(2).all(|w| w[0] < w[1]);
         if ordered {
             prop_assert_eq!(rec.whole, 0);
