@@ -13,7 +13,8 @@
 //! - an NVBit `mem_trace` log of naive 128x128 matmul (4.2 M accesses, 82 MB; the layout of
 //!   `tools/make-nvbit-trace` without its interleaving), read whole, and streamed as `sim`
 //!   runs it (parsed on one thread, simulated on another): read once, instructions taken as
-//!   they are found (`_once`), and read twice, a scan first (`_twice`, what `sweep` does);
+//!   they are found (`_once`), and read twice, a scan first (`_twice`, what `convert`
+//!   does);
 //! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul;
 //! - the same matmul in our text format and as a CSV table with each CTA's threads
 //!   interleaved, read whole and streamed as `sim` does (text: each kernel through the external

@@ -1251,6 +1251,55 @@ fn an_nvbit_log_streams_in_issue_order() {
         note.contains("launches interleave; it is read again, in two passes"),
         "{note}"
     );
+    // `sweep` reads them once (or again) too: the rows of the logs read whole.
+    for log in ["m.log", "mixed.log"] {
+        let (trace, out) = (p(log), p("rows.json"));
+        let rows = |whole: bool| {
+            let mut args = vec![
+                "sweep",
+                "--trace",
+                &trace,
+                "-o",
+                &out,
+                "--vary",
+                "ways=1,4",
+                "--sms",
+                "3",
+                "--all-sms",
+            ];
+            if whole {
+                args.push("--allow-truncated");
+            }
+            let o = warpscope(&args);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::read_to_string(&out).unwrap()
+        };
+        assert_eq!(rows(false), rows(true), "{log}");
+    }
+    // The request table too: read once, or read again after the first read stopped (the
+    // table it had begun is dropped), it is the table of the log read whole.
+    #[cfg(feature = "tables")]
+    for log in ["m.log", "mixed.log"] {
+        let trace = p(log);
+        let export = |table: &str, whole: bool| {
+            let mut args = vec!["sim", "--trace", &trace, "--export", table];
+            if whole {
+                args.push("--allow-truncated");
+            }
+            let out = warpscope(&args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::read_to_string(table).unwrap()
+        };
+        let (streamed, whole) = (p("streamed.csv"), p("whole.csv"));
+        let got = export(&streamed, false);
+        assert!(got.lines().count() > 100, "{log}");
+        assert_eq!(got, export(&whole, true), "{log}");
+        assert!(!dir.join("streamed.csv.part").exists());
+    }
     let conv = warpscope(&["convert", &p("m.log"), &p("m.wsb")]);
     assert!(
         conv.status.success(),

@@ -118,30 +118,21 @@ fn warn_if_nothing_ran(report: &sim::Report) {
 /// otherwise. Memory holds what is resident, whatever the size of the trace or the grid. A
 /// per-request table is written as it goes.
 ///
-/// Without a table, an NVBit log is read once, its kernels' instructions taken as they are
-/// found; where its launches interleave that read stops, and the run starts again reading
-/// the file in two passes (a table, half written by then, is written from one run only).
+/// An NVBit log or Accel-Sim trace is read once, its kernels' instructions taken as they are
+/// found; where that read cannot go on (launches that interleave, thread blocks out of CTA
+/// order) it stops, and the run starts again reading the file in two passes (a table, half
+/// written by then, is dropped and written again).
 fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<sim::Report>> {
     if cfg.timing.is_some() || a.input.allow_truncated {
         return Ok(None);
     }
-    if a.export.is_none() {
-        match streamed_as(a, cfg, true) {
-            Err(e) if must_read_again(&e) => {
-                eprintln!("note: {}", e.root_cause());
-            }
-            r => return r,
+    match streamed_as(a, cfg, true) {
+        Err(e) if stream::must_read_again(&e) => {
+            eprintln!("note: {}", e.root_cause());
         }
+        r => return r,
     }
     streamed_as(a, cfg, false)
-}
-
-/// Whether `e` is a read that must start again in two passes ([`trace::TraceError::ReadAgain`]).
-fn must_read_again(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<trace::TraceError>()
-            .is_some_and(|t| t.must_read_again())
-    })
 }
 
 /// [`streamed`], taking instructions as they are found where `as_found`.

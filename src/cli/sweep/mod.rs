@@ -225,12 +225,31 @@ fn simulate(
 
 /// Reads the trace once, as it is simulated, and gives every piece to each configuration's
 /// session; the sessions are spread over `jobs` threads (0: one per core), so memory holds
-/// what is resident, never the trace.
+/// what is resident, never the trace. An NVBit log or Accel-Sim trace is read once, its
+/// instructions taken as they are found; where that read cannot go on, the sweep starts
+/// again reading it in two passes (as `sim` does).
 fn streamed(
     a: &InputArgs,
     configs: &[SimConfig],
     jobs: usize,
     describe: &dyn Fn(usize) -> String,
+) -> Result<Vec<Report>> {
+    match streamed_as(a, configs, jobs, describe, true) {
+        Err(e) if stream::must_read_again(&e) => {
+            eprintln!("note: {}", e.root_cause());
+        }
+        r => return r,
+    }
+    streamed_as(a, configs, jobs, describe, false)
+}
+
+/// [`streamed`], taking instructions as they are found where `as_found`.
+fn streamed_as(
+    a: &InputArgs,
+    configs: &[SimConfig],
+    jobs: usize,
+    describe: &dyn Fn(usize) -> String,
+    as_found: bool,
 ) -> Result<Vec<Report>> {
     let sessions = configs
         .iter()
@@ -238,7 +257,7 @@ fn streamed(
         .map(|(i, c)| Session::new(c, 0).with_context(|| describe(i)))
         .collect::<Result<Vec<_>>>()?;
     let name = options::source_name(a);
-    let input = stream::input(a, false)?;
+    let input = stream::input(a, as_found)?;
     let mut progress = input.progress;
     let ran = lanes::run(
         sessions,
