@@ -66,7 +66,10 @@ for size in 1600x1000 1280x800; do
   trap 'kill $xvfb 2>/dev/null || true; rm -rf "$sweep"' EXIT
   sleep 1
   rm -f "$out"/*.png
-  DISPLAY="$display" timeout 600 "target/$dir/warpscope" --screenshots "$out" --window "$size" \
+  # The app's saved state (eframe keeps the last window's geometry in XDG_DATA_HOME) must not
+  # change the shots: it runs with an empty one.
+  DISPLAY="$display" XDG_DATA_HOME="$sweep/data" timeout 600 "target/$dir/warpscope" \
+    --screenshots "$out" --window "$size" \
     --sweep "$sweep/results.parquet" --shot-streamed "$sweep/matmul128.din"
   kill $xvfb 2>/dev/null || true
   ls -l "$out"/*.png
