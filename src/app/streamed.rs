@@ -40,10 +40,10 @@ pub fn open(path: &Path, format: Option<trace::Format>, size: u64) -> Finished<L
 /// of a session ([`Checkpoint`]): the session, or `None` when `gather` stopped the run on
 /// purpose (past its window).
 ///
-/// A file whose kernels' instructions are known only at their ends (NVBit) is read once, the
-/// instructions taken as they are found, so the first requests show at once. Where that read
-/// cannot go on (launches that interleave), the run starts again reading the file as `sim`
-/// does.
+/// A file whose kernels' instructions are known only at their ends (NVBit, Accel-Sim) is read
+/// once, the instructions taken as they are found, so the first requests show at once. Where
+/// that read cannot go on (launches that interleave, thread blocks out of CTA order), the run
+/// starts again reading the file in two passes.
 fn run(
     config: &SimConfig,
     trace: &TraceData,
@@ -123,12 +123,7 @@ fn run_as(
             .ok_or_else(|| JobError::Failed("the simulation was lost".into())),
         Err(_) if progress.cancelled() => Err(JobError::Cancelled),
         Err(_) if gather.past_window => Ok(Ran::Done(None)),
-        Err(lanes::Failure::Other(e))
-            if e.downcast_ref::<trace::TraceError>()
-                .is_some_and(|t| t.must_read_again()) =>
-        {
-            Ok(Ran::ReadAgain)
-        }
+        Err(lanes::Failure::Other(e)) if lanes::must_read_again(&e) => Ok(Ran::ReadAgain),
         Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
         Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
     }

@@ -127,7 +127,7 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
         return Ok(None);
     }
     match streamed_as(a, cfg, true) {
-        Err(e) if stream::must_read_again(&e) => {
+        Err(e) if warpscope::shell::lanes::must_read_again(&e) => {
             eprintln!("note: {}", e.root_cause());
         }
         r => return r,

@@ -111,15 +111,6 @@ fn counting(
     }
 }
 
-/// Whether `e` is a read that must start again in two passes
-/// ([`trace::TraceError::ReadAgain`]: [`input`] with `as_found` met what only two passes take).
-pub fn must_read_again(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<trace::TraceError>()
-            .is_some_and(|t| t.must_read_again())
-    })
-}
-
 /// A streamed run's input: what sends its pieces, the depth of the lanes' queues for them,
 /// whether its CTAs can run on several SMs (a reference stream's one thread runs on one),
 /// and its progress (the bytes read of a file; a generator shows its own).

@@ -162,6 +162,16 @@ impl CtaSink for Fanout {
     }
 }
 
+/// Whether `e` (a source's error, or one with it in its chain) is a read that must start
+/// again in two passes ([`TraceError::ReadAgain`]: a source of [`file_source`] with
+/// `as_found` met what only two passes take).
+pub fn must_read_again(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<TraceError>()
+            .is_some_and(|t| t.must_read_again())
+    })
+}
+
 /// Why [`run`] failed.
 #[derive(Debug)]
 pub enum Failure {

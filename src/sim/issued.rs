@@ -8,7 +8,7 @@
 //! runs on the SM the trace recorded for it (folded onto the modelled SMs), or on `c mod
 //! sms`. The result is the whole kernel's (tested below on random kernels cut anywhere).
 
-use super::running::Running;
+use super::running::{add_instructions, Running};
 use super::{Observer, Session, SimError};
 use crate::schedule::{issued_sm, Issue, ScheduleError};
 use crate::trace::{Columns, Kernel, Order, BARRIER_CODE};
@@ -36,8 +36,7 @@ type Key = (u32, u32, u32, u32);
 impl ByIssue {
     /// Takes instructions found after the kernel began; gives the kernel's number.
     pub(super) fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> u32 {
-        self.run
-            .more_instructions(&mut self.header.instructions, added);
+        add_instructions(&mut self.header.instructions, &mut self.run.insts, added);
         self.run.ki
     }
 

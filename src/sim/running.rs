@@ -23,18 +23,18 @@ pub(super) struct Running {
     pub(super) events: bool,
 }
 
-impl Running {
-    /// Adds instructions found after the kernel began (`added`, numbered after those of
-    /// `declared`, which takes them): their counters start at zero.
-    pub(super) fn more_instructions(
-        &mut self,
-        declared: &mut Vec<Instruction>,
-        added: &[Instruction],
-    ) {
-        declared.extend_from_slice(added);
-        self.insts.resize(declared.len(), Counters::default());
-    }
+/// Adds instructions a streamed kernel found after it began (`added`, numbered after those of
+/// `declared`, which takes them) and their counters, at zero, to `counters`.
+pub(super) fn add_instructions(
+    declared: &mut Vec<Instruction>,
+    counters: &mut Vec<Counters>,
+    added: &[Instruction],
+) {
+    declared.extend_from_slice(added);
+    counters.resize(declared.len(), Counters::default());
+}
 
+impl Running {
     /// Simulates one issued warp instruction: `rows` of `cols`.
     pub(super) fn issue(
         &mut self,

@@ -36,8 +36,8 @@ impl KernelSink for Trace {
 /// A receiver that [takes more instructions](CtaSink::takes_more_instructions) may get a
 /// header with only the instructions found so far, and the others by
 /// [`CtaSink::more_instructions`] as they are found, each before the first row that names
-/// it. Readers that would read a file twice to learn a kernel's instructions first (NVBit)
-/// then read it once, so its first requests are simulated at once.
+/// it. Readers that would read a file twice to learn a kernel's instructions first (NVBit,
+/// Accel-Sim) then read it once, so its first requests are simulated at once.
 pub trait CtaSink: KernelSink {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;

@@ -235,7 +235,7 @@ fn streamed(
     describe: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Report>> {
     match streamed_as(a, configs, jobs, describe, true) {
-        Err(e) if stream::must_read_again(&e) => {
+        Err(e) if lanes::must_read_again(&e) => {
             eprintln!("note: {}", e.root_cause());
         }
         r => return r,

@@ -267,8 +267,11 @@ pub(super) struct ByCta {
 impl ByCta {
     /// Takes instructions found after the kernel began; gives the kernel's number.
     pub(super) fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> u32 {
-        self.run
-            .more_instructions(&mut self.header.instructions, added);
+        super::super::running::add_instructions(
+            &mut self.header.instructions,
+            &mut self.run.insts,
+            added,
+        );
         self.run.ki
     }
 

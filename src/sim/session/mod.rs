@@ -271,8 +271,7 @@ impl Session {
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
         let ki = if let Some(s) = self.stream.as_mut() {
-            s.instructions.extend_from_slice(added);
-            s.insts.resize(s.instructions.len(), Counters::default());
+            super::running::add_instructions(&mut s.instructions, &mut s.insts, added);
             s.ki
         } else if let Some(b) = self.by_issue.as_mut() {
             b.more_instructions(added)
