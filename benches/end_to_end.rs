@@ -30,6 +30,10 @@ use criterion::{criterion_group, Criterion, Throughput};
 use warpscope::config::{preset, SimConfig};
 use warpscope::rng::Rng;
 
+#[cfg(feature = "cli")]
+#[path = "support/nvbit_log.rs"]
+mod nvbit_log;
+
 /// Streams a din file as `sim` does: parsed on one thread, the reuse distances (or the cache's
 /// shadow) measured on another, simulated on this one (`lanes::run_apart`); serialises the
 /// report.
@@ -223,51 +227,6 @@ fn write_accel_sim(dir: &Path, n: u64) {
     std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").expect("write list");
 }
 
-/// An NVBit `mem_trace` log of naive `n` x `n` matmul: 32x8 blocks, a warp per block row on
-/// its own hardware slot, per iteration a load of A (every lane the same word) and of B
-/// (consecutive words), then a store of C; CTA after CTA.
-#[cfg(feature = "cli")]
-fn write_nvbit(path: &Path, n: u64) {
-    use std::io::Write;
-    let (a, b, c) = (
-        0x7f00_0000_0000u64,
-        0x7f10_0000_0000u64,
-        0x7f20_0000_0000u64,
-    );
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("the log"));
-    let (gx, gy) = (n / 32, n / 8);
-    writeln!(f, "MEMTRACE: CTX 0x55 - LAUNCH - Kernel pc 0x7f00 - Kernel name matmul - grid launch id 0 - grid size {gx},{gy},1 - block size 32,8,1 - nregs 32 - shmem 0 - cuda stream id 0").expect("written");
-    let line = |f: &mut std::io::BufWriter<std::fs::File>,
-                bx: u64,
-                by: u64,
-                w: u64,
-                op: &str,
-                addr: &dyn Fn(u64) -> u64| {
-        let lanes: Vec<String> = (0..32).map(|l| format!("0x{:016x}", addr(l))).collect();
-        writeln!(
-            f,
-            "MEMTRACE: CTX 0x55 - grid_launch_id 0 - CTA {bx},{by},0 - warp {w} - {op} - {}",
-            lanes.join(" ")
-        )
-        .expect("written");
-    };
-    for by in 0..gy {
-        for bx in 0..gx {
-            for k in 0..n {
-                for w in 0..8 {
-                    let (row, col) = (by * 8 + w, bx * 32);
-                    line(&mut f, bx, by, w, "LDG.E", &|_| a + 4 * (row * n + k));
-                    line(&mut f, bx, by, w, "LDG.E", &|l| b + 4 * (k * n + col + l));
-                }
-            }
-            for w in 0..8 {
-                let (row, col) = (by * 8 + w, bx * 32);
-                line(&mut f, bx, by, w, "STG.E", &|l| c + 4 * (row * n + col + l));
-            }
-        }
-    }
-}
-
 fn end_to_end(c: &mut Criterion) {
     let d = dir();
     let mut g = c.benchmark_group("end_to_end");
@@ -341,7 +300,7 @@ fn end_to_end(c: &mut Criterion) {
     #[cfg(feature = "cli")]
     {
         let nvbit = d.join("matmul128.log");
-        write_nvbit(&nvbit, 128);
+        nvbit_log::write(&nvbit, 128);
         g.bench_function("nvbit_matmul_128_fermi16k_one_sm_loaded_whole", |b| {
             b.iter(|| black_box(file_to_json(&nvbit, &fermi)))
         });
