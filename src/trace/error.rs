@@ -61,6 +61,13 @@ impl TraceError {
             message: message.into(),
         }
     }
+    pub(crate) fn read_again(file: &str, at: Location, why: impl Into<String>) -> Self {
+        TraceError::ReadAgain {
+            file: file.to_string(),
+            at,
+            why: why.into(),
+        }
+    }
     pub(crate) fn io(file: &str, source: std::io::Error) -> Self {
         TraceError::Io {
             file: file.to_string(),

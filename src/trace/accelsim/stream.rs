@@ -143,19 +143,21 @@ fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<()
     let mut read = Parser::new(r, file, Mode::Read)?;
     let h = read.header();
     let (grid, block, line) = (h.grid, h.block, h.end_line);
-    let again = |at: u64, why: String| TraceError::ReadAgain {
-        file: file.to_string(),
-        at: Location::Line(at),
-        why,
-    };
+    let again = |at: u64, why: &str| TraceError::read_again(file, Location::Line(at), why);
     // Up to these, `check_density` accepts the shape whatever its rows; a shape the whole
     // read refuses is refused by the read in two passes, with its error.
     let (ctas, threads) = (grid.count(), grid.count().saturating_mul(block.count()));
     let refused = KernelBuilder::new(&h.name, grid, block, Order::PerWarp).is_err();
-    if ctas > 1 << 20 || threads > 1 << 24 || refused {
+    if refused {
         return Err(again(
             line,
-            format!("grid {grid} x block {block} is sized only once its rows are counted"),
+            "its shape is checked by the read in two passes",
+        ));
+    }
+    if ctas > 1 << 20 || threads > 1 << 24 {
+        return Err(again(
+            line,
+            &format!("grid {grid} x block {block} is sized only once its accesses are counted"),
         ));
     }
     let info = KernelInfo {
@@ -177,7 +179,7 @@ fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<()
             Some(c) if last.is_some_and(|l| c <= l) => {
                 return Err(again(
                     b.line,
-                    "thread blocks are not in increasing CTA order".into(),
+                    "thread blocks are not in increasing CTA order",
                 ))
             }
             Some(c) => {
@@ -193,7 +195,7 @@ fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<()
             None if b.mixed => {
                 return Err(again(
                     b.line,
-                    "a thread block holds accesses of several CTAs".into(),
+                    "a thread block holds accesses of several CTAs",
                 ))
             }
             None => {}

@@ -145,11 +145,7 @@ pub(super) fn stream_into<R: BufRead>(
             ),
             _ => "launches interleave".into(),
         };
-        TraceError::ReadAgain {
-            file: file.to_string(),
-            at: Location::Line(n),
-            why,
-        }
+        TraceError::read_again(file, Location::Line(n), why)
     };
     let walked = match walk(r, file, true, &mut v) {
         Ok(w) => w,
