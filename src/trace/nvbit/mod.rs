@@ -123,6 +123,16 @@ impl WarpLine<'_> {
     }
 }
 
+/// Counts one more row of a launch read in pieces, refusing its 2^32-th as the whole read's
+/// builder does.
+fn count_row(rows: &mut u64) -> Result<(), String> {
+    if *rows >= u32::MAX as u64 {
+        return Err(super::model::BuildError::TooManyRows.to_string());
+    }
+    *rows += 1;
+    Ok(())
+}
+
 /// Why a line was refused.
 enum Fail {
     /// A message about the line (the walker adds the file and line).

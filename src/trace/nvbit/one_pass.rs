@@ -13,8 +13,8 @@
 
 use std::io::BufRead;
 
-use super::{walk, Fail, Launch, Stopped, Visit, WarpLine};
-use crate::trace::model::{BuildError, Kernel};
+use super::{count_row, walk, Fail, Launch, Stopped, Visit, WarpLine};
+use crate::trace::model::Kernel;
 use crate::trace::sink::IssuedChunks;
 use crate::trace::{CtaSink, Location, TraceError};
 
@@ -110,10 +110,7 @@ impl Visit for OnePass<'_> {
         }
         let (rows, chunk) = (&mut self.rows, &mut self.chunk);
         w.lanes(l.tpb, |a| {
-            if *rows >= u32::MAX as u64 {
-                return Err(BuildError::TooManyRows.to_string());
-            }
-            *rows += 1;
+            count_row(rows)?;
             chunk.push(&a);
             Ok(())
         })?;

@@ -13,8 +13,8 @@
 
 use std::io::BufRead;
 
-use super::{read_into, sparse, walk, Fail, Launch, Stopped, Visit, WarpLine};
-use crate::trace::model::{check_density, BuildError, Kernel, Order};
+use super::{count_row, read_into, sparse, walk, Fail, Launch, Stopped, Visit, WarpLine};
+use crate::trace::model::{check_density, Kernel, Order};
 use crate::trace::sink::IssuedChunks;
 use crate::trace::{source, CtaSink, Ctx, Location, TraceError};
 
@@ -38,14 +38,7 @@ impl Visit for Scan {
             self.rows.resize(l.index + 1, 0);
         }
         let rows = &mut self.rows[l.index];
-        Ok(w.lanes(l.tpb, |_| {
-            // As the whole read's builder refuses its 2^32-th row.
-            if *rows >= u32::MAX as u64 {
-                return Err(BuildError::TooManyRows.to_string());
-            }
-            *rows += 1;
-            Ok(())
-        })?)
+        Ok(w.lanes(l.tpb, |_| count_row(rows))?)
     }
 }
 
