@@ -109,3 +109,83 @@ pub(crate) fn pipe() -> super::Ctx<'static> {
         watch: &unchanged,
     }
 }
+
+/// Counts the bytes read through it into `read`.
+struct Counted {
+    inner: super::source::Stream,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Records the bytes read when the first kernel begins, and passes everything on.
+struct FirstBegin {
+    pieces: Pieces,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    at_first: Option<u64>,
+}
+
+impl KernelSink for FirstBegin {
+    fn kernel(&mut self, k: crate::trace::Kernel) -> Result<(), TraceError> {
+        self.pieces.kernel(k)
+    }
+}
+
+impl crate::trace::CtaSink for FirstBegin {
+    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
+        let read = self.read.load(std::sync::atomic::Ordering::Relaxed);
+        self.at_first.get_or_insert(read);
+        self.pieces.begin_kernel(header)
+    }
+    fn cta(&mut self, cta: u32, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        self.pieces.cta(cta, rows)
+    }
+    fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        self.pieces.issued(rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.pieces.end_kernel()
+    }
+    fn takes_more_instructions(&self) -> bool {
+        self.pieces.takes_more
+    }
+    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> Result<(), TraceError> {
+        self.pieces.more_instructions(added)
+    }
+}
+
+/// Streams file `path` (into a receiver that takes instructions as they are found where
+/// `once`) and gives the bytes of it read when its first kernel began: how soon a
+/// simulation fed from it can start.
+pub(crate) fn read_before_first_kernel(path: &std::path::Path, once: bool) -> u64 {
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = read.clone();
+    let watch = move |s: super::source::Stream| -> super::source::Stream {
+        Box::new(Counted {
+            inner: s,
+            read: counted.clone(),
+        })
+    };
+    let opts = crate::trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    let open = crate::trace::open_trace(path, opts, &|s| s, &watch).unwrap();
+    let mut sink = FirstBegin {
+        pieces: Pieces {
+            takes_more: once,
+            ..Pieces::default()
+        },
+        read,
+        at_first: None,
+    };
+    open.stream(&|s| s, &watch, &mut sink).unwrap();
+    sink.at_first.unwrap()
+}

@@ -372,6 +372,23 @@ fn read_once_a_kernel_gets_the_instructions_of_blocks_without_accesses_too() {
 }
 
 #[test]
+fn read_once_the_first_cta_goes_on_before_the_file_is_read() {
+    let ctas: Vec<u32> = (0..3000).collect();
+    let text = synthetic(11, Dim3::x(3000), 64, &ctas, 4);
+    let dir = std::env::temp_dir().join(format!("ws-accelsim-first-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("long.traceg");
+    std::fs::write(&path, &text).unwrap();
+    let once = crate::trace::testing::read_before_first_kernel(&path, true);
+    let twice = crate::trace::testing::read_before_first_kernel(&path, false);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let len = text.len() as u64;
+    assert!(len > 1 << 20, "{len}");
+    assert!(once < len / 10, "{once} of {len}");
+    assert!(twice >= len, "{twice} of {len}");
+}
+
+#[test]
 fn blocks_out_of_order_or_mixing_ctas_are_read_whole() {
     let grid = Dim3::x(4);
     // CTA 2 before CTA 1.

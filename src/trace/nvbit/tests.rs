@@ -1,7 +1,9 @@
 //! The NVBit reader: lines, errors, and the streamed read against the whole one.
 
 use super::*;
-use crate::trace::testing::{pipe, scratch, stream_file, stream_file_once, Pieces};
+use crate::trace::testing::{
+    pipe, read_before_first_kernel, scratch, stream_file, stream_file_once, Pieces,
+};
 use crate::trace::Trace;
 
 fn addrs(base: u64, step: u64, active: u32) -> String {
@@ -274,6 +276,16 @@ fn a_long_launch_comes_in_chunks_empty_launches_too_and_a_pipe_whole() {
         (&once.trace, &once.issued, once.more),
         (&whole, &s.issued, 2)
     );
+    // Read once, the first launch begins after its first lines; read twice, after the scan
+    // of the whole log.
+    let path = scratch("nvbit", "long2.log", text.as_bytes());
+    let (once, twice) = (
+        read_before_first_kernel(&path, true),
+        read_before_first_kernel(&path, false),
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert!(once < text.len() as u64 / 10, "{once} of {}", text.len());
+    assert!(twice >= text.len() as u64, "{twice} of {}", text.len());
     // A stream that cannot be read twice is read whole.
     let ctx = pipe();
     let mut p = Pieces::default();
