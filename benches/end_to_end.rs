@@ -9,7 +9,9 @@
 //!   read whole and streamed CTA by CTA as `sim` does (on one thread here);
 //! - the real Accel-Sim sample (`sample-traces/accelsim-matrixmul`, xz-compressed), and an
 //!   Accel-Sim trace of naive 128x128 matmul (4.2 M accesses, 64 CTAs; the layout of
-//!   `tools/make-accelsim-trace`) read whole and streamed CTA by CTA (scanned, then read);
+//!   `tools/make-accelsim-trace`) read whole and streamed CTA by CTA (scanned, then read, on
+//!   one thread; `_once`: read once as `sim` does, parsed on one thread and simulated on
+//!   another);
 //! - an NVBit `mem_trace` log of naive 128x128 matmul (4.2 M accesses, 82 MB; the layout of
 //!   `tools/make-nvbit-trace` without its interleaving), read whole, and streamed as `sim`
 //!   runs it (parsed on one thread, simulated on another): read once, instructions taken as
@@ -334,6 +336,11 @@ fn end_to_end(c: &mut Criterion) {
     });
     g.bench_function("accelsim_matmul_128_fermi16k_one_sm_streamed", |b| {
         b.iter(|| black_box(streamed_to_json(&matmul, &fermi)))
+    });
+    // As `sim` reads it: once, instructions taken as they are found, on two threads.
+    #[cfg(feature = "cli")]
+    g.bench_function("accelsim_matmul_128_fermi16k_one_sm_streamed_once", |b| {
+        b.iter(|| black_box(lanes_to_json(&matmul, &fermi, true)))
     });
     g.finish();
     std::fs::remove_dir_all(&d).ok();
