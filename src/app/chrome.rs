@@ -10,6 +10,9 @@ use super::views::View;
 
 use super::*;
 
+/// Width of a running job's progress bar in the status bar, in points.
+const PROGRESS_WIDTH: f32 = 160.0;
+
 impl WarpscopeApp {
     /// Asks whether to generate a trace that will not fit in memory anyway.
     pub(super) fn too_large_question(&mut self, ui: &mut Ui) {
@@ -194,16 +197,15 @@ impl WarpscopeApp {
             for (label, p) in self.running() {
                 ui.spinner();
                 ui.label(label);
+                // The bar and its stand-in take the same room, so the Cancel button after them
+                // stays put when the total becomes known (a click aimed at it still lands).
+                let size = egui::vec2(PROGRESS_WIDTH, ui.spacing().interact_size.y);
                 match p.fraction() {
                     Some(f) => {
-                        ui.add(
-                            egui::ProgressBar::new(f)
-                                .desired_width(160.0)
-                                .show_percentage(),
-                        );
+                        ui.add_sized(size, egui::ProgressBar::new(f).show_percentage());
                     }
                     None => {
-                        ui.label(RichText::new("working…").weak());
+                        ui.add_sized(size, egui::Label::new(RichText::new("working…").weak()));
                     }
                 }
                 if ui.button("Cancel").clicked() {
@@ -231,5 +233,54 @@ impl WarpscopeApp {
             };
         });
         self.actions.extend(cancel.into_iter().map(Action::Cancel));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::job::Job;
+    use egui_kittest::kittest::Queryable;
+    use egui_kittest::Harness;
+
+    /// A job's Cancel button stays where it was when its progress becomes known: a click
+    /// aimed at it on one frame lands on it on the next (it used to shift right by the
+    /// progress bar's width, and a click aimed at "working…" hit the bar).
+    #[test]
+    fn a_jobs_cancel_button_does_not_move_when_its_progress_becomes_known() {
+        let app = WarpscopeApp::new(
+            Settings::default(),
+            Startup {
+                file: None,
+                fresh: true,
+                generator: Some(("vecadd".into(), "n=256".into())),
+                window: None,
+                sweep: None,
+                stream: false,
+                shot_streamed: None,
+            },
+            Arc::new(|| {}),
+        );
+        let mut h = Harness::builder()
+            .with_size([1400.0, 900.0])
+            .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), app);
+        let start = std::time::Instant::now();
+        while !(h.state().idle() && h.state().panes.iter().all(|p| p.result.is_some())) {
+            assert!(start.elapsed().as_secs() < 60, "the app did not settle");
+            h.step();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let (job, _done) = Job::<String>::pending("Exporting x.png", &h.state().wake.clone());
+        let progress = job.progress().clone();
+        h.state_mut().tasks.push(job);
+        h.run_steps(2);
+        let unknown = h.get_by_label("Cancel").rect();
+        progress.report(1, 4);
+        h.run_steps(2);
+        let known = h.get_by_label("Cancel").rect();
+        assert_eq!(unknown, known);
+        h.get_by_label("Cancel").click();
+        h.run_steps(2);
+        assert!(progress.cancelled(), "the click reached the button");
     }
 }
