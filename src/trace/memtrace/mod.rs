@@ -21,11 +21,13 @@ use std::io::BufRead;
 use rustc_hash::FxHashMap;
 
 mod stream;
+mod walk;
 
 pub(crate) use stream::stream_into;
+use walk::walk;
 
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
-use super::{Fail, KernelSink, Location, TraceError};
+use super::{Fail, KernelSink, TraceError};
 
 use crate::config::choice::{Entry, Form};
 
@@ -45,59 +47,6 @@ const RECORD: usize = 24;
 pub fn looks_like(head: &[u8]) -> bool {
     (head.len() >= 10 && matches!(head[0], 0x19 | 0x1a) && &head[1..10] == b"CUDATRACE")
         || (head.len() >= 2 && head[0] == RECORD as u8 && head[1] == b'\n')
-}
-
-struct Reader<'a, R> {
-    r: R,
-    at: u64,
-    file: &'a str,
-}
-
-impl<R: BufRead> Reader<'_, R> {
-    fn err(&self, at: u64, m: impl Into<String>) -> TraceError {
-        TraceError::parse(self.file, Location::Byte(at), m)
-    }
-    /// Exactly `buf.len()` bytes; `Ok(false)` at a clean end of input before the first byte.
-    fn fill(&mut self, buf: &mut [u8], what: &str, eof_ok: bool) -> Result<bool, TraceError> {
-        let mut got = 0;
-        while got < buf.len() {
-            match self.r.read(&mut buf[got..]) {
-                Ok(0) if got == 0 && eof_ok => return Ok(false),
-                Ok(0) => {
-                    return Err(self.err(
-                        self.at + got as u64,
-                        format!("file ends early: expected {what}"),
-                    ))
-                }
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(TraceError::io(self.file, e)),
-            }
-        }
-        self.at += buf.len() as u64;
-        Ok(true)
-    }
-    fn line(&mut self, what: &str) -> Result<Option<String>, TraceError> {
-        let mut v = Vec::new();
-        let start = self.at;
-        let n = self
-            .r
-            .read_until(b'\n', &mut v)
-            .map_err(|e| TraceError::io(self.file, e))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        self.at += n as u64;
-        if v.pop() != Some(b'\n') {
-            return Err(self.err(
-                self.at,
-                format!("file ends early: expected a LF after {what}"),
-            ));
-        }
-        String::from_utf8(v)
-            .map(Some)
-            .map_err(|_| self.err(start, format!("{what} is not valid UTF-8")))
-    }
 }
 
 /// One decoded record.
@@ -165,148 +114,6 @@ trait Records {
     fn begin(&mut self, name: String) -> Result<(), Fail>;
     fn record(&mut self, r: Record) -> Result<(), Fail>;
     fn end(&mut self) -> Result<(), Fail>;
-}
-
-/// Walks a cuda-memtrace file of either layout, checking its framing and decoding records.
-fn walk<R: BufRead>(r: R, file: &str, v: &mut dyn Records) -> Result<(), TraceError> {
-    let mut rd = Reader { r, at: 0, file };
-    let mut first = [0u8; 1];
-    rd.fill(&mut first, "the first byte", false)?;
-    match first[0] {
-        0x19 | 0x1a => walk_later(&mut rd, v),
-        n if n as usize == RECORD => walk_thesis(&mut rd, v),
-        b => Err(rd.err(
-            0,
-            format!("expected the cuda-memtrace magic (0x19/0x1a + CUDATRACE) or record size 24, found byte {b:#04x}"),
-        )),
-    }
-}
-
-impl<R> Reader<'_, R> {
-    /// `f`'s failure, at byte `at` when it is about the file.
-    fn at(&self, at: u64, f: Fail) -> TraceError {
-        match f {
-            Fail::File(m) => TraceError::parse(self.file, Location::Byte(at), m),
-            Fail::Out(e) => e,
-        }
-    }
-}
-
-fn walk_later<R: BufRead>(rd: &mut Reader<'_, R>, v: &mut dyn Records) -> Result<(), TraceError> {
-    let mut magic = [0u8; 9];
-    rd.fill(&mut magic, "the CUDATRACE magic", false)?;
-    if &magic != b"CUDATRACE" {
-        return Err(rd.err(1, "expected `CUDATRACE` after the version byte"));
-    }
-    let mut open = false;
-    let mut rec = [0u8; RECORD];
-    loop {
-        if open && plain_records(rd, v)? {
-            continue;
-        }
-        let at = rd.at;
-        let mut tag = [0u8; 1];
-        if !rd.fill(&mut tag, "a record tag", true)? {
-            break;
-        }
-        match tag[0] {
-            0x00 => {
-                let mut len = [0u8; 2];
-                rd.fill(&mut len, "the kernel name length", false)?;
-                let mut name = vec![0u8; u16::from_le_bytes(len) as usize];
-                rd.fill(&mut name, "the kernel name", false)?;
-                let name = String::from_utf8(name).map_err(|_| rd.err(at + 3, "kernel name is not valid UTF-8"))?;
-                if open {
-                    v.end().map_err(|f| rd.at(at, f))?;
-                }
-                v.begin(name).map_err(|f| rd.at(at, f))?;
-                open = true;
-            }
-            t @ (0xFF | 0xFE) => {
-                rd.fill(&mut rec, "a 24-byte record", false)?;
-                let count = if t == 0xFE {
-                    let mut c = [0u8; 2];
-                    rd.fill(&mut c, "the run length", false)?;
-                    u16::from_le_bytes(c) as u64
-                } else {
-                    1
-                };
-                if !open {
-                    return Err(rd.err(at, "a record before any kernel (expected 0x00 + name first)"));
-                }
-                let r = decode(&rec).map_err(|m| rd.err(at + 1, m))?;
-                for i in 0..count {
-                    let addr = r.addr.wrapping_add(i * r.size as u64);
-                    v.record(Record { addr, ..r }).map_err(|f| rd.at(at, f))?;
-                }
-            }
-            b => {
-                return Err(rd.err(
-                    at,
-                    format!("expected a record tag 0x00 (kernel), 0xFF (access) or 0xFE (run), found {b:#04x}"),
-                ))
-            }
-        }
-    }
-    if open {
-        v.end().map_err(|f| rd.at(rd.at, f))?;
-    }
-    Ok(())
-}
-
-/// The common case, fast: the single-access records (`0xFF` + record) that lie whole in the
-/// reader's buffer, decoded in place. Returns whether it took any; the caller reads what
-/// follows (another tag, a record cut by the buffer's end) field by field.
-fn plain_records<R: BufRead>(
-    rd: &mut Reader<'_, R>,
-    v: &mut dyn Records,
-) -> Result<bool, TraceError> {
-    const WHOLE: usize = 1 + RECORD;
-    let file = rd.file;
-    let buf = rd.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
-    let mut used = 0;
-    while used + WHOLE <= buf.len() && buf[used] == 0xFF {
-        let at = rd.at + used as u64;
-        let mut rec = [0u8; RECORD];
-        rec.copy_from_slice(&buf[used + 1..used + WHOLE]);
-        let r = decode(&rec).map_err(|m| TraceError::parse(file, Location::Byte(at + 1), m))?;
-        v.record(r).map_err(|f| match f {
-            Fail::File(m) => TraceError::parse(file, Location::Byte(at), m),
-            Fail::Out(e) => e,
-        })?;
-        used += WHOLE;
-    }
-    rd.r.consume(used);
-    rd.at += used as u64;
-    Ok(used > 0)
-}
-
-fn walk_thesis<R: BufRead>(rd: &mut Reader<'_, R>, v: &mut dyn Records) -> Result<(), TraceError> {
-    let mut lf = [0u8; 1];
-    rd.fill(&mut lf, "a LF after the record size", false)?;
-    if lf[0] != b'\n' {
-        return Err(rd.err(1, "expected a LF after the record size byte"));
-    }
-    let mut rec = [0u8; RECORD];
-    while let Some(name) = rd.line("the kernel name line")? {
-        let start = rd.at;
-        v.begin(name).map_err(|f| rd.at(start, f))?;
-        loop {
-            let at = rd.at;
-            rd.fill(
-                &mut rec,
-                "a 24-byte record or the all-zero end-of-kernel record",
-                false,
-            )?;
-            if rec.iter().all(|&b| b == 0) {
-                break;
-            }
-            let r = decode(&rec).map_err(|m| rd.err(at, m))?;
-            v.record(r).map_err(|f| rd.at(at, f))?;
-        }
-        v.end().map_err(|f| rd.at(rd.at, f))?;
-    }
-    Ok(())
 }
 
 /// A kernel's CTAs as they appear: dense ids in order of appearance, and each one's SM.

@@ -6,16 +6,20 @@
 //! per-instruction and per-CTA tables from it, and our binary format writes it first), but a
 //! cuda-memtrace kernel's grid is the smallest that holds every CTA it records and its
 //! instructions are numbered as they first appear, both known only at its end. So the file
-//! is read twice: a scan, which checks everything the whole read checks, learns each
-//! kernel's grid, CTA-to-SM table, instructions and row count; then a second read hands on
-//! the rows. A stream that cannot be read twice (a pipe) is read a kernel at a time instead,
-//! with the same result.
+//! is read twice, by two readers in lock-step: a scan of each kernel, which checks everything
+//! the whole read checks and learns the kernel's grid, CTA-to-SM table, instructions and row
+//! count; then a second read of the same kernel hands on its rows. So the first kernel starts
+//! after its own scan, not the whole file's, and the scan holds one kernel's plan. A stream
+//! that cannot be read twice (a pipe) is read a kernel at a time instead, with the same
+//! result.
 
+use std::collections::VecDeque;
 use std::io::BufRead;
 
 use rustc_hash::FxHashMap;
 
-use super::{instruction_name, read_into, walk, Ctas, Fail, Record, Records, Warps, LANES};
+use super::walk::Walker;
+use super::{instruction_name, read_into, Ctas, Fail, Record, Records, Warps, LANES};
 use crate::trace::model::{Dim3, Kernel, KernelBuilder, Order};
 use crate::trace::sink::IssuedChunks;
 use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
@@ -38,10 +42,10 @@ struct Scanning {
     rows: u64,
 }
 
-/// The first read: every kernel's [`Plan`].
+/// The first read: each kernel's [`Plan`], taken by the second read as it begins the kernel.
 #[derive(Default)]
 struct Scan {
-    plans: Vec<Plan>,
+    plans: VecDeque<Plan>,
     current: Option<Scanning>,
 }
 
@@ -83,7 +87,7 @@ impl Records for Scan {
             b.instruction(name, None);
         }
         b.info_mut().cta_sm = cta_sm;
-        self.plans.push(Plan {
+        self.plans.push_back(Plan {
             header: b.header(),
             insts: k.insts,
             rows: k.rows,
@@ -94,7 +98,7 @@ impl Records for Scan {
 
 /// The second read: hands on each kernel's rows in issue order.
 struct Stream<'a> {
-    plans: std::vec::IntoIter<Plan>,
+    plans: VecDeque<Plan>,
     current: Option<Plan>,
     warps: Warps,
     rows: IssuedChunks,
@@ -109,7 +113,7 @@ fn changed() -> Fail {
 
 impl Records for Stream<'_> {
     fn begin(&mut self, name: String) -> Result<(), Fail> {
-        let plan = self.plans.next().ok_or_else(changed)?;
+        let plan = self.plans.pop_front().ok_or_else(changed)?;
         if plan.header.name != name {
             return Err(changed());
         }
@@ -148,8 +152,8 @@ impl Records for Stream<'_> {
     }
 }
 
-/// Reads a cuda-memtrace file into `out`, each kernel's rows in chunks (read twice; a pipe is
-/// read a kernel at a time).
+/// Reads a cuda-memtrace file into `out`, each kernel's rows in chunks (read twice, a kernel
+/// of each read in turn; a pipe is read a kernel at a time).
 pub(crate) fn stream_into<R: BufRead>(
     r: R,
     ctx: &Ctx<'_>,
@@ -159,23 +163,28 @@ pub(crate) fn stream_into<R: BufRead>(
         return read_into(r, ctx.file, out);
     }
     let mut scan = Scan::default();
-    walk(r, ctx.file, &mut scan)?;
+    let mut ahead = Walker::new(r, ctx.file)?;
     let again = source::open(ctx.path, ctx.wrap, ctx.watch)?.reader;
+    let mut behind = Walker::new(again, ctx.file)?;
     let mut stream = Stream {
-        plans: scan.plans.into_iter(),
+        plans: VecDeque::new(),
         current: None,
         warps: Warps::default(),
         rows: IssuedChunks::default(),
         given: 0,
         out,
     };
-    walk(again, ctx.file, &mut stream)?;
-    if stream.plans.next().is_some() {
-        return Err(TraceError::parse(
-            ctx.file,
-            crate::trace::Location::Byte(0),
-            "the file changed while it was read: it has fewer kernels than at its first read",
-        ));
+    while ahead.kernel(&mut scan)? {
+        stream.plans.append(&mut scan.plans);
+        if !behind.kernel(&mut stream)? {
+            return Err(TraceError::parse(
+                ctx.file,
+                crate::trace::Location::Byte(0),
+                "the file changed while it was read: it has fewer kernels than at its first read",
+            ));
+        }
     }
+    // A kernel more than the scan found begins with no plan: the file changed.
+    behind.kernel(&mut stream)?;
     Ok(())
 }

@@ -63,6 +63,11 @@ fn thesis_layout_and_grouping() {
     assert_eq!(d[2], (2 * 32, 1, AccessKind::Store));
     assert_eq!(d[3], (32, 2, AccessKind::Atomic(AtomicOp::Add)));
     assert_eq!(k.info.cta_sm, vec![0, 3, 1, 0]);
+    // Streamed, kernel by kernel in lock-step, the same kernels.
+    let path = scratch("memtrace", "thesis.trc", &f);
+    let s = stream_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(s.trace, t);
     // Without the end record the kernel is truncated.
     let cut = &f[..f.len() - 24];
     let e = read_into(cut, "t.trc", &mut Trace::default())
@@ -204,4 +209,58 @@ fn a_file_that_changes_between_the_reads_is_an_error() {
         .to_string();
     assert!(e.contains("changed while it was read"), "{e}");
     std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn the_first_kernel_goes_on_after_its_own_scan_not_the_files() {
+    // 16 kernels of 40,000 records (1 MB each): the first begins once it is scanned.
+    let kernels: Vec<(String, Vec<[u64; 3]>)> = (0..16u64)
+        .map(|k| {
+            let recs = (0..40_000u64)
+                .map(|i| record(i / 500 % 4, i % 2, 4, 0x1000 + 4 * i + k, i / 500, 0))
+                .collect();
+            (format!("k{k}"), recs)
+        })
+        .collect();
+    let named: Vec<(&str, Vec<[u64; 3]>)> = kernels
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.clone()))
+        .collect();
+    let bytes = encode_later(&named);
+    let path = scratch("memtrace", "many.trc", &bytes);
+    let read = crate::trace::testing::read_before_first_kernel(&path, false);
+    let s = stream_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let len = bytes.len() as u64;
+    assert!(len > 15 << 20, "{len}");
+    // The scan's reader is at most a kernel and its buffers ahead; the rows' reader is at
+    // the start.
+    assert!(read < len / 4, "{read} of {len}");
+    let mut whole = Trace::default();
+    read_into(bytes.as_slice(), "many.trc", &mut whole).unwrap();
+    assert_eq!(s.trace, whole);
+}
+
+#[test]
+fn a_file_with_fewer_or_more_kernels_at_its_second_read_is_an_error() {
+    let one = encode_later(&[("k", vec![record(0, 0, 4, 0x10, 0, 0)])]);
+    let two = encode_later(&[
+        ("k", vec![record(0, 0, 4, 0x10, 0, 0)]),
+        ("j", vec![record(0, 0, 4, 0x10, 0, 0)]),
+    ]);
+    for (first, second) in [(&two, &one), (&one, &two)] {
+        let path = scratch("memtrace", "kernels.trc", second);
+        let ctx = crate::trace::Ctx {
+            file: "kernels.trc",
+            path: &path,
+            file_bytes: first.len() as u64,
+            wrap: &|s| s,
+            watch: &|s| s,
+        };
+        let e = stream_into(first.as_slice(), &ctx, &mut Pieces::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("changed while it was read"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+    }
 }
