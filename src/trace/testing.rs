@@ -110,26 +110,27 @@ pub(crate) fn pipe() -> super::Ctx<'static> {
     }
 }
 
-/// Counts the bytes read through it into `read`.
-struct Counted {
-    inner: super::source::Stream,
-    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+/// Records the bytes read (as counted into `read`) when the first kernel begins, and passes
+/// everything on.
+pub(crate) struct FirstBegin {
+    pub pieces: Pieces,
+    pub read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub at_first: Option<u64>,
 }
 
-impl std::io::Read for Counted {
+/// A reader that counts the bytes read through it into `read`.
+pub(crate) struct CountedReader<R> {
+    pub inner: R,
+    pub read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountedReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.read
             .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
-}
-
-/// Records the bytes read when the first kernel begins, and passes everything on.
-struct FirstBegin {
-    pieces: Pieces,
-    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    at_first: Option<u64>,
 }
 
 impl KernelSink for FirstBegin {
@@ -168,7 +169,7 @@ pub(crate) fn read_before_first_kernel(path: &std::path::Path, once: bool) -> u6
     let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counted = read.clone();
     let watch = move |s: super::source::Stream| -> super::source::Stream {
-        Box::new(Counted {
+        Box::new(CountedReader {
             inner: s,
             read: counted.clone(),
         })

@@ -30,29 +30,7 @@ use rustc_hash::FxHashMap;
 use super::lex;
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};
 use super::{KernelSink, Location, TraceError};
-
-/// Rows handed to polars at a time (Parquet).
-const CHUNK_ROWS: usize = 1 << 18;
-
-/// Bytes of CSV lines handed to polars at a time (then on to the end of the line).
-const CHUNK_BYTES: usize = 16 << 20;
-
-/// The file line of each row of a CSV chunk.
-enum RowLines {
-    /// No blank lines in the chunk: row `i` is line `first + i`.
-    From(u64),
-    /// Blank lines were left out: the line of each row.
-    Each(Vec<u64>),
-}
-
-impl RowLines {
-    fn line(&self, row: usize) -> u64 {
-        match self {
-            RowLines::From(first) => first + row as u64,
-            RowLines::Each(lines) => lines.get(row).copied().unwrap_or(0),
-        }
-    }
-}
+use chunks::{Chunks, CsvChunks, ParquetChunks, CHUNK_BYTES};
 
 /// Reads a CSV table from a stream, a chunk of lines at a time. `size_hint` is about the
 /// stream's length in bytes (0 if unknown), from which the rows still to come are estimated
@@ -75,143 +53,13 @@ fn read_csv_chunked<R: BufRead>(
     out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     let mut st = State::new(file);
-    csv_chunks(r, file, size_hint, chunk_bytes, &mut |df, after, at| {
-        st.ingest(df, after, at)
-    })?;
+    CsvChunks::new(r, file, size_hint, chunk_bytes)?
+        .each(&mut |df, after, at| st.ingest(df, after, at))?;
     st.finish(out)
 }
 
-/// What is done with each chunk of a table: its rows, about how many rows follow, and where
-/// in the file each row is.
-type EachChunk<'e> = dyn FnMut(&polars::prelude::DataFrame, usize, &dyn Fn(usize) -> Location) -> Result<(), TraceError>
-    + 'e;
-
-/// Reads a CSV table from a stream, `chunk_bytes` of lines at a time, handing each chunk to
-/// `each`. `size_hint` is about the stream's length in bytes (0 if unknown), from which the
-/// rows still to come are estimated.
-fn csv_chunks<R: BufRead>(
-    mut r: R,
-    file: &str,
-    size_hint: u64,
-    chunk_bytes: usize,
-    each: &mut EachChunk<'_>,
-) -> Result<(), TraceError> {
-    let io = |e| TraceError::io(file, e);
-    let mut header = Vec::new();
-    if r.read_until(b'\n', &mut header).map_err(io)? == 0 {
-        return Err(TraceError::parse(
-            file,
-            Location::Line(1),
-            "empty file: expected a header line naming the columns",
-        ));
-    }
-    if !header.ends_with(b"\n") {
-        header.push(b'\n');
-    }
-    let mut next_line = 2u64; // the first data line
-                              // The chunk handed to polars: the header, then whole lines. `carry` is what was read past
-                              // the last line end of the previous chunk.
-    let mut chunk: Vec<u8> = Vec::new();
-    let mut carry: Vec<u8> = Vec::new();
-    let mut kept_lines: Vec<u8> = Vec::new();
-    let body = header.len();
-    let mut eof = false;
-    // Bytes and rows handed on so far (for the estimate of rows to come).
-    let (mut bytes_seen, mut rows_seen) = (body as u64, 0u64);
-    while !(eof && carry.is_empty()) {
-        chunk.clear();
-        chunk.extend_from_slice(&header);
-        chunk.extend_from_slice(&carry);
-        carry.clear();
-        // Read on to `chunk_bytes` and then to a line end (or the end of the file).
-        let mut scanned = body;
-        let cut = loop {
-            if chunk.len() - body >= chunk_bytes || eof {
-                if eof {
-                    break chunk.len();
-                }
-                if let Some(nl) = memchr::memrchr(b'\n', &chunk[scanned..]) {
-                    break scanned + nl + 1;
-                }
-                scanned = chunk.len();
-            }
-            let have = chunk.len();
-            let want = (body + chunk_bytes).saturating_sub(have).clamp(1, 1 << 20);
-            chunk.resize(have + want, 0);
-            let got = loop {
-                match r.read(&mut chunk[have..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(io(e)),
-                }
-            };
-            chunk.truncate(have + got);
-            eof = got == 0;
-        };
-        carry.extend_from_slice(&chunk[cut..]);
-        chunk.truncate(cut);
-        // The chunk's rows: its lines but blank ones, and the file line of each row.
-        let lines = &chunk[body..];
-        let first = next_line;
-        let mut start = 0;
-        let mut rows = 0usize;
-        let mut kept: Option<Vec<u64>> = None;
-        while start < lines.len() {
-            let end = memchr::memchr(b'\n', &lines[start..]).map_or(lines.len(), |p| start + p + 1);
-            let line = &lines[start..end];
-            // A line is blank only if it starts with white space: most are settled by their
-            // first byte.
-            let blank = line[0].is_ascii_whitespace() && line.iter().all(u8::is_ascii_whitespace);
-            if blank && kept.is_none() {
-                // The first blank line: from here on, lines are copied one by one.
-                kept_lines.clear();
-                kept_lines.extend_from_slice(&chunk[..body + start]);
-                kept = Some((first..next_line).collect());
-            }
-            match (&mut kept, blank) {
-                (Some(_), true) => {}
-                (Some(k), false) => {
-                    kept_lines.extend_from_slice(line);
-                    k.push(next_line);
-                    rows += 1;
-                }
-                (None, _) => rows += 1,
-            }
-            next_line += 1;
-            start = end;
-        }
-        let (row_lines, text) = match kept {
-            Some(k) => (RowLines::Each(k), kept_lines.as_slice()),
-            None => (RowLines::From(first), chunk.as_slice()),
-        };
-        if rows == 0 {
-            continue;
-        }
-        bytes_seen += lines.len() as u64;
-        rows_seen += rows as u64;
-        let rows_after = (u128::from(size_hint.saturating_sub(bytes_seen)) * u128::from(rows_seen)
-            / u128::from(bytes_seen)) as usize;
-        let line = row_lines.line(0);
-        use polars::prelude::SerReader;
-        let df = polars::prelude::CsvReadOptions::default()
-            .with_has_header(true)
-            .with_rechunk(false)
-            .into_reader_with_file_handle(std::io::Cursor::new(text))
-            .finish()
-            .map_err(|e| {
-                TraceError::parse(
-                    file,
-                    Location::Line(line),
-                    format!("in the {rows} lines from here: {e}"),
-                )
-            })?;
-        each(&df, rows_after, &|i| Location::Line(row_lines.line(i)))?;
-    }
-    Ok(())
-}
-
 /// Reads a Parquet table (it needs a seekable file, so it is opened here, not streamed).
-/// `watch` is told of the file's bytes as its rows are read ([`parquet_chunks`]).
+/// `watch` is told of the file's bytes as its rows are read ([`ParquetChunks`]).
 pub(crate) fn read_parquet(
     path: &Path,
     file: &str,
@@ -219,68 +67,8 @@ pub(crate) fn read_parquet(
     out: &mut dyn KernelSink,
 ) -> Result<(), TraceError> {
     let mut st = State::new(file);
-    parquet_chunks(path, file, watch, &mut |df, after, at| {
-        st.ingest(df, after, at)
-    })?;
+    ParquetChunks::new(path, file, watch)?.each(&mut |df, after, at| st.ingest(df, after, at))?;
     st.finish(out)
-}
-
-/// Reads a Parquet table [`CHUNK_ROWS`] rows at a time, handing each chunk to `each`.
-///
-/// Polars reads the file itself (it seeks), so the bytes do not pass through a stream that
-/// `watch` wraps, as other formats' do. After each chunk, `watch` is given a stream of as many
-/// bytes as the rows read so far are of the file, and it is drained: the shells' progress
-/// counts them, and a cancelled job's watch fails the read, which stops this one.
-fn parquet_chunks(
-    path: &Path,
-    file: &str,
-    watch: &dyn Fn(super::source::Stream) -> super::source::Stream,
-    each: &mut EachChunk<'_>,
-) -> Result<(), TraceError> {
-    use polars::prelude::SerReader;
-    use std::io::Read;
-    let open = || std::fs::File::open(path).map_err(|e| TraceError::io(file, e));
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    let mut told = 0u64;
-    let perr = |e: polars::prelude::PolarsError| {
-        TraceError::parse(
-            file,
-            Location::Byte(0),
-            format!("not a readable Parquet file: {e}"),
-        )
-    };
-    super::parquet_check::check(open()?).map_err(|b| {
-        TraceError::parse(
-            file,
-            Location::Byte(b.offset),
-            format!("not a readable Parquet file: {}", b.what),
-        )
-    })?;
-    let f = open()?;
-    let total = guarded("metadata", || {
-        polars::prelude::ParquetReader::new(f).num_rows()
-    })
-    .map_err(perr)?;
-    let mut start = 0usize;
-    while start < total {
-        let n = CHUNK_ROWS.min(total - start);
-        let f = open()?;
-        let df = guarded("data", || {
-            polars::prelude::ParquetReader::new(f)
-                .with_slice(Some((start, n)))
-                .finish()
-        })
-        .map_err(perr)?;
-        each(&df, total - start - n, &|i| {
-            Location::Row((start + i) as u64)
-        })?;
-        start += n;
-        let read = (u128::from(size) * start as u128 / total as u128) as u64;
-        let mut bytes = watch(Box::new(std::io::repeat(0).take(read - told)));
-        std::io::copy(&mut bytes, &mut std::io::sink()).map_err(|e| TraceError::io(file, e))?;
-        told = read;
-    }
-    Ok(())
 }
 
 /// Runs a call into polars' Parquet reader, which can panic on corrupt metadata (found by
@@ -367,6 +155,7 @@ struct State<'a> {
     plans: Vec<rows::Plan>,
 }
 
+mod chunks;
 mod columns;
 mod decode;
 mod rows;

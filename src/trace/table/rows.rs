@@ -233,14 +233,20 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    /// The plans of a first pass.
+    /// The plans of a first pass's kernels ended so far, not taken before.
+    pub(super) fn take_plans(&mut self) -> Vec<Plan> {
+        std::mem::take(&mut self.plans)
+    }
+
+    /// The plans of a first pass not taken before, once the last kernel is ended.
     pub(super) fn plans(self) -> Result<Vec<Plan>, TraceError> {
         Ok(self.end()?.1)
     }
 
     fn end(mut self) -> Result<(Vec<super::super::Kernel>, Vec<Plan>), TraceError> {
         self.close()?;
-        if self.kernels.is_empty() && self.plans.is_empty() {
+        // Every kernel ended leaves its key (its plan may have been taken).
+        if self.done_keys.is_empty() {
             return Err(TraceError::parse(
                 self.file,
                 Location::Line(1),

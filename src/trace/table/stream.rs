@@ -6,17 +6,21 @@
 //! smallest that hold every index its rows give, and its instructions are numbered as they
 //! first appear: all known only at the kernel's end. So the file is read twice. The first
 //! pass ([`State::scan`]) makes every check the whole read makes and keeps each kernel's
-//! [`Plan`]; the second places each row by the plan. Rows in issue order are handed on as they
+//! [`Plan`]; the second places each row by the plan. The two go in lock-step
+//! ([`lock_step`]): the second read takes a chunk once every kernel in it is planned, so the
+//! first kernel starts after its own scan, not the whole file's. Rows in issue order are handed on as they
 //! come; the others go through an external sort by CTA and thread (`trace/spill.rs`), which
 //! keeps each thread's order, and are handed on CTA by CTA. Memory is the sort's buffer, the
 //! plan, and per thread its instance counts. A stream that cannot be read twice (a pipe) is
 //! read whole, with the same result.
 
+use std::collections::VecDeque;
 use std::io::BufRead;
 use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
+use super::chunks::{Chunks, CsvChunks, ParquetChunks, CHUNK_BYTES};
 use super::decode::Chunk;
 use super::rows::Plan;
 use super::*;
@@ -71,7 +75,7 @@ impl Numbering {
 /// The second pass: places each row by its kernel's plan.
 struct Stream<'a> {
     file: &'a str,
-    plans: std::vec::IntoIter<Plan>,
+    plans: VecDeque<Plan>,
     current: Option<Current>,
     /// Rows the external sort holds in memory.
     cap: usize,
@@ -103,7 +107,7 @@ impl Stream<'_> {
             let (key, end) = chunk.run_at(start);
             if self.current.as_ref().is_none_or(|c| c.plan.key != key) {
                 self.end_kernel()?;
-                let plan = self.plans.next().ok_or_else(|| changed(start))?;
+                let plan = self.plans.pop_front().ok_or_else(|| changed(start))?;
                 if plan.key != key {
                     return Err(changed(start));
                 }
@@ -275,7 +279,7 @@ impl Stream<'_> {
 
     fn finish(mut self) -> Result<(), TraceError> {
         self.end_kernel()?;
-        if self.plans.next().is_some() {
+        if !self.plans.is_empty() {
             return Err(TraceError::parse(
                 self.file,
                 Location::Byte(0),
@@ -307,52 +311,63 @@ fn stream_csv_sized<R: BufRead>(
     if ctx.file_bytes == 0 {
         return read_csv_chunked(r, file, 0, chunk_bytes, out);
     }
-    let mut scan = State::scan(file);
-    csv_chunks(
-        r,
-        file,
-        ctx.file_bytes,
-        chunk_bytes,
-        &mut |df, after, at| scan.ingest(df, after, at),
-    )?;
-    let mut stream = Stream {
-        file,
-        plans: scan.plans()?.into_iter(),
-        current: None,
-        cap,
-        out,
-    };
+    let ahead = CsvChunks::new(r, file, ctx.file_bytes, chunk_bytes)?;
     let again = source::open(ctx.path, ctx.wrap, ctx.watch)?.reader;
-    csv_chunks(
-        again,
-        file,
-        ctx.file_bytes,
-        chunk_bytes,
-        &mut |df, _, at| stream.ingest(df, at),
-    )?;
-    stream.finish()
+    let behind = CsvChunks::new(again, file, ctx.file_bytes, chunk_bytes)?;
+    lock_step(file, ahead, behind, cap, out)
 }
 
 /// Reads a Parquet table into `out` in bounded memory (read twice; `watch` as for
-/// [`parquet_chunks`]).
+/// [`ParquetChunks`]).
 pub(crate) fn stream_parquet(
     path: &Path,
     file: &str,
     watch: &dyn Fn(source::Stream) -> source::Stream,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
+    let ahead = ParquetChunks::new(path, file, watch)?;
+    let behind = ParquetChunks::new(path, file, watch)?;
+    lock_step(file, ahead, behind, spill::DEFAULT_CAP, out)
+}
+
+/// Reads a table twice at once: `ahead` scans it a chunk at a time, and `behind` places the
+/// rows of every chunk whose kernels are all planned. A kernel's plan is known when the scan
+/// meets the next kernel's first row (or the end), so `behind` stays at most one kernel and a
+/// chunk behind; memory holds plans, not rows.
+fn lock_step(
+    file: &str,
+    mut ahead: impl Chunks,
+    mut behind: impl Chunks,
+    cap: usize,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
     let mut scan = State::scan(file);
-    parquet_chunks(path, file, watch, &mut |df, after, at| {
-        scan.ingest(df, after, at)
-    })?;
     let mut stream = Stream {
         file,
-        plans: scan.plans()?.into_iter(),
+        plans: VecDeque::new(),
         current: None,
-        cap: spill::DEFAULT_CAP,
+        cap,
         out,
     };
-    parquet_chunks(path, file, watch, &mut |df, _, at| stream.ingest(df, at))?;
+    // Chunks scanned and placed, and the chunk in which the kernel the scan is in began.
+    let (mut scanned, mut placed, mut open_since) = (0usize, 0usize, 0usize);
+    while ahead.next(&mut |df, after, at| scan.ingest(df, after, at))? {
+        let ended = scan.take_plans();
+        // A kernel ends only where the scan meets the next one's first row: in this chunk.
+        if !ended.is_empty() {
+            open_since = scanned;
+        }
+        stream.plans.extend(ended);
+        scanned += 1;
+        while placed < open_since {
+            if !behind.next(&mut |df, _, at| stream.ingest(df, at))? {
+                return Err(changed(file, Location::Byte(0)));
+            }
+            placed += 1;
+        }
+    }
+    stream.plans.extend(scan.plans()?);
+    behind.each(&mut |df, _, at| stream.ingest(df, at))?;
     stream.finish()
 }
 

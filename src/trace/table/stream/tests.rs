@@ -148,8 +148,10 @@ fn streamed_tables_equal_the_whole_read() {
     }
 }
 
+/// The scan runs ahead of the rows handed on: an error is found before any row of its kernel
+/// (or of a later one) is, and only kernels scanned whole before it have been begun.
 #[test]
-fn errors_are_found_before_any_row_is_handed_on() {
+fn an_error_is_found_before_any_row_of_its_kernel_is_handed_on() {
     // Line 9 names a fourth kind of access; a later kernel repeats an earlier one's name.
     let mut text = rich(7, false, false)
         .lines()
@@ -166,12 +168,15 @@ fn errors_are_found_before_any_row_is_handed_on() {
     assert_eq!(handed, 0);
     let text = "kernel,address\na,0x0\nb,0x4\na,0x8\n";
     let f = file(text);
-    let (e, handed) = streamed(text, f.path(), text.len() as u64, 100, 4).unwrap_err();
-    assert!(
-        e.to_string().contains("line 4") && e.to_string().contains("appears again"),
-        "{e}"
-    );
-    assert_eq!(handed, 0);
+    // In one chunk, nothing is handed on; a line a chunk, kernel `a` is, once `b` begins.
+    for (chunk, begun) in [(100, 0), (5, 1)] {
+        let (e, handed) = streamed(text, f.path(), text.len() as u64, chunk, 4).unwrap_err();
+        assert!(
+            e.to_string().contains("line 4") && e.to_string().contains("appears again"),
+            "{e}"
+        );
+        assert_eq!(handed, begun, "chunks of {chunk} bytes");
+    }
 }
 
 #[test]
@@ -248,5 +253,47 @@ fn streamed_parquet_equals_the_whole_read_and_tells_the_watch_of_its_bytes() {
         let cancel = |_: source::Stream| -> source::Stream { Box::new(FailingRead) };
         let e = read_parquet(f.path(), "t.parquet", &cancel, &mut Trace::default()).unwrap_err();
         assert!(e.to_string().contains("cancelled"), "{e}");
+    }
+}
+
+/// The first kernel begins once it is scanned, not the whole file: the scan's reader is at
+/// most the first kernel and a chunk into the file.
+#[test]
+fn the_first_kernel_begins_after_its_own_scan() {
+    use crate::trace::testing::{CountedReader, FirstBegin, Pieces};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    for text in [
+        rich(5, false, false),
+        rich(5, true, false),
+        grouped(&rich(5, false, true)),
+    ] {
+        let f = file(&text);
+        let read = Arc::new(AtomicU64::new(0));
+        let ahead = std::io::BufReader::with_capacity(
+            64,
+            CountedReader {
+                inner: text.as_bytes(),
+                read: read.clone(),
+            },
+        );
+        let ctx = Ctx {
+            file: "t.csv",
+            path: f.path(),
+            file_bytes: text.len() as u64,
+            wrap: &|s| s,
+            watch: &|s| s,
+        };
+        let mut sink = FirstBegin {
+            pieces: Pieces::default(),
+            read: read.clone(),
+            at_first: None,
+        };
+        stream_csv_sized(ahead, &ctx, 1000, 50, &mut sink).unwrap();
+        assert_eq!(sink.pieces.trace, whole(&text));
+        // The first of three kernels is 300 of 840 rows.
+        let (at, len) = (sink.at_first.unwrap(), text.len() as u64);
+        assert!(at < len / 2, "{at} of {len}");
+        assert_eq!(read.load(Ordering::Relaxed), len);
     }
 }
