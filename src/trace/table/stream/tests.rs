@@ -297,3 +297,54 @@ fn the_first_kernel_begins_after_its_own_scan() {
         assert_eq!(read.load(Ordering::Relaxed), len);
     }
 }
+
+/// A Parquet table of many kernels over several chunks of rows: read in lock-step, it gives
+/// the whole read's kernels, and the first begins once its own chunks are scanned.
+#[test]
+fn streamed_parquet_of_many_chunks_equals_the_whole_read_and_starts_early() {
+    use crate::trace::testing::{FirstBegin, Pieces};
+    use polars::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // 10 kernels of 80,000 rows: four chunks of 2^18 rows, kernels ending inside them.
+    let rows = 800_000u64;
+    let kernel: Vec<String> = (0..rows).map(|i| format!("k{}", i / 80_000)).collect();
+    let cta: Vec<u64> = (0..rows).map(|i| i % 80_000 / 256).collect();
+    let thread: Vec<u64> = (0..rows).map(|i| i % 256).collect();
+    let address: Vec<u64> = (0..rows)
+        .map(|i| 0x1000 + 4 * (i % 80_000) + i / 80_000)
+        .collect();
+    let mut df = DataFrame::new_infer_height(vec![
+        Column::new("kernel".into(), kernel),
+        Column::new("cta_x".into(), cta),
+        Column::new("thread_x".into(), thread),
+        Column::new("address".into(), address),
+    ])
+    .unwrap();
+    let f = tempfile::NamedTempFile::new().unwrap();
+    ParquetWriter::new(std::fs::File::create(f.path()).unwrap())
+        .finish(&mut df)
+        .unwrap();
+    let size = std::fs::metadata(f.path()).unwrap().len();
+    let told = Arc::new(AtomicU64::new(0));
+    let counted = told.clone();
+    let watch = move |s: source::Stream| -> source::Stream {
+        let n = std::io::copy(&mut { s }, &mut std::io::sink()).unwrap();
+        counted.fetch_add(n, Ordering::Relaxed);
+        Box::new(std::io::empty())
+    };
+    let mut want = Trace::default();
+    read_parquet(f.path(), "t.parquet", &|s| s, &mut want).unwrap();
+    assert_eq!(want.kernels.len(), 10);
+    let mut sink = FirstBegin {
+        pieces: Pieces::default(),
+        read: told.clone(),
+        at_first: None,
+    };
+    stream_parquet(f.path(), "t.parquet", &watch, &mut sink).unwrap();
+    assert_eq!(sink.pieces.trace, want);
+    assert_eq!(told.load(Ordering::Relaxed), 2 * size);
+    // Scanned whole first, the first kernel would begin at `size`; here after two chunks.
+    let at = sink.at_first.unwrap();
+    assert!(at * 4 < size * 3, "{at} of {size}");
+}
