@@ -126,12 +126,16 @@ impl<'a, R: BufRead> Walker<'a, R> {
         match &mut self.layout {
             Layout::Later { next } => {
                 let first = next.take();
-                let found = later_kernel(&mut self.rd, first, v)?;
-                let more = found.is_some();
-                if let (Layout::Later { next }, Some(n)) = (&mut self.layout, found) {
-                    *next = n;
-                }
-                Ok(more)
+                Ok(match later_kernel(&mut self.rd, first, v)? {
+                    Walked::None => false,
+                    Walked::Last => true,
+                    Walked::Before(at, name) => {
+                        self.layout = Layout::Later {
+                            next: Some((at, name)),
+                        };
+                        true
+                    }
+                })
             }
             Layout::Thesis => thesis_kernel(&mut self.rd, v),
         }
@@ -154,15 +158,22 @@ fn kernel_name<R: BufRead>(rd: &mut Reader<'_, R>, at: u64) -> Result<String, Tr
     String::from_utf8(name).map_err(|_| rd.err(at + 3, "kernel name is not valid UTF-8"))
 }
 
+/// What [`later_kernel`] walked.
+enum Walked {
+    /// No kernel: the file ended.
+    None,
+    /// The file's last kernel.
+    Last,
+    /// A kernel, before the one whose tag at this offset and name it read to find its end.
+    Before(u64, String),
+}
+
 /// One kernel of the later layout, starting at its tag (or the name `first` read before).
-/// Gives `None` at the file's end before a kernel, else the next kernel's tag offset and
-/// name, if one follows.
-#[allow(clippy::type_complexity)]
 fn later_kernel<R: BufRead>(
     rd: &mut Reader<'_, R>,
     first: Option<(u64, String)>,
     v: &mut dyn Records,
-) -> Result<Option<Option<(u64, String)>>, TraceError> {
+) -> Result<Walked, TraceError> {
     let mut rec = [0u8; RECORD];
     let (at, name) = match first {
         Some(n) => n,
@@ -170,7 +181,7 @@ fn later_kernel<R: BufRead>(
             let at = rd.at;
             let mut tag = [0u8; 1];
             if !rd.fill(&mut tag, "a record tag", true)? {
-                return Ok(None);
+                return Ok(Walked::None);
             }
             match tag[0] {
                 0x00 => (at, kernel_name(rd, at)?),
@@ -198,13 +209,13 @@ fn later_kernel<R: BufRead>(
         let mut tag = [0u8; 1];
         if !rd.fill(&mut tag, "a record tag", true)? {
             v.end().map_err(|f| rd.at(rd.at, f))?;
-            return Ok(Some(None));
+            return Ok(Walked::Last);
         }
         match tag[0] {
             0x00 => {
                 let name = kernel_name(rd, at)?;
                 v.end().map_err(|f| rd.at(at, f))?;
-                return Ok(Some(Some((at, name))));
+                return Ok(Walked::Before(at, name));
             }
             t @ (0xFF | 0xFE) => {
                 rd.fill(&mut rec, "a 24-byte record", false)?;

@@ -8,10 +8,10 @@
 //! pass ([`State::scan`]) makes every check the whole read makes and keeps each kernel's
 //! [`Plan`]; the second places each row by the plan. The two go in lock-step
 //! ([`lock_step`]): the second read takes a chunk once every kernel in it is planned, so the
-//! first kernel starts after its own scan, not the whole file's. Rows in issue order are handed on as they
-//! come; the others go through an external sort by CTA and thread (`trace/spill.rs`), which
-//! keeps each thread's order, and are handed on CTA by CTA. Memory is the sort's buffer, the
-//! plan, and per thread its instance counts. A stream that cannot be read twice (a pipe) is
+//! first kernel starts after its own scan, not the whole file's. Rows in issue order are
+//! handed on as they come; the others go through an external sort by CTA and thread
+//! (`trace/spill.rs`), which keeps each thread's order, and are handed on CTA by CTA. Memory
+//! is the sort's buffer, the plans, and per thread its instance counts. A stream that cannot be read twice (a pipe) is
 //! read whole, with the same result.
 
 use std::collections::VecDeque;
