@@ -5,6 +5,8 @@
 #![cfg(feature = "gui")]
 
 mod support;
+#[path = "support/traces.rs"]
+mod traces;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -219,6 +221,21 @@ fn a_streamed_nvbit_log_read_once_gives_the_whole_reads_result() {
         cfg.gpu.simulate = config::SmSelection::All;
         same(&path, &cfg, true);
     }
+}
+
+/// A cuda-memtrace file of two kernels, read twice in lock-step (each kernel scanned, then
+/// handed on in issue order): the app's streamed run equals the file read whole, on one SM
+/// and on every SM.
+#[test]
+fn a_streamed_memtrace_file_gives_the_whole_reads_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.trc");
+    traces::memtrace_file(&path);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.sms = 4;
+    same(&path, &cfg, false);
+    cfg.gpu.simulate = config::SmSelection::All;
+    same(&path, &cfg, true);
 }
 
 /// The launches of built-in kernels, each with its parameters, as one trace.
