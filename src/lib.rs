@@ -17,6 +17,10 @@
 //!
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
 //! from the seed in the configuration. Reading traces and writing tables are its only I/O.
+//!
+//! The module headers link to their private parts, which are documented for the next
+//! developer: build the docs with `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod analyze;
 #[cfg(feature = "gui")]

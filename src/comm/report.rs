@@ -96,7 +96,8 @@ pub struct CommReport {
     /// Strides between consecutive communicated stores of a CTA in a launch.
     pub store_strides: Strides,
     /// How far the stride counts may be over the true counts, loads and stores: 0 (exact)
-    /// unless more than [`STRIDE_SLOTS`] distinct strides were seen (see [`StrideCounts`]).
+    /// unless more than [`STRIDE_SLOTS`](super::STRIDE_SLOTS) distinct strides were seen (see
+    /// [`StrideCounts`]).
     pub stride_count_error: [u64; 2],
     pub per_launch: Vec<LaunchComm>,
 }

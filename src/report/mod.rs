@@ -3,7 +3,7 @@
 //! schema of `docs/cli.md`.
 //!
 //! Both shells write it the same way: the readable text ([`text`]) and JSON ([`json`]) the
-//! CLI prints, and every file export behind one [`Exporter`] trait ([`export`]: text,
+//! CLI prints, and every file export behind one [`Exporter`] trait ([`export`](mod@export): text,
 //! JSON, and with the `tables` feature the summary tables as CSV or Parquet, [`tables`]),
 //! chosen by the file name's extension. The per-request table, written while a run goes,
 //! is [`requests`].
@@ -337,7 +337,7 @@ impl Report {
     }
 
     /// Combines the reports of sessions that each simulated some of the SMs of one
-    /// configuration on the same trace ([`super::Session::for_sms`], [`super::partition_sms`])
+    /// configuration on the same trace ([`crate::sim::Session::for_sms`], [`crate::sim::partition_sms`])
     /// into the report of one session simulating them all: equal to it field for field
     /// (`tests/partitions.rs`). The shells run the parts on separate cores. Refused when the
     /// parts are of different configurations, kernels or SMs that overlap, or of the timing

@@ -2,7 +2,7 @@
 //! each varied key, then the counters of [`METRICS`]), as CSV or Parquet through polars. A
 //! table is read back whole and checked: a truncated or damaged file, or a row with a missing
 //! cell, is an error naming the file (and the row), never a shorter table. `warpscope sweep`
-//! writes its shards with [`write`], `sweep merge` concatenates them, and the app reads the
+//! writes its shards with [`write()`], `sweep merge` concatenates them, and the app reads the
 //! merged table to draw it as a heatmap.
 
 use std::path::Path;

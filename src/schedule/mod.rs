@@ -11,7 +11,7 @@
 //!   position in the warp's recorded stream. No access moves across a
 //!   CTA barrier: a warp whose live threads all wait at a barrier stalls until every warp of
 //!   its CTA has arrived or finished.
-//! - The issue policy picks among ready warps ([`IssuePolicy`]). With `warp_size = 1` the
+//! - The issue policy picks among ready warps ([`IssuePolicy`](crate::config::IssuePolicy)). With `warp_size = 1` the
 //!   policies are the per-thread ones of Crawford 2014 §5.2.
 //!
 //! Kernels whose rows are already in issue order ([`Order::Issued`]) are replayed as they

@@ -282,7 +282,7 @@ pub fn write_header<W: Write>(k: &Kernel, w: &mut W) -> std::io::Result<()> {
     writeln!(w, "blocksize: {} {} {}", b.x, b.y, b.z)
 }
 
-/// Writes rows of a kernel after [`write_header`], as [`write`] writes them.
+/// Writes rows of a kernel after [`write_header`], as [`write()`] writes them.
 pub fn write_rows<W: Write>(cols: &Columns, w: &mut W) -> std::io::Result<()> {
     for i in 0..cols.len() {
         let (kind, space) = super::model_flags(cols.flags[i]);
