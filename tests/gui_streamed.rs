@@ -238,6 +238,47 @@ fn a_streamed_memtrace_file_gives_the_whole_reads_result() {
     same(&path, &cfg, true);
 }
 
+/// A cuda-memtrace file is read on from copies taken between two of its chunks of issued
+/// rows: the reader walks over the kernels before and the rows the copy was given, so details
+/// from copies equal details from the start, on one SM and on all, within a kernel and
+/// across the two.
+#[test]
+fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.trc");
+    // About 300,000 records a kernel: several chunks of 65,536 rows each.
+    traces::memtrace_file_of(&path, 18_000);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.sms = 4;
+    for simulate in [config::SmSelection::One(1), config::SmSelection::All] {
+        cfg.gpu.simulate = simulate;
+        let copied =
+            details_from_copies_equal_details_from_the_start_with(&path, &cfg, 60_000, &|total| {
+                vec![
+                    0..10,
+                    total / 3..total / 3 + 500,
+                    total / 2 - 20..total / 2 + 20,
+                    total * 9 / 10..total * 9 / 10 + 50,
+                    total - 50..total + 10,
+                ]
+            });
+        let at: Vec<_> = copied.checkpoints.kept.iter().map(|c| c.at).collect();
+        assert!(
+            at.iter()
+                .all(|a| matches!(a, warpscope::trace::ResumePoint::Issued { .. })),
+            "{at:?}"
+        );
+        // Copies within the second kernel, which the reader reaches by walking the first.
+        assert!(
+            at.iter().any(|a| matches!(
+                a,
+                warpscope::trace::ResumePoint::Issued { kernel: 1, next_chunk } if *next_chunk > 1
+            )),
+            "{at:?}"
+        );
+    }
+}
+
 /// The launches of built-in kernels, each with its parameters, as one trace.
 fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope::trace::Trace {
     let mut t = warpscope::trace::Trace::default();

@@ -96,7 +96,7 @@ fn run_as(
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {
-            progress.set_total(bytes.saturating_sub(resume_offset(&path, c.at)));
+            progress.set_total(resume_total(&path, bytes, c.at));
             gather.requests = c.requests;
             let name = path.display().to_string();
             let src = lanes::resumed_source(path, name, c.at, &mut session, watch)
@@ -129,18 +129,30 @@ fn run_as(
     }
 }
 
-/// The byte of the file where a run read on from `at` starts (for its progress bar).
-fn resume_offset(path: &Path, at: trace::ResumePoint) -> u64 {
-    match at {
-        trace::ResumePoint::Din(at) => at.offset,
-        _ => std::fs::File::open(path)
-            .ok()
-            .and_then(|f| {
-                let index = trace::binary::Index::read(&mut std::io::BufReader::new(f), "").ok()?;
-                let (kernel, chunk) = index.place(at)?;
-                index.resume_offset(kernel, chunk)
-            })
-            .unwrap_or(0),
+/// The bytes a run read on from `at` reads (for its progress bar): a `din` or binary file
+/// from the place on; a cuda-memtrace file twice from its start (walked over to the place).
+fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint) -> u64 {
+    if let trace::ResumePoint::Din(at) = at {
+        return bytes.saturating_sub(at.offset);
+    }
+    let opts = trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    match trace::open_trace(path, opts, &|s| s, &|s| s) {
+        Ok(open) if open.format == trace::Format::MemTrace => bytes * open.streamed_reads(false),
+        _ => {
+            let offset = std::fs::File::open(path)
+                .ok()
+                .and_then(|f| {
+                    let index =
+                        trace::binary::Index::read(&mut std::io::BufReader::new(f), "").ok()?;
+                    let (kernel, chunk) = index.place(at)?;
+                    index.resume_offset(kernel, chunk)
+                })
+                .unwrap_or(0);
+            bytes.saturating_sub(offset)
+        }
     }
 }
 

@@ -518,8 +518,9 @@ fn file_source_marked(
             splits: false,
         },
         Err(open) => {
-            // A copy of a session can go on from any CTA of an uncompressed binary file.
-            let resumable = resumable && open.seekable_index().is_some();
+            // A copy of a session can go on from any CTA of an uncompressed binary file, or
+            // from a chunk of a cuda-memtrace file.
+            let resumable = resumable && open.resumable();
             FileSource {
                 // One kernel or CTA waits while one is simulated and the next is read.
                 source: Box::new(move |to| {
@@ -597,6 +598,22 @@ pub fn resumed_source(
         trace::ResumePoint::Cta { kernel, .. } => (kernel, 0),
         trace::ResumePoint::Issued { kernel, next_chunk } => (kernel, next_chunk),
     };
+    let opts = trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    if trace::open_trace(&path, opts, &|s| s, &|s| s)?.format == trace::Format::MemTrace {
+        // Issued rows only: the copy wants no CTA's rows back.
+        return Ok(FileSource {
+            source: Box::new(move |to| {
+                let open = trace::open_trace(&path, opts, &|s| s, &watch)?;
+                to.number_pieces(kernel + 1, next_chunk);
+                Ok(open.stream_from(at, &|s| s, &watch, to)?)
+            }),
+            depth: 1,
+            splits: true,
+        });
+    }
     let open = || std::fs::File::open(&path).with_context(|| format!("opening {file}"));
     let refill = |session: &mut Session| -> Result<trace::binary::Index> {
         let mut r = std::io::BufReader::new(open()?);

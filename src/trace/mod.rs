@@ -199,6 +199,52 @@ impl OpenTrace {
         self.pass(wrap, watch, out, true)
     }
 
+    /// Whether a run of this file can be read on from where a copy of its session was taken
+    /// ([`OpenTrace::stream_from`]): an uncompressed file (not a pipe) of our binary format
+    /// (version 4, through its index) or of cuda-memtrace (walked over to the place).
+    pub fn resumable(&self) -> bool {
+        match self.format {
+            Format::Binary => self.seekable_index().is_some(),
+            Format::MemTrace => {
+                self.compression == source::Compression::None && self.file_bytes > 0
+            }
+            _ => false,
+        }
+    }
+
+    /// Streams a cuda-memtrace file on from `at`, a chunk of issued rows where a copy of a
+    /// session was taken ([`ResumePoint::Issued`]), as [`OpenTrace::stream`] would have
+    /// gone on from there: the rest of that kernel, without its beginning, then every later
+    /// kernel. (A binary file goes on through its index: `shell::lanes::resumed_source`.)
+    pub fn stream_from(
+        self,
+        at: ResumePoint,
+        wrap: &dyn Fn(source::Stream) -> source::Stream,
+        watch: &dyn Fn(source::Stream) -> source::Stream,
+        out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        let ctx = Ctx {
+            file: &self.name,
+            path: &self.path,
+            file_bytes: self.file_bytes,
+            wrap,
+            watch,
+        };
+        match (self.format, at) {
+            (Format::MemTrace, ResumePoint::Issued { kernel, next_chunk }) if self.resumable() => {
+                memtrace::stream_from(self.reader, &ctx, kernel, next_chunk, out)
+            }
+            _ => Err(TraceError::parse(
+                &self.name,
+                Location::Byte(0),
+                format!(
+                    "a run of this {} file cannot be read on from {at:?}",
+                    self.format.name()
+                ),
+            )),
+        }
+    }
+
     /// Reads the trace into `out`, CTA by CTA where the format is grouped so, and with
     /// `by_cta` also where that takes a second pass over the file.
     fn pass(

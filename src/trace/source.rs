@@ -71,6 +71,24 @@ pub struct Opened {
     pub file_bytes: u64,
 }
 
+/// Opens the uncompressed file `path` at byte `offset` (a place a reader found before);
+/// `watch` as for [`open`].
+pub fn open_at(
+    path: &Path,
+    offset: u64,
+    watch: &dyn Fn(Stream) -> Stream,
+) -> Result<Box<dyn BufRead + Send>, TraceError> {
+    use std::io::Seek;
+    let name = path.display().to_string();
+    let mut file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e))?;
+    file.seek(std::io::SeekFrom::Start(offset))
+        .map_err(|e| TraceError::io(&name, e))?;
+    Ok(Box::new(BufReader::with_capacity(
+        1 << 20,
+        watch(Box::new(file)),
+    )))
+}
+
 /// Opens `path`, undoing compression. `wrap` sees the decompressed stream before buffering
 /// (the shells move decompression to a thread there; pass `|s| s` to read inline); `watch`
 /// sees the file's own bytes (the app counts them for a progress bar and stops a cancelled

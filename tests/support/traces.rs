@@ -4,6 +4,12 @@
 /// A cuda-memtrace file (the later layout) of two kernels whose CTAs ran interleaved on four
 /// SMs, with loads and stores of two sizes and partial warps.
 pub fn memtrace_file(path: &std::path::Path) {
+    memtrace_file_of(path, 600);
+}
+
+/// [`memtrace_file`] with `steps` warp instructions a kernel (600 there: about 10,000
+/// records).
+pub fn memtrace_file_of(path: &std::path::Path, steps: u64) {
     let mut out = vec![0x1a];
     out.extend_from_slice(b"CUDATRACE");
     let mut state = 12345u64;
@@ -17,7 +23,7 @@ pub fn memtrace_file(path: &std::path::Path) {
         out.push(0);
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
-        for step in 0..600u64 {
+        for step in 0..steps {
             let cta = next() % ctas;
             let (x, y) = (cta % 4, cta / 4);
             let sm = cta % 4;

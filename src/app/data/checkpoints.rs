@@ -3,7 +3,7 @@
 //! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
 //! percent of it, not all of it.
 //!
-//! Two kinds of file give copies (`trace::ResumePoint`):
+//! Three kinds of file give copies (`trace::ResumePoint`):
 //! - a reference stream (a `din` file, not a pipe): between two of its chunks all the
 //!   simulation's state is in the session (`Session::snapshot`) and the file's reader can go
 //!   on from a byte offset (`din::Resume`; a compressed file is decompressed again up to it,
@@ -12,7 +12,10 @@
 //!   copy holds the scheduler's state but not the rows of the resident CTAs (they would pin
 //!   hundreds of MiB per copy); reading on from it first reads those rows again through the
 //!   file's index (`shell::lanes::resumed_source`); or between two chunks of an issued-order
-//!   kernel, whose state is all in the session.
+//!   kernel, whose state is all in the session;
+//! - a cuda-memtrace file, not compressed, between two chunks of a kernel (issued order, all
+//!   the state in the session): reading on walks over the kernels before without simulating
+//!   them, then starts the second read at that kernel (`memtrace::stream_from`).
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
 //! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A

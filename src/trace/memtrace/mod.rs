@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 mod stream;
 mod walk;
 
-pub(crate) use stream::stream_into;
+pub(crate) use stream::{stream_from, stream_into};
 use walk::walk;
 
 use super::model::{Access, AccessKind, AtomicOp, Dim3, KernelBuilder, MemSpace, Order};

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use super::walk::Walker;
 use super::{instruction_name, read_into, Ctas, Fail, Record, Records, Warps, LANES};
 use crate::trace::model::{Dim3, Kernel, KernelBuilder, Order};
-use crate::trace::sink::IssuedChunks;
+use crate::trace::sink::{IssuedChunks, ISSUED_CHUNK_ROWS};
 use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
 
 /// What the scan learned of one kernel.
@@ -103,6 +103,9 @@ struct Stream<'a> {
     warps: Warps,
     rows: IssuedChunks,
     given: u64,
+    /// Resuming: the rows of the next kernel already given to the copy (placed, so that
+    /// warp instructions group as before, but not handed on), and its beginning not sent.
+    skip: Option<u64>,
     out: &'a mut dyn CtaSink,
 }
 
@@ -117,7 +120,9 @@ impl Records for Stream<'_> {
         if plan.header.name != name {
             return Err(changed());
         }
-        self.out.begin_kernel(&plan.header)?;
+        if self.skip.is_none() {
+            self.out.begin_kernel(&plan.header)?;
+        }
         self.current = Some(plan);
         self.warps = Warps::default();
         self.given = 0;
@@ -134,9 +139,15 @@ impl Records for Stream<'_> {
         let inst = *p.insts.get(&(r.kind.code(), r.size)).ok_or_else(changed)?;
         let cta = grid.linear(r.cta) as u32;
         let (lane, dyn_inst) = self.warps.place(cta, &r);
+        self.given += 1;
+        if let Some(skip) = self.skip {
+            if self.given <= skip {
+                return Ok(());
+            }
+            self.skip = None;
+        }
         self.rows
             .push(&r.access(cta * LANES + lane, inst, dyn_inst));
-        self.given += 1;
         self.rows.hand_on_full(self.out)?;
         Ok(())
     }
@@ -144,6 +155,8 @@ impl Records for Stream<'_> {
         let Some(p) = self.current.take() else {
             return Ok(());
         };
+        // A copy taken after a kernel's last chunk reads on from its end.
+        self.skip = None;
         self.rows.hand_on(self.out)?;
         if self.given != p.rows {
             return Err(changed());
@@ -162,26 +175,88 @@ pub(crate) fn stream_into<R: BufRead>(
     if ctx.file_bytes == 0 {
         return read_into(r, ctx.file, out);
     }
+    read_twice(r, ctx, None, out)
+}
+
+/// Reads a cuda-memtrace file on from kernel `kernel`'s chunk `next_chunk` of issued rows
+/// (each of [`ISSUED_CHUNK_ROWS`] rows), for a copy of a session taken there: the scan walks
+/// over the kernels before, and the second read starts at that kernel (the file must not be
+/// compressed); its first rows are placed but not handed on (nor is its beginning: the copy
+/// has begun it). Then as [`stream_into`].
+pub(crate) fn stream_from<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    kernel: u32,
+    next_chunk: u32,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    read_twice(r, ctx, Some((kernel, next_chunk)), out)
+}
+
+/// Walks a kernel and does nothing with it (the kernels before a resume point).
+struct Over;
+
+impl Records for Over {
+    fn begin(&mut self, _: String) -> Result<(), Fail> {
+        Ok(())
+    }
+    fn record(&mut self, _: Record) -> Result<(), Fail> {
+        Ok(())
+    }
+    fn end(&mut self) -> Result<(), Fail> {
+        Ok(())
+    }
+}
+
+/// The two reads in lock-step, from the file's start or on `from` a kernel's chunk.
+fn read_twice<R: BufRead>(
+    r: R,
+    ctx: &Ctx<'_>,
+    from: Option<(u32, u32)>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let fewer = || {
+        TraceError::parse(
+            ctx.file,
+            crate::trace::Location::Byte(0),
+            "the file changed while it was read: it has fewer kernels than at its first read",
+        )
+    };
     let mut scan = Scan::default();
     let mut ahead = Walker::new(r, ctx.file)?;
-    let again = source::open(ctx.path, ctx.wrap, ctx.watch)?.reader;
-    let mut behind = Walker::new(again, ctx.file)?;
+    let mut behind = match from {
+        None => Walker::new(
+            source::open(ctx.path, ctx.wrap, ctx.watch)?.reader,
+            ctx.file,
+        )?,
+        Some((kernel, _)) => {
+            // The second read starts where the scan finds the kernel (an uncompressed file).
+            for _ in 0..kernel {
+                if !ahead.kernel(&mut Over)? {
+                    return Err(fewer());
+                }
+            }
+            let start = ahead.next_kernel_at();
+            let again = source::open_at(ctx.path, start.offset, ctx.watch)?;
+            Walker::starting_at(again, ctx.file, start)
+        }
+    };
     let mut stream = Stream {
         plans: VecDeque::new(),
         current: None,
         warps: Warps::default(),
         rows: IssuedChunks::default(),
         given: 0,
+        skip: None,
         out,
     };
+    if let Some((_, next_chunk)) = from {
+        stream.skip = Some(next_chunk as u64 * ISSUED_CHUNK_ROWS as u64);
+    }
     while ahead.kernel(&mut scan)? {
         stream.plans.append(&mut scan.plans);
         if !behind.kernel(&mut stream)? {
-            return Err(TraceError::parse(
-                ctx.file,
-                crate::trace::Location::Byte(0),
-                "the file changed while it was read: it has fewer kernels than at its first read",
-            ));
+            return Err(fewer());
         }
     }
     // A kernel more than the scan found begins with no plan: the file changed.

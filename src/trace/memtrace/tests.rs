@@ -264,3 +264,117 @@ fn a_file_with_fewer_or_more_kernels_at_its_second_read_is_an_error() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// What a streamed read hands on, in order.
+#[derive(Default)]
+struct Log(Vec<Event>);
+
+#[derive(Debug, PartialEq)]
+enum Event {
+    Begin(String),
+    Issued(crate::trace::Columns),
+    End,
+}
+
+impl crate::trace::KernelSink for Log {
+    fn kernel(&mut self, _: crate::trace::Kernel) -> Result<(), TraceError> {
+        unreachable!("streamed in chunks")
+    }
+}
+
+impl crate::trace::CtaSink for Log {
+    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
+        self.0.push(Event::Begin(header.name.clone()));
+        Ok(())
+    }
+    fn cta(&mut self, _: u32, _: &crate::trace::Columns) -> Result<(), TraceError> {
+        unreachable!("issued rows")
+    }
+    fn issued(&mut self, rows: &crate::trace::Columns) -> Result<(), TraceError> {
+        let mut copy = crate::trace::Columns::default();
+        copy.extend_from(rows, 0..rows.len());
+        self.0.push(Event::Issued(copy));
+        Ok(())
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.0.push(Event::End);
+        Ok(())
+    }
+}
+
+/// Read on from any chunk of any kernel, a file of either layout hands on exactly what the
+/// read from its start hands on after that chunk.
+#[test]
+fn read_on_from_a_chunk_gives_what_the_whole_stream_gives_after_it() {
+    // Three kernels of 150,000, 70,000 and 140,000 records: 3, 2 and 3 chunks.
+    let kernels: Vec<(String, Vec<[u64; 3]>)> = [150_000u64, 70_000, 140_000]
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            let recs = (0..n)
+                .map(|i| {
+                    record(
+                        i / 200 % 4,
+                        i % 3 / 2,
+                        4,
+                        0x1000 + 4 * i + k as u64,
+                        i / 200 % 40,
+                        0,
+                    )
+                })
+                .collect();
+            (format!("k{k}"), recs)
+        })
+        .collect();
+    let later = encode_later(
+        &kernels
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let mut thesis = vec![24, b'\n'];
+    for (name, recs) in &kernels {
+        thesis.extend_from_slice(format!("{name}\n").as_bytes());
+        for r in recs {
+            for w in r {
+                thesis.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        thesis.extend([0u8; 24]);
+    }
+    for (layout, bytes) in [("later", later), ("thesis", thesis)] {
+        let path = scratch("memtrace", &format!("resume-{layout}.trc"), &bytes);
+        let ctx = crate::trace::Ctx {
+            file: "r.trc",
+            path: &path,
+            file_bytes: bytes.len() as u64,
+            wrap: &|s| s,
+            watch: &|s| s,
+        };
+        let mut all = Log::default();
+        stream_into(bytes.as_slice(), &ctx, &mut all).unwrap();
+        // The place after each chunk: (kernel, chunks of it so far, events so far).
+        let mut places = Vec::new();
+        let (mut kernel, mut chunks) = (0u32, 0u32);
+        for (i, e) in all.0.iter().enumerate() {
+            match e {
+                Event::Begin(_) => chunks = 0,
+                Event::Issued(_) => {
+                    chunks += 1;
+                    places.push((kernel, chunks, i + 1));
+                }
+                Event::End => kernel += 1,
+            }
+        }
+        assert_eq!(places.len(), 8, "{layout}");
+        for (kernel, next_chunk, seen) in places {
+            let mut rest = Log::default();
+            stream_from(bytes.as_slice(), &ctx, kernel, next_chunk, &mut rest).unwrap();
+            assert!(
+                rest.0 == all.0[seen..],
+                "{layout}: from kernel {kernel} chunk {next_chunk}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -142,6 +142,52 @@ impl<'a, R: BufRead> Walker<'a, R> {
     }
 }
 
+/// Where a kernel begins in a file: the offset of its tag (later layout) or name line
+/// (thesis layout), for a walker opened there ([`Walker::starting_at`]).
+#[derive(Clone, Copy)]
+pub(super) struct KernelStart {
+    pub offset: u64,
+    thesis: bool,
+}
+
+impl<'a, R: BufRead> Walker<'a, R> {
+    /// Where the next kernel begins (the file's end if none follows).
+    pub(super) fn next_kernel_at(&self) -> KernelStart {
+        match &self.layout {
+            Layout::Later {
+                next: Some((at, _)),
+            } => KernelStart {
+                offset: *at,
+                thesis: false,
+            },
+            Layout::Later { next: None } => KernelStart {
+                offset: self.rd.at,
+                thesis: false,
+            },
+            Layout::Thesis => KernelStart {
+                offset: self.rd.at,
+                thesis: true,
+            },
+        }
+    }
+
+    /// A walker over `r`, a reader of the file placed at `start`.
+    pub(super) fn starting_at(r: R, file: &'a str, start: KernelStart) -> Self {
+        Self {
+            rd: Reader {
+                r,
+                at: start.offset,
+                file,
+            },
+            layout: if start.thesis {
+                Layout::Thesis
+            } else {
+                Layout::Later { next: None }
+            },
+        }
+    }
+}
+
 /// Walks a cuda-memtrace file of either layout, checking its framing and decoding records.
 pub(super) fn walk<R: BufRead>(r: R, file: &str, v: &mut dyn Records) -> Result<(), TraceError> {
     let mut w = Walker::new(r, file)?;
