@@ -130,7 +130,8 @@ fn run_as(
 }
 
 /// The bytes a run read on from `at` reads (for its progress bar): a `din` or binary file
-/// from the place on; a cuda-memtrace file twice from its start (walked over to the place).
+/// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
+/// read from the copy's kernel on, whose offset only the scan finds: the bar may end short).
 fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint) -> u64 {
     if let trace::ResumePoint::Din(at) = at {
         return bytes.saturating_sub(at.offset);
