@@ -155,8 +155,15 @@ impl Records for Stream<'_> {
         let Some(p) = self.current.take() else {
             return Ok(());
         };
-        // A copy taken after a kernel's last chunk reads on from its end.
-        self.skip = None;
+        // A copy taken after a kernel's last chunk (which may be short) reads on from its end;
+        // one given more chunks than the kernel has now was taken of another file.
+        if self
+            .skip
+            .take()
+            .is_some_and(|skip| skip >= self.given + ISSUED_CHUNK_ROWS as u64)
+        {
+            return Err(changed());
+        }
         self.rows.hand_on(self.out)?;
         if self.given != p.rows {
             return Err(changed());
@@ -253,11 +260,17 @@ fn read_twice<R: BufRead>(
     if let Some((_, next_chunk)) = from {
         stream.skip = Some(next_chunk as u64 * ISSUED_CHUNK_ROWS as u64);
     }
+    let mut scanned = 0;
     while ahead.kernel(&mut scan)? {
+        scanned += 1;
         stream.plans.append(&mut scan.plans);
         if !behind.kernel(&mut stream)? {
             return Err(fewer());
         }
+    }
+    // Read on from a kernel the file no longer has.
+    if from.is_some() && scanned == 0 {
+        return Err(fewer());
     }
     // A kernel more than the scan found begins with no plan: the file changed.
     behind.kernel(&mut stream)?;

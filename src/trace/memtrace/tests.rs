@@ -378,3 +378,34 @@ fn read_on_from_a_chunk_gives_what_the_whole_stream_gives_after_it() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// Read on from a chunk the kernel no longer has (the file changed since the run), the read
+/// is an error, not a shorter kernel.
+#[test]
+fn read_on_from_a_chunk_past_the_kernels_end_is_an_error() {
+    let recs: Vec<[u64; 3]> = (0..70_000u64)
+        .map(|i| record(0, 0, 4, 0x1000 + 4 * i, i / 1000, 0))
+        .collect();
+    let bytes = encode_later(&[("k", recs)]);
+    let path = scratch("memtrace", "past.trc", &bytes);
+    let ctx = crate::trace::Ctx {
+        file: "past.trc",
+        path: &path,
+        file_bytes: bytes.len() as u64,
+        wrap: &|s| s,
+        watch: &|s| s,
+    };
+    // Two chunks: 65,536 rows and 4,464.
+    let mut rest = Log::default();
+    stream_from(bytes.as_slice(), &ctx, 0, 2, &mut rest).unwrap();
+    assert_eq!(rest.0, [Event::End]);
+    let e = stream_from(bytes.as_slice(), &ctx, 0, 3, &mut Log::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("changed while it was read"), "{e}");
+    let e = stream_from(bytes.as_slice(), &ctx, 1, 1, &mut Log::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fewer kernels"), "{e}");
+    std::fs::remove_file(&path).unwrap();
+}
