@@ -133,6 +133,16 @@ fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
     }
 }
 
+/// [`same`] with SM 0 simulated (the axis may differ: one SM's requests are a sample of the
+/// run's), then every SM (every request drawn: the same axis).
+fn same_on_one_and_every_sm(path: &Path, cfg: &SimConfig) {
+    let mut cfg = cfg.clone();
+    cfg.gpu.simulate = config::SmSelection::One(0);
+    same(path, &cfg, false);
+    cfg.gpu.simulate = config::SmSelection::All;
+    same(path, &cfg, true);
+}
+
 #[test]
 fn a_streamed_din_file_gives_the_whole_reads_result() {
     let cfg = SimConfig {
@@ -210,16 +220,13 @@ fn nvbit_log(interleave: bool) -> String {
 #[test]
 fn a_streamed_nvbit_log_read_once_gives_the_whole_reads_result() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config::preset("fermi-16k").unwrap();
+    let cfg = config::preset("fermi-16k").unwrap();
     // In launch order the log is read once; interleaved, it is read again in two passes
     // (the second read holds the launches whole).
     for (name, interleave) in [("in-order.log", false), ("interleaved.log", true)] {
         let path = dir.path().join(name);
         std::fs::write(&path, nvbit_log(interleave)).unwrap();
-        cfg.gpu.simulate = config::SmSelection::One(0);
-        same(&path, &cfg, false);
-        cfg.gpu.simulate = config::SmSelection::All;
-        same(&path, &cfg, true);
+        same_on_one_and_every_sm(&path, &cfg);
     }
 }
 
@@ -233,9 +240,7 @@ fn a_streamed_memtrace_file_gives_the_whole_reads_result() {
     traces::memtrace_file(&path);
     let mut cfg = config::preset("fermi-16k").unwrap();
     cfg.gpu.sms = 4;
-    same(&path, &cfg, false);
-    cfg.gpu.simulate = config::SmSelection::All;
-    same(&path, &cfg, true);
+    same_on_one_and_every_sm(&path, &cfg);
 }
 
 /// A cuda-memtrace file is read on from copies taken between two of its chunks of issued
@@ -302,10 +307,8 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
         ("transpose", &[("width", "64"), ("height", "32")]),
     ]);
     warpscope::trace::write_file(&t, &path).unwrap();
-    let mut cfg = config::preset("fermi-16k").unwrap();
-    same(&path, &cfg, false);
-    cfg.gpu.simulate = config::SmSelection::All;
-    same(&path, &cfg, true);
+    let cfg = config::preset("fermi-16k").unwrap();
+    same_on_one_and_every_sm(&path, &cfg);
     // The same launches in our text format (each kernel through the external sort) and as a
     // CSV table with its threads' rows interleaved (read twice, then sorted).
     let text = dir.path().join("two.wst");
@@ -332,10 +335,7 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     let table = dir.path().join("two.csv");
     std::fs::write(&table, csv).unwrap();
     for path in [text, table] {
-        cfg.gpu.simulate = config::SmSelection::One(0);
-        same(&path, &cfg, false);
-        cfg.gpu.simulate = config::SmSelection::All;
-        same(&path, &cfg, true);
+        same_on_one_and_every_sm(&path, &cfg);
     }
 }
 

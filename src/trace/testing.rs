@@ -99,6 +99,22 @@ fn unchanged(s: super::source::Stream) -> super::source::Stream {
     s
 }
 
+/// What a reader is told of the file `path` of `file_bytes` bytes, named `file` in errors,
+/// read as it is.
+pub(crate) fn file_ctx<'a>(
+    file: &'a str,
+    path: &'a std::path::Path,
+    file_bytes: u64,
+) -> super::Ctx<'a> {
+    super::Ctx {
+        file,
+        path,
+        file_bytes,
+        wrap: &unchanged,
+        watch: &unchanged,
+    }
+}
+
 /// What a reader is told of a stream that cannot be read twice (a pipe).
 pub(crate) fn pipe() -> super::Ctx<'static> {
     super::Ctx {

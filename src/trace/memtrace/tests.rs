@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::testing::{pipe, scratch, stream_file, Pieces};
+use crate::trace::testing::{file_ctx, pipe, scratch, stream_file, Pieces};
 use crate::trace::Trace;
 
 const SAMPLE: &str = concat!(
@@ -182,13 +182,7 @@ fn a_long_kernel_comes_in_chunks_and_a_pipe_whole() {
 fn a_file_that_changes_between_the_reads_is_an_error() {
     let first = encode_later(&[("k", vec![record(0, 0, 4, 0x10, 0, 0)])]);
     let path = scratch("memtrace", "changed.trc", &first);
-    let ctx = crate::trace::Ctx {
-        file: "changed.trc",
-        path: &path,
-        file_bytes: first.len() as u64,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = file_ctx("changed.trc", &path, first.len() as u64);
     // The scan reads `first`; the second read finds a CTA outside the grid.
     std::fs::write(
         &path,
@@ -250,13 +244,7 @@ fn a_file_with_fewer_or_more_kernels_at_its_second_read_is_an_error() {
     ]);
     for (first, second) in [(&two, &one), (&one, &two)] {
         let path = scratch("memtrace", "kernels.trc", second);
-        let ctx = crate::trace::Ctx {
-            file: "kernels.trc",
-            path: &path,
-            file_bytes: first.len() as u64,
-            wrap: &|s| s,
-            watch: &|s| s,
-        };
+        let ctx = file_ctx("kernels.trc", &path, first.len() as u64);
         let e = stream_into(first.as_slice(), &ctx, &mut Pieces::default())
             .unwrap_err()
             .to_string();
@@ -344,13 +332,7 @@ fn read_on_from_a_chunk_gives_what_the_whole_stream_gives_after_it() {
     }
     for (layout, bytes) in [("later", later), ("thesis", thesis)] {
         let path = scratch("memtrace", &format!("resume-{layout}.trc"), &bytes);
-        let ctx = crate::trace::Ctx {
-            file: "r.trc",
-            path: &path,
-            file_bytes: bytes.len() as u64,
-            wrap: &|s| s,
-            watch: &|s| s,
-        };
+        let ctx = file_ctx("r.trc", &path, bytes.len() as u64);
         let mut all = Log::default();
         stream_into(bytes.as_slice(), &ctx, &mut all).unwrap();
         // The place after each chunk: (kernel, chunks of it so far, events so far).
@@ -388,13 +370,7 @@ fn read_on_from_a_chunk_past_the_kernels_end_is_an_error() {
         .collect();
     let bytes = encode_later(&[("k", recs)]);
     let path = scratch("memtrace", "past.trc", &bytes);
-    let ctx = crate::trace::Ctx {
-        file: "past.trc",
-        path: &path,
-        file_bytes: bytes.len() as u64,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = file_ctx("past.trc", &path, bytes.len() as u64);
     // Two chunks: 65,536 rows and 4,464.
     let mut rest = Log::default();
     stream_from(bytes.as_slice(), &ctx, 0, 2, &mut rest).unwrap();

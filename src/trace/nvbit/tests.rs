@@ -324,13 +324,7 @@ fn a_too_sparse_launch_fails_as_read_whole_after_every_line_error() {
 fn a_file_that_changes_between_the_reads_is_an_error() {
     let first = long_launch(0, 2, 4);
     let path = scratch("nvbit", "changed.log", first.as_bytes());
-    let ctx = crate::trace::Ctx {
-        file: "changed.log",
-        path: &path,
-        file_bytes: first.len() as u64,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = crate::trace::testing::file_ctx("changed.log", &path, first.len() as u64);
     // The scan reads `first`; the second read finds one line more, then another launch.
     for later in [long_launch(0, 2, 5), long_launch(3, 2, 4)] {
         std::fs::write(&path, &later).unwrap();

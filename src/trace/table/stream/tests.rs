@@ -97,13 +97,7 @@ fn streamed(
         inner: &mut assemble,
         kernels: 0,
     };
-    let ctx = Ctx {
-        file: "t.csv",
-        path,
-        file_bytes,
-        wrap: &|s| s,
-        watch: &|s| s,
-    };
+    let ctx = crate::trace::testing::file_ctx("t.csv", path, file_bytes);
     let result = stream_csv_sized(first.as_bytes(), &ctx, chunk, cap, &mut counting);
     let handed = counting.kernels;
     match result {
@@ -277,13 +271,7 @@ fn the_first_kernel_begins_after_its_own_scan() {
                 read: read.clone(),
             },
         );
-        let ctx = Ctx {
-            file: "t.csv",
-            path: f.path(),
-            file_bytes: text.len() as u64,
-            wrap: &|s| s,
-            watch: &|s| s,
-        };
+        let ctx = crate::trace::testing::file_ctx("t.csv", f.path(), text.len() as u64);
         let mut sink = FirstBegin {
             pieces: Pieces::default(),
             read: read.clone(),
