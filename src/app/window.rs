@@ -249,9 +249,11 @@ impl EframeApp {
             if first {
                 app.remove_pane(1);
                 app.settings.view = View::Misses;
-                app.settings.misses.per = misses::Per::SourceLine;
                 app.open(PathBuf::from("sample-traces/accelsim-lineinfo"));
             }
+            // Asked again each frame: the view falls back to per instruction while it still
+            // shows the previous trace's result, which has no source lines.
+            app.settings.misses.per = misses::Per::SourceLine;
             if app
                 .trace
                 .as_ref()
