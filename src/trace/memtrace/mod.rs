@@ -114,6 +114,11 @@ trait Records {
     fn begin(&mut self, name: String) -> Result<(), Fail>;
     fn record(&mut self, r: Record) -> Result<(), Fail>;
     fn end(&mut self) -> Result<(), Fail>;
+    /// False where the records are not looked at: the walk may then step over single
+    /// records without decoding them or telling of them.
+    fn wants_records(&self) -> bool {
+        true
+    }
 }
 
 /// A kernel's CTAs as they appear: dense ids in order of appearance, and each one's SM.

@@ -200,7 +200,7 @@ pub(crate) fn stream_from<R: BufRead>(
     read_twice(r, ctx, Some((kernel, next_chunk)), out)
 }
 
-/// Walks a kernel and does nothing with it (the kernels before a resume point).
+/// Walks over a kernel, stepping over its records (the kernels before a resume point).
 struct Over;
 
 impl Records for Over {
@@ -212,6 +212,9 @@ impl Records for Over {
     }
     fn end(&mut self) -> Result<(), Fail> {
         Ok(())
+    }
+    fn wants_records(&self) -> bool {
+        false
     }
 }
 

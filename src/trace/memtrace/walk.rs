@@ -302,6 +302,15 @@ fn plain_records<R: BufRead>(
     let file = rd.file;
     let buf = rd.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
     let mut used = 0;
+    if !v.wants_records() {
+        // Stepped over, not decoded (the kernels before a resume point).
+        while used + WHOLE <= buf.len() && buf[used] == 0xFF {
+            used += WHOLE;
+        }
+        rd.r.consume(used);
+        rd.at += used as u64;
+        return Ok(used > 0);
+    }
     while used + WHOLE <= buf.len() && buf[used] == 0xFF {
         let at = rd.at + used as u64;
         let mut rec = [0u8; RECORD];
