@@ -284,6 +284,48 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
     }
 }
 
+/// An Accel-Sim trace is read on from copies taken after its CTAs: the kernel files before
+/// the copy's are not opened, the copy's is read again from its start (the blocks of the
+/// CTAs done scanned, those of the resident CTAs decoded and given back), and its
+/// instructions are numbered as the run numbered them. Details from copies equal details
+/// from the start, on one SM and on all, in both kernels (the second's file compressed).
+#[test]
+fn the_detail_of_an_accelsim_traces_window_read_on_from_a_copy_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = traces::accelsim_dir_of(dir.path(), 96);
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.sms = 4;
+    for simulate in [config::SmSelection::One(1), config::SmSelection::All] {
+        cfg.gpu.simulate = simulate;
+        let copied =
+            details_from_copies_equal_details_from_the_start_with(&list, &cfg, 40_000, &|total| {
+                vec![
+                    0..10,
+                    total / 4..total / 4 + 300,
+                    total / 2 - 20..total / 2 + 20,
+                    total * 9 / 10..total * 9 / 10 + 200,
+                    total - 50..total + 10,
+                ]
+            });
+        let at: Vec<_> = copied.checkpoints.kept.iter().map(|c| c.at).collect();
+        assert!(
+            at.iter()
+                .all(|a| matches!(a, warpscope::trace::ResumePoint::Cta { .. })),
+            "{at:?}"
+        );
+        // Copies within each kernel, after CTAs that name instructions the first did not.
+        for kernel in [0, 1] {
+            assert!(
+                at.iter().any(|a| matches!(
+                    a,
+                    warpscope::trace::ResumePoint::Cta { kernel: k, next_cta } if *k == kernel && *next_cta > 16
+                )),
+                "{at:?}"
+            );
+        }
+    }
+}
+
 /// The launches of built-in kernels, each with its parameters, as one trace.
 fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope::trace::Trace {
     let mut t = warpscope::trace::Trace::default();

@@ -96,10 +96,10 @@ fn run_as(
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {
-            progress.set_total(resume_total(&path, bytes, c.at));
+            progress.set_total(resume_total(&path, bytes, c.at, as_found));
             gather.requests = c.requests;
             let name = path.display().to_string();
-            let src = lanes::resumed_source(path, name, c.at, &mut session, watch)
+            let src = lanes::resumed_source(path, name, c.at, &mut session, watch, as_found)
                 .map_err(|e| JobError::Failed(format!("{e:#}")))?;
             (session, src)
         }
@@ -131,8 +131,9 @@ fn run_as(
 
 /// The bytes a run read on from `at` reads (for its progress bar): a `din` or binary file
 /// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
-/// read from the copy's kernel on, whose offset only the scan finds: the bar may end short).
-fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint) -> u64 {
+/// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
+/// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`).
+fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint, as_found: bool) -> u64 {
     if let trace::ResumePoint::Din(at) = at {
         return bytes.saturating_sub(at.offset);
     }
@@ -142,6 +143,14 @@ fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint) -> u64 {
     };
     match trace::open_trace(path, opts, &|s| s, &|s| s) {
         Ok(open) if open.format == trace::Format::MemTrace => bytes * open.streamed_reads(false),
+        Ok(open) if open.format == trace::Format::AccelSim => {
+            let (reads, kernel) = match at {
+                trace::ResumePoint::Cta { kernel, .. } => (open.streamed_reads(as_found), kernel),
+                _ => (1, 0),
+            };
+            let before = open.bytes_before_kernel(kernel).unwrap_or(0);
+            bytes.saturating_sub(before) * reads
+        }
         _ => {
             let offset = std::fs::File::open(path)
                 .ok()

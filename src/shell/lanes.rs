@@ -33,6 +33,9 @@ pub enum Piece {
     /// Instructions of the open kernel found since it began (a file read once:
     /// [`Fanout::take_instructions_as_found`]).
     Instructions(Vec<Instruction>),
+    /// The rows of a CTA a copy of a session holds resident without them, read again from
+    /// the file (`trace::CtaSink::resident`).
+    Resident(u32, Columns),
     End,
     /// One thread's reference stream: its header, then its rows in chunks, each with where
     /// the file's reader stood after it when the file can be read on from there.
@@ -51,6 +54,7 @@ impl Piece {
             Piece::Cta(cta, rows, _) => s.cta_shared(*cta, rows.clone(), obs),
             Piece::Issued(rows, _) => s.issued(rows, obs),
             Piece::Instructions(added) => s.more_instructions(added, obs),
+            Piece::Resident(cta, rows) => s.give_cta_rows(*cta, rows.clone()),
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
@@ -124,6 +128,11 @@ impl Fanout {
 
 impl KernelSink for Fanout {
     fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        // A kernel of the file, though no piece of it can be read on from.
+        if let Some((begun, chunks)) = &mut self.place {
+            *begun += 1;
+            *chunks = 0;
+        }
         self.send(Piece::Kernel(k))
     }
 }
@@ -159,6 +168,11 @@ impl CtaSink for Fanout {
     }
     fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
         self.send(Piece::Instructions(added.to_vec()))
+    }
+    fn resident(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        let mut copy = Columns::default();
+        copy.extend_from(rows, 0..rows.len());
+        self.send(Piece::Resident(cta, copy))
     }
 }
 
@@ -492,7 +506,9 @@ pub fn file_source(
 }
 
 /// [`file_source`] for a run that keeps copies of its session: the CTAs and chunks of issued
-/// rows of an uncompressed binary file of version 4 go with their place in the file
+/// rows of a file that can be read on from them ([`trace::OpenTrace::resumable`]: an
+/// uncompressed binary file of version 4, cuda-memtrace, Accel-Sim) go with their place in
+/// the file
 /// ([`Fanout::number_pieces`]), so that the lane offers copies between and within them
 /// ([`trace::ResumePoint::Cta`], [`trace::ResumePoint::Issued`]). With `as_found`, a file
 /// whose kernels' instructions are known only at their ends is read once, its instructions
@@ -518,8 +534,8 @@ fn file_source_marked(
             splits: false,
         },
         Err(open) => {
-            // A copy of a session can go on from any CTA of an uncompressed binary file, or
-            // from a chunk of a cuda-memtrace file.
+            // A copy of a session can go on from any CTA of an uncompressed binary file or
+            // an Accel-Sim trace, or from a chunk of a cuda-memtrace file.
             let resumable = resumable && open.resumable();
             FileSource {
                 // One kernel or CTA waits while one is simulated and the next is read.
@@ -574,15 +590,18 @@ fn send_rows<R: std::io::BufRead>(
 
 /// The rest of the file at `path` (named `file`) from `at`, for `session`, a copy of a
 /// session that stood there ([`Session::snapshot`]), sent as [`file_source`] sends it: a
-/// reference stream's rows, or a binary file's kernel from the CTA after the copy on and the
-/// kernels after it. A copy within a kernel gets back the rows of its resident CTAs here,
-/// read through the file's index. `watch` sees the file's bytes from there.
+/// reference stream's rows, or a kernel from the CTA or chunk after the copy on and the
+/// kernels after it. A copy within a binary file's kernel gets back the rows of its resident
+/// CTAs here, read through the file's index; one within an Accel-Sim kernel gets them from
+/// the source, which reads the kernel's file again (`trace::CtaSink::resident`). `watch`
+/// sees the file's bytes from there; `as_found` is [`file_source`]'s.
 pub fn resumed_source(
     path: std::path::PathBuf,
     file: String,
     at: trace::ResumePoint,
     session: &mut Session,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
+    as_found: bool,
 ) -> Result<FileSource> {
     let (kernel, next_chunk) = match at {
         trace::ResumePoint::Din(at) => {
@@ -602,13 +621,25 @@ pub fn resumed_source(
         format: None,
         allow_truncated: false,
     };
-    if trace::open_trace(&path, opts, &|s| s, &|s| s)?.format == trace::Format::MemTrace {
-        // Issued rows only: the copy wants no CTA's rows back.
+    let format = trace::open_trace(&path, opts, &|s| s, &|s| s)?.format;
+    if matches!(format, trace::Format::MemTrace | trace::Format::AccelSim) {
+        // The reader goes on from `at` itself: issued rows only (cuda-memtrace: the copy
+        // wants no CTA's rows back), or the resident CTAs' rows first, from the kernel file
+        // read again (Accel-Sim).
+        let instructions = session.kernel_instructions().to_vec();
+        let wanted = session.wanted_ctas().to_vec();
         return Ok(FileSource {
             source: Box::new(move |to| {
                 let open = trace::open_trace(&path, opts, &|s| s, &watch)?;
                 to.number_pieces(kernel + 1, next_chunk);
-                Ok(open.stream_from(at, &|s| s, &watch, to)?)
+                if as_found {
+                    to.take_instructions_as_found();
+                }
+                let held = trace::Held {
+                    instructions: &instructions,
+                    wanted_ctas: &wanted,
+                };
+                Ok(open.stream_from(at, held, &|s| s, &watch, to)?)
             }),
             depth: 1,
             splits: true,

@@ -201,24 +201,31 @@ impl OpenTrace {
 
     /// Whether a run of this file can be read on from where a copy of its session was taken
     /// ([`OpenTrace::stream_from`]): an uncompressed file (not a pipe) of our binary format
-    /// (version 4, through its index) or of cuda-memtrace (walked over to the place).
+    /// (version 4, through its index) or of cuda-memtrace (walked over to the place), or an
+    /// Accel-Sim trace read from files (its kernel files before the copy's are not opened;
+    /// that one is read again from its start, so it may be compressed).
     pub fn resumable(&self) -> bool {
         match self.format {
             Format::Binary => self.seekable_index().is_some(),
             Format::MemTrace => {
                 self.compression == source::Compression::None && self.file_bytes > 0
             }
+            Format::AccelSim => self.file_bytes > 0,
             _ => false,
         }
     }
 
-    /// Streams a cuda-memtrace file on from `at`, a chunk of issued rows where a copy of a
-    /// session was taken ([`ResumePoint::Issued`]), as [`OpenTrace::stream`] would have
-    /// gone on from there: the rest of that kernel, without its beginning, then every later
-    /// kernel. (A binary file goes on through its index: `shell::lanes::resumed_source`.)
+    /// Streams the file on from `at`, where a copy of a session holding `held` was taken, as
+    /// [`OpenTrace::stream`] would have gone on from there: the rest of that kernel, without
+    /// its beginning, then every later kernel. A cuda-memtrace file goes on from a chunk of
+    /// issued rows ([`ResumePoint::Issued`]); an Accel-Sim trace from a CTA
+    /// ([`ResumePoint::Cta`]), the rows of the copy's resident CTAs first
+    /// ([`CtaSink::resident`]). (A binary file goes on through its index:
+    /// `shell::lanes::resumed_source`.)
     pub fn stream_from(
         self,
         at: ResumePoint,
+        held: Held<'_>,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn CtaSink,
@@ -234,6 +241,9 @@ impl OpenTrace {
             (Format::MemTrace, ResumePoint::Issued { kernel, next_chunk }) if self.resumable() => {
                 memtrace::stream_from(self.reader, &ctx, kernel, next_chunk, out)
             }
+            (Format::AccelSim, ResumePoint::Cta { kernel, next_cta }) if self.resumable() => {
+                accelsim::stream_from(self.reader, &ctx, (kernel, next_cta), held, out)
+            }
             _ => Err(TraceError::parse(
                 &self.name,
                 Location::Byte(0),
@@ -243,6 +253,23 @@ impl OpenTrace {
                 ),
             )),
         }
+    }
+
+    /// The bytes on disk that [`OpenTrace::stream_from`] a kernel does not read: for an
+    /// Accel-Sim kernel list, those of the files of its first `kernel` kernels; 0 for any
+    /// other trace.
+    pub fn bytes_before_kernel(self, kernel: u32) -> Result<u64, TraceError> {
+        if self.format != Format::AccelSim {
+            return Ok(0);
+        }
+        let ctx = Ctx {
+            file: &self.name,
+            path: &self.path,
+            file_bytes: self.file_bytes,
+            wrap: &|s| s,
+            watch: &|s| s,
+        };
+        accelsim::bytes_before(self.reader, &ctx, kernel)
     }
 
     /// Reads the trace into `out`, CTA by CTA where the format is grouped so, and with
@@ -428,6 +455,16 @@ pub enum ResumePoint {
     /// The same file, after a chunk of an issued-order kernel: kernel `kernel` of the file
     /// from its chunk `next_chunk` on.
     Issued { kernel: u32, next_chunk: u32 },
+}
+
+/// What a copy of a session holds of the kernel it stood in, which a read on from there
+/// must know where the file has no index ([`OpenTrace::stream_from`]): the kernel's
+/// instructions it was given (the read numbers those it finds after them, and checks these),
+/// and the resident CTAs whose rows it wants back ([`crate::sim::Session::wanted_ctas`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Held<'a> {
+    pub instructions: &'a [Instruction],
+    pub wanted_ctas: &'a [u32],
 }
 
 /// A trace that is one thread's references in order, read a chunk at a time

@@ -56,6 +56,16 @@ pub trait CtaSink: KernelSink {
             added.len()
         )))
     }
+    /// The rows of CTA `cta` of the open kernel, given as [`CtaSink::cta`] gives them, to a
+    /// receiver that holds the CTA without its rows: a copy of a session read on from a CTA of
+    /// a file that has no index to fetch them by (an Accel-Sim kernel file, read again from
+    /// its start: [`super::OpenTrace::stream_from`]). They come before any later piece.
+    fn resident(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        Err(out_of_order(format!(
+            "the rows of CTA {cta} ({} accesses) came for a kernel that holds none without its rows",
+            rows.len()
+        )))
+    }
 }
 
 /// Builds whole kernels from CTAs for a receiver of kernels (loading a trace whole).

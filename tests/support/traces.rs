@@ -45,3 +45,60 @@ pub fn memtrace_file_of(path: &std::path::Path, steps: u64) {
     }
     std::fs::write(path, out).unwrap();
 }
+
+/// An Accel-Sim trace folder of two kernels of `ctas` CTAs of four warps each (the second's
+/// file compressed with zstd), and its `kernelslist.g`: warps load rows of a matrix (base and
+/// stride), gather from a table (one address a lane) and store, at PCs that change every 16
+/// CTAs, so that later CTAs name instructions not seen before; every 16th CTA runs no memory
+/// instruction. Returns the list's path. (The app's tests use it; the CLI's include this file
+/// too.)
+#[allow(dead_code)]
+pub fn accelsim_dir_of(dir: &std::path::Path, ctas: u32) -> std::path::PathBuf {
+    let mut list = String::from("MemcpyHtoD,0x0000000000010000,65536\n");
+    for k in 0..2u32 {
+        let mut s = format!(
+            "-kernel name = rows{k}\n-grid dim = ({ctas},1,1)\n-block dim = (128,1,1)\n-accelsim tracer version = 4\n\n"
+        );
+        for c in 0..ctas {
+            s += &format!("#BEGIN_TB\nthread block = {c},0,0\n");
+            for w in 0..4u32 {
+                if c % 16 == 15 {
+                    s += &format!("warp = {w}\ninsts = 1\n0008 ffffffff 0 EXIT 0 0\n");
+                    continue;
+                }
+                s += &format!("warp = {w}\ninsts = 12\n");
+                for i in 0..4u32 {
+                    let pc = 0x100 + 0x30 * ((i + c / 16) % 12);
+                    let row = 0x10_0000 + u64::from((c * 7 + w * 3 + i * 5 + k) % 96) * 512;
+                    let table: String = (0..32u32)
+                        .map(|l| {
+                            format!(
+                                " {:#x}",
+                                0x40_0000 + u64::from((c * 5 + l * 13 + i * 29 + w) % 700) * 32
+                            )
+                        })
+                        .collect();
+                    let out = 0x80_0000 + u64::from(c * 4 + w) * 128 + u64::from(i) * 4096;
+                    s += &format!("{pc:04x} ffffffff 1 R2 LDG.E 1 R4 4 1 {row:#x} 4\n");
+                    s += &format!("{:04x} ffffffff 1 R3 LDG.E 1 R6 4 0{table}\n", pc + 0x10);
+                    s += &format!(
+                        "{:04x} 0000ffff 0 STG.E 2 R8 R3 4 1 {out:#x} 4\n",
+                        pc + 0x20
+                    );
+                }
+            }
+            s += "#END_TB\n\n";
+        }
+        let name = format!("kernel-{}.traceg", k + 1);
+        if k == 1 {
+            let packed = zstd::encode_all(s.as_bytes(), 3).unwrap();
+            std::fs::write(dir.join(format!("{name}.zst")), packed).unwrap();
+        } else {
+            std::fs::write(dir.join(&name), s).unwrap();
+        }
+        list += &format!("{name}\n");
+    }
+    let path = dir.join("kernelslist.g");
+    std::fs::write(&path, list).unwrap();
+    path
+}

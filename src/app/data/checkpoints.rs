@@ -3,7 +3,7 @@
 //! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
 //! percent of it, not all of it.
 //!
-//! Three kinds of file give copies (`trace::ResumePoint`):
+//! Four kinds of file give copies (`trace::ResumePoint`):
 //! - a reference stream (a `din` file, not a pipe): between two of its chunks all the
 //!   simulation's state is in the session (`Session::snapshot`) and the file's reader can go
 //!   on from a byte offset (`din::Resume`; a compressed file is decompressed again up to it,
@@ -15,7 +15,11 @@
 //!   kernel, whose state is all in the session;
 //! - a cuda-memtrace file, not compressed, between two chunks of a kernel (issued order, all
 //!   the state in the session): reading on walks over the kernels before without simulating
-//!   them, then starts the second read at that kernel (`memtrace::stream_from`).
+//!   them, then starts the second read at that kernel (`memtrace::stream_from`);
+//! - an Accel-Sim trace (compressed or not), between two CTAs of a kernel as for a binary
+//!   file: reading on does not open the kernel files before the copy's, reads the copy's
+//!   again from its start, scanning the blocks of the CTAs done and decoding those of the
+//!   resident ones (`accelsim/resume.rs`).
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
 //! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A

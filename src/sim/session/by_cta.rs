@@ -227,6 +227,12 @@ impl Session {
         self.by_cta.as_ref().map_or(&[], |b| &b.wanted)
     }
 
+    /// The instructions of the open kernel given CTA by CTA so far (its header's, and those
+    /// that came after it: [`Session::more_instructions`]); empty for any other session.
+    pub fn kernel_instructions(&self) -> &[crate::trace::Instruction] {
+        self.by_cta.as_ref().map_or(&[], |b| &b.header.instructions)
+    }
+
     /// Gives a copy of a session the rows of CTA `cta`, one of [`Session::wanted_ctas`], as
     /// the trace gave them (grouped by thread in increasing order).
     pub fn give_cta_rows(&mut self, cta: u32, rows: Columns) -> Result<(), SimError> {

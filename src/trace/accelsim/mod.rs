@@ -17,7 +17,8 @@
 //! instruction is dynamic instance k of all its active lanes.
 //!
 //! `header.rs` reads the header, `parse.rs` the thread blocks; `stream.rs` hands a kernel on
-//! CTA by CTA (a scan, then a read); this file finds the kernel files and reads them whole.
+//! CTA by CTA (a scan, then a read, or one read), `resume.rs` from a copy of a session taken
+//! after a CTA; this file finds the kernel files and reads them whole.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use super::{source, Ctx, KernelSink, Location, TraceError};
 
 mod header;
 mod parse;
+mod resume;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -44,6 +46,7 @@ pub const ENTRY: Entry<super::Format> = Entry {
     description: "Accel-Sim tracer output: kernelslist.g plus kernel-N.traceg, or one .traceg",
     form: Form::Plain(super::Format::AccelSim),
 };
+pub(crate) use resume::{bytes_before, stream_from};
 pub(crate) use stream::stream_into;
 
 const WARP: u32 = 32;

@@ -137,6 +137,11 @@ impl<'f, R: BufRead> Parser<'f, R> {
         &self.tb.instructions
     }
 
+    /// The number of the last line read.
+    pub fn line(&self) -> u64 {
+        self.lines.line
+    }
+
     /// Threads per CTA.
     pub fn threads_per_cta(&self) -> u32 {
         self.fx.tpb
@@ -149,6 +154,16 @@ impl<'f, R: BufRead> Parser<'f, R> {
     /// Reads the next thread block, appending its accesses to `rows` (not in [`Mode::Scan`]);
     /// `None` at the end of the file.
     pub fn next_block(&mut self, rows: &mut Columns) -> Result<Option<Block>, TraceError> {
+        self.next_block_for(rows, &|_| true)
+    }
+
+    /// [`Parser::next_block`], decoding only the accesses of the CTAs `decode` names (the
+    /// others are scanned as in [`Mode::Scan`]: counted, their instructions numbered).
+    pub fn next_block_for(
+        &mut self,
+        rows: &mut Columns,
+        decode: &dyn Fn(u32) -> bool,
+    ) -> Result<Option<Block>, TraceError> {
         let io = |e| TraceError::io(self.fx.file, e);
         // Up to the block's #BEGIN_TB.
         let start = if std::mem::take(&mut self.begun) {
@@ -259,7 +274,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
                     continue;
                 }
             }
-            let added = instruction(&self.fx, &mut self.tb, t, n, (&mut cta, &mut warp), rows)?;
+            let at = (&mut cta, &mut warp);
+            let added = instruction(&self.fx, &mut self.tb, t, n, at, (rows, decode))?;
             if let (Some(c), true) = (cta, added > 0) {
                 block.rows += added;
                 match block.cta {
@@ -316,14 +332,15 @@ impl<'f, R: BufRead> Parser<'f, R> {
 }
 
 /// One instruction line (line `n`); returns the accesses it made (appended to `rows`
-/// unless scanning). Legacy lines set the block and warp.
+/// unless scanning, or unless `decode` leaves out its CTA). Legacy lines set the block and
+/// warp.
 fn instruction(
     fx: &Fixed<'_>,
     tb: &mut Tables,
     t: &[u8],
     n: u64,
     (cta, warp): (&mut Option<u32>, &mut Option<u32>),
-    rows: &mut Columns,
+    (rows, decode): (&mut Columns, &dyn Fn(u32) -> bool),
 ) -> Result<u64, TraceError> {
     let file = fx.file;
     let err = |m: String| TraceError::parse(file, Location::Line(n), m);
@@ -484,7 +501,7 @@ fn instruction(
             id
         }
     };
-    if fx.mode == Mode::Scan {
+    if fx.mode == Mode::Scan || !decode(c) {
         // The addresses are decoded (and checked) by the pass that reads them.
         return Ok(k as u64);
     }

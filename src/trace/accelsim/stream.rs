@@ -23,7 +23,9 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use super::super::model::{check_density, Columns, Kernel, KernelBuilder, KernelInfo, Order};
+use super::super::model::{
+    check_density, Columns, Instruction, Kernel, KernelBuilder, KernelInfo, Order,
+};
 use super::super::{CtaSink, Ctx, Location, TraceError};
 use super::parse::{Block, Mode, Parser};
 use super::{each_kernel_file, read_kernel, source, KernelFile};
@@ -34,7 +36,16 @@ pub(crate) fn stream_into<R: BufRead>(
     ctx: &Ctx<'_>,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
-    each_kernel_file(r, ctx, &mut |file| match file {
+    each_kernel_file(r, ctx, &mut |file| stream_file(file, ctx, out))
+}
+
+/// Hands on the kernel of one kernel file, CTA by CTA where the file allows.
+pub(super) fn stream_file<R: BufRead>(
+    file: KernelFile<R>,
+    ctx: &Ctx<'_>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    match file {
         // A pipe cannot be read twice.
         KernelFile::Given(r) if ctx.file_bytes == 0 => out.kernel(read_kernel(r, ctx.file)?),
         KernelFile::Given(r) if out.takes_more_instructions() => stream_once(r, ctx.file, out),
@@ -47,7 +58,7 @@ pub(crate) fn stream_into<R: BufRead>(
             }
             stream_kernel(opened.reader, &path, ctx, &name, out)
         }
-    })
+    }
 }
 
 /// What the scan learned of the blocks' order.
@@ -140,7 +151,7 @@ fn stream_kernel<R: BufRead>(
 /// Reads the kernel file `r` once, handing on each block's CTA with the instructions first
 /// seen in it (see the module's header).
 fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<(), TraceError> {
-    let mut read = Parser::new(r, file, Mode::Read)?;
+    let read = Parser::new(r, file, Mode::Read)?;
     let h = read.header();
     let (grid, block, line) = (h.grid, h.block, h.end_line);
     let again = |at: u64, why: &str| TraceError::read_again(file, Location::Line(at), why);
@@ -172,28 +183,86 @@ fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<()
         &[],
         &info,
     ))?;
+    read_on(read, file, Given::new(&[]), None, out, &again)
+}
+
+/// The instructions of the open kernel a receiver has, when read once: those found so far,
+/// or, on a read on from a copy of a session, those the copy held, which the read must find
+/// again in the same order.
+pub(super) struct Given<'a> {
+    held: &'a [Instruction],
+    given: usize,
+    checked: usize,
+}
+
+impl<'a> Given<'a> {
+    pub fn new(held: &'a [Instruction]) -> Self {
+        Given {
+            held,
+            given: held.len(),
+            checked: 0,
+        }
+    }
+
+    /// Sends `out` the instructions found that it lacks (line `line` of `file` is read);
+    /// those it held must be among those found, in the same order.
+    pub fn catch_up(
+        &mut self,
+        found: &[Instruction],
+        (file, line): (&str, u64),
+        out: &mut dyn CtaSink,
+    ) -> Result<(), TraceError> {
+        let upto = found.len().min(self.held.len());
+        if let Some(i) = (self.checked..upto).find(|&i| found[i] != self.held[i]) {
+            return Err(TraceError::parse(
+                file,
+                Location::Line(line),
+                format!(
+                    "the kernel's instruction {i} is `{}` here but was `{}` when the run read \
+                     this file: the file changed since",
+                    found[i].name, self.held[i].name
+                ),
+            ));
+        }
+        self.checked = upto;
+        if found.len() > self.given {
+            out.more_instructions(&found[self.given..])?;
+            self.given = found.len();
+        }
+        Ok(())
+    }
+}
+
+/// Hands on the rest of the thread blocks of `read`, a kernel file read once, CTA by CTA
+/// after `last` (the last CTA handed on), each with the instructions first seen up to it,
+/// then the kernel's end. Blocks out of CTA order, or holding several CTAs, stop it with
+/// `stop(line, why)`.
+pub(super) fn read_on<R: BufRead>(
+    mut read: Parser<'_, R>,
+    file: &str,
+    mut given: Given<'_>,
+    mut last: Option<u32>,
+    out: &mut dyn CtaSink,
+    stop: &dyn Fn(u64, &str) -> TraceError,
+) -> Result<(), TraceError> {
     let tpb = read.threads_per_cta();
-    let (mut rows, mut given, mut last) = (Columns::default(), 0, None::<u32>);
+    let mut rows = Columns::default();
     while let Some(b) = read.next_block(&mut rows)? {
         match b.cta {
             Some(c) if last.is_some_and(|l| c <= l) => {
-                return Err(again(
+                return Err(stop(
                     b.line,
                     "thread blocks are not in increasing CTA order",
                 ))
             }
             Some(c) => {
                 last = Some(c);
-                let insts = read.instructions();
-                if insts.len() > given {
-                    out.more_instructions(&insts[given..])?;
-                    given = insts.len();
-                }
+                given.catch_up(read.instructions(), (file, b.line), out)?;
                 rows.group_by_thread(c * tpb, tpb);
                 out.cta(c, &rows)?;
             }
             None if b.mixed => {
-                return Err(again(
+                return Err(stop(
                     b.line,
                     "a thread block holds accesses of several CTAs",
                 ))
@@ -202,9 +271,8 @@ fn stream_once<R: BufRead>(r: R, file: &str, out: &mut dyn CtaSink) -> Result<()
         }
         rows.clear();
     }
+    let end = read.line();
     let found = read.finish()?;
-    if found.instructions.len() > given {
-        out.more_instructions(&found.instructions[given..])?;
-    }
+    given.catch_up(&found.instructions, (file, end), out)?;
     out.end_kernel()
 }

@@ -259,7 +259,7 @@ fn counts_aside(k: &Kernel) -> Kernel {
 
 /// A `.traceg` of `ctas` (linear ids, in this order) of a 1-D or 2-D grid: each warp runs a
 /// few instructions at a handful of PCs, with random masks, widths and address modes.
-fn synthetic(seed: u64, grid: Dim3, tpb: u32, ctas: &[u32], version: u32) -> String {
+pub(super) fn synthetic(seed: u64, grid: Dim3, tpb: u32, ctas: &[u32], version: u32) -> String {
     let mut r = Rng::new(seed);
     let mut s = format!(
         "-kernel name = k{seed}\n-grid dim = ({},{},{})\n-block dim = ({tpb},1,1)\n-accelsim tracer version = {version}\n\n",
