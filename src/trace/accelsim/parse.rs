@@ -7,7 +7,7 @@
 
 use std::io::BufRead;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::super::lex::{self, Lines};
 use super::super::model::{Columns, Dim3, Instruction, KernelInfo, LoadGroups, WarpInstructions};
@@ -88,6 +88,22 @@ struct Tables {
     addrs: [u64; WARP as usize],
     /// Global loads and closed groups of them (see [`WarpCount::group`]).
     load_groups: LoadGroups,
+    /// Set for a read that steps over lines of CTAs it does not decode ([`Parser::skim`]).
+    skim: Option<Skim>,
+}
+
+/// What lets a read that only numbers instructions step over a line after its PC and mask.
+/// A line can name a new instruction only at a PC not numbered yet. Lines at PCs numbered
+/// already are stepped over (one access per active lane). So are lines at PCs seen only at
+/// lines that are not memory instructions, unless `held` has them: then a memory
+/// instruction at that PC was numbered by the run, which must be found again. (The counts
+/// the lines stepped over would add to the opcodes and load groups are not kept: a read that
+/// skims gives the kernel's facts to no one.)
+struct Skim {
+    /// The PCs of the instructions a copy of a session holds.
+    held: FxHashSet<u64>,
+    /// PCs seen at lines that are not memory instructions.
+    plain: FxHashSet<u64>,
 }
 
 impl<'f, R: BufRead> Parser<'f, R> {
@@ -113,6 +129,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                 instructions: Vec::new(),
                 addrs: [0; WARP as usize],
                 load_groups: LoadGroups::default(),
+                skim: None,
             },
         })
     }
@@ -130,6 +147,17 @@ impl<'f, R: BufRead> Parser<'f, R> {
             .enumerate()
             .filter_map(|(i, inst)| Some((inst.pc?, i as u32)))
             .collect();
+    }
+
+    /// For [`Mode::Read`] on from a copy of a session that holds the instructions `held`:
+    /// the lines of the CTAs [`Parser::next_block_for`] does not decode are read only as far
+    /// as numbering the instructions needs (see [`Skim`]); [`Parser::finish`]'s counts then
+    /// leave them out.
+    pub fn skim(&mut self, held: &[Instruction]) {
+        self.tb.skim = Some(Skim {
+            held: held.iter().filter_map(|i| i.pc).collect(),
+            plain: FxHashSet::default(),
+        });
     }
 
     /// The instructions declared so far, in id order (in [`Mode::Read`], as first seen).
@@ -158,7 +186,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
     }
 
     /// [`Parser::next_block`], decoding only the accesses of the CTAs `decode` names (the
-    /// others are scanned as in [`Mode::Scan`]: counted, their instructions numbered).
+    /// others are counted and their instructions numbered, as in [`Mode::Scan`], and
+    /// skimmed after [`Parser::skim`]).
     pub fn next_block_for(
         &mut self,
         rows: &mut Columns,
@@ -412,6 +441,20 @@ fn instruction(
                 lex::show(s)
             ))
         })?;
+    // A CTA read only to number the instructions, by a read that skims (`Skim`): a line at
+    // a PC that cannot name a new instruction is counted and stepped over.
+    let skimming = fx.mode == Mode::Read && !decode(c);
+    if let (true, Some(sk)) = (skimming, &tb.skim) {
+        let lanes = if tb.pcs.contains_key(&pc) {
+            Some(mask.count_ones().into())
+        } else {
+            (sk.plain.contains(&pc) && !sk.held.contains(&pc)).then_some(0)
+        };
+        if let Some(lanes) = lanes {
+            tb.warps.entry((c, w)).or_default().executed += 1;
+            return Ok(lanes);
+        }
+    }
     let s = next("the destination count")?;
     let dsts = lex::dec(s).filter(|&d| d <= 16).ok_or_else(|| {
         err(format!(
@@ -444,6 +487,9 @@ fn instruction(
                 lex::show(s)
             ))
         })? as u16;
+    if let (true, Some(sk), 0) = (skimming, &mut tb.skim, width) {
+        sk.plain.insert(pc);
+    }
     let wc = tb.warps.entry((c, w)).or_default();
     let dyn_inst = wc.executed;
     wc.executed += 1;

@@ -106,6 +106,7 @@ fn resume_kernel<R: BufRead>(
         ));
     };
     let mut read = Parser::new(r, file, Mode::Read)?;
+    read.skim(held.instructions);
     let tpb = read.threads_per_cta();
     let wanted = held.wanted_ctas;
     let is_wanted = |c: u32| wanted.binary_search(&c).is_ok();
