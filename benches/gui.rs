@@ -21,7 +21,9 @@
 //! with the file compressed by zstd (decompressed again up to the copy's place);
 //! `streamed_window_at_90pc_matmul128_wsb_*`: the same for a binary file of matmul n=128 in
 //! CTAs of 8x8 threads (4.2 M accesses, 256 CTAs; copies between CTAs, their resident CTAs'
-//! rows read again through the index).
+//! rows read again through the index); `..._matmul128_accelsim_*`: the same kernel as an
+//! Accel-Sim trace (63 MB of text; its kernel file read again from its start, the blocks of
+//! the CTAs done skimmed, the resident CTAs' decoded).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+#[path = "support/accelsim_dir.rs"]
+mod accelsim_dir;
 #[path = "support/nvbit_log.rs"]
 mod nvbit_log;
 use egui_kittest::Harness;
@@ -210,10 +214,12 @@ fn streamed(c: &mut Criterion) {
     let matmul = warpscope::gen::generate("matmul", &params).expect("matmul");
     warpscope::trace::write_file(&matmul, &wsb).expect("written");
     drop(matmul);
+    let accelsim = accelsim_dir::write(dir.path(), 128);
     for (file, label) in [
         (&path, "10M_din"),
         (&zst, "10M_din_zst"),
         (&wsb, "matmul128_wsb"),
+        (&accelsim, "matmul128_accelsim"),
     ] {
         let source = Source::File {
             path: file.clone(),
