@@ -18,6 +18,7 @@ use warpscope::app::views::View;
 use warpscope::app::worker::{self, Loaded, Source};
 use warpscope::app::{Settings, Startup, WarpscopeApp};
 use warpscope::config::{self, SimConfig};
+use warpscope::trace::ResumePoint;
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -253,31 +254,25 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
     let path = dir.path().join("long.trc");
     // About 300,000 records a kernel: several chunks of 65,536 rows each.
     traces::memtrace_file_of(&path, 18_000);
-    let mut cfg = config::preset("fermi-16k").unwrap();
-    cfg.gpu.sms = 4;
-    for simulate in [config::SmSelection::One(1), config::SmSelection::All] {
-        cfg.gpu.simulate = simulate;
-        let copied =
-            details_from_copies_equal_details_from_the_start_with(&path, &cfg, 60_000, &|total| {
-                vec![
-                    0..10,
-                    total / 3..total / 3 + 500,
-                    total / 2 - 20..total / 2 + 20,
-                    total * 9 / 10..total * 9 / 10 + 50,
-                    total - 50..total + 10,
-                ]
-            });
-        let at: Vec<_> = copied.checkpoints.kept.iter().map(|c| c.at).collect();
+    let runs = copies_on_one_and_every_sm(&path, 60_000, &|total| {
+        vec![
+            0..10,
+            total / 3..total / 3 + 500,
+            total / 2 - 20..total / 2 + 20,
+            total * 9 / 10..total * 9 / 10 + 50,
+            total - 50..total + 10,
+        ]
+    });
+    for at in runs {
         assert!(
-            at.iter()
-                .all(|a| matches!(a, warpscope::trace::ResumePoint::Issued { .. })),
+            at.iter().all(|a| matches!(a, ResumePoint::Issued { .. })),
             "{at:?}"
         );
         // Copies within the second kernel, which the reader reaches by walking the first.
         assert!(
             at.iter().any(|a| matches!(
                 a,
-                warpscope::trace::ResumePoint::Issued { kernel: 1, next_chunk } if *next_chunk > 1
+                ResumePoint::Issued { kernel: 1, next_chunk } if *next_chunk > 1
             )),
             "{at:?}"
         );
@@ -286,31 +281,25 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
 
 /// An Accel-Sim trace is read on from copies taken after its CTAs: the kernel files before
 /// the copy's are not opened, the copy's is read again from its start (the blocks of the
-/// CTAs done scanned, those of the resident CTAs decoded and given back), and its
+/// CTAs done skimmed, those of the resident CTAs decoded and given back), and its
 /// instructions are numbered as the run numbered them. Details from copies equal details
 /// from the start, on one SM and on all, in both kernels (the second's file compressed).
 #[test]
 fn the_detail_of_an_accelsim_traces_window_read_on_from_a_copy_equals_the_one_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let list = traces::accelsim_dir_of(dir.path(), 96);
-    let mut cfg = config::preset("fermi-16k").unwrap();
-    cfg.gpu.sms = 4;
-    for simulate in [config::SmSelection::One(1), config::SmSelection::All] {
-        cfg.gpu.simulate = simulate;
-        let copied =
-            details_from_copies_equal_details_from_the_start_with(&list, &cfg, 40_000, &|total| {
-                vec![
-                    0..10,
-                    total / 4..total / 4 + 300,
-                    total / 2 - 20..total / 2 + 20,
-                    total * 9 / 10..total * 9 / 10 + 200,
-                    total - 50..total + 10,
-                ]
-            });
-        let at: Vec<_> = copied.checkpoints.kept.iter().map(|c| c.at).collect();
+    let runs = copies_on_one_and_every_sm(&list, 40_000, &|total| {
+        vec![
+            0..10,
+            total / 4..total / 4 + 300,
+            total / 2 - 20..total / 2 + 20,
+            total * 9 / 10..total * 9 / 10 + 200,
+            total - 50..total + 10,
+        ]
+    });
+    for at in runs {
         assert!(
-            at.iter()
-                .all(|a| matches!(a, warpscope::trace::ResumePoint::Cta { .. })),
+            at.iter().all(|a| matches!(a, ResumePoint::Cta { .. })),
             "{at:?}"
         );
         // Copies within each kernel, after CTAs that name instructions the first did not.
@@ -318,12 +307,32 @@ fn the_detail_of_an_accelsim_traces_window_read_on_from_a_copy_equals_the_one_fr
             assert!(
                 at.iter().any(|a| matches!(
                     a,
-                    warpscope::trace::ResumePoint::Cta { kernel: k, next_cta } if *k == kernel && *next_cta > 16
+                    ResumePoint::Cta { kernel: k, next_cta } if *k == kernel && *next_cta > 16
                 )),
                 "{at:?}"
             );
         }
     }
+}
+
+/// [`details_from_copies_equal_details_from_the_start_with`] on four SMs of the Fermi 16 KB
+/// preset, simulating SM 1 and then every SM: where each run kept its copies.
+fn copies_on_one_and_every_sm(
+    path: &std::path::Path,
+    every: u64,
+    windows: &dyn Fn(u64) -> Vec<std::ops::Range<u64>>,
+) -> Vec<Vec<ResumePoint>> {
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.sms = 4;
+    [config::SmSelection::One(1), config::SmSelection::All]
+        .into_iter()
+        .map(|simulate| {
+            cfg.gpu.simulate = simulate;
+            let copied =
+                details_from_copies_equal_details_from_the_start_with(path, &cfg, every, windows);
+            copied.checkpoints.kept.iter().map(|c| c.at).collect()
+        })
+        .collect()
 }
 
 /// The launches of built-in kernels, each with its parameters, as one trace.
@@ -613,7 +622,7 @@ fn details_from_copies_equal_details_from_the_start(path: &std::path::Path) {
         c.requests
     );
     match c.at {
-        warpscope::trace::ResumePoint::Din(at) => assert!(at.offset > 0 && at.line_no > 0),
+        ResumePoint::Din(at) => assert!(at.offset > 0 && at.line_no > 0),
         other => panic!("{other:?}"),
     }
 }
@@ -701,7 +710,7 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
             .kept
             .iter()
             .map(|c| match c.at {
-                warpscope::trace::ResumePoint::Cta { kernel, .. } => kernel,
+                ResumePoint::Cta { kernel, .. } => kernel,
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -789,7 +798,7 @@ fn the_detail_of_an_issued_order_binary_file_read_on_from_a_copy_equals_the_one_
         .checkpoints
         .kept
         .iter()
-        .all(|c| matches!(c.at, warpscope::trace::ResumePoint::Issued { .. })));
+        .all(|c| matches!(c.at, ResumePoint::Issued { .. })));
 }
 
 #[test]

@@ -18,7 +18,7 @@
 //!   them, then starts the second read at that kernel (`memtrace::stream_from`);
 //! - an Accel-Sim trace (compressed or not), between two CTAs of a kernel as for a binary
 //!   file: reading on does not open the kernel files before the copy's, reads the copy's
-//!   again from its start, scanning the blocks of the CTAs done and decoding those of the
+//!   again from its start, skimming the blocks of the CTAs done and decoding those of the
 //!   resident ones (`accelsim/resume.rs`).
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are

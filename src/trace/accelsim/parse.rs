@@ -443,7 +443,8 @@ fn instruction(
         })?;
     // A CTA read only to number the instructions, by a read that skims (`Skim`): a line at
     // a PC that cannot name a new instruction is counted and stepped over.
-    let skimming = fx.mode == Mode::Read && !decode(c);
+    let decoded = fx.mode != Mode::Scan && decode(c);
+    let skimming = fx.mode == Mode::Read && !decoded;
     if let (true, Some(sk)) = (skimming, &tb.skim) {
         let lanes = if tb.pcs.contains_key(&pc) {
             Some(mask.count_ones().into())
@@ -547,7 +548,7 @@ fn instruction(
             id
         }
     };
-    if fx.mode == Mode::Scan || !decode(c) {
+    if !decoded {
         // The addresses are decoded (and checked) by the pass that reads them.
         return Ok(k as u64);
     }
