@@ -187,6 +187,7 @@ pub fn simulate_keeping(
 ) -> Finished<Arc<SimData>> {
     let mut gather = Gather::new(&config, progress);
     gather.checkpoints = checkpoints;
+    gather.checkpoints.stamp = trace.path.as_deref().map(crate::shell::trace_stamp);
     if let Some(p) = preview {
         gather = gather.with_preview(p);
     }
@@ -203,13 +204,22 @@ pub fn simulate_keeping(
 /// up to the window's end, from the latest copy of the session taken before the window
 /// (`data/checkpoints.rs`) or else from its start, and every request in it is kept (a regular
 /// sample of them when they are more than the sample holds). What the whole run counted stays
-/// `whole`'s.
+/// `whole`'s. A trace whose files changed since the run is refused.
 pub fn simulate_window(
     trace: &TraceData,
     progress: &Arc<Progress>,
     whole: Arc<SimData>,
     window: Range<u64>,
 ) -> Finished<Arc<SimData>> {
+    if let (Some(path), Some(then)) = (&trace.path, whole.checkpoints.stamp) {
+        if crate::shell::trace_stamp(path) != then {
+            return Err(JobError::Failed(format!(
+                "{}: the trace changed since its run was simulated (its size or last change \
+                 time differs), so a detail would not match the run: simulate it again",
+                path.display()
+            )));
+        }
+    }
     let mut gather = Gather::new(&whole.config, progress);
     let from = whole.checkpoints.before(window.start);
     gather.window = Some(window);

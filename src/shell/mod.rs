@@ -5,7 +5,7 @@
 //! - [`lanes`]: a reader thread that decodes a trace file or runs a generator, feeding
 //!   sessions side by side on other threads;
 //! - [`trace_bytes`]: how much there is to read, for progress and for the app's choice of
-//!   streaming a file.
+//!   streaming a file; [`trace_stamp`]: whether a trace's files changed since a run.
 
 pub mod lanes;
 
@@ -14,6 +14,26 @@ use std::path::Path;
 /// The bytes on disk of the trace at `path`: a file's size, or for an Accel-Sim trace (its
 /// folder, or the `kernelslist.g` in it) the sizes of every file in its folder together.
 pub fn trace_bytes(path: &Path) -> u64 {
+    trace_stamp(path).bytes
+}
+
+/// The trace at `path` on disk at one time (its files as [`trace_bytes`] counts them): their
+/// bytes together, and the latest time one of them was changed. The app reads a run on from
+/// its copies only while the stamp taken when the run began still holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceStamp {
+    pub bytes: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// The [`TraceStamp`] of the trace at `path` now.
+pub fn trace_stamp(path: &Path) -> TraceStamp {
+    let stamp = |files: &mut dyn Iterator<Item = std::fs::Metadata>| {
+        files.fold(TraceStamp::default(), |s, m| TraceStamp {
+            bytes: s.bytes + m.len(),
+            modified: s.modified.max(m.modified().ok()),
+        })
+    };
     let listed = path
         .file_name()
         .and_then(|f| f.to_str())
@@ -23,14 +43,14 @@ pub fn trace_bytes(path: &Path) -> u64 {
     } else if listed {
         path.parent().unwrap_or(Path::new("."))
     } else {
-        return std::fs::metadata(path).map_or(0, |m| m.len());
+        return stamp(&mut std::fs::metadata(path).into_iter());
     };
-    std::fs::read_dir(dir).map_or(0, |entries| {
-        entries
-            .flatten()
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum()
+    std::fs::read_dir(dir).map_or(TraceStamp::default(), |entries| {
+        stamp(
+            &mut entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file()),
+        )
     })
 }

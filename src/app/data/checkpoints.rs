@@ -53,6 +53,10 @@ pub struct Checkpoints {
     pub every: u64,
     /// The count of accesses simulated at which the next copy is due.
     next: u64,
+    /// The trace's files when the run began: a detail of the run is refused once they
+    /// changed (the readers find some changes, not all: a file rewritten in place with the
+    /// same kernels and lengths reads as well as before).
+    pub stamp: Option<crate::shell::TraceStamp>,
 }
 
 impl Default for Checkpoints {
@@ -68,6 +72,7 @@ impl Checkpoints {
             kept: Vec::new(),
             every: every.max(1),
             next: every.max(1),
+            stamp: None,
         }
     }
 
