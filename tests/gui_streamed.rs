@@ -279,28 +279,18 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
     }
     // Rewritten in place since the run, every kernel's name and length kept (which the
     // reader cannot tell): the detail is refused, not made of the other addresses.
-    let streamed = open(&path, 0);
-    let progress = Arc::new(Progress::default());
     let cfg = config::preset("fermi-16k").unwrap();
-    let copied = warpscope::app::streamed::simulate_keeping(
-        cfg,
-        &streamed,
-        &progress,
-        None,
-        warpscope::app::data::checkpoints::Checkpoints::every(60_000),
-    )
-    .unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    // The last record's address (its second word) moved by a line.
-    let n = bytes.len();
-    bytes[n - 16] ^= 0x80;
-    std::fs::write(&path, bytes).unwrap();
-    let total = copied.report.totals.requests;
-    let e = match worker::simulate_window(&streamed, &progress, copied, total - 20..total) {
-        Err(warpscope::app::job::JobError::Failed(e)) => e,
-        Err(other) => panic!("{other:?}"),
-        Ok(_) => panic!("the file changed, but a detail was made"),
+    let change = || {
+        let mut bytes = std::fs::read(&path).unwrap();
+        // The last record's address (its second word) moved by a line.
+        let n = bytes.len();
+        bytes[n - 16] ^= 0x80;
+        std::fs::write(&path, bytes).unwrap();
     };
+    let e = detail_after_change(&path, &cfg, 60_000, &change, &|run| {
+        let total = run.report.totals.requests;
+        total - 20..total
+    });
     assert!(
         e.contains("long.trc") && e.contains("changed since its run"),
         "{e}"
@@ -361,6 +351,34 @@ fn copies_on_one_and_every_sm(
             copied.checkpoints.kept.iter().map(|c| c.at).collect()
         })
         .collect()
+}
+
+/// The error of the detail of a window (`window` of the run) of the streamed run of `path`
+/// under `cfg` (copies every `every` accesses), asked for after `change` changed the file.
+fn detail_after_change(
+    path: &Path,
+    cfg: &SimConfig,
+    every: u64,
+    change: &dyn Fn(),
+    window: &dyn Fn(&SimData) -> std::ops::Range<u64>,
+) -> String {
+    let streamed = open(path, 0);
+    let progress = Arc::new(Progress::default());
+    let copied = warpscope::app::streamed::simulate_keeping(
+        cfg.clone(),
+        &streamed,
+        &progress,
+        None,
+        warpscope::app::data::checkpoints::Checkpoints::every(every),
+    )
+    .unwrap();
+    change();
+    let window = window(&copied);
+    match worker::simulate_window(&streamed, &progress, copied, window) {
+        Err(warpscope::app::job::JobError::Failed(e)) => e,
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("the file changed, but a detail was made"),
+    }
 }
 
 /// The launches of built-in kernels, each with its parameters, as one trace.
@@ -605,22 +623,10 @@ fn the_detail_of_a_window_read_on_from_a_copy_of_the_run_equals_the_one_read_fro
         (&path, text[..text.len() / 2].to_vec()),
         (&zst, zstd::encode_all(&text[..text.len() / 2], 1).unwrap()),
     ] {
-        let streamed = open(file, 0);
-        let progress = Arc::new(Progress::default());
-        let copied = warpscope::app::streamed::simulate_keeping(
-            SimConfig::default(),
-            &streamed,
-            &progress,
-            None,
-            warpscope::app::data::checkpoints::Checkpoints::every(50_000),
-        )
-        .unwrap();
-        std::fs::write(file, cut).unwrap();
-        let e = match worker::simulate_window(&streamed, &progress, copied, 250_000..250_010) {
-            Err(warpscope::app::job::JobError::Failed(e)) => e,
-            Err(other) => panic!("{other:?}"),
-            Ok(_) => panic!("the file changed, but a detail was made"),
-        };
+        let change = || std::fs::write(file, &cut).unwrap();
+        let e = detail_after_change(file, &SimConfig::default(), 50_000, &change, &|_| {
+            250_000..250_010
+        });
         let name = file.file_name().unwrap().to_str().unwrap();
         assert!(
             e.contains(name) && e.contains("changed since its run"),
@@ -756,25 +762,15 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
         }
     }
     // The file replaced since the run by another trace: an error naming it.
-    let streamed = open(&path, 0);
-    let progress = Arc::new(Progress::default());
-    let copied = warpscope::app::streamed::simulate_keeping(
-        cfg.clone(),
-        &streamed,
-        &progress,
-        None,
-        warpscope::app::data::checkpoints::Checkpoints::every(50_000),
-    )
-    .unwrap();
-    // A window after the latest copy, so that the detail reads on from it.
-    let last = copied.checkpoints.kept.last().expect("copies").requests;
-    let other = generated(&[("matmul", &[("n", "48")])]);
-    warpscope::trace::write_file(&other, &path).unwrap();
-    let e = match worker::simulate_window(&streamed, &progress, copied, last + 5..last + 15) {
-        Err(warpscope::app::job::JobError::Failed(e)) => e,
-        Err(other) => panic!("{other:?}"),
-        Ok(_) => panic!("the file changed, but a detail was made"),
+    let change = || {
+        let other = generated(&[("matmul", &[("n", "48")])]);
+        warpscope::trace::write_file(&other, &path).unwrap();
     };
+    // A window after the latest copy, so that the detail reads on from it.
+    let e = detail_after_change(&path, &cfg, 50_000, &change, &|run| {
+        let last = run.checkpoints.kept.last().expect("copies").requests;
+        last + 5..last + 15
+    });
     assert!(
         e.contains("two.wsb") && e.contains("changed since its run"),
         "{e}"
