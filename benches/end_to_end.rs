@@ -17,7 +17,9 @@
 //!   runs it (parsed on one thread, simulated on another): read once, instructions taken as
 //!   they are found (`_once`), and read twice, a scan first (`_twice`, what `convert`
 //!   does);
-//! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul;
+//! - the timing model (Nugteren et al. 2014, all four runs) on the `.wsb` matmul, in the
+//!   `gtx470-16k` preset with one SM, and in the released model's setting (`--compat
+//!   gpu-cache-model`) on one thread and as `sim` runs it (`_threads`: its runs side by side);
 //! - the same matmul in our text format and as a CSV table with each CTA's threads
 //!   interleaved, read whole and streamed as `sim` does (text: each kernel through the external
 //!   sort; CSV: read twice, then sorted).
@@ -75,7 +77,19 @@ fn lanes_to_json(path: &Path, cfg: &SimConfig, as_found: bool) -> usize {
     out.len()
 }
 
-/// Reads `path`, simulates it and serialises the report, as `sim --json` does.
+/// Reads `path` and runs the timing model's jobs on every core, as `sim --json` does;
+/// serialises the report.
+#[cfg(feature = "cli")]
+fn timed_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    let (trace, _) = warpscope::trace::read_file(path, None).expect("read");
+    let mut none = warpscope::sim::NoObserver;
+    let report = warpscope::shell::timed::run(cfg, &trace.kernels, &mut none, 0).expect("run");
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
+/// Reads `path`, simulates it and serialises the report (on one thread).
 fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let (trace, _) = warpscope::trace::read_file(path, None).expect("read");
     let report = warpscope::sim::run(cfg, &trace, &mut warpscope::sim::NoObserver).expect("run");
@@ -317,6 +331,17 @@ fn end_to_end(c: &mut Criterion) {
     timed.gpu.sms = 1;
     g.bench_function("wsb_matmul_128_gtx470_16k_timing_4_runs", |b| {
         b.iter(|| black_box(file_to_json(&wsb, &timed)))
+    });
+    // The released model's setting (`--compat gpu-cache-model`), on one thread and as `sim`
+    // runs it, its four runs side by side.
+    let mut released = preset("gtx470-16k").expect("preset");
+    warpscope::config::compat(&mut released, "gpu-cache-model").expect("compat");
+    g.bench_function("wsb_matmul_128_gpu_cache_model_4_runs", |b| {
+        b.iter(|| black_box(file_to_json(&wsb, &released)))
+    });
+    #[cfg(feature = "cli")]
+    g.bench_function("wsb_matmul_128_gpu_cache_model_4_runs_threads", |b| {
+        b.iter(|| black_box(timed_to_json(&wsb, &released)))
     });
 
     let accelsim = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -200,7 +200,7 @@ impl WarpscopeApp {
                     |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
                 let mut ex = crate::report::RequestExporter::create(&path, worker::Relay(progress))
                     .map_err(|e| failed(e.to_string()))?;
-                let run = crate::sim::run(&cfg, &trace.trace, &mut ex);
+                let run = crate::shell::timed::simulate(&cfg, &trace.trace.kernels, &mut ex, 0);
                 if let Some(e) = ex.error() {
                     return Err(failed(e.to_string()));
                 }

@@ -246,7 +246,7 @@ pub fn simulate(
         points: Points::default(),
         progress,
     };
-    match sim::run(&config, &trace.trace, &mut collect) {
+    match crate::shell::timed::simulate(&config, &trace.trace.kernels, &mut collect, 0) {
         Ok(report) => Ok(Arc::new(SimData::new(
             config,
             report,

@@ -251,7 +251,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE")]
     pub export_summary: Option<PathBuf>,
     /// Threads that simulate: with several SMs simulated (--all-sms, --sample-sms), they
-    /// are split among this many (default: one per core); the result is the same.
+    /// are split among this many (default: one per core); under the timing model, its four
+    /// runs and its SMs are; the result is the same.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
 }

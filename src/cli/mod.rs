@@ -171,7 +171,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
     let jobs = a.jobs.unwrap_or(0);
     let run = move |o: &mut dyn sim::Observer| {
         if cfg.timing.is_some() {
-            return Ok(sim::run(cfg, &trace, o)?);
+            return Ok(warpscope::shell::timed::run(cfg, &trace.kernels, o, jobs)?);
         }
         let kernels = trace.kernels;
         stream::simulate_parts(

@@ -4,10 +4,12 @@
 //!
 //! - [`lanes`]: a reader thread that decodes a trace file or runs a generator, feeding
 //!   sessions side by side on other threads;
+//! - [`timed`]: the timing model's runs and SMs side by side;
 //! - [`trace_bytes`]: how much there is to read, for progress and for the app's choice of
 //!   streaming a file; [`trace_stamp`]: whether a trace's files changed since a run.
 
 pub mod lanes;
+pub mod timed;
 
 use std::path::Path;
 

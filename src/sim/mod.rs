@@ -11,6 +11,7 @@ mod issued;
 mod running;
 mod session;
 mod timed;
+pub use timed::{JobResult, TimedPlan};
 
 pub use crate::report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
@@ -282,8 +283,8 @@ pub fn run_kernels(
     observer: &mut dyn Observer,
 ) -> Result<Report, SimError> {
     cfg.validate()?;
-    if let Some(t) = &cfg.timing {
-        return timed::run(cfg, t, kernels, observer);
+    if cfg.timing.is_some() {
+        return timed::run(cfg, kernels, observer);
     }
     let total: u64 = kernels.iter().map(|k| k.len() as u64).sum();
     let mut session = Session::new(cfg, total)?;

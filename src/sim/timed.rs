@@ -9,7 +9,8 @@ use crate::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, V
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
-    classify_by, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, Variant, WarpStreams,
+    classify_by, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, TimingStats, Variant,
+    WarpStreams,
 };
 use crate::trace::Kernel;
 
@@ -72,89 +73,219 @@ impl Hooks for Adapter<'_> {
 /// Per-kernel, per-SM results of every run: `runs[v][sm_slot][kernel]`.
 type Runs = Vec<Vec<Vec<KernelRun>>>;
 
-pub(super) fn run(
-    cfg: &SimConfig,
-    t: &TimingConfig,
-    launches: &[Kernel],
-    observer: &mut dyn Observer,
-) -> Result<Report, SimError> {
-    let sms = selected_sms(cfg);
-    let variants = Variant::all(t);
-    let rows_per_run: u64 = launches.iter().map(|k| k.len() as u64).sum::<u64>() * sms.len() as u64
-        / cfg.gpu.sms.max(1) as u64;
-    let total = rows_per_run.max(1) * variants.len() as u64;
-    let mut done = 0u64;
-    let mut runs: Runs = Vec::new();
-    let mut full_engines: Vec<Engine> = Vec::new();
-    let mut fa_hist = Histogram::default();
-    let n_sms = cfg.gpu.sms.max(1);
-    let mut simulated = vec![false; n_sms as usize];
-    for &sm in &sms {
-        simulated[sm as usize] = true;
+/// The timing model's work on a trace: the warps' streams, built once, and one job per run
+/// (the full model, then its comparison runs) and simulated SM. Jobs share nothing but the
+/// streams, so a shell may run them on several threads (`shell::timed`); [`run`] runs them
+/// in order on one. The full model's jobs are the first ones, in SM order: an observer sees
+/// their requests, and sees them in the same order whichever way the jobs are run.
+pub struct TimedPlan<'a> {
+    cfg: &'a SimConfig,
+    t: &'a TimingConfig,
+    launches: &'a [Kernel],
+    sms: Vec<u32>,
+    variants: Vec<Variant>,
+    streams: Vec<WarpStreams>,
+    /// Rows of every job together, for progress.
+    total: u64,
+}
+
+/// What one job left: its run of every kernel on its SM, and the engine's statistics where
+/// the report needs them (the full model's, and the fully associative run's histogram).
+pub struct JobResult {
+    kernels: Vec<KernelRun>,
+    stats: Option<TimingStats>,
+}
+
+impl JobResult {
+    /// Rows the job issued.
+    pub fn rows(&self) -> u64 {
+        self.kernels.iter().map(|k| k.rows).sum()
     }
-    let timing_err = |k: &crate::trace::Kernel, err| match err {
+}
+
+impl<'a> TimedPlan<'a> {
+    /// Builds every kernel's warp streams (`cfg.timing` must be set).
+    pub fn new(cfg: &'a SimConfig, launches: &'a [Kernel]) -> Result<Self, SimError> {
+        cfg.validate()?;
+        let Some(t) = &cfg.timing else {
+            return Err(SimError::Config(
+                "the timing model needs a timing section".into(),
+            ));
+        };
+        let sms = selected_sms(cfg);
+        let variants = Variant::all(t);
+        let rows_per_run: u64 = launches.iter().map(|k| k.len() as u64).sum::<u64>()
+            * sms.len() as u64
+            / cfg.gpu.sms.max(1) as u64;
+        let total = rows_per_run.max(1) * variants.len() as u64;
+        let n_sms = cfg.gpu.sms.max(1);
+        let mut simulated = vec![false; n_sms as usize];
+        for &sm in &sms {
+            simulated[sm as usize] = true;
+        }
+        // What each warp issues does not depend on timing: build the streams once for all runs.
+        let streams = launches
+            .iter()
+            .map(|k| {
+                WarpStreams::build(
+                    k,
+                    (0..k.num_ctas()).filter(|c| simulated[(c % n_sms) as usize]),
+                    cfg.schedule.warp_size,
+                    cfg.coalescing,
+                    &cfg.cache,
+                    &cfg.gpu,
+                    &t.rules,
+                )
+                .map_err(|e| timing_err(k, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TimedPlan {
+            cfg,
+            t,
+            launches,
+            sms,
+            variants,
+            streams,
+            total,
+        })
+    }
+
+    /// How many jobs there are: runs times simulated SMs.
+    pub fn jobs(&self) -> usize {
+        self.variants.len() * self.sms.len()
+    }
+
+    /// How many of the first jobs are the full model's (one per simulated SM).
+    pub fn full_jobs(&self) -> usize {
+        self.sms.len()
+    }
+
+    /// Rows of every job together (what [`Observer::progress`] counts to).
+    pub fn total_rows(&self) -> u64 {
+        self.total
+    }
+
+    /// Tells the observer of every kernel, once, before any job runs.
+    pub fn announce(&self, observer: &mut dyn Observer) {
+        for (ki, k) in self.launches.iter().enumerate() {
+            observer.on_kernel(ki as u32, k);
+        }
+    }
+
+    /// Runs job `job`: every kernel of one run on one SM. `observer` sees the requests of a
+    /// full model's job and progress counted from `rows_before`.
+    pub fn run_job(
+        &self,
+        job: usize,
+        rows_before: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<JobResult, SimError> {
+        let v = self.variants[job / self.sms.len()];
+        let sm = self.sms[job % self.sms.len()];
+        let (p, fa) = v.params(self.t);
+        let cfg = self.cfg;
+        let mut e = Engine::new(&cfg.cache, p, fa, Rng::fork(cfg.seed, sm as u64).next_u64());
+        let mut order = 0u64;
+        let mut done = rows_before;
+        let mut kernels = Vec::with_capacity(self.launches.len());
+        for (ki, k) in self.launches.iter().enumerate() {
+            let mut hooks = Adapter {
+                observer: &mut *observer,
+                full: v == Variant::Full,
+                sm,
+                kernel: ki as u32,
+                order: &mut order,
+                rows_before: done,
+                total: self.total,
+                refused: Default::default(),
+            };
+            let kr = e
+                .run_kernel(k, &self.streams[ki], sm, &cfg.gpu, &mut hooks)
+                .map_err(|err| timing_err(k, err))?;
+            done += kr.rows;
+            kernels.push(kr);
+        }
+        let keep = matches!(v, Variant::Full | Variant::FullyAssociative);
+        Ok(JobResult {
+            kernels,
+            stats: keep.then_some(e.stats),
+        })
+    }
+
+    /// The report from every job's result, in job order.
+    pub fn finish(
+        self,
+        results: Vec<JobResult>,
+        observer: &mut dyn Observer,
+    ) -> Result<Report, SimError> {
+        observer.progress(self.total, self.total);
+        let n = self.sms.len();
+        let mut runs: Runs = Vec::new();
+        let mut stats = Vec::new();
+        let mut fa_hist = Histogram::default();
+        for (j, r) in results.into_iter().enumerate() {
+            let v = self.variants[j / n];
+            if j % n == 0 {
+                runs.push(Vec::with_capacity(n));
+            }
+            match (v, r.stats) {
+                (Variant::Full, Some(s)) => stats.push(s),
+                (Variant::FullyAssociative, Some(s)) => {
+                    crate::report::merge(&mut fa_hist, &s.set_hist)
+                }
+                _ => {}
+            }
+            if let Some(per_sm) = runs.last_mut() {
+                per_sm.push(r.kernels);
+            }
+        }
+        if runs.len() != self.variants.len() || stats.len() != n {
+            return Err(SimError::Config(
+                "the timing model's jobs did not all report".into(),
+            ));
+        }
+        Ok(report(&self, &runs, &stats, &fa_hist))
+    }
+}
+
+fn timing_err(k: &Kernel, err: crate::timing::TimingError) -> SimError {
+    match err {
         crate::timing::TimingError::Cancelled => SimError::Cancelled,
         other => SimError::Timing {
             kernel: k.name.clone(),
             source: other,
         },
-    };
-    // What each warp issues does not depend on timing: build the streams once for all runs.
-    let streams = launches
-        .iter()
-        .map(|k| {
-            WarpStreams::build(
-                k,
-                (0..k.num_ctas()).filter(|c| simulated[(c % n_sms) as usize]),
-                cfg.schedule.warp_size,
-                cfg.coalescing,
-                &cfg.cache,
-                &cfg.gpu,
-                &t.rules,
-            )
-            .map_err(|e| timing_err(k, e))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // Every kernel runs once per variant and SM: announce each once, before any request.
-    for (ki, k) in launches.iter().enumerate() {
-        observer.on_kernel(ki as u32, k);
     }
-    for &v in &variants {
-        let (p, fa) = v.params(t);
-        let mut per_sm = Vec::new();
-        for &sm in &sms {
-            let mut e = Engine::new(&cfg.cache, p, fa, Rng::fork(cfg.seed, sm as u64).next_u64());
-            let mut order = 0u64;
-            let mut kernels = Vec::new();
-            for (ki, k) in launches.iter().enumerate() {
-                let mut hooks = Adapter {
-                    observer: &mut *observer,
-                    full: v == Variant::Full,
-                    sm,
-                    kernel: ki as u32,
-                    order: &mut order,
-                    rows_before: done,
-                    total,
-                    refused: Default::default(),
-                };
-                let kr = e
-                    .run_kernel(k, &streams[ki], sm, &cfg.gpu, &mut hooks)
-                    .map_err(|err| timing_err(k, err))?;
-                done += kr.rows;
-                kernels.push(kr);
-            }
-            if v == Variant::FullyAssociative {
-                crate::report::merge(&mut fa_hist, &e.stats.set_hist);
-            }
-            if v == Variant::Full {
-                full_engines.push(e);
-            }
-            per_sm.push(kernels);
-        }
-        runs.push(per_sm);
-    }
-    observer.progress(total, total);
+}
 
+/// Runs every job of the timing model in order on this thread.
+pub(super) fn run(
+    cfg: &SimConfig,
+    launches: &[Kernel],
+    observer: &mut dyn Observer,
+) -> Result<Report, SimError> {
+    let plan = TimedPlan::new(cfg, launches)?;
+    plan.announce(observer);
+    let mut results = Vec::with_capacity(plan.jobs());
+    let mut done = 0;
+    for j in 0..plan.jobs() {
+        let r = plan.run_job(j, done, observer)?;
+        done += r.rows();
+        results.push(r);
+    }
+    plan.finish(results, observer)
+}
+
+/// The report of the timing model from every run's results.
+fn report(
+    plan: &TimedPlan,
+    runs: &Runs,
+    full_stats: &[TimingStats],
+    fa_hist: &Histogram,
+) -> Report {
+    let (cfg, t, launches) = (plan.cfg, plan.t, plan.launches);
+    let (sms, variants) = (&plan.sms[..], &plan.variants[..]);
+    let n_sms = cfg.gpu.sms.max(1);
     let find = |v: Variant| variants.iter().position(|&x| x == v);
     let classes = |get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>| {
         let counts: Vec<Vec<RunCounts>> = variants
@@ -179,7 +310,7 @@ pub(super) fn run(
             .collect::<Vec<_>>()
     };
     let line_bytes = cfg.cache.line_bytes as u64;
-    let mut report = Report::new(cfg, &sms);
+    let mut report = Report::new(cfg, sms);
     let full = &runs[0];
     // Per kernel: instruction and CTA rows (summed over SMs).
     for (ki, k) in launches.iter().enumerate() {
@@ -252,7 +383,7 @@ pub(super) fn run(
         }
         fill(&mut c, &rc, &sm_classes[slot], line_bytes);
         report.add_sm(sm, &c, None);
-        let st = &full_engines[slot].stats;
+        let st = &full_stats[slot];
         timing.time_steps = timing.time_steps.max(st.time_steps);
         timing.idle_steps += st.idle_steps;
         timing.mshr_stalls += st.mshr_stalls;
@@ -295,7 +426,7 @@ pub(super) fn run(
             .collect(),
     });
     let issued: u64 = latency_counts.iter().sum();
-    let lat_sum: u64 = full_engines.iter().map(|e| e.stats.latency_sum).sum();
+    let lat_sum: u64 = full_stats.iter().map(|s| s.latency_sum).sum();
     timing.mean_latency = if issued == 0 {
         0.0
     } else {
@@ -331,14 +462,14 @@ pub(super) fn run(
             .zero_latency
             .map_or(timing.comparison.full.infinite, |z| z.infinite);
         if find(Variant::FullyAssociative).is_some() {
-            report.add_histograms(&fa_hist, &set_hist, distinct);
+            report.add_histograms(fa_hist, &set_hist, distinct);
         } else if cfg.cache.sets() == 1 {
             report.add_histograms(&set_hist, &set_hist, distinct);
         }
     }
     report.timing = Some(timing);
     report.finish(cfg.cache.lines());
-    Ok(report)
+    report
 }
 
 fn sum_rows(

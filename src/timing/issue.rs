@@ -121,6 +121,8 @@ impl Engine {
             1
         };
         let portions = (bytes / 4).max(1);
+        // A warp's loads lie lane by lane, position by position (`WarpStreams::build_threads`).
+        let stride = threads.len() as u32;
         let per_portion = (streams.warp_size / portions) as usize;
         let mut ready_at = self.now;
         let mut issued = false;
@@ -132,7 +134,7 @@ impl Engine {
                     continue;
                 }
                 let a = streams.loads[pc as usize];
-                warps.pc[t] += 1;
+                warps.pc[t] += stride;
                 if !a.leader {
                     self.count_access(run, a.inst, cta);
                     continue;
@@ -143,7 +145,7 @@ impl Engine {
                 rec.inst = a.inst;
                 self.record(&rec, hooks);
                 if status == Status::Cancelled {
-                    warps.pc[t] -= 1;
+                    warps.pc[t] -= stride;
                     self.stats.mshr_stalls += 1;
                     ready_at = self.now;
                     break;

@@ -183,40 +183,62 @@ impl WarpStreams {
     /// released model's rule: a thread is served by the first earlier thread of its group, a
     /// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones,
     /// with the same line at the same position of its stream).
+    ///
+    /// A warp's loads are stored position by position, its lanes side by side (lane `l`'s
+    /// load `p` at `first + p * lanes + l`, where `lanes` is the warp's thread count), so
+    /// that a warp's step reads one stretch of memory rather than one place per thread;
+    /// lanes with fewer loads leave gaps no thread reaches.
     fn build_threads(&mut self, k: &Kernel, ctas: impl Iterator<Item = u32>, cache: &CacheConfig) {
         let (tpb, ws) = (self.tpb, self.warp_size);
         let line_shift = cache.line_bytes.trailing_zeros();
         let starts = k.thread_starts();
         let cols = k.columns();
+        let l1_load = |r: usize| {
+            let (kind, space) = model_flags(cols.flags[r]);
+            kind == AccessKind::Load && space.reaches_l1()
+        };
         self.thread_loads = vec![(0, 0); k.num_threads() as usize];
         // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
         let mut addrs: Vec<u64> = Vec::new();
         let mut width: Vec<u32> = Vec::new();
         let mut firsts = Firsts::default();
+        let mut counts: Vec<u32> = Vec::with_capacity(ws as usize);
         for cta in ctas {
             let base = self.loads.len();
-            for t in cta * tpb..(cta + 1) * tpb {
-                let first = self.loads.len() as u32;
-                for r in starts[t as usize] as usize..starts[t as usize + 1] as usize {
-                    let (kind, space) = model_flags(cols.flags[r]);
-                    if kind == AccessKind::Load && space.reaches_l1() {
-                        self.loads.push(ThreadLoad {
-                            line: cols.addr[r] >> line_shift,
-                            inst: cols.inst[r],
-                            bytes: cols.size[r],
-                            leader: true,
-                        });
-                        addrs.push(cols.addr[r]);
-                        width.push(1);
-                    }
-                }
-                self.thread_loads[t as usize] = (first, self.loads.len() as u32);
-            }
             for w in 0..self.wpc {
-                let t0 = (cta * tpb + w * ws) as usize;
-                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
+                let t0 = cta * tpb + w * ws;
+                let t1 = (t0 + ws).min((cta + 1) * tpb);
+                let lanes = (t1 - t0) as usize;
+                counts.clear();
+                counts.extend((t0..t1).map(|t| {
+                    let rows = starts[t as usize] as usize..starts[t as usize + 1] as usize;
+                    rows.filter(|&r| l1_load(r)).count() as u32
+                }));
+                let longest = counts.iter().copied().max().unwrap_or(0) as usize;
+                let first = self.loads.len();
+                let len = first + longest * lanes;
+                self.loads.resize(len, ThreadLoad::default());
+                addrs.resize(len - base, 0);
+                width.resize(len - base, 1);
+                for (lane, t) in (t0..t1).enumerate() {
+                    let mut at = first + lane;
+                    for r in starts[t as usize] as usize..starts[t as usize + 1] as usize {
+                        if l1_load(r) {
+                            self.loads[at] = ThreadLoad {
+                                line: cols.addr[r] >> line_shift,
+                                inst: cols.inst[r],
+                                bytes: cols.size[r],
+                                leader: true,
+                            };
+                            addrs[at - base] = cols.addr[r];
+                            at += lanes;
+                        }
+                    }
+                    self.thread_loads[t as usize] = ((first + lane) as u32, at as u32);
+                }
                 let warp = Warp {
-                    lanes: &self.thread_loads[t0..t1],
+                    lanes: &self.thread_loads[t0 as usize..t1 as usize],
+                    stride: lanes as u32,
                     loads: &self.loads,
                     addrs: &addrs,
                     base,
@@ -251,8 +273,9 @@ impl WarpStreams {
 /// One warp's threads' loads, for choosing which thread requests each line
 /// ([`WarpStreams::build_threads`]).
 struct Warp<'a> {
-    /// Each lane's loads: a range of `loads`.
+    /// Each lane's loads: `loads[a]`, `loads[a + stride]`, ... below `b` for its `(a, b)`.
     lanes: &'a [(u32, u32)],
+    stride: u32,
     loads: &'a [ThreadLoad],
     /// Byte addresses of the CTA's loads, from `loads[base]` on.
     addrs: &'a [u64],
@@ -287,14 +310,15 @@ impl Warp<'_> {
             return self.serve_plain(width);
         }
         let quarter = (self.ws / 4) as usize;
-        let longest = self.lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
+        let longest = self.longest();
         for pos in 0..longest {
             firsts.0.iter_mut().for_each(Vec::clear);
             for (lane, &(a, b)) in self.lanes.iter().enumerate() {
-                if a + pos >= b {
+                let me = a + pos * self.stride;
+                if me >= b {
                     continue;
                 }
-                let me = (a + pos) as usize;
+                let me = me as usize;
                 let line = self.loads[me].line;
                 let group = self.group(me);
                 let (from, mine) = (group * (lane / group) / quarter, lane / quarter);
@@ -313,6 +337,16 @@ impl Warp<'_> {
         }
     }
 
+    /// Loads of the lane with the most.
+    fn longest(&self) -> u32 {
+        let s = self.stride.max(1);
+        self.lanes
+            .iter()
+            .map(|r| (r.1 - r.0).div_ceil(s))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Load `me` is served by load `o`.
     fn served(&self, width: &mut [u32], o: usize, me: usize) {
         width[me - self.base] = 0;
@@ -325,19 +359,20 @@ impl Warp<'_> {
     /// group (for warp sizes that are not a multiple of 4, and as the tests' reference).
     fn serve_plain(&self, width: &mut [u32]) {
         let lanes = self.lanes;
-        let longest = lanes.iter().map(|r| r.1 - r.0).max().unwrap_or(0);
+        let longest = self.longest();
         for pos in 0..longest {
             for lane in 0..lanes.len() {
                 let (a, b) = lanes[lane];
-                if a + pos >= b {
+                if a + pos * self.stride >= b {
                     continue;
                 }
-                let me = (a + pos) as usize;
+                let me = (a + pos * self.stride) as usize;
                 let group = self.group(me);
                 let serving = (group * (lane / group)..lane).find_map(|old| {
                     let (oa, ob) = lanes[old];
-                    let o = (oa + pos) as usize;
-                    (oa + pos < ob && self.loads[o].line == self.loads[me].line).then_some(o)
+                    let o = oa + pos * self.stride;
+                    (o < ob && self.loads[o as usize].line == self.loads[me].line)
+                        .then_some(o as usize)
                 });
                 if let Some(o) = serving {
                     self.served(width, o, me);
@@ -372,7 +407,7 @@ mod tests {
                 }
                 ranges.push((first, loads.len() as u32));
             }
-            let warp = Warp { lanes: &ranges, loads: &loads, addrs: &addrs, base: 0, ws };
+            let warp = Warp { lanes: &ranges, stride: 1, loads: &loads, addrs: &addrs, base: 0, ws };
             let mut fast = vec![1u32; loads.len()];
             warp.serve(&mut fast, &mut Firsts::default());
             let mut plain = vec![1u32; loads.len()];

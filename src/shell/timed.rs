@@ -1,0 +1,288 @@
+//! The timing model on several threads. Its runs (the full model and the three comparison
+//! runs that classify misses) and its simulated SMs share nothing but the warps' streams, so
+//! the core splits the work into jobs ([`TimedPlan`]) and this shell runs them side by side.
+//! The calling thread runs the full model's jobs, in order, with the caller's observer (it
+//! sees their requests as the one-thread run gives them), then helps with the rest; the
+//! report is built from the results in job order, so it is the same for any thread count.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::config::SimConfig;
+use crate::sim::{JobResult, Observer, Report, SimError, TimedPlan};
+use crate::trace::Kernel;
+
+/// Runs the timing model on `launches` with up to `threads` threads (0: one per core): the
+/// same report and the same requests, in the same order, as [`crate::sim::run_kernels`].
+pub fn run(
+    cfg: &SimConfig,
+    launches: &[Kernel],
+    observer: &mut dyn Observer,
+    threads: usize,
+) -> Result<Report, SimError> {
+    let plan = TimedPlan::new(cfg, launches)?;
+    plan.announce(observer);
+    let jobs = plan.jobs();
+    let threads = super::lanes::cores(threads).clamp(1, jobs.max(1));
+    let shared = Shared {
+        next: AtomicUsize::new(plan.full_jobs()),
+        rows: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        results: Mutex::new((0..jobs).map(|_| None).collect()),
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(|| shared.help(&plan, &mut NoOne));
+        }
+        let mut caller = Caller {
+            observer: &mut *observer,
+            shared: &shared,
+        };
+        for j in 0..plan.full_jobs() {
+            if shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            shared.run(&plan, j, &mut caller);
+        }
+        shared.help(&plan, &mut caller);
+    });
+    let results = shared
+        .results
+        .into_inner()
+        .map_err(|_| SimError::Config("a thread of the timing model failed".into()))?;
+    let mut done: Vec<JobResult> = Vec::with_capacity(jobs);
+    let mut cancelled = false;
+    for r in results {
+        match r {
+            Some(Ok(r)) => done.push(r),
+            // A job stopped because another failed: report the failure, not the stop.
+            Some(Err(SimError::Cancelled)) | None => cancelled = true,
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    if cancelled {
+        return Err(SimError::Cancelled);
+    }
+    plan.finish(done, observer)
+}
+
+/// What the threads share: the next job not taken (the full model's are the caller's), rows
+/// done by every job, whether to stop, and the results by job.
+struct Shared {
+    next: AtomicUsize,
+    rows: AtomicU64,
+    stop: AtomicBool,
+    results: Mutex<Vec<Option<Result<JobResult, SimError>>>>,
+}
+
+impl Shared {
+    /// Takes jobs until none is left or the run stops.
+    fn help(&self, plan: &TimedPlan, observer: &mut dyn Progress) {
+        while !self.stop.load(Ordering::Relaxed) {
+            let j = self.next.fetch_add(1, Ordering::Relaxed);
+            if j >= plan.jobs() {
+                break;
+            }
+            self.run(plan, j, observer);
+        }
+    }
+
+    fn run(&self, plan: &TimedPlan, j: usize, observer: &mut dyn Progress) {
+        let mut counted = Counted {
+            inner: observer,
+            shared: self,
+            reported: 0,
+        };
+        let r = plan.run_job(j, 0, &mut counted);
+        if let Ok(done) = &r {
+            self.add(done.rows() - counted.reported.min(done.rows()));
+        } else {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        if let Ok(mut results) = self.results.lock() {
+            results[j] = Some(r);
+        }
+    }
+
+    fn add(&self, rows: u64) -> u64 {
+        self.rows.fetch_add(rows, Ordering::Relaxed) + rows
+    }
+}
+
+/// What a job's thread tells: every request of a full model's job, and progress (all jobs'
+/// rows together); `false` from `progress` stops the run.
+trait Progress {
+    fn request(&mut self, _event: &crate::sim::RequestEvent) {}
+    fn wants_requests(&self) -> bool {
+        false
+    }
+    fn progress(&mut self, rows: u64, total: u64) -> bool;
+}
+
+/// A helper thread: nobody to tell.
+struct NoOne;
+impl Progress for NoOne {
+    fn progress(&mut self, _rows: u64, _total: u64) -> bool {
+        true
+    }
+}
+
+/// The calling thread: the caller's observer, which may cancel.
+struct Caller<'a> {
+    observer: &'a mut dyn Observer,
+    shared: &'a Shared,
+}
+
+impl Progress for Caller<'_> {
+    fn request(&mut self, event: &crate::sim::RequestEvent) {
+        self.observer.on_request(event);
+    }
+    fn wants_requests(&self) -> bool {
+        self.observer.wants_requests()
+    }
+    fn progress(&mut self, rows: u64, total: u64) -> bool {
+        if !self.observer.progress(rows, total) {
+            self.shared.stop.store(true, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+/// One job's observer: its rows go to the shared count, which is what progress shows.
+struct Counted<'a> {
+    inner: &'a mut dyn Progress,
+    shared: &'a Shared,
+    /// Rows of this job already added.
+    reported: u64,
+}
+
+impl Observer for Counted<'_> {
+    fn on_request(&mut self, event: &crate::sim::RequestEvent) {
+        self.inner.request(event);
+    }
+    fn wants_requests(&self) -> bool {
+        self.inner.wants_requests()
+    }
+    fn progress(&mut self, rows: u64, total: u64) -> bool {
+        let all = self.shared.add(rows.saturating_sub(self.reported));
+        self.reported = self.reported.max(rows);
+        self.inner.progress(all, total) && !self.shared.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// [`crate::sim::run_kernels`], with the timing model's jobs spread over `threads` threads
+/// (0: one per core) when `cfg` asks for the timing model.
+pub fn simulate(
+    cfg: &SimConfig,
+    launches: &[Kernel],
+    observer: &mut dyn Observer,
+    threads: usize,
+) -> Result<Report, SimError> {
+    if cfg.timing.is_some() {
+        run(cfg, launches, observer, threads)
+    } else {
+        crate::sim::run_kernels(cfg, launches, observer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{preset, SmSelection};
+    use crate::sim::{NoObserver, RequestEvent};
+
+    /// Every request an observer is told of, in order, and the progress it saw.
+    #[derive(Default)]
+    struct Seen {
+        requests: Vec<RequestEvent>,
+        kernels: Vec<u32>,
+        last_progress: (u64, u64),
+        /// Cancel at this progress call.
+        cancel_at: Option<u32>,
+        calls: u32,
+    }
+
+    impl Observer for Seen {
+        fn on_kernel(&mut self, kernel: u32, _header: &Kernel) {
+            self.kernels.push(kernel);
+        }
+        fn on_request(&mut self, event: &RequestEvent) {
+            self.requests.push(*event);
+        }
+        fn progress(&mut self, done: u64, total: u64) -> bool {
+            assert!(done <= total, "progress {done} of {total}");
+            self.last_progress = (done, total);
+            self.calls += 1;
+            self.cancel_at.is_none_or(|c| self.calls < c)
+        }
+    }
+
+    fn configs() -> Vec<SimConfig> {
+        let mut all_sms = preset("gtx470-16k").expect("preset");
+        all_sms.gpu.sms = 3;
+        all_sms.gpu.simulate = SmSelection::All;
+        let mut released = preset("gtx470-16k").expect("preset");
+        crate::config::compat(&mut released, "gpu-cache-model").expect("compat");
+        let mut random = released.clone();
+        if let Some(t) = random.timing.as_mut() {
+            t.miss_latency_stddev = 7.0;
+            t.mshrs = 4;
+        }
+        random.gpu.sms = 2;
+        random.gpu.simulate = SmSelection::All;
+        vec![all_sms, released, random]
+    }
+
+    fn json(r: &Report) -> serde_json::Value {
+        serde_json::to_value(r).expect("json")
+    }
+
+    #[test]
+    fn any_thread_count_gives_the_one_thread_runs_report_and_requests_in_its_order() {
+        let mut kernels = crate::gen::generate("matmul", &[("n".into(), "32".into())])
+            .expect("matmul")
+            .kernels;
+        kernels.extend(
+            crate::gen::generate("stencil2d", &[])
+                .expect("stencil")
+                .kernels,
+        );
+        for cfg in configs() {
+            let mut one = Seen::default();
+            let want = crate::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");
+            assert!(!one.requests.is_empty());
+            assert!(want.timing.is_some());
+            for threads in [1, 2, 3, 7] {
+                let mut seen = Seen::default();
+                let got = run(&cfg, &kernels, &mut seen, threads).expect("run");
+                assert_eq!(json(&got), json(&want), "{threads} threads");
+                assert_eq!(seen.kernels, one.kernels);
+                assert_eq!(seen.requests.len(), one.requests.len(), "{threads} threads");
+                assert!(seen.requests == one.requests, "{threads} threads: order");
+                assert_eq!(seen.last_progress, one.last_progress);
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancel_from_the_callers_observer_stops_every_thread() {
+        let kernels = crate::gen::generate("matmul", &[("n".into(), "64".into())])
+            .expect("matmul")
+            .kernels;
+        let cfg = &configs()[0];
+        for threads in [1, 2] {
+            let mut seen = Seen {
+                cancel_at: Some(2),
+                ..Default::default()
+            };
+            let r = run(cfg, &kernels, &mut seen, threads);
+            assert_eq!(r.err(), Some(SimError::Cancelled), "{threads} threads");
+            assert!(seen.last_progress.0 < seen.last_progress.1);
+        }
+        // Without a timing section it is the plain pipeline.
+        let mut plain = cfg.clone();
+        plain.timing = None;
+        let r = simulate(&plain, &kernels, &mut NoObserver, 2).expect("run");
+        assert!(r.timing.is_none());
+    }
+}
