@@ -1,6 +1,7 @@
 //! The timing model on several threads. Its runs (the full model and the three comparison
 //! runs that classify misses) and its simulated SMs share nothing but the warps' streams, so
 //! the core splits the work into jobs ([`TimedPlan`]) and this shell runs them side by side.
+//! The warps' streams, built once for every job, are built in parts side by side too.
 //! The calling thread runs the full model's jobs, in order, with the caller's observer (it
 //! sees their requests as the one-thread run gives them), then helps with the rest; the
 //! report is built from the results in job order, so it is the same for any thread count.
@@ -9,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::config::SimConfig;
-use crate::sim::{JobResult, Observer, Report, SimError, TimedPlan};
+use crate::sim::{JobResult, Observer, Report, SimError, StreamsWork, TimedPlan};
+use crate::timing::WarpStreams;
 use crate::trace::Kernel;
 
 /// Runs the timing model on `launches` with up to `threads` threads (0: one per core): the
@@ -20,10 +22,13 @@ pub fn run(
     observer: &mut dyn Observer,
     threads: usize,
 ) -> Result<Report, SimError> {
-    let plan = TimedPlan::new(cfg, launches)?;
+    let cores = super::lanes::cores(threads).max(1);
+    let plan = TimedPlan::new_with(cfg, launches, cores as u32, &mut |works| {
+        spread(works, cores)
+    })?;
     plan.announce(observer);
     let jobs = plan.jobs();
-    let threads = super::lanes::cores(threads).clamp(1, jobs.max(1));
+    let threads = cores.min(jobs.max(1));
     let shared = Shared {
         next: AtomicUsize::new(plan.full_jobs()),
         rows: AtomicU64::new(0),
@@ -64,6 +69,40 @@ pub fn run(
         return Err(SimError::Cancelled);
     }
     plan.finish(done, observer)
+}
+
+/// Runs `works` on up to `threads` threads; their results in order.
+fn spread(works: Vec<StreamsWork>, threads: usize) -> Vec<Result<WarpStreams, SimError>> {
+    let n = works.len();
+    let works: Vec<Mutex<Option<StreamsWork>>> =
+        works.into_iter().map(|w| Mutex::new(Some(w))).collect();
+    let results: Vec<Mutex<Option<Result<WarpStreams, SimError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = works.get(i) else { break };
+        let w = slot.lock().ok().and_then(|mut w| w.take());
+        if let (Some(w), Ok(mut r)) = (w, results[i].lock()) {
+            *r = Some(w());
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads.min(n) {
+            s.spawn(work);
+        }
+        work();
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner().ok().flatten().unwrap_or_else(|| {
+                Err(SimError::Config(
+                    "a thread of the timing model failed".into(),
+                ))
+            })
+        })
+        .collect()
 }
 
 /// What the threads share: the next job not taken (the full model's are the caller's), rows

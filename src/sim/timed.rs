@@ -103,9 +103,31 @@ impl JobResult {
     }
 }
 
+/// A piece of the work of building a plan ([`TimedPlan::new_with`]): the warps' streams of
+/// some of a kernel's CTAs.
+pub type StreamsWork<'w> = Box<dyn FnOnce() -> Result<WarpStreams, SimError> + Send + 'w>;
+
+/// What runs the pieces of [`TimedPlan::new_with`]: their results, in their order.
+pub type Spread<'s> =
+    &'s mut dyn for<'w> FnMut(Vec<StreamsWork<'w>>) -> Vec<Result<WarpStreams, SimError>>;
+
 impl<'a> TimedPlan<'a> {
-    /// Builds every kernel's warp streams (`cfg.timing` must be set).
+    /// Builds every kernel's warp streams (`cfg.timing` must be set), on this thread.
     pub fn new(cfg: &'a SimConfig, launches: &'a [Kernel]) -> Result<Self, SimError> {
+        Self::new_with(cfg, launches, 1, &mut |works| {
+            works.into_iter().map(|w| w()).collect()
+        })
+    }
+
+    /// [`TimedPlan::new`], each kernel's streams built in `pieces` parts (ranges of its
+    /// CTAs) that `spread` runs, in any order or side by side, returning their results in
+    /// the order given; the plan is the same for any number of parts.
+    pub fn new_with(
+        cfg: &'a SimConfig,
+        launches: &'a [Kernel],
+        pieces: u32,
+        spread: Spread,
+    ) -> Result<Self, SimError> {
         cfg.validate()?;
         let Some(t) = &cfg.timing else {
             return Err(SimError::Config(
@@ -124,21 +146,42 @@ impl<'a> TimedPlan<'a> {
             simulated[sm as usize] = true;
         }
         // What each warp issues does not depend on timing: build the streams once for all runs.
-        let streams = launches
-            .iter()
-            .map(|k| {
-                WarpStreams::build(
-                    k,
-                    (0..k.num_ctas()).filter(|c| simulated[(c % n_sms) as usize]),
-                    cfg.schedule.warp_size,
-                    cfg.coalescing,
-                    &cfg.cache,
-                    &cfg.gpu,
-                    &t.rules,
+        let simulated = &simulated;
+        let pieces = pieces.max(1);
+        let mut works: Vec<StreamsWork> = Vec::new();
+        for k in launches {
+            let n = k.num_ctas();
+            for p in 0..pieces {
+                let ctas = (n as u64 * p as u64 / pieces as u64) as u32
+                    ..(n as u64 * (p as u64 + 1) / pieces as u64) as u32;
+                works.push(Box::new(move || {
+                    WarpStreams::build(
+                        k,
+                        ctas.filter(|c| simulated[(c % n_sms) as usize]),
+                        cfg.schedule.warp_size,
+                        cfg.coalescing,
+                        &cfg.cache,
+                        &cfg.gpu,
+                        &t.rules,
+                    )
+                    .map_err(|e| timing_err(k, e))
+                }));
+            }
+        }
+        let mut built = spread(works).into_iter();
+        let mut streams = Vec::with_capacity(launches.len());
+        for _ in launches {
+            let parts = built
+                .by_ref()
+                .take(pieces as usize)
+                .collect::<Result<Vec<_>, _>>()?;
+            let whole = WarpStreams::join(parts).ok_or_else(|| {
+                SimError::Config(
+                    "the timing model's streams were built in parts that do not fit".into(),
                 )
-                .map_err(|e| timing_err(k, e))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            })?;
+            streams.push(whole);
+        }
         Ok(TimedPlan {
             cfg,
             t,

@@ -11,7 +11,7 @@ use crate::trace::{model_flags, AccessKind, Kernel};
 
 /// One event of a warp's stream: a warp instruction (its load requests are
 /// `reqs[req_start..req_end]`) or a CTA barrier.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Event {
     pub barrier: bool,
     pub inst: u32,
@@ -26,7 +26,7 @@ pub(super) struct Event {
 }
 
 /// One load of one thread, for the thread-portions issue unit.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct ThreadLoad {
     pub line: u64,
     pub inst: u32,
@@ -36,6 +36,7 @@ pub(super) struct ThreadLoad {
 }
 
 /// The streams of one kernel's warps.
+#[derive(Debug, PartialEq, Eq)]
 pub struct WarpStreams {
     pub(super) wpc: u32,
     pub(super) tpb: u32,
@@ -97,6 +98,41 @@ impl WarpStreams {
             s.build_warps(k, ctas, coalescing, cache, rules.stores == Stores::Dropped);
         }
         Ok(s)
+    }
+
+    /// The streams of a kernel from those [`WarpStreams::build`] gave for sets of its CTAs
+    /// (so that they can be built side by side), in the order of their CTAs: the same as one
+    /// build over all their CTAs. `None` if the parts are not of one kernel and setting, or
+    /// share a CTA.
+    pub fn join(parts: Vec<WarpStreams>) -> Option<WarpStreams> {
+        let mut parts = parts.into_iter();
+        let mut all = parts.next()?;
+        for p in parts {
+            if (p.wpc, p.tpb, p.warp_size, p.ctas) != (all.wpc, all.tpb, all.warp_size, all.ctas)
+                || p.warp_events.len() != all.warp_events.len()
+                || p.thread_loads.len() != all.thread_loads.len()
+            {
+                return None;
+            }
+            let (events, reqs, loads) = (
+                all.events.len() as u32,
+                all.reqs.len() as u32,
+                all.loads.len() as u32,
+            );
+            all.events.extend(p.events.iter().map(|e| Event {
+                req_start: e.req_start + reqs,
+                req_end: e.req_end + reqs,
+                ..*e
+            }));
+            all.reqs.extend_from_slice(&p.reqs);
+            all.loads.extend_from_slice(&p.loads);
+            if !place(&mut all.warp_events, &p.warp_events, events)
+                || !place(&mut all.thread_loads, &p.thread_loads, loads)
+            {
+                return None;
+            }
+        }
+        Some(all)
     }
 
     fn build_warps(
@@ -174,7 +210,7 @@ impl WarpStreams {
                         _ => break,
                     }
                 }
-                self.warp_events[(cta * wpc + w) as usize] = (first, self.events.len() as u32);
+                self.warp_events[(cta * wpc + w) as usize] = empty(first, self.events.len() as u32);
             }
         }
     }
@@ -234,7 +270,7 @@ impl WarpStreams {
                             at += lanes;
                         }
                     }
-                    self.thread_loads[t as usize] = ((first + lane) as u32, at as u32);
+                    self.thread_loads[t as usize] = empty((first + lane) as u32, at as u32);
                 }
                 let warp = Warp {
                     lanes: &self.thread_loads[t0 as usize..t1 as usize],
@@ -267,6 +303,30 @@ impl WarpStreams {
         let t0 = cta * self.tpb + w * self.warp_size;
         let t1 = (t0 + self.warp_size).min((cta + 1) * self.tpb);
         t0 as usize..t1 as usize
+    }
+}
+
+/// Copies a part's ranges (the non-empty ones: see [`empty`]) into the whole, moved on by
+/// `off`; `false` if the whole has one of them already.
+fn place(to: &mut [(u32, u32)], from: &[(u32, u32)], off: u32) -> bool {
+    for (a, &(s, e)) in to.iter_mut().zip(from) {
+        if s != e {
+            if a.0 != a.1 {
+                return false;
+            }
+            *a = (s + off, e + off);
+        }
+    }
+    true
+}
+
+/// A range of a stream, `(0, 0)` when empty (so that [`WarpStreams::join`] can tell the
+/// ranges a part built).
+fn empty(start: u32, end: u32) -> (u32, u32) {
+    if start == end {
+        (0, 0)
+    } else {
+        (start, end)
     }
 }
 
@@ -386,6 +446,54 @@ impl Warp<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Streams built in parts and joined equal those of one build, for both issue units,
+    /// every CTA or every other one (two SMs), in 1 to 5 parts.
+    #[test]
+    fn streams_built_in_parts_and_joined_equal_one_build() {
+        let mut kernels = crate::gen::generate("matmul", &[("n".into(), "32".into())])
+            .expect("matmul")
+            .kernels;
+        kernels.extend(
+            crate::gen::generate("stencil2d", &[])
+                .expect("stencil")
+                .kernels,
+        );
+        let ours = crate::config::preset("gtx470-16k").expect("preset");
+        let mut released = ours.clone();
+        crate::config::compat(&mut released, "gpu-cache-model").expect("compat");
+        for cfg in [&ours, &released] {
+            let rules = &cfg.timing.as_ref().expect("timing").rules;
+            for k in &kernels {
+                for keep in [1, 2] {
+                    let build = |ctas: std::ops::Range<u32>| {
+                        WarpStreams::build(
+                            k,
+                            ctas.filter(|c| c % keep == 0),
+                            cfg.schedule.warp_size,
+                            cfg.coalescing,
+                            &cfg.cache,
+                            &cfg.gpu,
+                            rules,
+                        )
+                        .expect("build")
+                    };
+                    let n = k.num_ctas();
+                    let whole = build(0..n);
+                    assert!(!whole.reqs.is_empty() || !whole.loads.is_empty());
+                    for parts in 1..=5u32 {
+                        let built = (0..parts)
+                            .map(|p| build(n * p / parts..n * (p + 1) / parts))
+                            .collect();
+                        let joined = WarpStreams::join(built).expect("join");
+                        assert!(joined == whole, "{} in {parts} parts", k.name);
+                    }
+                    // Parts that share a CTA do not join.
+                    assert!(WarpStreams::join(vec![build(0..n), build(0..n)]).is_none());
+                }
+            }
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
