@@ -44,6 +44,10 @@ pub trait CtaSink: KernelSink {
     /// The next rows of an issued-order kernel.
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError>;
     fn end_kernel(&mut self) -> Result<(), TraceError>;
+    /// How many rows the kernel just begun has, where the file says so before them (our
+    /// binary format): a receiver that gathers them may make room for them at once. A hint
+    /// only: the rows that come are checked as ever.
+    fn expect_rows(&mut self, _rows: u64) {}
     /// Whether this receiver takes instructions found after its kernel began.
     fn takes_more_instructions(&self) -> bool {
         false
@@ -104,6 +108,13 @@ impl CtaSink for Assemble<'_> {
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         append_cta(self.building.as_mut(), cta, rows)
     }
+    fn expect_rows(&mut self, rows: u64) {
+        // Room made at once is filled without copies as the kernel grows; past the cap (a
+        // file may declare more rows than it holds) the columns grow as they come.
+        if let Some(b) = self.building.as_mut() {
+            b.reserve(rows.min(RESERVE_CAP_ROWS) as usize);
+        }
+    }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         append_issued(self.building.as_mut(), rows)
     }
@@ -112,6 +123,9 @@ impl CtaSink for Assemble<'_> {
         self.inner.kernel(k)
     }
 }
+
+/// The most rows [`CtaSink::expect_rows`] makes room for at once (23 bytes a row: 768 MiB).
+const RESERVE_CAP_ROWS: u64 = 1 << 25;
 
 /// A builder of the kernel `header` describes, to append its CTAs to.
 pub(super) fn builder_for(header: &Kernel) -> Result<KernelBuilder, TraceError> {
@@ -246,6 +260,9 @@ impl CtaSink for Counting<'_> {
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.inner.end_kernel()
+    }
+    fn expect_rows(&mut self, rows: u64) {
+        self.inner.expect_rows(rows)
     }
     fn takes_more_instructions(&self) -> bool {
         self.inner.takes_more_instructions()

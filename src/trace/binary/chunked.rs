@@ -138,6 +138,7 @@ pub(super) fn begin_kernel<R: Read>(
     rd.check_crc("the kernel record")?;
     let grouped = (order != Order::Issued).then(|| block.count());
     out.begin_kernel(&b.header())?;
+    out.expect_rows(rows);
     Ok(Reading {
         b,
         at,

@@ -492,3 +492,46 @@ fn reading_on_from_a_cta_catches_a_damaged_chunk() {
         .stream_from(Cursor::new(out), 3, 0, &|s| s, &mut Recorder::default())
         .unwrap();
 }
+
+/// A receiver that notes the rows each kernel says it has ([`CtaSink::expect_rows`]).
+#[derive(Default)]
+struct Expecting {
+    said: Vec<u64>,
+    inner: Recorder,
+}
+
+impl KernelSink for Expecting {
+    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
+        self.inner.kernel(k)
+    }
+}
+
+impl CtaSink for Expecting {
+    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
+        self.inner.begin_kernel(header)
+    }
+    fn expect_rows(&mut self, rows: u64) {
+        self.said.push(rows);
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.inner.cta(cta, rows)
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        self.inner.issued(rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.inner.end_kernel()
+    }
+}
+
+#[test]
+fn each_kernel_says_how_many_rows_it_has_before_them() {
+    let t = varied();
+    let mut sink = Expecting::default();
+    stream(bytes(&t).as_slice(), "s.wsb", &mut sink).unwrap();
+    let want: Vec<u64> = t.kernels.iter().map(|k| k.len() as u64).collect();
+    assert_eq!(sink.said, want);
+    // Loaded whole (room made from the hint), the kernels are the same.
+    let back = read(bytes(&t).as_slice(), "s.wsb").unwrap();
+    assert_eq!(back.kernels, t.kernels);
+}
