@@ -263,29 +263,28 @@ impl<'a> TimedPlan<'a> {
     ) -> Result<Report, SimError> {
         observer.progress(self.total, self.total);
         let n = self.sms.len();
-        let mut runs: Runs = Vec::new();
-        let mut stats = Vec::new();
+        if results.len() != self.jobs() {
+            return Err(SimError::Config(
+                "the timing model's jobs did not all report".into(),
+            ));
+        }
+        let mut runs: Runs = self
+            .variants
+            .iter()
+            .map(|_| Vec::with_capacity(n))
+            .collect();
+        let mut stats = Vec::with_capacity(n);
         let mut fa_hist = Histogram::default();
         for (j, r) in results.into_iter().enumerate() {
-            let v = self.variants[j / n];
-            if j % n == 0 {
-                runs.push(Vec::with_capacity(n));
-            }
-            match (v, r.stats) {
+            let v = j / n;
+            match (self.variants[v], r.stats) {
                 (Variant::Full, Some(s)) => stats.push(s),
                 (Variant::FullyAssociative, Some(s)) => {
                     crate::report::merge(&mut fa_hist, &s.set_hist)
                 }
                 _ => {}
             }
-            if let Some(per_sm) = runs.last_mut() {
-                per_sm.push(r.kernels);
-            }
-        }
-        if runs.len() != self.variants.len() || stats.len() != n {
-            return Err(SimError::Config(
-                "the timing model's jobs did not all report".into(),
-            ));
+            runs[v].push(r.kernels);
         }
         Ok(report(&self, &runs, &stats, &fa_hist))
     }
