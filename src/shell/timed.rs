@@ -278,14 +278,7 @@ mod tests {
 
     #[test]
     fn any_thread_count_gives_the_one_thread_runs_report_and_requests_in_its_order() {
-        let mut kernels = crate::gen::generate("matmul", &[("n".into(), "32".into())])
-            .expect("matmul")
-            .kernels;
-        kernels.extend(
-            crate::gen::generate("stencil2d", &[])
-                .expect("stencil")
-                .kernels,
-        );
+        let kernels = crate::timing::test_kernels();
         for cfg in configs() {
             let mut one = Seen::default();
             let want = crate::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");

@@ -35,6 +35,28 @@ use crate::cache::MissClasses;
 use crate::config::{Classes, SimConfig, TimingConfig, TimingRules};
 use crate::trace::Kernel;
 
+/// Kernels for the timing model's tests, several CTAs each: naive and tiled matmul `n=32`
+/// (loads, stores, and the tiled one's barriers) and the default 2-D stencil (whose edge
+/// threads do nothing).
+#[cfg(test)]
+pub(crate) fn test_kernels() -> Vec<Kernel> {
+    let n32 = [("n".to_string(), "32".to_string())];
+    let mut kernels = crate::gen::generate("matmul", &n32)
+        .expect("matmul")
+        .kernels;
+    kernels.extend(
+        crate::gen::generate("matmul-tiled", &n32)
+            .expect("tiled")
+            .kernels,
+    );
+    kernels.extend(
+        crate::gen::generate("stencil2d", &[])
+            .expect("stencil")
+            .kernels,
+    );
+    kernels
+}
+
 /// The four runs: the full model and the three comparisons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {

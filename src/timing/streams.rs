@@ -119,10 +119,17 @@ impl WarpStreams {
                 all.reqs.len() as u32,
                 all.loads.len() as u32,
             );
-            all.events.extend(p.events.iter().map(|e| Event {
-                req_start: e.req_start + reqs,
-                req_end: e.req_end + reqs,
-                ..*e
+            // A barrier has no requests: its range stays as built.
+            all.events.extend(p.events.iter().map(|&e| {
+                if e.barrier {
+                    e
+                } else {
+                    Event {
+                        req_start: e.req_start + reqs,
+                        req_end: e.req_end + reqs,
+                        ..e
+                    }
+                }
             }));
             all.reqs.extend_from_slice(&p.reqs);
             all.loads.extend_from_slice(&p.loads);
@@ -451,14 +458,8 @@ mod tests {
     /// every CTA or every other one (two SMs), in 1 to 5 parts.
     #[test]
     fn streams_built_in_parts_and_joined_equal_one_build() {
-        let mut kernels = crate::gen::generate("matmul", &[("n".into(), "32".into())])
-            .expect("matmul")
-            .kernels;
-        kernels.extend(
-            crate::gen::generate("stencil2d", &[])
-                .expect("stencil")
-                .kernels,
-        );
+        let kernels = crate::timing::test_kernels();
+        let mut barriers = 0;
         let ours = crate::config::preset("gtx470-16k").expect("preset");
         let mut released = ours.clone();
         crate::config::compat(&mut released, "gpu-cache-model").expect("compat");
@@ -481,6 +482,7 @@ mod tests {
                     let n = k.num_ctas();
                     let whole = build(0..n);
                     assert!(!whole.reqs.is_empty() || !whole.loads.is_empty());
+                    barriers += whole.events.iter().filter(|e| e.barrier).count();
                     for parts in 1..=5u32 {
                         let built = (0..parts)
                             .map(|p| build(n * p / parts..n * (p + 1) / parts))
@@ -493,6 +495,7 @@ mod tests {
                 }
             }
         }
+        assert!(barriers > 0, "the tiled matmul's barriers are streamed");
     }
 
     proptest! {

@@ -144,10 +144,11 @@ fn a_row_count_larger_than_the_file_is_refused_before_anything_is_sized() {
     assert!(sink.events.is_empty());
 }
 
-/// What a CTA receiver is told.
+/// What a CTA receiver is told (the rows each kernel says it has apart).
 #[derive(Default)]
 struct Recorder {
     events: Vec<String>,
+    said: Vec<u64>,
 }
 
 impl KernelSink for Recorder {
@@ -174,6 +175,9 @@ impl CtaSink for Recorder {
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.events.push("end".into());
         Ok(())
+    }
+    fn expect_rows(&mut self, rows: u64) {
+        self.said.push(rows);
     }
 }
 
@@ -493,41 +497,10 @@ fn reading_on_from_a_cta_catches_a_damaged_chunk() {
         .unwrap();
 }
 
-/// A receiver that notes the rows each kernel says it has ([`CtaSink::expect_rows`]).
-#[derive(Default)]
-struct Expecting {
-    said: Vec<u64>,
-    inner: Recorder,
-}
-
-impl KernelSink for Expecting {
-    fn kernel(&mut self, k: Kernel) -> Result<(), TraceError> {
-        self.inner.kernel(k)
-    }
-}
-
-impl CtaSink for Expecting {
-    fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError> {
-        self.inner.begin_kernel(header)
-    }
-    fn expect_rows(&mut self, rows: u64) {
-        self.said.push(rows);
-    }
-    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
-        self.inner.cta(cta, rows)
-    }
-    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
-        self.inner.issued(rows)
-    }
-    fn end_kernel(&mut self) -> Result<(), TraceError> {
-        self.inner.end_kernel()
-    }
-}
-
 #[test]
 fn each_kernel_says_how_many_rows_it_has_before_them() {
     let t = varied();
-    let mut sink = Expecting::default();
+    let mut sink = Recorder::default();
     stream(bytes(&t).as_slice(), "s.wsb", &mut sink).unwrap();
     let want: Vec<u64> = t.kernels.iter().map(|k| k.len() as u64).collect();
     assert_eq!(sink.said, want);
