@@ -1,16 +1,14 @@
 //! The pipeline in timing mode: every simulated SM through the timing model, once per run
-//! (the full model and its comparison runs), then the five miss classes.
+//! (the full model and its comparison runs), then the five miss classes (`report.rs`).
+
+mod report;
 
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
-use crate::cache::Counters;
-use crate::config::Kernels;
 use crate::config::{SimConfig, TimingConfig};
-use crate::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
-    classify_by, Engine, Hooks, KernelRun, RunCounts, Status, TimedRequest, TimingStats, Variant,
-    WarpStreams,
+    Engine, Hooks, KernelRun, Status, TimedRequest, TimingStats, Variant, WarpStreams,
 };
 use crate::trace::Kernel;
 
@@ -286,7 +284,7 @@ impl<'a> TimedPlan<'a> {
             }
             runs[v].push(r.kernels);
         }
-        Ok(report(&self, &runs, &stats, &fa_hist))
+        Ok(report::report(&self, &runs, &stats, &fa_hist))
     }
 }
 
@@ -316,228 +314,4 @@ pub(super) fn run(
         results.push(r);
     }
     plan.finish(results, observer)
-}
-
-/// The report of the timing model from every run's results.
-fn report(
-    plan: &TimedPlan,
-    runs: &Runs,
-    full_stats: &[TimingStats],
-    fa_hist: &Histogram,
-) -> Report {
-    let (cfg, t, launches) = (plan.cfg, plan.t, plan.launches);
-    let (sms, variants) = (&plan.sms[..], &plan.variants[..]);
-    let n_sms = cfg.gpu.sms.max(1);
-    let find = |v: Variant| variants.iter().position(|&x| x == v);
-    let classes = |get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>| {
-        let counts: Vec<Vec<RunCounts>> = variants
-            .iter()
-            .map(|&v| get(&runs[find(v).unwrap_or(0)]))
-            .collect();
-        let n = counts[0].len();
-        (0..n)
-            .map(|i| {
-                if variants.len() == 4 {
-                    classify_by(
-                        &t.rules,
-                        &counts[0][i],
-                        &counts[1][i],
-                        &counts[2][i],
-                        &counts[3][i],
-                    )
-                } else {
-                    Default::default()
-                }
-            })
-            .collect::<Vec<_>>()
-    };
-    let line_bytes = cfg.cache.line_bytes as u64;
-    let mut report = Report::new(cfg, sms);
-    let full = &runs[0];
-    // Per kernel: instruction and CTA rows (summed over SMs).
-    for (ki, k) in launches.iter().enumerate() {
-        let inst_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_inst));
-        let cta_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_cta));
-        let per_inst = sum_rows(full, ki, |kr| &kr.per_inst);
-        let per_cta = sum_rows(full, ki, |kr| &kr.per_cta);
-        let mut insts = vec![Counters::default(); k.instructions.len()];
-        let mut ctas = vec![Counters::default(); k.num_ctas() as usize];
-        for s in full {
-            let kr = &s[ki];
-            for (i, c) in insts.iter_mut().enumerate() {
-                c.accesses += kr.accesses_inst[i];
-                c.transactions += kr.transactions_inst[i];
-                c.writes += kr.stores_inst[i].0;
-                c.bytes_to_memory += kr.stores_inst[i].1;
-            }
-            for (i, c) in ctas.iter_mut().enumerate() {
-                c.accesses += kr.accesses_cta[i];
-                c.transactions += kr.transactions_cta[i];
-                c.writes += kr.stores_cta[i].0;
-                c.bytes_to_memory += kr.stores_cta[i].1;
-            }
-        }
-        for (c, (rc, cl)) in insts.iter_mut().zip(per_inst.iter().zip(&inst_classes)) {
-            fill(c, rc, cl, line_bytes);
-        }
-        for (c, (rc, cl)) in ctas.iter_mut().zip(per_cta.iter().zip(&cta_classes)) {
-            fill(c, rc, cl, line_bytes);
-        }
-        let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
-        report.add_whole_kernel(k, ki as u32, warp_insts, (&insts, &ctas), |c| {
-            Some(c % n_sms)
-        });
-    }
-    // Per SM: kernels modelled cold are classified one by one, as the released model does.
-    let sm_classes = if t.rules.kernels == Kernels::Cold {
-        let mut per_sm = vec![crate::cache::MissClasses::default(); sms.len()];
-        for ki in 0..launches.len() {
-            let of_kernel = classes(&|r| r.iter().map(|s| s[ki].counts).collect());
-            for (a, b) in per_sm.iter_mut().zip(&of_kernel) {
-                a.add(b);
-            }
-        }
-        per_sm
-    } else {
-        classes(&|r| {
-            r.iter()
-                .map(|s| {
-                    let mut t = RunCounts::default();
-                    s.iter().for_each(|kr| t.add(&kr.counts));
-                    t
-                })
-                .collect()
-        })
-    };
-    let mut timing = TimingReport::default();
-    let mut latency_counts: Vec<u64> = Vec::new();
-    let mut set_hist = Histogram::default();
-    let mut distance_counts: Option<std::collections::BTreeMap<u64, u64>> = None;
-    for (slot, &sm) in sms.iter().enumerate() {
-        let mut c = Counters::default();
-        let mut rc = RunCounts::default();
-        for kr in &full[slot] {
-            rc.add(&kr.counts);
-            c.accesses += kr.accesses_inst.iter().sum::<u64>();
-            c.transactions += kr.transactions_inst.iter().sum::<u64>();
-            c.writes += kr.stores_inst.iter().map(|s| s.0).sum::<u64>();
-            c.bytes_to_memory += kr.stores_inst.iter().map(|s| s.1).sum::<u64>();
-        }
-        fill(&mut c, &rc, &sm_classes[slot], line_bytes);
-        report.add_sm(sm, &c, None);
-        let st = &full_stats[slot];
-        timing.time_steps = timing.time_steps.max(st.time_steps);
-        timing.idle_steps += st.idle_steps;
-        timing.mshr_stalls += st.mshr_stalls;
-        timing.fills += st.fills;
-        timing.duplicate_loads += st.duplicates;
-        if latency_counts.len() < st.latency_counts.len() {
-            latency_counts.resize(st.latency_counts.len(), 0);
-        }
-        for (a, b) in latency_counts.iter_mut().zip(&st.latency_counts) {
-            *a += b;
-        }
-        let occ = &mut timing.mshr_occupancy_histogram;
-        if occ.len() < st.occupancy_counts.len() {
-            occ.resize(st.occupancy_counts.len(), 0);
-        }
-        for (a, b) in occ.iter_mut().zip(&st.occupancy_counts) {
-            *a += b;
-        }
-        if slot == 0 {
-            timing.mshr_occupancy = st
-                .occupancy_series
-                .iter()
-                .map(|&(time, used)| OccupancySample { time, used })
-                .collect();
-        }
-        crate::report::merge(&mut set_hist, &st.set_hist);
-        if let Some(dc) = &st.distance_counts {
-            let all = distance_counts.get_or_insert_with(Default::default);
-            for (&d, &n) in dc {
-                *all.entry(d).or_insert(0) += n;
-            }
-        }
-    }
-    timing.set_distance_counts = distance_counts.map(|all| DistanceCounts {
-        infinite: all.get(&u64::MAX).copied().unwrap_or(0),
-        finite: all
-            .iter()
-            .filter(|(&d, _)| d != u64::MAX)
-            .map(|(&value, &count)| ValueCount { value, count })
-            .collect(),
-    });
-    let issued: u64 = latency_counts.iter().sum();
-    let lat_sum: u64 = full_stats.iter().map(|s| s.latency_sum).sum();
-    timing.mean_latency = if issued == 0 {
-        0.0
-    } else {
-        (lat_sum as f64 / issued as f64 * 1e3).round() / 1e3
-    };
-    timing.latency_histogram = latency_counts
-        .iter()
-        .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(l, &n)| ValueCount {
-            value: l as u64,
-            count: n,
-        })
-        .collect();
-    let totals = |v: Variant| {
-        find(v).map(|i| {
-            let mut t = RunCounts::default();
-            runs[i].iter().flatten().for_each(|kr| t.add(&kr.counts));
-            t
-        })
-    };
-    timing.comparison = Comparison {
-        full: totals(Variant::Full).unwrap_or_default(),
-        fully_associative: totals(Variant::FullyAssociative),
-        zero_latency: totals(Variant::ZeroLatency),
-        unlimited_mshrs: totals(Variant::UnlimitedMshrs),
-    };
-    // Reuse: whole-cache distances from the fully associative run, set distances from the
-    // full run (both at issue, in each run's own order).
-    if cfg.reuse {
-        let distinct = timing
-            .comparison
-            .zero_latency
-            .map_or(timing.comparison.full.infinite, |z| z.infinite);
-        if find(Variant::FullyAssociative).is_some() {
-            report.add_histograms(fa_hist, &set_hist, distinct);
-        } else if cfg.cache.sets() == 1 {
-            report.add_histograms(&set_hist, &set_hist, distinct);
-        }
-    }
-    report.timing = Some(timing);
-    report.finish(cfg.cache.lines());
-    report
-}
-
-fn sum_rows(
-    per_sm: &[Vec<KernelRun>],
-    ki: usize,
-    get: impl Fn(&KernelRun) -> &Vec<RunCounts>,
-) -> Vec<RunCounts> {
-    let mut out: Vec<RunCounts> = Vec::new();
-    for s in per_sm {
-        let v = get(&s[ki]);
-        if out.len() < v.len() {
-            out.resize(v.len(), RunCounts::default());
-        }
-        for (a, b) in out.iter_mut().zip(v) {
-            a.add(b);
-        }
-    }
-    out
-}
-
-fn fill(c: &mut Counters, rc: &RunCounts, classes: &crate::cache::MissClasses, line_bytes: u64) {
-    c.requests += rc.requests;
-    c.reads += rc.requests;
-    c.misses += rc.misses;
-    c.read_misses += rc.misses;
-    c.hits += rc.requests - rc.misses;
-    c.bytes_from_memory += rc.fills * line_bytes;
-    c.miss_classes = *classes;
 }
