@@ -37,19 +37,15 @@ pub fn run(
     };
     std::thread::scope(|s| {
         for _ in 1..threads {
-            s.spawn(|| shared.help(&plan, &mut NoOne));
+            s.spawn(|| shared.help(&plan, None));
         }
-        let mut caller = Caller {
-            observer: &mut *observer,
-            shared: &shared,
-        };
         for j in 0..plan.full_jobs() {
             if shared.stop.load(Ordering::Relaxed) {
                 break;
             }
-            shared.run(&plan, j, &mut caller);
+            shared.run(&plan, j, Some(&mut *observer));
         }
-        shared.help(&plan, &mut caller);
+        shared.help(&plan, Some(observer));
     });
     let results = shared
         .results
@@ -115,20 +111,21 @@ struct Shared {
 }
 
 impl Shared {
-    /// Takes jobs until none is left or the run stops.
-    fn help(&self, plan: &TimedPlan, observer: &mut dyn Progress) {
+    /// Takes jobs until none is left or the run stops; `caller`: the caller's observer, on
+    /// the calling thread.
+    fn help(&self, plan: &TimedPlan, mut caller: Option<&mut (dyn Observer + '_)>) {
         while !self.stop.load(Ordering::Relaxed) {
             let j = self.next.fetch_add(1, Ordering::Relaxed);
             if j >= plan.jobs() {
                 break;
             }
-            self.run(plan, j, observer);
+            self.run(plan, j, caller.as_deref_mut());
         }
     }
 
-    fn run(&self, plan: &TimedPlan, j: usize, observer: &mut dyn Progress) {
+    fn run(&self, plan: &TimedPlan, j: usize, caller: Option<&mut (dyn Observer + '_)>) {
         let mut counted = Counted {
-            inner: observer,
+            caller,
             shared: self,
             reported: 0,
         };
@@ -148,64 +145,34 @@ impl Shared {
     }
 }
 
-/// What a job's thread tells: every request of a full model's job, and progress (all jobs'
-/// rows together); `false` from `progress` stops the run.
-trait Progress {
-    fn request(&mut self, _event: &crate::sim::RequestEvent) {}
-    fn wants_requests(&self) -> bool {
-        false
-    }
-    fn progress(&mut self, rows: u64, total: u64) -> bool;
-}
-
-/// A helper thread: nobody to tell.
-struct NoOne;
-impl Progress for NoOne {
-    fn progress(&mut self, _rows: u64, _total: u64) -> bool {
-        true
-    }
-}
-
-/// The calling thread: the caller's observer, which may cancel.
-struct Caller<'a> {
-    observer: &'a mut dyn Observer,
-    shared: &'a Shared,
-}
-
-impl Progress for Caller<'_> {
-    fn request(&mut self, event: &crate::sim::RequestEvent) {
-        self.observer.on_request(event);
-    }
-    fn wants_requests(&self) -> bool {
-        self.observer.wants_requests()
-    }
-    fn progress(&mut self, rows: u64, total: u64) -> bool {
-        if !self.observer.progress(rows, total) {
-            self.shared.stop.store(true, Ordering::Relaxed);
-        }
-        true
-    }
-}
-
-/// One job's observer: its rows go to the shared count, which is what progress shows.
-struct Counted<'a> {
-    inner: &'a mut dyn Progress,
+/// One job's observer: its rows go to the shared count, which is what progress shows. On
+/// the calling thread it passes the requests (a full model's job) and the progress of every
+/// job on to the caller's observer, whose `false` stops every thread.
+struct Counted<'a, 'o> {
+    caller: Option<&'a mut (dyn Observer + 'o)>,
     shared: &'a Shared,
     /// Rows of this job already added.
     reported: u64,
 }
 
-impl Observer for Counted<'_> {
+impl Observer for Counted<'_, '_> {
     fn on_request(&mut self, event: &crate::sim::RequestEvent) {
-        self.inner.request(event);
+        if let Some(o) = self.caller.as_deref_mut() {
+            o.on_request(event);
+        }
     }
     fn wants_requests(&self) -> bool {
-        self.inner.wants_requests()
+        self.caller.as_deref().is_some_and(|o| o.wants_requests())
     }
     fn progress(&mut self, rows: u64, total: u64) -> bool {
         let all = self.shared.add(rows.saturating_sub(self.reported));
         self.reported = self.reported.max(rows);
-        self.inner.progress(all, total) && !self.shared.stop.load(Ordering::Relaxed)
+        if let Some(o) = self.caller.as_deref_mut() {
+            if !o.progress(all, total) {
+                self.shared.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        !self.shared.stop.load(Ordering::Relaxed)
     }
 }
 
