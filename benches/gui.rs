@@ -23,7 +23,9 @@
 //! CTAs of 8x8 threads (4.2 M accesses, 256 CTAs; copies between CTAs, their resident CTAs'
 //! rows read again through the index); `..._matmul128_accelsim_*`: the same kernel as an
 //! Accel-Sim trace (63 MB of text; its kernel file read again from its start, the blocks of
-//! the CTAs done skimmed, the resident CTAs' decoded).
+//! the CTAs done skimmed, the resident CTAs' decoded); `..._matmul128_nvbit_*`: the NVBit
+//! log above (read on from the line where its reader gave the copy's place, with a copy of
+//! its tables).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -220,6 +222,7 @@ fn streamed(c: &mut Criterion) {
         (&zst, "10M_din_zst"),
         (&wsb, "matmul128_wsb"),
         (&accelsim, "matmul128_accelsim"),
+        (&nvbit, "matmul128_nvbit"),
     ] {
         let source = Source::File {
             path: file.clone(),

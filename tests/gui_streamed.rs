@@ -297,6 +297,84 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
     );
 }
 
+/// An NVBit log of two launches of `lines` access lines each (CTAs of 256 threads, their
+/// warps in hardware slots that differ from their indices, a new opcode every quarter).
+fn long_nvbit_log(lines: u32) -> String {
+    let ops = ["LDG.E", "LDG.E.64", "STG.E", "LDG.E.U8"];
+    let mut log = String::from("app output\n");
+    for id in 0..2u32 {
+        let ctas = 12 + 4 * id;
+        log += &format!("MEMTRACE: CTX 0x1 - LAUNCH - Kernel pc 0x{id:x} - Kernel name k{id} - grid launch id {id} - grid size {ctas},1,1 - block size 256,1,1 - nregs 20 - shmem 0 - cuda stream id 0\n");
+        for i in 0..lines {
+            // Four CTAs at a time, each warp's lines together in turn.
+            let cta = (i / 64 % (ctas / 4)) * 4 + i % 4;
+            let warp = i / 4 % 8;
+            let addrs: Vec<String> = (0..32)
+                .map(|lane| {
+                    let row = (cta * 8 + warp) * 32 + lane;
+                    format!(
+                        "0x{:016x}",
+                        0x100000 + (row * 4 + i / 512 * 4096) as u64 % (1 << 22)
+                    )
+                })
+                .collect();
+            log += &format!(
+                "MEMTRACE: CTX 0x1 - grid_launch_id {id} - CTA {cta},0,0 - warp {} - {} - {}\n",
+                (warp + cta) % 8 + 8 * (cta % 4),
+                ops[(i * 4 / lines) as usize],
+                addrs.join(" ")
+            );
+        }
+    }
+    log
+}
+
+/// An NVBit log read in one pass is read on from the places its reader gave after chunks of
+/// rows (its tables copied there): details from copies equal details from the start, on
+/// one SM and on all, within each launch; a log changed since the run is refused.
+#[test]
+fn the_detail_of_an_nvbit_logs_window_read_on_from_a_copy_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.log");
+    // 192,000 rows a launch: three chunks of 65,536 rows each.
+    std::fs::write(&path, long_nvbit_log(6000)).unwrap();
+    let runs = copies_on_one_and_every_sm(&path, 12_000, &|total| {
+        vec![
+            0..10,
+            total / 3..total / 3 + 500,
+            total / 2 - 20..total / 2 + 20,
+            total * 9 / 10..total * 9 / 10 + 50,
+            total - 50..total + 10,
+        ]
+    });
+    for at in runs {
+        assert!(
+            at.iter().all(|a| matches!(a, ResumePoint::NvBit(_))),
+            "{at:?}"
+        );
+        // Copies in the second launch, read on past the first.
+        let half = std::fs::metadata(&path).unwrap().len() / 2;
+        assert!(
+            at.iter()
+                .any(|a| matches!(a, ResumePoint::NvBit(r) if r.offset() > half)),
+            "{at:?}"
+        );
+    }
+    let cfg = config::preset("fermi-16k").unwrap();
+    let change = || {
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("LDG.E.U8", "LDG.E.16", 1)).unwrap();
+    };
+    let e = detail_after_change(&path, &cfg, 12_000, &change, &|run| {
+        let total = run.report.totals.requests;
+        total - 20..total
+    });
+    assert!(
+        e.contains("long.log") && e.contains("changed since its run"),
+        "{e}"
+    );
+}
+
 /// An Accel-Sim trace is read on from copies taken after its CTAs: the kernel files before
 /// the copy's are not opened, the copy's is read again from its start (the blocks of the
 /// CTAs done skimmed, those of the resident CTAs decoded and given back), and its
@@ -348,7 +426,12 @@ fn copies_on_one_and_every_sm(
             cfg.gpu.simulate = simulate;
             let copied =
                 details_from_copies_equal_details_from_the_start_with(path, &cfg, every, windows);
-            copied.checkpoints.kept.iter().map(|c| c.at).collect()
+            copied
+                .checkpoints
+                .kept
+                .iter()
+                .map(|c| c.at.clone())
+                .collect()
         })
         .collect()
 }
@@ -658,7 +741,7 @@ fn details_from_copies_equal_details_from_the_start(path: &std::path::Path) {
         "{}",
         c.requests
     );
-    match c.at {
+    match &c.at {
         ResumePoint::Din(at) => assert!(at.offset > 0 && at.line_no > 0),
         other => panic!("{other:?}"),
     }
@@ -746,8 +829,8 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
             .checkpoints
             .kept
             .iter()
-            .map(|c| match c.at {
-                ResumePoint::Cta { kernel, .. } => kernel,
+            .map(|c| match &c.at {
+                &ResumePoint::Cta { kernel, .. } => kernel,
                 other => panic!("{other:?}"),
             })
             .collect();

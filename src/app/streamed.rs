@@ -96,11 +96,12 @@ fn run_as(
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {
-            progress.set_total(resume_total(&path, bytes, c.at, as_found));
+            progress.set_total(resume_total(&path, bytes, &c.at, as_found));
             gather.requests = c.requests;
             let name = path.display().to_string();
-            let src = lanes::resumed_source(path, name, c.at, &mut session, watch, as_found)
-                .map_err(|e| JobError::Failed(format!("{e:#}")))?;
+            let src =
+                lanes::resumed_source(path, name, c.at.clone(), &mut session, watch, as_found)
+                    .map_err(|e| JobError::Failed(format!("{e:#}")))?;
             (session, src)
         }
         None => {
@@ -113,7 +114,15 @@ fn run_as(
             let open = trace::open_trace(&path, opts, &|s| s, &watch)
                 .map_err(|e| JobError::Failed(e.to_string()))?;
             progress.set_total(bytes * open.streamed_reads(as_found));
-            (session, lanes::resumable_file_source(open, watch, as_found))
+            // The detail of a window keeps no copies.
+            let every = match gather.window {
+                Some(_) => u64::MAX,
+                None => gather.checkpoints.every,
+            };
+            (
+                session,
+                lanes::resumable_file_source(open, watch, as_found, every),
+            )
         }
     };
     match lanes::run(vec![session], 1, src.depth, gather, src.source) {
@@ -132,10 +141,13 @@ fn run_as(
 /// The bytes a run read on from `at` reads (for its progress bar): a `din` or binary file
 /// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
 /// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
-/// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`).
-fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint, as_found: bool) -> u64 {
-    if let trace::ResumePoint::Din(at) = at {
-        return bytes.saturating_sub(at.offset);
+/// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`);
+/// an NVBit log from the place on.
+fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool) -> u64 {
+    match at {
+        trace::ResumePoint::Din(at) => return bytes.saturating_sub(at.offset),
+        trace::ResumePoint::NvBit(at) => return bytes.saturating_sub(at.offset()),
+        _ => {}
     }
     let opts = trace::ReadOptions {
         format: None,
@@ -144,7 +156,7 @@ fn resume_total(path: &Path, bytes: u64, at: trace::ResumePoint, as_found: bool)
     match trace::open_trace(path, opts, &|s| s, &|s| s) {
         Ok(open) if open.format == trace::Format::MemTrace => bytes * open.streamed_reads(false),
         Ok(open) if open.format == trace::Format::AccelSim => {
-            let (reads, kernel) = match at {
+            let (reads, kernel) = match *at {
                 trace::ResumePoint::Cta { kernel, .. } => (open.streamed_reads(as_found), kernel),
                 _ => (1, 0),
             };

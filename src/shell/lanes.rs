@@ -29,7 +29,7 @@ pub enum Piece {
     /// The next rows of an issued-order kernel (one chunk of a binary file); with the
     /// kernel's number in the file and the number of the next chunk when the file can be
     /// read on from there.
-    Issued(Columns, Option<(u32, u32)>),
+    Issued(Columns, Option<trace::ResumePoint>),
     /// Instructions of the open kernel found since it began (a file read once:
     /// [`Fanout::take_instructions_as_found`]).
     Instructions(Vec<Instruction>),
@@ -85,6 +85,10 @@ pub struct Fanout {
     place: Option<(u32, u32)>,
     /// The sessions take instructions found after their kernel began.
     as_found: bool,
+    /// Rows between two places to read on from that the reader should give
+    /// ([`CtaSink::read_on_every`]), and the place it gave for the next chunk.
+    read_on_every: Option<u64>,
+    read_on: Option<trace::ResumePoint>,
 }
 
 impl Fanout {
@@ -116,6 +120,13 @@ impl Fanout {
     /// [`TraceError::must_read_again`]; the shell then starts again without this.
     pub fn take_instructions_as_found(&mut self) {
         self.as_found = true;
+    }
+
+    /// Asks a reader that can (an NVBit log read in one pass) to give a place to read on
+    /// from after a chunk of issued rows, every `rows` rows or so (each place costs a copy
+    /// of the reader's tables).
+    pub fn take_read_on_points(&mut self, rows: u64) {
+        self.read_on_every = Some(rows);
     }
 
     /// An empty buffer for a piece's rows: one a lane is done with, or a new one.
@@ -156,9 +167,13 @@ impl CtaSink for Fanout {
         copy.extend_from(rows, 0..rows.len());
         let place = self.place.as_mut().map(|(begun, chunks)| {
             *chunks += 1;
-            (begun.saturating_sub(1), *chunks)
+            trace::ResumePoint::Issued {
+                kernel: begun.saturating_sub(1),
+                next_chunk: *chunks,
+            }
         });
-        self.send(Piece::Issued(copy, place))
+        let at = self.read_on.take().or(place);
+        self.send(Piece::Issued(copy, at))
     }
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)
@@ -173,6 +188,12 @@ impl CtaSink for Fanout {
         let mut copy = Columns::default();
         copy.extend_from(rows, 0..rows.len());
         self.send(Piece::Resident(cta, copy))
+    }
+    fn read_on_every(&self) -> Option<u64> {
+        self.read_on_every
+    }
+    fn read_on_point(&mut self, at: trace::ResumePoint) {
+        self.read_on = Some(at);
     }
 }
 
@@ -282,6 +303,8 @@ fn run_staged(
         spare: spare_rx,
         place: None,
         as_found: false,
+        read_on_every: None,
+        read_on: None,
     };
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -414,10 +437,7 @@ fn lane(
             }
             let at = match &*piece {
                 Piece::Rows(_, Some(at)) => Some(trace::ResumePoint::Din(*at)),
-                Piece::Issued(_, Some((kernel, next_chunk))) => Some(trace::ResumePoint::Issued {
-                    kernel: *kernel,
-                    next_chunk: *next_chunk,
-                }),
+                Piece::Issued(_, Some(at)) => Some(at.clone()),
                 _ => None,
             };
             if let Some(at) = at {
@@ -457,7 +477,7 @@ fn give_copying(
     loop {
         if obs.checkpoint_due(s.accesses_done()) {
             if let Some(copy) = s.snapshot() {
-                obs.checkpoint(copy, at);
+                obs.checkpoint(copy, at.clone());
             }
         }
         if !more {
@@ -502,30 +522,32 @@ pub fn file_source(
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
     as_found: bool,
 ) -> FileSource {
-    file_source_marked(open, wrap, watch, (false, as_found))
+    file_source_marked(open, wrap, watch, (None, as_found))
 }
 
-/// [`file_source`] for a run that keeps copies of its session: the CTAs and chunks of issued
-/// rows of a file that can be read on from them ([`trace::OpenTrace::resumable`]: an
-/// uncompressed binary file of version 4, cuda-memtrace, Accel-Sim) go with their place in
-/// the file
-/// ([`Fanout::number_pieces`]), so that the lane offers copies between and within them
-/// ([`trace::ResumePoint::Cta`], [`trace::ResumePoint::Issued`]). With `as_found`, a file
+/// [`file_source`] for a run that keeps copies of its session, one about every `every`
+/// accesses: the CTAs and chunks of issued rows of a file that can be read on from them
+/// ([`trace::OpenTrace::resumable`]: an uncompressed binary file of version 4,
+/// cuda-memtrace, Accel-Sim) go with their place in the file ([`Fanout::number_pieces`]), so
+/// that the lane offers copies between and within them ([`trace::ResumePoint::Cta`],
+/// [`trace::ResumePoint::Issued`]); an NVBit log's reader gives places itself, after a
+/// chunk every `every` rows or so ([`Fanout::take_read_on_points`]). With `as_found`, a file
 /// whose kernels' instructions are known only at their ends is read once, its instructions
 /// sent as they are found ([`Fanout::take_instructions_as_found`]).
 pub fn resumable_file_source(
     open: trace::OpenTrace,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
     as_found: bool,
+    every: u64,
 ) -> FileSource {
-    file_source_marked(open, |s| s, watch, (true, as_found))
+    file_source_marked(open, |s| s, watch, (Some(every), as_found))
 }
 
 fn file_source_marked(
     open: trace::OpenTrace,
     wrap: fn(trace::source::Stream) -> trace::source::Stream,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
-    (resumable, as_found): (bool, bool),
+    (copies_every, as_found): (Option<u64>, bool),
 ) -> FileSource {
     match open.into_reference_stream() {
         Ok(stream) => FileSource {
@@ -536,11 +558,16 @@ fn file_source_marked(
         Err(open) => {
             // A copy of a session can go on from any CTA of an uncompressed binary file or
             // an Accel-Sim trace, or from a chunk of a cuda-memtrace file.
-            let resumable = resumable && open.resumable();
+            let resumable = copies_every.is_some() && open.resumable();
             FileSource {
                 // One kernel or CTA waits while one is simulated and the next is read.
                 source: Box::new(move |to| {
-                    if resumable {
+                    // An NVBit log's reader says itself where it can be read on from.
+                    if let (true, trace::Format::NvBit, Some(every)) =
+                        (resumable, open.format, copies_every)
+                    {
+                        to.take_read_on_points(every);
+                    } else if resumable {
                         to.number_pieces(0, 0);
                     }
                     if as_found {
@@ -604,6 +631,7 @@ pub fn resumed_source(
     as_found: bool,
 ) -> Result<FileSource> {
     let (kernel, next_chunk) = match at {
+        trace::ResumePoint::NvBit(_) => (0, 0),
         trace::ResumePoint::Din(at) => {
             return Ok(FileSource {
                 source: Box::new(move |to| {
@@ -622,7 +650,10 @@ pub fn resumed_source(
         allow_truncated: false,
     };
     let format = trace::open_trace(&path, opts, &|s| s, &|s| s)?.format;
-    if matches!(format, trace::Format::MemTrace | trace::Format::AccelSim) {
+    if matches!(
+        format,
+        trace::Format::MemTrace | trace::Format::AccelSim | trace::Format::NvBit
+    ) {
         // The reader goes on from `at` itself: issued rows only (cuda-memtrace: the copy
         // wants no CTA's rows back), or the resident CTAs' rows first, from the kernel file
         // read again (Accel-Sim).
@@ -631,7 +662,11 @@ pub fn resumed_source(
         return Ok(FileSource {
             source: Box::new(move |to| {
                 let open = trace::open_trace(&path, opts, &|s| s, &watch)?;
-                to.number_pieces(kernel + 1, next_chunk);
+                // An NVBit log's places come from its reader (none is wanted here: a run
+                // read on from a copy keeps no copies).
+                if !matches!(at, trace::ResumePoint::NvBit(_)) {
+                    to.number_pieces(kernel + 1, next_chunk);
+                }
                 if as_found {
                     to.take_instructions_as_found();
                 }
@@ -662,7 +697,7 @@ pub fn resumed_source(
         )
     })?;
     // `at` is a binary file's place: `place` always finds it.
-    let (k, chunk) = index.place(at).unwrap_or((kernel as usize, 0));
+    let (k, chunk) = index.place(&at).unwrap_or((kernel as usize, 0));
     let f = open()?;
     Ok(FileSource {
         source: Box::new(move |to| {

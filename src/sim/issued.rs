@@ -34,6 +34,11 @@ pub(super) struct ByIssue {
 type Key = (u32, u32, u32, u32);
 
 impl ByIssue {
+    /// The kernel's instructions given so far.
+    pub(super) fn instructions(&self) -> &[crate::trace::Instruction] {
+        &self.header.instructions
+    }
+
     /// Takes instructions found after the kernel began; gives the kernel's number.
     pub(super) fn more_instructions(&mut self, added: &[crate::trace::Instruction]) -> u32 {
         add_instructions(&mut self.header.instructions, &mut self.run.insts, added);

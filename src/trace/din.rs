@@ -118,36 +118,7 @@ pub fn reader_at(
     at: Resume,
     watch: &dyn Fn(super::source::Stream) -> super::source::Stream,
 ) -> Result<Reader<Box<dyn BufRead + Send>>, TraceError> {
-    use super::source::{self, Compression};
-    use std::io::{Read, Seek};
-    let changed = |len: u64, what: &str| {
-        TraceError::parse(
-            file,
-            Location::Byte(len),
-            format!(
-                "the file ends before byte {}{what}, where the run stood: it changed",
-                at.offset
-            ),
-        )
-    };
-    let plain = source::open(path, &|s| s, &|s| s)?.compression == Compression::None;
-    if plain {
-        let mut f = std::fs::File::open(path).map_err(|e| TraceError::io(file, e))?;
-        let len = f.metadata().map_err(|e| TraceError::io(file, e))?.len();
-        if len < at.offset {
-            return Err(changed(len, ""));
-        }
-        f.seek(std::io::SeekFrom::Start(at.offset))
-            .map_err(|e| TraceError::io(file, e))?;
-        let r = std::io::BufReader::with_capacity(1 << 20, watch(Box::new(f)));
-        return Ok(Reader::resumed(Box::new(r), file, at));
-    }
-    let mut r = source::open(path, &|s| s, watch)?.reader;
-    let skipped = std::io::copy(&mut (&mut r).take(at.offset), &mut std::io::sink())
-        .map_err(|e| TraceError::io(file, e))?;
-    if skipped != at.offset {
-        return Err(changed(skipped, " (decompressed)"));
-    }
+    let r = super::source::reopen_at(path, file, at.offset, watch)?;
     Ok(Reader::resumed(r, file, at))
 }
 

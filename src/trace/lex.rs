@@ -12,6 +12,8 @@ pub(crate) struct Lines<R> {
     pending: usize,
     /// 1-based number of the line last returned.
     pub line: u64,
+    /// Bytes of the input up to the end of the line last returned, its terminator included.
+    pub bytes: u64,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -21,10 +23,24 @@ impl<R: BufRead> Lines<R> {
             buf: Vec::with_capacity(256),
             pending: 0,
             line: 0,
+            bytes: 0,
+        }
+    }
+    /// Lines of `r`, the rest of an input whose first `bytes` bytes held `line` lines.
+    pub fn resumed(r: R, line: u64, bytes: u64) -> Self {
+        Self {
+            line,
+            bytes,
+            ..Self::new(r)
         }
     }
     /// The next line and its number, or `None` at the end of the input.
     pub fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8])>> {
+        Ok(self.next_line_ending()?.map(|(n, _, line)| (n, line)))
+    }
+
+    /// [`Lines::next_line`], with the bytes of the input up to its end ([`Lines::bytes`]).
+    pub fn next_line_ending(&mut self) -> std::io::Result<Option<(u64, u64, &[u8])>> {
         if self.pending > 0 {
             self.r.consume(self.pending);
             self.pending = 0;
@@ -33,13 +49,16 @@ impl<R: BufRead> Lines<R> {
         let line = match newline {
             Some(at) => {
                 self.pending = at + 1;
+                self.bytes += at as u64 + 1;
                 &self.r.fill_buf()?[..at]
             }
             None => {
                 self.buf.clear();
-                if self.r.read_until(b'\n', &mut self.buf)? == 0 {
+                let read = self.r.read_until(b'\n', &mut self.buf)?;
+                if read == 0 {
                     return Ok(None);
                 }
+                self.bytes += read as u64;
                 &self.buf[..]
             }
         };
@@ -48,7 +67,7 @@ impl<R: BufRead> Lines<R> {
         while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
             end -= 1;
         }
-        Ok(Some((self.line, &line[..end])))
+        Ok(Some((self.line, self.bytes, &line[..end])))
     }
 }
 
@@ -192,14 +211,23 @@ mod tests {
             "a b\r\n\nc".as_bytes(),
         ));
         assert_eq!(small.next_line().unwrap(), Some((1, &b"a b"[..])));
+        assert_eq!(small.bytes, 5);
         assert_eq!(small.next_line().unwrap(), Some((2, &b""[..])));
+        assert_eq!(small.bytes, 6);
         assert_eq!(small.next_line().unwrap(), Some((3, &b"c"[..])));
+        assert_eq!(small.bytes, 7);
         assert_eq!(small.next_line().unwrap(), None);
+        assert_eq!(small.bytes, 7);
         let mut l = Lines::new("a b\r\n\nc".as_bytes());
         assert_eq!(l.next_line().unwrap(), Some((1, &b"a b"[..])));
         assert_eq!(l.next_line().unwrap(), Some((2, &b""[..])));
         assert_eq!(l.next_line().unwrap(), Some((3, &b"c"[..])));
-        assert_eq!(l.line, 3);
+        assert_eq!((l.line, l.bytes), (3, 7));
         assert_eq!(l.next_line().unwrap(), None);
+        // Resumed after the first line: the same lines, numbers and byte counts.
+        let mut r = Lines::resumed(&b"\nc"[..], 1, 5);
+        assert_eq!(r.next_line().unwrap(), Some((2, &b""[..])));
+        assert_eq!(r.next_line().unwrap(), Some((3, &b"c"[..])));
+        assert_eq!((r.line, r.bytes), (3, 7));
     }
 }

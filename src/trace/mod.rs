@@ -203,14 +203,16 @@ impl OpenTrace {
     /// ([`OpenTrace::stream_from`]): an uncompressed file (not a pipe) of our binary format
     /// (version 4, through its index) or of cuda-memtrace (walked over to the place), or an
     /// Accel-Sim trace read from files (its kernel files before the copy's are not opened;
-    /// that one is read again from its start, so it may be compressed).
+    /// that one is read again from its start, so it may be compressed), or an NVBit log read
+    /// in one pass from a file (from the places its reader gives, [`CtaSink::read_on_point`];
+    /// a compressed one is decompressed again up to there).
     pub fn resumable(&self) -> bool {
         match self.format {
             Format::Binary => self.seekable_index().is_some(),
             Format::MemTrace => {
                 self.compression == source::Compression::None && self.file_bytes > 0
             }
-            Format::AccelSim => self.file_bytes > 0,
+            Format::AccelSim | Format::NvBit => self.file_bytes > 0,
             _ => false,
         }
     }
@@ -237,12 +239,15 @@ impl OpenTrace {
             wrap,
             watch,
         };
-        match (self.format, at) {
-            (Format::MemTrace, ResumePoint::Issued { kernel, next_chunk }) if self.resumable() => {
+        match (self.format, &at) {
+            (Format::MemTrace, &ResumePoint::Issued { kernel, next_chunk }) if self.resumable() => {
                 memtrace::stream_from(self.reader, &ctx, kernel, next_chunk, out)
             }
-            (Format::AccelSim, ResumePoint::Cta { kernel, next_cta }) if self.resumable() => {
+            (Format::AccelSim, &ResumePoint::Cta { kernel, next_cta }) if self.resumable() => {
                 accelsim::stream_from(self.reader, &ctx, (kernel, next_cta), held, out)
+            }
+            (Format::NvBit, ResumePoint::NvBit(r)) if self.resumable() => {
+                nvbit::stream_from(&ctx, r, held.instructions, out)
             }
             _ => Err(TraceError::parse(
                 &self.name,
@@ -445,7 +450,7 @@ pub fn open_trace(
 
 /// Where a reader of a trace file stood, so that a copy of a session taken there
 /// ([`crate::sim::Session::snapshot`]) can go on with the rest of the file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ResumePoint {
     /// A `din` file, after a chunk of references ([`din::reader_at`]).
     Din(din::Resume),
@@ -455,6 +460,19 @@ pub enum ResumePoint {
     /// The same file, after a chunk of an issued-order kernel: kernel `kernel` of the file
     /// from its chunk `next_chunk` on.
     Issued { kernel: u32, next_chunk: u32 },
+    /// An NVBit log read in one pass, after a chunk of rows: where its reader stood
+    /// ([`nvbit::Resume`], shared by the copies that hold it).
+    NvBit(std::sync::Arc<nvbit::Resume>),
+}
+
+impl ResumePoint {
+    /// About how many bytes the place holds (an NVBit reader's tables; the others are small).
+    pub fn approx_bytes(&self) -> u64 {
+        match self {
+            ResumePoint::NvBit(r) => r.approx_bytes(),
+            _ => 0,
+        }
+    }
 }
 
 /// What a copy of a session holds of the kernel it stood in, which a read on from there

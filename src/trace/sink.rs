@@ -70,6 +70,15 @@ pub trait CtaSink: KernelSink {
             rows.len()
         )))
     }
+    /// Every how many rows of issued chunks a reader that can (an NVBit log read in one
+    /// pass) should say where the file can be read on from ([`CtaSink::read_on_point`]);
+    /// `None`: it need not.
+    fn read_on_every(&self) -> Option<u64> {
+        None
+    }
+    /// The file can be read on from `at` ([`super::OpenTrace::stream_from`]), which is where
+    /// its reader stands once the chunk of issued rows given next has been given.
+    fn read_on_point(&mut self, _at: super::ResumePoint) {}
 }
 
 /// Builds whole kernels from CTAs for a receiver of kernels (loading a trace whole).
@@ -217,9 +226,13 @@ impl IssuedChunks {
     pub fn push(&mut self, a: &super::model::Access) {
         self.rows.push(a);
     }
+    /// Whether the rows gathered make a chunk.
+    pub fn is_full(&self) -> bool {
+        self.rows.len() >= ISSUED_CHUNK_ROWS
+    }
     /// Hands on the rows gathered once they make a chunk.
     pub fn hand_on_full(&mut self, out: &mut dyn CtaSink) -> Result<(), TraceError> {
-        if self.rows.len() >= ISSUED_CHUNK_ROWS {
+        if self.is_full() {
             self.hand_on(out)?;
         }
         Ok(())
@@ -269,5 +282,11 @@ impl CtaSink for Counting<'_> {
     }
     fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
         self.inner.more_instructions(added)
+    }
+    fn read_on_every(&self) -> Option<u64> {
+        self.inner.read_on_every()
+    }
+    fn read_on_point(&mut self, at: super::ResumePoint) {
+        self.inner.read_on_point(at)
     }
 }

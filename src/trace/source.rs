@@ -89,6 +89,43 @@ pub fn open_at(
     )))
 }
 
+/// The decompressed bytes of the file `path` (named `file` in errors) from byte `offset` on,
+/// where a reader of it stood before: an uncompressed file is read from there; a compressed
+/// one is decompressed from its start and the bytes before `offset` skipped (far faster than
+/// simulating them again). A file now shorter than `offset` changed since: an error.
+/// `watch` as for [`open`].
+pub fn reopen_at(
+    path: &Path,
+    file: &str,
+    offset: u64,
+    watch: &dyn Fn(Stream) -> Stream,
+) -> Result<Box<dyn BufRead + Send>, TraceError> {
+    use std::io::Read;
+    let changed = |len: u64, what: &str| {
+        TraceError::parse(
+            file,
+            super::Location::Byte(len),
+            format!("the file ends before byte {offset}{what}, where the run stood: it changed"),
+        )
+    };
+    if open(path, &|s| s, &|s| s)?.compression == Compression::None {
+        let len = std::fs::metadata(path)
+            .map_err(|e| TraceError::io(file, e))?
+            .len();
+        if len < offset {
+            return Err(changed(len, ""));
+        }
+        return open_at(path, offset, watch);
+    }
+    let mut r = open(path, &|s| s, watch)?.reader;
+    let skipped = std::io::copy(&mut (&mut r).take(offset), &mut std::io::sink())
+        .map_err(|e| TraceError::io(file, e))?;
+    if skipped != offset {
+        return Err(changed(skipped, " (decompressed)"));
+    }
+    Ok(r)
+}
+
 /// Opens `path`, undoing compression. `wrap` sees the decompressed stream before buffering
 /// (the shells move decompression to a thread there; pass `|s| s` to read inline); `watch`
 /// sees the file's own bytes (the app counts them for a progress bar and stops a cancelled

@@ -3,7 +3,7 @@
 //! instead of from its start: a 10^9-reference trace zoomed near its end re-reads a few
 //! percent of it, not all of it.
 //!
-//! Four kinds of file give copies (`trace::ResumePoint`):
+//! Five kinds of file give copies (`trace::ResumePoint`):
 //! - a reference stream (a `din` file, not a pipe): between two of its chunks all the
 //!   simulation's state is in the session (`Session::snapshot`) and the file's reader can go
 //!   on from a byte offset (`din::Resume`; a compressed file is decompressed again up to it,
@@ -19,7 +19,11 @@
 //! - an Accel-Sim trace (compressed or not), between two CTAs of a kernel as for a binary
 //!   file: reading on does not open the kernel files before the copy's, reads the copy's
 //!   again from its start, skimming the blocks of the CTAs done and decoding those of the
-//!   resident ones (`accelsim/resume.rs`).
+//!   resident ones (`accelsim/resume.rs`);
+//! - an NVBit log read in one pass (compressed or not), between two chunks of a launch: its
+//!   reader gives the place with a copy of its tables (`nvbit::Resume`: the launches met, the
+//!   running launch's warp slots), and reading on starts at that line (a compressed log is
+//!   decompressed again up to it, without simulating).
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
 //! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A
@@ -84,7 +88,7 @@ impl Checkpoints {
     /// Keeps `session`, copied after `requests` requests and `accesses` accesses simulated,
     /// with the reader at `at`.
     pub fn add(&mut self, session: Session, at: ResumePoint, requests: u64, accesses: u64) {
-        let bytes = session.approx_bytes();
+        let bytes = session.approx_bytes() + at.approx_bytes();
         if bytes.saturating_mul(2) > BUDGET_BYTES {
             // Not even two fit: none are taken.
             self.kept.clear();

@@ -227,10 +227,15 @@ impl Session {
         self.by_cta.as_ref().map_or(&[], |b| &b.wanted)
     }
 
-    /// The instructions of the open kernel given CTA by CTA so far (its header's, and those
-    /// that came after it: [`Session::more_instructions`]); empty for any other session.
+    /// The instructions of the open kernel given CTA by CTA or in issue order so far (its
+    /// header's, and those that came after it: [`Session::more_instructions`]); empty for
+    /// any other session.
     pub fn kernel_instructions(&self) -> &[crate::trace::Instruction] {
-        self.by_cta.as_ref().map_or(&[], |b| &b.header.instructions)
+        match (&self.by_cta, &self.by_issue) {
+            (Some(b), _) => &b.header.instructions,
+            (None, Some(b)) => b.instructions(),
+            (None, None) => &[],
+        }
     }
 
     /// Gives a copy of a session the rows of CTA `cta`, one of [`Session::wanted_ctas`], as

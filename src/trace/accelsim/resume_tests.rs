@@ -148,7 +148,7 @@ fn read_on_from_any_cta_gives_what_the_whole_stream_gives_after_it() {
                             instructions: &known,
                             wanted_ctas: &ctas,
                         };
-                        let got = resumed(&list, takes_more, at, held).unwrap();
+                        let got = resumed(&list, takes_more, at.clone(), held).unwrap();
                         let mut want: Vec<Event> = wanted
                             .into_iter()
                             .map(|(c, r)| Event::Resident(c, r))

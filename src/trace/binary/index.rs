@@ -267,11 +267,12 @@ impl Index {
         })
     }
 
-    /// The kernel and chunk a run read on from `at` starts with (`None` for a `din` place).
-    pub fn place(&self, at: crate::trace::ResumePoint) -> Option<(usize, usize)> {
+    /// The kernel and chunk a run read on from `at` starts with (`None` for a place in a
+    /// `din` file or an NVBit log).
+    pub fn place(&self, at: &crate::trace::ResumePoint) -> Option<(usize, usize)> {
         use crate::trace::ResumePoint;
-        match at {
-            ResumePoint::Din(_) => None,
+        match *at {
+            ResumePoint::Din(_) | ResumePoint::NvBit(_) => None,
             ResumePoint::Cta { kernel, next_cta } => Some((
                 kernel as usize,
                 self.first_chunk_of(kernel as usize, next_cta),

@@ -491,7 +491,7 @@ pub fn check_density(grid: Dim3, block: Dim3, rows: usize, order: Order) -> Resu
 }
 
 /// Builds a [`Kernel`] row by row, validating each access.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct KernelBuilder {
     name: String,
     grid: Dim3,

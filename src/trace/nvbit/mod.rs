@@ -18,6 +18,8 @@
 //! `one_pass.rs` reads it once for a receiver that takes instructions as they are found.
 
 use std::io::BufRead;
+use std::ops::Range;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -39,12 +41,15 @@ pub const ENTRY: Entry<super::Format> = Entry {
 
 mod one_pass;
 mod stream;
+pub(crate) use one_pass::stream_from;
+pub use one_pass::Resume;
 pub(crate) use stream::stream_into;
 
 /// Lanes of a warp: every access line has one address for each.
 const LANES: u32 = 32;
 
 /// One kernel launch of the log, as its lines so far declared it.
+#[derive(Clone)]
 struct Launch {
     /// Position among the log's LAUNCH lines.
     index: usize,
@@ -161,13 +166,32 @@ trait Visit {
     fn warp(&mut self, launch: &mut Launch, line: &WarpLine<'_>) -> Result<(), Fail>;
     /// Called at each LAUNCH line, with the launch it declares.
     fn launch(&mut self, _launch: &Launch) {}
+    /// Called after each access line (`line`, whose bytes in the input are `bytes`), with
+    /// the walk as it stands after it.
+    fn line_done(
+        &mut self,
+        _walked: &Walked,
+        _line: &[u8],
+        _bytes: Range<u64>,
+    ) -> Result<(), Fail> {
+        Ok(())
+    }
 }
 
-/// The launches a walk met, in launch order.
+/// Where a walk stands: the launches it met, in launch order, and the line it is at. A copy
+/// is where a read can go on from (`one_pass::Resume`); the launches are shared with their
+/// copies, and one is copied again only when a line changes it after a copy was taken.
+#[derive(Clone, Default)]
 struct Walked {
-    launches: FxHashMap<u64, Launch>,
+    launches: FxHashMap<u64, Arc<Launch>>,
     order: Vec<u64>,
+    /// The number of the latest access line (at the end: of the last line).
     lines: u64,
+    /// The latest launch declared, and the launch of the latest access line.
+    last_launch: Option<u64>,
+    running: Option<u64>,
+    /// Whether a `MEMTRACE: ` line was met.
+    saw_any: bool,
 }
 
 /// How a walk ended early.
@@ -183,24 +207,29 @@ enum Stopped {
 /// launch's access lines begin (memory stays that of one launch), and a log whose launches'
 /// access lines are not one run each, in launch order, stops with [`Fail::Interleaved`].
 fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result<Walked, Stopped> {
-    let mut lines = Lines::new(r);
-    let mut w = Walked {
-        launches: FxHashMap::default(),
-        order: Vec::new(),
-        lines: 0,
-    };
-    let mut last_launch: Option<u64> = None;
-    // The launch of the latest access line.
-    let mut running: Option<u64> = None;
-    let mut saw_any = false;
-    while let Some((n, line)) = lines
-        .next_line()
-        .map_err(|e| Stopped::File(TraceError::io(file, e)))?
-    {
+    walk_on(Lines::new(r), file, retire, v, Walked::default())
+}
+
+/// [`walk`] on from `w`, where a walk stood when `lines` had been read.
+fn walk_on<R: BufRead>(
+    mut lines: Lines<R>,
+    file: &str,
+    retire: bool,
+    v: &mut dyn Visit,
+    mut w: Walked,
+) -> Result<Walked, Stopped> {
+    loop {
+        let start = lines.bytes;
+        let Some((n, end, line)) = lines
+            .next_line_ending()
+            .map_err(|e| Stopped::File(TraceError::io(file, e)))?
+        else {
+            break;
+        };
         let Some(rest) = line.strip_prefix(b"MEMTRACE: ") else {
             continue;
         };
-        saw_any = true;
+        w.saw_any = true;
         let at = |f: Fail| Stopped::Line(n, f);
         let parts: Vec<&[u8]> = split_dash(rest);
         if parts.get(1).is_some_and(|p| *p == b"LAUNCH") {
@@ -209,14 +238,15 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
                 return Err(at(format!("grid launch id {id} is launched twice").into()));
             }
             v.launch(&launch);
-            w.launches.insert(id, launch);
+            w.launches.insert(id, Arc::new(launch));
             w.order.push(id);
-            last_launch = Some(id);
+            w.last_launch = Some(id);
             continue;
         }
-        let id = launch_of(&parts, last_launch).map_err(|m| at(m.into()))?;
-        if retire && running != Some(id) {
-            if let Some(prev) = running.and_then(|p| w.launches.get_mut(&p)) {
+        let id = launch_of(&parts, w.last_launch).map_err(|m| at(m.into()))?;
+        if retire && w.running != Some(id) {
+            if let Some(prev) = w.running.and_then(|p| w.launches.get_mut(&p)) {
+                let prev = Arc::make_mut(prev);
                 let prev_index = prev.index;
                 prev.retired = true;
                 prev.slots = FxHashMap::default();
@@ -228,7 +258,7 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
                     return Err(at(Fail::Interleaved));
                 }
             }
-            running = Some(id);
+            w.running = Some(id);
         }
         let l = w.launches.get_mut(&id).ok_or_else(|| {
             at(
@@ -236,11 +266,13 @@ fn walk<R: BufRead>(r: R, file: &str, retire: bool, v: &mut dyn Visit) -> Result
                     .into(),
             )
         })?;
+        let l = Arc::make_mut(l);
         let parsed = warp_line(&parts, l).map_err(|m| at(m.into()))?;
         v.warp(l, &parsed).map_err(at)?;
         w.lines = n;
+        v.line_done(&w, line, start..end).map_err(at)?;
     }
-    if !saw_any {
+    if !w.saw_any {
         return Err(Stopped::File(TraceError::parse(
             file,
             Location::Line(lines.line),
@@ -371,7 +403,8 @@ pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Resu
     for id in w.order {
         if let Some(l) = w.launches.remove(&id) {
             out.kernel(
-                l.builder
+                Arc::unwrap_or_clone(l)
+                    .builder
                     .finish_checked()
                     .map_err(|e| sparse(file, id, e))?,
             )?;
@@ -458,5 +491,7 @@ pub fn size_of(opcode: &[u8]) -> u16 {
     size
 }
 
+#[cfg(test)]
+mod resume_tests;
 #[cfg(test)]
 mod tests;
