@@ -247,7 +247,7 @@ pub(crate) fn stream_from(
         )
     };
     let r = source::reopen_at(ctx.path, ctx.file, at.bytes.start, ctx.watch)?;
-    let mut lines = Lines::resumed(r, at.line - 1, at.bytes.start);
+    let mut lines = Lines::resumed(r, at.line.saturating_sub(1), at.bytes.start);
     match lines
         .next_line_ending()
         .map_err(|e| TraceError::io(ctx.file, e))?
