@@ -244,6 +244,18 @@ fn a_streamed_memtrace_file_gives_the_whole_reads_result() {
     same_on_one_and_every_sm(&path, &cfg);
 }
 
+/// Windows over a run of `total` requests of issued-order kernels: its start, a third, the
+/// middle, 90% and its end (the last past it).
+fn issued_windows(total: u64) -> Vec<std::ops::Range<u64>> {
+    vec![
+        0..10,
+        total / 3..total / 3 + 500,
+        total / 2 - 20..total / 2 + 20,
+        total * 9 / 10..total * 9 / 10 + 50,
+        total - 50..total + 10,
+    ]
+}
+
 /// A cuda-memtrace file is read on from copies taken between two of its chunks of issued
 /// rows: the reader walks over the kernels before and the rows the copy was given, so details
 /// from copies equal details from the start, on one SM and on all, within a kernel and
@@ -254,15 +266,7 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
     let path = dir.path().join("long.trc");
     // About 300,000 records a kernel: several chunks of 65,536 rows each.
     traces::memtrace_file_of(&path, 18_000);
-    let runs = copies_on_one_and_every_sm(&path, 60_000, &|total| {
-        vec![
-            0..10,
-            total / 3..total / 3 + 500,
-            total / 2 - 20..total / 2 + 20,
-            total * 9 / 10..total * 9 / 10 + 50,
-            total - 50..total + 10,
-        ]
-    });
+    let runs = copies_on_one_and_every_sm(&path, 60_000, &issued_windows);
     for at in runs {
         assert!(
             at.iter().all(|a| matches!(a, ResumePoint::Issued { .. })),
@@ -338,15 +342,7 @@ fn the_detail_of_an_nvbit_logs_window_read_on_from_a_copy_equals_the_one_from_th
     let path = dir.path().join("long.log");
     // 192,000 rows a launch: three chunks of 65,536 rows each.
     std::fs::write(&path, long_nvbit_log(6000)).unwrap();
-    let runs = copies_on_one_and_every_sm(&path, 12_000, &|total| {
-        vec![
-            0..10,
-            total / 3..total / 3 + 500,
-            total / 2 - 20..total / 2 + 20,
-            total * 9 / 10..total * 9 / 10 + 50,
-            total - 50..total + 10,
-        ]
-    });
+    let runs = copies_on_one_and_every_sm(&path, 12_000, &issued_windows);
     for at in runs {
         assert!(
             at.iter().all(|a| matches!(a, ResumePoint::NvBit(_))),
