@@ -259,14 +259,19 @@ fn issued_windows(total: u64) -> Vec<std::ops::Range<u64>> {
 /// A cuda-memtrace file is read on from copies taken between two of its chunks of issued
 /// rows: the reader walks over the kernels before and the rows the copy was given, so details
 /// from copies equal details from the start, on one SM and on all, within a kernel and
-/// across the two.
+/// across the two, the file plain or compressed (decompressed again up to the copy's
+/// kernel).
 #[test]
 fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.trc");
     // About 300,000 records a kernel: several chunks of 65,536 rows each.
     traces::memtrace_file_of(&path, 18_000);
-    let runs = copies_on_one_and_every_sm(&path, 60_000, &issued_windows);
+    let packed = dir.path().join("long.trc.zst");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&packed, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    let mut runs = copies_on_one_and_every_sm(&path, 60_000, &issued_windows);
+    runs.extend(copies_on_one_and_every_sm(&packed, 60_000, &issued_windows));
     for at in runs {
         assert!(
             at.iter().all(|a| matches!(a, ResumePoint::Issued { .. })),

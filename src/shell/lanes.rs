@@ -557,7 +557,8 @@ fn file_source_marked(
         },
         Err(open) => {
             // A copy of a session can go on from any CTA of an uncompressed binary file or
-            // an Accel-Sim trace, or from a chunk of a cuda-memtrace file.
+            // an Accel-Sim trace, from a chunk of a cuda-memtrace file, or from a place an
+            // NVBit log's reader gave.
             let resumable = copies_every.is_some() && open.resumable();
             FileSource {
                 // One kernel or CTA waits while one is simulated and the next is read.

@@ -200,19 +200,16 @@ impl OpenTrace {
     }
 
     /// Whether a run of this file can be read on from where a copy of its session was taken
-    /// ([`OpenTrace::stream_from`]): an uncompressed file (not a pipe) of our binary format
-    /// (version 4, through its index) or of cuda-memtrace (walked over to the place), or an
-    /// Accel-Sim trace read from files (its kernel files before the copy's are not opened;
-    /// that one is read again from its start, so it may be compressed), or an NVBit log read
-    /// in one pass from a file (from the places its reader gives, [`CtaSink::read_on_point`];
-    /// a compressed one is decompressed again up to there).
+    /// ([`OpenTrace::stream_from`]), a file and not a pipe: our binary format, uncompressed
+    /// (version 4, through its index); cuda-memtrace (walked over to the place); an Accel-Sim
+    /// trace (its kernel files before the copy's are not opened; that one is read again from
+    /// its start); an NVBit log read in one pass (from the places its reader gives,
+    /// [`CtaSink::read_on_point`]). A compressed cuda-memtrace file or NVBit log is
+    /// decompressed again up to the place.
     pub fn resumable(&self) -> bool {
         match self.format {
             Format::Binary => self.seekable_index().is_some(),
-            Format::MemTrace => {
-                self.compression == source::Compression::None && self.file_bytes > 0
-            }
-            Format::AccelSim | Format::NvBit => self.file_bytes > 0,
+            Format::MemTrace | Format::AccelSim | Format::NvBit => self.file_bytes > 0,
             _ => false,
         }
     }

@@ -13,9 +13,10 @@
 //!   hundreds of MiB per copy); reading on from it first reads those rows again through the
 //!   file's index (`shell::lanes::resumed_source`); or between two chunks of an issued-order
 //!   kernel, whose state is all in the session;
-//! - a cuda-memtrace file, not compressed, between two chunks of a kernel (issued order, all
-//!   the state in the session): reading on walks over the kernels before without simulating
-//!   them, then starts the second read at that kernel (`memtrace::stream_from`);
+//! - a cuda-memtrace file (compressed or not), between two chunks of a kernel (issued order,
+//!   all the state in the session): reading on walks over the kernels before without
+//!   simulating them, then starts the second read at that kernel (`memtrace::stream_from`; a
+//!   compressed file is decompressed again up to it);
 //! - an Accel-Sim trace (compressed or not), between two CTAs of a kernel as for a binary
 //!   file: reading on does not open the kernel files before the copy's, reads the copy's
 //!   again from its start, skimming the blocks of the CTAs done and decoding those of the

@@ -61,9 +61,9 @@ pub(super) fn detail_buttons(
         return;
     }
     let from = if data.checkpoints.kept.is_empty() {
-        "from its start (a din file, an Accel-Sim trace, an NVBit log read once, or a .wsb or \
-         cuda-memtrace file that is not compressed, is read on from copies of the run kept as \
-         it went: `warpscope convert FILE F.wsb` makes one of any trace)"
+        "from its start (a din file, an Accel-Sim trace, a cuda-memtrace file, an NVBit log \
+         read once, or a .wsb file that is not compressed, is read on from copies of the run \
+         kept as it went: `warpscope convert FILE F.wsb` makes one of any trace)"
     } else {
         "on from the latest copy of the run before the view"
     };

@@ -187,9 +187,9 @@ pub(crate) fn stream_into<R: BufRead>(
 
 /// Reads a cuda-memtrace file on from kernel `kernel`'s chunk `next_chunk` of issued rows
 /// (each of [`ISSUED_CHUNK_ROWS`] rows), for a copy of a session taken there: the scan walks
-/// over the kernels before, and the second read starts at that kernel (the file must not be
-/// compressed); its first rows are placed but not handed on (nor is its beginning: the copy
-/// has begun it). Then as [`stream_into`].
+/// over the kernels before, and the second read starts at that kernel (a compressed file is
+/// decompressed again up to it); its first rows are placed but not handed on (nor is its
+/// beginning: the copy has begun it). Then as [`stream_into`].
 pub(crate) fn stream_from<R: BufRead>(
     r: R,
     ctx: &Ctx<'_>,
@@ -240,14 +240,15 @@ fn read_twice<R: BufRead>(
             ctx.file,
         )?,
         Some((kernel, _)) => {
-            // The second read starts where the scan finds the kernel (an uncompressed file).
+            // The second read starts where the scan finds the kernel.
             for _ in 0..kernel {
                 if !ahead.kernel(&mut Over)? {
                     return Err(fewer());
                 }
             }
             let start = ahead.next_kernel_at();
-            let again = source::open_at(ctx.path, start.offset, ctx.watch)?;
+            // A compressed file is decompressed again up to there.
+            let again = source::reopen_at(ctx.path, ctx.file, start.offset, ctx.watch)?;
             Walker::starting_at(again, ctx.file, start)
         }
     };
