@@ -92,11 +92,15 @@ fn changed(file: &str, at: Location) -> TraceError {
 }
 
 impl Stream<'_> {
+    /// Places the rows of a chunk. With `may_wait`, it stops at the first row of a kernel not
+    /// planned yet (the scan has not met its end), ending the kernel before it, and returns
+    /// that row; else such a row is an error (the file changed).
     fn ingest(
         &mut self,
         df: &polars::prelude::DataFrame,
         at: &dyn Fn(usize) -> Location,
-    ) -> Result<(), TraceError> {
+        may_wait: bool,
+    ) -> Result<Option<usize>, TraceError> {
         let file = self.file;
         let chunk = Chunk::new(df, file, at)?;
         let changed = |i: usize| changed(file, at(i));
@@ -107,6 +111,9 @@ impl Stream<'_> {
             let (key, end) = chunk.run_at(start);
             if self.current.as_ref().is_none_or(|c| c.plan.key != key) {
                 self.end_kernel()?;
+                if may_wait && self.plans.is_empty() {
+                    return Ok(Some(start));
+                }
                 let plan = self.plans.pop_front().ok_or_else(|| changed(start))?;
                 if plan.key != key {
                     return Err(changed(start));
@@ -234,7 +241,20 @@ impl Stream<'_> {
             }
             start = end;
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Places the rows of a chunk as [`Stream::ingest`] with `may_wait`; returns the rows
+    /// left (from the first of a kernel not planned yet) with where each is in the file.
+    fn ingest_or_hold(
+        &mut self,
+        df: &polars::prelude::DataFrame,
+        at: &dyn Fn(usize) -> Location,
+    ) -> Result<Option<Held>, TraceError> {
+        Ok(self.ingest(df, at, true)?.map(|start| Held {
+            rows: df.slice(start as i64, df.height() - start),
+            at: HeldAt::of(start..df.height(), at),
+        }))
     }
 
     /// Hands on the rest of the current kernel and ends it.
@@ -330,10 +350,54 @@ pub(crate) fn stream_parquet(
     lock_step(file, ahead, behind, spill::DEFAULT_CAP, out)
 }
 
-/// Reads a table twice at once: `ahead` scans it a chunk at a time, and `behind` places the
-/// rows of every chunk whose kernels are all planned. A kernel's plan is known when the scan
-/// meets the next kernel's first row (or the end), so `behind` stays at most one kernel and a
-/// chunk behind; memory holds plans, not rows.
+/// The rows of a chunk that wait for their kernel's plan, and where each is in the file.
+struct Held {
+    rows: polars::prelude::DataFrame,
+    at: HeldAt,
+}
+
+impl Held {
+    fn location(&self, row: usize) -> Location {
+        match (&self.at, row as u64) {
+            (HeldAt::From(Location::Line(l)), i) => Location::Line(l + i),
+            (HeldAt::From(Location::Row(r)), i) => Location::Row(r + i),
+            (HeldAt::From(other), _) => other.clone(),
+            (HeldAt::Each(all), _) => all.get(row).cloned().unwrap_or(Location::Byte(0)),
+        }
+    }
+}
+
+/// Where the held rows are in the file.
+enum HeldAt {
+    /// On consecutive lines (or rows) from this one: a chunk without blank lines.
+    From(Location),
+    /// Each row's place.
+    Each(Vec<Location>),
+}
+
+impl HeldAt {
+    /// The places of `rows` by `at`; places only increase, so first and last `n - 1` apart
+    /// are consecutive.
+    fn of(rows: std::ops::Range<usize>, at: &dyn Fn(usize) -> Location) -> HeldAt {
+        let span = rows.len().saturating_sub(1) as u64;
+        match (at(rows.start), at(rows.end.saturating_sub(1))) {
+            (Location::Line(a), Location::Line(b)) if b.checked_sub(a) == Some(span) => {
+                HeldAt::From(Location::Line(a))
+            }
+            (Location::Row(a), Location::Row(b)) if b.checked_sub(a) == Some(span) => {
+                HeldAt::From(Location::Row(a))
+            }
+            _ => HeldAt::Each(rows.map(at).collect()),
+        }
+    }
+}
+
+/// Reads a table twice at once: `ahead` scans it a chunk at a time, and `behind` places rows
+/// up to the first of a kernel not planned yet, holding the rest of that chunk until it is.
+/// A kernel's plan is known when the scan meets the next kernel's first row (or the end), so
+/// `behind` stays at most one kernel behind, and a kernel ends as soon as its plan is known
+/// (its last rows do not wait for the next kernel's scan); memory holds plans and at most
+/// one chunk's rows.
 fn lock_step(
     file: &str,
     mut ahead: impl Chunks,
@@ -349,25 +413,35 @@ fn lock_step(
         cap,
         out,
     };
-    // Chunks scanned and placed, and the chunk in which the kernel the scan is in began.
-    let (mut scanned, mut placed, mut open_since) = (0usize, 0usize, 0usize);
+    // Chunks scanned and read by `behind`, and the rows `behind` holds.
+    let (mut scanned, mut placed) = (0usize, 0usize);
+    let mut held: Option<Held> = None;
     while ahead.next(&mut |df, after, at| scan.ingest(df, after, at))? {
         let ended = scan.take_plans();
-        // A kernel ends only where the scan meets the next one's first row: in this chunk.
-        if !ended.is_empty() {
-            open_since = scanned;
+        scanned += 1;
+        if ended.is_empty() {
+            continue;
         }
         stream.plans.extend(ended);
-        scanned += 1;
-        while placed < open_since {
-            if !behind.next(&mut |df, _, at| stream.ingest(df, at))? {
+        if let Some(h) = held.take() {
+            held = stream.ingest_or_hold(&h.rows, &|i| h.location(i))?;
+        }
+        while held.is_none() && placed < scanned {
+            let read = behind.next(&mut |df, _, at| {
+                held = stream.ingest_or_hold(df, at)?;
+                Ok(())
+            })?;
+            if !read {
                 return Err(changed(file, Location::Byte(0)));
             }
             placed += 1;
         }
     }
     stream.plans.extend(scan.plans()?);
-    behind.each(&mut |df, _, at| stream.ingest(df, at))?;
+    if let Some(h) = held {
+        stream.ingest(&h.rows, &|i| h.location(i), false)?;
+    }
+    behind.each(&mut |df, _, at| stream.ingest(df, at, false).map(|_| ()))?;
     stream.finish()
 }
 

@@ -336,3 +336,90 @@ fn streamed_parquet_of_many_chunks_equals_the_whole_read_and_starts_early() {
     let at = sink.at_first.unwrap();
     assert!(at * 4 < size * 3, "{at} of {size}");
 }
+
+/// Records how many bytes the scan had read when each kernel ended, and passes everything on.
+struct Ends {
+    pieces: crate::trace::testing::Pieces,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    at: Vec<u64>,
+}
+
+impl crate::trace::KernelSink for Ends {
+    fn kernel(&mut self, k: crate::trace::Kernel) -> Result<(), TraceError> {
+        self.pieces.kernel(k)
+    }
+}
+
+impl CtaSink for Ends {
+    fn begin_kernel(&mut self, header: &crate::trace::Kernel) -> Result<(), TraceError> {
+        self.pieces.begin_kernel(header)
+    }
+    fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.pieces.cta(cta, rows)
+    }
+    fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
+        self.pieces.issued(rows)
+    }
+    fn end_kernel(&mut self) -> Result<(), TraceError> {
+        self.at
+            .push(self.read.load(std::sync::atomic::Ordering::Relaxed));
+        self.pieces.end_kernel()
+    }
+}
+
+/// A kernel ends as soon as the scan meets the next one's first row: its last rows do not
+/// wait for the next kernel's scan to end. A small kernel before a large one ends a chunk
+/// after its own end, not after the large one's.
+#[test]
+fn a_kernel_ends_once_its_own_scan_ends() {
+    use crate::trace::testing::{CountedReader, Pieces};
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+    for with_sm in [false, true] {
+        let mut text = String::from("kernel,cta_x,thread_x,address");
+        text += if with_sm { ",sm\n" } else { "\n" };
+        for (k, rows) in [("small", 60u64), ("large", 3000), ("last", 60)] {
+            for i in 0..rows {
+                text += &format!("{k},{},{},0x{:x}", i / 64 % 4, i % 64, 0x1000 + 4 * i);
+                text += &if with_sm {
+                    format!(",{}\n", i / 64 % 4 % 2)
+                } else {
+                    "\n".into()
+                };
+            }
+        }
+        let f = file(&text);
+        let read = Arc::new(AtomicU64::new(0));
+        let ahead = std::io::BufReader::with_capacity(
+            64,
+            CountedReader {
+                inner: text.as_bytes(),
+                read: read.clone(),
+            },
+        );
+        let ctx = crate::trace::testing::file_ctx("t.csv", f.path(), text.len() as u64);
+        let mut sink = Ends {
+            pieces: Pieces::default(),
+            read: read.clone(),
+            at: Vec::new(),
+        };
+        stream_csv_sized(ahead, &ctx, 1000, 50, &mut sink).unwrap();
+        assert_eq!(sink.pieces.trace, whole(&text));
+        let len = text.len() as u64;
+        // The small kernel is 60 of 3120 rows: it ends within a few chunks of 1000 bytes.
+        assert_eq!(sink.at.len(), 3);
+        assert!(sink.at[0] < len / 10, "{:?} of {len}", sink.at);
+        assert!(sink.at[1] < len, "{:?} of {len}", sink.at);
+        // Line 70, a row of the large kernel in the chunk where the small one ends (held
+        // until the large one is planned), is outside the grid at the second read: the
+        // error names it.
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[69] = lines[69].replacen(",0,", ",9,", 1);
+        assert!(lines[69].starts_with("large,9,"), "{}", lines[69]);
+        std::fs::write(f.path(), lines.join("\n") + "\n").unwrap();
+        let e = stream_csv_sized(text.as_bytes(), &ctx, 1000, 50, &mut Pieces::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 70") && e.contains("changed"), "{e}");
+    }
+}
