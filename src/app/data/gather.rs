@@ -236,6 +236,8 @@ impl<'a> Gather<'a> {
         fresh.window = self.window.take();
         fresh.preview = self.preview.take();
         fresh.checkpoints = super::checkpoints::Checkpoints::every(self.checkpoints.every);
+        // The files' stamp when the run began: a detail of the run is refused once they change.
+        fresh.checkpoints.stamp = self.checkpoints.stamp.take();
         *self = fresh;
     }
 
@@ -423,6 +425,28 @@ mod tests {
             assert_eq!(g.requests, n);
             assert_eq!(g.grid.requests, n);
         }
+    }
+
+    /// A run started again (its file read in two passes) forgets what it gathered and its
+    /// copies, but keeps what it was asked for and the files' stamp, so that a detail of it
+    /// is still refused once the file changes.
+    #[test]
+    fn a_run_started_again_keeps_its_window_and_the_files_stamp() {
+        let progress = Progress::default();
+        let mut g = Gather::new(&SimConfig::default(), &progress);
+        g.window = Some(5..9);
+        g.checkpoints = super::super::checkpoints::Checkpoints::every(64);
+        let stamp = crate::shell::TraceStamp {
+            bytes: 12,
+            modified: None,
+        };
+        g.checkpoints.stamp = Some(stamp);
+        g.on_request(&event(6));
+        g.start_again();
+        assert_eq!(g.requests, 0);
+        assert_eq!(g.window, Some(5..9));
+        assert_eq!(g.checkpoints.every, 64);
+        assert_eq!(g.checkpoints.stamp, Some(stamp));
     }
 
     #[test]
