@@ -142,18 +142,24 @@ fn run_as(
 /// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
 /// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
 /// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`);
-/// an NVBit log from the place on.
+/// an NVBit log from the place on. A compressed `din` file or NVBit log is read whole (its
+/// place is in the decompressed bytes).
 fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool) -> u64 {
-    match at {
-        trace::ResumePoint::Din(at) => return bytes.saturating_sub(at.offset),
-        trace::ResumePoint::NvBit(at) => return bytes.saturating_sub(at.offset()),
-        _ => {}
-    }
     let opts = trace::ReadOptions {
         format: None,
         allow_truncated: false,
     };
-    match trace::open_trace(path, opts, &|s| s, &|s| s) {
+    let open = trace::open_trace(path, opts, &|s| s, &|s| s);
+    let compressed = open
+        .as_ref()
+        .is_ok_and(|o| o.compression != trace::source::Compression::None);
+    match at {
+        trace::ResumePoint::Din(_) | trace::ResumePoint::NvBit(_) if compressed => return bytes,
+        trace::ResumePoint::Din(at) => return bytes.saturating_sub(at.offset),
+        trace::ResumePoint::NvBit(at) => return bytes.saturating_sub(at.offset()),
+        _ => {}
+    }
+    match open {
         Ok(open) if open.format == trace::Format::MemTrace => bytes * open.streamed_reads(false),
         Ok(open) if open.format == trace::Format::AccelSim => {
             let (reads, kernel) = match *at {
@@ -240,4 +246,38 @@ pub fn simulate_window(
         session.finish(&mut gather);
     }
     Ok(Arc::new(SimData::window_of(&whole, &gather)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A detail read on from a place in a plain `din` file reads the file from there; in a
+    /// compressed one, the whole file (decompressed again up to the place).
+    #[test]
+    fn a_detail_read_on_counts_the_bytes_it_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..5000)
+            .map(|i| format!("0 {:x}\n", 0x1000 + 8 * i))
+            .collect();
+        let plain = dir.path().join("t.din");
+        let packed = dir.path().join("t.din.zst");
+        std::fs::write(&plain, &text).unwrap();
+        std::fs::write(&packed, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+        let mut reader = trace::din::Reader::new(text.as_bytes(), "t.din");
+        let mut rows = trace::Columns::default();
+        assert!(reader.next_chunk(&mut rows, 1000).unwrap());
+        let at = reader.resume_point();
+        assert!(at.offset > 0);
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        let place = trace::ResumePoint::Din(at);
+        assert_eq!(
+            resume_total(&plain, size(&plain), &place, false),
+            size(&plain) - at.offset
+        );
+        assert_eq!(
+            resume_total(&packed, size(&packed), &place, false),
+            size(&packed)
+        );
+    }
 }
