@@ -26,9 +26,9 @@ pub enum Piece {
     /// Shared by the sessions' schedulers while the CTA is resident; with the kernel's
     /// number in the file when the file can be read on from the next CTA.
     Cta(u32, Arc<Columns>, Option<u32>),
-    /// The next rows of an issued-order kernel (one chunk of a binary file); with the
-    /// kernel's number in the file and the number of the next chunk when the file can be
-    /// read on from there.
+    /// The next rows of an issued-order kernel (one chunk of a binary file); with the place
+    /// to read the file on from after them, where there is one ([`trace::ResumePoint::Issued`]
+    /// numbered by [`Fanout::number_pieces`], or one an NVBit log's reader gave).
     Issued(Columns, Option<trace::ResumePoint>),
     /// Instructions of the open kernel found since it began (a file read once:
     /// [`Fanout::take_instructions_as_found`]).
