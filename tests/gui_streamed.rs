@@ -244,6 +244,12 @@ fn a_streamed_memtrace_file_gives_the_whole_reads_result() {
     same_on_one_and_every_sm(&path, &cfg);
 }
 
+/// The window of a run's last 20 requests.
+fn last_requests(run: &SimData) -> std::ops::Range<u64> {
+    let total = run.report.totals.requests;
+    total - 20..total
+}
+
 /// Windows over a run of `total` requests of issued-order kernels: its start, a third, the
 /// middle, 90% and its end (the last past it).
 fn issued_windows(total: u64) -> Vec<std::ops::Range<u64>> {
@@ -296,10 +302,7 @@ fn the_detail_of_a_memtrace_files_window_read_on_from_a_copy_equals_the_one_from
         bytes[n - 16] ^= 0x80;
         std::fs::write(&path, bytes).unwrap();
     };
-    let e = detail_after_change(&path, &cfg, 60_000, &change, &|run| {
-        let total = run.report.totals.requests;
-        total - 20..total
-    });
+    let e = detail_after_change(&path, &cfg, 60_000, &change, &last_requests);
     assert!(
         e.contains("long.trc") && e.contains("changed since its run"),
         "{e}"
@@ -366,10 +369,7 @@ fn the_detail_of_an_nvbit_logs_window_read_on_from_a_copy_equals_the_one_from_th
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replacen("LDG.E.U8", "LDG.E.16", 1)).unwrap();
     };
-    let e = detail_after_change(&path, &cfg, 12_000, &change, &|run| {
-        let total = run.report.totals.requests;
-        total - 20..total
-    });
+    let e = detail_after_change(&path, &cfg, 12_000, &change, &last_requests);
     assert!(
         e.contains("long.log") && e.contains("changed since its run"),
         "{e}"

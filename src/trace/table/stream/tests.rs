@@ -250,11 +250,30 @@ fn streamed_parquet_equals_the_whole_read_and_tells_the_watch_of_its_bytes() {
     }
 }
 
+/// Streams `text`, which the file at `path` holds too (the second pass opens it), in chunks
+/// of 1000 bytes and a sort of 50 rows, counting into `read` the bytes the first pass reads.
+fn stream_counted(
+    text: &str,
+    path: &Path,
+    read: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let ahead = std::io::BufReader::with_capacity(
+        64,
+        crate::trace::testing::CountedReader {
+            inner: text.as_bytes(),
+            read: read.clone(),
+        },
+    );
+    let ctx = crate::trace::testing::file_ctx("t.csv", path, text.len() as u64);
+    stream_csv_sized(ahead, &ctx, 1000, 50, out)
+}
+
 /// The first kernel begins once it is scanned, not the whole file: the scan's reader is at
 /// most the first kernel and a chunk into the file.
 #[test]
 fn the_first_kernel_begins_after_its_own_scan() {
-    use crate::trace::testing::{CountedReader, FirstBegin, Pieces};
+    use crate::trace::testing::{FirstBegin, Pieces};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     for text in [
@@ -264,20 +283,12 @@ fn the_first_kernel_begins_after_its_own_scan() {
     ] {
         let f = file(&text);
         let read = Arc::new(AtomicU64::new(0));
-        let ahead = std::io::BufReader::with_capacity(
-            64,
-            CountedReader {
-                inner: text.as_bytes(),
-                read: read.clone(),
-            },
-        );
-        let ctx = crate::trace::testing::file_ctx("t.csv", f.path(), text.len() as u64);
         let mut sink = FirstBegin {
             pieces: Pieces::default(),
             read: read.clone(),
             at_first: None,
         };
-        stream_csv_sized(ahead, &ctx, 1000, 50, &mut sink).unwrap();
+        stream_counted(&text, f.path(), &read, &mut sink).unwrap();
         assert_eq!(sink.pieces.trace, whole(&text));
         // The first of three kernels is 300 of 840 rows.
         let (at, len) = (sink.at_first.unwrap(), text.len() as u64);
@@ -372,7 +383,7 @@ impl CtaSink for Ends {
 /// after its own end, not after the large one's.
 #[test]
 fn a_kernel_ends_once_its_own_scan_ends() {
-    use crate::trace::testing::{CountedReader, Pieces};
+    use crate::trace::testing::Pieces;
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
     for with_sm in [false, true] {
@@ -390,20 +401,13 @@ fn a_kernel_ends_once_its_own_scan_ends() {
         }
         let f = file(&text);
         let read = Arc::new(AtomicU64::new(0));
-        let ahead = std::io::BufReader::with_capacity(
-            64,
-            CountedReader {
-                inner: text.as_bytes(),
-                read: read.clone(),
-            },
-        );
-        let ctx = crate::trace::testing::file_ctx("t.csv", f.path(), text.len() as u64);
         let mut sink = Ends {
             pieces: Pieces::default(),
             read: read.clone(),
             at: Vec::new(),
         };
-        stream_csv_sized(ahead, &ctx, 1000, 50, &mut sink).unwrap();
+        stream_counted(&text, f.path(), &read, &mut sink).unwrap();
+        let ctx = crate::trace::testing::file_ctx("t.csv", f.path(), text.len() as u64);
         assert_eq!(sink.pieces.trace, whole(&text));
         let len = text.len() as u64;
         // The small kernel is 60 of 3120 rows: it ends within a few chunks of 1000 bytes.
