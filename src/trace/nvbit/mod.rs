@@ -66,6 +66,22 @@ struct Launch {
     retired: bool,
 }
 
+impl Launch {
+    /// The launch once its lines have ended: its slot tables dropped (not copied first when
+    /// a copy of the walk shares them).
+    fn retired(&self) -> Launch {
+        Launch {
+            index: self.index,
+            builder: self.builder.clone(),
+            tpb: self.tpb,
+            slots: FxHashMap::default(),
+            warps_in_cta: FxHashMap::default(),
+            lines: self.lines,
+            retired: true,
+        }
+    }
+}
+
 /// One access line, its lanes not yet decoded.
 struct WarpLine<'a> {
     /// Linear CTA index in the grid.
@@ -246,11 +262,8 @@ fn walk_on<R: BufRead>(
         let id = launch_of(&parts, w.last_launch).map_err(|m| at(m.into()))?;
         if retire && w.running != Some(id) {
             if let Some(prev) = w.running.and_then(|p| w.launches.get_mut(&p)) {
-                let prev = Arc::make_mut(prev);
                 let prev_index = prev.index;
-                prev.retired = true;
-                prev.slots = FxHashMap::default();
-                prev.warps_in_cta = FxHashMap::default();
+                *prev = Arc::new(prev.retired());
                 if w.launches
                     .get(&id)
                     .is_some_and(|l| l.retired || l.index < prev_index)
