@@ -21,7 +21,9 @@
 //! with the file compressed by zstd (decompressed again up to the copy's place);
 //! `streamed_window_at_90pc_matmul128_wsb_*`: the same for a binary file of matmul n=128 in
 //! CTAs of 8x8 threads (4.2 M accesses, 256 CTAs; copies between CTAs, their resident CTAs'
-//! rows read again through the index); `..._matmul128_accelsim_*`: the same kernel as an
+//! rows read again through the index); `..._matmul128_wsb_zst_*`: the same file compressed by
+//! zstd (no index to seek by: decompressed again from its start, the records before the
+//! copy's place stepped over, the resident CTAs' chunks decoded); `..._matmul128_accelsim_*`: the same kernel as an
 //! Accel-Sim trace (63 MB of text; its kernel file read again from its start, the blocks of
 //! the CTAs done skimmed, the resident CTAs' decoded); `..._matmul128_nvbit_*`: the NVBit
 //! log above (read on from the line where its reader gave the copy's place, with a copy of
@@ -216,11 +218,21 @@ fn streamed(c: &mut Criterion) {
     let matmul = warpscope::gen::generate("matmul", &params).expect("matmul");
     warpscope::trace::write_file(&matmul, &wsb).expect("written");
     drop(matmul);
+    // The same compressed: no index to seek by, so the detail walks it from its start.
+    let wsb_zst = dir.path().join("matmul128.wsb.zst");
+    let bytes = std::fs::read(&wsb).expect("the trace");
+    std::fs::write(
+        &wsb_zst,
+        zstd::encode_all(&bytes[..], 3).expect("compressed"),
+    )
+    .expect("written");
+    drop(bytes);
     let accelsim = accelsim_dir::write(dir.path(), 128);
     for (file, label) in [
         (&path, "10M_din"),
         (&zst, "10M_din_zst"),
         (&wsb, "matmul128_wsb"),
+        (&wsb_zst, "matmul128_wsb_zst"),
         (&accelsim, "matmul128_accelsim"),
         (&nvbit, "matmul128_nvbit"),
     ] {

@@ -798,10 +798,21 @@ fn details_from_copies_equal_details_from_the_start_with(
     copied
 }
 
+/// A copy of the file at `path`, compressed with zstd, next to it (`.zst` added).
+fn zstd_copy(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".zst");
+    let packed = PathBuf::from(name);
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(&packed, zstd::encode_all(&bytes[..], 1).unwrap()).unwrap();
+    packed
+}
+
 /// A binary file (version 4) is read on from a copy taken between two CTAs: the copy holds
-/// no rows, and gets those of its resident CTAs back through the file's index. Details from
-/// copies equal details from the start, within a kernel and across the two launches, on one
-/// SM and on all; a file that changed since is an error naming it, not a wrong detail.
+/// no rows, and gets those of its resident CTAs back through the file's index (compressed,
+/// by walking the file from its start). Details from copies equal details from the start,
+/// within a kernel and across the two launches, on one SM and on all; a file that changed
+/// since is an error naming it, not a wrong detail.
 #[test]
 fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -811,13 +822,15 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
         ("transpose", &[("width", "512"), ("height", "256")]),
     ]);
     warpscope::trace::write_file(&t, &path).unwrap();
+    // Compressed, it has no index to seek by: it is walked from its start to the place.
+    let packed = zstd_copy(&path);
     let mut cfg = config::preset("fermi-16k").unwrap();
-    for all in [false, true] {
+    for (all, file) in [(false, &path), (true, &path), (true, &packed)] {
         if all {
             cfg.gpu.simulate = config::SmSelection::All;
         }
         let copied =
-            details_from_copies_equal_details_from_the_start_with(&path, &cfg, 50_000, &|total| {
+            details_from_copies_equal_details_from_the_start_with(file, &cfg, 50_000, &|total| {
                 vec![
                     0..10,
                     total / 5..total / 5 + 300,
@@ -896,20 +909,22 @@ fn the_detail_of_an_issued_order_binary_file_read_on_from_a_copy_equals_the_one_
     warpscope::trace::write_file(&t, &path).unwrap();
     let mut cfg = config::preset("fermi-16k").unwrap();
     cfg.gpu.simulate = config::SmSelection::All;
-    let copied =
-        details_from_copies_equal_details_from_the_start_with(&path, &cfg, 100_000, &|total| {
-            vec![
-                0..10,
-                total / 3..total / 3 + 500,
-                total * 9 / 10..total * 9 / 10 + 50,
-                total - 50..total + 10,
-            ]
-        });
-    assert!(copied
-        .checkpoints
-        .kept
-        .iter()
-        .all(|c| matches!(c.at, ResumePoint::Issued { .. })));
+    for file in [path.clone(), zstd_copy(&path)] {
+        let copied =
+            details_from_copies_equal_details_from_the_start_with(&file, &cfg, 100_000, &|total| {
+                vec![
+                    0..10,
+                    total / 3..total / 3 + 500,
+                    total * 9 / 10..total * 9 / 10 + 50,
+                    total - 50..total + 10,
+                ]
+            });
+        assert!(copied
+            .checkpoints
+            .kept
+            .iter()
+            .all(|c| matches!(c.at, ResumePoint::Issued { .. })));
+    }
 }
 
 #[test]

@@ -142,8 +142,8 @@ fn run_as(
 /// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
 /// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
 /// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`);
-/// an NVBit log from the place on. A compressed `din` file or NVBit log is read whole (its
-/// place is in the decompressed bytes).
+/// an NVBit log from the place on. A compressed `din` file, binary file or NVBit log is read
+/// whole (its place is in the decompressed bytes).
 fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool) -> u64 {
     let opts = trace::ReadOptions {
         format: None,

@@ -527,7 +527,7 @@ pub fn file_source(
 
 /// [`file_source`] for a run that keeps copies of its session, one about every `every`
 /// accesses: the CTAs and chunks of issued rows of a file that can be read on from them
-/// ([`trace::OpenTrace::resumable`]: an uncompressed binary file of version 4,
+/// ([`trace::OpenTrace::resumable`]: a binary file of version 4,
 /// cuda-memtrace, Accel-Sim) go with their place in the file ([`Fanout::number_pieces`]), so
 /// that the lane offers copies between and within them ([`trace::ResumePoint::Cta`],
 /// [`trace::ResumePoint::Issued`]); an NVBit log's reader gives places itself, after a
@@ -556,7 +556,7 @@ fn file_source_marked(
             splits: false,
         },
         Err(open) => {
-            // A copy of a session can go on from any CTA of an uncompressed binary file or
+            // A copy of a session can go on from any CTA of a binary file of version 4 or
             // an Accel-Sim trace, from a chunk of a cuda-memtrace file, or from a place an
             // NVBit log's reader gave.
             let resumable = copies_every.is_some() && open.resumable();
@@ -620,8 +620,9 @@ fn send_rows<R: std::io::BufRead>(
 /// session that stood there ([`Session::snapshot`]), sent as [`file_source`] sends it: a
 /// reference stream's rows, or a kernel from the CTA or chunk after the copy on and the
 /// kernels after it. A copy within a binary file's kernel gets back the rows of its resident
-/// CTAs here, read through the file's index; one within an Accel-Sim kernel gets them from
-/// the source, which reads the kernel's file again (`trace::CtaSink::resident`). `watch`
+/// CTAs here, read through the file's index; one within an Accel-Sim kernel or a compressed
+/// binary file's gets them from the source, which reads the kernel's file again or walks the
+/// binary file from its start (`trace::CtaSink::resident`). `watch`
 /// sees the file's bytes from there; `as_found` is [`file_source`]'s.
 pub fn resumed_source(
     path: std::path::PathBuf,
@@ -650,14 +651,16 @@ pub fn resumed_source(
         format: None,
         allow_truncated: false,
     };
-    let format = trace::open_trace(&path, opts, &|s| s, &|s| s)?.format;
+    let opened = trace::open_trace(&path, opts, &|s| s, &|s| s)?;
+    let format = opened.format;
     if matches!(
         format,
         trace::Format::MemTrace | trace::Format::AccelSim | trace::Format::NvBit
-    ) {
+    ) || opened.walks_to_resume()
+    {
         // The reader goes on from `at` itself: issued rows only (cuda-memtrace: the copy
         // wants no CTA's rows back), or the resident CTAs' rows first, from the kernel file
-        // read again (Accel-Sim).
+        // read again (Accel-Sim) or from the compressed binary file walked from its start.
         let instructions = session.kernel_instructions().to_vec();
         let wanted = session.wanted_ctas().to_vec();
         return Ok(FileSource {

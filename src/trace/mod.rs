@@ -200,14 +200,18 @@ impl OpenTrace {
     }
 
     /// Whether a run of this file can be read on from where a copy of its session was taken
-    /// ([`OpenTrace::stream_from`]), a file and not a pipe: our binary format, uncompressed
-    /// (version 4, through its index); cuda-memtrace (walked over to the place); an Accel-Sim
+    /// ([`OpenTrace::stream_from`]), a file and not a pipe: our binary format of version 4
+    /// (through its index; a compressed file has none to seek by and is decompressed again up
+    /// to the place, its records before it stepped over); cuda-memtrace (walked over to the place); an Accel-Sim
     /// trace (its kernel files before the copy's are not opened; that one is read again from
     /// its start); an NVBit log read in one pass (from the places its reader gives,
     /// [`CtaSink::read_on_point`]). A compressed cuda-memtrace file or NVBit log is
     /// decompressed again up to the place.
     pub fn resumable(&self) -> bool {
         match self.format {
+            Format::Binary if self.compression != source::Compression::None => {
+                self.file_bytes > 0 && self.binary_version().is_some_and(|v| v >= 4)
+            }
             Format::Binary => self.seekable_index().is_some(),
             Format::MemTrace | Format::AccelSim | Format::NvBit => self.file_bytes > 0,
             _ => false,
@@ -229,6 +233,11 @@ impl OpenTrace {
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn CtaSink,
     ) -> Result<(), TraceError> {
+        if let (true, Some(place)) = (self.walks_to_resume(), binary::Place::of(&at)) {
+            let bound = self.expanded_bound();
+            let wanted = held.wanted_ctas;
+            return binary::stream_from_start(self.reader, &self.name, bound, place, wanted, out);
+        }
         let ctx = Ctx {
             file: &self.name,
             path: &self.path,
@@ -356,6 +365,22 @@ impl OpenTrace {
             source::Compression::None => self.file_bytes,
             _ => self.file_bytes.saturating_mul(4096),
         }
+    }
+
+    /// Whether [`OpenTrace::stream_from`] reads this file on by walking it from its start: a
+    /// compressed binary file of version 4 (an uncompressed one goes through its index:
+    /// `shell::lanes::resumed_source`).
+    pub fn walks_to_resume(&self) -> bool {
+        self.format == Format::Binary
+            && self.compression != source::Compression::None
+            && self.resumable()
+    }
+
+    /// The version of a binary file, read from its (decompressed) header; `None` if it
+    /// cannot be read.
+    fn binary_version(&self) -> Option<u32> {
+        let mut r = source::open(&self.path, &|s| s, &|s| s).ok()?.reader;
+        binary::version_of(&mut r, &self.name).ok()
     }
 
     /// The index of a binary file of version 4 that is not compressed (a file, not a pipe):

@@ -62,7 +62,7 @@ pub(super) fn detail_buttons(
     }
     let from = if data.checkpoints.kept.is_empty() {
         "from its start (a din file, an Accel-Sim trace, a cuda-memtrace file, an NVBit log \
-         read once, or a .wsb file that is not compressed, is read on from copies of the run \
+         read once, or a .wsb file of version 4, is read on from copies of the run \
          kept as it went: `warpscope convert FILE F.wsb` makes one of any trace)"
     } else {
         "on from the latest copy of the run before the view"

@@ -152,6 +152,14 @@ pub(super) fn begin_kernel<R: Read>(
     })
 }
 
+/// The head of a chunk record: where it is, its CTA and its row count.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChunkHead {
+    pub(super) at: u64,
+    pub(super) cta: u32,
+    pub(super) rows: u32,
+}
+
 /// Reads a chunk record (its tag read, at `at`) of kernel `k`; a grouped kernel's CTA goes
 /// to `out` once the next one starts.
 pub(super) fn read_chunk<R: Read>(
@@ -162,6 +170,15 @@ pub(super) fn read_chunk<R: Read>(
     cta_rows: &mut Columns,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
+    let head = read_chunk_head(rd, at)?;
+    read_chunk_body(rd, head, k, raw, cta_rows, out)
+}
+
+/// Reads the head of a chunk record (its tag read, at `at`): its CTA and row count.
+pub(super) fn read_chunk_head<R: Read>(
+    rd: &mut Reader<'_, R>,
+    at: u64,
+) -> Result<ChunkHead, TraceError> {
     rd.begin_record();
     let cta = rd.u32("the chunk's CTA")?;
     let n_at = rd.offset;
@@ -172,6 +189,34 @@ pub(super) fn read_chunk<R: Read>(
             format!("a chunk holds 1 to {MAX_CHUNK_ROWS} rows, this one says {n}"),
         ));
     }
+    Ok(ChunkHead { at, cta, rows: n })
+}
+
+/// Steps over the rows and checksum of a chunk whose head was read (not checked: a read
+/// on from a place in the file), counting them as read of kernel `k` when it is given.
+pub(super) fn skip_chunk_body<R: Read>(
+    rd: &mut Reader<'_, R>,
+    head: ChunkHead,
+    k: Option<&mut Reading>,
+) -> Result<(), TraceError> {
+    rd.skip(head.rows as u64 * ROW_BYTES as u64 + 4, "the chunk's rows")?;
+    if let Some(k) = k {
+        k.chunks += 1;
+        k.read += head.rows as u64;
+    }
+    Ok(())
+}
+
+/// Reads the rows and checksum of a chunk whose head was read; as [`read_chunk`].
+pub(super) fn read_chunk_body<R: Read>(
+    rd: &mut Reader<'_, R>,
+    head: ChunkHead,
+    k: &mut Reading,
+    raw: &mut Vec<u8>,
+    cta_rows: &mut Columns,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let ChunkHead { at, cta, rows: n } = head;
     let start = rd.offset;
     raw.resize(n as usize * ROW_BYTES, 0);
     if let Some(got) = rd.read_fully(raw)? {
@@ -301,6 +346,31 @@ pub(super) fn end_kernel<R: Read>(
 }
 
 impl Reading {
+    /// Gives the CTA gathered so far to `out` as the rows of a resident CTA
+    /// ([`CtaSink::resident`]), and forgets it: the chunks read next go on as any other.
+    pub(super) fn give_resident(
+        &mut self,
+        cta_rows: &mut Columns,
+        out: &mut dyn CtaSink,
+    ) -> Result<Option<u32>, TraceError> {
+        let Some(cta) = self.cta.take() else {
+            return Ok(None);
+        };
+        self.b.take_rows(cta_rows);
+        out.resident(cta, cta_rows)?;
+        Ok(Some(cta))
+    }
+
+    /// The CTA being gathered, if any.
+    pub(super) fn current_cta(&self) -> Option<u32> {
+        self.cta
+    }
+
+    /// The chunks read or stepped over so far.
+    pub(super) fn chunks(&self) -> u32 {
+        self.chunks
+    }
+
     /// Ends a kernel of which only some chunks were read (a window through the index): gives
     /// its last CTA to `out` without checking its row count.
     pub(super) fn end_window(

@@ -2,7 +2,7 @@
 //! CTA, or a window of a kernel's rows (a stretch of time in the trace), reading only the
 //! chunks that hold them. A viewer zooming into a huge trace re-reads just what it shows.
 
-use super::chunked::{begin_kernel, end_kernel, read_chunk};
+use super::chunked::{begin_kernel, end_kernel, read_chunk, Reading};
 use super::{read_file_header, Reader, CHUNK_TAG, END_TAG, INDEX_TAG, ISSUED_CHUNK, KERNEL_TAG};
 use crate::trace::sink::{Assemble, CtaSink, KernelSink};
 use crate::trace::source::Stream;
@@ -350,32 +350,50 @@ impl Index {
         let mut r = BufReader::with_capacity(1 << 20, watch(Box::new(file_r)));
         let mut rd = Reader::new(&mut r, file, end);
         rd.offset = start;
-        loop {
-            let at = rd.offset;
-            let tag = rd.u8("a kernel ('K'), chunk ('C') or index ('X') record")?;
-            if tag != CHUNK_TAG {
-                if let Some(reading) = current.take() {
-                    end_kernel(&rd, reading, &mut cta_rows, out)?;
-                }
+        read_on(&mut rd, current, None, (&mut raw, &mut cta_rows), out)
+    }
+}
+
+/// Reads the records from where `rd` stands to the index, handing them to `out`, for a read
+/// on from a place in the file: `current` is the kernel being read there (its beginning
+/// given before), `pending` a record whose tag was read already (its offset and tag).
+pub(super) fn read_on<R: Read>(
+    rd: &mut Reader<'_, R>,
+    mut current: Option<Reading>,
+    mut pending: Option<(u64, u8)>,
+    (raw, cta_rows): (&mut Vec<u8>, &mut Columns),
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    loop {
+        let (at, tag) = match pending.take() {
+            Some(p) => p,
+            None => (
+                rd.offset,
+                rd.u8("a kernel ('K'), chunk ('C') or index ('X') record")?,
+            ),
+        };
+        if tag != CHUNK_TAG {
+            if let Some(reading) = current.take() {
+                end_kernel(rd, reading, cta_rows, out)?;
             }
-            match tag {
-                KERNEL_TAG => current = Some(begin_kernel(&mut rd, at, out)?),
-                CHUNK_TAG => {
-                    let Some(reading) = current.as_mut() else {
-                        return Err(rd.err(at, "a chunk record before any kernel record"));
-                    };
-                    read_chunk(&mut rd, at, reading, &mut raw, &mut cta_rows, out)?;
-                }
-                INDEX_TAG => return Ok(()),
-                other => {
-                    return Err(rd.err(
-                        at,
-                        format!(
-                            "expected a kernel ('K'), chunk ('C') or index ('X') record, \
-                             found byte {other:#04x}"
-                        ),
-                    ))
-                }
+        }
+        match tag {
+            KERNEL_TAG => current = Some(begin_kernel(rd, at, out)?),
+            CHUNK_TAG => {
+                let Some(reading) = current.as_mut() else {
+                    return Err(rd.err(at, "a chunk record before any kernel record"));
+                };
+                read_chunk(rd, at, reading, raw, cta_rows, out)?;
+            }
+            INDEX_TAG => return Ok(()),
+            other => {
+                return Err(rd.err(
+                    at,
+                    format!(
+                        "expected a kernel ('K'), chunk ('C') or index ('X') record, \
+                         found byte {other:#04x}"
+                    ),
+                ))
             }
         }
     }
@@ -400,7 +418,7 @@ fn kernel_record<R: std::io::Read>(
 
 /// Keeps the rows of the CTAs given and nothing else: [`Index::cta`] reads one CTA into it,
 /// and [`Index::stream_from`] the record of a kernel whose beginning was given before.
-struct TakeCta(Columns);
+pub(super) struct TakeCta(pub(super) Columns);
 
 impl KernelSink for TakeCta {
     fn kernel(&mut self, _: Kernel) -> Result<(), TraceError> {

@@ -25,9 +25,11 @@
 mod chunked;
 mod index;
 mod legacy;
+mod walk;
 mod write;
 
 pub use index::{Index, IndexedChunk, IndexedKernel};
+pub use walk::{stream_from_start, Place};
 pub use write::Writer;
 
 use super::model::{AccessKind, Dim3, Kernel, KernelInfo, Order, Trace, WarpInstructions};
@@ -106,6 +108,19 @@ impl<'a, R: Read> Reader<'a, R> {
         self.crc.update(buf);
         self.offset += buf.len() as u64;
         Ok(None)
+    }
+    /// Steps over `n` bytes (`what`), which the checksum does not see.
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), TraceError> {
+        let got = std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink())
+            .map_err(|e| TraceError::io(self.file, e))?;
+        if got != n {
+            return Err(self.err(
+                self.offset + got,
+                format!("file ends early: expected {what}"),
+            ));
+        }
+        self.offset += n;
+        Ok(())
     }
     fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         Ok(self.bytes::<1>(what)?[0])
@@ -217,6 +232,11 @@ pub fn stream_sized<R: BufRead>(
     } else {
         legacy::read(&mut rd, version, out)
     }
+}
+
+/// The version of the binary trace `r` (named `file` in errors), read from its header.
+pub fn version_of<R: Read>(r: R, file: &str) -> Result<u32, TraceError> {
+    read_file_header(&mut Reader::new(r, file, u64::MAX))
 }
 
 /// Reads the magic, version and flags; returns the version.

@@ -179,6 +179,10 @@ impl CtaSink for Recorder {
     fn expect_rows(&mut self, rows: u64) {
         self.said.push(rows);
     }
+    fn resident(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        self.events.push(format!("resident {cta} {}", rows.len()));
+        Ok(())
+    }
 }
 
 #[test]
@@ -470,6 +474,75 @@ fn the_index_reads_on_from_any_cta() {
         .stream_from(file.clone(), 1, second, &|s| s, &mut Recorder::default())
         .unwrap_err();
     assert!(e.to_string().contains("not the first of its CTA 1"), "{e}");
+}
+
+/// A file walked from its start to a place (a compressed file has no index to seek by)
+/// gives the rows of the CTAs a copy there holds without them, then reads on as the index
+/// does from the same place; a file that no longer holds what the run read is an error
+/// saying that it changed.
+#[test]
+fn walking_from_the_start_reads_on_as_the_index_does() {
+    let t = varied();
+    let data = bytes(&t);
+    let index = Index::read(&mut Cursor::new(data.clone()), "w.wsb").unwrap();
+    let walk = |at: (u32, Place), wanted: &[u32], out: &mut Recorder| {
+        stream_from_start(data.as_slice(), "w.wsb", data.len() as u64, at, wanted, out)
+    };
+    let mut residents = 0;
+    for (k, kernel) in t.kernels.iter().enumerate() {
+        let places: Vec<(Place, usize)> = if kernel.order == Order::Issued {
+            (0..=index.kernels[k].chunks.len())
+                .map(|c| (Place::FromChunk(c as u32), c))
+                .collect()
+        } else {
+            (0..kernel.num_ctas() + 2)
+                .map(|n| (Place::FromCta(n), index.first_chunk_of(k, n)))
+                .collect()
+        };
+        for (place, chunk) in places {
+            // A copy there may hold any CTAs before the place: every other one with rows.
+            let wanted: Vec<u32> = match place {
+                Place::FromCta(next) => (0..next.min(kernel.num_ctas()))
+                    .filter(|&c| c % 2 == 1 && !kernel.cta_rows(c).is_empty())
+                    .collect(),
+                Place::FromChunk(_) => Vec::new(),
+            };
+            let mut want = Recorder::default();
+            for &c in &wanted {
+                let rows = kernel.cta_rows(c).len();
+                want.events.push(format!("resident {c} {rows}"));
+            }
+            residents += wanted.len();
+            index
+                .stream_from(Cursor::new(data.clone()), k, chunk, &|s| s, &mut want)
+                .unwrap();
+            let mut got = Recorder::default();
+            walk((k as u32, place), &wanted, &mut got).unwrap();
+            assert_eq!(got.events, want.events, "kernel {k} from {place:?}");
+        }
+    }
+    assert!(residents > 4, "{residents}");
+    let changed = |e: TraceError| {
+        let e = e.to_string();
+        assert!(e.contains("w.wsb") && e.contains("changed"), "{e}");
+    };
+    // A kernel the file does not have.
+    changed(walk((9, Place::FromCta(0)), &[], &mut Recorder::default()).unwrap_err());
+    // A resident CTA the file has no rows for before the place.
+    let e = walk((1, Place::FromCta(1)), &[0, 1], &mut Recorder::default()).unwrap_err();
+    changed(e);
+    // A version 3 file has no chunks to walk over.
+    let old = version_3(&t);
+    let e = stream_from_start(
+        old.as_slice(),
+        "w.wsb",
+        old.len() as u64,
+        (0, Place::FromCta(0)),
+        &[],
+        &mut Recorder::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("version 3"), "{e}");
 }
 
 /// Reading on from a CTA checks the chunks it reads: a damaged one is an error at its offset.
