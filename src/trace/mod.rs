@@ -19,6 +19,7 @@ pub mod nugteren;
 pub mod nvbit;
 #[cfg(feature = "tables")]
 pub(crate) mod parquet_check;
+mod queue;
 mod sink;
 pub mod source;
 pub(crate) mod spill;

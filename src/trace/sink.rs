@@ -226,6 +226,17 @@ impl IssuedChunks {
     pub fn push(&mut self, a: &super::model::Access) {
         self.rows.push(a);
     }
+    /// Adds `rows` after those gathered, handing on each chunk they fill.
+    pub fn push_all(&mut self, rows: &Columns, out: &mut dyn CtaSink) -> Result<(), TraceError> {
+        let mut at = 0;
+        while at < rows.len() {
+            let take = (ISSUED_CHUNK_ROWS - self.rows.len()).min(rows.len() - at);
+            self.rows.extend_from(rows, at..at + take);
+            at += take;
+            self.hand_on_full(out)?;
+        }
+        Ok(())
+    }
     /// Whether the rows gathered make a chunk.
     pub fn is_full(&self) -> bool {
         self.rows.len() >= ISSUED_CHUNK_ROWS

@@ -374,7 +374,7 @@ fn row_field(within: usize) -> (usize, &'static str) {
 
 /// Appends 23-byte records to the columns, one column at a time (barrier rows get instruction
 /// 0, as the writer stores them). Validation happens in [`super::KernelBuilder::append_rows`].
-fn decode_rows(chunk: &[u8], cols: &mut super::Columns) {
+pub(crate) fn decode_rows(chunk: &[u8], cols: &mut super::Columns) {
     let recs = chunk.chunks_exact(ROW_BYTES);
     let u32_at = |r: &[u8], o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
     cols.thread.extend(recs.clone().map(|r| u32_at(r, 0)));
@@ -397,7 +397,7 @@ fn decode_rows(chunk: &[u8], cols: &mut super::Columns) {
 }
 
 /// Encodes rows `range` of `c` as 23-byte records appended to `out`.
-fn encode_rows(c: &super::Columns, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+pub(crate) fn encode_rows(c: &super::Columns, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
     out.reserve(range.len() * ROW_BYTES);
     for i in range {
         out.extend_from_slice(&c.thread[i].to_le_bytes());
