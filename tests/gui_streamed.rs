@@ -520,6 +520,86 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     }
 }
 
+/// `t` as a CSV table: each kernel's threads' rows interleaved (each thread's in order), or
+/// with an `sm` column, in an order warps could issue them (every thread's first access,
+/// then every thread's second, ...), each CTA on SM `cta % 14`.
+fn csv_table(t: &warpscope::trace::Trace, with_sm: bool) -> String {
+    let mut csv = String::from("kernel,cta_x,cta_y,thread_x,thread_y,inst,dyn,kind,address,size");
+    csv.push_str(if with_sm { ",sm\n" } else { "\n" });
+    for (ki, k) in t.kernels.iter().enumerate() {
+        let mut rows: Vec<((u32, u32, u32), String)> = k
+            .accesses()
+            .map(|a| {
+                let (c, th) = k.split_thread(a.thread);
+                let kind = if a.kind.is_write() { "st" } else { "ld" };
+                let name = &k.instructions[a.inst as usize].name;
+                let mut row = format!(
+                    "{ki},{},{},{},{},{name},{},{kind},{},{}",
+                    c.x, c.y, th.x, th.y, a.dyn_inst, a.addr, a.size
+                );
+                if with_sm {
+                    let cta = k.grid.linear(c) as u32;
+                    row.push_str(&format!(",{}", cta % 14));
+                }
+                row.push('\n');
+                ((a.dyn_inst, a.inst, a.thread), row)
+            })
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        csv.extend(rows.into_iter().map(|r| r.1));
+    }
+    csv
+}
+
+/// A file of a format with no way to seek to a CTA or chunk (our text format, CSV tables in
+/// CTA order and in issue order, Nugteren et al.'s per-thread format) is read on from a copy
+/// of its run by reading it again from its start without simulating what comes before the
+/// copy's place: details from copies equal details from the start, on every SM.
+#[test]
+fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = generated(&[
+        ("matmul", &[("n", "64")]),
+        ("transpose", &[("width", "256"), ("height", "128")]),
+    ]);
+    let text = dir.path().join("two.wst");
+    warpscope::trace::write_file(&t, &text).unwrap();
+    let table = dir.path().join("two.csv");
+    std::fs::write(&table, csv_table(&t, false)).unwrap();
+    let issued = dir.path().join("issued.csv");
+    std::fs::write(&issued, csv_table(&t, true)).unwrap();
+    let one = generated(&[("matmul", &[("n", "64")])]);
+    let nugteren = dir.path().join("one.trc");
+    let written =
+        warpscope::trace::write_file_as(&one, &nugteren, warpscope::trace::WriteFormat::Nugteren)
+            .unwrap();
+    let mut cfg = config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = config::SmSelection::All;
+    for (file, issued_order) in [
+        (&text, false),
+        (&table, false),
+        (&issued, true),
+        (&written[0], false),
+    ] {
+        let copied =
+            details_from_copies_equal_details_from_the_start_with(file, &cfg, 40_000, &|total| {
+                vec![
+                    0..10,
+                    total / 3..total / 3 + 500,
+                    total * 9 / 10..total * 9 / 10 + 50,
+                    total - 50..total + 10,
+                ]
+            });
+        for c in &copied.checkpoints.kept {
+            match c.at {
+                ResumePoint::Issued { .. } if issued_order => {}
+                ResumePoint::Cta { .. } if !issued_order => {}
+                ref other => panic!("{}: {other:?}", file.display()),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
     let mut h = support::harness(streaming_app(sample("accelsim-matrixmul")));

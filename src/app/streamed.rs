@@ -142,8 +142,9 @@ fn run_as(
 /// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
 /// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
 /// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`);
-/// an NVBit log from the place on. A compressed `din` file, binary file or NVBit log is read
-/// whole (its place is in the decompressed bytes).
+/// an NVBit log from the place on; a file of the other formats whole, as often as its run
+/// read it. A compressed `din` file, binary file or NVBit log is read whole (its place is in
+/// the decompressed bytes).
 fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool) -> u64 {
     let opts = trace::ReadOptions {
         format: None,
@@ -169,6 +170,8 @@ fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool
             let before = open.bytes_before_kernel(kernel).unwrap_or(0);
             bytes.saturating_sub(before) * reads
         }
+        // Read again from its start, as often as the run read it.
+        Ok(open) if open.skims_to_resume() => bytes * open.streamed_reads(false),
         _ => {
             let offset = std::fs::File::open(path)
                 .ok()

@@ -527,8 +527,8 @@ pub fn file_source(
 
 /// [`file_source`] for a run that keeps copies of its session, one about every `every`
 /// accesses: the CTAs and chunks of issued rows of a file that can be read on from them
-/// ([`trace::OpenTrace::resumable`]: a binary file of version 4,
-/// cuda-memtrace, Accel-Sim) go with their place in the file ([`Fanout::number_pieces`]), so
+/// ([`trace::OpenTrace::resumable`]: a binary file of version 4, and any other format but
+/// `din`) go with their place in the file ([`Fanout::number_pieces`]), so
 /// that the lane offers copies between and within them ([`trace::ResumePoint::Cta`],
 /// [`trace::ResumePoint::Issued`]); an NVBit log's reader gives places itself, after a
 /// chunk every `every` rows or so ([`Fanout::take_read_on_points`]). With `as_found`, a file
@@ -556,9 +556,10 @@ fn file_source_marked(
             splits: false,
         },
         Err(open) => {
-            // A copy of a session can go on from any CTA of a binary file of version 4 or
-            // an Accel-Sim trace, from a chunk of a cuda-memtrace file, or from a place an
-            // NVBit log's reader gave.
+            // A copy of a session can go on from any CTA or chunk of issued rows (of a
+            // binary file of version 4, an Accel-Sim trace, a cuda-memtrace file, a file of
+            // the formats read again from the start), or from a place an NVBit log's reader
+            // gave.
             let resumable = copies_every.is_some() && open.resumable();
             FileSource {
                 // One kernel or CTA waits while one is simulated and the next is read.
@@ -620,9 +621,10 @@ fn send_rows<R: std::io::BufRead>(
 /// session that stood there ([`Session::snapshot`]), sent as [`file_source`] sends it: a
 /// reference stream's rows, or a kernel from the CTA or chunk after the copy on and the
 /// kernels after it. A copy within a binary file's kernel gets back the rows of its resident
-/// CTAs here, read through the file's index; one within an Accel-Sim kernel or a compressed
-/// binary file's gets them from the source, which reads the kernel's file again or walks the
-/// binary file from its start (`trace::CtaSink::resident`). `watch`
+/// CTAs here, read through the file's index; one within an Accel-Sim kernel, a compressed
+/// binary file's or another format's gets them from the source, which reads the kernel's
+/// file again, walks the binary file from its start or reads the file again from its start
+/// (`trace::CtaSink::resident`, `trace::SkipTo`). `watch`
 /// sees the file's bytes from there; `as_found` is [`file_source`]'s.
 pub fn resumed_source(
     path: std::path::PathBuf,
@@ -652,15 +654,11 @@ pub fn resumed_source(
         allow_truncated: false,
     };
     let opened = trace::open_trace(&path, opts, &|s| s, &|s| s)?;
-    let format = opened.format;
-    if matches!(
-        format,
-        trace::Format::MemTrace | trace::Format::AccelSim | trace::Format::NvBit
-    ) || opened.walks_to_resume()
-    {
+    if opened.format != trace::Format::Binary || opened.walks_to_resume() {
         // The reader goes on from `at` itself: issued rows only (cuda-memtrace: the copy
         // wants no CTA's rows back), or the resident CTAs' rows first, from the kernel file
-        // read again (Accel-Sim) or from the compressed binary file walked from its start.
+        // read again (Accel-Sim), from the compressed binary file walked from its start, or
+        // from a file of another format read again from its start.
         let instructions = session.kernel_instructions().to_vec();
         let wanted = session.wanted_ctas().to_vec();
         return Ok(FileSource {

@@ -21,6 +21,7 @@ pub mod nvbit;
 pub(crate) mod parquet_check;
 mod queue;
 mod sink;
+mod skip;
 pub mod source;
 pub(crate) mod spill;
 #[cfg(feature = "tables")]
@@ -39,6 +40,7 @@ pub use model::{
     LOAD_GROUPS_ATTRIBUTE,
 };
 pub use sink::{Assemble, CtaSink, KernelSink};
+pub use skip::{Place, SkipTo};
 pub use writer::{is_binary_path, write_file, write_file_as, TraceWriter, WriteFormat};
 
 use std::path::Path;
@@ -203,19 +205,21 @@ impl OpenTrace {
     /// Whether a run of this file can be read on from where a copy of its session was taken
     /// ([`OpenTrace::stream_from`]), a file and not a pipe: our binary format of version 4
     /// (through its index; a compressed file has none to seek by and is decompressed again up
-    /// to the place, its records before it stepped over); cuda-memtrace (walked over to the place); an Accel-Sim
-    /// trace (its kernel files before the copy's are not opened; that one is read again from
-    /// its start); an NVBit log read in one pass (from the places its reader gives,
-    /// [`CtaSink::read_on_point`]). A compressed cuda-memtrace file or NVBit log is
-    /// decompressed again up to the place.
+    /// to the place, its records before it stepped over); cuda-memtrace (walked over to the
+    /// place); an Accel-Sim trace (its kernel files before the copy's are not opened; that one
+    /// is read again from its start); an NVBit log read in one pass (from the places its
+    /// reader gives, [`CtaSink::read_on_point`]); any other format but `din` (which goes on
+    /// from its own places) read again from its start without handing on what comes before
+    /// the place ([`OpenTrace::skims_to_resume`]). A compressed file is decompressed again up
+    /// to the place.
     pub fn resumable(&self) -> bool {
         match self.format {
             Format::Binary if self.compression != source::Compression::None => {
                 self.file_bytes > 0 && self.binary_version().is_some_and(|v| v >= 4)
             }
             Format::Binary => self.seekable_index().is_some(),
-            Format::MemTrace | Format::AccelSim | Format::NvBit => self.file_bytes > 0,
-            _ => false,
+            Format::Din => false,
+            _ => self.file_bytes > 0,
         }
     }
 
@@ -224,8 +228,9 @@ impl OpenTrace {
     /// its beginning, then every later kernel. A cuda-memtrace file goes on from a chunk of
     /// issued rows ([`ResumePoint::Issued`]); an Accel-Sim trace from a CTA
     /// ([`ResumePoint::Cta`]), the rows of the copy's resident CTAs first
-    /// ([`CtaSink::resident`]). (A binary file goes on through its index:
-    /// `shell::lanes::resumed_source`.)
+    /// ([`CtaSink::resident`]), as does a compressed binary file, walked from its start, and
+    /// a file of the other formats, read again from its start ([`SkipTo`]). (An uncompressed
+    /// binary file goes on through its index: `shell::lanes::resumed_source`.)
     pub fn stream_from(
         self,
         at: ResumePoint,
@@ -234,10 +239,17 @@ impl OpenTrace {
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn CtaSink,
     ) -> Result<(), TraceError> {
-        if let (true, Some(place)) = (self.walks_to_resume(), binary::Place::of(&at)) {
+        if let (true, Some(place)) = (self.walks_to_resume(), Place::of(&at)) {
             let bound = self.expanded_bound();
             let wanted = held.wanted_ctas;
             return binary::stream_from_start(self.reader, &self.name, bound, place, wanted, out);
+        }
+        if let (true, Some(place)) = (self.skims_to_resume(), Place::of(&at)) {
+            // Read again from the start, handing on nothing before the place.
+            let name = self.name.clone();
+            let mut skip = SkipTo::new(out, place, held.wanted_ctas, &name);
+            self.stream(wrap, watch, &mut skip)?;
+            return skip.finish();
         }
         let ctx = Ctx {
             file: &self.name,
@@ -366,6 +378,17 @@ impl OpenTrace {
             source::Compression::None => self.file_bytes,
             _ => self.file_bytes.saturating_mul(4096),
         }
+    }
+
+    /// Whether [`OpenTrace::stream_from`] reads this file on by reading it again from its
+    /// start, handing on nothing before the place but the resident CTAs' rows ([`SkipTo`]):
+    /// the formats that have no faster way (our text format, Nugteren et al.'s and Crawford's,
+    /// CSV and Parquet tables).
+    pub fn skims_to_resume(&self) -> bool {
+        !matches!(
+            self.format,
+            Format::Din | Format::Binary | Format::MemTrace | Format::AccelSim | Format::NvBit
+        ) && self.resumable()
     }
 
     /// Whether [`OpenTrace::stream_from`] reads this file on by walking it from its start: a

@@ -61,9 +61,10 @@ pub(super) fn detail_buttons(
         return;
     }
     let from = if data.checkpoints.kept.is_empty() {
-        "from its start (a din file, an Accel-Sim trace, a cuda-memtrace file, an NVBit log \
-         read once, or a .wsb file of version 4, is read on from copies of the run \
-         kept as it went: `warpscope convert FILE F.wsb` makes one of any trace)"
+        "from its start (this run kept no copy of itself to read on from: it was short, or \
+         its file cannot be read on from, a .wsb file older than version 4 or an NVBit log \
+         whose launches interleave; `warpscope convert FILE F.wsb` makes a file that zooms \
+         from copies)"
     } else {
         "on from the latest copy of the run before the view"
     };

@@ -28,8 +28,9 @@ mod legacy;
 mod walk;
 mod write;
 
+pub use super::Place;
 pub use index::{Index, IndexedChunk, IndexedKernel};
-pub use walk::{stream_from_start, Place};
+pub use walk::stream_from_start;
 pub use write::Writer;
 
 use super::model::{AccessKind, Dim3, Kernel, KernelInfo, Order, Trace, WarpInstructions};

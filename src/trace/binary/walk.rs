@@ -5,45 +5,12 @@
 //! kernel before the place, except those of the CTAs resident in the copy, whose rows it
 //! gives back first ([`CtaSink::resident`]). Decompressing is far faster than simulating.
 
-use super::chunked::{
-    begin_kernel, read_chunk_body, read_chunk_head, skip_chunk_body, ChunkHead, Reading,
-};
+use super::chunked::{begin_kernel, read_chunk_body, read_chunk_head, skip_chunk_body, Reading};
 use super::index::{read_on, TakeCta};
 use super::{read_file_header, Reader, CHUNK_TAG, ISSUED_CHUNK, KERNEL_TAG};
 use crate::trace::sink::{CtaSink, KernelSink};
-use crate::trace::{Columns, Kernel, TraceError};
+use crate::trace::{Columns, Kernel, Place, TraceError};
 use std::io::Read;
-
-/// Where in a kernel a run is read on from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place {
-    /// The first chunk of a CTA numbered `.0` or more (a kernel read CTA by CTA).
-    FromCta(u32),
-    /// Chunk `.0` of the kernel (issued rows).
-    FromChunk(u32),
-}
-
-impl Place {
-    /// The kernel and place in it of a binary file's place (`None` for another format's).
-    pub fn of(at: &crate::trace::ResumePoint) -> Option<(u32, Place)> {
-        use crate::trace::ResumePoint;
-        match *at {
-            ResumePoint::Cta { kernel, next_cta } => Some((kernel, Place::FromCta(next_cta))),
-            ResumePoint::Issued { kernel, next_chunk } => {
-                Some((kernel, Place::FromChunk(next_chunk)))
-            }
-            ResumePoint::Din(_) | ResumePoint::NvBit(_) => None,
-        }
-    }
-
-    /// Whether the chunk `head`, the kernel's `index`-th, is at or past the place.
-    fn reached(self, head: &ChunkHead, index: u32) -> bool {
-        match self {
-            Place::FromCta(next) => head.cta != ISSUED_CHUNK && head.cta >= next,
-            Place::FromChunk(n) => index >= n,
-        }
-    }
-}
 
 /// Streams the version 4 file `r`, read from its start (named `file`; at most `max_bytes`
 /// decompressed), on from `place` in kernel `kernel` to `out`, a copy of a session that stood
@@ -76,7 +43,10 @@ pub fn stream_from_start<R: Read>(
         let head = (tag == CHUNK_TAG)
             .then(|| read_chunk_head(&mut rd, at))
             .transpose()?;
-        let reached = head.is_none_or(|h| place.reached(&h, reading.chunks()));
+        let reached = head.is_none_or(|h| {
+            let cta = (h.cta != ISSUED_CHUNK).then_some(h.cta);
+            place.reached(cta, reading.chunks())
+        });
         if reached {
             given.extend(reading.give_resident(&mut cta_rows, &mut *resident.0)?);
             if given != wanted {
