@@ -552,7 +552,7 @@ fn csv_table(t: &warpscope::trace::Trace, with_sm: bool) -> String {
 }
 
 /// A file of a format with no way to seek to a CTA or chunk (our text format, CSV tables in
-/// CTA order and in issue order, Nugteren et al.'s per-thread format) is read on from a copy
+/// CTA order and in issue order, Parquet, Nugteren et al.'s per-thread format) is read on from a copy
 /// of its run by reading it again from its start without simulating what comes before the
 /// copy's place: details from copies equal details from the start, on every SM.
 #[test]
@@ -568,6 +568,21 @@ fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_f
     std::fs::write(&table, csv_table(&t, false)).unwrap();
     let issued = dir.path().join("issued.csv");
     std::fs::write(&issued, csv_table(&t, true)).unwrap();
+    // The same rows as Parquet, in row groups of 2^16 rows.
+    let parquet = dir.path().join("two.parquet");
+    {
+        use polars::prelude::*;
+        let mut df = CsvReadOptions::default()
+            .with_has_header(true)
+            .try_into_reader_with_file_path(Some(table.clone()))
+            .unwrap()
+            .finish()
+            .unwrap();
+        ParquetWriter::new(std::fs::File::create(&parquet).unwrap())
+            .with_row_group_size(Some(1 << 16))
+            .finish(&mut df)
+            .unwrap();
+    }
     let one = generated(&[("matmul", &[("n", "64")])]);
     let nugteren = dir.path().join("one.trc");
     let written =
@@ -578,6 +593,7 @@ fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_f
     for (file, issued_order) in [
         (&text, false),
         (&table, false),
+        (&parquet, false),
         (&issued, true),
         (&written[0], false),
     ] {
