@@ -7,7 +7,7 @@ use super::engine::TimingError;
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
 use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
-use crate::trace::{model_flags, AccessKind, Kernel};
+use crate::trace::{memory, model_flags, AccessKind, Kernel};
 
 /// One event of a warp's stream: a warp instruction (its load requests are
 /// `reqs[req_start..req_end]`) or a CTA barrier.
@@ -105,8 +105,23 @@ impl WarpStreams {
     /// build over all their CTAs. `None` if the parts are not of one kernel and setting, or
     /// share a CTA.
     pub fn join(parts: Vec<WarpStreams>) -> Option<WarpStreams> {
+        // The whole is written once, into room made for it (in huge pages where they are had).
+        let total = |f: fn(&WarpStreams) -> usize| parts.iter().map(f).sum::<usize>();
+        let (n_events, n_reqs, n_loads) = (
+            total(|p| p.events.len()),
+            total(|p| p.reqs.len()),
+            total(|p| p.loads.len()),
+        );
         let mut parts = parts.into_iter();
         let mut all = parts.next()?;
+        let more = (
+            n_events - all.events.len(),
+            n_reqs - all.reqs.len(),
+            n_loads - all.loads.len(),
+        );
+        memory::reserve(&mut all.events, more.0);
+        memory::reserve(&mut all.reqs, more.1);
+        memory::reserve(&mut all.loads, more.2);
         for p in parts {
             if (p.wpc, p.tpb, p.warp_size, p.ctas) != (all.wpc, all.tpb, all.warp_size, all.ctas)
                 || p.warp_events.len() != all.warp_events.len()
@@ -199,18 +214,19 @@ impl WarpStreams {
                                     e.stores += 1;
                                     e.store_bytes += c.request.bytes as u64;
                                 } else {
-                                    self.reqs.push(c.request.line);
+                                    memory::push(&mut self.reqs, c.request.line);
                                     e.transactions += c.transactions;
                                 }
                             }
                             e.req_end = self.reqs.len() as u32;
-                            self.events.push(e);
+                            memory::push(&mut self.events, e);
                         }
                         BARRIER => {
-                            self.events.push(Event {
+                            let barrier = Event {
                                 barrier: true,
                                 ..Default::default()
-                            });
+                            };
+                            memory::push(&mut self.events, barrier);
                             wt.pass_barrier(k.columns());
                             st = wt.state(k.columns());
                         }
@@ -260,6 +276,8 @@ impl WarpStreams {
                 let longest = counts.iter().copied().max().unwrap_or(0) as usize;
                 let first = self.loads.len();
                 let len = first + longest * lanes;
+                // Grown into huge pages: fresh pages are most of the build's cost.
+                memory::reserve(&mut self.loads, len - first);
                 self.loads.resize(len, ThreadLoad::default());
                 addrs.resize(len - base, 0);
                 width.resize(len - base, 1);
