@@ -250,8 +250,8 @@ fn last_requests(run: &SimData) -> std::ops::Range<u64> {
     total - 20..total
 }
 
-/// Windows over a run of `total` requests of issued-order kernels: its start, a third, the
-/// middle, 90% and its end (the last past it).
+/// Windows over a run of `total` requests: its start, a third, the middle, 90% and its end
+/// (the last past it).
 fn issued_windows(total: u64) -> Vec<std::ops::Range<u64>> {
     vec![
         0..10,
@@ -494,27 +494,8 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     // CSV table with its threads' rows interleaved (read twice, then sorted).
     let text = dir.path().join("two.wst");
     warpscope::trace::write_file(&t, &text).unwrap();
-    let mut csv = String::from("kernel,cta_x,cta_y,thread_x,thread_y,inst,dyn,kind,address,size\n");
-    for (ki, k) in t.kernels.iter().enumerate() {
-        let mut rows: Vec<(u32, String)> = k
-            .accesses()
-            .map(|a| {
-                let (c, th) = k.split_thread(a.thread);
-                let kind = if a.kind.is_write() { "st" } else { "ld" };
-                let name = &k.instructions[a.inst as usize].name;
-                let row = format!(
-                    "{ki},{},{},{},{},{name},{},{kind},{},{}\n",
-                    c.x, c.y, th.x, th.y, a.dyn_inst, a.addr, a.size
-                );
-                (a.dyn_inst, row)
-            })
-            .collect();
-        // Each thread's rows stay in order; threads interleave.
-        rows.sort_by_key(|r| r.0);
-        csv.extend(rows.into_iter().map(|r| r.1));
-    }
     let table = dir.path().join("two.csv");
-    std::fs::write(&table, csv).unwrap();
+    std::fs::write(&table, csv_table(&t, false)).unwrap();
     for path in [text, table] {
         same_on_one_and_every_sm(&path, &cfg);
     }
@@ -597,15 +578,12 @@ fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_f
         (&issued, true),
         (&written[0], false),
     ] {
-        let copied =
-            details_from_copies_equal_details_from_the_start_with(file, &cfg, 40_000, &|total| {
-                vec![
-                    0..10,
-                    total / 3..total / 3 + 500,
-                    total * 9 / 10..total * 9 / 10 + 50,
-                    total - 50..total + 10,
-                ]
-            });
+        let copied = details_from_copies_equal_details_from_the_start_with(
+            file,
+            &cfg,
+            40_000,
+            &issued_windows,
+        );
         for c in &copied.checkpoints.kept {
             match c.at {
                 ResumePoint::Issued { .. } if issued_order => {}
