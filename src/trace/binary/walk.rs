@@ -43,52 +43,47 @@ pub fn stream_from_start<R: Read>(
         let head = (tag == CHUNK_TAG)
             .then(|| read_chunk_head(&mut rd, at))
             .transpose()?;
-        let reached = head.is_none_or(|h| {
+        // A chunk before the place: a resident CTA's is decoded, any other stepped over.
+        if let Some(head) = head.filter(|h| {
             let cta = (h.cta != ISSUED_CHUNK).then_some(h.cta);
-            place.reached(cta, reading.chunks())
-        });
-        if reached {
-            given.extend(reading.give_resident(&mut cta_rows, &mut *resident.0)?);
-            if given != wanted {
-                return Err(rd.err(
-                    at,
-                    format!(
-                        "the run held CTAs {wanted:?} of kernel {kernel} there, the file has \
-                         rows for {given:?}: it changed since the run read it"
-                    ),
-                ));
+            !place.reached(cta, reading.chunks())
+        }) {
+            if wanted.binary_search(&head.cta).is_ok() {
+                // The CTA gathered before goes to `out` once this one starts.
+                let before = reading.current_cta();
+                let out = &mut resident;
+                read_chunk_body(&mut rd, head, &mut reading, &mut raw, &mut cta_rows, out)?;
+                given.extend(before.filter(|&c| c != head.cta));
+            } else {
+                given.extend(reading.give_resident(&mut cta_rows, &mut *resident.0)?);
+                skip_chunk_body(&mut rd, head, Some(&mut reading))?;
             }
-            let out = resident.0;
-            let Some(head) = head else {
-                // The place is past the kernel's last chunk.
-                return read_on(
-                    &mut rd,
-                    Some(reading),
-                    Some((at, tag)),
-                    (&mut raw, &mut cta_rows),
-                    out,
-                );
-            };
-            read_chunk_body(&mut rd, head, &mut reading, &mut raw, &mut cta_rows, out)?;
-            return read_on(&mut rd, Some(reading), None, (&mut raw, &mut cta_rows), out);
+            continue;
         }
-        let Some(head) = head else { continue };
-        if wanted.binary_search(&head.cta).is_ok() {
-            // The CTA gathered before goes to `out` once this one starts.
-            let before = reading.current_cta();
-            read_chunk_body(
+        // The place: the resident CTAs' rows are all given, and the file is read on.
+        given.extend(reading.give_resident(&mut cta_rows, &mut *resident.0)?);
+        if given != wanted {
+            return Err(rd.err(
+                at,
+                format!(
+                    "the run held CTAs {wanted:?} of kernel {kernel} there, the file has \
+                     rows for {given:?}: it changed since the run read it"
+                ),
+            ));
+        }
+        let out = resident.0;
+        let Some(head) = head else {
+            // The place is past the kernel's last chunk.
+            return read_on(
                 &mut rd,
-                head,
-                &mut reading,
-                &mut raw,
-                &mut cta_rows,
-                &mut resident,
-            )?;
-            given.extend(before.filter(|&c| c != head.cta));
-        } else {
-            given.extend(reading.give_resident(&mut cta_rows, &mut *resident.0)?);
-            skip_chunk_body(&mut rd, head, Some(&mut reading))?;
-        }
+                Some(reading),
+                Some((at, tag)),
+                (&mut raw, &mut cta_rows),
+                out,
+            );
+        };
+        read_chunk_body(&mut rd, head, &mut reading, &mut raw, &mut cta_rows, out)?;
+        return read_on(&mut rd, Some(reading), None, (&mut raw, &mut cta_rows), out);
     }
 }
 
