@@ -84,9 +84,7 @@ impl Stream<'_> {
         }
         Ok(())
     }
-}
 
-impl Stream<'_> {
     /// Begins the launch whose turn it is, if it has not begun, handing on first its rows
     /// that waited.
     fn begin(&mut self) -> Result<(), Fail> {
