@@ -479,15 +479,21 @@ fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope::trace::Trace {
     t
 }
 
-#[test]
-fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("two.wsb");
+/// Two small launches (matmul and transpose), written to `two.wsb` in `dir`.
+fn two_launches(dir: &Path) -> (PathBuf, warpscope::trace::Trace) {
+    let path = dir.join("two.wsb");
     let t = generated(&[
         ("matmul", &[("n", "48")]),
         ("transpose", &[("width", "64"), ("height", "32")]),
     ]);
     warpscope::trace::write_file(&t, &path).unwrap();
+    (path, t)
+}
+
+#[test]
+fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = two_launches(dir.path());
     let cfg = config::preset("fermi-16k").unwrap();
     same_on_one_and_every_sm(&path, &cfg);
     // The same launches in our text format (each kernel through the external sort) and as a
@@ -498,6 +504,59 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     std::fs::write(&table, csv_table(&t, false)).unwrap();
     for path in [text, table] {
         same_on_one_and_every_sm(&path, &cfg);
+    }
+}
+
+/// The timing model on a streamed file: the model needs each kernel whole, so the file is
+/// loaded whole for it, and the result is the one of the file read whole, with the default
+/// timing settings and the released model's; a window's detail runs the model again up to
+/// the window's end and holds the requests the whole read has there.
+#[test]
+fn the_timing_model_on_a_streamed_file_gives_the_whole_reads_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = two_launches(dir.path());
+    let mut timed = config::preset("fermi-16k").unwrap();
+    timed.timing = Some(config::TimingConfig::default());
+    let mut released = config::preset("fermi-16k").unwrap();
+    config::compat(&mut released, "gpu-cache-model").unwrap();
+    for cfg in [&timed, &released] {
+        assert!(cfg.timing.is_some());
+        let (whole, streamed) = (open(&path, u64::MAX), open(&path, 0));
+        let (w, s) = (run(cfg, &whole), run(cfg, &streamed));
+        let total = w.report.totals.requests;
+        assert!(total > 0 && w.report.timing.is_some());
+        assert_eq!(w.report, s.report);
+        // Every request, in the same order (streamed, numbered in issue order rather than
+        // placed at their issue cycles).
+        let (a, b) = (&w.points, &s.points);
+        assert_eq!(a.line, b.line);
+        assert_eq!(a.outcome, b.outcome);
+        assert_eq!(a.inst, b.inst);
+        assert_eq!(a.cta, b.cta);
+        assert_eq!(a.kernel, b.kernel);
+        assert_eq!(a.set, b.set);
+        assert_eq!(
+            s.x,
+            XAxis::Sampled {
+                start: 0,
+                stride: 1
+            }
+        );
+        assert_eq!(w.per_inst, s.per_inst);
+        assert_eq!(w.per_cta, s.per_cta);
+        assert_eq!(per_set(&w), per_set(&s));
+        let window = total / 2..total / 2 + 300;
+        let detail = worker::simulate_window(
+            &streamed,
+            &Arc::new(Progress::default()),
+            s.clone(),
+            window.clone(),
+        )
+        .unwrap();
+        let range = window.start as usize..window.end as usize;
+        assert_eq!(detail.points.line, w.points.line[range.clone()]);
+        assert_eq!(detail.points.outcome, w.points.outcome[range]);
+        assert_eq!(detail.report, w.report);
     }
 }
 
@@ -614,6 +673,24 @@ fn a_streamed_trace_in_the_app_shows_its_views_and_says_which_need_it_whole() {
     h.state_mut().settings.view = View::Sets;
     h.run_steps(3);
     assert!(h.query_by_label_contains("streamed from disk").is_none());
+}
+
+/// Switching a streamed trace's pane to a preset with the timing model runs the model on the
+/// file loaded whole: the pane shows its result, the one of the file read whole.
+#[test]
+fn a_streamed_trace_runs_the_timing_model_in_a_pane() {
+    let mut h = support::harness(streaming_app(sample("accelsim-matrixmul")));
+    support::settle(&mut h);
+    let now = h.ctx.input(|i| i.time);
+    let gtx = config::preset("gtx470-16k").unwrap();
+    h.state_mut().set_config(0, "gtx470-16k", gtx.clone(), now);
+    support::settle(&mut h);
+    assert!(h.state().trace.as_ref().unwrap().streamed.is_some());
+    let d = h.state().panes[0].result.clone().expect("a result");
+    assert!(d.config.timing.is_some() && d.report.timing.is_some());
+    let whole = run(&gtx, &open(&sample("accelsim-matrixmul"), u64::MAX));
+    assert_eq!(d.report, whole.report);
+    h.get_by_label_contains("requests drawn");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! reads the file while the job's thread simulates, through `shell::lanes` as `warpscope sim`
 //! does, and [`Gather`] keeps what the views draw (a sample, exact counts, previews). Also the
 //! detail of a window of such a run: the file read again up to the window's end, keeping
-//! every request in it.
+//! every request in it. The timing model needs every kernel whole, so its run loads a file
+//! that is not too large whole ([`run_timed`]).
 
 use std::ops::Range;
 use std::path::Path;
@@ -66,6 +67,81 @@ fn run(
     }
 }
 
+/// The largest file the timing model loads whole from a streamed trace (its bytes on disk; held
+/// whole, with the warps' streams, it takes a few times that).
+const TIMED_MAX_BYTES: u64 = 1 << 30;
+
+/// Runs the timing model on the streamed trace into `gather`: the model needs every kernel
+/// whole (each warp's stream before its first cycle), so a file of up to [`TIMED_MAX_BYTES`]
+/// is loaded whole for it, and a larger one is refused. The report, or `None` when `gather`
+/// stopped the run on purpose (past its window). The progress counts the bytes read, then the
+/// model's accesses.
+fn run_timed(
+    config: &SimConfig,
+    trace: &TraceData,
+    progress: &Arc<Progress>,
+    gather: &mut Gather,
+) -> Result<Option<sim::Report>, JobError> {
+    let (Some(path), Some(bytes)) = (trace.path.as_deref(), trace.streamed) else {
+        return Err(JobError::Failed("a streamed trace without its file".into()));
+    };
+    if bytes > TIMED_MAX_BYTES {
+        return Err(JobError::Failed(format!(
+            "the timing model needs each kernel whole, and this file ({} MiB) is too large to \
+             load whole here (at most {} MiB): use `warpscope sim --timing` on it",
+            bytes >> 20,
+            TIMED_MAX_BYTES >> 20
+        )));
+    }
+    let opts = trace::ReadOptions {
+        format: trace.format,
+        allow_truncated: false,
+    };
+    progress.set_total(bytes);
+    let loaded =
+        trace::load_watched(path, opts, &|s| s, &watching(progress)).map_err(|e| match progress
+            .cancelled()
+        {
+            true => JobError::Cancelled,
+            false => JobError::Failed(e.to_string()),
+        })?;
+    let kernels = loaded.trace.kernels;
+    progress.report(0, kernels.iter().map(|k| k.len() as u64).sum());
+    let mut counted = Counted {
+        gather: &mut *gather,
+        progress,
+    };
+    match crate::shell::timed::simulate(config, &kernels, &mut counted, 0) {
+        Ok(report) => Ok(Some(report)),
+        Err(_) if progress.cancelled() => Err(JobError::Cancelled),
+        Err(_) if gather.past_window => Ok(None),
+        Err(e) => Err(JobError::Failed(error_chain(&e))),
+    }
+}
+
+/// [`Gather`], with the progress of the timing model's accesses (a streamed run counts the
+/// bytes read instead).
+struct Counted<'g, 'a> {
+    gather: &'g mut Gather<'a>,
+    progress: &'g Progress,
+}
+
+impl sim::Observer for Counted<'_, '_> {
+    fn on_kernel(&mut self, kernel: u32, header: &trace::Kernel) {
+        self.gather.on_kernel(kernel, header);
+    }
+    fn on_request(&mut self, e: &sim::RequestEvent) {
+        self.gather.on_request(e);
+    }
+    fn wants_requests(&self) -> bool {
+        self.gather.wants_requests()
+    }
+    fn progress(&mut self, done: u64, total: u64) -> bool {
+        self.progress.report(done, total);
+        self.gather.progress(done, total)
+    }
+}
+
 /// How a run ended.
 enum Ran {
     /// As [`run`] gives it.
@@ -86,13 +162,6 @@ fn run_as(
     let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
         return Err(JobError::Failed("a streamed trace without its file".into()));
     };
-    if config.timing.is_some() {
-        return Err(JobError::Failed(
-            "the timing model needs the trace in memory: this file is too large to hold; \
-             use `warpscope sim --timing` on it"
-                .into(),
-        ));
-    }
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {
@@ -212,10 +281,14 @@ pub fn simulate_keeping(
     if let Some(p) = preview {
         gather = gather.with_preview(p);
     }
-    let Some(session) = run(&config, trace, progress, &mut gather, None)? else {
+    let report = if config.timing.is_some() {
+        run_timed(&config, trace, progress, &mut gather)?
+    } else {
+        run(&config, trace, progress, &mut gather, None)?.map(|s| s.finish(&mut gather))
+    };
+    let Some(report) = report else {
         return Err(JobError::Failed("the run stopped early".into()));
     };
-    let report = session.finish(&mut gather);
     let mut data = SimData::streamed(config, report, &gather, None);
     data.checkpoints = Arc::new(std::mem::take(&mut gather.checkpoints));
     Ok(Arc::new(data))
@@ -244,7 +317,10 @@ pub fn simulate_window(
     let mut gather = Gather::new(&whole.config, progress);
     let from = whole.checkpoints.before(window.start);
     gather.window = Some(window);
-    if let Some(session) = run(&whole.config, trace, progress, &mut gather, from)? {
+    if whole.config.timing.is_some() {
+        // The timing model's run keeps no copies: it runs again up to the window's end.
+        run_timed(&whole.config, trace, progress, &mut gather)?;
+    } else if let Some(session) = run(&whole.config, trace, progress, &mut gather, from)? {
         // The trace ended inside the window: its last warp instruction is simulated at the end.
         session.finish(&mut gather);
     }

@@ -387,6 +387,23 @@ impl EframeApp {
                 app.detail(0, Some(total / 3..total / 3 + 3000));
             }
             "21-streamed-detail.png".to_string()
+        } else if extra == 17
+            && plan.streamed.is_some()
+            && app
+                .trace
+                .as_ref()
+                .is_some_and(|t| t.format != Some(crate::trace::Format::Din))
+        {
+            // The same file with the timing model, loaded whole for the model's run (not a
+            // `din` file's: one thread's reference stream has no warps to time).
+            if first {
+                app.detail(0, None);
+                let preset = "gtx470-16k";
+                if let Ok(c) = config::preset(preset) {
+                    app.set_config(0, preset, c, now);
+                }
+            }
+            "22-streamed-timing.png".to_string()
         } else {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
             return;
