@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::SimConfig;
@@ -67,44 +68,58 @@ fn run(
     }
 }
 
-/// The largest file the timing model loads whole from a streamed trace (its bytes on disk; held
-/// whole, with the warps' streams, it takes a few times that).
+/// The most bytes of a trace the timing model loads whole from a streamed file, on disk and
+/// once decompressed (held whole, with the warps' streams, it takes a few times that).
 const TIMED_MAX_BYTES: u64 = 1 << 30;
 
 /// Runs the timing model on the streamed trace into `gather`: the model needs every kernel
-/// whole (each warp's stream before its first cycle), so a file of up to [`TIMED_MAX_BYTES`]
-/// is loaded whole for it, and a larger one is refused. The report, or `None` when `gather`
-/// stopped the run on purpose (past its window). The progress counts the bytes read, then the
-/// model's accesses.
+/// whole (each warp's stream before its first cycle), so a trace of up to `cap` bytes, on disk
+/// and once decompressed, is loaded whole for it, and a larger one is refused. The report, or
+/// `None` when `gather` stopped the run on purpose (past its window). The progress counts the
+/// bytes read, then the model's accesses.
 fn run_timed(
     config: &SimConfig,
     trace: &TraceData,
     progress: &Arc<Progress>,
     gather: &mut Gather,
+    cap: u64,
 ) -> Result<Option<sim::Report>, JobError> {
     let (Some(path), Some(bytes)) = (trace.path.as_deref(), trace.streamed) else {
         return Err(JobError::Failed("a streamed trace without its file".into()));
     };
-    if bytes > TIMED_MAX_BYTES {
-        return Err(JobError::Failed(format!(
-            "the timing model needs each kernel whole, and this file ({} MiB) is too large to \
-             load whole here (at most {} MiB): use `warpscope sim --timing` on it",
-            bytes >> 20,
-            TIMED_MAX_BYTES >> 20
-        )));
+    let too_large = |what: String| {
+        JobError::Failed(format!(
+            "the timing model needs each kernel whole, and this trace is {what}: too large to \
+             load whole here (at most {} MiB); use `warpscope sim --timing` on it",
+            cap >> 20
+        ))
+    };
+    if bytes > cap {
+        return Err(too_large(format!("{} MiB on disk", bytes >> 20)));
     }
     let opts = trace::ReadOptions {
         format: trace.format,
         allow_truncated: false,
     };
     progress.set_total(bytes);
-    let loaded =
-        trace::load_watched(path, opts, &|s| s, &watching(progress)).map_err(|e| match progress
-            .cancelled()
-        {
-            true => JobError::Cancelled,
-            false => JobError::Failed(e.to_string()),
-        })?;
+    // A compressed file is refused once its decompressed bytes pass the cap.
+    let read = Arc::new(AtomicU64::new(0));
+    let capped = |s: trace::source::Stream| -> trace::source::Stream {
+        Box::new(Capped {
+            inner: s,
+            read: read.clone(),
+            cap,
+        })
+    };
+    let loaded = trace::load_watched(path, opts, &capped, &watching(progress)).map_err(|e| {
+        if progress.cancelled() {
+            JobError::Cancelled
+        } else if read.load(Ordering::Relaxed) > cap {
+            too_large(format!("more than {} MiB once decompressed", cap >> 20))
+        } else {
+            JobError::Failed(e.to_string())
+        }
+    })?;
     let kernels = loaded.trace.kernels;
     progress.report(0, kernels.iter().map(|k| k.len() as u64).sum());
     let mut counted = Counted {
@@ -116,6 +131,27 @@ fn run_timed(
         Err(_) if progress.cancelled() => Err(JobError::Cancelled),
         Err(_) if gather.past_window => Ok(None),
         Err(e) => Err(JobError::Failed(error_chain(&e))),
+    }
+}
+
+/// A decompressed stream that fails its reads once the bytes read through it and its
+/// siblings (the files of one trace) pass `cap`.
+struct Capped {
+    inner: trace::source::Stream,
+    read: Arc<AtomicU64>,
+    cap: u64,
+}
+
+impl std::io::Read for Capped {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64 > self.cap {
+            return Err(std::io::Error::other(format!(
+                "more than {} MiB once decompressed",
+                self.cap >> 20
+            )));
+        }
+        Ok(n)
     }
 }
 
@@ -282,7 +318,7 @@ pub fn simulate_keeping(
         gather = gather.with_preview(p);
     }
     let report = if config.timing.is_some() {
-        run_timed(&config, trace, progress, &mut gather)?
+        run_timed(&config, trace, progress, &mut gather, TIMED_MAX_BYTES)?
     } else {
         run(&config, trace, progress, &mut gather, None)?.map(|s| s.finish(&mut gather))
     };
@@ -319,7 +355,7 @@ pub fn simulate_window(
     gather.window = Some(window);
     if whole.config.timing.is_some() {
         // The timing model's run keeps no copies: it runs again up to the window's end.
-        run_timed(&whole.config, trace, progress, &mut gather)?;
+        run_timed(&whole.config, trace, progress, &mut gather, TIMED_MAX_BYTES)?;
     } else if let Some(session) = run(&whole.config, trace, progress, &mut gather, from)? {
         // The trace ended inside the window: its last warp instruction is simulated at the end.
         session.finish(&mut gather);
@@ -330,6 +366,52 @@ pub fn simulate_window(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The timing model loads a streamed trace whole only up to its cap: on disk, and once
+    /// decompressed for a compressed file (which may hold far more than its size).
+    #[test]
+    fn the_timing_model_loads_a_streamed_trace_whole_only_up_to_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let params = [("n".to_string(), "32".to_string())];
+        let t = crate::gen::generate("matmul", &params).unwrap();
+        let plain = dir.path().join("m.wsb");
+        trace::write_file(&t, &plain).unwrap();
+        let packed = dir.path().join("m.wsb.zst");
+        let bytes = std::fs::read(&plain).unwrap();
+        std::fs::write(&packed, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+        let (plain_bytes, packed_bytes) = (
+            bytes.len() as u64,
+            std::fs::metadata(&packed).unwrap().len(),
+        );
+        assert!(packed_bytes * 4 < plain_bytes);
+        let cfg = crate::config::preset("gtx470-16k").unwrap();
+        let timed = |path: &Path, size: u64, cap: u64| {
+            let streamed =
+                TraceData::streamed(path.to_path_buf(), trace::Format::Binary, "t".into(), size);
+            let progress = Arc::new(Progress::default());
+            let mut gather = Gather::new(&cfg, &progress);
+            run_timed(&cfg, &streamed, &progress, &mut gather, cap)
+        };
+        let whole =
+            crate::shell::timed::simulate(&cfg, &t.kernels, &mut sim::NoObserver, 1).unwrap();
+        // Under the cap: the whole read's report, from either file.
+        for (path, size) in [(&plain, plain_bytes), (&packed, packed_bytes)] {
+            let r = timed(path, size, plain_bytes + 1).unwrap().unwrap();
+            assert_eq!(r, whole);
+        }
+        // Over it: on disk, or only once decompressed.
+        let message = |r: Result<Option<sim::Report>, JobError>| match r {
+            Err(JobError::Failed(m)) => m,
+            other => panic!("{:?}", other.map(|_| ())),
+        };
+        let m = message(timed(&plain, plain_bytes, plain_bytes - 1));
+        assert!(m.contains("on disk") && m.contains("sim --timing"), "{m}");
+        let m = message(timed(&packed, packed_bytes, plain_bytes / 2));
+        assert!(
+            m.contains("once decompressed") && m.contains("sim --timing"),
+            "{m}"
+        );
+    }
 
     /// A detail read on from a place in a plain `din` file reads the file from there; in a
     /// compressed one, the whole file (decompressed again up to the place).
