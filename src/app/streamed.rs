@@ -68,6 +68,14 @@ fn run(
     }
 }
 
+/// A streamed trace's file and its bytes on disk.
+fn file_of(trace: &TraceData) -> Result<(&Path, u64), JobError> {
+    match (trace.path.as_deref(), trace.streamed) {
+        (Some(path), Some(bytes)) => Ok((path, bytes)),
+        _ => Err(JobError::Failed("a streamed trace without its file".into())),
+    }
+}
+
 /// The most bytes of a trace the timing model loads whole from a streamed file, on disk and
 /// once decompressed (held whole, with the warps' streams, it takes a few times that).
 const TIMED_MAX_BYTES: u64 = 1 << 30;
@@ -84,9 +92,7 @@ fn run_timed(
     gather: &mut Gather,
     cap: u64,
 ) -> Result<Option<sim::Report>, JobError> {
-    let (Some(path), Some(bytes)) = (trace.path.as_deref(), trace.streamed) else {
-        return Err(JobError::Failed("a streamed trace without its file".into()));
-    };
+    let (path, bytes) = file_of(trace)?;
     let too_large = |what: String| {
         JobError::Failed(format!(
             "the timing model needs each kernel whole, and this trace is {what}: too large to \
@@ -195,9 +201,8 @@ fn run_as(
     from: Option<&Checkpoint>,
     as_found: bool,
 ) -> Result<Ran, JobError> {
-    let (Some(path), Some(bytes)) = (trace.path.clone(), trace.streamed) else {
-        return Err(JobError::Failed("a streamed trace without its file".into()));
-    };
+    let (path, bytes) = file_of(trace)?;
+    let path = path.to_path_buf();
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {

@@ -270,17 +270,12 @@ impl Index {
     /// The kernel and chunk a run read on from `at` starts with (`None` for a place in a
     /// `din` file or an NVBit log).
     pub fn place(&self, at: &crate::trace::ResumePoint) -> Option<(usize, usize)> {
-        use crate::trace::ResumePoint;
-        match *at {
-            ResumePoint::Din(_) | ResumePoint::NvBit(_) => None,
-            ResumePoint::Cta { kernel, next_cta } => Some((
-                kernel as usize,
-                self.first_chunk_of(kernel as usize, next_cta),
-            )),
-            ResumePoint::Issued { kernel, next_chunk } => {
-                Some((kernel as usize, next_chunk as usize))
-            }
-        }
+        let (kernel, place) = crate::trace::Place::of(at)?;
+        let k = kernel as usize;
+        Some(match place {
+            crate::trace::Place::FromCta(next_cta) => (k, self.first_chunk_of(k, next_cta)),
+            crate::trace::Place::FromChunk(chunk) => (k, chunk as usize),
+        })
     }
 
     /// Where [`Index::stream_from`] starts reading: chunk `chunk` of kernel `k`, else (past
