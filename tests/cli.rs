@@ -1822,3 +1822,55 @@ fn lessons_list_and_run_their_comparisons() {
         .unwrap()
         .contains("the lessons: coalescing"));
 }
+
+/// The timing model on a trace file builds its warps' streams from the CTAs as they are read
+/// (our binary format, compressed or not; an Accel-Sim trace) or reads it whole first (a
+/// small file of a format sorted on the way: our text format): the report is the one of the
+/// trace read whole (`--allow-truncated` reads it whole first), and of the built-in kernel.
+#[test]
+fn the_timing_model_on_a_streamed_trace_gives_the_whole_reads_result() {
+    let dir = std::env::temp_dir().join(format!("warpscope-timed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let kernel = ["matmul-tiled", "n=64"];
+    let gen = warpscope(&[&["gen"][..], &kernel, &["-o", &p("t.wst")]].concat());
+    assert!(gen.status.success());
+    let out = warpscope(&["convert", &p("t.wst"), &p("t.wsb")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(p("t.wsb")).unwrap();
+    std::fs::write(p("t.wsb.zst"), zstd::encode_all(&bytes[..], 1).unwrap()).unwrap();
+    let without_source = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("source");
+        v
+    };
+    for flags in [
+        &["--preset", "gtx470-16k", "--sms", "3", "--all-sms"][..],
+        &["--compat", "gpu-cache-model", "--miss-latency-stddev", "3"][..],
+    ] {
+        let sim = |input: &[&str], more: &[&str]| {
+            without_source(json(&[&["sim", "--json"][..], input, flags, more].concat()))
+        };
+        let generated = sim(&[&["--kernel"][..], &kernel].concat(), &[]);
+        assert!(generated["timing"]["time_steps"].as_u64().unwrap() > 0);
+        for file in ["t.wst", "t.wsb", "t.wsb.zst", ACCELSIM_MM] {
+            let path = if file == ACCELSIM_MM {
+                file.to_string()
+            } else {
+                p(file)
+            };
+            let whole = sim(&["--trace", &path], &["--allow-truncated"]);
+            for jobs in ["1", "2"] {
+                let streamed = sim(&["--trace", &path], &["--jobs", jobs]);
+                assert_eq!(streamed, whole, "{file} {flags:?} --jobs {jobs}");
+            }
+            if file != ACCELSIM_MM {
+                assert_eq!(whole, generated, "{file} {flags:?}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -207,6 +207,24 @@ pub fn must_read_again(e: &anyhow::Error) -> bool {
     })
 }
 
+/// A source's end with a single lane, for a receiver of the pieces that is not a session
+/// (the timing model's streams are built from them: `shell::timed::run_streamed`). Pieces
+/// wait in a queue of `depth`.
+pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>) {
+    // No buffers come back: a piece's rows are let go once used.
+    let (_, spare) = channel::<Columns>();
+    let (to, from) = sync_channel::<Arc<Piece>>(depth.max(1));
+    let fanout = Fanout {
+        lanes: vec![to],
+        spare,
+        place: None,
+        as_found: false,
+        read_on_every: None,
+        read_on: None,
+    };
+    (fanout, from)
+}
+
 /// Why [`run`] failed.
 #[derive(Debug)]
 pub enum Failure {

@@ -1,17 +1,21 @@
 //! The timing model on several threads. Its runs (the full model and the three comparison
 //! runs that classify misses) and its simulated SMs share nothing but the warps' streams, so
 //! the core splits the work into jobs ([`TimedPlan`]) and this shell runs them side by side.
-//! The warps' streams, built once for every job, are built in parts side by side too.
+//! The warps' streams, built once for every job, are built in parts side by side too, or,
+//! for a trace read from its source ([`run_streamed`]), CTA by CTA as the reader gives them,
+//! so that the trace is never held whole and reading and building share the cores.
 //! The calling thread runs the full model's jobs, in order, with the caller's observer (it
 //! sees their requests as the one-thread run gives them), then helps with the rest; the
 //! report is built from the results in job order, so it is the same for any thread count.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 
+use super::lanes::{self, Failure, Piece};
 use crate::config::SimConfig;
 use crate::sim::{JobResult, Observer, Report, SimError, StreamsWork, TimedPlan};
-use crate::timing::WarpStreams;
+use crate::timing::{StreamsBuilder, TimingError, WarpStreams};
 use crate::trace::Kernel;
 
 /// Runs the timing model on `launches` with up to `threads` threads (0: one per core): the
@@ -26,6 +30,122 @@ pub fn run(
     let plan = TimedPlan::new_with(cfg, launches, cores as u32, &mut |works| {
         spread(works, cores)
     })?;
+    run_plan(plan, observer, cores)
+}
+
+/// [`run`] on the trace that `source` sends, read on a thread of its own (pieces wait in a
+/// queue of `depth`): each kernel's warp streams are built from its CTAs as they come, and
+/// the trace is never held whole. `reading` is told of progress while the source is read
+/// (its counts mean nothing: a reader's progress is its bytes), `observer` as [`run`]'s
+/// once the model runs. The same report and requests as [`run`] on the trace read whole.
+pub fn run_streamed(
+    cfg: &SimConfig,
+    source: lanes::Source,
+    depth: usize,
+    reading: &mut dyn Observer,
+    observer: &mut dyn Observer,
+    threads: usize,
+) -> Result<Report, Failure> {
+    let cores = super::lanes::cores(threads).max(1);
+    let (mut fanout, pieces) = lanes::pipe(depth);
+    let (built, read) = std::thread::scope(|scope| {
+        let reader = std::thread::Builder::new()
+            .name("read".into())
+            .spawn_scoped(scope, move || source(&mut fanout));
+        // Its end of the queue goes with it: a failed build stops the reader.
+        let built = gather(cfg, pieces, reading, cores);
+        let read = reader.map_err(anyhow::Error::from).and_then(|t| {
+            t.join()
+                .map_err(|_| anyhow::anyhow!("the reader thread failed"))
+        });
+        (built, read)
+    });
+    // A failed build stopped the reader: its error is the one to tell.
+    let built = built.map_err(|e| Failure::Session(0, e))?;
+    read.and_then(|r| r).map_err(Failure::Other)?;
+    let plan = TimedPlan::from_streams(cfg, &built.headers, built.rows, built.streams)
+        .map_err(|e| Failure::Session(0, e))?;
+    run_plan(plan, observer, cores).map_err(|e| Failure::Session(0, e))
+}
+
+/// What [`gather`] built: every kernel's header, rows and warp streams.
+struct Built {
+    headers: Vec<Kernel>,
+    rows: Vec<u64>,
+    streams: Vec<WarpStreams>,
+}
+
+/// Builds the warp streams of every kernel from the pieces as they come.
+fn gather(
+    cfg: &SimConfig,
+    pieces: Receiver<Arc<Piece>>,
+    reading: &mut dyn Observer,
+    cores: usize,
+) -> Result<Built, SimError> {
+    let mut b = Built {
+        headers: Vec::new(),
+        rows: Vec::new(),
+        streams: Vec::new(),
+    };
+    let mut open: Option<StreamsBuilder> = None;
+    let failed = |k: &Kernel, e: TimingError| SimError::Timing {
+        kernel: k.name.clone(),
+        source: e,
+    };
+    for piece in pieces.iter() {
+        match (&*piece, open.as_mut(), b.headers.last_mut()) {
+            (Piece::Kernel(k), None, _) => {
+                let whole =
+                    TimedPlan::streams_of(cfg, k, cores as u32, &mut |works| spread(works, cores))?;
+                b.headers.push(k.header());
+                b.rows.push(k.len() as u64);
+                b.streams.push(whole);
+            }
+            (Piece::Begin(header), None, _) => {
+                open = Some(TimedPlan::builder(cfg, header)?);
+                b.headers.push(header.clone());
+                b.rows.push(0);
+            }
+            (Piece::Cta(cta, rows, _), Some(builder), Some(header)) => {
+                builder.add_cta(*cta, rows).map_err(|e| failed(header, e))?;
+                if let Some(n) = b.rows.last_mut() {
+                    *n += rows.len() as u64;
+                }
+            }
+            (Piece::Instructions(added), Some(_), Some(header)) => {
+                header.instructions.extend_from_slice(added);
+            }
+            (Piece::End, Some(_), _) => {
+                if let Some(builder) = open.take() {
+                    b.streams.push(builder.finish());
+                }
+            }
+            // A recorded issue order (an NVBit log, a Dinero trace) has no per-thread streams.
+            (Piece::Stream(header), None, _) => {
+                return Err(failed(header, TimingError::IssuedOrder));
+            }
+            (Piece::Issued(..) | Piece::Rows(..) | Piece::Measured(..), _, Some(header)) => {
+                return Err(failed(header, TimingError::IssuedOrder));
+            }
+            _ => {
+                return Err(SimError::Config(
+                    "the trace's reader gave its pieces out of order".into(),
+                ))
+            }
+        }
+        if !reading.progress(0, 0) {
+            return Err(SimError::Cancelled);
+        }
+    }
+    Ok(b)
+}
+
+/// Runs `plan`'s jobs on up to `cores` threads.
+fn run_plan(
+    plan: TimedPlan,
+    observer: &mut dyn Observer,
+    cores: usize,
+) -> Result<Report, SimError> {
     plan.announce(observer);
     let jobs = plan.jobs();
     let threads = cores.min(jobs.max(1));
@@ -261,6 +381,113 @@ mod tests {
                 assert_eq!(seen.last_progress, one.last_progress);
             }
         }
+    }
+
+    /// A source that sends `kernels` CTA by CTA (every other one whole), as a reader of a
+    /// file grouped by CTA does; the CTAs in `order` where given.
+    fn by_cta(kernels: Vec<Kernel>, order: Option<Vec<u32>>) -> lanes::Source {
+        use crate::trace::{CtaSink, KernelSink};
+        Box::new(move |to| {
+            for (i, k) in kernels.into_iter().enumerate() {
+                if i % 2 == 1 {
+                    to.kernel(k)?;
+                    continue;
+                }
+                to.begin_kernel(&k.header())?;
+                let ctas = order.clone().unwrap_or_else(|| (0..k.num_ctas()).collect());
+                for c in ctas {
+                    let mut rows = crate::trace::Columns::default();
+                    rows.extend_from(k.columns(), k.cta_rows(c));
+                    to.cta(c, &rows)?;
+                }
+                to.end_kernel()?;
+            }
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn a_trace_streamed_cta_by_cta_gives_the_whole_reads_report_and_requests() {
+        let kernels = crate::timing::test_kernels();
+        for cfg in configs() {
+            let mut one = Seen::default();
+            let want = crate::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");
+            for threads in [1, 2] {
+                let (mut seen, mut reading) = (Seen::default(), Seen::default());
+                let source = by_cta(kernels.clone(), None);
+                let got = run_streamed(&cfg, source, 1, &mut reading, &mut seen, threads)
+                    .map_err(anyhow::Error::from)
+                    .expect("run");
+                assert_eq!(json(&got), json(&want), "{threads} threads");
+                assert!(seen.requests == one.requests, "{threads} threads: requests");
+                assert_eq!(seen.kernels, one.kernels);
+                assert_eq!(seen.last_progress, one.last_progress);
+                // Every piece was told of while the trace was read.
+                assert!(reading.calls as usize > kernels.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_streamed_trace_that_is_not_whole_or_in_order_or_per_thread_is_an_error() {
+        let cfg = &configs()[1];
+        let kernels = crate::timing::test_kernels();
+        let run = |source: lanes::Source, reading: &mut Seen| {
+            run_streamed(cfg, source, 1, reading, &mut NoObserver, 2)
+                .map_err(anyhow::Error::from)
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        };
+        // CTAs out of order.
+        let k = vec![kernels[0].clone()];
+        let e = run(by_cta(k.clone(), Some(vec![0, 2, 1])), &mut Seen::default());
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.contains("CTA 1 came after CTA 2")),
+            "{e:?}"
+        );
+        // A CTA given the rows of another.
+        let bad: lanes::Source = Box::new(move |to| {
+            use crate::trace::CtaSink;
+            let k = &k[0];
+            to.begin_kernel(&k.header())?;
+            let mut rows = crate::trace::Columns::default();
+            rows.extend_from(k.columns(), k.cta_rows(1));
+            to.cta(0, &rows)?;
+            to.end_kernel()?;
+            Ok(())
+        });
+        let e = run(bad, &mut Seen::default());
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.contains("of CTA 0's rows is of thread")),
+            "{e:?}"
+        );
+        // A recorded issue order.
+        let mut issued = kernels[0].clone();
+        issued.order = crate::trace::Order::Issued;
+        let e = run(by_cta(vec![issued], Some(vec![])), &mut Seen::default());
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.contains("recorded issue order")),
+            "{e:?}"
+        );
+        // The reader's error, not a report of what was read before it.
+        let k = kernels[0].clone();
+        let failing: lanes::Source = Box::new(move |to| {
+            use crate::trace::CtaSink;
+            to.begin_kernel(&k.header())?;
+            anyhow::bail!("line 7: expected an address")
+        });
+        let e = run(failing, &mut Seen::default());
+        assert!(e.as_ref().is_err_and(|e| e.contains("line 7")), "{e:?}");
+        // Cancelled while reading.
+        let mut reading = Seen {
+            cancel_at: Some(3),
+            ..Default::default()
+        };
+        let e = run(by_cta(kernels.clone(), None), &mut reading);
+        assert!(e.as_ref().is_err_and(|e| e.contains("cancelled")), "{e:?}");
     }
 
     #[test]

@@ -224,6 +224,10 @@ pub enum TimingError {
     },
     #[error("the timing model needs per-thread streams; this kernel is a recorded issue order (e.g. a Dinero trace)")]
     IssuedOrder,
+    #[error("row {row} of CTA {cta}'s rows is of thread {thread}: a CTA's rows must be its own threads', grouped by thread in increasing order")]
+    CtaRows { cta: u32, row: u64, thread: u32 },
+    #[error("CTA {cta} came after CTA {after}: CTAs must come in increasing order")]
+    CtaOrder { cta: u32, after: u32 },
     #[error("cancelled")]
     Cancelled,
 }

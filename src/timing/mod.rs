@@ -21,11 +21,13 @@
 //! Where the released model of Nugteren et al. behaves differently, a [`TimingRules`] rule
 //! chooses; `--compat gpu-cache-model` sets them all to the released model's.
 
+mod build;
 mod engine;
 mod issue;
 mod streams;
 mod warps;
 
+pub use build::StreamsBuilder;
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
 };

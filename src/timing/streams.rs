@@ -3,11 +3,11 @@
 //! requests for the default issue unit, per-thread load streams for the released model's
 //! thread portions ([`IssueUnit::ThreadPortions`]).
 
+use super::build::StreamsBuilder;
 use super::engine::TimingError;
-use crate::coalesce::{Coalesced, Coalescer, Geometry};
-use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
-use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
-use crate::trace::{memory, model_flags, AccessKind, Kernel};
+use crate::config::{CacheConfig, Coalescing, GpuConfig, TimingRules};
+use crate::schedule::HW_WARP;
+use crate::trace::{memory, Kernel};
 
 /// One event of a warp's stream: a warp instruction (its load requests are
 /// `reqs[req_start..req_end]`) or a CTA barrier.
@@ -64,40 +64,12 @@ impl WarpStreams {
         gpu: &GpuConfig,
         rules: &TimingRules,
     ) -> Result<Self, TimingError> {
-        if k.order == crate::trace::Order::Issued {
-            return Err(TimingError::IssuedOrder);
+        let mut b = StreamsBuilder::new(k, warp_size, coalescing, cache, gpu, rules, None)?;
+        let starts = k.thread_starts();
+        for cta in ctas {
+            b.add_from(k, &starts, cta);
         }
-        let tpb = k.threads_per_cta().max(1);
-        let ws = warp_size.max(1);
-        let wpc = tpb.div_ceil(ws);
-        let hw_warps = tpb.div_ceil(HW_WARP);
-        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
-            return Err(TimingError::CtaTooLarge {
-                threads: tpb,
-                max_threads: gpu.max_threads_per_sm,
-                max_warps: gpu.max_warps_per_sm,
-            });
-        }
-        let modelled = gpu.modelled_ctas(k.num_ctas(), tpb);
-        let n_warps = k.num_ctas() as usize * wpc as usize;
-        let mut s = WarpStreams {
-            wpc,
-            tpb,
-            warp_size: ws,
-            ctas: modelled,
-            warp_events: vec![(0, 0); n_warps],
-            events: Vec::new(),
-            reqs: Vec::new(),
-            thread_loads: Vec::new(),
-            loads: Vec::new(),
-        };
-        let ctas = ctas.filter(|&c| c < modelled);
-        if rules.issue == IssueUnit::ThreadPortions {
-            s.build_threads(k, ctas, cache);
-        } else {
-            s.build_warps(k, ctas, coalescing, cache, rules.stores == Stores::Dropped);
-        }
-        Ok(s)
+        Ok(b.finish())
     }
 
     /// The streams of a kernel from those [`WarpStreams::build`] gave for sets of its CTAs
@@ -157,164 +129,6 @@ impl WarpStreams {
         Some(all)
     }
 
-    fn build_warps(
-        &mut self,
-        k: &Kernel,
-        ctas: impl Iterator<Item = u32>,
-        coalescing: Coalescing,
-        cache: &CacheConfig,
-        drop_stores: bool,
-    ) {
-        let (tpb, ws, wpc) = (self.tpb, self.warp_size, self.wpc);
-        let starts = k.thread_starts();
-        let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
-        let end = &starts[1..];
-        let mut coalescer = Coalescer::new(
-            coalescing,
-            Geometry {
-                line_bytes: cache.line_bytes,
-                sector_bytes: cache.sector_bytes,
-                warp_size: ws,
-                threads_per_cta: tpb,
-            },
-        );
-        let flags = &k.columns().flags;
-        let mut rows = Vec::with_capacity(64);
-        let mut out: Vec<Coalesced> = Vec::with_capacity(64);
-        for cta in ctas {
-            for w in 0..wpc {
-                let t0 = (cta * tpb + w * ws) as usize;
-                let t1 = ((cta * tpb + w * ws + ws).min((cta + 1) * tpb)) as usize;
-                let mut wt = WarpThreads {
-                    cursor: &mut cursor[t0..t1],
-                    end: &end[t0..t1],
-                };
-                let first = self.events.len() as u32;
-                let mut st = wt.state(k.columns());
-                loop {
-                    match st {
-                        READY => {
-                            rows.clear();
-                            st = wt.exec(k.columns(), k.order, &mut rows);
-                            if drop_stores {
-                                rows.retain(|&r| !model_flags(flags[r as usize]).0.is_write());
-                                if rows.is_empty() {
-                                    continue;
-                                }
-                            }
-                            let used = coalescer.coalesce(k.columns(), &rows, &mut out);
-                            let mut e = Event {
-                                inst: rows.first().map_or(0, |&r| k.columns().inst[r as usize]),
-                                req_start: self.reqs.len() as u32,
-                                accesses: used,
-                                ..Default::default()
-                            };
-                            for c in &out {
-                                if c.request.write {
-                                    e.stores += 1;
-                                    e.store_bytes += c.request.bytes as u64;
-                                } else {
-                                    memory::push(&mut self.reqs, c.request.line);
-                                    e.transactions += c.transactions;
-                                }
-                            }
-                            e.req_end = self.reqs.len() as u32;
-                            memory::push(&mut self.events, e);
-                        }
-                        BARRIER => {
-                            let barrier = Event {
-                                barrier: true,
-                                ..Default::default()
-                            };
-                            memory::push(&mut self.events, barrier);
-                            wt.pass_barrier(k.columns());
-                            st = wt.state(k.columns());
-                        }
-                        _ => break,
-                    }
-                }
-                self.warp_events[(cta * wpc + w) as usize] = empty(first, self.events.len() as u32);
-            }
-        }
-    }
-
-    /// Per-thread load streams and, per position, which threads request their line (the
-    /// released model's rule: a thread is served by the first earlier thread of its group, a
-    /// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones,
-    /// with the same line at the same position of its stream).
-    ///
-    /// A warp's loads are stored position by position, its lanes side by side (lane `l`'s
-    /// load `p` at `first + p * lanes + l`, where `lanes` is the warp's thread count), so
-    /// that a warp's step reads one stretch of memory rather than one place per thread;
-    /// lanes with fewer loads leave gaps no thread reaches.
-    fn build_threads(&mut self, k: &Kernel, ctas: impl Iterator<Item = u32>, cache: &CacheConfig) {
-        let (tpb, ws) = (self.tpb, self.warp_size);
-        let line_shift = cache.line_bytes.trailing_zeros();
-        let starts = k.thread_starts();
-        let cols = k.columns();
-        let l1_load = |r: usize| {
-            let (kind, space) = model_flags(cols.flags[r]);
-            kind == AccessKind::Load && space.reaches_l1()
-        };
-        self.thread_loads = vec![(0, 0); k.num_threads() as usize];
-        // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
-        let mut addrs: Vec<u64> = Vec::new();
-        let mut width: Vec<u32> = Vec::new();
-        let mut firsts = Firsts::default();
-        let mut counts: Vec<u32> = Vec::with_capacity(ws as usize);
-        for cta in ctas {
-            let base = self.loads.len();
-            for w in 0..self.wpc {
-                let t0 = cta * tpb + w * ws;
-                let t1 = (t0 + ws).min((cta + 1) * tpb);
-                let lanes = (t1 - t0) as usize;
-                counts.clear();
-                counts.extend((t0..t1).map(|t| {
-                    let rows = starts[t as usize] as usize..starts[t as usize + 1] as usize;
-                    rows.filter(|&r| l1_load(r)).count() as u32
-                }));
-                let longest = counts.iter().copied().max().unwrap_or(0) as usize;
-                let first = self.loads.len();
-                let len = first + longest * lanes;
-                // Grown into huge pages: fresh pages are most of the build's cost.
-                memory::reserve(&mut self.loads, len - first);
-                self.loads.resize(len, ThreadLoad::default());
-                addrs.resize(len - base, 0);
-                width.resize(len - base, 1);
-                for (lane, t) in (t0..t1).enumerate() {
-                    let mut at = first + lane;
-                    for r in starts[t as usize] as usize..starts[t as usize + 1] as usize {
-                        if l1_load(r) {
-                            self.loads[at] = ThreadLoad {
-                                line: cols.addr[r] >> line_shift,
-                                inst: cols.inst[r],
-                                bytes: cols.size[r],
-                                leader: true,
-                            };
-                            addrs[at - base] = cols.addr[r];
-                            at += lanes;
-                        }
-                    }
-                    self.thread_loads[t as usize] = empty((first + lane) as u32, at as u32);
-                }
-                let warp = Warp {
-                    lanes: &self.thread_loads[t0 as usize..t1 as usize],
-                    stride: lanes as u32,
-                    loads: &self.loads,
-                    addrs: &addrs,
-                    base,
-                    ws,
-                };
-                warp.serve(&mut width, &mut firsts);
-            }
-            for (l, &wd) in self.loads[base..].iter_mut().zip(&width) {
-                l.leader = wd != 0;
-            }
-            addrs.clear();
-            width.clear();
-        }
-    }
-
     pub(super) fn resident_max(&self, gpu: &GpuConfig) -> u32 {
         gpu.max_ctas_per_sm
             .min(gpu.max_threads_per_sm / self.tpb)
@@ -347,7 +161,7 @@ fn place(to: &mut [(u32, u32)], from: &[(u32, u32)], off: u32) -> bool {
 
 /// A range of a stream, `(0, 0)` when empty (so that [`WarpStreams::join`] can tell the
 /// ranges a part built).
-fn empty(start: u32, end: u32) -> (u32, u32) {
+pub(super) fn empty(start: u32, end: u32) -> (u32, u32) {
     if start == end {
         (0, 0)
     } else {
@@ -356,21 +170,21 @@ fn empty(start: u32, end: u32) -> (u32, u32) {
 }
 
 /// One warp's threads' loads, for choosing which thread requests each line
-/// ([`WarpStreams::build_threads`]).
-struct Warp<'a> {
+/// (`build.rs`).
+pub(super) struct Warp<'a> {
     /// Each lane's loads: `loads[a]`, `loads[a + stride]`, ... below `b` for its `(a, b)`.
-    lanes: &'a [(u32, u32)],
-    stride: u32,
-    loads: &'a [ThreadLoad],
+    pub lanes: &'a [(u32, u32)],
+    pub stride: u32,
+    pub loads: &'a [ThreadLoad],
     /// Byte addresses of the CTA's loads, from `loads[base]` on.
-    addrs: &'a [u64],
-    base: usize,
-    ws: u32,
+    pub addrs: &'a [u64],
+    pub base: usize,
+    pub ws: u32,
 }
 
 /// Per quarter of a warp, the first lane's load of each line at one position.
 #[derive(Default)]
-struct Firsts([Vec<(u64, usize)>; 4]);
+pub(super) struct Firsts([Vec<(u64, usize)>; 4]);
 
 impl Warp<'_> {
     /// The coalescing group of a load: a warp for 4-byte accesses, a half-warp for 8-byte,
@@ -390,7 +204,7 @@ impl Warp<'_> {
     /// unless the addresses are equal. Groups are whole quarters of the warp, so the first
     /// earlier load of a line in a group is the first found in the quarters from the
     /// group's start: a few comparisons per lane instead of one per earlier lane.
-    fn serve(&self, width: &mut [u32], firsts: &mut Firsts) {
+    pub(super) fn serve(&self, width: &mut [u32], firsts: &mut Firsts) {
         if self.ws % 4 != 0 {
             return self.serve_plain(width);
         }

@@ -391,6 +391,17 @@ impl OpenTrace {
         ) && self.resumable()
     }
 
+    /// Whether [`OpenTrace::stream`] hands this file on CTA by CTA only after an external sort
+    /// of its rows (`spill.rs`): Nugteren et al.'s and Crawford's per-thread formats, our
+    /// text format and CSV and Parquet tables (unless their rows come in issue order). A
+    /// receiver that would hold the whole anyway reads such a file faster whole.
+    pub fn sorts_to_stream(&self) -> bool {
+        matches!(
+            self.format,
+            Format::Nugteren | Format::Crawford | Format::Text | Format::Csv | Format::Parquet
+        )
+    }
+
     /// Whether [`OpenTrace::stream_from`] reads this file on by walking it from its start: a
     /// compressed binary file of version 4 (an uncompressed one goes through its index:
     /// `shell::lanes::resumed_source`).

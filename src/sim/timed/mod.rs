@@ -8,7 +8,8 @@ use crate::config::{SimConfig, TimingConfig};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
-    Engine, Hooks, KernelRun, Status, TimedRequest, TimingStats, Variant, WarpStreams,
+    Engine, Hooks, KernelRun, Status, StreamsBuilder, TimedRequest, TimingStats, Variant,
+    WarpStreams,
 };
 use crate::trace::Kernel;
 
@@ -83,6 +84,8 @@ pub struct TimedPlan<'a> {
     sms: Vec<u32>,
     variants: Vec<Variant>,
     streams: Vec<WarpStreams>,
+    /// Each kernel's rows (a kernel given by its header only has none of its own).
+    rows: Vec<u64>,
     /// Rows of every job together, for progress.
     total: u64,
 }
@@ -126,23 +129,8 @@ impl<'a> TimedPlan<'a> {
         pieces: u32,
         spread: Spread,
     ) -> Result<Self, SimError> {
-        cfg.validate()?;
-        let Some(t) = &cfg.timing else {
-            return Err(SimError::Config(
-                "the timing model needs a timing section".into(),
-            ));
-        };
-        let sms = selected_sms(cfg);
-        let variants = Variant::all(t);
-        let rows_per_run: u64 = launches.iter().map(|k| k.len() as u64).sum::<u64>()
-            * sms.len() as u64
-            / cfg.gpu.sms.max(1) as u64;
-        let total = rows_per_run.max(1) * variants.len() as u64;
+        let (t, _, simulated) = Self::setting(cfg)?;
         let n_sms = cfg.gpu.sms.max(1);
-        let mut simulated = vec![false; n_sms as usize];
-        for &sm in &sms {
-            simulated[sm as usize] = true;
-        }
         // What each warp issues does not depend on timing: build the streams once for all runs.
         let simulated = &simulated;
         let pieces = pieces.max(1);
@@ -180,6 +168,29 @@ impl<'a> TimedPlan<'a> {
             })?;
             streams.push(whole);
         }
+        let rows = launches.iter().map(|k| k.len() as u64).collect();
+        Self::from_streams(cfg, launches, rows, streams)
+    }
+
+    /// The plan of kernels given by their headers (`launches`, with their rows counted in
+    /// `rows`) and the warps' streams built from their CTAs' rows as they were read, each
+    /// with [`TimedPlan::builder`]: the trace need never be held whole.
+    pub fn from_streams(
+        cfg: &'a SimConfig,
+        launches: &'a [Kernel],
+        rows: Vec<u64>,
+        streams: Vec<WarpStreams>,
+    ) -> Result<Self, SimError> {
+        let (t, sms, _) = Self::setting(cfg)?;
+        if rows.len() != launches.len() || streams.len() != launches.len() {
+            return Err(SimError::Config(
+                "the timing model needs the rows and streams of every kernel".into(),
+            ));
+        }
+        let variants = Variant::all(t);
+        let rows_per_run: u64 =
+            rows.iter().sum::<u64>() * sms.len() as u64 / cfg.gpu.sms.max(1) as u64;
+        let total = rows_per_run.max(1) * variants.len() as u64;
         Ok(TimedPlan {
             cfg,
             t,
@@ -187,8 +198,55 @@ impl<'a> TimedPlan<'a> {
             sms,
             variants,
             streams,
+            rows,
             total,
         })
+    }
+
+    /// Kernel `k`'s warp streams, built in `pieces` parts that `spread` runs (as
+    /// [`TimedPlan::new_with`] builds them), for [`TimedPlan::from_streams`].
+    pub fn streams_of(
+        cfg: &SimConfig,
+        k: &Kernel,
+        pieces: u32,
+        spread: Spread,
+    ) -> Result<WarpStreams, SimError> {
+        let mut plan = TimedPlan::new_with(cfg, std::slice::from_ref(k), pieces, spread)?;
+        plan.streams.pop().ok_or_else(|| {
+            SimError::Config("the timing model built no streams for a kernel".into())
+        })
+    }
+
+    /// What builds kernel `header`'s warp streams from its CTAs' rows, for
+    /// [`TimedPlan::from_streams`]: it skips the CTAs of the SMs not simulated.
+    pub fn builder(cfg: &SimConfig, header: &Kernel) -> Result<StreamsBuilder, SimError> {
+        let (t, _, simulated) = Self::setting(cfg)?;
+        StreamsBuilder::new(
+            header,
+            cfg.schedule.warp_size,
+            cfg.coalescing,
+            &cfg.cache,
+            &cfg.gpu,
+            &t.rules,
+            Some(simulated),
+        )
+        .map_err(|e| timing_err(header, e))
+    }
+
+    /// The timing section of `cfg` (checked), the simulated SMs, and by SM whether it is.
+    fn setting(cfg: &SimConfig) -> Result<(&TimingConfig, Vec<u32>, Vec<bool>), SimError> {
+        cfg.validate()?;
+        let Some(t) = &cfg.timing else {
+            return Err(SimError::Config(
+                "the timing model needs a timing section".into(),
+            ));
+        };
+        let sms = selected_sms(cfg);
+        let mut simulated = vec![false; cfg.gpu.sms.max(1) as usize];
+        for &sm in &sms {
+            simulated[sm as usize] = true;
+        }
+        Ok((t, sms, simulated))
     }
 
     /// How many jobs there are: runs times simulated SMs.

@@ -75,9 +75,15 @@ pub(super) fn report(
             fill(c, rc, cl, line_bytes);
         }
         let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
-        report.add_whole_kernel(k, ki as u32, warp_insts, (&insts, &ctas), |c| {
-            Some(c % n_sms)
-        });
+        let row = crate::report::KernelRow {
+            kernel: ki as u32,
+            name: k.name.clone(),
+            grid: k.grid,
+            block: k.block,
+            rows: plan.rows[ki],
+            warp_instructions: warp_insts,
+        };
+        report.add_kernel(row, &k.instructions, &insts, &ctas, |c| Some(c % n_sms));
     }
     // Per SM: kernels modelled cold are classified one by one, as the released model does.
     let sm_classes = if t.rules.kernels == Kernels::Cold {

@@ -1,0 +1,377 @@
+//! Building a kernel's warp streams ([`WarpStreams`]) CTA by CTA: from a kernel held whole
+//! ([`WarpStreams::build`]), or from each CTA's rows as a reader gives them, so that a trace
+//! read from a file need never be held whole for the timing model ([`StreamsBuilder`]).
+
+use super::engine::TimingError;
+use super::streams::{empty, Event, Firsts, ThreadLoad, Warp, WarpStreams};
+use crate::coalesce::{Coalesced, Coalescer, Geometry};
+use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
+use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
+use crate::trace::{memory, model_flags, AccessKind, Columns, Kernel, Order};
+
+/// Builds one kernel's warp streams from its CTAs' rows, given in increasing CTA order. The
+/// streams are those [`WarpStreams::build`] gives for the CTAs added.
+pub struct StreamsBuilder {
+    s: WarpStreams,
+    order: Order,
+    /// Each simulated SM (by number) where only some are (CTA `c` runs on SM `c % sms`).
+    simulated: Option<Vec<bool>>,
+    /// The last CTA added.
+    last: Option<u32>,
+    unit: Unit,
+    /// Per thread of the CTA being added: its next row, and the end of its rows.
+    cursor: Vec<u32>,
+    starts: Vec<u32>,
+}
+
+/// What the issue unit needs while building.
+enum Unit {
+    /// Warp instructions of coalesced requests.
+    Warps {
+        coalescer: Box<Coalescer>,
+        drop_stores: bool,
+        rows: Vec<u32>,
+        out: Vec<Coalesced>,
+    },
+    /// The released model's per-thread loads.
+    Threads {
+        line_shift: u32,
+        addrs: Vec<u64>,
+        width: Vec<u32>,
+        firsts: Firsts,
+        counts: Vec<u32>,
+    },
+}
+
+impl StreamsBuilder {
+    /// A builder for kernel `header`'s streams (its shape and order; its rows are not read).
+    /// `simulated`: which SMs (of `gpu.sms`) are simulated, where only some are: the CTAs of
+    /// the others are skipped.
+    pub fn new(
+        header: &Kernel,
+        warp_size: u32,
+        coalescing: Coalescing,
+        cache: &CacheConfig,
+        gpu: &GpuConfig,
+        rules: &TimingRules,
+        simulated: Option<Vec<bool>>,
+    ) -> Result<Self, TimingError> {
+        if header.order == Order::Issued {
+            return Err(TimingError::IssuedOrder);
+        }
+        let tpb = header.threads_per_cta().max(1);
+        let ws = warp_size.max(1);
+        let wpc = tpb.div_ceil(ws);
+        let hw_warps = tpb.div_ceil(HW_WARP);
+        if tpb > gpu.max_threads_per_sm || hw_warps > gpu.max_warps_per_sm {
+            return Err(TimingError::CtaTooLarge {
+                threads: tpb,
+                max_threads: gpu.max_threads_per_sm,
+                max_warps: gpu.max_warps_per_sm,
+            });
+        }
+        let threads = rules.issue == IssueUnit::ThreadPortions;
+        let s = WarpStreams {
+            wpc,
+            tpb,
+            warp_size: ws,
+            ctas: gpu.modelled_ctas(header.num_ctas(), tpb),
+            warp_events: vec![(0, 0); header.num_ctas() as usize * wpc as usize],
+            events: Vec::new(),
+            reqs: Vec::new(),
+            thread_loads: if threads {
+                vec![(0, 0); header.num_threads() as usize]
+            } else {
+                Vec::new()
+            },
+            loads: Vec::new(),
+        };
+        let unit = if threads {
+            Unit::Threads {
+                line_shift: cache.line_bytes.trailing_zeros(),
+                addrs: Vec::new(),
+                width: Vec::new(),
+                firsts: Firsts::default(),
+                counts: Vec::with_capacity(ws as usize),
+            }
+        } else {
+            Unit::Warps {
+                coalescer: Box::new(Coalescer::new(
+                    coalescing,
+                    Geometry {
+                        line_bytes: cache.line_bytes,
+                        sector_bytes: cache.sector_bytes,
+                        warp_size: ws,
+                        threads_per_cta: tpb,
+                    },
+                )),
+                drop_stores: rules.stores == Stores::Dropped,
+                rows: Vec::with_capacity(64),
+                out: Vec::with_capacity(64),
+            }
+        };
+        Ok(StreamsBuilder {
+            s,
+            order: header.order,
+            simulated,
+            last: None,
+            unit,
+            cursor: Vec::new(),
+            starts: Vec::new(),
+        })
+    }
+
+    /// Whether CTA `cta` is modelled on a simulated SM (the others are skipped when added).
+    pub fn wants(&self, cta: u32) -> bool {
+        cta < self.s.ctas
+            && self.simulated.as_ref().is_none_or(|on| {
+                on.get((cta % on.len().max(1) as u32) as usize)
+                    .copied()
+                    .unwrap_or(false)
+            })
+    }
+
+    /// Adds CTA `cta` from its rows (its threads' rows only, grouped by thread in
+    /// increasing order, as a reader gives a CTA). CTAs come in increasing order.
+    pub fn add_cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TimingError> {
+        self.check_order(cta)?;
+        if !self.wants(cta) {
+            return Ok(());
+        }
+        let tpb = self.s.tpb as usize;
+        let first = cta as u64 * tpb as u64;
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        starts.resize(tpb + 1, 0);
+        let mut last = 0;
+        for (i, &t) in rows.thread.iter().enumerate() {
+            let local = t as u64 - first.min(t as u64);
+            if (t as u64) < first || local >= tpb as u64 || (local as usize) < last {
+                return Err(TimingError::CtaRows {
+                    cta,
+                    row: i as u64,
+                    thread: t,
+                });
+            }
+            last = local as usize;
+            starts[last + 1] += 1;
+        }
+        for i in 0..tpb {
+            starts[i + 1] += starts[i];
+        }
+        self.add(cta, rows, &starts);
+        self.starts = starts;
+        Ok(())
+    }
+
+    /// Adds CTA `cta` of kernel `k`, held whole; `starts`: `k.thread_starts()`.
+    pub(super) fn add_from(&mut self, k: &Kernel, starts: &[u32], cta: u32) {
+        if self.check_order(cta).is_err() || !self.wants(cta) {
+            return;
+        }
+        let tpb = self.s.tpb as usize;
+        let t0 = cta as usize * tpb;
+        self.add(cta, k.columns(), &starts[t0..=t0 + tpb]);
+    }
+
+    /// The streams of every CTA added.
+    pub fn finish(self) -> WarpStreams {
+        self.s
+    }
+
+    fn check_order(&mut self, cta: u32) -> Result<(), TimingError> {
+        if self.last.is_some_and(|l| cta <= l) {
+            return Err(TimingError::CtaOrder {
+                cta,
+                after: self.last.unwrap_or(0),
+            });
+        }
+        self.last = Some(cta);
+        Ok(())
+    }
+
+    /// Adds a CTA whose thread `i` has the rows `starts[i]..starts[i + 1]` of `cols`.
+    fn add(&mut self, cta: u32, cols: &Columns, starts: &[u32]) {
+        self.cursor.clear();
+        self.cursor.extend_from_slice(&starts[..starts.len() - 1]);
+        let (s, cursor, order) = (&mut self.s, &mut self.cursor, self.order);
+        match &mut self.unit {
+            Unit::Warps {
+                coalescer,
+                drop_stores,
+                rows,
+                out,
+            } => {
+                let scratch = (&mut **coalescer, &mut *rows, &mut *out);
+                add_warps(
+                    s,
+                    cta,
+                    cols,
+                    order,
+                    cursor,
+                    &starts[1..],
+                    *drop_stores,
+                    scratch,
+                )
+            }
+            Unit::Threads {
+                line_shift,
+                addrs,
+                width,
+                firsts,
+                counts,
+            } => add_threads(
+                s,
+                cta,
+                cols,
+                starts,
+                *line_shift,
+                (addrs, width, firsts, counts),
+            ),
+        }
+    }
+}
+
+/// The warp-instruction streams of CTA `cta`'s warps: each instruction's coalesced load
+/// requests, its stores counted; barriers as events. `cursor`/`end`: per thread of the CTA,
+/// its next row and the end of its rows in `cols`.
+#[allow(clippy::too_many_arguments)]
+fn add_warps(
+    s: &mut WarpStreams,
+    cta: u32,
+    cols: &Columns,
+    order: Order,
+    cursor: &mut [u32],
+    end: &[u32],
+    drop_stores: bool,
+    (coalescer, rows, out): (&mut Coalescer, &mut Vec<u32>, &mut Vec<Coalesced>),
+) {
+    let (tpb, ws, wpc) = (s.tpb, s.warp_size, s.wpc);
+    let flags = &cols.flags;
+    for w in 0..wpc {
+        let t0 = (w * ws) as usize;
+        let t1 = ((w * ws + ws).min(tpb)) as usize;
+        let mut wt = WarpThreads {
+            cursor: &mut cursor[t0..t1],
+            end: &end[t0..t1],
+        };
+        let first = s.events.len() as u32;
+        let mut st = wt.state(cols);
+        loop {
+            match st {
+                READY => {
+                    rows.clear();
+                    st = wt.exec(cols, order, rows);
+                    if drop_stores {
+                        rows.retain(|&r| !model_flags(flags[r as usize]).0.is_write());
+                        if rows.is_empty() {
+                            continue;
+                        }
+                    }
+                    let used = coalescer.coalesce(cols, rows, out);
+                    let mut e = Event {
+                        inst: rows.first().map_or(0, |&r| cols.inst[r as usize]),
+                        req_start: s.reqs.len() as u32,
+                        accesses: used,
+                        ..Default::default()
+                    };
+                    for c in out.iter() {
+                        if c.request.write {
+                            e.stores += 1;
+                            e.store_bytes += c.request.bytes as u64;
+                        } else {
+                            memory::push(&mut s.reqs, c.request.line);
+                            e.transactions += c.transactions;
+                        }
+                    }
+                    e.req_end = s.reqs.len() as u32;
+                    memory::push(&mut s.events, e);
+                }
+                BARRIER => {
+                    let barrier = Event {
+                        barrier: true,
+                        ..Default::default()
+                    };
+                    memory::push(&mut s.events, barrier);
+                    wt.pass_barrier(cols);
+                    st = wt.state(cols);
+                }
+                _ => break,
+            }
+        }
+        s.warp_events[(cta * wpc + w) as usize] = empty(first, s.events.len() as u32);
+    }
+}
+
+/// Per-thread load streams of CTA `cta` and, per position, which threads request their line
+/// (the released model's rule: a thread is served by the first earlier thread of its group, a
+/// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones, with
+/// the same line at the same position of its stream). Thread `i` of the CTA has the rows
+/// `starts[i]..starts[i + 1]` of `cols`.
+///
+/// A warp's loads are stored position by position, its lanes side by side (lane `l`'s load
+/// `p` at `first + p * lanes + l`, where `lanes` is the warp's thread count), so that a
+/// warp's step reads one stretch of memory rather than one place per thread; lanes with
+/// fewer loads leave gaps no thread reaches.
+fn add_threads(
+    s: &mut WarpStreams,
+    cta: u32,
+    cols: &Columns,
+    starts: &[u32],
+    line_shift: u32,
+    (addrs, width, firsts, counts): (&mut Vec<u64>, &mut Vec<u32>, &mut Firsts, &mut Vec<u32>),
+) {
+    let (tpb, ws) = (s.tpb, s.warp_size);
+    let l1_load = |r: usize| {
+        let (kind, space) = model_flags(cols.flags[r]);
+        kind == AccessKind::Load && space.reaches_l1()
+    };
+    // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
+    let base = s.loads.len();
+    for w in 0..s.wpc {
+        let (l0, l1) = (w * ws, (w * ws + ws).min(tpb));
+        let lanes = (l1 - l0) as usize;
+        let rows_of = |l: u32| starts[l as usize] as usize..starts[l as usize + 1] as usize;
+        counts.clear();
+        counts.extend((l0..l1).map(|l| rows_of(l).filter(|&r| l1_load(r)).count() as u32));
+        let longest = counts.iter().copied().max().unwrap_or(0) as usize;
+        let first = s.loads.len();
+        let len = first + longest * lanes;
+        // Grown into huge pages: fresh pages are most of the build's cost.
+        memory::reserve(&mut s.loads, len - first);
+        s.loads.resize(len, ThreadLoad::default());
+        addrs.resize(len - base, 0);
+        width.resize(len - base, 1);
+        let t0 = cta * tpb + l0;
+        for (lane, l) in (l0..l1).enumerate() {
+            let mut at = first + lane;
+            for r in rows_of(l) {
+                if l1_load(r) {
+                    s.loads[at] = ThreadLoad {
+                        line: cols.addr[r] >> line_shift,
+                        inst: cols.inst[r],
+                        bytes: cols.size[r],
+                        leader: true,
+                    };
+                    addrs[at - base] = cols.addr[r];
+                    at += lanes;
+                }
+            }
+            s.thread_loads[(t0 + lane as u32) as usize] = empty((first + lane) as u32, at as u32);
+        }
+        let warp = Warp {
+            lanes: &s.thread_loads[t0 as usize..(t0 + lanes as u32) as usize],
+            stride: lanes as u32,
+            loads: &s.loads,
+            addrs,
+            base,
+            ws,
+        };
+        warp.serve(width, firsts);
+    }
+    for (l, &wd) in s.loads[base..].iter_mut().zip(width.iter()) {
+        l.leader = wd != 0;
+    }
+    addrs.clear();
+    width.clear();
+}
