@@ -2,12 +2,11 @@
 //! reads the file while the job's thread simulates, through `shell::lanes` as `warpscope sim`
 //! does, and [`Gather`] keeps what the views draw (a sample, exact counts, previews). Also the
 //! detail of a window of such a run: the file read again up to the window's end, keeping
-//! every request in it. The timing model needs every kernel whole, so its run loads a file
-//! that is not too large whole ([`run_timed`]).
+//! every request in it. The timing model's run builds its warps' streams from the CTAs as the
+//! file is read, then runs ([`run_timed`]).
 
 use std::ops::Range;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::SimConfig;
@@ -76,88 +75,85 @@ fn file_of(trace: &TraceData) -> Result<(&Path, u64), JobError> {
     }
 }
 
-/// The most bytes of a trace the timing model loads whole from a streamed file, on disk and
-/// once decompressed (held whole, with the warps' streams, it takes a few times that).
-const TIMED_MAX_BYTES: u64 = 1 << 30;
+/// The most accesses of a streamed trace the timing model runs on: its warps' streams take
+/// memory in proportion to them (about 16 bytes an access for the released model's thread
+/// portions), so a larger trace is refused with the CLI to use.
+const TIMED_MAX_ROWS: u64 = 1 << 27;
 
-/// Runs the timing model on the streamed trace into `gather`: the model needs every kernel
-/// whole (each warp's stream before its first cycle), so a trace of up to `cap` bytes, on disk
-/// and once decompressed, is loaded whole for it, and a larger one is refused. The report, or
-/// `None` when `gather` stopped the run on purpose (past its window). The progress counts the
-/// bytes read, then the model's accesses.
+/// Runs the timing model on the streamed trace into `gather`: one thread reads the file while
+/// the job's thread builds each kernel's warp streams from its CTAs as they come (the trace
+/// is never held whole: `shell::timed::run_streamed`), then the model runs. A trace of more
+/// than `max_rows` accesses is refused as soon as the read passes them. The report, or `None`
+/// when `gather` stopped the run on purpose (past its window). The progress counts the bytes
+/// read, then the model's accesses.
 fn run_timed(
     config: &SimConfig,
     trace: &TraceData,
     progress: &Arc<Progress>,
     gather: &mut Gather,
-    cap: u64,
+    max_rows: u64,
 ) -> Result<Option<sim::Report>, JobError> {
     let (path, bytes) = file_of(trace)?;
-    let too_large = |what: String| {
-        JobError::Failed(format!(
-            "the timing model needs each kernel whole, and this trace is {what}: too large to \
-             load whole here (at most {} MiB); use `warpscope sim --timing` on it",
-            cap >> 20
-        ))
-    };
-    if bytes > cap {
-        return Err(too_large(format!("{} MiB on disk", bytes >> 20)));
+    for as_found in [true, false] {
+        let opts = trace::ReadOptions {
+            format: trace.format,
+            allow_truncated: false,
+        };
+        let watch = watching(progress);
+        let open = trace::open_trace(path, opts, &|s| s, &watch)
+            .map_err(|e| JobError::Failed(e.to_string()))?;
+        progress.set_total(bytes * open.streamed_reads(as_found));
+        let src = lanes::file_source(open, |s| s, watch, as_found);
+        let mut reading = Reading(progress);
+        let mut counted = Counted {
+            gather: &mut *gather,
+            progress,
+        };
+        let limits = (0, Some(max_rows));
+        let run = crate::shell::timed::run_streamed(
+            config,
+            src.source,
+            src.depth,
+            &mut reading,
+            &mut counted,
+            limits,
+        );
+        return match run {
+            Ok(report) => Ok(Some(report)),
+            Err(_) if progress.cancelled() => Err(JobError::Cancelled),
+            Err(_) if gather.past_window => Ok(None),
+            Err(lanes::Failure::Other(e)) if as_found && lanes::must_read_again(&e) => {
+                gather.start_again();
+                progress.report(0, 0);
+                continue;
+            }
+            Err(lanes::Failure::Session(_, e))
+                if e == crate::shell::timed::too_many_rows(max_rows) =>
+            {
+                Err(JobError::Failed(format!(
+                    "{}; use `warpscope sim --timing` on it",
+                    error_chain(&e)
+                )))
+            }
+            Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
+            Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
+        };
     }
-    let opts = trace::ReadOptions {
-        format: trace.format,
-        allow_truncated: false,
-    };
-    progress.set_total(bytes);
-    // A compressed file is refused once its decompressed bytes pass the cap.
-    let read = Arc::new(AtomicU64::new(0));
-    let capped = |s: trace::source::Stream| -> trace::source::Stream {
-        Box::new(Capped {
-            inner: s,
-            read: read.clone(),
-            cap,
-        })
-    };
-    let loaded = trace::load_watched(path, opts, &capped, &watching(progress)).map_err(|e| {
-        if progress.cancelled() {
-            JobError::Cancelled
-        } else if read.load(Ordering::Relaxed) > cap {
-            too_large(format!("more than {} MiB once decompressed", cap >> 20))
-        } else {
-            JobError::Failed(e.to_string())
-        }
-    })?;
-    let kernels = loaded.trace.kernels;
-    progress.report(0, kernels.iter().map(|k| k.len() as u64).sum());
-    let mut counted = Counted {
-        gather: &mut *gather,
-        progress,
-    };
-    match crate::shell::timed::simulate(config, &kernels, &mut counted, 0) {
-        Ok(report) => Ok(Some(report)),
-        Err(_) if progress.cancelled() => Err(JobError::Cancelled),
-        Err(_) if gather.past_window => Ok(None),
-        Err(e) => Err(JobError::Failed(error_chain(&e))),
-    }
+    Err(JobError::Failed(
+        "the file could not be read in two passes either".into(),
+    ))
 }
 
-/// A decompressed stream that fails its reads once the bytes read through it and its
-/// siblings (the files of one trace) pass `cap`.
-struct Capped {
-    inner: trace::source::Stream,
-    read: Arc<AtomicU64>,
-    cap: u64,
-}
+/// Progress while the timing model's trace is read: the bytes are counted as they are read
+/// (`watching`); this stops the read when the job is cancelled.
+struct Reading<'a>(&'a Progress);
 
-impl std::io::Read for Capped {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64 > self.cap {
-            return Err(std::io::Error::other(format!(
-                "more than {} MiB once decompressed",
-                self.cap >> 20
-            )));
-        }
-        Ok(n)
+impl sim::Observer for Reading<'_> {
+    fn wants_requests(&self) -> bool {
+        false
+    }
+    fn progress(&mut self, _done: u64, _total: u64) -> bool {
+        !self.0.cancelled()
     }
 }
 
@@ -323,7 +319,7 @@ pub fn simulate_keeping(
         gather = gather.with_preview(p);
     }
     let report = if config.timing.is_some() {
-        run_timed(&config, trace, progress, &mut gather, TIMED_MAX_BYTES)?
+        run_timed(&config, trace, progress, &mut gather, TIMED_MAX_ROWS)?
     } else {
         run(&config, trace, progress, &mut gather, None)?.map(|s| s.finish(&mut gather))
     };
@@ -360,7 +356,7 @@ pub fn simulate_window(
     gather.window = Some(window);
     if whole.config.timing.is_some() {
         // The timing model's run keeps no copies: it runs again up to the window's end.
-        run_timed(&whole.config, trace, progress, &mut gather, TIMED_MAX_BYTES)?;
+        run_timed(&whole.config, trace, progress, &mut gather, TIMED_MAX_ROWS)?;
     } else if let Some(session) = run(&whole.config, trace, progress, &mut gather, from)? {
         // The trace ended inside the window: its last warp instruction is simulated at the end.
         session.finish(&mut gather);
@@ -372,10 +368,10 @@ pub fn simulate_window(
 mod tests {
     use super::*;
 
-    /// The timing model loads a streamed trace whole only up to its cap: on disk, and once
-    /// decompressed for a compressed file (which may hold far more than its size).
+    /// The timing model streams a file, plain or compressed, into the report of the trace
+    /// read whole, and refuses one of more accesses than its cap as the read passes it.
     #[test]
-    fn the_timing_model_loads_a_streamed_trace_whole_only_up_to_its_cap() {
+    fn the_timing_model_streams_a_trace_up_to_its_cap_of_accesses() {
         let dir = tempfile::tempdir().unwrap();
         let params = [("n".to_string(), "32".to_string())];
         let t = crate::gen::generate("matmul", &params).unwrap();
@@ -384,11 +380,7 @@ mod tests {
         let packed = dir.path().join("m.wsb.zst");
         let bytes = std::fs::read(&plain).unwrap();
         std::fs::write(&packed, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
-        let (plain_bytes, packed_bytes) = (
-            bytes.len() as u64,
-            std::fs::metadata(&packed).unwrap().len(),
-        );
-        assert!(packed_bytes * 4 < plain_bytes);
+        let packed_bytes = std::fs::metadata(&packed).unwrap().len();
         let cfg = crate::config::preset("gtx470-16k").unwrap();
         let timed = |path: &Path, size: u64, cap: u64| {
             let streamed =
@@ -399,23 +391,22 @@ mod tests {
         };
         let whole =
             crate::shell::timed::simulate(&cfg, &t.kernels, &mut sim::NoObserver, 1).unwrap();
-        // Under the cap: the whole read's report, from either file.
-        for (path, size) in [(&plain, plain_bytes), (&packed, packed_bytes)] {
-            let r = timed(path, size, plain_bytes + 1).unwrap().unwrap();
+        let rows = t.total_accesses() as u64;
+        for (path, size) in [(&plain, bytes.len() as u64), (&packed, packed_bytes)] {
+            // Up to the cap: the whole read's report.
+            let r = timed(path, size, rows).unwrap().unwrap();
             assert_eq!(r, whole);
+            // Past it: refused, with the CLI to use.
+            let m = match timed(path, size, rows - 1) {
+                Err(JobError::Failed(m)) => m,
+                other => panic!("{:?}", other.map(|_| ())),
+            };
+            assert!(
+                m.contains(&format!("more than {} accesses", rows - 1))
+                    && m.contains("sim --timing"),
+                "{m}"
+            );
         }
-        // Over it: on disk, or only once decompressed.
-        let message = |r: Result<Option<sim::Report>, JobError>| match r {
-            Err(JobError::Failed(m)) => m,
-            other => panic!("{:?}", other.map(|_| ())),
-        };
-        let m = message(timed(&plain, plain_bytes, plain_bytes - 1));
-        assert!(m.contains("on disk") && m.contains("sim --timing"), "{m}");
-        let m = message(timed(&packed, packed_bytes, plain_bytes / 2));
-        assert!(
-            m.contains("once decompressed") && m.contains("sim --timing"),
-            "{m}"
-        );
     }
 
     /// A detail read on from a place in a plain `din` file reads the file from there; in a

@@ -38,13 +38,15 @@ pub fn run(
 /// the trace is never held whole. `reading` is told of progress while the source is read
 /// (its counts mean nothing: a reader's progress is its bytes), `observer` as [`run`]'s
 /// once the model runs. The same report and requests as [`run`] on the trace read whole.
+/// The streams take memory in proportion to the trace's accesses: with `max_rows`, a trace
+/// of more is refused as soon as the read passes it ([`too_many_rows`]).
 pub fn run_streamed(
     cfg: &SimConfig,
     source: lanes::Source,
     depth: usize,
     reading: &mut dyn Observer,
     observer: &mut dyn Observer,
-    threads: usize,
+    (threads, max_rows): (usize, Option<u64>),
 ) -> Result<Report, Failure> {
     let cores = super::lanes::cores(threads).max(1);
     let (mut fanout, pieces) = lanes::pipe(depth);
@@ -53,7 +55,7 @@ pub fn run_streamed(
             .name("read".into())
             .spawn_scoped(scope, move || source(&mut fanout));
         // Its end of the queue goes with it: a failed build stops the reader.
-        let built = gather(cfg, pieces, reading, cores);
+        let built = gather(cfg, pieces, reading, cores, max_rows.unwrap_or(u64::MAX));
         let read = reader.map_err(anyhow::Error::from).and_then(|t| {
             t.join()
                 .map_err(|_| anyhow::anyhow!("the reader thread failed"))
@@ -66,6 +68,14 @@ pub fn run_streamed(
     let plan = TimedPlan::from_streams(cfg, &built.headers, built.rows, built.streams)
         .map_err(|e| Failure::Session(0, e))?;
     run_plan(plan, observer, cores).map_err(|e| Failure::Session(0, e))
+}
+
+/// The error of a trace refused by [`run_streamed`] for having more than `max` accesses.
+pub fn too_many_rows(max: u64) -> SimError {
+    SimError::Config(format!(
+        "the timing model's streams of this trace would take too much memory here: it has \
+         more than {max} accesses"
+    ))
 }
 
 /// What [`gather`] built: every kernel's header, rows and warp streams.
@@ -81,6 +91,7 @@ fn gather(
     pieces: Receiver<Arc<Piece>>,
     reading: &mut dyn Observer,
     cores: usize,
+    max_rows: u64,
 ) -> Result<Built, SimError> {
     let mut b = Built {
         headers: Vec::new(),
@@ -88,6 +99,7 @@ fn gather(
         streams: Vec::new(),
     };
     let mut open: Option<StreamsBuilder> = None;
+    let mut all_rows = 0u64;
     let failed = |k: &Kernel, e: TimingError| SimError::Timing {
         kernel: k.name.clone(),
         source: e,
@@ -132,6 +144,14 @@ fn gather(
                     "the trace's reader gave its pieces out of order".into(),
                 ))
             }
+        }
+        all_rows += match &*piece {
+            Piece::Kernel(k) => k.len() as u64,
+            Piece::Cta(_, rows, _) => rows.len() as u64,
+            _ => 0,
+        };
+        if all_rows > max_rows {
+            return Err(too_many_rows(max_rows));
         }
         if !reading.progress(0, 0) {
             return Err(SimError::Cancelled);
@@ -415,7 +435,7 @@ mod tests {
             for threads in [1, 2] {
                 let (mut seen, mut reading) = (Seen::default(), Seen::default());
                 let source = by_cta(kernels.clone(), None);
-                let got = run_streamed(&cfg, source, 1, &mut reading, &mut seen, threads)
+                let got = run_streamed(&cfg, source, 1, &mut reading, &mut seen, (threads, None))
                     .map_err(anyhow::Error::from)
                     .expect("run");
                 assert_eq!(json(&got), json(&want), "{threads} threads");
@@ -433,7 +453,7 @@ mod tests {
         let cfg = &configs()[1];
         let kernels = crate::timing::test_kernels();
         let run = |source: lanes::Source, reading: &mut Seen| {
-            run_streamed(cfg, source, 1, reading, &mut NoObserver, 2)
+            run_streamed(cfg, source, 1, reading, &mut NoObserver, (2, None))
                 .map_err(anyhow::Error::from)
                 .map(|_| ())
                 .map_err(|e| format!("{e:#}"))
