@@ -124,6 +124,7 @@ fn gather(
                     *n += rows.len() as u64;
                 }
             }
+            (Piece::Expect(rows), Some(builder), _) => builder.expect_rows(*rows),
             (Piece::Instructions(added), Some(_), Some(header)) => {
                 header.instructions.extend_from_slice(added);
             }

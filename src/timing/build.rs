@@ -121,6 +121,16 @@ impl StreamsBuilder {
         })
     }
 
+    /// Makes room for a kernel of `rows` rows (a hint: it may have more, or fewer). Room
+    /// never written takes no memory, so the released model's per-thread loads, at most one a
+    /// row, get it at once rather than growing (each growth copies them into fresh pages).
+    pub fn expect_rows(&mut self, rows: u64) {
+        if let Unit::Threads { .. } = self.unit {
+            let more = (rows as usize).saturating_sub(self.s.loads.len());
+            memory::reserve(&mut self.s.loads, more);
+        }
+    }
+
     /// Whether CTA `cta` is modelled on a simulated SM (the others are skipped when added).
     pub fn wants(&self, cta: u32) -> bool {
         cta < self.s.ctas

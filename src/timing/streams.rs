@@ -66,6 +66,14 @@ impl WarpStreams {
     ) -> Result<Self, TimingError> {
         let mut b = StreamsBuilder::new(k, warp_size, coalescing, cache, gpu, rules, None)?;
         let starts = k.thread_starts();
+        let ctas: Vec<u32> = ctas.collect();
+        let tpb = k.threads_per_cta().max(1) as usize;
+        let rows_of = |&c: &u32| {
+            let t = (c as usize * tpb).min(starts.len() - 1);
+            let u = (t + tpb).min(starts.len() - 1);
+            (starts[u] - starts[t]) as u64
+        };
+        b.expect_rows(ctas.iter().map(rows_of).sum());
         for cta in ctas {
             b.add_from(k, &starts, cta);
         }
