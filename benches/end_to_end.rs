@@ -89,6 +89,31 @@ fn timed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     out.len()
 }
 
+/// Runs the timing model on `path` as `sim --json` does: the warps' streams built from the
+/// CTAs as one thread reads the file, then the model's jobs on every core; serialises the
+/// report.
+#[cfg(feature = "cli")]
+fn timed_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
+    use warpscope::shell::lanes;
+    let opts = warpscope::trace::ReadOptions::default();
+    let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s).expect("open");
+    let f = lanes::file_source(open, |s| s, |s| s, true);
+    let (mut reading, mut none) = (warpscope::sim::NoObserver, warpscope::sim::NoObserver);
+    let Ok(report) = warpscope::shell::timed::run_streamed(
+        cfg,
+        f.source,
+        f.depth,
+        &mut reading,
+        &mut none,
+        (0, None),
+    ) else {
+        panic!("the run failed")
+    };
+    let mut out = Vec::new();
+    serde_json::to_writer(&mut out, &report).expect("json");
+    out.len()
+}
+
 /// Reads `path`, simulates it and serialises the report (on one thread).
 fn file_to_json(path: &Path, cfg: &SimConfig) -> usize {
     let (trace, _) = warpscope::trace::read_file(path, None).expect("read");
@@ -342,6 +367,10 @@ fn end_to_end(c: &mut Criterion) {
     #[cfg(feature = "cli")]
     g.bench_function("wsb_matmul_128_gpu_cache_model_4_runs_threads", |b| {
         b.iter(|| black_box(timed_to_json(&wsb, &released)))
+    });
+    #[cfg(feature = "cli")]
+    g.bench_function("wsb_matmul_128_gpu_cache_model_4_runs_streamed", |b| {
+        b.iter(|| black_box(timed_streamed_to_json(&wsb, &released)))
     });
 
     let accelsim = Path::new(env!("CARGO_MANIFEST_DIR"))
