@@ -182,8 +182,14 @@ impl Stacks {
     }
 }
 
-/// A pending stack update: (time, rank, issue order, line, set, is a miss).
-type Effect = (u64, u8, u64, u64, u32, bool);
+/// A pending stack update: its order (time, then rank, then issue order, packed by
+/// [`effect_key`] into one number, so the queue compares one value), line, set, is a miss.
+type Effect = (u128, u64, u32, bool);
+
+/// The order of a stack update: by time, then rank, then issue order (below 2^63).
+fn effect_key(time: u64, rank: u8, seq: u64) -> u128 {
+    ((time as u128) << 64) | ((rank as u128 & 1) << 63) | (seq as u128 & (u64::MAX >> 1) as u128)
+}
 
 /// One SM's L1 and clock; keeps its state across kernels.
 pub struct Engine {
@@ -192,8 +198,8 @@ pub struct Engine {
     set_of: SetIndexFn,
     sets: u32,
     stacks: Stacks,
-    /// Pending stack updates: (time, rank, issue order, line, set, is a miss); the rank puts
-    /// hits first under [`EffectOrder::HitsFirst`].
+    /// Pending stack updates ([`Effect`]); the rank puts hits first under
+    /// [`EffectOrder::HitsFirst`].
     effects: BinaryHeap<Reverse<Effect>>,
     seq: u64,
     /// [`MshrCheck::FirstThread`]: lines with a miss whose effect is pending, and their count
@@ -301,8 +307,8 @@ impl Engine {
 
     /// Applies the stack updates due before `before` (ties in issue order, or hits first).
     pub(super) fn apply_effects(&mut self, before: u64) {
-        while let Some(&Reverse((t, _, _, line, set, miss))) = self.effects.peek() {
-            if t >= before {
+        while let Some(&Reverse((key, line, set, miss))) = self.effects.peek() {
+            if (key >> 64) as u64 >= before {
                 break;
             }
             self.effects.pop();
@@ -316,7 +322,7 @@ impl Engine {
     fn push_effect(&mut self, at: u64, line: u64, set: u32, miss: bool) {
         let rank = (miss && self.p.rules.effect_order == EffectOrder::HitsFirst) as u8;
         self.effects
-            .push(Reverse((at, rank, self.seq, line, set, miss)));
+            .push(Reverse((effect_key(at, rank, self.seq), line, set, miss)));
         self.seq += 1;
     }
 
@@ -428,7 +434,11 @@ impl Engine {
 
     /// Lets every pending request take effect (between kernels).
     fn drain(&mut self) {
-        let last_effect = self.effects.iter().map(|Reverse(e)| e.0).max();
+        let last_effect = self
+            .effects
+            .iter()
+            .map(|Reverse(e)| (e.0 >> 64) as u64)
+            .max();
         let last_release = self.releases.iter().map(|Reverse(r)| r.0).max();
         if let Some(t) = last_effect.max(last_release) {
             self.now = self.now.max(t + 1);
