@@ -394,7 +394,7 @@ impl EframeApp {
                 .as_ref()
                 .is_some_and(|t| t.format != Some(crate::trace::Format::Din))
         {
-            // The same file with the timing model, loaded whole for the model's run (not a
+            // The same file with the timing model, its warps' streams built as it is read (not a
             // `din` file's: one thread's reference stream has no warps to time).
             if first {
                 app.detail(0, None);
