@@ -112,6 +112,7 @@ fn gather(
                 b.headers.push(k.header());
                 b.rows.push(k.len() as u64);
                 b.streams.push(whole);
+                all_rows += k.len() as u64;
             }
             (Piece::Begin(header), None, _) => {
                 open = Some(TimedPlan::builder(cfg, header)?);
@@ -123,6 +124,7 @@ fn gather(
                 if let Some(n) = b.rows.last_mut() {
                     *n += rows.len() as u64;
                 }
+                all_rows += rows.len() as u64;
             }
             (Piece::Expect(rows), Some(builder), _) => builder.expect_rows(*rows),
             (Piece::Instructions(added), Some(_), Some(header)) => {
@@ -146,11 +148,6 @@ fn gather(
                 ))
             }
         }
-        all_rows += match &*piece {
-            Piece::Kernel(k) => k.len() as u64,
-            Piece::Cta(_, rows, _) => rows.len() as u64,
-            _ => 0,
-        };
         if all_rows > max_rows {
             return Err(too_many_rows(max_rows));
         }
