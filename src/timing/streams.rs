@@ -1,7 +1,7 @@
 //! What each warp issues, built once per kernel and shared by every run (what a warp issues
 //! does not depend on timing, only when it does): warp-instruction streams of coalesced
 //! requests for the default issue unit, per-thread load streams for the released model's
-//! thread portions ([`IssueUnit::ThreadPortions`]).
+//! thread portions ([`crate::config::IssueUnit::ThreadPortions`]).
 
 use super::build::StreamsBuilder;
 use super::engine::TimingError;
