@@ -192,21 +192,7 @@ fn streamed_timed(
         reading.clear();
         Ok(r?)
     };
-    let progress = output::Progress::new(1);
-    let report = match &a.export {
-        None => {
-            let mut progress = progress;
-            let r = run(&mut progress);
-            progress.clear();
-            r
-        }
-        Some(table) => export_requests(table, progress, run),
-    };
-    match &a.input.trace {
-        Some(path) => report.with_context(|| format!("simulating {}", path.display())),
-        None => report,
-    }
-    .map(Some)
+    in_file(a, shown(a, output::Progress::new(1), run)).map(Some)
 }
 
 /// [`streamed`], taking instructions as they are found where `as_found`.
@@ -218,22 +204,35 @@ fn streamed_as(
     let input = stream::input(&a.input, as_found)?;
     let jobs = if input.splits { a.jobs.unwrap_or(0) } else { 1 };
     let (source, depth, reference) = (input.source, input.depth, !input.splits);
-    let report = match &a.export {
-        None => {
-            let mut progress = input.progress;
-            let r = stream::simulate_parts(cfg, jobs, 0, depth, &mut progress, source, reference);
-            progress.clear();
-            r
-        }
-        Some(table) => export_requests(table, input.progress, |p| {
-            stream::simulate_parts(cfg, jobs, 0, depth, p, source, reference)
-        }),
-    };
+    let report = shown(a, input.progress, |p| {
+        stream::simulate_parts(cfg, jobs, 0, depth, p, source, reference)
+    });
+    in_file(a, report).map(Some)
+}
+
+/// `report` with the trace file it simulated named in its error.
+fn in_file(a: &SimArgs, report: Result<sim::Report>) -> Result<sim::Report> {
     match &a.input.trace {
         Some(path) => report.with_context(|| format!("simulating {}", path.display())),
         None => report,
     }
-    .map(Some)
+}
+
+/// Runs `simulate` with `progress` shown, writing every request it reports to the table
+/// `--export` names where there is one ([`export_requests`]).
+fn shown<P: sim::Observer + Clear>(
+    a: &SimArgs,
+    mut progress: P,
+    simulate: impl FnOnce(&mut dyn sim::Observer) -> Result<sim::Report>,
+) -> Result<sim::Report> {
+    match &a.export {
+        None => {
+            let r = simulate(&mut progress);
+            progress.clear();
+            r
+        }
+        Some(table) => export_requests(table, progress, simulate),
+    }
 }
 
 /// Loads the whole trace (one the reader may cut short: `--allow-truncated`), then simulates
@@ -264,16 +263,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
             false,
         )
     };
-    let report = match &a.export {
-        None => {
-            let mut progress = progress;
-            let r = run(&mut progress);
-            progress.clear();
-            r
-        }
-        Some(table) => export_requests(table, progress, run),
-    };
-    report.with_context(|| format!("simulating {source}"))
+    shown(a, progress, run).with_context(|| format!("simulating {source}"))
 }
 
 fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {
@@ -301,17 +291,14 @@ fn export_requests<P: sim::Observer>(
 }
 
 /// A progress display that can take itself off the terminal.
-#[cfg(feature = "tables")]
 trait Clear {
     fn clear(&mut self);
 }
-#[cfg(feature = "tables")]
 impl Clear for output::Progress {
     fn clear(&mut self) {
         output::Progress::clear(self)
     }
 }
-#[cfg(feature = "tables")]
 impl Clear for stream::ByBytes {
     fn clear(&mut self) {
         stream::ByBytes::clear(self)
