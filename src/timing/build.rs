@@ -35,6 +35,8 @@ enum Unit {
     },
     /// The released model's per-thread loads.
     Threads {
+        /// By flags byte: whether the row is a load that reaches the L1.
+        l1_load: Box<[bool; 256]>,
         line_shift: u32,
         addrs: Vec<u64>,
         width: Vec<u32>,
@@ -88,6 +90,10 @@ impl StreamsBuilder {
         };
         let unit = if threads {
             Unit::Threads {
+                l1_load: Box::new(std::array::from_fn(|f| {
+                    let (kind, space) = model_flags(f as u8);
+                    kind == AccessKind::Load && space.reaches_l1()
+                })),
                 line_shift: cache.line_bytes.trailing_zeros(),
                 addrs: Vec::new(),
                 width: Vec::new(),
@@ -225,6 +231,7 @@ impl StreamsBuilder {
                 )
             }
             Unit::Threads {
+                l1_load,
                 line_shift,
                 addrs,
                 width,
@@ -233,8 +240,7 @@ impl StreamsBuilder {
             } => add_threads(
                 s,
                 cta,
-                cols,
-                starts,
+                (cols, starts, l1_load),
                 *line_shift,
                 (addrs, width, firsts, counts),
             ),
@@ -326,16 +332,12 @@ fn add_warps(
 fn add_threads(
     s: &mut WarpStreams,
     cta: u32,
-    cols: &Columns,
-    starts: &[u32],
+    (cols, starts, is_l1_load): (&Columns, &[u32], &[bool; 256]),
     line_shift: u32,
     (addrs, width, firsts, counts): (&mut Vec<u64>, &mut Vec<u32>, &mut Firsts, &mut Vec<u32>),
 ) {
     let (tpb, ws) = (s.tpb, s.warp_size);
-    let l1_load = |r: usize| {
-        let (kind, space) = model_flags(cols.flags[r]);
-        kind == AccessKind::Load && space.reaches_l1()
-    };
+    let l1_load = |r: usize| is_l1_load[cols.flags[r] as usize];
     // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
     let base = s.loads.len();
     for w in 0..s.wpc {
@@ -343,7 +345,10 @@ fn add_threads(
         let lanes = (l1 - l0) as usize;
         let rows_of = |l: u32| starts[l as usize] as usize..starts[l as usize + 1] as usize;
         counts.clear();
-        counts.extend((l0..l1).map(|l| rows_of(l).filter(|&r| l1_load(r)).count() as u32));
+        counts.extend((l0..l1).map(|l| {
+            let flags = &cols.flags[rows_of(l)];
+            flags.iter().filter(|&&f| is_l1_load[f as usize]).count() as u32
+        }));
         let longest = counts.iter().copied().max().unwrap_or(0) as usize;
         let first = s.loads.len();
         let len = first + longest * lanes;
