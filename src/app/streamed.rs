@@ -2,8 +2,8 @@
 //! reads the file while the job's thread simulates, through `shell::lanes` as `warpscope sim`
 //! does, and [`Gather`] keeps what the views draw (a sample, exact counts, previews). Also the
 //! detail of a window of such a run: the file read again up to the window's end, keeping
-//! every request in it. The timing model's run builds its warps' streams from the CTAs as the
-//! file is read, then runs ([`run_timed`]).
+//! every request in it. The timing model's runs take each CTA's warp streams as they are built
+//! from the file, while it is read ([`run_timed`]).
 
 use std::ops::Range;
 use std::path::Path;
@@ -75,17 +75,19 @@ fn file_of(trace: &TraceData) -> Result<(&Path, u64), JobError> {
     }
 }
 
-/// The most accesses of a streamed trace the timing model runs on: its warps' streams take
-/// memory in proportion to them (about 16 bytes an access for the released model's thread
-/// portions), so a larger trace is refused with the CLI to use.
+/// The most accesses whose warps' streams the timing model holds at once on a streamed trace
+/// (about 16 bytes an access for the released model's thread portions). They are those of
+/// the CTAs in flight, except where the requests of several SMs are shown in order (the
+/// later SMs' full model runs after the first's, and every CTA waits for it); past this the
+/// trace is refused with the CLI to use.
 const TIMED_MAX_ROWS: u64 = 1 << 27;
 
-/// Runs the timing model on the streamed trace into `gather`: one thread reads the file while
-/// the job's thread builds each kernel's warp streams from its CTAs as they come (the trace
-/// is never held whole: `shell::timed::run_streamed`), then the model runs. A trace of more
-/// than `max_rows` accesses is refused as soon as the read passes them. The report, or `None`
-/// when `gather` stopped the run on purpose (past its window). The progress counts the bytes
-/// read, then the model's accesses.
+/// Runs the timing model on the streamed trace into `gather`: one thread reads the file, one
+/// builds each CTA's warp streams as its rows come, and the model's runs take them as they
+/// are built (the trace is never held whole: `shell::timed::run_streamed`). A trace whose
+/// streams held at once would pass `max_rows` accesses is refused as the read passes them.
+/// The report, or `None` when `gather` stopped the run on purpose (past its window). The
+/// progress counts the bytes read, then the model's accesses.
 fn run_timed(
     config: &SimConfig,
     trace: &TraceData,
@@ -369,11 +371,16 @@ mod tests {
     use super::*;
 
     /// The timing model streams a file, plain or compressed, into the report of the trace
-    /// read whole, and refuses one of more accesses than its cap as the read passes it.
+    /// read whole, holding the streams of only the CTAs in flight; a trace whose streams
+    /// would pass the cap is refused as the read passes it.
     #[test]
-    fn the_timing_model_streams_a_trace_up_to_its_cap_of_accesses() {
+    fn the_timing_model_streams_a_trace_holding_only_the_ctas_in_flight() {
         let dir = tempfile::tempdir().unwrap();
-        let params = [("n".to_string(), "32".to_string())];
+        // 64 CTAs of 16 threads.
+        let params = [
+            ("n".to_string(), "32".to_string()),
+            ("block".to_string(), "4,4".to_string()),
+        ];
         let t = crate::gen::generate("matmul", &params).unwrap();
         let plain = dir.path().join("m.wsb");
         trace::write_file(&t, &plain).unwrap();
@@ -381,31 +388,34 @@ mod tests {
         let bytes = std::fs::read(&plain).unwrap();
         std::fs::write(&packed, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
         let packed_bytes = std::fs::metadata(&packed).unwrap().len();
-        let cfg = crate::config::preset("gtx470-16k").unwrap();
-        let timed = |path: &Path, size: u64, cap: u64| {
+        let ours = crate::config::preset("gtx470-16k").unwrap();
+        let mut released = ours.clone();
+        crate::config::compat(&mut released, "gpu-cache-model").unwrap();
+        let timed = |cfg: &SimConfig, path: &Path, size: u64, cap: u64| {
             let streamed =
                 TraceData::streamed(path.to_path_buf(), trace::Format::Binary, "t".into(), size);
             let progress = Arc::new(Progress::default());
-            let mut gather = Gather::new(&cfg, &progress);
-            run_timed(&cfg, &streamed, &progress, &mut gather, cap)
+            let mut gather = Gather::new(cfg, &progress);
+            run_timed(cfg, &streamed, &progress, &mut gather, cap)
         };
-        let whole =
-            crate::shell::timed::simulate(&cfg, &t.kernels, &mut sim::NoObserver, 1).unwrap();
         let rows = t.total_accesses() as u64;
-        for (path, size) in [(&plain, bytes.len() as u64), (&packed, packed_bytes)] {
-            // Up to the cap: the whole read's report.
-            let r = timed(path, size, rows).unwrap().unwrap();
-            assert_eq!(r, whole);
-            // Past it: refused, with the CLI to use.
-            let m = match timed(path, size, rows - 1) {
-                Err(JobError::Failed(m)) => m,
-                other => panic!("{:?}", other.map(|_| ())),
-            };
-            assert!(
-                m.contains(&format!("more than {} accesses", rows - 1))
-                    && m.contains("sim --timing"),
-                "{m}"
-            );
+        for cfg in [&ours, &released] {
+            let whole =
+                crate::shell::timed::simulate(cfg, &t.kernels, &mut sim::NoObserver, 1).unwrap();
+            for (path, size) in [(&plain, bytes.len() as u64), (&packed, packed_bytes)] {
+                // Half the trace's accesses are room enough: its CTAs come and go.
+                let r = timed(cfg, path, size, rows / 2).unwrap().unwrap();
+                assert_eq!(r, whole);
+                // A cap below one CTA: refused, with the CLI to use.
+                let m = match timed(cfg, path, size, 1) {
+                    Err(JobError::Failed(m)) => m,
+                    other => panic!("{:?}", other.map(|_| ())),
+                };
+                assert!(
+                    m.contains("more than 1 accesses at once") && m.contains("sim --timing"),
+                    "{m}"
+                );
+            }
         }
     }
 

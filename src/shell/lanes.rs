@@ -37,9 +37,6 @@ pub enum Piece {
     /// the file (`trace::CtaSink::resident`).
     Resident(u32, Columns),
     End,
-    /// How many rows the kernel just begun has, where the file says so before them (our
-    /// binary format): sent only to a receiver that asked ([`pipe`]), which may make room.
-    Expect(u64),
     /// One thread's reference stream: its header, then its rows in chunks, each with where
     /// the file's reader stood after it when the file can be read on from there.
     Stream(Kernel),
@@ -59,7 +56,6 @@ impl Piece {
             Piece::Instructions(added) => s.more_instructions(added, obs),
             Piece::Resident(cta, rows) => s.give_cta_rows(*cta, rows.clone()),
             Piece::End => s.end_kernel(obs),
-            Piece::Expect(_) => Ok(()),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
             Piece::Measured(rows, distances) => s
@@ -93,8 +89,6 @@ pub struct Fanout {
     /// ([`CtaSink::read_on_every`]), and the place it gave for the next chunk.
     read_on_every: Option<u64>,
     read_on: Option<trace::ResumePoint>,
-    /// The receiver wants the rows a kernel declares ([`Piece::Expect`]).
-    expect: bool,
 }
 
 impl Fanout {
@@ -184,12 +178,6 @@ impl CtaSink for Fanout {
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)
     }
-    fn expect_rows(&mut self, rows: u64) {
-        if self.expect {
-            // A receiver that stopped stops the reader at its next piece.
-            let _ = self.send(Piece::Expect(rows));
-        }
-    }
     fn takes_more_instructions(&self) -> bool {
         self.as_found
     }
@@ -233,7 +221,6 @@ pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>) {
         as_found: false,
         read_on_every: None,
         read_on: None,
-        expect: true,
     };
     (fanout, from)
 }
@@ -336,7 +323,6 @@ fn run_staged(
         as_found: false,
         read_on_every: None,
         read_on: None,
-        expect: false,
     };
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()

@@ -11,7 +11,7 @@ mod issued;
 mod running;
 mod session;
 mod timed;
-pub use timed::{JobResult, StreamsWork, TimedPlan};
+pub use timed::{JobResult, StreamsWork, TimedJob, TimedPlan};
 
 pub use crate::report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,

@@ -1,18 +1,18 @@
-//! Building a kernel's warp streams ([`WarpStreams`]) CTA by CTA: from a kernel held whole
-//! ([`WarpStreams::build`]), or from each CTA's rows as a reader gives them, so that a trace
-//! read from a file need never be held whole for the timing model ([`StreamsBuilder`]).
+//! Building each CTA's warp streams ([`super::CtaStreams`]): from a kernel held whole
+//! ([`super::WarpStreams::build`]), or from the CTA's rows as a reader gives them, so that a
+//! trace read from a file need never be held whole for the timing model ([`StreamsBuilder`]).
 
 use super::engine::TimingError;
-use super::streams::{empty, Event, Firsts, ThreadLoad, Warp, WarpStreams};
+use super::streams::{CtaStreams, Event, Firsts, Shape, ThreadLoad, Warp};
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
 use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
-use crate::trace::{memory, model_flags, AccessKind, Columns, Kernel, Order};
+use crate::trace::{model_flags, AccessKind, Columns, Kernel, Order};
 
-/// Builds one kernel's warp streams from its CTAs' rows, given in increasing CTA order. The
-/// streams are those [`WarpStreams::build`] gives for the CTAs added.
+/// Builds the streams of one kernel's CTAs from their rows, given in increasing CTA order:
+/// each CTA's streams as [`super::WarpStreams::build`] gives them.
 pub struct StreamsBuilder {
-    s: WarpStreams,
+    shape: Shape,
     order: Order,
     /// Each simulated SM (by number) where only some are (CTA `c` runs on SM `c % sms`).
     simulated: Option<Vec<bool>>,
@@ -22,6 +22,8 @@ pub struct StreamsBuilder {
     /// Per thread of the CTA being added: its next row, and the end of its rows.
     cursor: Vec<u32>,
     starts: Vec<u32>,
+    /// Streams of CTAs done with, whose room the next CTAs take ([`StreamsBuilder::recycle`]).
+    spare: Vec<CtaStreams>,
 }
 
 /// What the issue unit needs while building.
@@ -73,20 +75,11 @@ impl StreamsBuilder {
             });
         }
         let threads = rules.issue == IssueUnit::ThreadPortions;
-        let s = WarpStreams {
+        let shape = Shape {
             wpc,
             tpb,
             warp_size: ws,
             ctas: gpu.modelled_ctas(header.num_ctas(), tpb),
-            warp_events: vec![(0, 0); header.num_ctas() as usize * wpc as usize],
-            events: Vec::new(),
-            reqs: Vec::new(),
-            thread_loads: if threads {
-                vec![(0, 0); header.num_threads() as usize]
-            } else {
-                Vec::new()
-            },
-            loads: Vec::new(),
         };
         let unit = if threads {
             Unit::Threads {
@@ -117,29 +110,31 @@ impl StreamsBuilder {
             }
         };
         Ok(StreamsBuilder {
-            s,
+            shape,
             order: header.order,
             simulated,
             last: None,
             unit,
             cursor: Vec::new(),
             starts: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
-    /// Makes room for a kernel of `rows` rows (a hint: it may have more, or fewer). Room
-    /// never written takes no memory, so the released model's per-thread loads, at most one a
-    /// row, get it at once rather than growing (each growth copies them into fresh pages).
-    pub fn expect_rows(&mut self, rows: u64) {
-        if let Unit::Threads { .. } = self.unit {
-            let more = (rows as usize).saturating_sub(self.s.loads.len());
-            memory::reserve(&mut self.s.loads, more);
-        }
+    /// Gives the builder a CTA's streams that no run needs any more: a later CTA's are
+    /// built in their room, which saves the cost of fresh memory.
+    pub fn recycle(&mut self, spare: CtaStreams) {
+        self.spare.push(spare);
+    }
+
+    /// The shape of the kernel's warps.
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// Whether CTA `cta` is modelled on a simulated SM (the others are skipped when added).
     pub fn wants(&self, cta: u32) -> bool {
-        cta < self.s.ctas
+        cta < self.shape.ctas
             && self.simulated.as_ref().is_none_or(|on| {
                 on.get((cta % on.len().max(1) as u32) as usize)
                     .copied()
@@ -147,14 +142,15 @@ impl StreamsBuilder {
             })
     }
 
-    /// Adds CTA `cta` from its rows (its threads' rows only, grouped by thread in
-    /// increasing order, as a reader gives a CTA). CTAs come in increasing order.
-    pub fn add_cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TimingError> {
+    /// The streams of CTA `cta` from its rows (its threads' rows only, grouped by thread in
+    /// increasing order, as a reader gives a CTA); `None` for a CTA not simulated. CTAs
+    /// come in increasing order.
+    pub fn add_cta(&mut self, cta: u32, rows: &Columns) -> Result<Option<CtaStreams>, TimingError> {
         self.check_order(cta)?;
         if !self.wants(cta) {
-            return Ok(());
+            return Ok(None);
         }
-        let tpb = self.s.tpb as usize;
+        let tpb = self.shape.tpb as usize;
         let first = cta as u64 * tpb as u64;
         let mut starts = std::mem::take(&mut self.starts);
         starts.clear();
@@ -175,24 +171,20 @@ impl StreamsBuilder {
         for i in 0..tpb {
             starts[i + 1] += starts[i];
         }
-        self.add(cta, rows, &starts);
+        let built = self.add(rows, &starts);
         self.starts = starts;
-        Ok(())
+        Ok(Some(built))
     }
 
-    /// Adds CTA `cta` of kernel `k`, held whole; `starts`: `k.thread_starts()`.
-    pub(super) fn add_from(&mut self, k: &Kernel, starts: &[u32], cta: u32) {
+    /// The streams of CTA `cta` of kernel `k`, held whole (`starts`: `k.thread_starts()`);
+    /// `None` for a CTA not simulated. CTAs come in increasing order.
+    pub fn add_held(&mut self, k: &Kernel, starts: &[u32], cta: u32) -> Option<CtaStreams> {
         if self.check_order(cta).is_err() || !self.wants(cta) {
-            return;
+            return None;
         }
-        let tpb = self.s.tpb as usize;
+        let tpb = self.shape.tpb as usize;
         let t0 = cta as usize * tpb;
-        self.add(cta, k.columns(), &starts[t0..=t0 + tpb]);
-    }
-
-    /// The streams of every CTA added.
-    pub fn finish(self) -> WarpStreams {
-        self.s
+        Some(self.add(k.columns(), &starts[t0..=t0 + tpb]))
     }
 
     fn check_order(&mut self, cta: u32) -> Result<(), TimingError> {
@@ -206,11 +198,16 @@ impl StreamsBuilder {
         Ok(())
     }
 
-    /// Adds a CTA whose thread `i` has the rows `starts[i]..starts[i + 1]` of `cols`.
-    fn add(&mut self, cta: u32, cols: &Columns, starts: &[u32]) {
+    /// The streams of a CTA whose thread `i` has the rows `starts[i]..starts[i + 1]` of
+    /// `cols`.
+    fn add(&mut self, cols: &Columns, starts: &[u32]) -> CtaStreams {
         self.cursor.clear();
         self.cursor.extend_from_slice(&starts[..starts.len() - 1]);
-        let (s, cursor, order) = (&mut self.s, &mut self.cursor, self.order);
+        let n_rows = (starts[starts.len() - 1] - starts[0]) as usize;
+        let (shape, cursor, order) = (self.shape, &mut self.cursor, self.order);
+        let mut into = self.spare.pop().unwrap_or_default();
+        into.clear();
+        into.rows = n_rows as u64;
         match &mut self.unit {
             Unit::Warps {
                 coalescer,
@@ -220,8 +217,8 @@ impl StreamsBuilder {
             } => {
                 let scratch = (&mut **coalescer, &mut *rows, &mut *out);
                 add_warps(
-                    s,
-                    cta,
+                    into,
+                    shape,
                     cols,
                     order,
                     cursor,
@@ -238,8 +235,9 @@ impl StreamsBuilder {
                 firsts,
                 counts,
             } => add_threads(
-                s,
-                cta,
+                into,
+                shape,
+                n_rows,
                 (cols, starts, l1_load),
                 *line_shift,
                 (addrs, width, firsts, counts),
@@ -248,28 +246,27 @@ impl StreamsBuilder {
     }
 }
 
-/// The warp-instruction streams of CTA `cta`'s warps: each instruction's coalesced load
+/// The warp-instruction streams of a CTA's warps: each instruction's coalesced load
 /// requests, its stores counted; barriers as events. `cursor`/`end`: per thread of the CTA,
-/// its next row and the end of its rows in `cols`.
+/// its next row and the end of its rows in `cols`. Built in the room of `s` (empty).
 #[allow(clippy::too_many_arguments)]
 fn add_warps(
-    s: &mut WarpStreams,
-    cta: u32,
+    mut s: CtaStreams,
+    shape: Shape,
     cols: &Columns,
     order: Order,
     cursor: &mut [u32],
     end: &[u32],
     drop_stores: bool,
     (coalescer, rows, out): (&mut Coalescer, &mut Vec<u32>, &mut Vec<Coalesced>),
-) {
-    let (tpb, ws, wpc) = (s.tpb, s.warp_size, s.wpc);
+) -> CtaStreams {
+    let Shape { wpc, .. } = shape;
     let flags = &cols.flags;
     for w in 0..wpc {
-        let t0 = (w * ws) as usize;
-        let t1 = ((w * ws + ws).min(tpb)) as usize;
+        let threads = shape.warp_threads(w);
         let mut wt = WarpThreads {
-            cursor: &mut cursor[t0..t1],
-            end: &end[t0..t1],
+            cursor: &mut cursor[threads.clone()],
+            end: &end[threads],
         };
         let first = s.events.len() as u32;
         let mut st = wt.state(cols);
@@ -291,74 +288,74 @@ fn add_warps(
                         accesses: used,
                         ..Default::default()
                     };
+                    s.insts = s.insts.max(e.inst + 1);
                     for c in out.iter() {
                         if c.request.write {
                             e.stores += 1;
                             e.store_bytes += c.request.bytes as u64;
                         } else {
-                            memory::push(&mut s.reqs, c.request.line);
+                            s.reqs.push(c.request.line);
                             e.transactions += c.transactions;
                         }
                     }
                     e.req_end = s.reqs.len() as u32;
-                    memory::push(&mut s.events, e);
+                    s.events.push(e);
                 }
                 BARRIER => {
                     let barrier = Event {
                         barrier: true,
                         ..Default::default()
                     };
-                    memory::push(&mut s.events, barrier);
+                    s.events.push(barrier);
                     wt.pass_barrier(cols);
                     st = wt.state(cols);
                 }
                 _ => break,
             }
         }
-        s.warp_events[(cta * wpc + w) as usize] = empty(first, s.events.len() as u32);
+        s.warp_events.push((first, s.events.len() as u32));
     }
+    s
 }
 
-/// Per-thread load streams of CTA `cta` and, per position, which threads request their line
+/// Per-thread load streams of a CTA and, per position, which threads request their line
 /// (the released model's rule: a thread is served by the first earlier thread of its group, a
 /// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones, with
 /// the same line at the same position of its stream). Thread `i` of the CTA has the rows
-/// `starts[i]..starts[i + 1]` of `cols`.
+/// `starts[i]..starts[i + 1]` of `cols`, `rows` in all; built in the room of `s` (empty).
 ///
 /// A warp's loads are stored position by position, its lanes side by side (lane `l`'s load
 /// `p` at `first + p * lanes + l`, where `lanes` is the warp's thread count), so that a
 /// warp's step reads one stretch of memory rather than one place per thread; lanes with
 /// fewer loads leave gaps no thread reaches.
 fn add_threads(
-    s: &mut WarpStreams,
-    cta: u32,
+    mut s: CtaStreams,
+    shape: Shape,
+    rows: usize,
     (cols, starts, is_l1_load): (&Columns, &[u32], &[bool; 256]),
     line_shift: u32,
     (addrs, width, firsts, counts): (&mut Vec<u64>, &mut Vec<u32>, &mut Firsts, &mut Vec<u32>),
-) {
-    let (tpb, ws) = (s.tpb, s.warp_size);
+) -> CtaStreams {
     let l1_load = |r: usize| is_l1_load[cols.flags[r] as usize];
+    s.thread_loads.resize(shape.tpb as usize, (0, 0));
+    s.loads.reserve(rows);
     // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
-    let base = s.loads.len();
-    for w in 0..s.wpc {
-        let (l0, l1) = (w * ws, (w * ws + ws).min(tpb));
-        let lanes = (l1 - l0) as usize;
-        let rows_of = |l: u32| starts[l as usize] as usize..starts[l as usize + 1] as usize;
+    for w in 0..shape.wpc {
+        let threads = shape.warp_threads(w);
+        let lanes = threads.len();
+        let rows_of = |l: usize| starts[l] as usize..starts[l + 1] as usize;
         counts.clear();
-        counts.extend((l0..l1).map(|l| {
+        counts.extend(threads.clone().map(|l| {
             let flags = &cols.flags[rows_of(l)];
             flags.iter().filter(|&&f| is_l1_load[f as usize]).count() as u32
         }));
         let longest = counts.iter().copied().max().unwrap_or(0) as usize;
         let first = s.loads.len();
         let len = first + longest * lanes;
-        // Grown into huge pages: fresh pages are most of the build's cost.
-        memory::reserve(&mut s.loads, len - first);
         s.loads.resize(len, ThreadLoad::default());
-        addrs.resize(len - base, 0);
-        width.resize(len - base, 1);
-        let t0 = cta * tpb + l0;
-        for (lane, l) in (l0..l1).enumerate() {
+        addrs.resize(len, 0);
+        width.resize(len, 1);
+        for (lane, l) in threads.clone().enumerate() {
             let mut at = first + lane;
             for r in rows_of(l) {
                 if l1_load(r) {
@@ -368,25 +365,27 @@ fn add_threads(
                         bytes: cols.size[r],
                         leader: true,
                     };
-                    addrs[at - base] = cols.addr[r];
+                    s.insts = s.insts.max(cols.inst[r] + 1);
+                    addrs[at] = cols.addr[r];
                     at += lanes;
                 }
             }
-            s.thread_loads[(t0 + lane as u32) as usize] = empty((first + lane) as u32, at as u32);
+            s.thread_loads[l] = ((first + lane) as u32, at as u32);
         }
         let warp = Warp {
-            lanes: &s.thread_loads[t0 as usize..(t0 + lanes as u32) as usize],
+            lanes: &s.thread_loads[threads],
             stride: lanes as u32,
             loads: &s.loads,
             addrs,
-            base,
-            ws,
+            base: 0,
+            ws: shape.warp_size,
         };
         warp.serve(width, firsts);
     }
-    for (l, &wd) in s.loads[base..].iter_mut().zip(width.iter()) {
+    for (l, &wd) in s.loads.iter_mut().zip(width.iter()) {
         l.leader = wd != 0;
     }
     addrs.clear();
     width.clear();
+    s
 }

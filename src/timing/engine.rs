@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::streams::WarpStreams;
+use super::streams::{CtaFeed, Shape};
 use super::warps::Warps;
 use crate::cache::set_index::SetIndexFn;
 use crate::config::{
@@ -82,6 +82,9 @@ pub trait Hooks {
     }
     /// Every issue attempt, cancelled ones included.
     fn request(&mut self, _r: &TimedRequest) {}
+    /// Instructions of the kernel found since it began (a streamed kernel, as its CTAs are
+    /// read), told before any request of theirs ([`super::CtaFeed`]).
+    fn more_instructions(&mut self, _added: &[crate::trace::Instruction]) {}
 }
 
 /// What one run of one kernel on one SM produced.
@@ -98,6 +101,31 @@ pub struct KernelRun {
     pub stores_cta: Vec<(u64, u64)>,
     pub warp_instructions: u64,
     pub rows: u64,
+}
+
+impl KernelRun {
+    /// Makes room in the per-instruction tables for instructions `0..n` (a streamed kernel's
+    /// instructions may be found as its CTAs are read).
+    pub fn take_insts(&mut self, n: usize) {
+        if n > self.per_inst.len() {
+            self.per_inst.resize(n, RunCounts::default());
+            self.accesses_inst.resize(n, 0);
+            self.transactions_inst.resize(n, 0);
+            self.stores_inst.resize(n, (0, 0));
+        }
+    }
+}
+
+/// The hooks of a run while its feed waits for a CTA: progress stays at the run's rows.
+struct Progress<'h>(&'h mut dyn Hooks, u64);
+
+impl Hooks for Progress<'_> {
+    fn progress(&mut self, _rows: u64) -> bool {
+        self.0.progress(self.1)
+    }
+    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) {
+        self.0.more_instructions(added);
+    }
 }
 
 /// Everything the full run reports beyond counts.
@@ -474,12 +502,15 @@ impl Engine {
         }
     }
 
-    /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM, from the warps' precomputed
-    /// streams.
+    /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM, from the warps' streams
+    /// (of the kernel's `shape`) that `feed` gives as each CTA is launched. `k`: the
+    /// kernel's header (its rows are not read).
+    #[allow(clippy::too_many_arguments)]
     pub fn run_kernel(
         &mut self,
         k: &Kernel,
-        streams: &WarpStreams,
+        shape: Shape,
+        feed: &mut dyn CtaFeed,
         sm: u32,
         gpu: &GpuConfig,
         hooks: &mut dyn Hooks,
@@ -488,7 +519,7 @@ impl Engine {
         if rules.kernels == Kernels::Cold {
             self.reset();
         }
-        let resident_max = streams.resident_max(gpu);
+        let resident_max = shape.resident_max(gpu);
         let n_ctas = k.num_ctas();
         let n_insts = k.instructions.len();
         let mut run = KernelRun {
@@ -503,9 +534,10 @@ impl Engine {
             ..Default::default()
         };
         let sms = gpu.sms.max(1);
-        let mut my_ctas = (sm..streams.ctas).step_by(sms as usize);
+        let mut my_ctas = (sm..shape.ctas).step_by(sms as usize);
         let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
-        let mut warps = Warps::new(streams, n_ctas, take_a_step);
+        let threads = rules.issue == IssueUnit::ThreadPortions;
+        let mut warps = Warps::new(shape, n_ctas, threads, take_a_step);
         // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
         let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
         // Warps waiting for their requests: (step they rejoin, tie-break, warp).
@@ -515,10 +547,15 @@ impl Engine {
         loop {
             // Start CTAs: whenever one finished, or a whole set when the last one did.
             warps.finished = false;
+            for done in warps.released.drain(..) {
+                feed.done(done);
+            }
             if rules.cta_launch == CtaLaunch::AsFinished || warps.resident == 0 {
                 while warps.resident < resident_max {
                     let Some(c) = my_ctas.next() else { break };
-                    warps.launch(c);
+                    let streams = feed.cta(c, &mut Progress(&mut *hooks, run.rows))?;
+                    run.take_insts(streams.insts as usize);
+                    warps.launch(c, streams);
                 }
             }
             // Warps whose latency has passed rejoin the queue.

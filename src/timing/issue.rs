@@ -54,8 +54,8 @@ impl Engine {
         run: &mut KernelRun,
         hooks: &mut dyn Hooks,
     ) -> Option<u64> {
-        let streams = warps.streams;
-        let (cta, w) = (gw / streams.wpc, gw % streams.wpc);
+        let wpc = warps.shape.wpc;
+        let (cta, w) = (gw / wpc, gw % wpc);
         let (inst, first, end) = match replay.remove(&gw) {
             Some((inst, next)) => (inst, next, warps.current(gw).req_end),
             None => {
@@ -79,7 +79,7 @@ impl Engine {
         let mut ready_at = self.now;
         let start = warps.current(gw).req_start;
         for i in first..end {
-            let line = streams.reqs[i as usize];
+            let line = warps.cta(cta).reqs[i as usize];
             let (status, mut rec) = self.request(line, gw, i == first);
             rec.cta = cta;
             rec.warp = w;
@@ -111,30 +111,32 @@ impl Engine {
         run: &mut KernelRun,
         hooks: &mut dyn Hooks,
     ) -> Option<u64> {
-        let streams = warps.streams;
-        let (cta, w) = (gw / streams.wpc, gw % streams.wpc);
-        let threads = streams.warp_threads(gw);
+        let wpc = warps.shape.wpc;
+        let (cta, w) = (gw / wpc, gw % wpc);
+        let (base, threads) = warps.threads_of(gw);
+        let warp_size = warps.shape.warp_size;
+        let (streams, pcs) = warps.loads_of(cta);
         let lane0 = threads.start;
-        let bytes = if warps.pc[lane0] < streams.thread_loads[lane0].1 {
-            streams.loads[warps.pc[lane0] as usize].bytes as u32
+        let bytes = if pcs[base + lane0] < streams.thread_range(lane0).1 {
+            streams.loads[pcs[base + lane0] as usize].bytes as u32
         } else {
             1
         };
         let portions = (bytes / 4).max(1);
-        // A warp's loads lie lane by lane, position by position (`WarpStreams::build_threads`).
+        // A warp's loads lie lane by lane, position by position (`build::add_threads`).
         let stride = threads.len() as u32;
-        let per_portion = (streams.warp_size / portions) as usize;
+        let per_portion = (warp_size / portions) as usize;
         let mut ready_at = self.now;
         let mut issued = false;
         for p in 0..portions as usize {
             let lanes = threads.start + p * per_portion..threads.start + (p + 1) * per_portion;
             for t in lanes.start..lanes.end.min(threads.end) {
-                let pc = warps.pc[t];
-                if pc >= streams.thread_loads[t].1 {
+                let pc = pcs[base + t];
+                if pc >= streams.thread_range(t).1 {
                     continue;
                 }
                 let a = streams.loads[pc as usize];
-                warps.pc[t] += stride;
+                pcs[base + t] += stride;
                 if !a.leader {
                     self.count_access(run, a.inst, cta);
                     continue;
@@ -145,7 +147,7 @@ impl Engine {
                 rec.inst = a.inst;
                 self.record(&rec, hooks);
                 if status == Status::Cancelled {
-                    warps.pc[t] -= stride;
+                    pcs[base + t] -= stride;
                     self.stats.mshr_stalls += 1;
                     ready_at = self.now;
                     break;

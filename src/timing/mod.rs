@@ -31,7 +31,7 @@ pub use build::StreamsBuilder;
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
 };
-pub use streams::WarpStreams;
+pub use streams::{CtaFeed, CtaStreams, Shape, WarpStreams};
 
 use crate::cache::MissClasses;
 use crate::config::{Classes, SimConfig, TimingConfig, TimingRules};
@@ -218,7 +218,7 @@ pub fn trace_requests(cfg: &SimConfig, k: &Kernel) -> Result<Vec<TimedRequest>, 
         &t.rules,
     )
     .map_err(|e| e.to_string())?;
-    e.run_kernel(k, &streams, 0, &cfg.gpu, &mut Quiet)
+    e.run_kernel(k, streams.shape(), &mut &streams, 0, &cfg.gpu, &mut Quiet)
         .map_err(|e| e.to_string())?;
     Ok(e.log.take().unwrap_or_default())
 }

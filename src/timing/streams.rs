@@ -7,7 +7,7 @@ use super::build::StreamsBuilder;
 use super::engine::TimingError;
 use crate::config::{CacheConfig, Coalescing, GpuConfig, TimingRules};
 use crate::schedule::HW_WARP;
-use crate::trace::{memory, Kernel};
+use crate::trace::Kernel;
 
 /// One event of a warp's stream: a warp instruction (its load requests are
 /// `reqs[req_start..req_end]`) or a CTA barrier.
@@ -35,22 +35,124 @@ pub(super) struct ThreadLoad {
     pub leader: bool,
 }
 
-/// The streams of one kernel's warps.
-#[derive(Debug, PartialEq, Eq)]
-pub struct WarpStreams {
+/// The shape of one kernel's warps, from its header: what the engine needs before any of its
+/// CTAs' streams are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
     pub(super) wpc: u32,
     pub(super) tpb: u32,
     pub(super) warp_size: u32,
     /// CTAs modelled (the others, past the thread limit, never run).
     pub(super) ctas: u32,
-    /// Per warp (CTA * warps per CTA + warp): its range of `events`.
+}
+
+impl Shape {
+    /// The most CTAs of this shape resident on an SM at once.
+    pub fn resident_max(&self, gpu: &GpuConfig) -> u32 {
+        gpu.max_ctas_per_sm
+            .min(gpu.max_threads_per_sm / self.tpb)
+            .min(gpu.max_warps_per_sm / self.tpb.div_ceil(HW_WARP))
+            .max(1)
+    }
+
+    /// The CTA's thread range of its warp `w`.
+    pub(super) fn warp_threads(&self, w: u32) -> std::ops::Range<usize> {
+        let t0 = w * self.warp_size;
+        let t1 = (t0 + self.warp_size).min(self.tpb);
+        t0 as usize..t1 as usize
+    }
+}
+
+/// The streams of one CTA's warps; ranges are within the CTA's own vectors. A CTA is built
+/// once, shared by every run that simulates it, and freed when the last one has run it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CtaStreams {
+    /// Per warp of the CTA: its range of `events`.
     pub(super) warp_events: Vec<(u32, u32)>,
     pub(super) events: Vec<Event>,
     /// Line addresses of the load requests.
     pub(super) reqs: Vec<u64>,
-    /// Thread portions: per thread (CTA * threads per CTA + thread) its range of `loads`.
+    /// Thread portions: per thread of the CTA its range of `loads`.
     pub(super) thread_loads: Vec<(u32, u32)>,
     pub(super) loads: Vec<ThreadLoad>,
+    /// One more than the highest instruction number it uses (0 when none).
+    pub(super) insts: u32,
+    /// The CTA's rows (thread accesses) it was built from.
+    pub(super) rows: u64,
+}
+
+/// A CTA with no rows: every warp done at once.
+pub(super) static NO_ROWS: CtaStreams = CtaStreams {
+    warp_events: Vec::new(),
+    events: Vec::new(),
+    reqs: Vec::new(),
+    thread_loads: Vec::new(),
+    loads: Vec::new(),
+    insts: 0,
+    rows: 0,
+};
+
+impl CtaStreams {
+    /// Empties it, keeping its room.
+    pub fn clear(&mut self) {
+        self.warp_events.clear();
+        self.events.clear();
+        self.reqs.clear();
+        self.thread_loads.clear();
+        self.loads.clear();
+        self.insts = 0;
+        self.rows = 0;
+    }
+
+    /// The CTA's rows (thread accesses) it was built from: what its memory is in proportion to.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub(super) fn warp_range(&self, w: u32) -> (u32, u32) {
+        self.warp_events.get(w as usize).copied().unwrap_or((0, 0))
+    }
+
+    pub(super) fn thread_range(&self, t: usize) -> (u32, u32) {
+        self.thread_loads.get(t).copied().unwrap_or((0, 0))
+    }
+}
+
+/// Where a run gets the streams of the CTAs it launches: from a kernel's streams built
+/// whole ([`WarpStreams`]), or from a shell that builds them as the trace is read and hands
+/// each one to every run that needs it.
+pub trait CtaFeed {
+    /// CTA `cta`'s streams (an empty CTA where it has no rows). `hooks` is told of progress
+    /// while it waits; `false` there cancels.
+    fn cta(
+        &mut self,
+        cta: u32,
+        hooks: &mut dyn super::Hooks,
+    ) -> Result<std::sync::Arc<CtaStreams>, TimingError>;
+
+    /// A CTA's streams the run has finished with (so that a feed can use their room again).
+    fn done(&mut self, _streams: std::sync::Arc<CtaStreams>) {}
+}
+
+/// The streams of one kernel's warps, every CTA built.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WarpStreams {
+    pub(super) shape: Shape,
+    /// Per CTA, its streams (`None`: not built, as for the CTAs of SMs not simulated).
+    pub(super) ctas: Vec<Option<std::sync::Arc<CtaStreams>>>,
+}
+
+impl CtaFeed for &WarpStreams {
+    fn cta(
+        &mut self,
+        cta: u32,
+        _hooks: &mut dyn super::Hooks,
+    ) -> Result<std::sync::Arc<CtaStreams>, TimingError> {
+        Ok(match self.ctas.get(cta as usize) {
+            Some(Some(c)) => c.clone(),
+            _ => std::sync::Arc::new(CtaStreams::default()),
+        })
+    }
 }
 
 impl WarpStreams {
@@ -66,114 +168,42 @@ impl WarpStreams {
     ) -> Result<Self, TimingError> {
         let mut b = StreamsBuilder::new(k, warp_size, coalescing, cache, gpu, rules, None)?;
         let starts = k.thread_starts();
-        let ctas: Vec<u32> = ctas.collect();
-        let tpb = k.threads_per_cta().max(1) as usize;
-        let rows_of = |&c: &u32| {
-            let t = (c as usize * tpb).min(starts.len() - 1);
-            let u = (t + tpb).min(starts.len() - 1);
-            (starts[u] - starts[t]) as u64
+        let mut all = WarpStreams {
+            shape: b.shape(),
+            ctas: vec![None; k.num_ctas() as usize],
         };
-        b.expect_rows(ctas.iter().map(rows_of).sum());
         for cta in ctas {
-            b.add_from(k, &starts, cta);
+            if let Some(built) = b.add_held(k, &starts, cta) {
+                all.ctas[cta as usize] = Some(std::sync::Arc::new(built));
+            }
         }
-        Ok(b.finish())
+        Ok(all)
     }
 
     /// The streams of a kernel from those [`WarpStreams::build`] gave for sets of its CTAs
-    /// (so that they can be built side by side), in the order of their CTAs: the same as one
-    /// build over all their CTAs. `None` if the parts are not of one kernel and setting, or
-    /// share a CTA.
+    /// (so that they can be built side by side): the same as one build over all their CTAs.
+    /// `None` if the parts are not of one kernel and setting, or share a CTA.
     pub fn join(parts: Vec<WarpStreams>) -> Option<WarpStreams> {
-        // The whole is written once, into room made for it (in huge pages where they are had).
-        let total = |f: fn(&WarpStreams) -> usize| parts.iter().map(f).sum::<usize>();
-        let (n_events, n_reqs, n_loads) = (
-            total(|p| p.events.len()),
-            total(|p| p.reqs.len()),
-            total(|p| p.loads.len()),
-        );
         let mut parts = parts.into_iter();
         let mut all = parts.next()?;
-        let more = (
-            n_events - all.events.len(),
-            n_reqs - all.reqs.len(),
-            n_loads - all.loads.len(),
-        );
-        memory::reserve(&mut all.events, more.0);
-        memory::reserve(&mut all.reqs, more.1);
-        memory::reserve(&mut all.loads, more.2);
         for p in parts {
-            if (p.wpc, p.tpb, p.warp_size, p.ctas) != (all.wpc, all.tpb, all.warp_size, all.ctas)
-                || p.warp_events.len() != all.warp_events.len()
-                || p.thread_loads.len() != all.thread_loads.len()
-            {
+            if p.shape != all.shape || p.ctas.len() != all.ctas.len() {
                 return None;
             }
-            let (events, reqs, loads) = (
-                all.events.len() as u32,
-                all.reqs.len() as u32,
-                all.loads.len() as u32,
-            );
-            // A barrier has no requests: its range stays as built.
-            all.events.extend(p.events.iter().map(|&e| {
-                if e.barrier {
-                    e
-                } else {
-                    Event {
-                        req_start: e.req_start + reqs,
-                        req_end: e.req_end + reqs,
-                        ..e
+            for (to, from) in all.ctas.iter_mut().zip(p.ctas) {
+                if from.is_some() {
+                    if to.is_some() {
+                        return None;
                     }
+                    *to = from;
                 }
-            }));
-            all.reqs.extend_from_slice(&p.reqs);
-            all.loads.extend_from_slice(&p.loads);
-            if !place(&mut all.warp_events, &p.warp_events, events)
-                || !place(&mut all.thread_loads, &p.thread_loads, loads)
-            {
-                return None;
             }
         }
         Some(all)
     }
 
-    pub(super) fn resident_max(&self, gpu: &GpuConfig) -> u32 {
-        gpu.max_ctas_per_sm
-            .min(gpu.max_threads_per_sm / self.tpb)
-            .min(gpu.max_warps_per_sm / self.tpb.div_ceil(HW_WARP))
-            .max(1)
-    }
-
-    /// Thread range of warp `gw`.
-    pub(super) fn warp_threads(&self, gw: u32) -> std::ops::Range<usize> {
-        let (cta, w) = (gw / self.wpc, gw % self.wpc);
-        let t0 = cta * self.tpb + w * self.warp_size;
-        let t1 = (t0 + self.warp_size).min((cta + 1) * self.tpb);
-        t0 as usize..t1 as usize
-    }
-}
-
-/// Copies a part's ranges (the non-empty ones: see [`empty`]) into the whole, moved on by
-/// `off`; `false` if the whole has one of them already.
-fn place(to: &mut [(u32, u32)], from: &[(u32, u32)], off: u32) -> bool {
-    for (a, &(s, e)) in to.iter_mut().zip(from) {
-        if s != e {
-            if a.0 != a.1 {
-                return false;
-            }
-            *a = (s + off, e + off);
-        }
-    }
-    true
-}
-
-/// A range of a stream, `(0, 0)` when empty (so that [`WarpStreams::join`] can tell the
-/// ranges a part built).
-pub(super) fn empty(start: u32, end: u32) -> (u32, u32) {
-    if start == end {
-        (0, 0)
-    } else {
-        (start, end)
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 }
 
@@ -321,8 +351,11 @@ mod tests {
                     };
                     let n = k.num_ctas();
                     let whole = build(0..n);
-                    assert!(!whole.reqs.is_empty() || !whole.loads.is_empty());
-                    barriers += whole.events.iter().filter(|e| e.barrier).count();
+                    let built = whole.ctas.iter().flatten();
+                    assert!(built
+                        .clone()
+                        .any(|c| !c.reqs.is_empty() || !c.loads.is_empty()));
+                    barriers += built.flat_map(|c| &c.events).filter(|e| e.barrier).count();
                     for parts in 1..=5u32 {
                         let built = (0..parts)
                             .map(|p| build(n * p / parts..n * (p + 1) / parts))

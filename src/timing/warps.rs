@@ -1,12 +1,17 @@
 //! The warps of one kernel on one SM: where each is in its stream, the ready queue, CTA
-//! barriers and which CTAs are resident.
+//! barriers and which CTAs are resident, with their streams (a CTA's are let go when it
+//! finishes, so that a run holds only those of its resident CTAs).
 
-use super::streams::{Event, WarpStreams};
-use crate::schedule::{BARRIER, DONE, READY};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-pub(super) struct Warps<'s> {
-    pub streams: &'s WarpStreams,
+use super::streams::{CtaStreams, Event, Shape, NO_ROWS};
+use crate::schedule::{BARRIER, DONE, READY};
+
+pub(super) struct Warps {
+    pub shape: Shape,
+    /// Per CTA: its streams while it is resident.
+    ctas: Vec<Option<Arc<CtaStreams>>>,
     /// Per warp: its next event (warp instructions).
     pos: Vec<u32>,
     /// Per thread: its next load (thread portions).
@@ -24,15 +29,24 @@ pub(super) struct Warps<'s> {
     pub resident: u32,
     /// A CTA finished since the last launch.
     pub finished: bool,
+    /// The streams of CTAs finished since, to give back to their feed.
+    pub released: Vec<Arc<CtaStreams>>,
 }
 
-impl<'s> Warps<'s> {
-    pub fn new(streams: &'s WarpStreams, n_ctas: u32, take_a_step: bool) -> Self {
-        let n_warps = streams.warp_events.len();
+impl Warps {
+    /// `threads`: whether the streams are per thread (the thread-portions issue unit).
+    pub fn new(shape: Shape, n_ctas: u32, threads: bool, take_a_step: bool) -> Self {
+        let n_warps = n_ctas as usize * shape.wpc as usize;
+        let n_threads = if threads {
+            n_ctas as usize * shape.tpb as usize
+        } else {
+            0
+        };
         Warps {
-            streams,
-            pos: streams.warp_events.iter().map(|r| r.0).collect(),
-            pc: streams.thread_loads.iter().map(|r| r.0).collect(),
+            shape,
+            ctas: vec![None; n_ctas as usize],
+            pos: vec![0; n_warps],
+            pc: vec![0; n_threads],
             deferred: vec![0; n_warps],
             last_step: vec![false; n_warps],
             take_a_step,
@@ -41,31 +55,72 @@ impl<'s> Warps<'s> {
             fifo: VecDeque::new(),
             resident: 0,
             finished: false,
+            released: Vec::new(),
         }
     }
 
+    /// The streams of CTA `cta` (none once it has finished).
+    pub fn cta(&self, cta: u32) -> &CtaStreams {
+        match self.ctas.get(cta as usize) {
+            Some(Some(c)) => c,
+            _ => &NO_ROWS,
+        }
+    }
+
+    /// CTA `cta`'s streams, and the threads' next loads (thread portions), to issue from
+    /// the one while moving the other on.
+    pub fn loads_of(&mut self, cta: u32) -> (&CtaStreams, &mut [u32]) {
+        let c = match self.ctas.get(cta as usize) {
+            Some(Some(c)) => c,
+            _ => &NO_ROWS,
+        };
+        (c, &mut self.pc)
+    }
+
+    /// Per thread (thread portions): the global thread number of lane 0 of warp `gw`, and
+    /// the warp's thread range within its CTA.
+    pub fn threads_of(&self, gw: u32) -> (usize, std::ops::Range<usize>) {
+        let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
+        (
+            cta as usize * self.shape.tpb as usize,
+            self.shape.warp_threads(w),
+        )
+    }
+
     pub fn state_of(&self, gw: u32) -> u8 {
-        if !self.streams.thread_loads.is_empty() {
-            let live = self
-                .streams
-                .warp_threads(gw)
-                .any(|t| self.pc[t] < self.streams.thread_loads[t].1);
+        let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
+        let c = self.cta(cta);
+        if !self.pc.is_empty() {
+            let (base, threads) = self.threads_of(gw);
+            let live = threads
+                .into_iter()
+                .any(|t| self.pc[base + t] < c.thread_range(t).1);
             return if live { READY } else { DONE };
         }
         let p = self.pos[gw as usize];
-        if p >= self.streams.warp_events[gw as usize].1 {
+        if p >= c.warp_range(w).1 {
             DONE
-        } else if self.streams.events[p as usize].barrier {
+        } else if c.events[p as usize].barrier {
             BARRIER
         } else {
             READY
         }
     }
 
-    /// Makes a CTA resident and queues its warps.
-    pub fn launch(&mut self, cta: u32) {
+    /// Makes a CTA resident with its streams and queues its warps.
+    pub fn launch(&mut self, cta: u32, streams: Arc<CtaStreams>) {
         self.resident += 1;
-        let wpc = self.streams.wpc;
+        let Shape { wpc, tpb, .. } = self.shape;
+        for w in 0..wpc {
+            self.pos[(cta * wpc + w) as usize] = streams.warp_range(w).0;
+        }
+        if !self.pc.is_empty() {
+            let base = (cta * tpb) as usize;
+            for t in 0..tpb as usize {
+                self.pc[base + t] = streams.thread_range(t).0;
+            }
+        }
+        self.ctas[cta as usize] = Some(streams);
         for gw in cta * wpc..(cta + 1) * wpc {
             self.deferred[gw as usize] = self.state_of(gw);
             self.rejoin(gw);
@@ -74,7 +129,7 @@ impl<'s> Warps<'s> {
 
     /// Takes the warp's next instruction.
     pub fn issue(&mut self, gw: u32) -> Event {
-        let e = self.streams.events[self.pos[gw as usize] as usize];
+        let e = self.cta(gw / self.shape.wpc).events[self.pos[gw as usize] as usize];
         self.pos[gw as usize] += 1;
         self.deferred[gw as usize] = self.state_of(gw);
         e
@@ -82,7 +137,7 @@ impl<'s> Warps<'s> {
 
     /// The instruction the warp issued last.
     pub fn current(&self, gw: u32) -> &Event {
-        &self.streams.events[self.pos[gw as usize] as usize - 1]
+        &self.cta(gw / self.shape.wpc).events[self.pos[gw as usize] as usize - 1]
     }
 
     /// A finished warp taken from the queue for its last step: it leaves now.
@@ -103,7 +158,7 @@ impl<'s> Warps<'s> {
 
     /// [`Warps::rejoin`]; a finished warp is queued for a last step if `last_step`.
     fn enter(&mut self, gw: u32, last_step: bool) {
-        let wpc = self.streams.wpc;
+        let wpc = self.shape.wpc;
         let mut work = vec![gw];
         while let Some(gw) = work.pop() {
             let cta = (gw / wpc) as usize;
@@ -135,6 +190,10 @@ impl<'s> Warps<'s> {
             } else if self.cta_done[cta] == wpc {
                 self.resident -= 1;
                 self.finished = true;
+                // Its streams are let go (a streamed run frees them once every run has).
+                if let Some(done) = self.ctas[cta].take() {
+                    self.released.push(done);
+                }
             }
         }
     }

@@ -8,8 +8,8 @@ use crate::config::{SimConfig, TimingConfig};
 use crate::reuse::Histogram;
 use crate::rng::Rng;
 use crate::timing::{
-    Engine, Hooks, KernelRun, Status, StreamsBuilder, TimedRequest, TimingStats, Variant,
-    WarpStreams,
+    CtaFeed, Engine, Hooks, KernelRun, Shape, Status, StreamsBuilder, TimedRequest, TimingStats,
+    Variant, WarpStreams,
 };
 use crate::trace::Kernel;
 
@@ -28,6 +28,11 @@ struct Adapter<'a> {
 impl Hooks for Adapter<'_> {
     fn progress(&mut self, rows: u64) -> bool {
         self.observer.progress(self.rows_before + rows, self.total)
+    }
+    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) {
+        if self.full {
+            self.observer.on_instructions(self.kernel, added);
+        }
     }
     fn request(&mut self, r: &TimedRequest) {
         if !self.full || !self.observer.wants_requests() {
@@ -169,56 +174,48 @@ impl<'a> TimedPlan<'a> {
             streams.push(whole);
         }
         let rows = launches.iter().map(|k| k.len() as u64).collect();
-        Self::from_streams(cfg, launches, rows, streams)
+        let mut plan = Self::read(cfg, launches, rows)?;
+        plan.streams = streams;
+        Ok(plan)
     }
 
     /// The plan of kernels given by their headers (`launches`, with their rows counted in
-    /// `rows`) and the warps' streams built from their CTAs' rows as they were read, each
-    /// with [`TimedPlan::builder`]: the trace need never be held whole.
-    pub fn from_streams(
+    /// `rows`) whose jobs a shell ran as the trace was read ([`TimedJob`]): for
+    /// [`TimedPlan::finish`] only (it has no streams to run jobs on; [`TimedPlan::new_with`]
+    /// gives it theirs).
+    pub fn read(
         cfg: &'a SimConfig,
         launches: &'a [Kernel],
         rows: Vec<u64>,
-        streams: Vec<WarpStreams>,
     ) -> Result<Self, SimError> {
         let (t, sms, _) = Self::setting(cfg)?;
-        if rows.len() != launches.len() || streams.len() != launches.len() {
+        if rows.len() != launches.len() {
             return Err(SimError::Config(
-                "the timing model needs the rows and streams of every kernel".into(),
+                "the timing model needs the rows of every kernel".into(),
             ));
         }
-        let variants = Variant::all(t);
-        let rows_per_run: u64 =
-            rows.iter().sum::<u64>() * sms.len() as u64 / cfg.gpu.sms.max(1) as u64;
-        let total = rows_per_run.max(1) * variants.len() as u64;
         Ok(TimedPlan {
             cfg,
             t,
             launches,
             sms,
-            variants,
-            streams,
+            variants: Variant::all(t),
+            streams: Vec::new(),
+            total: Self::progress_total(cfg, rows.iter().sum())?,
             rows,
-            total,
         })
     }
 
-    /// Kernel `k`'s warp streams, built in `pieces` parts that `spread` runs (as
-    /// [`TimedPlan::new_with`] builds them), for [`TimedPlan::from_streams`].
-    pub fn streams_of(
-        cfg: &SimConfig,
-        k: &Kernel,
-        pieces: u32,
-        spread: Spread,
-    ) -> Result<WarpStreams, SimError> {
-        let mut plan = TimedPlan::new_with(cfg, std::slice::from_ref(k), pieces, spread)?;
-        plan.streams.pop().ok_or_else(|| {
-            SimError::Config("the timing model built no streams for a kernel".into())
-        })
+    /// What progress counts to ([`Observer::progress`]) for a trace of `rows` accesses: the
+    /// accesses of the simulated SMs' CTAs (about), once a run.
+    pub fn progress_total(cfg: &SimConfig, rows: u64) -> Result<u64, SimError> {
+        let (t, sms, _) = Self::setting(cfg)?;
+        let rows_per_run = rows * sms.len() as u64 / cfg.gpu.sms.max(1) as u64;
+        Ok(rows_per_run.max(1) * Variant::all(t).len() as u64)
     }
 
-    /// What builds kernel `header`'s warp streams from its CTAs' rows, for
-    /// [`TimedPlan::from_streams`]: it skips the CTAs of the SMs not simulated.
+    /// What builds the streams of kernel `header`'s CTAs from their rows, for the jobs a shell
+    /// runs as the trace is read ([`TimedJob`]): it skips the CTAs of the SMs not simulated.
     pub fn builder(cfg: &SimConfig, header: &Kernel) -> Result<StreamsBuilder, SimError> {
         let (t, _, simulated) = Self::setting(cfg)?;
         StreamsBuilder::new(
@@ -279,36 +276,23 @@ impl<'a> TimedPlan<'a> {
         rows_before: u64,
         observer: &mut dyn Observer,
     ) -> Result<JobResult, SimError> {
-        let v = self.variants[job / self.sms.len()];
-        let sm = self.sms[job % self.sms.len()];
-        let (p, fa) = v.params(self.t);
-        let cfg = self.cfg;
-        let mut e = Engine::new(&cfg.cache, p, fa, Rng::fork(cfg.seed, sm as u64).next_u64());
-        let mut order = 0u64;
-        let mut done = rows_before;
-        let mut kernels = Vec::with_capacity(self.launches.len());
+        let mut run = TimedJob::new(self.cfg, job)?;
         for (ki, k) in self.launches.iter().enumerate() {
-            let mut hooks = Adapter {
-                observer: &mut *observer,
-                full: v == Variant::Full,
-                sm,
-                kernel: ki as u32,
-                order: &mut order,
-                rows_before: done,
-                total: self.total,
-                refused: Default::default(),
+            let Some(streams) = self.streams.get(ki) else {
+                return Err(SimError::Config(
+                    "the timing model's plan has no streams to run on".into(),
+                ));
             };
-            let kr = e
-                .run_kernel(k, &self.streams[ki], sm, &cfg.gpu, &mut hooks)
-                .map_err(|err| timing_err(k, err))?;
-            done += kr.rows;
-            kernels.push(kr);
+            let total = self.total;
+            run.kernel(
+                k,
+                streams.shape(),
+                &mut &*streams,
+                observer,
+                (rows_before, total),
+            )?;
         }
-        let keep = matches!(v, Variant::Full | Variant::FullyAssociative);
-        Ok(JobResult {
-            kernels,
-            stats: keep.then_some(e.stats),
-        })
+        Ok(run.finish())
     }
 
     /// The report from every job's result, in job order.
@@ -319,6 +303,12 @@ impl<'a> TimedPlan<'a> {
     ) -> Result<Report, SimError> {
         observer.progress(self.total, self.total);
         let n = self.sms.len();
+        let mut results = results;
+        for r in &mut results {
+            for (kr, k) in r.kernels.iter_mut().zip(self.launches) {
+                kr.take_insts(k.instructions.len());
+            }
+        }
         if results.len() != self.jobs() {
             return Err(SimError::Config(
                 "the timing model's jobs did not all report".into(),
@@ -343,6 +333,99 @@ impl<'a> TimedPlan<'a> {
             runs[v].push(r.kernels);
         }
         Ok(report::report(&self, &runs, &stats, &fa_hist))
+    }
+}
+
+/// One job of the timing model (one run on one SM), run kernel by kernel as each kernel's
+/// CTAs' streams come ([`TimedJob::kernel`]): what a shell runs when the trace is read while
+/// the model runs (`shell::timed`). [`TimedPlan::run_job`] is one over every kernel.
+pub struct TimedJob<'c> {
+    cfg: &'c SimConfig,
+    full: bool,
+    keep_stats: bool,
+    sm: u32,
+    engine: Engine,
+    /// Requests told of so far.
+    order: u64,
+    rows: u64,
+    kernels: Vec<KernelRun>,
+}
+
+impl<'c> TimedJob<'c> {
+    /// How many jobs `cfg` asks for: runs times simulated SMs (the full model's first, one
+    /// per simulated SM in order, as in [`TimedPlan`]).
+    pub fn count(cfg: &SimConfig) -> Result<(usize, usize), SimError> {
+        let (t, sms, _) = TimedPlan::setting(cfg)?;
+        Ok((Variant::all(t).len() * sms.len(), sms.len()))
+    }
+
+    /// Job number `job` of `cfg`.
+    pub fn new(cfg: &'c SimConfig, job: usize) -> Result<Self, SimError> {
+        let (t, sms, _) = TimedPlan::setting(cfg)?;
+        let variants = Variant::all(t);
+        let (Some(&v), Some(&sm)) = (
+            variants.get(job / sms.len().max(1)),
+            sms.get(job % sms.len().max(1)),
+        ) else {
+            return Err(SimError::Config(format!(
+                "the timing model has no job {job}"
+            )));
+        };
+        let (p, fa) = v.params(t);
+        let seed = Rng::fork(cfg.seed, sm as u64).next_u64();
+        Ok(TimedJob {
+            cfg,
+            full: v == Variant::Full,
+            keep_stats: matches!(v, Variant::Full | Variant::FullyAssociative),
+            sm,
+            engine: Engine::new(&cfg.cache, p, fa, seed),
+            order: 0,
+            rows: 0,
+            kernels: Vec::new(),
+        })
+    }
+
+    /// The SM the job simulates.
+    pub fn sm(&self) -> u32 {
+        self.sm
+    }
+
+    /// Runs the next kernel (`k`: its header) on CTAs' streams of `shape` from `feed`.
+    /// `observer` sees the requests of a full model's job, and progress counted from
+    /// `rows_before` of `total` (`progress.0`, `.1`).
+    pub fn kernel(
+        &mut self,
+        k: &Kernel,
+        shape: Shape,
+        feed: &mut dyn CtaFeed,
+        observer: &mut dyn Observer,
+        (rows_before, total): (u64, u64),
+    ) -> Result<(), SimError> {
+        let mut hooks = Adapter {
+            observer,
+            full: self.full,
+            sm: self.sm,
+            kernel: self.kernels.len() as u32,
+            order: &mut self.order,
+            rows_before: rows_before + self.rows,
+            total,
+            refused: Default::default(),
+        };
+        let kr = self
+            .engine
+            .run_kernel(k, shape, feed, self.sm, &self.cfg.gpu, &mut hooks)
+            .map_err(|err| timing_err(k, err))?;
+        self.rows += kr.rows;
+        self.kernels.push(kr);
+        Ok(())
+    }
+
+    /// What the job left.
+    pub fn finish(self) -> JobResult {
+        JobResult {
+            kernels: self.kernels,
+            stats: self.keep_stats.then_some(self.engine.stats),
+        }
     }
 }
 

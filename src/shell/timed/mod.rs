@@ -1,22 +1,24 @@
 //! The timing model on several threads. Its runs (the full model and the three comparison
 //! runs that classify misses) and its simulated SMs share nothing but the warps' streams, so
 //! the core splits the work into jobs ([`TimedPlan`]) and this shell runs them side by side.
-//! The warps' streams, built once for every job, are built in parts side by side too, or,
-//! for a trace read from its source ([`run_streamed`]), CTA by CTA as the reader gives them,
-//! so that the trace is never held whole and reading and building share the cores.
-//! The calling thread runs the full model's jobs, in order, with the caller's observer (it
-//! sees their requests as the one-thread run gives them), then helps with the rest; the
-//! report is built from the results in job order, so it is the same for any thread count.
+//! For a trace held whole ([`run`]) the warps' streams, built once for every job, are built
+//! in parts side by side too; the calling thread runs the full model's jobs, in order, with
+//! the caller's observer (it sees their requests as the one-thread run gives them), then
+//! helps with the rest; the report is built from the results in job order, so it is the same
+//! for any thread count. For a trace read from its source, the jobs run while it is read,
+//! each CTA's streams built as its rows come and let go once every job has run it
+//! ([`run_streamed`], `streamed.rs`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use super::lanes::{self, Failure, Piece};
 use crate::config::SimConfig;
 use crate::sim::{JobResult, Observer, Report, SimError, StreamsWork, TimedPlan};
-use crate::timing::{StreamsBuilder, TimingError, WarpStreams};
+use crate::timing::WarpStreams;
 use crate::trace::Kernel;
+
+mod streamed;
+pub use streamed::run_streamed;
 
 /// Runs the timing model on `launches` with up to `threads` threads (0: one per core): the
 /// same report and the same requests, in the same order, as [`crate::sim::run_kernels`].
@@ -33,129 +35,13 @@ pub fn run(
     run_plan(plan, observer, cores)
 }
 
-/// [`run`] on the trace that `source` sends, read on a thread of its own (pieces wait in a
-/// queue of `depth`): each kernel's warp streams are built from its CTAs as they come, and
-/// the trace is never held whole. `reading` is told of progress while the source is read
-/// (its counts mean nothing: a reader's progress is its bytes), `observer` as [`run`]'s
-/// once the model runs. The same report and requests as [`run`] on the trace read whole.
-/// The streams take memory in proportion to the trace's accesses: with `max_rows`, a trace
-/// of more is refused as soon as the read passes it ([`too_many_rows`]).
-pub fn run_streamed(
-    cfg: &SimConfig,
-    source: lanes::Source,
-    depth: usize,
-    reading: &mut dyn Observer,
-    observer: &mut dyn Observer,
-    (threads, max_rows): (usize, Option<u64>),
-) -> Result<Report, Failure> {
-    let cores = super::lanes::cores(threads).max(1);
-    let (mut fanout, pieces) = lanes::pipe(depth);
-    let (built, read) = std::thread::scope(|scope| {
-        let reader = std::thread::Builder::new()
-            .name("read".into())
-            .spawn_scoped(scope, move || source(&mut fanout));
-        // Its end of the queue goes with it: a failed build stops the reader.
-        let built = gather(cfg, pieces, reading, cores, max_rows.unwrap_or(u64::MAX));
-        let read = reader.map_err(anyhow::Error::from).and_then(|t| {
-            t.join()
-                .map_err(|_| anyhow::anyhow!("the reader thread failed"))
-        });
-        (built, read)
-    });
-    // A failed build stopped the reader: its error is the one to tell.
-    let built = built.map_err(|e| Failure::Session(0, e))?;
-    read.and_then(|r| r).map_err(Failure::Other)?;
-    let plan = TimedPlan::from_streams(cfg, &built.headers, built.rows, built.streams)
-        .map_err(|e| Failure::Session(0, e))?;
-    run_plan(plan, observer, cores).map_err(|e| Failure::Session(0, e))
-}
-
-/// The error of a trace refused by [`run_streamed`] for having more than `max` accesses.
+/// The error of a trace refused by [`run_streamed`] because the warps' streams it would
+/// hold at once pass `max` accesses.
 pub fn too_many_rows(max: u64) -> SimError {
     SimError::Config(format!(
-        "the timing model's streams of this trace would take too much memory here: it has \
-         more than {max} accesses"
+        "the timing model's streams of this trace would take too much memory here: it would \
+         hold more than {max} accesses at once"
     ))
-}
-
-/// What [`gather`] built: every kernel's header, rows and warp streams.
-struct Built {
-    headers: Vec<Kernel>,
-    rows: Vec<u64>,
-    streams: Vec<WarpStreams>,
-}
-
-/// Builds the warp streams of every kernel from the pieces as they come.
-fn gather(
-    cfg: &SimConfig,
-    pieces: Receiver<Arc<Piece>>,
-    reading: &mut dyn Observer,
-    cores: usize,
-    max_rows: u64,
-) -> Result<Built, SimError> {
-    let mut b = Built {
-        headers: Vec::new(),
-        rows: Vec::new(),
-        streams: Vec::new(),
-    };
-    let mut open: Option<StreamsBuilder> = None;
-    let mut all_rows = 0u64;
-    let failed = |k: &Kernel, e: TimingError| SimError::Timing {
-        kernel: k.name.clone(),
-        source: e,
-    };
-    for piece in pieces.iter() {
-        match (&*piece, open.as_mut(), b.headers.last_mut()) {
-            (Piece::Kernel(k), None, _) => {
-                let whole =
-                    TimedPlan::streams_of(cfg, k, cores as u32, &mut |works| spread(works, cores))?;
-                b.headers.push(k.header());
-                b.rows.push(k.len() as u64);
-                b.streams.push(whole);
-                all_rows += k.len() as u64;
-            }
-            (Piece::Begin(header), None, _) => {
-                open = Some(TimedPlan::builder(cfg, header)?);
-                b.headers.push(header.clone());
-                b.rows.push(0);
-            }
-            (Piece::Cta(cta, rows, _), Some(builder), Some(header)) => {
-                builder.add_cta(*cta, rows).map_err(|e| failed(header, e))?;
-                if let Some(n) = b.rows.last_mut() {
-                    *n += rows.len() as u64;
-                }
-                all_rows += rows.len() as u64;
-            }
-            (Piece::Expect(rows), Some(builder), _) => builder.expect_rows(*rows),
-            (Piece::Instructions(added), Some(_), Some(header)) => {
-                header.instructions.extend_from_slice(added);
-            }
-            (Piece::End, Some(_), _) => {
-                if let Some(builder) = open.take() {
-                    b.streams.push(builder.finish());
-                }
-            }
-            // A recorded issue order (an NVBit log, a Dinero trace) has no per-thread streams.
-            (Piece::Stream(header), None, _) => {
-                return Err(failed(header, TimingError::IssuedOrder));
-            }
-            (Piece::Issued(..) | Piece::Rows(..) | Piece::Measured(..), _, Some(header)) => {
-                return Err(failed(header, TimingError::IssuedOrder));
-            }
-            _ => {
-                return Err(SimError::Config(
-                    "the trace's reader gave its pieces out of order".into(),
-                ))
-            }
-        }
-        if all_rows > max_rows {
-            return Err(too_many_rows(max_rows));
-        }
-        if !reading.progress(0, 0) {
-            return Err(SimError::Cancelled);
-        }
-    }
-    Ok(b)
 }
 
 /// Runs `plan`'s jobs on up to `cores` threads.
@@ -331,6 +217,7 @@ pub fn simulate(
 
 #[cfg(test)]
 mod tests {
+    use super::super::lanes;
     use super::*;
     use crate::config::{preset, SmSelection};
     use crate::sim::{NoObserver, RequestEvent};
@@ -442,6 +329,52 @@ mod tests {
                 assert_eq!(seen.last_progress, one.last_progress);
                 // Every piece was told of while the trace was read.
                 assert!(reading.calls as usize > kernels.len());
+            }
+        }
+    }
+
+    /// Streamed, the model holds the streams of only the CTAs in flight: a cap of a third of
+    /// the trace's accesses is room enough, whatever the threads, and the report is the whole
+    /// read's. Where the requests of several SMs are wanted in order, the later SMs' CTAs
+    /// wait for the first SM's full model, and the same cap is passed.
+    #[test]
+    fn a_streamed_trace_holds_the_streams_of_only_the_ctas_in_flight() {
+        // 256 CTAs of 4 threads; the second kernel is sent whole.
+        let params = [("n".into(), "32".into()), ("block".into(), "2,2".into())];
+        let k = crate::gen::generate("matmul", &params)
+            .expect("matmul")
+            .kernels;
+        let kernels = vec![k[0].clone(), k[0].clone()];
+        let rows: u64 = kernels.iter().map(|k| k.len() as u64).sum();
+        let cap = Some(rows / 3);
+        for cfg in configs() {
+            let want = crate::sim::run_kernels(&cfg, &kernels, &mut NoObserver).expect("run");
+            for threads in [1, 2, 3] {
+                let source = by_cta(kernels.clone(), None);
+                let got = run_streamed(
+                    &cfg,
+                    source,
+                    1,
+                    &mut NoObserver,
+                    &mut NoObserver,
+                    (threads, cap),
+                )
+                .map_err(anyhow::Error::from)
+                .expect("run");
+                assert_eq!(json(&got), json(&want), "{threads} threads");
+            }
+            let several = crate::sim::selected_sms(&cfg).len() > 1;
+            let mut seen = Seen::default();
+            let source = by_cta(kernels.clone(), None);
+            let r = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, (2, cap))
+                .map_err(anyhow::Error::from)
+                .map_err(|e| format!("{e:#}"));
+            match r {
+                Ok(got) => {
+                    assert!(!several);
+                    assert_eq!(json(&got), json(&want));
+                }
+                Err(e) => assert!(several && e.contains("at once"), "{e}"),
             }
         }
     }
