@@ -54,7 +54,8 @@ impl Progress {
             self.last = now;
             self.shown = true;
             let pct = 100.0 * done as f64 / of.max(1) as f64;
-            let (what, total, unit) = (self.what, self.total, self.unit);
+            // The total the caller gives now (it may have learnt it since it began).
+            let (what, total, unit) = (self.what, of, self.unit);
             if std::io::stderr().is_terminal() {
                 eprint!("\r{what}: {pct:5.1}% of {total} {unit}");
             } else {
