@@ -455,6 +455,21 @@ mod tests {
             let r = run(cfg, &kernels, &mut seen, threads);
             assert_eq!(r.err(), Some(SimError::Cancelled), "{threads} threads");
             assert!(seen.last_progress.0 < seen.last_progress.1);
+            // Streamed, the caller's observer is told of the model's progress once the trace
+            // is read (the reading observer before), and stops every thread too.
+            let mut seen = Seen {
+                cancel_at: Some(1),
+                ..Default::default()
+            };
+            let source = by_cta(kernels.clone(), None);
+            let r = run_streamed(cfg, source, 1, &mut NoObserver, &mut seen, (threads, None));
+            let e = r.map(|_| ()).map_err(anyhow::Error::from);
+            assert!(
+                e.as_ref()
+                    .is_err_and(|e| format!("{e:#}").contains("cancelled")),
+                "{threads} threads: {e:?}"
+            );
+            assert!(seen.last_progress.0 < seen.last_progress.1);
         }
         // Without a timing section it is the plain pipeline.
         let mut plain = cfg.clone();
