@@ -616,6 +616,9 @@ impl Engine {
             self.sample_occupancy();
             self.now += 1;
         }
+        for done in warps.released.drain(..) {
+            feed.done(done);
+        }
         self.stats.time_steps = self.now;
         self.drain();
         Ok(run)

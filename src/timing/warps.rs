@@ -61,20 +61,13 @@ impl Warps {
 
     /// The streams of CTA `cta` (none once it has finished).
     pub fn cta(&self, cta: u32) -> &CtaStreams {
-        match self.ctas.get(cta as usize) {
-            Some(Some(c)) => c,
-            _ => &NO_ROWS,
-        }
+        streams_of(&self.ctas, cta)
     }
 
     /// CTA `cta`'s streams, and the threads' next loads (thread portions), to issue from
     /// the one while moving the other on.
     pub fn loads_of(&mut self, cta: u32) -> (&CtaStreams, &mut [u32]) {
-        let c = match self.ctas.get(cta as usize) {
-            Some(Some(c)) => c,
-            _ => &NO_ROWS,
-        };
-        (c, &mut self.pc)
+        (streams_of(&self.ctas, cta), &mut self.pc)
     }
 
     /// Per thread (thread portions): the global thread number of lane 0 of warp `gw`, and
@@ -196,5 +189,13 @@ impl Warps {
                 }
             }
         }
+    }
+}
+
+/// CTA `cta`'s streams among `ctas`, or those of a CTA without rows.
+fn streams_of(ctas: &[Option<Arc<CtaStreams>>], cta: u32) -> &CtaStreams {
+    match ctas.get(cta as usize) {
+        Some(Some(c)) => c,
+        _ => &NO_ROWS,
     }
 }

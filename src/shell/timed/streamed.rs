@@ -59,15 +59,20 @@ pub fn run_streamed(
         let builder = std::thread::Builder::new()
             .name("build".into())
             .spawn_scoped(scope, move || {
-                board.build(cfg, pieces, reading, (full_jobs, jobs))
+                board.guard(|| board.build(cfg, pieces, reading, (full_jobs, jobs)))
             });
+        if builder.is_err() {
+            board.stop();
+        }
         // The calling thread runs the full model's first job, or all of them in order.
         let mine = if in_order { full_jobs } else { 1 };
         let mut others = Vec::new();
         for j in mine..jobs {
             let job = std::thread::Builder::new()
                 .name(format!("job {j}"))
-                .spawn_scoped(scope, move || board.job(cfg, j, &mut Quiet(board)));
+                .spawn_scoped(scope, move || {
+                    board.guard(|| board.job(cfg, j, &mut Quiet(board)))
+                });
             // Without every job the CTAs would wait on the board for ever: stop.
             if job.is_err() {
                 board.stop();
@@ -81,11 +86,7 @@ pub fn run_streamed(
         };
         let mut results = Vec::with_capacity(jobs);
         for j in 0..mine {
-            let r = board.job(cfg, j, &mut caller);
-            if r.is_err() {
-                board.stop();
-            }
-            results.push(Some(r));
+            results.push(Some(board.guard(|| board.job(cfg, j, &mut caller))));
         }
         // Wait for the rest, telling the observers of progress meanwhile.
         let mut done = Vec::new();
@@ -160,8 +161,8 @@ struct Board {
 #[derive(Default)]
 struct State {
     kernels: Vec<Posted>,
-    /// The read has ended (every kernel is posted), with the progress total of every job.
-    ended: Option<u64>,
+    /// The read has ended: every kernel is posted.
+    ended: bool,
     /// CTAs on the board, and their accesses.
     held: usize,
     held_rows: u64,
@@ -196,6 +197,17 @@ impl Board {
             max_rows,
             unbounded,
         }
+    }
+
+    /// Runs a thread's `work`; if it panics, every other thread stops (they would wait on the
+    /// board for it for ever).
+    fn guard<T>(&self, work: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+            self.stop();
+            Err(SimError::Config(
+                "a thread of the timing model failed".into(),
+            ))
+        })
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, SimError> {
@@ -348,7 +360,7 @@ impl Board {
         }
         let rows: u64 = headers.iter().map(|h| h.1).sum();
         let total = TimedPlan::progress_total(cfg, rows)?;
-        self.lock()?.ended = Some(total);
+        self.lock()?.ended = true;
         self.total.store(total, Ordering::Relaxed);
         self.changed.notify_all();
         Ok(headers)
@@ -468,7 +480,7 @@ impl Board {
                     if let Some(k) = st.kernels.get(ki) {
                         break (k.header.clone(), k.shape);
                     }
-                    if st.ended.is_some() {
+                    if st.ended {
                         return Ok(());
                     }
                     feed.give_turn_locked(&mut st);
