@@ -75,20 +75,29 @@ fn run_plan(
         .results
         .into_inner()
         .map_err(|_| SimError::Config("a thread of the timing model failed".into()))?;
-    let mut done: Vec<JobResult> = Vec::with_capacity(jobs);
-    let mut cancelled = false;
-    for r in results {
-        match r {
-            Some(Ok(r)) => done.push(r),
-            // A job stopped because another failed: report the failure, not the stop.
-            Some(Err(SimError::Cancelled)) | None => cancelled = true,
-            Some(Err(e)) => return Err(e),
-        }
-    }
+    let (done, cancelled) = gather_results(results)?;
     if cancelled {
         return Err(SimError::Cancelled);
     }
     plan.finish(done, observer)
+}
+
+/// The jobs' results in job order, and whether any stopped (or never reported); the first
+/// failure other than a stop, if any: a job stopped because another failed reports the
+/// failure, not the stop.
+fn gather_results(
+    results: Vec<Option<Result<JobResult, SimError>>>,
+) -> Result<(Vec<JobResult>, bool), SimError> {
+    let mut done = Vec::with_capacity(results.len());
+    let mut cancelled = false;
+    for r in results {
+        match r {
+            Some(Ok(r)) => done.push(r),
+            Some(Err(SimError::Cancelled)) | None => cancelled = true,
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    Ok((done, cancelled))
 }
 
 /// Runs `works` on up to `threads` threads; their results in order.

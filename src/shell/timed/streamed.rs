@@ -118,15 +118,7 @@ pub fn run_streamed(
         Err(e) => return Err(Failure::Session(0, e)),
         Ok(headers) => Some(headers),
     };
-    let mut done: Vec<JobResult> = Vec::with_capacity(jobs);
-    let mut cancelled = false;
-    for r in results {
-        match r {
-            Some(Ok(r)) => done.push(r),
-            Some(Err(SimError::Cancelled)) | None => cancelled = true,
-            Some(Err(e)) => return Err(Failure::Session(0, e)),
-        }
-    }
+    let (done, cancelled) = super::gather_results(results).map_err(|e| Failure::Session(0, e))?;
     if board.cancelled.load(Ordering::Relaxed) {
         return Err(Failure::Session(0, SimError::Cancelled));
     }
