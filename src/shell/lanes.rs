@@ -67,9 +67,11 @@ impl Piece {
 
     /// The rows of a chunk, to be reused for a later piece (a CTA's rows are held by the
     /// schedulers until the CTA is done, and let go then).
-    fn into_rows(self) -> Option<Columns> {
+    pub fn into_rows(self) -> Option<Columns> {
         match self {
             Piece::Rows(rows, _) | Piece::Issued(rows, _) | Piece::Measured(rows, _) => Some(rows),
+            // Where no session holds the CTA's rows any more.
+            Piece::Cta(_, rows, _) => Arc::into_inner(rows),
             _ => None,
         }
     }
@@ -157,7 +159,7 @@ impl CtaSink for Fanout {
         self.send(Piece::Begin(header.header()))
     }
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
-        let mut copy = Columns::default();
+        let mut copy = self.buffer();
         copy.extend_from(rows, 0..rows.len());
         let kernel = self.place.map(|(begun, _)| begun.saturating_sub(1));
         self.send(Piece::Cta(cta, Arc::new(copy), kernel))
@@ -209,10 +211,10 @@ pub fn must_read_again(e: &anyhow::Error) -> bool {
 
 /// A source's end with a single lane, for a receiver of the pieces that is not a session
 /// (the timing model's streams are built from them: `shell::timed::run_streamed`). Pieces
-/// wait in a queue of `depth`.
-pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>) {
-    // No buffers come back: a piece's rows are let go once used.
-    let (_, spare) = channel::<Columns>();
+/// wait in a queue of `depth`. The receiver hands the rows of pieces it is done with back
+/// to the source through the sender, which saves the source fresh memory for each piece.
+pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>, Sender<Columns>) {
+    let (give_back, spare) = channel::<Columns>();
     let (to, from) = sync_channel::<Arc<Piece>>(depth.max(1));
     let fanout = Fanout {
         lanes: vec![to],
@@ -222,7 +224,7 @@ pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>) {
         read_on_every: None,
         read_on: None,
     };
-    (fanout, from)
+    (fanout, from, give_back)
 }
 
 /// Why [`run`] failed.

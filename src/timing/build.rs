@@ -3,7 +3,9 @@
 //! trace read from a file need never be held whole for the timing model ([`StreamsBuilder`]).
 
 use super::engine::TimingError;
-use super::streams::{CtaStreams, Event, Firsts, Shape, ThreadLoad, Warp};
+use super::streams::{
+    CtaStreams, Event, Firsts, Lanes, Shape, ThreadLoad, Warp, MAX_PORTION_LANES,
+};
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
 use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
@@ -40,10 +42,7 @@ enum Unit {
         /// By flags byte: whether the row is a load that reaches the L1.
         l1_load: Box<[bool; 256]>,
         line_shift: u32,
-        addrs: Vec<u64>,
-        width: Vec<u32>,
-        firsts: Firsts,
-        counts: Vec<u32>,
+        scratch: Box<Scratch>,
     },
 }
 
@@ -75,6 +74,12 @@ impl StreamsBuilder {
             });
         }
         let threads = rules.issue == IssueUnit::ThreadPortions;
+        if threads && ws.min(tpb) > MAX_PORTION_LANES {
+            return Err(TimingError::WarpTooWide {
+                threads: ws.min(tpb),
+                max: MAX_PORTION_LANES,
+            });
+        }
         let shape = Shape {
             wpc,
             tpb,
@@ -88,10 +93,7 @@ impl StreamsBuilder {
                     kind == AccessKind::Load && space.reaches_l1()
                 })),
                 line_shift: cache.line_bytes.trailing_zeros(),
-                addrs: Vec::new(),
-                width: Vec::new(),
-                firsts: Firsts::default(),
-                counts: Vec::with_capacity(ws as usize),
+                scratch: Box::default(),
             }
         } else {
             Unit::Warps {
@@ -230,17 +232,14 @@ impl StreamsBuilder {
             Unit::Threads {
                 l1_load,
                 line_shift,
-                addrs,
-                width,
-                firsts,
-                counts,
+                scratch,
             } => add_threads(
                 into,
                 shape,
                 n_rows,
                 (cols, starts, l1_load),
                 *line_shift,
-                (addrs, width, firsts, counts),
+                scratch,
             ),
         }
     }
@@ -318,74 +317,126 @@ fn add_warps(
     s
 }
 
-/// Per-thread load streams of a CTA and, per position, which threads request their line
-/// (the released model's rule: a thread is served by the first earlier thread of its group, a
+/// Per-thread load streams of a CTA, warp by warp and position by position (a thread's
+/// `n`-th load is at its position `n`), and which threads request their line at each (the
+/// released model's rule: a thread is served by the first earlier thread of its group, a
 /// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones, with
 /// the same line at the same position of its stream). Thread `i` of the CTA has the rows
 /// `starts[i]..starts[i + 1]` of `cols`, `rows` in all; built in the room of `s` (empty).
 ///
-/// A warp's loads are stored position by position, its lanes side by side (lane `l`'s load
-/// `p` at `first + p * lanes + l`, where `lanes` is the warp's thread count), so that a
-/// warp's step reads one stretch of memory rather than one place per thread; lanes with
-/// fewer loads leave gaps no thread reaches.
+/// Each position is kept as masks of lanes ([`Lanes`]) and the loads of its leaders, so
+/// that a run reads a few bytes a position, not one load per thread. While they are chosen
+/// a warp's loads lie in `scratch` position by position, its lanes side by side.
 fn add_threads(
     mut s: CtaStreams,
     shape: Shape,
     rows: usize,
     (cols, starts, is_l1_load): (&Columns, &[u32], &[bool; 256]),
     line_shift: u32,
-    (addrs, width, firsts, counts): (&mut Vec<u64>, &mut Vec<u32>, &mut Firsts, &mut Vec<u32>),
+    scratch: &mut Scratch,
 ) -> CtaStreams {
     let l1_load = |r: usize| is_l1_load[cols.flags[r] as usize];
-    s.thread_loads.resize(shape.tpb as usize, (0, 0));
-    s.loads.reserve(rows);
-    // Byte addresses and coalescing widths of the loads, while the leaders are chosen.
+    let Scratch {
+        loads,
+        lanes: ranges,
+        addrs,
+        width,
+        firsts,
+        per_inst,
+    } = scratch;
+    s.positions.reserve(rows / shape.warp_size.max(1) as usize);
     for w in 0..shape.wpc {
         let threads = shape.warp_threads(w);
         let lanes = threads.len();
         let rows_of = |l: usize| starts[l] as usize..starts[l + 1] as usize;
-        counts.clear();
-        counts.extend(threads.clone().map(|l| {
-            let flags = &cols.flags[rows_of(l)];
-            flags.iter().filter(|&&f| is_l1_load[f as usize]).count() as u32
-        }));
-        let longest = counts.iter().copied().max().unwrap_or(0) as usize;
-        let first = s.loads.len();
-        let len = first + longest * lanes;
-        s.loads.resize(len, ThreadLoad::default());
+        let longest = threads
+            .clone()
+            .map(|l| {
+                cols.flags[rows_of(l)]
+                    .iter()
+                    .filter(|&&f| is_l1_load[f as usize])
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        let len = longest * lanes;
+        loads.clear();
+        loads.resize(len, ThreadLoad::default());
+        addrs.clear();
         addrs.resize(len, 0);
+        width.clear();
         width.resize(len, 1);
-        for (lane, l) in threads.clone().enumerate() {
-            let mut at = first + lane;
+        ranges.clear();
+        for (lane, l) in threads.enumerate() {
+            let mut at = lane;
             for r in rows_of(l) {
                 if l1_load(r) {
-                    s.loads[at] = ThreadLoad {
+                    let i = cols.inst[r] as usize;
+                    loads[at] = ThreadLoad {
                         line: cols.addr[r] >> line_shift,
-                        inst: cols.inst[r],
+                        inst: i as u32,
                         bytes: cols.size[r],
-                        leader: true,
                     };
-                    s.insts = s.insts.max(cols.inst[r] + 1);
+                    if i >= per_inst.len() {
+                        per_inst.resize(i + 1, 0);
+                    }
+                    per_inst[i] += 1;
                     addrs[at] = cols.addr[r];
                     at += lanes;
                 }
             }
-            s.thread_loads[l] = ((first + lane) as u32, at as u32);
+            ranges.push((lane as u32, at as u32));
         }
         let warp = Warp {
-            lanes: &s.thread_loads[threads],
+            lanes: ranges,
             stride: lanes as u32,
-            loads: &s.loads,
+            loads,
             addrs,
             base: 0,
             ws: shape.warp_size,
         };
         warp.serve(width, firsts);
+        let start = s.positions.len() as u32;
+        for pos in 0..longest {
+            let mut at = Lanes {
+                first: s.leader_loads.len() as u32,
+                ..Lanes::default()
+            };
+            for (lane, &(_, end)) in ranges.iter().enumerate() {
+                let i = pos * lanes + lane;
+                if i < end as usize {
+                    at.loads |= 1 << lane;
+                    if width[i] != 0 {
+                        at.leaders |= 1 << lane;
+                        s.leader_loads.push(loads[i]);
+                    }
+                }
+            }
+            s.positions.push(at);
+        }
+        s.warp_positions.push((start, s.positions.len() as u32));
     }
-    for (l, &wd) in s.loads.iter_mut().zip(width.iter()) {
-        l.leader = wd != 0;
+    for (i, n) in per_inst.iter_mut().enumerate() {
+        if *n > 0 {
+            s.inst_loads.push((i as u32, std::mem::take(n)));
+            s.insts = s.insts.max(i as u32 + 1);
+        }
     }
-    addrs.clear();
-    width.clear();
     s
+}
+
+/// The builder's room for one warp's per-thread loads while their leaders are chosen
+/// (`add_threads`).
+#[derive(Default)]
+struct Scratch {
+    loads: Vec<ThreadLoad>,
+    /// Per lane: its range of `loads` (stride: the warp's lanes).
+    lanes: Vec<(u32, u32)>,
+    /// Byte addresses of `loads`.
+    addrs: Vec<u64>,
+    /// Per load: 0 if an earlier lane serves it, else the accesses it serves.
+    width: Vec<u32>,
+    firsts: Firsts,
+    /// Per instruction: the CTA's loads of it.
+    per_inst: Vec<u64>,
 }

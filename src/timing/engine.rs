@@ -245,6 +245,12 @@ pub struct Engine {
     pub stats: TimingStats,
     /// Record every issue attempt (tests and views of small traces).
     pub log: Option<Vec<TimedRequest>>,
+    /// Issue thread portions lane by lane even where the lanes keep in step (the tests'
+    /// reference for issuing them position by position).
+    pub(super) lane_by_lane: bool,
+    /// Warps that fell out of step (the tests check that their cases reach that path).
+    #[cfg(test)]
+    pub(super) fell_out_of_step: u64,
 }
 
 /// Why a kernel cannot run in timing mode.
@@ -262,6 +268,8 @@ pub enum TimingError {
     CtaRows { cta: u32, row: u64, thread: u32 },
     #[error("CTA {cta} came after CTA {after}: CTAs must come in increasing order")]
     CtaOrder { cta: u32, after: u32 },
+    #[error("warps of {threads} threads: the released model's issue unit (thread portions) takes warps of at most {max}")]
+    WarpTooWide { threads: u32, max: u32 },
     #[error("cancelled")]
     Cancelled,
 }
@@ -305,6 +313,9 @@ impl Engine {
                 ..Default::default()
             },
             log: None,
+            lane_by_lane: false,
+            #[cfg(test)]
+            fell_out_of_step: 0,
         }
     }
 
@@ -537,7 +548,7 @@ impl Engine {
         let mut my_ctas = (sm..shape.ctas).step_by(sms as usize);
         let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
         let threads = rules.issue == IssueUnit::ThreadPortions;
-        let mut warps = Warps::new(shape, n_ctas, threads, take_a_step);
+        let mut warps = Warps::new(shape, n_ctas, threads, take_a_step, self.lane_by_lane);
         // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
         let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
         // Warps waiting for their requests: (step they rejoin, tie-break, warp).
@@ -555,6 +566,12 @@ impl Engine {
                     let Some(c) = my_ctas.next() else { break };
                     let streams = feed.cta(c, &mut Progress(&mut *hooks, run.rows))?;
                     run.take_insts(streams.insts as usize);
+                    // Thread portions: its loads, counted once (every one is issued or
+                    // served before the kernel ends).
+                    for &(i, n) in &streams.inst_loads {
+                        run.accesses_inst[i as usize] += n;
+                        run.accesses_cta[c as usize] += n;
+                    }
                     warps.launch(c, streams);
                 }
             }

@@ -5,7 +5,8 @@
 use rustc_hash::FxHashMap;
 
 use super::engine::{Engine, Hooks, KernelRun, Status, TimedRequest, MAX_LATENCY_BIN};
-use super::warps::Warps;
+use super::streams::lane_mask;
+use super::warps::{has_load, Warps};
 use crate::config::Arrivals;
 
 impl Engine {
@@ -104,6 +105,10 @@ impl Engine {
     /// thread's access size (the whole warp for 4 bytes, halves for 8, quarters for 16, ...),
     /// each thread its next load; the effects due now are applied after each group. An
     /// MSHR stall of the first thread ends the first group; the other groups still issue.
+    ///
+    /// While the warp's lanes keep in step (all at one position of their streams), only the
+    /// loads that request their line are visited, from the position's masks; a stall that
+    /// leaves some lanes behind others puts the warp out of step, lane by lane from then on.
     pub(super) fn issue_portions(
         &mut self,
         gw: u32,
@@ -111,49 +116,150 @@ impl Engine {
         run: &mut KernelRun,
         hooks: &mut dyn Hooks,
     ) -> Option<u64> {
+        let ready_at = match warps.in_step(gw) {
+            Some(pos) => self.issue_position(gw, pos, warps, run, hooks),
+            None => self.issue_lanes(gw, warps, run, hooks),
+        };
+        warps.deferred[gw as usize] = warps.state_of(gw);
+        Some(ready_at)
+    }
+
+    /// [`Engine::issue_portions`] for a warp whose lanes are all at position `pos`.
+    fn issue_position(
+        &mut self,
+        gw: u32,
+        pos: u32,
+        warps: &mut Warps,
+        run: &mut KernelRun,
+        hooks: &mut dyn Hooks,
+    ) -> u64 {
         let wpc = warps.shape.wpc;
         let (cta, w) = (gw / wpc, gw % wpc);
-        let (base, threads) = warps.threads_of(gw);
+        let (_, threads) = warps.threads_of(gw);
         let warp_size = warps.shape.warp_size;
-        let (streams, pcs) = warps.loads_of(cta);
-        let lane0 = threads.start;
-        let bytes = if pcs[base + lane0] < streams.thread_range(lane0).1 {
-            streams.loads[pcs[base + lane0] as usize].bytes as u32
+        let streams = warps.cta(cta);
+        let at = streams.positions_of(w)[pos as usize];
+        let lanes = threads.len();
+        // Lane 0's load, where it has one, is the position's first leader.
+        let bytes = if at.loads & 1 != 0 {
+            streams.leader_loads[at.first as usize].bytes as u32
         } else {
             1
         };
-        let portions = (bytes / 4).max(1);
-        // A warp's loads lie lane by lane, position by position (`build::add_threads`).
-        let stride = threads.len() as u32;
-        let per_portion = (warp_size / portions) as usize;
+        let portions = (bytes / 4).max(1) as usize;
+        // Groups of at least a thread (the released model's rule would make them empty for
+        // accesses of over 4 bytes per lane of the warp, and its warps would never finish).
+        let per_portion = (warp_size as usize / portions).max(1);
         let mut ready_at = self.now;
         let mut issued = false;
-        for p in 0..portions as usize {
-            let lanes = threads.start + p * per_portion..threads.start + (p + 1) * per_portion;
-            for t in lanes.start..lanes.end.min(threads.end) {
-                let pc = pcs[base + t];
-                if pc >= streams.thread_range(t).1 {
-                    continue;
-                }
-                let a = streams.loads[pc as usize];
-                pcs[base + t] += stride;
-                if !a.leader {
-                    self.count_access(run, a.inst, cta);
-                    continue;
-                }
-                let (status, mut rec) = self.request(a.line, gw, t == lane0);
+        // Lanes with a load here that did not issue it (an MSHR stall).
+        let mut stayed = 0u64;
+        for p in 0..portions {
+            let group = lane_mask(p * per_portion, ((p + 1) * per_portion).min(lanes));
+            let mut leaders = at.leaders & group;
+            // Leaders come in the order of their loads (a stall skips the rest of a group's).
+            let mut next = at.leader_load(p * per_portion);
+            let mut moved = at.loads & group;
+            while leaders != 0 {
+                let lane = leaders.trailing_zeros() as usize;
+                leaders &= leaders - 1;
+                let a = streams.leader_loads[next];
+                next += 1;
+                let (status, mut rec) = self.request(a.line, gw, lane == 0);
                 rec.cta = cta;
                 rec.warp = w;
                 rec.inst = a.inst;
                 self.record(&rec, hooks);
                 if status == Status::Cancelled {
-                    pcs[base + t] -= stride;
+                    let behind = moved & !lane_mask(0, lane);
+                    moved &= !behind;
+                    stayed |= behind;
                     self.stats.mshr_stalls += 1;
                     ready_at = self.now;
                     break;
                 }
                 issued = true;
-                self.count_access(run, a.inst, cta);
+                run.transactions_inst[a.inst as usize] += 1;
+                run.transactions_cta[cta as usize] += 1;
+                if rec.status == Status::Miss {
+                    ready_at = ready_at.max(rec.effect_at);
+                }
+                self.count(run, &rec);
+            }
+            run.rows += moved.count_ones() as u64;
+            if self.p.rules.arrivals == Arrivals::AfterGroup {
+                self.apply_effects(self.now + 1);
+            }
+        }
+        run.warp_instructions += issued as u64;
+        // Lanes past the last group (warps that are not a whole number of groups) wait for
+        // an issue of smaller groups.
+        stayed |= at.loads & !lane_mask(0, portions * per_portion);
+        if stayed == 0 {
+            warps.step_to(gw, pos + 1);
+        } else if stayed != at.loads {
+            warps.out_of_step(gw, pos, at.loads & !stayed);
+            #[cfg(test)]
+            {
+                self.fell_out_of_step += 1;
+            }
+        }
+        ready_at
+    }
+
+    /// [`Engine::issue_portions`] for a warp whose lanes are not in step, lane by lane.
+    fn issue_lanes(
+        &mut self,
+        gw: u32,
+        warps: &mut Warps,
+        run: &mut KernelRun,
+        hooks: &mut dyn Hooks,
+    ) -> u64 {
+        let wpc = warps.shape.wpc;
+        let (cta, w) = (gw / wpc, gw % wpc);
+        let (base, threads) = warps.threads_of(gw);
+        let warp_size = warps.shape.warp_size;
+        let (streams, pcs) = warps.loads_of(cta);
+        let positions = streams.positions_of(w);
+        let lane0 = threads.start;
+        let bytes = if has_load(positions, pcs[base + lane0], 0) {
+            streams.leader_loads[positions[pcs[base + lane0] as usize].first as usize].bytes as u32
+        } else {
+            1
+        };
+        let portions = (bytes / 4).max(1);
+        // Groups of at least a thread (see `issue_position`).
+        let per_portion = (warp_size / portions).max(1) as usize;
+        let mut ready_at = self.now;
+        let mut issued = false;
+        for p in 0..portions as usize {
+            let lanes = p * per_portion..(p + 1) * per_portion;
+            for lane in lanes.start..lanes.end.min(threads.len()) {
+                let t = threads.start + lane;
+                let pos = pcs[base + t];
+                if !has_load(positions, pos, lane) {
+                    continue;
+                }
+                let at = positions[pos as usize];
+                pcs[base + t] += 1;
+                if at.leaders >> lane & 1 == 0 {
+                    run.rows += 1;
+                    continue;
+                }
+                let a = streams.leader_loads[at.leader_load(lane)];
+                let (status, mut rec) = self.request(a.line, gw, lane == 0);
+                rec.cta = cta;
+                rec.warp = w;
+                rec.inst = a.inst;
+                self.record(&rec, hooks);
+                if status == Status::Cancelled {
+                    pcs[base + t] -= 1;
+                    self.stats.mshr_stalls += 1;
+                    ready_at = self.now;
+                    break;
+                }
+                issued = true;
+                run.rows += 1;
                 run.transactions_inst[a.inst as usize] += 1;
                 run.transactions_cta[cta as usize] += 1;
                 if rec.status == Status::Miss {
@@ -166,13 +272,190 @@ impl Engine {
             }
         }
         run.warp_instructions += issued as u64;
-        warps.deferred[gw as usize] = warps.state_of(gw);
-        Some(ready_at)
+        ready_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Engine, Hooks, Variant, WarpStreams};
+    use crate::config::{self, SimConfig};
+    use crate::trace::Kernel;
+    use proptest::prelude::*;
+
+    /// One load of a test kernel: instruction, line, word, bytes.
+    type Load = (u8, u64, u64, u16);
+
+    /// A kernel in the text format: per CTA, per thread, its loads; 16-byte lines.
+    fn kernel(block: u32, ctas: &[Vec<Vec<Load>>]) -> Kernel {
+        let mut src = format!("kernel k grid={} block={block}\n", ctas.len());
+        for (c, threads) in ctas.iter().enumerate() {
+            for (t, loads) in threads.iter().enumerate().take(block as usize) {
+                for &(i, line, word, bytes) in loads {
+                    let inst = ["a", "b", "c"][i as usize % 3];
+                    let addr = line * 16 + word * 4;
+                    src += &format!("{c} {t} {inst} 0 ld {addr} {bytes}\n");
+                }
+            }
+        }
+        crate::trace::text::read(src.as_bytes(), "t.wst")
+            .expect("kernel")
+            .kernels
+            .remove(0)
     }
 
-    fn count_access(&mut self, run: &mut KernelRun, inst: u32, cta: u32) {
-        run.rows += 1;
-        run.accesses_inst[inst as usize] += 1;
-        run.accesses_cta[cta as usize] += 1;
+    /// The released model's setting on a small cache, with `mshrs` MSHRs, each checked
+    /// at a warp's first thread or at every request.
+    fn setting(warp_size: u32, mshrs: u32, first_thread: bool, sigma: f64) -> SimConfig {
+        let mut c = config::preset("gtx470-16k").expect("preset");
+        config::compat(&mut c, "gpu-cache-model").expect("compat");
+        c.cache.size_bytes = 256;
+        c.cache.line_bytes = 16;
+        c.cache.sector_bytes = 16;
+        c.cache.ways = 2;
+        c.cache.set_index = config::SetIndex::Modulo;
+        c.schedule.warp_size = warp_size;
+        let t = c.timing.as_mut().expect("timing");
+        t.mshrs = mshrs;
+        t.miss_latency = 7;
+        t.miss_latency_stddev = sigma;
+        let check = if first_thread {
+            "first-thread"
+        } else {
+            "every-new-line"
+        };
+        t.rules.set("mshr-check", check).expect("rule");
+        c
+    }
+
+    /// Runs each of the four runs on SM 0, lane by lane or not: every issue attempt, the
+    /// counts and the statistics; and how many warps fell out of step.
+    fn runs(c: &SimConfig, k: &Kernel, lane_by_lane: bool) -> (Vec<String>, u64) {
+        struct Quiet;
+        impl Hooks for Quiet {}
+        let t = c.timing.as_ref().expect("timing");
+        let streams = WarpStreams::build(
+            k,
+            0..k.num_ctas(),
+            c.schedule.warp_size,
+            c.coalescing,
+            &c.cache,
+            &c.gpu,
+            &t.rules,
+        )
+        .expect("streams");
+        let (mut out, mut fell) = (Vec::new(), 0);
+        for v in Variant::all(t) {
+            let (p, fa) = v.params(t);
+            let mut e = Engine::new(&c.cache, p, fa, c.seed);
+            e.lane_by_lane = lane_by_lane;
+            e.log = Some(Vec::new());
+            let run = e
+                .run_kernel(k, streams.shape(), &mut &streams, 0, &c.gpu, &mut Quiet)
+                .expect("run");
+            fell += e.fell_out_of_step;
+            let log = e.log.take().unwrap_or_default();
+            out.extend(log.iter().map(|r| format!("{v:?} {r:?}")));
+            out.push(format!("{v:?} {run:?}"));
+            out.push(format!("{v:?} {:?}", e.stats));
+        }
+        (out, fell)
+    }
+
+    /// The first line where two runs' records differ, with the one before it.
+    fn difference(a: &[String], b: &[String]) -> Option<String> {
+        let i = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
+        Some(format!(
+            "line {i}, after {:?}:\n  {:?}\n  {:?}",
+            i.checked_sub(1).and_then(|j| a.get(j)),
+            a.get(i),
+            b.get(i)
+        ))
+    }
+
+    /// 16-byte loads go in quarter warps: with one MSHR checked at the first thread, the
+    /// first quarter stalls while the others issue, and the warp's lanes fall out of step.
+    #[test]
+    fn a_warp_whose_lanes_fall_out_of_step_issues_as_lane_by_lane() {
+        let threads: Vec<Vec<_>> = (0..32u64)
+            .map(|t| {
+                (0..6)
+                    .map(|p| (p as u8, (t / 2 + p * 3) % 20, t % 4, 16))
+                    .collect()
+            })
+            .collect();
+        let k = kernel(32, &[threads.clone(), threads]);
+        for first_thread in [true, false] {
+            let c = setting(32, 1, first_thread, 0.0);
+            let (by_lane, none) = runs(&c, &k, true);
+            let (in_step, fell) = runs(&c, &k, false);
+            assert_eq!(none, 0);
+            assert!(fell > 0, "no warp fell out of step");
+            let d = difference(&in_step, &by_lane);
+            assert!(d.is_none(), "{}", d.unwrap_or_default());
+        }
+    }
+
+    /// A 256-byte load makes groups of less than a thread by the released model's rule
+    /// (64 of them in a warp of 32): each thread then goes alone, and the warps finish.
+    #[test]
+    fn loads_of_more_than_four_bytes_a_lane_issue_a_thread_at_a_time() {
+        let threads: Vec<Vec<_>> = (0..4u64).map(|t| vec![(0, t * 16, 0, 256)]).collect();
+        let k = kernel(4, &[threads]);
+        let c = setting(32, 0, true, 0.0);
+        let (in_step, _) = runs(&c, &k, false);
+        assert_eq!(difference(&in_step, &runs(&c, &k, true).0), None);
+        let requests = in_step
+            .iter()
+            .filter(|l| l.starts_with("Full TimedRequest"));
+        assert_eq!(requests.count(), 4);
+    }
+
+    /// Warps of more than 64 threads are refused under thread portions, with the limit.
+    #[test]
+    fn warps_wider_than_a_mask_are_refused_under_thread_portions() {
+        let threads: Vec<Vec<_>> = (0..128u64).map(|t| vec![(0, t, 0, 4)]).collect();
+        let k = kernel(128, &[threads]);
+        let c = setting(128, 0, true, 0.0);
+        let t = c.timing.as_ref().expect("timing");
+        let built = WarpStreams::build(&k, 0..1, 128, c.coalescing, &c.cache, &c.gpu, &t.rules);
+        let e = built.expect_err("refused");
+        assert_eq!(
+            e,
+            super::super::TimingError::WarpTooWide {
+                threads: 128,
+                max: 64
+            }
+        );
+        assert!(e.to_string().contains("at most 64"), "{e}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        /// Issuing a warp's loads position by position while its lanes keep in step gives
+        /// every issue attempt, count and statistic of issuing them lane by lane: random
+        /// per-thread loads of 4, 8 and 16 bytes, of unequal lengths, warps of 4 to 32
+        /// threads, CTAs that are not whole warps, 1 to 3 or unlimited MSHRs checked either
+        /// way, random latencies.
+        #[test]
+        fn issuing_in_step_is_issuing_lane_by_lane(
+            ctas in prop::collection::vec(
+                prop::collection::vec(
+                    prop::collection::vec(
+                        (0u8..3, 0u64..24, 0u64..4, prop_oneof![Just(4u16), Just(8), Just(16)]),
+                        0..7),
+                    1..41),
+                1..4),
+            block in prop_oneof![Just(5u32), Just(8), Just(32), Just(40)],
+            warp_size in prop_oneof![Just(4u32), Just(6), Just(8), Just(32)],
+            mshrs in 0u32..4,
+            first_thread in any::<bool>(),
+            sigma in prop_oneof![Just(0.0), Just(3.0)],
+        ) {
+            let k = kernel(block, &ctas);
+            let c = setting(warp_size, mshrs, first_thread, sigma);
+            let d = difference(&runs(&c, &k, false).0, &runs(&c, &k, true).0);
+            prop_assert!(d.is_none(), "{}", d.unwrap_or_default());
+        }
     }
 }

@@ -31,8 +31,6 @@ pub(super) struct ThreadLoad {
     pub line: u64,
     pub inst: u32,
     pub bytes: u16,
-    /// No earlier thread of its coalescing group used this line at this position.
-    pub leader: bool,
 }
 
 /// The shape of one kernel's warps, from its header: what the engine needs before any of its
@@ -63,6 +61,35 @@ impl Shape {
     }
 }
 
+/// The most threads a warp may have under the thread-portions issue unit: its lanes are
+/// the bits of a [`Lanes`] mask.
+pub const MAX_PORTION_LANES: u32 = 64;
+
+/// One position of a warp's per-thread streams (thread portions): bit `l` for lane `l`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Lanes {
+    /// Lanes with a load at this position (a lane's loads are at positions `0..n`).
+    pub loads: u64,
+    /// Those of them that request their line: no earlier lane of their group, with a load
+    /// of the same line here, serves them. Lane 0's load always does.
+    pub leaders: u64,
+    /// The leaders' loads are `leader_loads[first..]`, in lane order.
+    pub first: u32,
+}
+
+impl Lanes {
+    /// The index in `leader_loads` of leader `lane`'s load.
+    pub fn leader_load(&self, lane: usize) -> usize {
+        self.first as usize + (self.leaders & lane_mask(0, lane)).count_ones() as usize
+    }
+}
+
+/// Lanes `lo..hi` (below 64) as a mask.
+pub(super) fn lane_mask(lo: usize, hi: usize) -> u64 {
+    let below = |n: usize| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    below(hi) & !below(lo)
+}
+
 /// The streams of one CTA's warps; ranges are within the CTA's own vectors. A CTA is built
 /// once, shared by every run that simulates it, and freed when the last one has run it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -72,9 +99,16 @@ pub struct CtaStreams {
     pub(super) events: Vec<Event>,
     /// Line addresses of the load requests.
     pub(super) reqs: Vec<u64>,
-    /// Thread portions: per thread of the CTA its range of `loads`.
-    pub(super) thread_loads: Vec<(u32, u32)>,
-    pub(super) loads: Vec<ThreadLoad>,
+    /// Thread portions: per warp its range of `positions`, one per load of its longest
+    /// lane.
+    pub(super) warp_positions: Vec<(u32, u32)>,
+    pub(super) positions: Vec<Lanes>,
+    /// Thread portions: the loads that request their line ([`Lanes::leaders`]), position
+    /// by position; the others are only counted.
+    pub(super) leader_loads: Vec<ThreadLoad>,
+    /// Thread portions: the CTA's L1 loads per instruction (instruction, loads), counted
+    /// once when a run launches the CTA rather than load by load.
+    pub(super) inst_loads: Vec<(u32, u64)>,
     /// One more than the highest instruction number it uses (0 when none).
     pub(super) insts: u32,
     /// The CTA's rows (thread accesses) it was built from.
@@ -86,8 +120,10 @@ pub(super) static NO_ROWS: CtaStreams = CtaStreams {
     warp_events: Vec::new(),
     events: Vec::new(),
     reqs: Vec::new(),
-    thread_loads: Vec::new(),
-    loads: Vec::new(),
+    warp_positions: Vec::new(),
+    positions: Vec::new(),
+    leader_loads: Vec::new(),
+    inst_loads: Vec::new(),
     insts: 0,
     rows: 0,
 };
@@ -98,8 +134,10 @@ impl CtaStreams {
         self.warp_events.clear();
         self.events.clear();
         self.reqs.clear();
-        self.thread_loads.clear();
-        self.loads.clear();
+        self.warp_positions.clear();
+        self.positions.clear();
+        self.leader_loads.clear();
+        self.inst_loads.clear();
         self.insts = 0;
         self.rows = 0;
     }
@@ -113,8 +151,14 @@ impl CtaStreams {
         self.warp_events.get(w as usize).copied().unwrap_or((0, 0))
     }
 
-    pub(super) fn thread_range(&self, t: usize) -> (u32, u32) {
-        self.thread_loads.get(t).copied().unwrap_or((0, 0))
+    /// Warp `w`'s positions (thread portions).
+    pub(super) fn positions_of(&self, w: u32) -> &[Lanes] {
+        let (a, b) = self
+            .warp_positions
+            .get(w as usize)
+            .copied()
+            .unwrap_or((0, 0));
+        self.positions.get(a as usize..b as usize).unwrap_or(&[])
     }
 }
 
@@ -220,9 +264,10 @@ pub(super) struct Warp<'a> {
     pub ws: u32,
 }
 
-/// Per quarter of a warp, the first lane's load of each line at one position.
+/// Per quarter of a warp, the first lane's load of each line at one position; and each
+/// lane's quarter.
 #[derive(Default)]
-pub(super) struct Firsts([Vec<(u64, usize)>; 4]);
+pub(super) struct Firsts([Vec<(u64, usize)>; 4], Vec<usize>);
 
 impl Warp<'_> {
     /// The coalescing group of a load: a warp for 4-byte accesses, a half-warp for 8-byte,
@@ -248,6 +293,9 @@ impl Warp<'_> {
         }
         let quarter = (self.ws / 4) as usize;
         let longest = self.longest();
+        let quarter_of = &mut firsts.1;
+        quarter_of.clear();
+        quarter_of.extend((0..self.lanes.len()).map(|lane| lane / quarter));
         for pos in 0..longest {
             firsts.0.iter_mut().for_each(Vec::clear);
             for (lane, &(a, b)) in self.lanes.iter().enumerate() {
@@ -257,8 +305,14 @@ impl Warp<'_> {
                 }
                 let me = me as usize;
                 let line = self.loads[me].line;
-                let group = self.group(me);
-                let (from, mine) = (group * (lane / group) / quarter, lane / quarter);
+                // The first quarter of the lane's group (`Warp::group`): the warp's, its
+                // half's or its own.
+                let mine = quarter_of[lane];
+                let from = match self.loads[me].bytes {
+                    8 => mine & !1,
+                    16 => mine,
+                    _ => 0,
+                };
                 let serving = firsts.0[from..=mine]
                     .iter()
                     .find_map(|q| q.iter().find(|f| f.0 == line).map(|f| f.1));
@@ -354,7 +408,7 @@ mod tests {
                     let built = whole.ctas.iter().flatten();
                     assert!(built
                         .clone()
-                        .any(|c| !c.reqs.is_empty() || !c.loads.is_empty()));
+                        .any(|c| !c.reqs.is_empty() || !c.leader_loads.is_empty()));
                     barriers += built.flat_map(|c| &c.events).filter(|e| e.barrier).count();
                     for parts in 1..=5u32 {
                         let built = (0..parts)
@@ -386,7 +440,7 @@ mod tests {
             for l in lanes {
                 let first = loads.len() as u32;
                 for &(line, word, bytes) in l {
-                    loads.push(ThreadLoad { line, inst: 0, bytes, leader: true });
+                    loads.push(ThreadLoad { line, inst: 0, bytes });
                     addrs.push(line * 128 + word * 4);
                 }
                 ranges.push((first, loads.len() as u32));

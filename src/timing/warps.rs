@@ -5,16 +5,19 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::streams::{CtaStreams, Event, Shape, NO_ROWS};
+use super::streams::{CtaStreams, Event, Lanes, Shape, NO_ROWS};
 use crate::schedule::{BARRIER, DONE, READY};
 
 pub(super) struct Warps {
     pub shape: Shape,
     /// Per CTA: its streams while it is resident.
     ctas: Vec<Option<Arc<CtaStreams>>>,
-    /// Per warp: its next event (warp instructions).
+    /// Per warp: its next event (warp instructions); or, for thread portions, the position
+    /// of its lanes' next loads while they keep in step ([`OUT_OF_STEP`] once they do not).
     pos: Vec<u32>,
-    /// Per thread: its next load (thread portions).
+    /// Thread portions: whether warps start in step (not lane by lane).
+    in_step: bool,
+    /// Per thread (thread portions, for warps out of step): the position of its next load.
     pub pc: Vec<u32>,
     /// Per warp: its state once its current instruction completes.
     pub deferred: Vec<u8>,
@@ -33,9 +36,20 @@ pub(super) struct Warps {
     pub released: Vec<Arc<CtaStreams>>,
 }
 
+/// A warp of thread portions whose lanes are at different positions: each has its own `pc`.
+const OUT_OF_STEP: u32 = u32::MAX;
+
 impl Warps {
     /// `threads`: whether the streams are per thread (the thread-portions issue unit).
-    pub fn new(shape: Shape, n_ctas: u32, threads: bool, take_a_step: bool) -> Self {
+    /// `lane_by_lane`: issue thread portions lane by lane from the start (the reference for
+    /// issuing them position by position).
+    pub fn new(
+        shape: Shape,
+        n_ctas: u32,
+        threads: bool,
+        take_a_step: bool,
+        lane_by_lane: bool,
+    ) -> Self {
         let n_warps = n_ctas as usize * shape.wpc as usize;
         let n_threads = if threads {
             n_ctas as usize * shape.tpb as usize
@@ -46,6 +60,7 @@ impl Warps {
             shape,
             ctas: vec![None; n_ctas as usize],
             pos: vec![0; n_warps],
+            in_step: threads && !lane_by_lane,
             pc: vec![0; n_threads],
             deferred: vec![0; n_warps],
             last_step: vec![false; n_warps],
@@ -80,14 +95,42 @@ impl Warps {
         )
     }
 
+    /// Thread portions: the position of warp `gw`'s lanes' next loads while they keep in
+    /// step (`None`: each lane has its own `pc`).
+    pub fn in_step(&self, gw: u32) -> Option<u32> {
+        let p = self.pos[gw as usize];
+        (p != OUT_OF_STEP).then_some(p)
+    }
+
+    /// Thread portions: warp `gw`'s lanes moved on together to position `pos`.
+    pub fn step_to(&mut self, gw: u32, pos: u32) {
+        self.pos[gw as usize] = pos;
+    }
+
+    /// Thread portions: warp `gw`'s lanes were at position `pos` and those of `moved` went
+    /// on to the next one; from now on each lane has its own `pc`.
+    pub fn out_of_step(&mut self, gw: u32, pos: u32, moved: u64) {
+        let (base, threads) = self.threads_of(gw);
+        for (lane, t) in threads.enumerate() {
+            self.pc[base + t] = pos + (moved >> lane & 1) as u32;
+        }
+        self.pos[gw as usize] = OUT_OF_STEP;
+    }
+
     pub fn state_of(&self, gw: u32) -> u8 {
         let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
         let c = self.cta(cta);
         if !self.pc.is_empty() {
-            let (base, threads) = self.threads_of(gw);
-            let live = threads
-                .into_iter()
-                .any(|t| self.pc[base + t] < c.thread_range(t).1);
+            let positions = c.positions_of(w);
+            let live = match self.in_step(gw) {
+                Some(p) => (p as usize) < positions.len(),
+                None => {
+                    let (base, threads) = self.threads_of(gw);
+                    threads
+                        .enumerate()
+                        .any(|(lane, t)| has_load(positions, self.pc[base + t], lane))
+                }
+            };
             return if live { READY } else { DONE };
         }
         let p = self.pos[gw as usize];
@@ -109,9 +152,9 @@ impl Warps {
         }
         if !self.pc.is_empty() {
             let base = (cta * tpb) as usize;
-            for t in 0..tpb as usize {
-                self.pc[base + t] = streams.thread_range(t).0;
-            }
+            self.pc[base..base + tpb as usize].fill(0);
+            let start = if self.in_step { 0 } else { OUT_OF_STEP };
+            self.pos[(cta * wpc) as usize..((cta + 1) * wpc) as usize].fill(start);
         }
         self.ctas[cta as usize] = Some(streams);
         for gw in cta * wpc..(cta + 1) * wpc {
@@ -190,6 +233,14 @@ impl Warps {
             }
         }
     }
+}
+
+/// Thread portions: whether lane `lane` of a warp with these positions has a load at
+/// position `pos`.
+pub(super) fn has_load(positions: &[Lanes], pos: u32, lane: usize) -> bool {
+    positions
+        .get(pos as usize)
+        .is_some_and(|at| at.loads >> lane & 1 != 0)
 }
 
 /// CTA `cta`'s streams among `ctas`, or those of a CTA without rows.

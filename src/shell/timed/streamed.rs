@@ -12,7 +12,7 @@
 //! job's result in job order, so it is the same for any number of threads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use super::super::lanes::{self, Failure, Piece};
 use crate::config::SimConfig;
 use crate::sim::{JobResult, Observer, Report, SimError, TimedJob, TimedPlan};
 use crate::timing::{CtaFeed, CtaStreams, Hooks, Shape, StreamsBuilder, TimingError};
-use crate::trace::Kernel;
+use crate::trace::{Columns, Kernel};
 
 /// How often a thread waiting on the board wakes to ask its observer whether to go on.
 const WAKE: Duration = Duration::from_millis(20);
@@ -50,7 +50,7 @@ pub fn run_streamed(
     // Later SMs' full models wait for the earlier ones' when their requests are wanted.
     let in_order = observer.wants_requests() && full_jobs > 1;
     let board = Board::new(cores, max_rows.unwrap_or(u64::MAX), in_order);
-    let (mut fanout, pieces) = lanes::pipe(depth);
+    let (mut fanout, pieces, used) = lanes::pipe(depth);
     let (built, read, results) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
             .name("read".into())
@@ -59,7 +59,7 @@ pub fn run_streamed(
         let builder = std::thread::Builder::new()
             .name("build".into())
             .spawn_scoped(scope, move || {
-                board.guard(|| board.build(cfg, pieces, reading, (full_jobs, jobs)))
+                board.guard(|| board.build(cfg, (pieces, used), reading, (full_jobs, jobs)))
             });
         if builder.is_err() {
             board.stop();
@@ -251,7 +251,7 @@ impl Board {
     fn build(
         &self,
         cfg: &SimConfig,
-        pieces: Receiver<Arc<Piece>>,
+        pieces: (Receiver<Arc<Piece>>, Sender<Columns>),
         reading: &mut dyn Observer,
         jobs: (usize, usize),
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
@@ -262,10 +262,12 @@ impl Board {
         r
     }
 
+    /// Builds each CTA's streams from the pieces as they come; gives back the rows of each
+    /// piece built from (`used`).
     fn build_all(
         &self,
         cfg: &SimConfig,
-        pieces: Receiver<Arc<Piece>>,
+        (pieces, used): (Receiver<Arc<Piece>>, Sender<Columns>),
         reading: &mut dyn Observer,
         (full_jobs, jobs): (usize, usize),
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
@@ -344,6 +346,10 @@ impl Board {
                         "the trace's reader gave its pieces out of order".into(),
                     ))
                 }
+            }
+            if let Some(rows) = Arc::into_inner(piece).and_then(Piece::into_rows) {
+                // The reader may be done: then the rows are let go here.
+                let _ = used.send(rows);
             }
         }
         if open.is_some() || self.stopped() {
