@@ -75,11 +75,10 @@ fn file_of(trace: &TraceData) -> Result<(&Path, u64), JobError> {
     }
 }
 
-/// The most accesses whose warps' streams the timing model holds at once on a streamed trace
-/// (about 16 bytes an access for the released model's thread portions). They are those of
-/// the CTAs in flight, except where the requests of several SMs are shown in order (the
-/// later SMs' full model runs after the first's, and every CTA waits for it); past this the
-/// trace is refused with the CLI to use.
+/// The most accesses whose warps' streams the timing model holds at once on a streamed trace:
+/// those of the CTAs in flight (where the requests of several SMs are shown, the later SMs'
+/// wait in temporary files, not in memory); past this the trace is refused with the CLI to
+/// use.
 const TIMED_MAX_ROWS: u64 = 1 << 27;
 
 /// Runs the timing model on the streamed trace into `gather`: one thread reads the file, one

@@ -17,6 +17,7 @@ use crate::sim::{JobResult, Observer, Report, SimError, StreamsWork, TimedPlan};
 use crate::timing::WarpStreams;
 use crate::trace::Kernel;
 
+mod spool;
 mod streamed;
 pub use streamed::run_streamed;
 
@@ -344,8 +345,9 @@ mod tests {
 
     /// Streamed, the model holds the streams of only the CTAs in flight: a cap of a third of
     /// the trace's accesses is room enough, whatever the threads, and the report is the whole
-    /// read's. Where the requests of several SMs are wanted in order, the later SMs' CTAs
-    /// wait for the first SM's full model, and the same cap is passed.
+    /// read's. Where the observer wants the requests (of several SMs under some settings),
+    /// the later SMs' requests wait in temporary files: the same cap is passed, and the
+    /// observer sees every request in the one-thread order.
     #[test]
     fn a_streamed_trace_holds_the_streams_of_only_the_ctas_in_flight() {
         // 256 CTAs of 4 threads; the second kernel is sent whole.
@@ -356,8 +358,11 @@ mod tests {
         let kernels = vec![k[0].clone(), k[0].clone()];
         let rows: u64 = kernels.iter().map(|k| k.len() as u64).sum();
         let cap = Some(rows / 3);
+        let mut several = 0;
         for cfg in configs() {
-            let want = crate::sim::run_kernels(&cfg, &kernels, &mut NoObserver).expect("run");
+            let mut one = Seen::default();
+            let want = crate::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");
+            several += (crate::sim::selected_sms(&cfg).len() > 1) as usize;
             for threads in [1, 2, 3] {
                 let source = by_cta(kernels.clone(), None);
                 let got = run_streamed(
@@ -371,21 +376,17 @@ mod tests {
                 .map_err(anyhow::Error::from)
                 .expect("run");
                 assert_eq!(json(&got), json(&want), "{threads} threads");
-            }
-            let several = crate::sim::selected_sms(&cfg).len() > 1;
-            let mut seen = Seen::default();
-            let source = by_cta(kernels.clone(), None);
-            let r = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, (2, cap))
-                .map_err(anyhow::Error::from)
-                .map_err(|e| format!("{e:#}"));
-            match r {
-                Ok(got) => {
-                    assert!(!several);
-                    assert_eq!(json(&got), json(&want));
-                }
-                Err(e) => assert!(several && e.contains("at once"), "{e}"),
+                let mut seen = Seen::default();
+                let source = by_cta(kernels.clone(), None);
+                let got = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, (threads, cap))
+                    .map_err(anyhow::Error::from)
+                    .expect("run with requests");
+                assert_eq!(json(&got), json(&want), "{threads} threads, requests");
+                assert!(seen.requests == one.requests, "{threads} threads: requests");
+                assert_eq!(seen.last_progress, one.last_progress);
             }
         }
+        assert!(several > 0, "a setting simulates several SMs");
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //! memory held is that of the CTAs in flight, not the trace's. At most `cores` jobs run at
 //! once: a job waiting for a CTA gives its turn to another.
 //!
-//! The full model's first job runs on the calling thread with the caller's observer (all the
-//! full model's jobs, one SM after another, where the observer wants their requests), so that
-//! it sees the requests in the order [`super::run`] gives them; the report is built from every
-//! job's result in job order, so it is the same for any number of threads.
+//! The full model's first job runs on the calling thread with the caller's observer. Where
+//! the observer wants the requests of several simulated SMs, the full model's other jobs keep
+//! theirs in temporary files, told to it one SM after another once the job before has told
+//! its own (`spool.rs`), so that it sees the requests in the order [`super::run`] gives them.
+//! The report is built from every job's result in job order, so it is the same for any
+//! number of threads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -17,6 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::super::lanes::{self, Failure, Piece};
+use super::spool::{Spool, Spooling};
 use crate::config::SimConfig;
 use crate::sim::{JobResult, Observer, Report, SimError, TimedJob, TimedPlan};
 use crate::timing::{CtaFeed, CtaStreams, Hooks, Shape, StreamsBuilder, TimingError};
@@ -33,10 +36,10 @@ const WAKE: Duration = Duration::from_millis(20);
 /// observer sees each kernel when the full model's first job starts it. The same report
 /// and requests as [`super::run`] on the trace read whole.
 ///
-/// The memory held is that of the CTAs in flight, except where the observer wants the
-/// requests of several simulated SMs in order: the second SM's full model runs only once the
-/// first's has finished, so every CTA waits for it. With `max_rows`, a trace whose streams
-/// held at once would pass that many accesses is refused ([`super::too_many_rows`]).
+/// The memory held is that of the CTAs in flight (where the observer wants the requests of
+/// several simulated SMs, those of the second and later SMs wait in temporary files). With
+/// `max_rows`, a trace whose streams held at once would pass that many accesses is refused
+/// ([`super::too_many_rows`]).
 pub fn run_streamed(
     cfg: &SimConfig,
     source: lanes::Source,
@@ -48,8 +51,18 @@ pub fn run_streamed(
     let cores = lanes::cores(threads).max(1);
     let (jobs, full_jobs) = TimedJob::count(cfg).map_err(|e| Failure::Session(0, e))?;
     // Later SMs' full models wait for the earlier ones' when their requests are wanted.
+    // The later SMs' full models keep their requests for the observer, in order.
     let in_order = observer.wants_requests() && full_jobs > 1;
-    let board = Board::new(cores, max_rows.unwrap_or(u64::MAX), in_order);
+    let mut spools = Vec::with_capacity(jobs);
+    for j in 0..jobs {
+        let kept = in_order && j > 0 && j < full_jobs;
+        spools.push(
+            kept.then(Spool::new)
+                .transpose()
+                .map_err(|e| Failure::Session(0, e))?,
+        );
+    }
+    let board = Board::new(cores, max_rows.unwrap_or(u64::MAX));
     let (mut fanout, pieces, used) = lanes::pipe(depth);
     let (built, read, results) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -64,14 +77,21 @@ pub fn run_streamed(
         if builder.is_err() {
             board.stop();
         }
-        // The calling thread runs the full model's first job, or all of them in order.
-        let mine = if in_order { full_jobs } else { 1 };
+        // The calling thread runs the full model's first job.
         let mut others = Vec::new();
-        for j in mine..jobs {
+        for (j, spool) in spools.into_iter().enumerate().skip(1) {
             let job = std::thread::Builder::new()
                 .name(format!("job {j}"))
                 .spawn_scoped(scope, move || {
-                    board.guard(|| board.job(cfg, j, &mut Quiet(board)))
+                    let mut spool = spool;
+                    let r = match spool.as_mut() {
+                        Some(spool) => {
+                            let go_on = || !board.stopped();
+                            board.guard(|| board.job(cfg, j, &mut Spooling { spool, go_on }))
+                        }
+                        None => board.guard(|| board.job(cfg, j, &mut Quiet(board))),
+                    };
+                    (r, spool)
                 });
             // Without every job the CTAs would wait on the board for ever: stop.
             if job.is_err() {
@@ -85,19 +105,26 @@ pub fn run_streamed(
             announced: 0,
         };
         let mut results = Vec::with_capacity(jobs);
-        for j in 0..mine {
-            results.push(Some(board.guard(|| board.job(cfg, j, &mut caller))));
-        }
-        // Wait for the rest, telling the observers of progress meanwhile.
-        let mut done = Vec::new();
+        results.push(Some(board.guard(|| board.job(cfg, 0, &mut caller))));
+        // Wait for the rest, telling the observers of progress meanwhile, and each kept
+        // request in job order.
         for job in others.into_iter().flatten() {
             while !job.is_finished() {
                 caller.go_on();
                 board.sleep();
             }
-            done.push(job.join().ok());
+            let done = job.join().ok().map(|(r, spool)| match (r, spool) {
+                (Ok(done), Some(spool)) => {
+                    let told = spool.replay(&mut caller, |c| c.progress(0, 0));
+                    if told.is_err() {
+                        board.stop();
+                    }
+                    told.map(|()| done)
+                }
+                (r, _) => r,
+            });
+            results.push(done);
         }
-        results.extend(done);
         let built = builder
             .map_err(|e| SimError::Config(e.to_string()))
             .and_then(|b| {
@@ -146,8 +173,6 @@ struct Board {
     total: AtomicU64,
     cores: usize,
     max_rows: u64,
-    /// The builder never waits for the jobs (see [`run_streamed`]).
-    unbounded: bool,
 }
 
 #[derive(Default)]
@@ -177,7 +202,7 @@ struct Posted {
 }
 
 impl Board {
-    fn new(cores: usize, max_rows: u64, unbounded: bool) -> Self {
+    fn new(cores: usize, max_rows: u64) -> Self {
         Board {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -187,7 +212,6 @@ impl Board {
             total: AtomicU64::new(u64::MAX),
             cores,
             max_rows,
-            unbounded,
         }
     }
 
@@ -404,7 +428,7 @@ impl Board {
         }
         loop {
             let window = st.kernels.get(ki).map_or(0, |k| k.window);
-            if self.unbounded || st.held < window {
+            if st.held < window {
                 break;
             }
             st = self.wait(st)?;
