@@ -4,7 +4,7 @@
 
 use super::engine::TimingError;
 use super::streams::{
-    CtaStreams, Event, Firsts, Lanes, Shape, ThreadLoad, Warp, MAX_PORTION_LANES,
+    CtaStreams, Event, Firsts, Lanes, Position, Shape, ThreadLoad, MAX_PORTION_LANES,
 };
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
@@ -319,14 +319,12 @@ fn add_warps(
 
 /// Per-thread load streams of a CTA, warp by warp and position by position (a thread's
 /// `n`-th load is at its position `n`), and which threads request their line at each (the
-/// released model's rule: a thread is served by the first earlier thread of its group, a
-/// warp for 4-byte accesses, a half-warp for 8-byte, a quarter-warp for 16-byte ones, with
-/// the same line at the same position of its stream). Thread `i` of the CTA has the rows
+/// released model's rule, [`Position::leaders`]). Thread `i` of the CTA has the rows
 /// `starts[i]..starts[i + 1]` of `cols`, `rows` in all; built in the room of `s` (empty).
 ///
 /// Each position is kept as masks of lanes ([`Lanes`]) and the loads of its leaders, so
-/// that a run reads a few bytes a position, not one load per thread. While they are chosen
-/// a warp's loads lie in `scratch` position by position, its lanes side by side.
+/// that a run reads a few bytes a position, not one load per thread. A warp's lanes are read
+/// side by side, each from its own next row, so each position is built in one go.
 fn add_threads(
     mut s: CtaStreams,
     shape: Shape,
@@ -335,12 +333,11 @@ fn add_threads(
     line_shift: u32,
     scratch: &mut Scratch,
 ) -> CtaStreams {
-    let l1_load = |r: usize| is_l1_load[cols.flags[r] as usize];
     let Scratch {
-        loads,
-        lanes: ranges,
-        addrs,
-        width,
+        next,
+        lines,
+        bytes,
+        insts,
         firsts,
         per_inst,
     } = scratch;
@@ -348,69 +345,59 @@ fn add_threads(
     for w in 0..shape.wpc {
         let threads = shape.warp_threads(w);
         let lanes = threads.len();
-        let rows_of = |l: usize| starts[l] as usize..starts[l + 1] as usize;
-        let longest = threads
-            .clone()
-            .map(|l| {
-                cols.flags[rows_of(l)]
-                    .iter()
-                    .filter(|&&f| is_l1_load[f as usize])
-                    .count()
-            })
-            .max()
-            .unwrap_or(0);
-        let len = longest * lanes;
-        loads.clear();
-        loads.resize(len, ThreadLoad::default());
-        addrs.clear();
-        addrs.resize(len, 0);
-        width.clear();
-        width.resize(len, 1);
-        ranges.clear();
-        for (lane, l) in threads.enumerate() {
-            let mut at = lane;
-            for r in rows_of(l) {
-                if l1_load(r) {
-                    let i = cols.inst[r] as usize;
-                    loads[at] = ThreadLoad {
-                        line: cols.addr[r] >> line_shift,
-                        inst: i as u32,
-                        bytes: cols.size[r],
-                    };
-                    if i >= per_inst.len() {
-                        per_inst.resize(i + 1, 0);
-                    }
-                    per_inst[i] += 1;
-                    addrs[at] = cols.addr[r];
-                    at += lanes;
-                }
-            }
-            ranges.push((lane as u32, at as u32));
-        }
-        let warp = Warp {
-            lanes: ranges,
-            stride: lanes as u32,
-            loads,
-            addrs,
-            base: 0,
-            ws: shape.warp_size,
-        };
-        warp.serve(width, firsts);
+        next.clear();
+        next.extend(threads.clone().map(|l| starts[l] as usize));
+        lines.clear();
+        lines.resize(lanes, 0);
+        bytes.clear();
+        bytes.resize(lanes, 0);
+        insts.clear();
+        insts.resize(lanes, 0);
         let start = s.positions.len() as u32;
-        for pos in 0..longest {
+        loop {
             let mut at = Lanes {
                 first: s.leader_loads.len() as u32,
                 ..Lanes::default()
             };
-            for (lane, &(_, end)) in ranges.iter().enumerate() {
-                let i = pos * lanes + lane;
-                if i < end as usize {
-                    at.loads |= 1 << lane;
-                    if width[i] != 0 {
-                        at.leaders |= 1 << lane;
-                        s.leader_loads.push(loads[i]);
-                    }
+            for (lane, l) in threads.clone().enumerate() {
+                let end = starts[l + 1] as usize;
+                let mut r = next[lane];
+                while r < end && !is_l1_load[cols.flags[r] as usize] {
+                    r += 1;
                 }
+                if r < end {
+                    at.loads |= 1 << lane;
+                    lines[lane] = cols.addr[r] >> line_shift;
+                    bytes[lane] = cols.size[r];
+                    let i = cols.inst[r];
+                    insts[lane] = i;
+                    if i as usize >= per_inst.len() {
+                        per_inst.resize(i as usize + 1, 0);
+                    }
+                    per_inst[i as usize] += 1;
+                    r += 1;
+                }
+                next[lane] = r;
+            }
+            if at.loads == 0 {
+                break;
+            }
+            let here = Position {
+                loads: at.loads,
+                lines,
+                bytes,
+                ws: shape.warp_size,
+            };
+            at.leaders = here.leaders(firsts);
+            let mut leaders = at.leaders;
+            while leaders != 0 {
+                let lane = leaders.trailing_zeros() as usize;
+                leaders &= leaders - 1;
+                s.leader_loads.push(ThreadLoad {
+                    line: lines[lane],
+                    inst: insts[lane],
+                    bytes: bytes[lane],
+                });
             }
             s.positions.push(at);
         }
@@ -425,17 +412,15 @@ fn add_threads(
     s
 }
 
-/// The builder's room for one warp's per-thread loads while their leaders are chosen
-/// (`add_threads`).
+/// The builder's room for one warp's lanes while its positions are built (`add_threads`).
 #[derive(Default)]
 struct Scratch {
-    loads: Vec<ThreadLoad>,
-    /// Per lane: its range of `loads` (stride: the warp's lanes).
-    lanes: Vec<(u32, u32)>,
-    /// Byte addresses of `loads`.
-    addrs: Vec<u64>,
-    /// Per load: 0 if an earlier lane serves it, else the accesses it serves.
-    width: Vec<u32>,
+    /// Per lane: its next row.
+    next: Vec<usize>,
+    /// Per lane: its load at the position being built.
+    lines: Vec<u64>,
+    bytes: Vec<u16>,
+    insts: Vec<u32>,
     firsts: Firsts,
     /// Per instruction: the CTA's loads of it.
     per_inst: Vec<u64>,

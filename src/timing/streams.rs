@@ -251,29 +251,25 @@ impl WarpStreams {
     }
 }
 
-/// One warp's threads' loads, for choosing which thread requests each line
-/// (`build.rs`).
-pub(super) struct Warp<'a> {
-    /// Each lane's loads: `loads[a]`, `loads[a + stride]`, ... below `b` for its `(a, b)`.
-    pub lanes: &'a [(u32, u32)],
-    pub stride: u32,
-    pub loads: &'a [ThreadLoad],
-    /// Byte addresses of the CTA's loads, from `loads[base]` on.
-    pub addrs: &'a [u64],
-    pub base: usize,
+/// One position of a warp's per-thread streams, for choosing which lanes request their
+/// line: lane `l`'s load there, where bit `l` of `loads` is set, is of `lines[l]`, of
+/// `bytes[l]` bytes.
+pub(super) struct Position<'a> {
+    pub loads: u64,
+    pub lines: &'a [u64],
+    pub bytes: &'a [u16],
     pub ws: u32,
 }
 
-/// Per quarter of a warp, the first lane's load of each line at one position; and each
-/// lane's quarter.
+/// Per quarter of a warp, the lines its lanes load at one position.
 #[derive(Default)]
-pub(super) struct Firsts([Vec<(u64, usize)>; 4], Vec<usize>);
+pub(super) struct Firsts([Vec<u64>; 4]);
 
-impl Warp<'_> {
-    /// The coalescing group of a load: a warp for 4-byte accesses, a half-warp for 8-byte,
-    /// a quarter-warp for 16-byte ones.
-    fn group(&self, load: usize) -> usize {
-        match self.loads[load].bytes {
+impl Position<'_> {
+    /// The coalescing group of lane `lane`'s load: a warp for 4-byte accesses, a half-warp
+    /// for 8-byte, a quarter-warp for 16-byte ones.
+    fn group(&self, lane: usize) -> usize {
+        match self.bytes[lane] {
             8 => self.ws / 2,
             16 => self.ws / 4,
             _ => self.ws,
@@ -281,95 +277,58 @@ impl Warp<'_> {
         .max(1) as usize
     }
 
-    /// Applies the released model's rule at every position of the warp's streams: a load is
-    /// served by the first earlier thread of its group with the same line at the same
-    /// position (its `width` becomes 0); that thread takes on the access (its `width` grows)
-    /// unless the addresses are equal. Groups are whole quarters of the warp, so the first
-    /// earlier load of a line in a group is the first found in the quarters from the
-    /// group's start: a few comparisons per lane instead of one per earlier lane.
-    pub(super) fn serve(&self, width: &mut [u32], firsts: &mut Firsts) {
+    /// The lanes that request their line, by the released model's rule: a load is served by
+    /// the first earlier lane of its group with a load of the same line here. Groups are
+    /// whole quarters of the warp, so an earlier load of the line in the lane's group is in
+    /// one of the quarters from the group's first to the lane's own: a few comparisons per
+    /// lane instead of one per earlier lane.
+    pub(super) fn leaders(&self, firsts: &mut Firsts) -> u64 {
         if self.ws % 4 != 0 {
-            return self.serve_plain(width);
+            return self.leaders_plain();
         }
         let quarter = (self.ws / 4) as usize;
-        let longest = self.longest();
-        let quarter_of = &mut firsts.1;
-        quarter_of.clear();
-        quarter_of.extend((0..self.lanes.len()).map(|lane| lane / quarter));
-        for pos in 0..longest {
-            firsts.0.iter_mut().for_each(Vec::clear);
-            for (lane, &(a, b)) in self.lanes.iter().enumerate() {
-                let me = a + pos * self.stride;
-                if me >= b {
-                    continue;
-                }
-                let me = me as usize;
-                let line = self.loads[me].line;
-                // The first quarter of the lane's group (`Warp::group`): the warp's, its
-                // half's or its own.
-                let mine = quarter_of[lane];
-                let from = match self.loads[me].bytes {
-                    8 => mine & !1,
-                    16 => mine,
-                    _ => 0,
-                };
-                let serving = firsts.0[from..=mine]
-                    .iter()
-                    .find_map(|q| q.iter().find(|f| f.0 == line).map(|f| f.1));
-                if let Some(o) = serving {
-                    self.served(width, o, me);
-                }
-                // The first load of the line in its quarter, served or not, serves later ones
-                // whose group starts after an earlier one.
-                if !firsts.0[mine].iter().any(|f| f.0 == line) {
-                    firsts.0[mine].push((line, me));
-                }
+        // A shift where it can be (a division per load is most of the cost otherwise).
+        let shift = quarter.is_power_of_two().then(|| quarter.trailing_zeros());
+        firsts.0.iter_mut().for_each(Vec::clear);
+        let mut leaders = 0;
+        let mut loads = self.loads;
+        while loads != 0 {
+            let lane = loads.trailing_zeros() as usize;
+            loads &= loads - 1;
+            let line = self.lines[lane];
+            let mine = shift.map_or(lane / quarter, |k| lane >> k);
+            // The group's first quarter: the warp's, the lane's half's, or its own.
+            let from = match self.bytes[lane] {
+                8 => mine & !1,
+                16 => mine,
+                _ => 0,
+            };
+            if !firsts.0[from..=mine].iter().any(|q| q.contains(&line)) {
+                leaders |= 1 << lane;
+            }
+            // The first load of the line in its quarter, served or not, is what later lanes
+            // whose group starts after an earlier one find.
+            if !firsts.0[mine].contains(&line) {
+                firsts.0[mine].push(line);
             }
         }
+        leaders
     }
 
-    /// Loads of the lane with the most.
-    fn longest(&self) -> u32 {
-        let s = self.stride.max(1);
-        self.lanes
-            .iter()
-            .map(|r| (r.1 - r.0).div_ceil(s))
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Load `me` is served by load `o`.
-    fn served(&self, width: &mut [u32], o: usize, me: usize) {
-        width[me - self.base] = 0;
-        if self.addrs[o - self.base] != self.addrs[me - self.base] {
-            width[o - self.base] += 1;
-        }
-    }
-
-    /// [`Warp::serve`] by its definition: each lane looks through the earlier lanes of its
-    /// group (for warp sizes that are not a multiple of 4, and as the tests' reference).
-    fn serve_plain(&self, width: &mut [u32]) {
-        let lanes = self.lanes;
-        let longest = self.longest();
-        for pos in 0..longest {
-            for lane in 0..lanes.len() {
-                let (a, b) = lanes[lane];
-                if a + pos * self.stride >= b {
-                    continue;
-                }
-                let me = (a + pos * self.stride) as usize;
-                let group = self.group(me);
-                let serving = (group * (lane / group)..lane).find_map(|old| {
-                    let (oa, ob) = lanes[old];
-                    let o = oa + pos * self.stride;
-                    (o < ob && self.loads[o as usize].line == self.loads[me].line)
-                        .then_some(o as usize)
-                });
-                if let Some(o) = serving {
-                    self.served(width, o, me);
-                }
+    /// [`Position::leaders`] by its definition: each lane looks through the earlier lanes of
+    /// its group (for warp sizes that are not a multiple of 4, and as the tests' reference).
+    fn leaders_plain(&self) -> u64 {
+        let has = |l: usize| self.loads >> l & 1 != 0;
+        let mut leaders = 0;
+        for lane in (0..64).filter(|&l| has(l)) {
+            let group = self.group(lane);
+            let served =
+                (group * (lane / group)..lane).any(|o| has(o) && self.lines[o] == self.lines[lane]);
+            if !served {
+                leaders |= 1 << lane;
             }
         }
+        leaders
     }
 }
 
@@ -427,30 +386,23 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
-        /// The quarter-by-quarter rule chooses the same serving loads as the definition.
+        /// The quarter-by-quarter rule chooses the same leaders as the definition.
         #[test]
-        fn serving_loads_are_those_of_the_definition(
+        fn leaders_are_those_of_the_definition(
             lanes in prop::collection::vec(
-                prop::collection::vec((0u64..6, 0u64..3, prop_oneof![Just(4u16), Just(8), Just(16)]), 0..5),
+                prop::option::of((0u64..6, prop_oneof![Just(4u16), Just(8), Just(16)])),
                 1..33),
             ws in prop_oneof![Just(4u32), Just(8), Just(32)],
         ) {
             let lanes = &lanes[..lanes.len().min(ws as usize)];
-            let (mut loads, mut addrs, mut ranges) = (Vec::new(), Vec::new(), Vec::new());
-            for l in lanes {
-                let first = loads.len() as u32;
-                for &(line, word, bytes) in l {
-                    loads.push(ThreadLoad { line, inst: 0, bytes });
-                    addrs.push(line * 128 + word * 4);
-                }
-                ranges.push((first, loads.len() as u32));
-            }
-            let warp = Warp { lanes: &ranges, stride: 1, loads: &loads, addrs: &addrs, base: 0, ws };
-            let mut fast = vec![1u32; loads.len()];
-            warp.serve(&mut fast, &mut Firsts::default());
-            let mut plain = vec![1u32; loads.len()];
-            warp.serve_plain(&mut plain);
-            prop_assert_eq!(fast, plain);
+            let loads = lanes
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (l, a)| m | (a.is_some() as u64) << l);
+            let lines: Vec<u64> = lanes.iter().map(|a| a.map_or(0, |a| a.0)).collect();
+            let bytes: Vec<u16> = lanes.iter().map(|a| a.map_or(0, |a| a.1)).collect();
+            let at = Position { loads, lines: &lines, bytes: &bytes, ws };
+            prop_assert_eq!(at.leaders(&mut Firsts::default()), at.leaders_plain());
         }
     }
 }
