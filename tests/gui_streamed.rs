@@ -509,17 +509,21 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
 
 /// The timing model on a streamed file: the model needs each kernel whole, so the file is
 /// loaded whole for it, and the result is the one of the file read whole, with the default
-/// timing settings and the released model's; a window's detail runs the model again up to
-/// the window's end and holds the requests the whole read has there.
+/// timing settings, on every SM of four (the later SMs' requests kept in temporary files
+/// until the first's are drawn) and the released model's; a window's detail runs the model
+/// again up to the window's end and holds the requests the whole read has there.
 #[test]
 fn the_timing_model_on_a_streamed_file_gives_the_whole_reads_result() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = two_launches(dir.path());
     let mut timed = config::preset("fermi-16k").unwrap();
     timed.timing = Some(config::TimingConfig::default());
+    let mut every = timed.clone();
+    every.gpu.sms = 4;
+    every.gpu.simulate = config::SmSelection::All;
     let mut released = config::preset("fermi-16k").unwrap();
     config::compat(&mut released, "gpu-cache-model").unwrap();
-    for cfg in [&timed, &released] {
+    for cfg in [&timed, &every, &released] {
         assert!(cfg.timing.is_some());
         let (whole, streamed) = (open(&path, u64::MAX), open(&path, 0));
         let (w, s) = (run(cfg, &whole), run(cfg, &streamed));
