@@ -357,6 +357,8 @@ pub struct SimData {
     pub segments: Segments,
     /// A preview of a streamed run still going: totals and drawings so far, no tables.
     pub preview: bool,
+    /// A run on a trace read as it ran (a file too large to hold), or a window of one.
+    pub streamed: bool,
     /// The requests (numbers in the run) that `points` is limited to: the detail of a
     /// window of a streamed run ([`SimData::window_of`]); `None`: the whole run.
     pub window: Option<std::ops::Range<u64>>,

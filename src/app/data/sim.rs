@@ -64,9 +64,19 @@ impl SimData {
 
     /// A streamed run: its report, the sample of its requests (thinned to `most` when given)
     /// and what was counted as it ran.
+    ///
+    /// A finished run that kept every request with its issue cycle (the timing model's, when
+    /// few enough to draw every one) is drawn at their cycles, as a run read whole is; the
+    /// others in issue order.
     pub fn streamed(config: SimConfig, report: Report, g: &Gather, most: Option<usize>) -> Self {
         let (points, stride) = g.sample(most.unwrap_or(usize::MAX));
         let start = 0;
+        let timed = most.is_none() && stride == 1 && points.time.len() == points.len();
+        let x = if timed && !points.is_empty() {
+            XAxis::new(&points)
+        } else {
+            XAxis::Sampled { start, stride }
+        };
         let counted = Counted {
             grid: g.grid.clone().into_grid(),
             slots: g.slots.clone(),
@@ -75,16 +85,11 @@ impl SimData {
             kernels: g.kernels.clone(),
             segments: g.segments(),
         };
-        let mut d = Self::assemble(
-            config,
-            report,
-            points,
-            XAxis::Sampled { start, stride },
-            counted,
-        );
+        let mut d = Self::assemble(config, report, points, x, counted);
         d.inst_over_time.per_slice *= stride;
         d.sm_over_time.per_slice *= stride;
         d.preview = most.is_some();
+        d.streamed = true;
         d
     }
 
@@ -116,6 +121,7 @@ impl SimData {
             kernels: whole.kernels.clone(),
             segments: whole.segments.clone(),
             preview: false,
+            streamed: true,
             window: Some(start..g.window.as_ref().map_or(start, |w| w.end)),
             checkpoints: whole.checkpoints.clone(),
         }
@@ -185,6 +191,7 @@ impl SimData {
             kernels: c.kernels,
             segments: c.segments,
             preview: false,
+            streamed: false,
             window: None,
             checkpoints: Default::default(),
         };

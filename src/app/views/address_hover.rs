@@ -117,11 +117,17 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
                 "result",
                 timing_result(p.outcome(i) == Outcome::Hit, p.in_flight(i), distance, ways),
             );
+            // A streamed run cannot be replayed to explain one request.
+            let click = if d.streamed {
+                ""
+            } else {
+                "; click for this request's"
+            };
             kv(
                 "classes",
-                "counted over whole runs (Nugteren et al. 2014): see the Misses view; \
-                 click for this request's"
-                    .into(),
+                format!(
+                    "counted over whole runs (Nugteren et al. 2014): see the Misses view{click}"
+                ),
             );
         } else {
             kv("result", p.outcome(i).name().to_string());
@@ -160,7 +166,7 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
         }
     });
     // Explaining replays the trace, which a streamed run does not hold.
-    if !matches!(d.x, crate::app::data::XAxis::Sampled { .. }) {
+    if !d.streamed {
         ui.label(
             RichText::new("Click to explain why it hit or missed")
                 .weak()

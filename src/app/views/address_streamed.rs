@@ -26,6 +26,9 @@ pub(super) fn drawn_note(data: &SimData, n: usize) -> String {
         (XAxis::Sampled { stride, .. }, None) => {
             format!(" drawn: 1 in {stride} of the {total} requests of the streamed run")
         }
+        (XAxis::Time { .. }, None) if data.streamed => {
+            " drawn: every request of the streamed run, at its issue cycle".into()
+        }
         _ if data.points.dropped > 0 => format!(
             " (first {n} of {} requests)",
             n as u64 + data.points.dropped
