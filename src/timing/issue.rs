@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap;
 
 use super::engine::{Engine, Hooks, KernelRun, Status, TimedRequest, MAX_LATENCY_BIN};
-use super::streams::lane_mask;
+use super::streams::{lane_mask, ThreadLoad};
 use super::warps::{has_load, Warps};
 use crate::config::Arrivals;
 
@@ -124,6 +124,36 @@ impl Engine {
         Some(ready_at)
     }
 
+    /// Issues a thread's load that requests its line, for warp `gw` (warp `w` of CTA `cta`);
+    /// `first`: the warp's first thread. `None` if it needed an MSHR and none was free (a
+    /// stall: not issued); else the time its warp may go on from it (a miss's effect).
+    fn issue_load(
+        &mut self,
+        a: ThreadLoad,
+        (gw, cta, w): (u32, u32, u32),
+        first: bool,
+        run: &mut KernelRun,
+        hooks: &mut dyn Hooks,
+    ) -> Option<u64> {
+        let (status, mut rec) = self.request(a.line, gw, first);
+        rec.cta = cta;
+        rec.warp = w;
+        rec.inst = a.inst;
+        self.record(&rec, hooks);
+        if status == Status::Cancelled {
+            self.stats.mshr_stalls += 1;
+            return None;
+        }
+        run.transactions_inst[a.inst as usize] += 1;
+        run.transactions_cta[cta as usize] += 1;
+        self.count(run, &rec);
+        Some(if status == Status::Miss {
+            rec.effect_at
+        } else {
+            self.now
+        })
+    }
+
     /// [`Engine::issue_portions`] for a warp whose lanes are all at position `pos`.
     fn issue_position(
         &mut self,
@@ -165,26 +195,15 @@ impl Engine {
                 leaders &= leaders - 1;
                 let a = streams.leader_loads[next];
                 next += 1;
-                let (status, mut rec) = self.request(a.line, gw, lane == 0);
-                rec.cta = cta;
-                rec.warp = w;
-                rec.inst = a.inst;
-                self.record(&rec, hooks);
-                if status == Status::Cancelled {
+                let Some(at) = self.issue_load(a, (gw, cta, w), lane == 0, run, hooks) else {
                     let behind = moved & !lane_mask(0, lane);
                     moved &= !behind;
                     stayed |= behind;
-                    self.stats.mshr_stalls += 1;
                     ready_at = self.now;
                     break;
-                }
+                };
                 issued = true;
-                run.transactions_inst[a.inst as usize] += 1;
-                run.transactions_cta[cta as usize] += 1;
-                if rec.status == Status::Miss {
-                    ready_at = ready_at.max(rec.effect_at);
-                }
-                self.count(run, &rec);
+                ready_at = ready_at.max(at);
             }
             run.rows += moved.count_ones() as u64;
             if self.p.rules.arrivals == Arrivals::AfterGroup {
@@ -247,25 +266,14 @@ impl Engine {
                     continue;
                 }
                 let a = streams.leader_loads[at.leader_load(lane)];
-                let (status, mut rec) = self.request(a.line, gw, lane == 0);
-                rec.cta = cta;
-                rec.warp = w;
-                rec.inst = a.inst;
-                self.record(&rec, hooks);
-                if status == Status::Cancelled {
+                let Some(at) = self.issue_load(a, (gw, cta, w), lane == 0, run, hooks) else {
                     pcs[base + t] -= 1;
-                    self.stats.mshr_stalls += 1;
                     ready_at = self.now;
                     break;
-                }
+                };
                 issued = true;
                 run.rows += 1;
-                run.transactions_inst[a.inst as usize] += 1;
-                run.transactions_cta[cta as usize] += 1;
-                if rec.status == Status::Miss {
-                    ready_at = ready_at.max(rec.effect_at);
-                }
-                self.count(run, &rec);
+                ready_at = ready_at.max(at);
             }
             if self.p.rules.arrivals == Arrivals::AfterGroup {
                 self.apply_effects(self.now + 1);
