@@ -1,7 +1,8 @@
 //! What each warp issues, built once per kernel and shared by every run (what a warp issues
 //! does not depend on timing, only when it does): warp-instruction streams of coalesced
-//! requests for the default issue unit, per-thread load streams for the released model's
-//! thread portions ([`crate::config::IssueUnit::ThreadPortions`]).
+//! requests for the default issue unit; for the released model's thread portions
+//! ([`crate::config::IssueUnit::ThreadPortions`]), each warp position as masks of its lanes
+//! ([`Lanes`]) with the loads of those that request their line.
 
 use super::build::StreamsBuilder;
 use super::engine::TimingError;
