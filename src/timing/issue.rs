@@ -176,10 +176,7 @@ impl Engine {
         } else {
             1
         };
-        let portions = (bytes / 4).max(1) as usize;
-        // Groups of at least a thread (the released model's rule would make them empty for
-        // accesses of over 4 bytes per lane of the warp, and its warps would never finish).
-        let per_portion = (warp_size as usize / portions).max(1);
+        let (portions, per_portion) = groups(bytes, warp_size);
         let mut ready_at = self.now;
         let mut issued = false;
         // Lanes with a load here that did not issue it (an MSHR stall).
@@ -246,12 +243,10 @@ impl Engine {
         } else {
             1
         };
-        let portions = (bytes / 4).max(1);
-        // Groups of at least a thread (see `issue_position`).
-        let per_portion = (warp_size / portions).max(1) as usize;
+        let (portions, per_portion) = groups(bytes, warp_size);
         let mut ready_at = self.now;
         let mut issued = false;
-        for p in 0..portions as usize {
+        for p in 0..portions {
             let lanes = p * per_portion..(p + 1) * per_portion;
             for lane in lanes.start..lanes.end.min(threads.len()) {
                 let t = threads.start + lane;
@@ -282,6 +277,15 @@ impl Engine {
         run.warp_instructions += issued as u64;
         ready_at
     }
+}
+
+/// The released model's groups for a warp whose first thread's access is of `bytes` bytes:
+/// how many, and of how many threads (a warp for 4 bytes, halves for 8, quarters for 16,
+/// ...). Groups are at least a thread: the released model's rule would make them empty for
+/// accesses of over 4 bytes per lane of the warp, and its warps would never finish.
+fn groups(bytes: u32, warp_size: u32) -> (usize, usize) {
+    let portions = (bytes / 4).max(1);
+    (portions as usize, (warp_size / portions).max(1) as usize)
 }
 
 #[cfg(test)]
