@@ -251,6 +251,10 @@ pub struct Engine {
     /// Warps that fell out of step (the tests check that their cases reach that path).
     #[cfg(test)]
     pub(super) fell_out_of_step: u64,
+    /// The most slots of threads' positions a kernel took (the tests check that they are
+    /// those of the resident CTAs, not the kernel's).
+    #[cfg(test)]
+    pub(super) most_slots: u32,
 }
 
 /// Why a kernel cannot run in timing mode.
@@ -316,6 +320,8 @@ impl Engine {
             lane_by_lane: false,
             #[cfg(test)]
             fell_out_of_step: 0,
+            #[cfg(test)]
+            most_slots: 0,
         }
     }
 
@@ -632,6 +638,10 @@ impl Engine {
             }
             self.sample_occupancy();
             self.now += 1;
+        }
+        #[cfg(test)]
+        {
+            self.most_slots = self.most_slots.max(warps.slots());
         }
         for done in warps.released.drain(..) {
             feed.done(done);

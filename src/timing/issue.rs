@@ -343,6 +343,12 @@ mod tests {
     /// Runs each of the four runs on SM 0, lane by lane or not: every issue attempt, the
     /// counts and the statistics; and how many warps fell out of step.
     fn runs(c: &SimConfig, k: &Kernel, lane_by_lane: bool) -> (Vec<String>, u64) {
+        let (out, fell, _) = runs_slots(c, k, lane_by_lane);
+        (out, fell)
+    }
+
+    /// [`runs`], and the most slots of threads' positions a kernel took in any run.
+    fn runs_slots(c: &SimConfig, k: &Kernel, lane_by_lane: bool) -> (Vec<String>, u64, u32) {
         struct Quiet;
         impl Hooks for Quiet {}
         let t = c.timing.as_ref().expect("timing");
@@ -356,7 +362,7 @@ mod tests {
             &t.rules,
         )
         .expect("streams");
-        let (mut out, mut fell) = (Vec::new(), 0);
+        let (mut out, mut fell, mut slots) = (Vec::new(), 0, 0);
         for v in Variant::all(t) {
             let (p, fa) = v.params(t);
             let mut e = Engine::new(&c.cache, p, fa, c.seed);
@@ -366,12 +372,13 @@ mod tests {
                 .run_kernel(k, streams.shape(), &mut &streams, 0, &c.gpu, &mut Quiet)
                 .expect("run");
             fell += e.fell_out_of_step;
+            slots = slots.max(e.most_slots);
             let log = e.log.take().unwrap_or_default();
             out.extend(log.iter().map(|r| format!("{v:?} {r:?}")));
             out.push(format!("{v:?} {run:?}"));
             out.push(format!("{v:?} {:?}", e.stats));
         }
-        (out, fell)
+        (out, fell, slots)
     }
 
     /// The first line where two runs' records differ, with the one before it.
@@ -403,6 +410,37 @@ mod tests {
             let (in_step, fell) = runs(&c, &k, false);
             assert_eq!(none, 0);
             assert!(fell > 0, "no warp fell out of step");
+            let d = difference(&in_step, &by_lane);
+            assert!(d.is_none(), "{}", d.unwrap_or_default());
+        }
+    }
+
+    /// CTAs that wait for room take the slots of the threads' positions that finished ones
+    /// left, so that a run holds the positions of the resident CTAs' threads, not the
+    /// kernel's: with room for one or two CTAs at a time, the warps of six CTAs fall out of
+    /// step and still issue as lane by lane, whose threads take their positions from those
+    /// slots from the start; lane by lane takes one or two slots.
+    #[test]
+    fn ctas_launched_later_reuse_the_positions_of_finished_ones() {
+        let ctas: Vec<Vec<Vec<_>>> = (0..6u64)
+            .map(|c| {
+                (0..64u64)
+                    .map(|t| {
+                        (0..6)
+                            .map(|p| (p as u8, (t / 2 + p * 3 + c) % 20, t % 4, 16))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let k = kernel(64, &ctas);
+        for resident in [1, 2] {
+            let mut c = setting(32, 1, true, 0.0);
+            c.gpu.max_ctas_per_sm = resident;
+            let (by_lane, _, slots) = runs_slots(&c, &k, true);
+            let (in_step, fell) = runs(&c, &k, false);
+            assert!(fell > 0, "no warp fell out of step ({resident} resident)");
+            assert_eq!(slots, resident, "slots of positions");
             let d = difference(&in_step, &by_lane);
             assert!(d.is_none(), "{}", d.unwrap_or_default());
         }
@@ -448,7 +486,8 @@ mod tests {
         /// every issue attempt, count and statistic of issuing them lane by lane: random
         /// per-thread loads of 4, 8 and 16 bytes, of unequal lengths, warps of 4 to 32
         /// threads, CTAs that are not whole warps, 1 to 3 or unlimited MSHRs checked either
-        /// way, random latencies.
+        /// way, random latencies, room for 1 to 3 CTAs at a time (later CTAs take the slots
+        /// of finished ones).
         #[test]
         fn issuing_in_step_is_issuing_lane_by_lane(
             ctas in prop::collection::vec(
@@ -457,7 +496,8 @@ mod tests {
                         (0u8..3, 0u64..24, 0u64..4, prop_oneof![Just(4u16), Just(8), Just(16)]),
                         0..7),
                     1..41),
-                1..4),
+                1..5),
+            resident in 1u32..4,
             block in prop_oneof![Just(5u32), Just(8), Just(32), Just(40)],
             warp_size in prop_oneof![Just(4u32), Just(6), Just(8), Just(32)],
             mshrs in 0u32..4,
@@ -465,7 +505,8 @@ mod tests {
             sigma in prop_oneof![Just(0.0), Just(3.0)],
         ) {
             let k = kernel(block, &ctas);
-            let c = setting(warp_size, mshrs, first_thread, sigma);
+            let mut c = setting(warp_size, mshrs, first_thread, sigma);
+            c.gpu.max_ctas_per_sm = resident;
             let d = difference(&runs(&c, &k, false).0, &runs(&c, &k, true).0);
             prop_assert!(d.is_none(), "{}", d.unwrap_or_default());
         }

@@ -1,6 +1,9 @@
 //! The warps of one kernel on one SM: where each is in its stream, the ready queue, CTA
 //! barriers and which CTAs are resident, with their streams (a CTA's are let go when it
-//! finishes, so that a run holds only those of its resident CTAs).
+//! finishes, so that a run holds only those of its resident CTAs). Under thread portions, the
+//! threads' own positions (for warps whose lanes fell out of step) are kept per slot of a
+//! resident CTA, reused once it finishes: a kernel of 10^8 threads does not take 4 bytes a
+//! thread in each run.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,8 +20,17 @@ pub(super) struct Warps {
     pos: Vec<u32>,
     /// Thread portions: whether warps start in step (not lane by lane).
     in_step: bool,
-    /// Per thread (thread portions, for warps out of step): the position of its next load.
-    pub pc: Vec<u32>,
+    /// Thread portions: whether the streams are per thread.
+    threads: bool,
+    /// Per thread of a resident CTA (thread portions, for warps out of step): the position of
+    /// its next load, `tpb` entries a slot, so that it holds the resident CTAs' threads, not
+    /// the kernel's.
+    pc: Vec<u32>,
+    /// Thread portions: per CTA, its slot in `pc` while it is resident.
+    slot: Vec<u32>,
+    /// Slots of `pc` that finished CTAs left, and how many there are in all.
+    free_slots: Vec<u32>,
+    slots: u32,
     /// Per warp: its state once its current instruction completes.
     pub deferred: Vec<u8>,
     /// Per warp: finished, queued once more to take its last step
@@ -51,17 +63,20 @@ impl Warps {
         lane_by_lane: bool,
     ) -> Self {
         let n_warps = n_ctas as usize * shape.wpc as usize;
-        let n_threads = if threads {
-            n_ctas as usize * shape.tpb as usize
-        } else {
-            0
-        };
         Warps {
             shape,
             ctas: vec![None; n_ctas as usize],
             pos: vec![0; n_warps],
             in_step: threads && !lane_by_lane,
-            pc: vec![0; n_threads],
+            threads,
+            pc: Vec::new(),
+            slot: if threads {
+                vec![u32::MAX; n_ctas as usize]
+            } else {
+                Vec::new()
+            },
+            free_slots: Vec::new(),
+            slots: 0,
             deferred: vec![0; n_warps],
             last_step: vec![false; n_warps],
             take_a_step,
@@ -72,6 +87,12 @@ impl Warps {
             finished: false,
             released: Vec::new(),
         }
+    }
+
+    /// How many slots of threads' positions the kernel took so far.
+    #[cfg(test)]
+    pub fn slots(&self) -> u32 {
+        self.slots
     }
 
     /// The streams of CTA `cta` (none once it has finished).
@@ -85,12 +106,13 @@ impl Warps {
         (streams_of(&self.ctas, cta), &mut self.pc)
     }
 
-    /// Per thread (thread portions): the global thread number of lane 0 of warp `gw`, and
-    /// the warp's thread range within its CTA.
+    /// Per thread (thread portions): where the `pc`s of warp `gw`'s CTA start (its slot's
+    /// first), and the warp's thread range within its CTA.
     pub fn threads_of(&self, gw: u32) -> (usize, std::ops::Range<usize>) {
         let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
+        let slot = self.slot.get(cta as usize).copied().unwrap_or(0);
         (
-            cta as usize * self.shape.tpb as usize,
+            slot as usize * self.shape.tpb as usize,
             self.shape.warp_threads(w),
         )
     }
@@ -120,7 +142,7 @@ impl Warps {
     pub fn state_of(&self, gw: u32) -> u8 {
         let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
         let c = self.cta(cta);
-        if !self.pc.is_empty() {
+        if self.threads {
             let positions = c.positions_of(w);
             let live = match self.in_step(gw) {
                 Some(p) => (p as usize) < positions.len(),
@@ -150,8 +172,17 @@ impl Warps {
         for w in 0..wpc {
             self.pos[(cta * wpc + w) as usize] = streams.warp_range(w).0;
         }
-        if !self.pc.is_empty() {
-            let base = (cta * tpb) as usize;
+        if self.threads {
+            let slot = match self.free_slots.pop() {
+                Some(slot) => slot,
+                None => {
+                    self.slots += 1;
+                    self.pc.resize(self.slots as usize * tpb as usize, 0);
+                    self.slots - 1
+                }
+            };
+            self.slot[cta as usize] = slot;
+            let base = slot as usize * tpb as usize;
             self.pc[base..base + tpb as usize].fill(0);
             let start = if self.in_step { 0 } else { OUT_OF_STEP };
             self.pos[(cta * wpc) as usize..((cta + 1) * wpc) as usize].fill(start);
@@ -229,6 +260,9 @@ impl Warps {
                 // Its streams are let go (a streamed run frees them once every run has).
                 if let Some(done) = self.ctas[cta].take() {
                     self.released.push(done);
+                }
+                if let Some(slot) = self.slot.get_mut(cta) {
+                    self.free_slots.push(std::mem::replace(slot, u32::MAX));
                 }
             }
         }
