@@ -31,6 +31,8 @@ pub(super) struct Warps {
     /// Slots of `pc` that finished CTAs left, and how many there are in all.
     free_slots: Vec<u32>,
     slots: u32,
+    /// Room for [`Warps::enter`]'s warps to visit (kept, not made at each call).
+    work: Vec<u32>,
     /// Per warp: its state once its current instruction completes.
     pub deferred: Vec<u8>,
     /// Per warp: finished, queued once more to take its last step
@@ -77,6 +79,7 @@ impl Warps {
             },
             free_slots: Vec::new(),
             slots: 0,
+            work: Vec::new(),
             deferred: vec![0; n_warps],
             last_step: vec![false; n_warps],
             take_a_step,
@@ -226,7 +229,9 @@ impl Warps {
     /// [`Warps::rejoin`]; a finished warp is queued for a last step if `last_step`.
     fn enter(&mut self, gw: u32, last_step: bool) {
         let wpc = self.shape.wpc;
-        let mut work = vec![gw];
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
+        work.push(gw);
         while let Some(gw) = work.pop() {
             let cta = (gw / wpc) as usize;
             match self.deferred[gw as usize] {
@@ -266,6 +271,7 @@ impl Warps {
                 }
             }
         }
+        self.work = work;
     }
 }
 
