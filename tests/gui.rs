@@ -319,7 +319,7 @@ fn in_the_timing_model_the_address_view_runs_on_cycles() {
     let mut gtx = config::preset("gtx470-16k").unwrap();
     gtx.gpu.sms = 14;
     let timed = simulate(t, gtx);
-    let XAxis::Time { x, by_x, end } = &timed.x else {
+    let XAxis::Time { x, by_x, end, .. } = &timed.x else {
         panic!("expected a time axis")
     };
     let n = timed.points.len();

@@ -418,6 +418,99 @@ mod tests {
         }
     }
 
+    /// A streamed timing run with more requests than its sample holds is drawn at its cycles
+    /// as well: its sample is every stride-th request, each at the cycle the run keeping
+    /// every request gives it (the kernels placed by all their requests, not the sample's);
+    /// a window's detail is drawn at the same cycles; the detail of a view of cycles reads
+    /// every request drawn in that view on one SM, and no more than the drawn ones' range.
+    #[test]
+    fn a_streamed_timing_runs_sample_is_drawn_at_its_cycles() {
+        use crate::app::data::XAxis;
+        let dir = tempfile::tempdir().unwrap();
+        let params = [
+            ("n".to_string(), "32".to_string()),
+            ("block".to_string(), "4,4".to_string()),
+        ];
+        let mut t = crate::gen::generate("matmul", &params).unwrap();
+        // Two launches, so that the second kernel's place on the axis counts.
+        t.kernels.push(t.kernels[0].clone());
+        let path = dir.path().join("m.wsb");
+        trace::write_file(&t, &path).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let streamed = TraceData::streamed(path, trace::Format::Binary, "t".into(), size);
+        let cfg = crate::config::preset("gtx470-16k").unwrap();
+        assert!(cfg.timing.is_some());
+        let progress = Arc::new(Progress::default());
+        let gathered = |cap: usize, window: Option<std::ops::Range<u64>>| {
+            let mut g = Gather::new(&cfg, &progress);
+            g.cap = cap;
+            g.window = window;
+            let r = run_timed(&cfg, &streamed, &progress, &mut g, u64::MAX).unwrap();
+            (r, g.sample(usize::MAX).0.len(), g)
+        };
+        let (report, _, g) = gathered(usize::MAX, None);
+        let report = report.unwrap();
+        let every = SimData::streamed(cfg.clone(), report.clone(), &g, None);
+        let XAxis::Time {
+            x: every_x,
+            stride: 1,
+            ..
+        } = &every.x
+        else {
+            panic!("every request at its cycle")
+        };
+        let total = report.totals.requests;
+        assert_eq!(every_x.len() as u64, total);
+        let (_, kept, g) = gathered(total as usize / 5, None);
+        let sample = SimData::streamed(cfg.clone(), report.clone(), &g, None);
+        let XAxis::Time { x, stride, end, .. } = &sample.x else {
+            panic!("a sample at its cycles")
+        };
+        assert!(*stride >= 8 && kept as u64 == total.div_ceil(*stride));
+        let want: Vec<u64> = every_x.iter().step_by(*stride as usize).copied().collect();
+        assert_eq!(x, &want);
+        assert!(*end <= every.x_end() as u64);
+        assert_eq!(sample.request_number(3), 3 * stride);
+        assert!(sample.x_label().contains("sample"));
+        // A window's detail, sampled in turn, at the whole run's cycles.
+        let window = total / 3..total / 3 + 40;
+        let (_, _, g) = gathered(10, Some(window.clone()));
+        let detail = SimData::window_of(&sample, &g);
+        let XAxis::Time {
+            x: dx,
+            stride: ds,
+            start,
+            ..
+        } = &detail.x
+        else {
+            panic!("a detail at its cycles")
+        };
+        assert_eq!((*start, *ds), (window.start, 4));
+        let want: Vec<u64> = every_x[window.start as usize..window.end as usize]
+            .iter()
+            .step_by(4)
+            .copied()
+            .collect();
+        assert_eq!(dx, &want);
+        assert_eq!(detail.x_start(), *want.iter().min().unwrap() as f64);
+        // A view of a tenth of the requests drawn: its detail holds every request there.
+        let mut sorted = x.clone();
+        sorted.sort_unstable();
+        let at = |f: f64| sorted[(sorted.len() as f64 * f) as usize] as f64;
+        let (x0, x1) = (at(0.4), at(0.5));
+        let (lo, hi) = sample.requests_in_view(x0, x1, total).unwrap();
+        let inside: Vec<u64> = (0..total)
+            .filter(|&r| (x0..=x1).contains(&(every_x[r as usize] as f64)))
+            .collect();
+        assert!(inside.len() as u64 > 2 * stride);
+        assert!(
+            lo <= inside[0] && hi > *inside.last().unwrap(),
+            "{lo}..{hi}"
+        );
+        assert!(hi - lo < inside.len() as u64 + 2 * stride);
+        assert_eq!(sample.requests_in_view(-5.0, -1.0, total), None);
+    }
+
     /// A detail read on from a place in a plain `din` file reads the file from there; in a
     /// compressed one, the whole file (decompressed again up to the place).
     #[test]

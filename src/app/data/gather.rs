@@ -178,6 +178,9 @@ pub struct Gather<'a> {
     pub requests: u64,
     /// The kernels' headers, in launch order.
     pub kernels: Vec<Kernel>,
+    /// Timing model: per kernel, one past the latest issue cycle of any of its requests
+    /// (where each kernel sits on the time axis, however thin the sample).
+    pub spans: Vec<u64>,
     pub slots: Slots,
     /// By [`Slots`]: each instruction's and CTA's requests by read/write and outcome.
     pub inst_split: Vec<ClassSplit>,
@@ -205,6 +208,7 @@ impl<'a> Gather<'a> {
             past_window: false,
             requests: 0,
             kernels: Vec::new(),
+            spans: Vec::new(),
             slots: Slots::default(),
             inst_split: Vec::new(),
             cta_split: Vec::new(),
@@ -328,6 +332,9 @@ impl Observer for Gather<'_> {
         }
         self.sample_request(self.requests, e);
         self.requests += 1;
+        if let Some(t) = e.time {
+            super::stretch(&mut self.spans, e.kernel, t);
+        }
         self.totals.count(e.write, e.hit, e.class);
         let o = Outcome::of(e.hit, e.class);
         self.grid.add(e.set, o != Outcome::Hit);

@@ -226,6 +226,15 @@ impl ClassSplit {
     }
 }
 
+/// Stretches kernel `k`'s span in `spans` (one past its latest issue cycle) to hold cycle `t`.
+pub fn stretch(spans: &mut Vec<u64>, k: u32, t: u64) {
+    let k = k as usize;
+    if spans.len() <= k {
+        spans.resize(k + 1, 0);
+    }
+    spans[k] = spans[k].max(t.saturating_add(1));
+}
+
 /// The x axis of the address view: issue order, or the issue cycle in the timing model.
 #[derive(Clone, Debug, PartialEq)]
 pub enum XAxis {
@@ -235,44 +244,81 @@ pub enum XAxis {
     /// (`start` is 0 unless the requests kept are a window of the run's).
     Sampled { start: u64, stride: u64 },
     /// Request `i` sits at its issue cycle, each kernel starting where the previous one's last
-    /// request was issued (SMs run side by side, so `x` is not monotonic in `i`).
+    /// request was issued (SMs run side by side, so `x` is not monotonic in `i`). The requests
+    /// kept may be a regular sample of a streamed run's, or of a window of it: kept request
+    /// `i` is request `start + i * stride`.
     Time {
         x: Vec<u64>,
         /// Request indices by increasing `x` (ties in issue order).
         by_x: Vec<u32>,
         /// One past the largest `x`.
         end: u64,
+        /// Per kernel, the cycle at which it starts on the axis (the whole run's, for a
+        /// window's detail).
+        bases: Vec<u64>,
+        start: u64,
+        stride: u64,
     },
 }
 
 impl XAxis {
-    /// Builds the time axis when every request has a cycle.
+    /// Builds the time axis when every request has a cycle, each kernel taking the span of
+    /// its requests kept.
     fn new(p: &Points) -> XAxis {
         if p.time.is_empty() || p.time.len() != p.len() {
             return XAxis::Order;
         }
-        let kernels = p.kernel.iter().map(|&k| k as usize + 1).max().unwrap_or(0);
-        let mut span = vec![0u64; kernels];
+        let mut spans = Vec::new();
         for (&k, &t) in p.kernel.iter().zip(&p.time) {
-            let s = &mut span[k as usize];
-            *s = (*s).max(t.saturating_add(1));
+            stretch(&mut spans, k.into(), t);
         }
-        let mut base = vec![0u64; kernels];
-        for k in 1..kernels {
-            base[k] = base[k - 1].saturating_add(span[k - 1]);
+        XAxis::timed(p, &spans, 0, 1)
+    }
+
+    /// The time axis of requests kept with their cycles (every `stride`-th from request
+    /// `start`), kernel `k` taking `spans[k]` cycles: [`XAxis::Order`] if one has no cycle.
+    pub fn timed(p: &Points, spans: &[u64], start: u64, stride: u64) -> XAxis {
+        if p.time.len() != p.len() {
+            return XAxis::Order;
         }
+        let mut bases = vec![0u64; spans.len()];
+        for k in 1..spans.len() {
+            bases[k] = bases[k - 1].saturating_add(spans[k - 1]);
+        }
+        XAxis::at_bases(p, bases, start, stride)
+    }
+
+    /// [`XAxis::timed`] with the kernels' places on the axis given.
+    pub fn at_bases(p: &Points, bases: Vec<u64>, start: u64, stride: u64) -> XAxis {
+        let base = |k: u32| bases.get(k as usize).copied().unwrap_or(0);
         let x: Vec<u64> = p
             .kernel
             .iter()
             .zip(&p.time)
-            .map(|(&k, &t)| base[k as usize].saturating_add(t))
+            .map(|(&k, &t)| base(k.into()).saturating_add(t))
             .collect();
         let mut by_x: Vec<u32> = (0..x.len() as u32).collect();
         // Each SM's requests come in cycle order, so this stable sort merges a few runs.
         by_x.sort_by_key(|&i| x[i as usize]);
         let end = x.iter().copied().max().map_or(0, |m| m.saturating_add(1));
-        XAxis::Time { x, by_x, end }
+        XAxis::Time {
+            x,
+            by_x,
+            end,
+            bases,
+            start,
+            stride,
+        }
     }
+
+    /// The kept requests' regular stride: that of a streamed run's sample, 1 otherwise.
+    pub fn stride(&self) -> u64 {
+        match self {
+            XAxis::Sampled { stride, .. } | XAxis::Time { stride, .. } => *stride,
+            XAxis::Order => 1,
+        }
+    }
+
     pub fn is_time(&self) -> bool {
         matches!(self, XAxis::Time { .. })
     }

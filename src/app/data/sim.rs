@@ -65,15 +65,15 @@ impl SimData {
     /// A streamed run: its report, the sample of its requests (thinned to `most` when given)
     /// and what was counted as it ran.
     ///
-    /// A finished run that kept every request with its issue cycle (the timing model's, when
-    /// few enough to draw every one) is drawn at their cycles, as a run read whole is; the
-    /// others in issue order.
+    /// A finished run whose requests have their issue cycles (the timing model's) is drawn
+    /// at their cycles, as a run read whole is, every request or a regular sample of them
+    /// (each kernel spanning the cycles of all its requests); the others in issue order.
     pub fn streamed(config: SimConfig, report: Report, g: &Gather, most: Option<usize>) -> Self {
         let (points, stride) = g.sample(most.unwrap_or(usize::MAX));
         let start = 0;
-        let timed = most.is_none() && stride == 1 && points.time.len() == points.len();
+        let timed = most.is_none() && points.time.len() == points.len();
         let x = if timed && !points.is_empty() {
-            XAxis::new(&points)
+            XAxis::timed(&points, &g.spans, start, stride)
         } else {
             XAxis::Sampled { start, stride }
         };
@@ -99,6 +99,13 @@ impl SimData {
     pub fn window_of(whole: &SimData, g: &Gather) -> Self {
         let (points, stride) = g.sample(usize::MAX);
         let start = g.window.as_ref().map_or(0, |w| w.start);
+        // A detail of a run drawn at its cycles is drawn at the same ones.
+        let x = match &whole.x {
+            XAxis::Time { bases, .. } if points.time.len() == points.len() => {
+                XAxis::at_bases(&points, bases.clone(), start, stride)
+            }
+            _ => XAxis::Sampled { start, stride },
+        };
         let y = points
             .line
             .iter()
@@ -110,7 +117,7 @@ impl SimData {
             ids: IdCounts::new(&points),
             points,
             y,
-            x: XAxis::Sampled { start, stride },
+            x,
             line_bytes: whole.line_bytes,
             sets: whole.sets.clone(),
             per_inst: whole.per_inst.clone(),
@@ -211,14 +218,20 @@ impl SimData {
     /// Kept request `i`'s number in the run's issue order.
     pub fn request_number(&self, i: usize) -> u64 {
         match &self.x {
-            XAxis::Sampled { start, stride } => start + i as u64 * stride,
-            _ => i as u64,
+            XAxis::Sampled { start, stride } | XAxis::Time { start, stride, .. } => {
+                start + i as u64 * stride
+            }
+            XAxis::Order => i as u64,
         }
     }
-    /// The smallest x: 0, or the first request of a window's detail.
+    /// The smallest x: 0, or the first request of a window's detail (its earliest cycle on
+    /// the time axis).
     pub fn x_start(&self) -> f64 {
         match &self.x {
             XAxis::Sampled { start, .. } => *start as f64,
+            XAxis::Time { x, by_x, .. } if self.window.is_some() => {
+                by_x.first().map_or(0.0, |&i| x[i as usize] as f64)
+            }
             _ => 0.0,
         }
     }
@@ -230,13 +243,35 @@ impl SimData {
             XAxis::Time { end, .. } => *end as f64,
         }
     }
+    /// The requests, in issue order, that the detail of the view from `x0` to `x1` reads
+    /// (of `total`): those whose number the view spans; on the time axis, those from the
+    /// earliest to the latest drawn in the view, widened by the sample's stride on each side
+    /// to hold the requests between those drawn (each SM issues in cycle order). `None` when
+    /// the view draws none.
+    pub fn requests_in_view(&self, x0: f64, x1: f64, total: u64) -> Option<(u64, u64)> {
+        let XAxis::Time { stride, .. } = &self.x else {
+            return Some((x0.max(0.0) as u64, (x1.max(0.0) as u64).min(total)));
+        };
+        let drawn = self.visible(x0, x1).map(|i| self.request_number(i));
+        let (lo, hi) = drawn.fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        (lo <= hi).then(|| {
+            let more = stride.saturating_sub(1);
+            (
+                lo.saturating_sub(more),
+                hi.saturating_add(1 + more).min(total),
+            )
+        })
+    }
     /// What the x axis counts.
     pub fn x_label(&self) -> &'static str {
         match &self.x {
             XAxis::Order => "request (issue order)",
             XAxis::Sampled { stride: 1, .. } => "request (issue order; every request drawn)",
             XAxis::Sampled { .. } => "request (issue order; a regular sample drawn)",
-            XAxis::Time { .. } => "cycle (timing model; kernels one after another)",
+            XAxis::Time { stride: 1, .. } => "cycle (timing model; kernels one after another)",
+            XAxis::Time { .. } => {
+                "cycle (timing model; kernels one after another; a regular sample drawn)"
+            }
         }
     }
     /// The requests with `x0 <= x <= x1`, by increasing x.

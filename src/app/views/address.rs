@@ -9,7 +9,7 @@ use super::address_hover::{request_tooltip, selection_panel};
 use super::address_streamed::{detail_buttons, drawn_note};
 use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
-use crate::app::data::{InstFilter, Selection, SimData, XAxis};
+use crate::app::data::{InstFilter, Selection, SimData};
 use crate::app::raster::{RasterRequest, View as RasterView};
 use crate::app::theme;
 
@@ -186,7 +186,8 @@ impl AddressView {
                 ui.label(RichText::new(note).weak());
             }
         });
-        if let XAxis::Sampled { stride, .. } = data.x {
+        if data.streamed {
+            let stride = data.x.stride();
             ui.horizontal(|ui| detail_buttons(ui, state.shown_x, (data, stride, total), pane, out));
         }
         let only_key = cx.only.as_ref().map(InstFilter::key);

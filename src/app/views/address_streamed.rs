@@ -26,9 +26,20 @@ pub(super) fn drawn_note(data: &SimData, n: usize) -> String {
         (XAxis::Sampled { stride, .. }, None) => {
             format!(" drawn: 1 in {stride} of the {total} requests of the streamed run")
         }
-        (XAxis::Time { .. }, None) if data.streamed => {
+        (XAxis::Time { stride: 1, .. }, Some(w)) => format!(
+            " drawn: every one of requests {} to {} of the streamed run, at its issue cycle",
+            w.start, w.end
+        ),
+        (XAxis::Time { stride, .. }, Some(w)) => format!(
+            " drawn: 1 in {stride} of requests {} to {} of the streamed run, at its issue cycle",
+            w.start, w.end
+        ),
+        (XAxis::Time { stride: 1, .. }, None) if data.streamed => {
             " drawn: every request of the streamed run, at its issue cycle".into()
         }
+        (XAxis::Time { stride, .. }, None) if data.streamed => format!(
+            " drawn: 1 in {stride} of the {total} requests of the streamed run, at its issue cycle"
+        ),
         _ if data.points.dropped > 0 => format!(
             " (first {n} of {} requests)",
             n as u64 + data.points.dropped
@@ -59,7 +70,9 @@ pub(super) fn detail_buttons(
     let Some((x0, x1)) = shown_x.filter(|_| stride > 1) else {
         return;
     };
-    let (lo, hi) = (x0.max(0.0) as u64, (x1.max(0.0) as u64).min(total));
+    let Some((lo, hi)) = data.requests_in_view(x0, x1, total) else {
+        return;
+    };
     if hi <= lo || hi - lo >= total {
         return;
     }
