@@ -27,18 +27,18 @@ pub(super) fn drawn_note(data: &SimData, n: usize) -> String {
             format!(" drawn: 1 in {stride} of the {total} requests of the streamed run")
         }
         (XAxis::Time { stride: 1, .. }, Some(w)) => format!(
-            " drawn: every one of requests {} to {} of the streamed run, at its issue cycle",
+            " drawn: every one of requests {} to {} of the streamed run, each at its issue cycle",
             w.start, w.end
         ),
         (XAxis::Time { stride, .. }, Some(w)) => format!(
-            " drawn: 1 in {stride} of requests {} to {} of the streamed run, at its issue cycle",
+            " drawn: 1 in {stride} of requests {} to {} of the streamed run, each at its issue cycle",
             w.start, w.end
         ),
         (XAxis::Time { stride: 1, .. }, None) if data.streamed => {
             " drawn: every request of the streamed run, at its issue cycle".into()
         }
         (XAxis::Time { stride, .. }, None) if data.streamed => format!(
-            " drawn: 1 in {stride} of the {total} requests of the streamed run, at its issue cycle"
+            " drawn: 1 in {stride} of the {total} requests of the streamed run, each at its issue cycle"
         ),
         _ if data.points.dropped > 0 => format!(
             " (first {n} of {} requests)",
