@@ -234,8 +234,13 @@ pub struct Engine {
     /// at the start of the step.
     pending: FxHashSet<u64>,
     pending_at_step: usize,
-    /// Line -> arrival time of its latest fill and the warp whose miss started it.
+    /// Line -> arrival time of its latest fill and the warp whose miss started it (those
+    /// that arrived before the current step are let go once the map doubles).
     in_flight: FxHashMap<u64, (u64, u32)>,
+    /// How many lines `in_flight` may hold before it lets go of those arrived, and the least
+    /// that is ([`PRUNE_MIN`]; the tests let go at every fill, or never).
+    pub(super) prune_at: usize,
+    pub(super) prune_min: usize,
     /// MSHR releases: (arrival time, warp holding it).
     releases: BinaryHeap<Reverse<(u64, u32)>>,
     mshrs_used: u32,
@@ -256,6 +261,9 @@ pub struct Engine {
     #[cfg(test)]
     pub(super) most_slots: u32,
 }
+
+/// The fewest lines the map of fills in flight holds before it lets go of those arrived.
+const PRUNE_MIN: usize = 1 << 12;
 
 /// Why a kernel cannot run in timing mode.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -305,6 +313,8 @@ impl Engine {
             pending: FxHashSet::default(),
             pending_at_step: 0,
             in_flight: FxHashMap::default(),
+            prune_at: PRUNE_MIN,
+            prune_min: PRUNE_MIN,
             releases: BinaryHeap::new(),
             mshrs_used: 0,
             warp_mshrs: FxHashMap::default(),
@@ -463,6 +473,12 @@ impl Engine {
             *self.warp_mshrs.entry(gw).or_insert(0) += 1;
             self.releases.push(Reverse((at, gw)));
             self.in_flight.insert(line, (at, gw));
+            if self.in_flight.len() >= self.prune_at {
+                // Fills that arrived before this step are never looked at again: a kernel's
+                // map holds the lines in flight, not every line it missed.
+                self.in_flight.retain(|_, &mut (fill, _)| fill >= now);
+                self.prune_at = (2 * self.in_flight.len()).max(self.prune_min);
+            }
             self.stats.fills += 1;
             at
         };
