@@ -491,6 +491,22 @@ mod tests {
         assert!(e.to_string().contains("at most 64"), "{e}");
     }
 
+    /// Random CTAs for [`kernel`]: `count` CTAs of 1 to 40 threads, each with up to 6 loads
+    /// of 4, 8 or 16 bytes, to lines below `lines`.
+    fn ctas(
+        lines: u64,
+        count: std::ops::Range<usize>,
+    ) -> impl Strategy<Value = Vec<Vec<Vec<Load>>>> {
+        let load = (
+            0u8..3,
+            0..lines,
+            0u64..4,
+            prop_oneof![Just(4u16), Just(8), Just(16)],
+        );
+        let thread = prop::collection::vec(load, 0..7);
+        prop::collection::vec(prop::collection::vec(thread, 1..41), count)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
         /// Issuing a warp's loads position by position while its lanes keep in step gives
@@ -501,13 +517,7 @@ mod tests {
         /// of finished ones).
         #[test]
         fn issuing_in_step_is_issuing_lane_by_lane(
-            ctas in prop::collection::vec(
-                prop::collection::vec(
-                    prop::collection::vec(
-                        (0u8..3, 0u64..24, 0u64..4, prop_oneof![Just(4u16), Just(8), Just(16)]),
-                        0..7),
-                    1..41),
-                1..5),
+            ctas in ctas(24, 1..5),
             resident in 1u32..4,
             block in prop_oneof![Just(5u32), Just(8), Just(32), Just(40)],
             warp_size in prop_oneof![Just(4u32), Just(6), Just(8), Just(32)],
@@ -528,13 +538,7 @@ mod tests {
         /// model's rules and ours, whose lines arriving in the very step are looked at).
         #[test]
         fn letting_go_of_arrived_fills_changes_nothing(
-            ctas in prop::collection::vec(
-                prop::collection::vec(
-                    prop::collection::vec(
-                        (0u8..3, 0u64..40, 0u64..4, prop_oneof![Just(4u16), Just(8), Just(16)]),
-                        0..7),
-                    1..41),
-                1..4),
+            ctas in ctas(40, 1..4),
             block in prop_oneof![Just(8u32), Just(32)],
             mshrs in 0u32..4,
             first_thread in any::<bool>(),
