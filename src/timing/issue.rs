@@ -120,7 +120,7 @@ impl Engine {
             Some(pos) => self.issue_position(gw, pos, warps, run, hooks),
             None => self.issue_lanes(gw, warps, run, hooks),
         };
-        warps.deferred[gw as usize] = warps.state_of(gw);
+        warps.defer(gw);
         Some(ready_at)
     }
 

@@ -1,9 +1,10 @@
 //! The warps of one kernel on one SM: where each is in its stream, the ready queue, CTA
 //! barriers and which CTAs are resident, with their streams (a CTA's are let go when it
-//! finishes, so that a run holds only those of its resident CTAs). Under thread portions, the
-//! threads' own positions (for warps whose lanes fell out of step) are kept per slot of a
-//! resident CTA, reused once it finishes: a kernel of 10^8 threads does not take 4 bytes a
-//! thread in each run.
+//! finishes, so that a run holds only those of its resident CTAs). Each resident CTA has a
+//! slot, reused once it finishes, and every table (its warps' places and states, barrier
+//! counts, and under thread portions the threads' own positions for warps whose lanes fell
+//! out of step) is kept per slot: a run holds its resident CTAs' state, plus a slot number per
+//! CTA of the kernel, not 4 bytes a thread and 14 a warp.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,32 +14,35 @@ use crate::schedule::{BARRIER, DONE, READY};
 
 pub(super) struct Warps {
     pub shape: Shape,
-    /// Per CTA: its streams while it is resident.
-    ctas: Vec<Option<Arc<CtaStreams>>>,
-    /// Per warp: its next event (warp instructions); or, for thread portions, the position
-    /// of its lanes' next loads while they keep in step ([`OUT_OF_STEP`] once they do not).
+    /// Per CTA: its slot while it is resident (`u32::MAX` otherwise). Every other table is
+    /// kept per slot, and a slot is reused once its CTA finishes, so that a run holds the
+    /// state of its resident CTAs' warps, not the kernel's.
+    slot: Vec<u32>,
+    /// Slots that finished CTAs left, and how many there are in all.
+    free_slots: Vec<u32>,
+    slots: u32,
+    /// Per slot: its CTA's streams.
+    streams: Vec<Option<Arc<CtaStreams>>>,
+    /// Per warp of a slot: its next event (warp instructions); or, for thread portions, the
+    /// position of its lanes' next loads while they keep in step ([`OUT_OF_STEP`] once they
+    /// do not).
     pos: Vec<u32>,
     /// Thread portions: whether warps start in step (not lane by lane).
     in_step: bool,
     /// Thread portions: whether the streams are per thread.
     threads: bool,
-    /// Per thread of a resident CTA (thread portions, for warps out of step): the position of
-    /// its next load, `tpb` entries a slot, so that it holds the resident CTAs' threads, not
-    /// the kernel's.
+    /// Per thread of a slot (thread portions, for warps out of step): the position of its
+    /// next load, `tpb` entries a slot.
     pc: Vec<u32>,
-    /// Thread portions: per CTA, its slot in `pc` while it is resident.
-    slot: Vec<u32>,
-    /// Slots of `pc` that finished CTAs left, and how many there are in all.
-    free_slots: Vec<u32>,
-    slots: u32,
     /// Room for [`Warps::enter`]'s warps to visit (kept, not made at each call).
     work: Vec<u32>,
-    /// Per warp: its state once its current instruction completes.
-    pub deferred: Vec<u8>,
-    /// Per warp: finished, queued once more to take its last step
+    /// Per warp of a slot: its state once its current instruction completes.
+    deferred: Vec<u8>,
+    /// Per warp of a slot: finished, queued once more to take its last step
     /// ([`crate::config::FinishedWarps::TakeAStep`]).
     last_step: Vec<bool>,
     take_a_step: bool,
+    /// Per slot: its CTA's warps at the barrier, and those done.
     cta_bar: Vec<u32>,
     cta_done: Vec<u32>,
     /// Warps ready to issue, in order.
@@ -64,27 +68,22 @@ impl Warps {
         take_a_step: bool,
         lane_by_lane: bool,
     ) -> Self {
-        let n_warps = n_ctas as usize * shape.wpc as usize;
         Warps {
             shape,
-            ctas: vec![None; n_ctas as usize],
-            pos: vec![0; n_warps],
+            slot: vec![u32::MAX; n_ctas as usize],
+            free_slots: Vec::new(),
+            slots: 0,
+            streams: Vec::new(),
+            pos: Vec::new(),
             in_step: threads && !lane_by_lane,
             threads,
             pc: Vec::new(),
-            slot: if threads {
-                vec![u32::MAX; n_ctas as usize]
-            } else {
-                Vec::new()
-            },
-            free_slots: Vec::new(),
-            slots: 0,
             work: Vec::new(),
-            deferred: vec![0; n_warps],
-            last_step: vec![false; n_warps],
+            deferred: Vec::new(),
+            last_step: Vec::new(),
             take_a_step,
-            cta_bar: vec![0; n_ctas as usize],
-            cta_done: vec![0; n_ctas as usize],
+            cta_bar: Vec::new(),
+            cta_done: Vec::new(),
             fifo: VecDeque::new(),
             resident: 0,
             finished: false,
@@ -92,7 +91,46 @@ impl Warps {
         }
     }
 
-    /// How many slots of threads' positions the kernel took so far.
+    /// Warp `gw`'s index in the per-slot warp tables (its CTA must be resident).
+    #[inline]
+    fn wi(&self, gw: u32) -> usize {
+        let wpc = self.shape.wpc;
+        self.slot[(gw / wpc) as usize] as usize * wpc as usize + (gw % wpc) as usize
+    }
+
+    /// Gives CTA `cta` a slot, a finished CTA's or a new one, its tables cleared.
+    fn take_slot(&mut self, cta: u32) -> usize {
+        let Shape { wpc, tpb, .. } = self.shape;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots += 1;
+                let n = self.slots as usize;
+                self.streams.resize(n, None);
+                self.pos.resize(n * wpc as usize, 0);
+                self.deferred.resize(n * wpc as usize, 0);
+                self.last_step.resize(n * wpc as usize, false);
+                self.cta_bar.resize(n, 0);
+                self.cta_done.resize(n, 0);
+                if self.threads {
+                    self.pc.resize(n * tpb as usize, 0);
+                }
+                self.slots - 1
+            }
+        };
+        self.slot[cta as usize] = slot;
+        let s = slot as usize;
+        self.cta_bar[s] = 0;
+        self.cta_done[s] = 0;
+        let warps = s * wpc as usize..(s + 1) * wpc as usize;
+        self.last_step[warps].fill(false);
+        if self.threads {
+            self.pc[s * tpb as usize..(s + 1) * tpb as usize].fill(0);
+        }
+        s
+    }
+
+    /// How many slots the kernel took so far.
     #[cfg(test)]
     pub fn slots(&self) -> u32 {
         self.slots
@@ -100,13 +138,13 @@ impl Warps {
 
     /// The streams of CTA `cta` (none once it has finished).
     pub fn cta(&self, cta: u32) -> &CtaStreams {
-        streams_of(&self.ctas, cta)
+        streams_of(&self.slot, &self.streams, cta)
     }
 
     /// CTA `cta`'s streams, and the threads' next loads (thread portions), to issue from
     /// the one while moving the other on.
     pub fn loads_of(&mut self, cta: u32) -> (&CtaStreams, &mut [u32]) {
-        (streams_of(&self.ctas, cta), &mut self.pc)
+        (streams_of(&self.slot, &self.streams, cta), &mut self.pc)
     }
 
     /// Per thread (thread portions): where the `pc`s of warp `gw`'s CTA start (its slot's
@@ -123,13 +161,14 @@ impl Warps {
     /// Thread portions: the position of warp `gw`'s lanes' next loads while they keep in
     /// step (`None`: each lane has its own `pc`).
     pub fn in_step(&self, gw: u32) -> Option<u32> {
-        let p = self.pos[gw as usize];
+        let p = self.pos[self.wi(gw)];
         (p != OUT_OF_STEP).then_some(p)
     }
 
     /// Thread portions: warp `gw`'s lanes moved on together to position `pos`.
     pub fn step_to(&mut self, gw: u32, pos: u32) {
-        self.pos[gw as usize] = pos;
+        let i = self.wi(gw);
+        self.pos[i] = pos;
     }
 
     /// Thread portions: warp `gw`'s lanes were at position `pos` and those of `moved` went
@@ -139,7 +178,8 @@ impl Warps {
         for (lane, t) in threads.enumerate() {
             self.pc[base + t] = pos + (moved >> lane & 1) as u32;
         }
-        self.pos[gw as usize] = OUT_OF_STEP;
+        let i = self.wi(gw);
+        self.pos[i] = OUT_OF_STEP;
     }
 
     pub fn state_of(&self, gw: u32) -> u8 {
@@ -158,7 +198,7 @@ impl Warps {
             };
             return if live { READY } else { DONE };
         }
-        let p = self.pos[gw as usize];
+        let p = self.pos[self.wi(gw)];
         if p >= c.warp_range(w).1 {
             DONE
         } else if c.events[p as usize].barrier {
@@ -171,52 +211,52 @@ impl Warps {
     /// Makes a CTA resident with its streams and queues its warps.
     pub fn launch(&mut self, cta: u32, streams: Arc<CtaStreams>) {
         self.resident += 1;
-        let Shape { wpc, tpb, .. } = self.shape;
-        for w in 0..wpc {
-            self.pos[(cta * wpc + w) as usize] = streams.warp_range(w).0;
-        }
+        let wpc = self.shape.wpc;
+        let s = self.take_slot(cta);
+        let warps = s * wpc as usize..(s + 1) * wpc as usize;
         if self.threads {
-            let slot = match self.free_slots.pop() {
-                Some(slot) => slot,
-                None => {
-                    self.slots += 1;
-                    self.pc.resize(self.slots as usize * tpb as usize, 0);
-                    self.slots - 1
-                }
-            };
-            self.slot[cta as usize] = slot;
-            let base = slot as usize * tpb as usize;
-            self.pc[base..base + tpb as usize].fill(0);
             let start = if self.in_step { 0 } else { OUT_OF_STEP };
-            self.pos[(cta * wpc) as usize..((cta + 1) * wpc) as usize].fill(start);
+            self.pos[warps].fill(start);
+        } else {
+            for (w, p) in self.pos[warps].iter_mut().enumerate() {
+                *p = streams.warp_range(w as u32).0;
+            }
         }
-        self.ctas[cta as usize] = Some(streams);
+        self.streams[s] = Some(streams);
         for gw in cta * wpc..(cta + 1) * wpc {
-            self.deferred[gw as usize] = self.state_of(gw);
+            self.defer(gw);
             self.rejoin(gw);
         }
     }
 
+    /// Sets the warp's state once its current instruction completes, from where it is.
+    pub fn defer(&mut self, gw: u32) {
+        let i = self.wi(gw);
+        self.deferred[i] = self.state_of(gw);
+    }
+
     /// Takes the warp's next instruction.
     pub fn issue(&mut self, gw: u32) -> Event {
-        let e = self.cta(gw / self.shape.wpc).events[self.pos[gw as usize] as usize];
-        self.pos[gw as usize] += 1;
-        self.deferred[gw as usize] = self.state_of(gw);
+        let i = self.wi(gw);
+        let e = self.cta(gw / self.shape.wpc).events[self.pos[i] as usize];
+        self.pos[i] += 1;
+        self.defer(gw);
         e
     }
 
     /// The instruction the warp issued last.
     pub fn current(&self, gw: u32) -> &Event {
-        &self.cta(gw / self.shape.wpc).events[self.pos[gw as usize] as usize - 1]
+        &self.cta(gw / self.shape.wpc).events[self.pos[self.wi(gw)] as usize - 1]
     }
 
     /// A finished warp taken from the queue for its last step: it leaves now.
     pub fn is_last_step(&self, gw: u32) -> bool {
-        self.last_step[gw as usize]
+        self.last_step[self.wi(gw)]
     }
 
     pub fn leave(&mut self, gw: u32) {
-        self.last_step[gw as usize] = false;
+        let i = self.wi(gw);
+        self.last_step[i] = false;
         self.enter(gw, false);
     }
 
@@ -233,42 +273,44 @@ impl Warps {
         work.clear();
         work.push(gw);
         while let Some(gw) = work.pop() {
-            let cta = (gw / wpc) as usize;
-            match self.deferred[gw as usize] {
+            let cta = gw / wpc;
+            let (i, s) = (self.wi(gw), self.slot[cta as usize] as usize);
+            match self.deferred[i] {
                 READY => {
                     self.fifo.push_back(gw);
                     continue;
                 }
-                BARRIER => self.cta_bar[cta] += 1,
+                BARRIER => self.cta_bar[s] += 1,
                 _ if last_step => {
-                    self.last_step[gw as usize] = true;
+                    self.last_step[i] = true;
                     self.fifo.push_back(gw);
                     continue;
                 }
-                _ => self.cta_done[cta] += 1,
+                _ => self.cta_done[s] += 1,
             }
-            if self.cta_bar[cta] > 0 && self.cta_bar[cta] + self.cta_done[cta] == wpc {
-                self.cta_bar[cta] = 0;
+            if self.cta_bar[s] > 0 && self.cta_bar[s] + self.cta_done[s] == wpc {
+                self.cta_bar[s] = 0;
                 let before = work.len();
-                for g in cta as u32 * wpc..(cta as u32 + 1) * wpc {
-                    if self.deferred[g as usize] == BARRIER {
-                        self.pos[g as usize] += 1;
-                        self.deferred[g as usize] = self.state_of(g);
+                for g in cta * wpc..(cta + 1) * wpc {
+                    let j = self.wi(g);
+                    if self.deferred[j] == BARRIER {
+                        self.pos[j] += 1;
+                        self.defer(g);
                         work.push(g);
                     }
                 }
                 // Keep warp order within the CTA when they rejoin the queue.
                 work[before..].reverse();
-            } else if self.cta_done[cta] == wpc {
+            } else if self.cta_done[s] == wpc {
                 self.resident -= 1;
                 self.finished = true;
-                // Its streams are let go (a streamed run frees them once every run has).
-                if let Some(done) = self.ctas[cta].take() {
+                // Its streams are let go (a streamed run frees them once every run has), and
+                // its slot goes to a later CTA.
+                if let Some(done) = self.streams[s].take() {
                     self.released.push(done);
                 }
-                if let Some(slot) = self.slot.get_mut(cta) {
-                    self.free_slots.push(std::mem::replace(slot, u32::MAX));
-                }
+                self.slot[cta as usize] = u32::MAX;
+                self.free_slots.push(s as u32);
             }
         }
         self.work = work;
@@ -283,9 +325,15 @@ pub(super) fn has_load(positions: &[Lanes], pos: u32, lane: usize) -> bool {
         .is_some_and(|at| at.loads >> lane & 1 != 0)
 }
 
-/// CTA `cta`'s streams among `ctas`, or those of a CTA without rows.
-fn streams_of(ctas: &[Option<Arc<CtaStreams>>], cta: u32) -> &CtaStreams {
-    match ctas.get(cta as usize) {
+/// CTA `cta`'s streams, by its slot among `streams`, or those of a CTA without rows (one
+/// not resident).
+fn streams_of<'a>(
+    slot: &[u32],
+    streams: &'a [Option<Arc<CtaStreams>>],
+    cta: u32,
+) -> &'a CtaStreams {
+    let s = slot.get(cta as usize).map_or(u32::MAX, |&s| s);
+    match streams.get(s as usize) {
         Some(Some(c)) => c,
         _ => &NO_ROWS,
     }
