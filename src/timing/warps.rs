@@ -18,9 +18,8 @@ pub(super) struct Warps {
     /// kept per slot, and a slot is reused once its CTA finishes, so that a run holds the
     /// state of its resident CTAs' warps, not the kernel's.
     slot: Vec<u32>,
-    /// Slots that finished CTAs left, and how many there are in all.
+    /// Slots that finished CTAs left.
     free_slots: Vec<u32>,
-    slots: u32,
     /// Per slot: its CTA's streams.
     streams: Vec<Option<Arc<CtaStreams>>>,
     /// Per warp of a slot: its next event (warp instructions); or, for thread portions, the
@@ -72,7 +71,6 @@ impl Warps {
             shape,
             slot: vec![u32::MAX; n_ctas as usize],
             free_slots: Vec::new(),
-            slots: 0,
             streams: Vec::new(),
             pos: Vec::new(),
             in_step: threads && !lane_by_lane,
@@ -104,8 +102,7 @@ impl Warps {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
-                self.slots += 1;
-                let n = self.slots as usize;
+                let n = self.streams.len() + 1;
                 self.streams.resize(n, None);
                 self.pos.resize(n * wpc as usize, 0);
                 self.deferred.resize(n * wpc as usize, 0);
@@ -115,7 +112,7 @@ impl Warps {
                 if self.threads {
                     self.pc.resize(n * tpb as usize, 0);
                 }
-                self.slots - 1
+                (n - 1) as u32
             }
         };
         self.slot[cta as usize] = slot;
@@ -133,7 +130,7 @@ impl Warps {
     /// How many slots the kernel took so far.
     #[cfg(test)]
     pub fn slots(&self) -> u32 {
-        self.slots
+        self.streams.len() as u32
     }
 
     /// The streams of CTA `cta` (none once it has finished).
@@ -151,7 +148,7 @@ impl Warps {
     /// first), and the warp's thread range within its CTA.
     pub fn threads_of(&self, gw: u32) -> (usize, std::ops::Range<usize>) {
         let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
-        let slot = self.slot.get(cta as usize).copied().unwrap_or(0);
+        let slot = self.slot[cta as usize];
         (
             slot as usize * self.shape.tpb as usize,
             self.shape.warp_threads(w),
@@ -332,7 +329,7 @@ fn streams_of<'a>(
     streams: &'a [Option<Arc<CtaStreams>>],
     cta: u32,
 ) -> &'a CtaStreams {
-    let s = slot.get(cta as usize).map_or(u32::MAX, |&s| s);
+    let s = slot.get(cta as usize).copied().unwrap_or(u32::MAX);
     match streams.get(s as usize) {
         Some(Some(c)) => c,
         _ => &NO_ROWS,
