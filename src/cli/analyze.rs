@@ -94,7 +94,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
     if answers.is_empty() {
         bail!("{source}: no kernel with global memory accesses to analyze");
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     if a.json {
         let kernels: Vec<_> = answers
             .iter()
@@ -131,6 +131,7 @@ pub fn run(a: AnalyzeArgs) -> Result<()> {
             report(&mut out, &g, x)?;
         }
     }
+    out.flush()?;
     Ok(())
 }
 

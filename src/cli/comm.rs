@@ -36,13 +36,14 @@ pub fn run(a: CommArgs) -> Result<()> {
     });
     progress.clear();
     let report = report.with_context(|| format!("analyzing {source}"))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &to_json(&source, &report))?;
         writeln!(out)?;
     } else {
         table(&mut out, &source, &report, a.top)?;
     }
+    out.flush()?;
     Ok(())
 }
 

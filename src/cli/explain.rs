@@ -18,13 +18,14 @@ pub fn run(a: ExplainArgs) -> Result<()> {
     })
     .with_context(|| format!("explaining request {} of {source}", a.request))?;
     progress.clear();
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &e)?;
         writeln!(out)?;
     } else {
         write_story(&mut out, &e)?;
     }
+    out.flush()?;
     Ok(())
 }
 

@@ -14,7 +14,7 @@ pub fn run(mut a: HwcheckArgs) -> Result<()> {
     }
     let cfg = hwcheck::for_check(super::options::config(&a.config)?);
     let checks = check(&a, &cfg)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     if a.json {
         let v = serde_json::json!({
             "csv": a.csv.display().to_string(),
@@ -27,6 +27,7 @@ pub fn run(mut a: HwcheckArgs) -> Result<()> {
     } else {
         table(&mut out, &checks)?;
     }
+    out.flush()?;
     let differ = checks.iter().filter(|c| !c.counts_agree()).count();
     if differ > 0 {
         bail!(

@@ -10,12 +10,13 @@ use warpscope::lesson::{self, Lesson};
 use super::args::LessonArgs;
 
 pub fn run(a: LessonArgs) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::output::stdout();
     let Some(name) = a.name else {
         for (name, _) in lesson::LESSONS {
             let l = lesson::lesson(name).map_err(anyhow::Error::msg)?;
             writeln!(out, "{name:<20} {}", l.title)?;
         }
+        out.flush()?;
         return Ok(());
     };
     let l = lesson::lesson(&name).map_err(anyhow::Error::msg)?;
@@ -40,6 +41,7 @@ pub fn run(a: LessonArgs) -> Result<()> {
         let v = json!({"lesson": l.name, "title": l.title, "text": l.text, "panes": panes});
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
+        out.flush()?;
         return Ok(());
     }
     writeln!(out, "{}\n", l.title)?;
@@ -75,6 +77,7 @@ pub fn run(a: LessonArgs) -> Result<()> {
             p.label, p.source_name, p.params, p.preset
         )?;
     }
+    out.flush()?;
     Ok(())
 }
 

@@ -272,12 +272,13 @@ fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         eprintln!("wrote {}", names.join(" and "));
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = output::stdout();
     if a.json {
         warpscope::report::json::write(&mut out, report)?;
     } else {
         warpscope::report::text::write(&mut out, source, report)?;
     }
+    std::io::Write::flush(&mut out)?;
     Ok(())
 }
 
