@@ -65,6 +65,17 @@ impl Piece {
         }
     }
 
+    /// The rows the piece carries (what a batch is measured by).
+    fn rows(&self) -> usize {
+        match self {
+            Piece::Kernel(k) => k.len(),
+            Piece::Cta(_, rows, _) => rows.len(),
+            Piece::Issued(rows, _) | Piece::Rows(rows, _) | Piece::Measured(rows, _) => rows.len(),
+            Piece::Resident(_, rows) => rows.len(),
+            Piece::Begin(_) | Piece::Instructions(_) | Piece::End | Piece::Stream(_) => 0,
+        }
+    }
+
     /// The rows of a chunk, to be reused for a later piece (a CTA's rows are held by the
     /// schedulers until the CTA is done, and let go then).
     pub fn into_rows(self) -> Option<Columns> {
@@ -77,10 +88,26 @@ impl Piece {
     }
 }
 
-/// The source's end of the lanes: sends each piece to every lane. It is what a reader or a
-/// generator writes into (`trace::KernelSink`, `trace::CtaSink`).
+/// Pieces handed over together. A source sends a lane a batch at a time, so that a kernel of
+/// many small CTAs does not cost two thread switches a CTA: with CTAs of 32 threads of three
+/// accesses (`vecadd block=32`), the reader and the lane used to wake each other for every
+/// CTA, and the run spent twice its simulation's time in the kernel's scheduler.
+pub type Batch = Vec<Arc<Piece>>;
+
+/// A batch is sent once its pieces hold this many rows (so a chunk of a reference stream,
+/// or a CTA of this many rows, goes alone and at once)...
+const BATCH_ROWS: usize = 1 << 14;
+/// ...or once it holds this many pieces.
+const BATCH_PIECES: usize = 1 << 10;
+
+/// The source's end of the lanes: sends each piece to every lane, in batches ([`Batch`]). It
+/// is what a reader or a generator writes into (`trace::KernelSink`, `trace::CtaSink`). What
+/// is still in its batch goes when it is dropped, or at [`Fanout::flush`].
 pub struct Fanout {
-    lanes: Vec<SyncSender<Arc<Piece>>>,
+    lanes: Vec<SyncSender<Batch>>,
+    /// The batch being filled, and its rows.
+    batch: Batch,
+    batch_rows: usize,
     spare: Receiver<Columns>,
     /// Kernels begun so far and chunks of issued rows sent in the current one, when the
     /// file can be read on from any CTA or chunk ([`trace::ResumePoint`]).
@@ -94,19 +121,47 @@ pub struct Fanout {
 }
 
 impl Fanout {
-    pub fn send(&self, p: Piece) -> Result<(), TraceError> {
-        let p = Arc::new(p);
-        // The last lane gets the source's own reference: once the lanes hold the piece, the
-        // source does not (a lone lane can take its rows out).
+    fn new(lanes: Vec<SyncSender<Batch>>, spare: Receiver<Columns>) -> Self {
+        Fanout {
+            lanes,
+            batch: Vec::new(),
+            batch_rows: 0,
+            spare,
+            place: None,
+            as_found: false,
+            read_on_every: None,
+            read_on: None,
+        }
+    }
+
+    /// Adds `p` to the batch, and sends the batch when it is full.
+    pub fn send(&mut self, p: Piece) -> Result<(), TraceError> {
+        self.batch_rows += p.rows();
+        self.batch.push(Arc::new(p));
+        if self.batch_rows >= BATCH_ROWS || self.batch.len() >= BATCH_PIECES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Sends what the batch holds.
+    pub fn flush(&mut self) -> Result<(), TraceError> {
+        self.batch_rows = 0;
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        // The last lane gets the source's own references: once the lanes hold the pieces,
+        // the source does not (a lone lane can take their rows out).
         let Some((last, others)) = self.lanes.split_last() else {
             return Ok(());
         };
         let stopped = |_| TraceError::Stopped("the simulation stopped".into());
         for lane in others {
             // A lane stopped (its simulation failed): stop reading.
-            lane.send(p.clone()).map_err(stopped)?;
+            lane.send(batch.clone()).map_err(stopped)?;
         }
-        last.send(p).map_err(stopped)
+        last.send(batch).map_err(stopped)
     }
 
     /// Marks each CTA and chunk of issued rows sent from now on with its place in the file,
@@ -147,6 +202,14 @@ impl KernelSink for Fanout {
             *chunks = 0;
         }
         self.send(Piece::Kernel(k))
+    }
+}
+
+impl Drop for Fanout {
+    fn drop(&mut self) {
+        // A source that ended without a flush: its last pieces still go (if the lanes have
+        // stopped, their error is the one told).
+        let _ = self.flush();
     }
 }
 
@@ -213,18 +276,10 @@ pub fn must_read_again(e: &anyhow::Error) -> bool {
 /// (the timing model's streams are built from them: `shell::timed::run_streamed`). Pieces
 /// wait in a queue of `depth`. The receiver hands the rows of pieces it is done with back
 /// to the source through the sender, which saves the source fresh memory for each piece.
-pub fn pipe(depth: usize) -> (Fanout, Receiver<Arc<Piece>>, Sender<Columns>) {
+pub fn pipe(depth: usize) -> (Fanout, Receiver<Batch>, Sender<Columns>) {
     let (give_back, spare) = channel::<Columns>();
-    let (to, from) = sync_channel::<Arc<Piece>>(depth.max(1));
-    let fanout = Fanout {
-        lanes: vec![to],
-        spare,
-        place: None,
-        as_found: false,
-        read_on_every: None,
-        read_on: None,
-    };
-    (fanout, from, give_back)
+    let (to, from) = sync_channel::<Batch>(depth.max(1));
+    (Fanout::new(vec![to], spare), from, give_back)
 }
 
 /// Why [`run`] failed.
@@ -302,13 +357,12 @@ fn run_staged(
         dealt[i % lanes].push((i, s));
     }
     let (spare_tx, spare_rx) = channel::<Columns>();
-    let (senders, mut receivers): (Vec<_>, Vec<_>) = (0..lanes)
-        .map(|_| sync_channel::<Arc<Piece>>(depth))
-        .unzip();
+    let (senders, mut receivers): (Vec<_>, Vec<_>) =
+        (0..lanes).map(|_| sync_channel::<Batch>(depth)).unzip();
     // The stage sits between the source and the first lane.
     let stage = match (stage, receivers.first_mut()) {
         (Some(stage), Some(first)) if n == 1 => {
-            let (to_lane, from_stage) = sync_channel::<Arc<Piece>>(depth);
+            let (to_lane, from_stage) = sync_channel::<Batch>(depth);
             Some((stage, std::mem::replace(first, from_stage), to_lane))
         }
         (Some(_), _) => {
@@ -318,18 +372,14 @@ fn run_staged(
         }
         (None, _) => None,
     };
-    let mut fanout = Fanout {
-        lanes: senders,
-        spare: spare_rx,
-        place: None,
-        as_found: false,
-        read_on_every: None,
-        read_on: None,
-    };
+    let mut fanout = Fanout::new(senders, spare_rx);
     let (simulated, read, measured) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
             .name("read".into())
-            .spawn_scoped(scope, move || source(&mut fanout));
+            .spawn_scoped(scope, move || {
+                source(&mut fanout)?;
+                Ok::<_, anyhow::Error>(fanout.flush()?)
+            });
         let measuring = stage.map(|(mut stage, from, to)| {
             std::thread::Builder::new()
                 .name("reuse".into())
@@ -400,21 +450,25 @@ fn run_staged(
 /// The stage's thread: measures the distances of each chunk of rows from `from` and passes
 /// every piece on to `to`, in order. Returns whether it ran to the source's end (not
 /// stopped by the lane).
-fn measure(stage: &mut ReuseStage, from: Receiver<Arc<Piece>>, to: SyncSender<Arc<Piece>>) -> bool {
-    for piece in from.iter() {
-        let piece = match Arc::try_unwrap(piece) {
-            Ok(Piece::Rows(rows, _)) => measured(stage, rows),
-            Ok(other) => Arc::new(other),
-            // Held elsewhere too (never with one lane): measured from a copy.
-            Err(shared) => match &*shared {
-                Piece::Rows(rows, _) => measured(stage, rows.clone()),
-                _ => shared,
-            },
-        };
-        if let Piece::Stream(header) = &*piece {
-            stage.begin_stream(header);
+fn measure(stage: &mut ReuseStage, from: Receiver<Batch>, to: SyncSender<Batch>) -> bool {
+    for batch in from.iter() {
+        let mut out = Vec::with_capacity(batch.len());
+        for piece in batch {
+            let piece = match Arc::try_unwrap(piece) {
+                Ok(Piece::Rows(rows, _)) => measured(stage, rows),
+                Ok(other) => Arc::new(other),
+                // Held elsewhere too (never with one lane): measured from a copy.
+                Err(shared) => match &*shared {
+                    Piece::Rows(rows, _) => measured(stage, rows.clone()),
+                    _ => shared,
+                },
+            };
+            if let Piece::Stream(header) = &*piece {
+                stage.begin_stream(header);
+            }
+            out.push(piece);
         }
-        if to.send(piece).is_err() {
+        if to.send(out).is_err() {
             return false;
         }
     }
@@ -434,11 +488,11 @@ type Lane = (Vec<(usize, Session)>, Option<(usize, SimError)>);
 /// it stops taking pieces, which stops the source). The first session tells `observer`.
 fn lane(
     mut sessions: Vec<(usize, Session)>,
-    rx: Receiver<Arc<Piece>>,
+    rx: Receiver<Batch>,
     spare: Sender<Columns>,
     observer: &mut dyn Observer,
 ) -> Lane {
-    for piece in rx.iter() {
+    for piece in rx.iter().flatten() {
         for (k, (i, s)) in sessions.iter_mut().enumerate() {
             let obs: &mut dyn Observer = if k == 0 {
                 &mut *observer
@@ -805,6 +859,87 @@ mod tests {
             let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
             assert_eq!(got.finish(&mut NoObserver), plain(&cfg, &k));
         }
+    }
+
+    /// `n` rows of loads, as a CTA's or a chunk's.
+    fn rows(n: usize) -> Columns {
+        let mut c = Columns::default();
+        for i in 0..n as u32 {
+            c.push(&trace::Access {
+                thread: i,
+                inst: 0,
+                dyn_inst: 0,
+                addr: u64::from(i) * 4,
+                size: 4,
+                kind: trace::AccessKind::Load,
+                space: trace::MemSpace::Global,
+            });
+        }
+        c
+    }
+
+    /// The CTA numbers and row counts of the pieces of `batches`, in order.
+    fn ctas_in(batches: &[Batch]) -> Vec<(u32, usize)> {
+        let pieces = batches.iter().flatten();
+        pieces
+            .filter_map(|p| match &**p {
+                Piece::Cta(cta, rows, _) => Some((*cta, rows.len())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn small_ctas_are_sent_in_batches_in_order_and_the_last_on_a_flush() {
+        // Room for every batch, so that sending never waits.
+        let (mut to, from, _) = pipe(1 << 12);
+        // CTAs of 32 threads of three accesses: about 170 to a batch.
+        for cta in 0..1000 {
+            to.send(Piece::Cta(cta, Arc::new(rows(96)), None)).unwrap();
+        }
+        let sent: Vec<Batch> = from.try_iter().collect();
+        assert!((4..=6).contains(&sent.len()), "{} batches", sent.len());
+        for b in &sent {
+            let held: usize = b.iter().map(|p| p.rows()).sum();
+            assert!((BATCH_ROWS..BATCH_ROWS + 96).contains(&held), "{held} rows");
+        }
+        let mut all = sent;
+        assert!(from.try_recv().is_err(), "a partial batch went early");
+        to.flush().unwrap();
+        all.extend(from.try_iter());
+        let want: Vec<(u32, usize)> = (0..1000).map(|cta| (cta, 96)).collect();
+        assert_eq!(ctas_in(&all), want);
+        // Pieces without rows are batched by their count.
+        for _ in 0..BATCH_PIECES + 1 {
+            to.send(Piece::End).unwrap();
+        }
+        assert_eq!(
+            from.try_iter().map(|b| b.len()).collect::<Vec<_>>(),
+            [BATCH_PIECES]
+        );
+    }
+
+    #[test]
+    fn a_large_piece_goes_at_once_and_a_dropped_source_sends_its_rest() {
+        let (mut to, from, _) = pipe(4);
+        to.send(Piece::Cta(0, Arc::new(rows(10)), None)).unwrap();
+        assert!(from.try_recv().is_err());
+        // A chunk of a stream, or a large CTA, goes with the pieces before it.
+        to.send(Piece::Rows(rows(BATCH_ROWS), None)).unwrap();
+        let first = from.try_recv().unwrap();
+        assert_eq!(
+            first.iter().map(|p| p.rows()).collect::<Vec<_>>(),
+            [10, BATCH_ROWS]
+        );
+        to.send(Piece::Cta(1, Arc::new(rows(5)), None)).unwrap();
+        to.send(Piece::End).unwrap();
+        drop(to);
+        let rest: Vec<Batch> = from.iter().collect();
+        assert_eq!(ctas_in(&rest), [(1, 5)]);
+        assert!(matches!(
+            rest.concat().last().map(|p| &**p),
+            Some(Piece::End)
+        ));
     }
 
     /// Cancels after the first progress report.

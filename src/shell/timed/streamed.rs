@@ -67,7 +67,10 @@ pub fn run_streamed(
     let (built, read, results) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
             .name("read".into())
-            .spawn_scoped(scope, move || source(&mut fanout));
+            .spawn_scoped(scope, move || {
+                source(&mut fanout)?;
+                Ok::<_, anyhow::Error>(fanout.flush()?)
+            });
         let board = &board;
         let builder = std::thread::Builder::new()
             .name("build".into())
@@ -275,7 +278,7 @@ impl Board {
     fn build(
         &self,
         cfg: &SimConfig,
-        pieces: (Receiver<Arc<Piece>>, Sender<Columns>),
+        pieces: (Receiver<lanes::Batch>, Sender<Columns>),
         reading: &mut dyn Observer,
         jobs: (usize, usize),
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
@@ -291,7 +294,7 @@ impl Board {
     fn build_all(
         &self,
         cfg: &SimConfig,
-        (pieces, used): (Receiver<Arc<Piece>>, Sender<Columns>),
+        (pieces, used): (Receiver<lanes::Batch>, Sender<Columns>),
         reading: &mut dyn Observer,
         (full_jobs, jobs): (usize, usize),
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
@@ -304,7 +307,7 @@ impl Board {
             kernel: k.name.clone(),
             source: e,
         };
-        for piece in pieces.iter() {
+        for piece in pieces.iter().flatten() {
             if !reading.progress(0, 0) {
                 self.cancel();
             }
