@@ -52,6 +52,35 @@ fn sim_json_of_every_builtin_kernel_on_fermi_16k() {
     }
 }
 
+/// Reports go to standard output through a buffer: a failed write must still fail the
+/// command (a buffer dropped without a flush would swallow the error and exit 0).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_that_cannot_be_written_fails_the_command() {
+    for args in [
+        &["sim", "--kernel", "vecadd", "--json"][..],
+        &["sim", "--kernel", "vecadd"],
+        &["comm", "--kernel", "transpose", "--json"],
+        &["analyze", "--kernel", "vecadd", "--json"],
+        &["explain", "--kernel", "vecadd", "--request", "3", "--json"],
+        &["lesson"],
+        &["lesson", "coalescing", "--json"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("run warpscope");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} exited 0");
+        assert!(err.contains("No space left"), "{args:?}: {err}");
+    }
+}
+
 /// The din sample on a 128-byte direct-mapped cache of 64-byte lines.
 const DIN_SMALL: &[&str] = &[
     "sim",
