@@ -273,8 +273,8 @@ pub fn must_read_again(e: &anyhow::Error) -> bool {
 }
 
 /// A source's end with a single lane, for a receiver of the pieces that is not a session
-/// (the timing model's streams are built from them: `shell::timed::run_streamed`). Pieces
-/// wait in a queue of `depth`. The receiver hands the rows of pieces it is done with back
+/// (the timing model's streams are built from them: `shell::timed::run_streamed`). Batches
+/// of pieces wait in a queue of `depth`. The receiver hands the rows of pieces it is done with back
 /// to the source through the sender, which saves the source fresh memory for each piece.
 pub fn pipe(depth: usize) -> (Fanout, Receiver<Batch>, Sender<Columns>) {
     let (give_back, spare) = channel::<Columns>();
@@ -301,8 +301,8 @@ impl From<Failure> for anyhow::Error {
 }
 
 /// Runs `source` on a thread of its own and gives what it sends to `sessions`, spread over
-/// `lanes` threads (sessions dealt in turn; this thread is the first lane). Pieces wait in
-/// each lane's queue of `depth`. `observer` watches the first session; the others report
+/// `lanes` threads (sessions dealt in turn; this thread is the first lane). Batches of
+/// pieces wait in each lane's queue of `depth`. `observer` watches the first session; the others report
 /// nothing. Returns the sessions, in their order, when the source is done: the first
 /// simulation error comes before the source's.
 pub fn run(

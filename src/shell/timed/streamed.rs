@@ -28,8 +28,8 @@ use crate::trace::{Columns, Kernel};
 /// How often a thread waiting on the board wakes to ask its observer whether to go on.
 const WAKE: Duration = Duration::from_millis(20);
 
-/// [`super::run`] on the trace that `source` sends, read on a thread of its own (pieces wait
-/// in a queue of `depth`): each CTA's warp streams are built as its rows come, and the jobs
+/// [`super::run`] on the trace that `source` sends, read on a thread of its own (batches of
+/// pieces wait in a queue of `depth`): each CTA's warp streams are built as its rows come, and the jobs
 /// run on them as they are built. `reading` is told of progress while the source is read
 /// (its counts mean nothing: a reader's progress is its bytes), `observer` of the model's
 /// accesses once the whole trace has been read (their total is known only then); the
