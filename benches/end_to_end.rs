@@ -396,6 +396,25 @@ fn end_to_end(c: &mut Criterion) {
     g.bench_function("accelsim_matmul_128_fermi16k_one_sm_streamed_once", |b| {
         b.iter(|| black_box(lanes_to_json(&matmul, &fermi, true)))
     });
+
+    // Many small CTAs (65,536 CTAs of 32 threads, three accesses each): what handing pieces
+    // over costs, in batches (`shell::lanes::Batch`) as `sim` does, against one thread.
+    let pairs = vec![
+        ("n".to_string(), "2097152".to_string()),
+        ("block".to_string(), "32".to_string()),
+    ];
+    let trace = warpscope::gen::generate("vecadd", &pairs).expect("generate");
+    let small = d.join("vecadd-block32.wsb");
+    warpscope::trace::write_file(&trace, &small).expect("write wsb");
+    g.throughput(Throughput::Elements(trace.total_accesses() as u64));
+    drop(trace);
+    g.bench_function("wsb_vecadd_2M_block32_fermi16k_one_sm_streamed", |b| {
+        b.iter(|| black_box(streamed_to_json(&small, &fermi)))
+    });
+    #[cfg(feature = "cli")]
+    g.bench_function("wsb_vecadd_2M_block32_fermi16k_one_sm_threads", |b| {
+        b.iter(|| black_box(lanes_to_json(&small, &fermi, false)))
+    });
     g.finish();
     std::fs::remove_dir_all(&d).ok();
 }
