@@ -479,7 +479,8 @@ mod tests {
                     .is_err_and(|e| format!("{e:#}").contains("cancelled")),
                 "{threads} threads: {e:?}"
             );
-            assert!(seen.last_progress.0 < seen.last_progress.1);
+            // At the latest where the run ended.
+            assert!(seen.last_progress.0 <= seen.last_progress.1);
         }
         // Without a timing section it is the plain pipeline.
         let mut plain = cfg.clone();

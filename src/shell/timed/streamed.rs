@@ -128,6 +128,10 @@ pub fn run_streamed(
             });
             results.push(done);
         }
+        // The caller's observer hears where the run ended: the jobs may all have finished
+        // before it was told of any progress since the read ended, and it may still stop the
+        // run.
+        caller.go_on();
         let built = builder
             .map_err(|e| SimError::Config(e.to_string()))
             .and_then(|b| {
