@@ -4,6 +4,7 @@
 //! empty CTAs that are never given, and several kernels in a row.
 
 use proptest::prelude::*;
+use std::sync::Arc;
 use warpscope::config::{IssuePolicy, SimConfig, SmSelection};
 use warpscope::sim::{Observer, RequestEvent, Session};
 use warpscope::trace::{Columns, Dim3, Kernel, KernelBuilder, Order};
@@ -36,6 +37,30 @@ fn by_cta(s: &mut Session, k: &Kernel, skip: &[bool], obs: &mut dyn Observer) {
         s.cta(c, &rows, obs).unwrap();
     }
     s.end_kernel(obs).unwrap();
+}
+
+/// Gives `k` to the session CTA by CTA as `shell::lanes` does: rows shared
+/// (`Session::cta_shared`), the session keeping the rows of finished CTAs for reuse, and each
+/// later CTA's rows written into the memory of one released; returns how many were reused.
+fn by_cta_recycled(s: &mut Session, k: &Kernel, obs: &mut dyn Observer) -> usize {
+    s.recycle_cta_rows();
+    s.begin_kernel(&k.header(), obs).unwrap();
+    let (mut spare, mut reused) = (Vec::new(), 0);
+    for c in 0..k.num_ctas() {
+        let mut rows = match spare.pop() {
+            Some(rows) => {
+                reused += 1;
+                rows
+            }
+            None => Columns::default(),
+        };
+        rows.clear();
+        rows.extend_from(k.columns(), k.cta_rows(c));
+        s.cta_shared(c, Arc::new(rows), obs).unwrap();
+        s.release_rows(&mut |rows| spare.extend(Arc::into_inner(rows)));
+    }
+    s.end_kernel(obs).unwrap();
+    reused
 }
 
 proptest! {
@@ -82,7 +107,44 @@ proptest! {
         prop_assert_eq!(&got_events.1, &want_events.1);
         prop_assert_eq!(got_events.0.len(), want_events.0.len());
         prop_assert_eq!(&got_events.0, &want_events.0);
+
+        // Shared, the rows of finished CTAs written over for later ones.
+        let mut got_events = Events::default();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        for k in &kernels {
+            by_cta_recycled(&mut s, k, &mut got_events);
+        }
+        prop_assert_eq!(&s.finish(&mut got_events), &want);
+        prop_assert_eq!(&got_events.0, &want_events.0);
     }
+}
+
+#[test]
+fn the_rows_of_finished_ctas_given_shared_come_back_for_reuse() {
+    // Eight CTAs of 64 threads on one SM that holds one at a time.
+    let mut cfg = small_config(32, 0, 1, 1, false, 1);
+    cfg.gpu.simulate = SmSelection::One(0);
+    let rows: Vec<_> = (0..8 * 64u32)
+        .map(|t| (t, 0u32, 0u32, u64::from(t) * 4, 4u16, 0u8))
+        .collect();
+    let k = kernel("k", 8, 64, false, &rows);
+    let mut s = Session::new(&cfg, 0).unwrap();
+    let mut none = Events::default();
+    // Each CTA after the first two (one resident, one offered) is written into the memory
+    // of one that finished.
+    assert_eq!(by_cta_recycled(&mut s, &k, &mut none), 6);
+    // Without asking, nothing is kept for the caller.
+    let mut s = Session::new(&cfg, 0).unwrap();
+    s.begin_kernel(&k.header(), &mut none).unwrap();
+    let mut kept = 0;
+    for c in 0..8 {
+        let mut rows = Columns::default();
+        rows.extend_from(k.columns(), k.cta_rows(c));
+        s.cta_shared(c, Arc::new(rows), &mut none).unwrap();
+        s.release_rows(&mut |_| kept += 1);
+    }
+    s.end_kernel(&mut none).unwrap();
+    assert_eq!(kept, 0);
 }
 
 /// Gives CTAs `ctas` of `k` to `s`.

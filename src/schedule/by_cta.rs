@@ -30,17 +30,28 @@ struct Slots {
     free: Vec<u32>,
     /// Offered CTAs not launched yet, in order, with their slots.
     offered: VecDeque<(u32, u32)>,
+    /// Shared rows of finished CTAs let go of, kept for the caller to reuse
+    /// ([`CtaScheduler::recycle_rows`]); `None`: dropped.
+    released: Option<Vec<Arc<Columns>>>,
 }
 
 impl Slots {
     /// Lets go of the rows of finished CTAs that other schedulers share (its own are kept
     /// for reuse).
     fn let_go_of_shared(&mut self) {
-        for &slot in &self.free {
-            let c = &mut self.cols[slot as usize];
+        for i in 0..self.free.len() {
+            let c = &mut self.cols[self.free[i] as usize];
             if Arc::strong_count(c) > 1 {
-                *c = Arc::default();
+                let old = std::mem::take(c);
+                self.release(old);
             }
+        }
+    }
+
+    /// Keeps `rows` for the caller, when it asked and they hold anything.
+    fn release(&mut self, rows: Arc<Columns>) {
+        if let Some(r) = self.released.as_mut().filter(|_| !rows.is_empty()) {
+            r.push(rows);
         }
     }
 
@@ -127,6 +138,7 @@ impl CtaScheduler {
                 cols: Vec::new(),
                 free: Vec::new(),
                 offered: VecDeque::new(),
+                released: None,
             },
             offered: 0,
             grid_ctas: header.num_ctas(),
@@ -143,6 +155,7 @@ impl CtaScheduler {
             let c = Arc::make_mut(c);
             c.clear();
             c.extend_from(rows, 0..rows.len());
+            None
         })
     }
 
@@ -151,14 +164,32 @@ impl CtaScheduler {
     /// one copy of each resident CTA.
     pub fn offer_shared(&mut self, cta: u32, rows: Arc<Columns>) -> Result<(), ScheduleError> {
         let shared = rows.clone();
-        self.offer_with(cta, &rows, move |c| *c = shared)
+        self.offer_with(cta, &rows, move |c| Some(std::mem::replace(c, shared)))
     }
 
+    /// Keeps the shared rows of finished CTAs, once this scheduler lets go of them, for
+    /// [`CtaScheduler::take_released`], so that the caller can reuse their memory for later
+    /// CTAs (a shell reading on another thread: `shell::lanes`). Take them often: they are
+    /// kept until taken.
+    pub fn recycle_rows(&mut self) {
+        self.slots.released.get_or_insert_with(Vec::new);
+    }
+
+    /// Hands `f` the shared rows let go of since the last call
+    /// ([`CtaScheduler::recycle_rows`]).
+    pub fn take_released(&mut self, f: &mut dyn FnMut(Arc<Columns>)) {
+        if let Some(r) = self.slots.released.as_mut() {
+            r.drain(..).for_each(f);
+        }
+    }
+
+    /// Offers CTA `cta`'s `rows`, which `keep` puts in the slot (returning what the slot held
+    /// before, when that is to be let go of).
     fn offer_with(
         &mut self,
         cta: u32,
         rows: &Columns,
-        keep: impl FnOnce(&mut Arc<Columns>),
+        keep: impl FnOnce(&mut Arc<Columns>) -> Option<Arc<Columns>>,
     ) -> Result<(), ScheduleError> {
         let err = |message: String| Err(ScheduleError::CtaRows { cta, message });
         if cta < self.offered || cta >= self.grid_ctas {
@@ -191,7 +222,9 @@ impl CtaScheduler {
         self.s.avail = self.offered.min(self.s.ctas());
         self.slots.let_go_of_shared();
         let slot = self.slots.take();
-        keep(&mut self.slots.cols[slot as usize]);
+        if let Some(old) = keep(&mut self.slots.cols[slot as usize]) {
+            self.slots.release(old);
+        }
         self.slots.offered.push_back((cta, slot));
         Ok(())
     }
@@ -232,6 +265,7 @@ impl CtaScheduler {
                 cols: vec![Arc::default(); self.slots.cols.len()],
                 free: self.slots.free.clone(),
                 offered: self.slots.offered.clone(),
+                released: None,
             },
             offered: self.offered,
             grid_ctas: self.grid_ctas,

@@ -492,6 +492,16 @@ fn lane(
     spare: Sender<Columns>,
     observer: &mut dyn Observer,
 ) -> Lane {
+    for (_, s) in sessions.iter_mut() {
+        s.recycle_cta_rows();
+    }
+    // The rows of CTAs the sessions are done with go back to the source when no one else
+    // holds them.
+    let mut give_back = |rows: Arc<Columns>| {
+        if let Some(rows) = Arc::into_inner(rows) {
+            let _ = spare.send(rows);
+        }
+    };
     for piece in rx.iter().flatten() {
         for (k, (i, s)) in sessions.iter_mut().enumerate() {
             let obs: &mut dyn Observer = if k == 0 {
@@ -521,6 +531,9 @@ fn lane(
                     }
                 }
             }
+        }
+        for (_, s) in sessions.iter_mut() {
+            s.release_rows(&mut give_back);
         }
         // The last lane done with a piece hands its buffer back to the source.
         if let Some(rows) = Arc::into_inner(piece).and_then(Piece::into_rows) {

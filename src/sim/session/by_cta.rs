@@ -35,6 +35,10 @@ impl Session {
             cfg.seed ^ self.next_kernel as u64,
         )
         .map_err(err)?;
+        let mut sched = sched;
+        if self.recycle {
+            sched.recycle_rows();
+        }
         let run = self.start_kernel(header, observer)?;
         let header = header.header();
         self.by_cta = Some(Box::new(ByCta {
@@ -68,6 +72,24 @@ impl Session {
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
         self.offer(rows.len(), observer, |s| s.offer_shared(cta, rows))
+    }
+
+    /// Keeps the rows of the finished CTAs given by [`Session::cta_shared`] once the
+    /// scheduler lets go of them, for [`Session::release_rows`]: a shell that reads on another
+    /// thread reuses their memory for later CTAs instead of allocating it afresh. Call
+    /// [`Session::release_rows`] after each CTA given: they are kept until then.
+    pub fn recycle_cta_rows(&mut self) {
+        self.recycle = true;
+        if let Some(b) = self.by_cta.as_mut() {
+            b.sched.recycle_rows();
+        }
+    }
+
+    /// Hands `f` the rows let go of since the last call ([`Session::recycle_cta_rows`]).
+    pub fn release_rows(&mut self, f: &mut dyn FnMut(std::sync::Arc<Columns>)) {
+        if let Some(b) = self.by_cta.as_mut() {
+            b.sched.take_released(f);
+        }
     }
 
     /// As [`Session::cta_shared`], but issues at most `warp_instructions` warp instructions;

@@ -52,6 +52,9 @@ pub struct Session {
     measured_apart: bool,
     /// A stream's rows and measured distances were out of step ([`Session::attach_reuse`]).
     out_of_step: bool,
+    /// The rows of finished CTAs given shared are kept for the caller
+    /// ([`Session::recycle_cta_rows`]).
+    recycle: bool,
 }
 
 /// The reference stream being streamed.
@@ -105,6 +108,7 @@ impl Session {
             by_issue: self.by_issue.clone(),
             measured_apart: false,
             out_of_step: false,
+            recycle: false,
         })
     }
 
@@ -189,6 +193,7 @@ impl Session {
             by_issue: None,
             measured_apart: false,
             out_of_step: false,
+            recycle: false,
         })
     }
 
