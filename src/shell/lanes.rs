@@ -274,8 +274,9 @@ pub fn must_read_again(e: &anyhow::Error) -> bool {
 
 /// A source's end with a single lane, for a receiver of the pieces that is not a session
 /// (the timing model's streams are built from them: `shell::timed::run_streamed`). Batches
-/// of pieces wait in a queue of `depth`. The receiver hands the rows of pieces it is done with back
-/// to the source through the sender, which saves the source fresh memory for each piece.
+/// of pieces wait in a queue of `depth`. The receiver hands the rows of pieces it is done
+/// with back to the source through the sender, which saves the source fresh memory for
+/// each piece.
 pub fn pipe(depth: usize) -> (Fanout, Receiver<Batch>, Sender<Columns>) {
     let (give_back, spare) = channel::<Columns>();
     let (to, from) = sync_channel::<Batch>(depth.max(1));
@@ -302,9 +303,9 @@ impl From<Failure> for anyhow::Error {
 
 /// Runs `source` on a thread of its own and gives what it sends to `sessions`, spread over
 /// `lanes` threads (sessions dealt in turn; this thread is the first lane). Batches of
-/// pieces wait in each lane's queue of `depth`. `observer` watches the first session; the others report
-/// nothing. Returns the sessions, in their order, when the source is done: the first
-/// simulation error comes before the source's.
+/// pieces wait in each lane's queue of `depth`. `observer` watches the first session; the
+/// others report nothing. Returns the sessions, in their order, when the source is done:
+/// the first simulation error comes before the source's.
 pub fn run(
     sessions: Vec<Session>,
     lanes: usize,

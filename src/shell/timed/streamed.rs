@@ -29,12 +29,12 @@ use crate::trace::{Columns, Kernel};
 const WAKE: Duration = Duration::from_millis(20);
 
 /// [`super::run`] on the trace that `source` sends, read on a thread of its own (batches of
-/// pieces wait in a queue of `depth`): each CTA's warp streams are built as its rows come, and the jobs
-/// run on them as they are built. `reading` is told of progress while the source is read
-/// (its counts mean nothing: a reader's progress is its bytes), `observer` of the model's
-/// accesses once the whole trace has been read (their total is known only then); the
-/// observer sees each kernel when the full model's first job starts it. The same report
-/// and requests as [`super::run`] on the trace read whole.
+/// pieces wait in a queue of `depth`): each CTA's warp streams are built as its rows come,
+/// and the jobs run on them as they are built. `reading` is told of progress while the
+/// source is read (its counts mean nothing: a reader's progress is its bytes), `observer` of
+/// the model's accesses once the whole trace has been read (their total is known only then)
+/// and where the run ended; the observer sees each kernel when the full model's first job
+/// starts it. The same report and requests as [`super::run`] on the trace read whole.
 ///
 /// The memory held is that of the CTAs in flight (where the observer wants the requests of
 /// several simulated SMs, those of the second and later SMs wait in temporary files). With
