@@ -37,7 +37,7 @@ struct Slots {
 
 impl Slots {
     /// Lets go of the rows of finished CTAs that other schedulers share (its own are kept
-    /// for reuse).
+    /// for reuse), to the caller when it asked ([`CtaScheduler::recycle_rows`]).
     fn let_go_of_shared(&mut self) {
         for i in 0..self.free.len() {
             let c = &mut self.cols[self.free[i] as usize];

@@ -28,14 +28,13 @@ impl Session {
         };
         let cfg = &self.cfg;
         // Checked before the kernel is numbered, so a refused one leaves no trace.
-        let sched = CtaScheduler::new(
+        let mut sched = CtaScheduler::new(
             header,
             &cfg.schedule,
             &cfg.gpu,
             cfg.seed ^ self.next_kernel as u64,
         )
         .map_err(err)?;
-        let mut sched = sched;
         if self.recycle {
             sched.recycle_rows();
         }
