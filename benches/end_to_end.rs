@@ -164,6 +164,15 @@ fn streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
     out.len()
 }
 
+/// Built-in kernel `name` with `params`.
+fn generate(name: &str, params: &[(&str, &str)]) -> warpscope::trace::Trace {
+    let pairs: Vec<(String, String)> = params
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    warpscope::gen::generate(name, &pairs).expect("generate")
+}
+
 /// Writes `t` as a CSV table, each CTA's threads interleaved (a thread's k-th rows together),
 /// so that a streamed read sorts it.
 #[cfg(feature = "tables")]
@@ -303,11 +312,7 @@ fn end_to_end(c: &mut Criterion) {
         b.iter(|| black_box(din_threaded_to_json(&din, &dinero)))
     });
 
-    let pairs = vec![
-        ("n".to_string(), "128".to_string()),
-        ("block".to_string(), "16,16".to_string()),
-    ];
-    let trace = warpscope::gen::generate("matmul", &pairs).expect("generate");
+    let trace = generate("matmul", &[("n", "128"), ("block", "16,16")]);
     let wsb = d.join("matmul128.wsb");
     warpscope::trace::write_file(&trace, &wsb).expect("write wsb");
     g.throughput(Throughput::Elements(trace.total_accesses() as u64));
@@ -399,11 +404,7 @@ fn end_to_end(c: &mut Criterion) {
 
     // Many small CTAs (65,536 CTAs of 32 threads, three accesses each): what handing pieces
     // over costs, in batches (`shell::lanes::Batch`) as `sim` does, against one thread.
-    let pairs = vec![
-        ("n".to_string(), "2097152".to_string()),
-        ("block".to_string(), "32".to_string()),
-    ];
-    let trace = warpscope::gen::generate("vecadd", &pairs).expect("generate");
+    let trace = generate("vecadd", &[("n", "2097152"), ("block", "32")]);
     let small = d.join("vecadd-block32.wsb");
     warpscope::trace::write_file(&trace, &small).expect("write wsb");
     g.throughput(Throughput::Elements(trace.total_accesses() as u64));
