@@ -8,6 +8,8 @@
 //! chosen by the file name's extension. The per-request table, written while a run goes,
 //! is [`requests`].
 
+mod cta_counters;
+pub mod cta_table;
 pub mod export;
 pub mod json;
 #[cfg(feature = "tables")]
@@ -18,6 +20,8 @@ pub mod sweep;
 pub mod tables;
 pub mod text;
 
+pub(crate) use cta_counters::CtaCounters;
+pub use cta_table::CtaTable;
 pub use export::{export, export_extensions, exporter_for, exporters, ExportError, Exporter};
 #[cfg(feature = "tables")]
 pub use requests::{RequestExporter, REQUEST_COLUMNS};
@@ -45,7 +49,8 @@ pub struct Report {
     /// instruction came from (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub source_lines: Vec<SourceLineRow>,
-    pub ctas: Vec<CtaRow>,
+    /// Per-CTA rows, held compactly ([`CtaTable`]).
+    pub ctas: CtaTable,
     /// Present when reuse tracking is on.
     pub reuse: Option<ReuseReport>,
     /// Present in timing mode.
@@ -202,7 +207,7 @@ impl Report {
             kernels: Vec::new(),
             instructions: Vec::new(),
             source_lines: Vec::new(),
-            ctas: Vec::new(),
+            ctas: CtaTable::default(),
             reuse: None,
             timing: None,
             whole: Histogram::default(),
@@ -219,15 +224,15 @@ impl Report {
         r
     }
 
-    /// Adds the row of a whole kernel `k` (launch `ki`) and its per-instruction and per-CTA
-    /// counters.
+    /// Adds the row of a whole kernel `k` (launch `ki`), its per-instruction counters and
+    /// its per-CTA rows.
     pub(crate) fn add_whole_kernel(
         &mut self,
         k: &Kernel,
         ki: u32,
         warp_instructions: u64,
-        counters: (&[Counters], &[Counters]),
-        cta_sm: impl Fn(u32) -> Option<u32>,
+        insts: &[Counters],
+        ctas: CtaTable,
     ) {
         let row = KernelRow {
             kernel: ki,
@@ -237,10 +242,11 @@ impl Report {
             rows: k.len() as u64,
             warp_instructions,
         };
-        self.add_kernel(row, &k.instructions, counters.0, counters.1, cta_sm);
+        self.add_kernel_rows(row, &k.instructions, insts, ctas);
     }
 
-    /// Adds one kernel's row and its per-instruction and per-CTA counters.
+    /// Adds one kernel's row and its per-instruction and per-CTA counters (CTA `i` of the
+    /// grid is `ctas[i]`).
     pub(crate) fn add_kernel(
         &mut self,
         row: KernelRow,
@@ -249,9 +255,23 @@ impl Report {
         ctas: &[Counters],
         cta_sm: impl Fn(u32) -> Option<u32>,
     ) {
+        let mut table = CtaCounters::new(row.kernel, row.grid);
+        for (i, c) in ctas.iter().enumerate() {
+            table.add(i as u32, c);
+        }
+        self.add_kernel_rows(row, instructions, insts, table.end(cta_sm));
+    }
+
+    /// Adds one kernel's row, its per-instruction counters and its per-CTA rows.
+    pub(crate) fn add_kernel_rows(
+        &mut self,
+        row: KernelRow,
+        instructions: &[Instruction],
+        insts: &[Counters],
+        ctas: CtaTable,
+    ) {
         self.warp_instructions += row.warp_instructions;
         let ki = row.kernel as usize;
-        let grid = row.grid;
         self.kernels.push(row);
         // A row for everything that reached the L1, and for stores that went past it (the
         // timing model's bypassed stores have writes but no requests).
@@ -267,17 +287,7 @@ impl Report {
                 });
             }
         }
-        for (i, c) in ctas.iter().enumerate() {
-            if c.requests > 0 || c.writes > 0 {
-                self.ctas.push(CtaRow {
-                    kernel: ki as u32,
-                    cta: grid.from_linear(i as u64),
-                    sm: cta_sm(i as u32),
-                    counters: *c,
-                    miss_rate: rate(c),
-                });
-            }
-        }
+        self.ctas.append(ctas);
     }
 
     pub(crate) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseTracker>) {
@@ -412,7 +422,7 @@ impl Report {
             }
         }
         // A CTA runs on one SM, so it has requests in one part only.
-        self.ctas.extend(p.ctas);
+        self.ctas.append(p.ctas);
         merge(&mut self.whole, &p.whole);
         merge(&mut self.in_set, &p.in_set);
         match (&mut self.reuse, p.reuse) {

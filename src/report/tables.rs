@@ -200,7 +200,8 @@ fn write_summary(
                 r.iter().map(|x| x.sm).collect::<Vec<Option<u32>>>(),
             ),
         ];
-        counters(&mut cols, r.iter().map(|x| &x.counters).collect());
+        let each: Vec<crate::cache::Counters> = r.iter().map(|x| x.counters).collect();
+        counters(&mut cols, each.iter().collect());
         cols.push(Column::new(
             "miss_rate".into(),
             r.iter().map(|x| x.miss_rate).collect::<Vec<f64>>(),

@@ -33,6 +33,8 @@ struct Slots {
     /// Shared rows of finished CTAs let go of, kept for the caller to reuse
     /// ([`CtaScheduler::recycle_rows`]); `None`: dropped.
     released: Option<Vec<Arc<Columns>>>,
+    /// CTAs finished since [`CtaScheduler::take_finished`] was last called.
+    finished: Vec<u32>,
 }
 
 impl Slots {
@@ -100,10 +102,11 @@ impl Rows for Slots {
         }
         slot
     }
-    fn retired(&mut self, slot: u32) {
+    fn retired(&mut self, cta: u32, slot: u32) {
         // Its rows stay until the next offer: the warp instruction that finished the CTA
         // is simulated after this.
         self.free.push(slot);
+        self.finished.push(cta);
     }
 }
 
@@ -139,6 +142,7 @@ impl CtaScheduler {
                 free: Vec::new(),
                 offered: VecDeque::new(),
                 released: None,
+                finished: Vec::new(),
             },
             offered: 0,
             grid_ctas: header.num_ctas(),
@@ -181,6 +185,24 @@ impl CtaScheduler {
         if let Some(r) = self.slots.released.as_mut() {
             r.drain(..).for_each(f);
         }
+    }
+
+    /// Hands `f` the CTAs that finished since the last call, in the order they did, with the
+    /// SM each ran on ([`CtaScheduler::cta_sm`]). A CTA
+    /// finishes as its last warp instruction is issued ([`CtaScheduler::next`]): once that
+    /// instruction is simulated, nothing more of the CTA comes.
+    pub fn take_finished(&mut self, mut f: impl FnMut(u32, Option<u32>)) {
+        let s = &self.s;
+        self.slots
+            .finished
+            .drain(..)
+            .for_each(|c| f(c, s.cta_sm(c)));
+    }
+
+    /// Whether any CTA finished since [`CtaScheduler::take_finished`] was last called.
+    #[inline]
+    pub fn any_finished(&self) -> bool {
+        !self.slots.finished.is_empty()
     }
 
     /// Offers CTA `cta`'s `rows`, which `keep` puts in the slot (returning what the slot held
@@ -266,6 +288,7 @@ impl CtaScheduler {
                 free: self.slots.free.clone(),
                 offered: self.slots.offered.clone(),
                 released: None,
+                finished: self.slots.finished.clone(),
             },
             offered: self.offered,
             grid_ctas: self.grid_ctas,

@@ -22,8 +22,8 @@ pub(super) trait Rows {
     /// Gives CTA `cta`, about to launch, a slot and sets its threads' rows in `cursor` and
     /// `end` (grown as needed).
     fn slot_for(&mut self, cta: u32, s: &mut ThreadSched) -> u32;
-    /// The CTA in `slot` has finished.
-    fn retired(&mut self, slot: u32);
+    /// CTA `cta`, in `slot`, has finished.
+    fn retired(&mut self, cta: u32, slot: u32);
 }
 
 /// A kernel in memory: the slot of CTA `c` is `c`, and the cursors are set once.
@@ -36,7 +36,7 @@ impl Rows for Whole<'_> {
     fn slot_for(&mut self, cta: u32, _: &mut ThreadSched) -> u32 {
         cta
     }
-    fn retired(&mut self, _: u32) {}
+    fn retired(&mut self, _: u32, _: u32) {}
 }
 
 #[derive(Clone)]
@@ -262,7 +262,7 @@ impl ThreadSched {
         s.ctas.retain(|&c| c != cta);
         s.threads -= self.tpb;
         s.remove_warps(|w| w / wpc == cta);
-        r.retired(self.cta_slot[cta as usize]);
+        r.retired(cta, self.cta_slot[cta as usize]);
         self.wanting.push(sm);
     }
 

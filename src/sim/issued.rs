@@ -216,7 +216,7 @@ impl Session {
             ..
         } = *b;
         let cta_sm = std::mem::take(&mut header.info.cta_sm);
-        self.add_pieced(&run, header, rows, |c| Some(issued_sm(&cta_sm, c, sms)));
+        self.add_pieced(run, header, rows, |c| Some(issued_sm(&cta_sm, c, sms)));
         Ok(())
     }
 }

@@ -5,6 +5,7 @@
 use super::{Observer, RequestEvent, Session, SimError};
 use crate::cache::Counters;
 use crate::coalesce::{Coalesced, Coalescer};
+use crate::report::CtaCounters;
 use crate::schedule::Issue;
 use crate::trace::{Columns, Instruction};
 
@@ -15,7 +16,7 @@ pub(super) struct Running {
     pub(super) coalescer: Coalescer,
     pub(super) uncoalesced: bool,
     pub(super) insts: Vec<Counters>,
-    pub(super) ctas: Vec<Counters>,
+    pub(super) ctas: CtaCounters,
     pub(super) warp_insts: u64,
     pub(super) since_progress: u32,
     pub(super) reqs: Vec<Coalesced>,
@@ -130,7 +131,7 @@ impl Running {
         }
         s.counters.add(&local);
         self.insts[inst as usize].add(&local);
-        self.ctas[issue.cta as usize].add(&local);
+        self.ctas.add(issue.cta, &local);
         Ok(())
     }
 }

@@ -189,19 +189,19 @@ impl Session {
             rows,
             ..
         } = *b;
-        self.add_pieced(&run, header, rows, |c| sched.cta_sm(c));
+        self.add_pieced(run, header, rows, |c| sched.cta_sm(c));
         Ok(())
     }
 
     /// Adds a kernel given in pieces (`header`, `rows` given) to the report.
     pub(in crate::sim) fn add_pieced(
         &mut self,
-        run: &Running,
+        run: Running,
         header: Kernel,
         rows: u64,
         cta_sm: impl Fn(u32) -> Option<u32>,
     ) {
-        self.report.add_kernel(
+        self.report.add_kernel_rows(
             KernelRow {
                 kernel: run.ki,
                 name: header.name,
@@ -212,8 +212,7 @@ impl Session {
             },
             &header.instructions,
             &run.insts,
-            &run.ctas,
-            cta_sm,
+            run.ctas.end(cta_sm),
         );
     }
 
@@ -236,6 +235,10 @@ impl Session {
                     let cols = b.sched.columns(issue.cta);
                     b.run.issue(self, cols, &rows, issue, observer)?;
                     issued += 1;
+                    if b.sched.any_finished() {
+                        let (sched, ctas) = (&mut b.sched, &mut b.run.ctas);
+                        sched.take_finished(|c, sm| ctas.finish(c, sm));
+                    }
                 }
                 Step::Starved | Step::Done => return Ok(false),
             }
@@ -320,10 +323,10 @@ impl ByCta {
     }
 
     /// About the bytes it holds: the scheduler's state and the kernel's counters so far
-    /// (one per instruction and per CTA).
+    /// (one per instruction, and the per-CTA counters and rows).
     pub(super) fn heap_bytes(&self) -> usize {
         let counters = std::mem::size_of::<crate::cache::Counters>();
-        self.sched.heap_bytes() + counters * (self.run.insts.len() + self.run.ctas.len())
+        self.sched.heap_bytes() + counters * self.run.insts.len() + self.run.ctas.heap_bytes()
     }
 
     /// Refuses to go on while rows are wanted.
@@ -336,5 +339,42 @@ impl ByCta {
                 self.wanted.len() - 1
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SmSelection;
+    use crate::sim::NoObserver;
+
+    #[test]
+    fn the_counters_of_finished_ctas_become_rows_as_the_kernel_goes() {
+        // 4096 CTAs of 32 threads over 4 SMs of at most 8 resident CTAs each.
+        let pairs = [("n", "131072"), ("block", "32")].map(|(a, b)| (a.into(), b.into()));
+        let trace = crate::gen::generate("vecadd", &pairs).unwrap();
+        let k = &trace.kernels[0];
+        let mut cfg = SimConfig::default();
+        cfg.gpu.sms = 4;
+        cfg.gpu.max_ctas_per_sm = 8;
+        cfg.gpu.simulate = SmSelection::All;
+        let mut whole = Session::new(&cfg, 0).unwrap();
+        whole.kernel(k, &mut NoObserver).unwrap();
+        let mut s = Session::new(&cfg, 0).unwrap();
+        s.begin_kernel(&k.header(), &mut NoObserver).unwrap();
+        let mut rows = Columns::default();
+        let mut most = 0;
+        for c in 0..k.num_ctas() {
+            rows.clear();
+            rows.extend_from(k.columns(), k.cta_rows(c));
+            s.cta(c, &rows, &mut NoObserver).unwrap();
+            most = most.max(s.by_cta.as_ref().unwrap().run.ctas.held());
+        }
+        // Counters for about the resident CTAs (32) and the one offered, not for 4096.
+        assert!(most <= 40, "counters held for {most} CTAs");
+        s.end_kernel(&mut NoObserver).unwrap();
+        let (a, b) = (whole.finish(&mut NoObserver), s.finish(&mut NoObserver));
+        assert_eq!(a.ctas.len(), 4096);
+        assert_eq!(a, b);
     }
 }

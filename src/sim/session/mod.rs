@@ -132,9 +132,9 @@ impl Session {
         let row = std::mem::size_of::<Counters>() + 32;
         let report = row
             * (self.report.instructions.len()
-                + self.report.ctas.len()
                 + self.report.source_lines.len()
-                + self.report.kernels.len());
+                + self.report.kernels.len())
+            + self.report.ctas.heap_bytes();
         (1 << 20) + (trackers + scheduler + report) as u64
     }
 
@@ -259,10 +259,9 @@ impl Session {
         while let Some(issue) = sched.next(&mut rows) {
             run.issue(self, k.columns(), &rows, issue, observer)?;
         }
+        let ctas = run.ctas.end(|c| sched.cta_sm(c));
         self.report
-            .add_whole_kernel(k, run.ki, run.warp_insts, (&run.insts, &run.ctas), |c| {
-                sched.cta_sm(c)
-            });
+            .add_whole_kernel(k, run.ki, run.warp_insts, &run.insts, ctas);
         Ok(())
     }
 
@@ -317,7 +316,7 @@ impl Session {
             coalescer: Coalescer::new(mode, self.geometry(k.threads_per_cta())),
             uncoalesced: mode == Coalescing::None,
             insts: vec![Counters::default(); k.instructions.len()],
-            ctas: vec![Counters::default(); k.num_ctas() as usize],
+            ctas: crate::report::CtaCounters::new(ki, k.grid),
             warp_insts: 0,
             since_progress: 0,
             reqs: Vec::with_capacity(64),
