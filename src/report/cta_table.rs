@@ -134,15 +134,22 @@ impl CtaTable {
 
     /// Puts the rows in the order of `key` (stable: rows of equal keys keep their order).
     pub fn sort_by_key<K: Ord>(&mut self, key: impl Fn(&CtaRow) -> K) {
+        // Most tables come in order already: make sure of that without room for every key.
+        let mut keys = self.iter().map(|r| key(&r));
+        let Some(mut last) = keys.next() else { return };
+        if keys.all(|k| {
+            let ordered = last <= k;
+            last = k;
+            ordered
+        }) {
+            return;
+        }
         let mut at = Vec::with_capacity(self.rows);
         let mut rows = self.iter();
         loop {
             let start = self.bytes.len() - rows.bytes.len();
             let Some(r) = rows.next() else { break };
             at.push((key(&r), start));
-        }
-        if at.windows(2).all(|w| w[0].0 <= w[1].0) {
-            return;
         }
         at.sort_by(|a, b| a.0.cmp(&b.0));
         let mut sorted = CtaTable::default();
