@@ -21,6 +21,8 @@ pub mod tables;
 pub mod text;
 
 pub(crate) use cta_counters::CtaCounters;
+#[cfg(test)]
+pub(crate) use cta_counters::{set_test_window, WINDOW_CTAS};
 pub use cta_table::CtaTable;
 pub use export::{export, export_extensions, exporter_for, exporters, ExportError, Exporter};
 #[cfg(feature = "tables")]
@@ -255,11 +257,19 @@ impl Report {
         ctas: &[Counters],
         cta_sm: impl Fn(u32) -> Option<u32>,
     ) {
-        let mut table = CtaCounters::new(row.kernel, row.grid);
-        for (i, c) in ctas.iter().enumerate() {
-            table.add(i as u32, c);
-        }
-        self.add_kernel_rows(row, instructions, insts, table.end(cta_sm));
+        let table = ctas
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.requests > 0 || c.writes > 0)
+            .map(|(i, c)| CtaRow {
+                kernel: row.kernel,
+                cta: row.grid.from_linear(i as u64),
+                sm: cta_sm(i as u32),
+                counters: *c,
+                miss_rate: rate(c),
+            })
+            .collect();
+        self.add_kernel_rows(row, instructions, insts, table);
     }
 
     /// Adds one kernel's row, its per-instruction counters and its per-CTA rows.

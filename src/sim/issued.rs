@@ -290,6 +290,7 @@ mod tests {
             kernels in 1usize..3,
             copy_at in 0usize..30,
             as_found in any::<bool>(),
+            window in 1usize..4,
         ) {
             let mut cfg = SimConfig::default();
             cfg.gpu.sms = sms;
@@ -300,6 +301,9 @@ mod tests {
             cfg.cache.ways = 2;
             let k = kernel(&runs, grid, &cta_sm);
 
+            // The whole kernel's per-CTA counters in a window that holds every CTA; the
+            // streamed one's in one of a few CTAs, so rows are made before their CTAs end.
+            crate::report::set_test_window(crate::report::WINDOW_CTAS);
             let mut want_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
             for _ in 0..kernels {
@@ -307,6 +311,7 @@ mod tests {
             }
             let want = s.finish(&mut NoObserver);
 
+            crate::report::set_test_window(window);
             let mut got_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
             // A copy of the session after piece `copy_at` of the first kernel: where it

@@ -131,7 +131,7 @@ impl Running {
         }
         s.counters.add(&local);
         self.insts[inst as usize].add(&local);
-        self.ctas.add(issue.cta, &local);
+        self.ctas.add(issue.cta, issue.sm, &local);
         Ok(())
     }
 }
