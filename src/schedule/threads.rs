@@ -14,6 +14,7 @@ use super::{Issue, ScheduleError, Step, WarpThreads, BARRIER, DONE, HW_WARP, REA
 use crate::config::{GpuConfig, ScheduleConfig};
 use crate::rng::Rng;
 use crate::trace::{Columns, Kernel, Order};
+use std::collections::VecDeque;
 
 /// Where the rows of launched CTAs are.
 pub(super) trait Rows {
@@ -39,6 +40,15 @@ impl Rows for Whole<'_> {
     fn retired(&mut self, _: u32, _: u32) {}
 }
 
+/// What a launched CTA's warps are at: how many wait at a barrier, how many are done, and
+/// its slot.
+#[derive(Clone, Copy)]
+struct Launched {
+    bar: u32,
+    done: u32,
+    slot: u32,
+}
+
 #[derive(Clone)]
 pub(super) struct ThreadSched {
     ws: u32,
@@ -50,11 +60,14 @@ pub(super) struct ThreadSched {
     /// Next row of each slot thread, and one past its last.
     pub cursor: Vec<u32>,
     pub end: Vec<u32>,
-    warp_state: Vec<u8>,
-    cta_bar: Vec<u32>,
-    cta_done: Vec<u32>,
+    /// The state of each warp of CTAs `base..next_cta` (launched; those before `base` have
+    /// all finished, so a kernel of 10^7 CTAs holds these for about the resident ones).
+    warp_state: VecDeque<u8>,
+    /// Barrier and done counts and the slot of CTAs `base..next_cta`.
+    launched: VecDeque<Launched>,
+    base: u32,
+    /// The SM of every CTA of the kernel (asked for after it finished, for its row).
     cta_sm: Vec<u32>,
-    cta_slot: Vec<u32>,
     sms: Vec<SmState>,
     next_cta: u32,
     next_sm: usize,
@@ -99,11 +112,10 @@ impl ThreadSched {
             limits: gpu.clone(),
             cursor: Vec::new(),
             end: Vec::new(),
-            warp_state: vec![0; (n_ctas as usize) * wpc as usize],
-            cta_bar: vec![0; n_ctas as usize],
-            cta_done: vec![0; n_ctas as usize],
+            warp_state: VecDeque::new(),
+            launched: VecDeque::new(),
+            base: 0,
             cta_sm: vec![u32::MAX; n_ctas as usize],
-            cta_slot: vec![u32::MAX; n_ctas as usize],
             sms: (0..gpu.sms.max(1))
                 .map(|_| SmState::new(sched.policy, sched.fetch_group.max(1)))
                 .collect(),
@@ -132,6 +144,26 @@ impl ThreadSched {
             .get(cta as usize)
             .copied()
             .filter(|&v| v != u32::MAX)
+    }
+
+    /// Where CTA `cta` (launched, not yet let go of) is in `launched`.
+    fn at(&self, cta: u32) -> usize {
+        (cta - self.base) as usize
+    }
+
+    /// Where warp `gw` (of such a CTA) is in `warp_state`.
+    fn warp_at(&self, gw: u32) -> usize {
+        (gw - self.base * self.wpc) as usize
+    }
+
+    /// Lets go of the state of the lowest CTAs once they have finished. Called before a
+    /// decision, so the CTA of the last [`Issue`] keeps its slot until the next one.
+    fn let_go_of_finished(&mut self) {
+        while self.launched.front().is_some_and(|l| l.done == self.wpc) {
+            self.launched.pop_front();
+            self.warp_state.drain(..self.wpc as usize);
+            self.base += 1;
+        }
     }
 
     fn fits(&self, sm: usize) -> bool {
@@ -181,7 +213,14 @@ impl ThreadSched {
         let cta = self.next_cta;
         self.next_cta += 1;
         let slot = r.slot_for(cta, self);
-        self.cta_slot[cta as usize] = slot;
+        debug_assert_eq!(self.base + self.launched.len() as u32, cta);
+        self.launched.push_back(Launched {
+            bar: 0,
+            done: 0,
+            slot,
+        });
+        self.warp_state
+            .extend(std::iter::repeat_n(0, self.wpc as usize));
         self.cta_sm[cta as usize] = sm as u32;
         let s = &mut self.sms[sm];
         s.ctas.push(cta);
@@ -198,7 +237,7 @@ impl ThreadSched {
     }
 
     fn warp(&mut self, cta: u32, w: u32) -> WarpThreads<'_> {
-        let slot = self.cta_slot[cta as usize];
+        let slot = self.slot_of(cta);
         let t0 = slot * self.tpb + w * self.ws;
         let t1 = (t0 + self.ws).min((slot + 1) * self.tpb);
         let (t0, t1) = (t0 as usize, t1 as usize);
@@ -209,7 +248,7 @@ impl ThreadSched {
     }
 
     fn set_state(&mut self, cta: u32, w: u32, st: u8, sm: usize) {
-        let gw = (cta * self.wpc + w) as usize;
+        let gw = self.warp_at(cta * self.wpc + w);
         let old = self.warp_state[gw];
         if old == st {
             return;
@@ -220,14 +259,16 @@ impl ThreadSched {
         if st == READY {
             self.sms[sm].ready += 1;
         }
+        let at = self.at(cta);
+        let l = &mut self.launched[at];
         match old {
-            BARRIER => self.cta_bar[cta as usize] -= 1,
-            DONE => self.cta_done[cta as usize] -= 1,
+            BARRIER => l.bar -= 1,
+            DONE => l.done -= 1,
             _ => {}
         }
         match st {
-            BARRIER => self.cta_bar[cta as usize] += 1,
-            DONE => self.cta_done[cta as usize] += 1,
+            BARRIER => l.bar += 1,
+            DONE => l.done += 1,
             _ => {}
         }
         self.warp_state[gw] = st;
@@ -235,22 +276,26 @@ impl ThreadSched {
 
     /// Releases barriers that every warp has reached and retires finished CTAs.
     fn settle(&mut self, r: &mut impl Rows, cta: u32, sm: usize) {
-        let ci = cta as usize;
-        let cols = r.cols(self.cta_slot[ci]);
-        while self.cta_bar[ci] > 0 && self.cta_bar[ci] + self.cta_done[ci] == self.wpc {
+        let ci = self.at(cta);
+        let cols = r.cols(self.launched[ci].slot);
+        let w0 = self.warp_at(cta * self.wpc);
+        while {
+            let l = &self.launched[ci];
+            l.bar > 0 && l.bar + l.done == self.wpc
+        } {
             for w in 0..self.wpc {
-                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                if self.warp_state[w0 + w as usize] == BARRIER {
                     self.warp(cta, w).pass_barrier(cols);
                 }
             }
             for w in 0..self.wpc {
-                if self.warp_state[(cta * self.wpc + w) as usize] == BARRIER {
+                if self.warp_state[w0 + w as usize] == BARRIER {
                     let st = self.warp(cta, w).state(cols);
                     self.set_state(cta, w, st, sm);
                 }
             }
         }
-        if self.cta_done[ci] == self.wpc {
+        if self.launched[ci].done == self.wpc {
             self.retire(r, cta, sm);
         }
     }
@@ -262,13 +307,14 @@ impl ThreadSched {
         s.ctas.retain(|&c| c != cta);
         s.threads -= self.tpb;
         s.remove_warps(|w| w / wpc == cta);
-        r.retired(cta, self.cta_slot[cta as usize]);
+        r.retired(cta, self.slot_of(cta));
         self.wanting.push(sm);
     }
 
     /// The next warp instruction: its rows (in the columns of its CTA's slot) go to `rows`.
     pub fn next(&mut self, r: &mut impl Rows, rows: &mut Vec<u32>) -> Step {
         rows.clear();
+        self.let_go_of_finished();
         if !self.serve(r) {
             return Step::Starved;
         }
@@ -281,12 +327,14 @@ impl ThreadSched {
         };
         self.next_sm = (sm + 1) % n;
         let states = &self.warp_state;
-        let Some(gw) = self.sms[sm].pick(&mut self.rng, |w| states[w as usize] == READY) else {
+        let first = self.base * self.wpc;
+        let Some(gw) = self.sms[sm].pick(&mut self.rng, |w| states[(w - first) as usize] == READY)
+        else {
             return Step::Done;
         };
         let (cta, w) = (gw / self.wpc, gw % self.wpc);
         let order = self.order;
-        let cols = r.cols(self.cta_slot[cta as usize]);
+        let cols = r.cols(self.slot_of(cta));
         let st = self.warp(cta, w).exec(cols, order, rows);
         self.set_state(cta, w, st, sm);
         if st != READY {
@@ -301,7 +349,7 @@ impl ThreadSched {
 
     /// The slot of a launched CTA that has not finished.
     pub fn slot_of(&self, cta: u32) -> u32 {
-        self.cta_slot[cta as usize]
+        self.launched[self.at(cta)].slot
     }
 
     /// The CTAs resident on the SMs (launched, not finished), in increasing order.
@@ -319,7 +367,8 @@ impl ThreadSched {
     pub fn heap_bytes(&self) -> usize {
         8 * self.cursor.capacity()
             + self.warp_state.capacity()
-            + 16 * self.cta_bar.capacity()
+            + std::mem::size_of::<Launched>() * self.launched.capacity()
+            + 4 * self.cta_sm.capacity()
             + self
                 .sms
                 .iter()

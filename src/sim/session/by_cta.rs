@@ -367,15 +367,24 @@ mod tests {
         let mut s = Session::new(&cfg, 0).unwrap();
         s.begin_kernel(&k.header(), &mut NoObserver).unwrap();
         let mut rows = Columns::default();
-        let mut most = 0;
+        let (mut most, mut most_sched) = (0, 0);
         for c in 0..k.num_ctas() {
             rows.clear();
             rows.extend_from(k.columns(), k.cta_rows(c));
             s.cta(c, &rows, &mut NoObserver).unwrap();
-            most = most.max(s.by_cta.as_ref().unwrap().run.ctas.held());
+            let b = s.by_cta.as_ref().unwrap();
+            most = most.max(b.run.ctas.held());
+            most_sched = most_sched.max(b.sched.heap_bytes());
         }
         // Counters for about the resident CTAs (32) and the one offered, not for 4096.
         assert!(most <= 40, "counters held for {most} CTAs");
+        // The scheduler: the SM of each of the 4096 CTAs (16 KiB), the cursors of the
+        // resident CTAs' threads (8 KiB), and the state of about the resident CTAs and warps
+        // (it was 17 bytes for each of the 4096 CTAs: 68 KiB more).
+        assert!(
+            most_sched < 40 << 10,
+            "the scheduler held {most_sched} bytes"
+        );
         s.end_kernel(&mut NoObserver).unwrap();
         let (a, b) = (whole.finish(&mut NoObserver), s.finish(&mut NoObserver));
         assert_eq!(a.ctas.len(), 4096);
