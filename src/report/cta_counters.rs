@@ -149,14 +149,8 @@ impl CtaCounters {
     fn emit(&mut self, c: Counters, sm: Option<u32>) {
         let cta = self.base;
         self.base += 1;
-        if c.requests > 0 || c.writes > 0 {
-            self.table.push(&CtaRow {
-                kernel: self.ki,
-                cta: self.grid.from_linear(cta as u64),
-                sm,
-                counters: c,
-                miss_rate: super::rate(&c),
-            });
+        if let Some(row) = CtaRow::of(self.ki, self.grid, cta, sm, c) {
+            self.table.push(&row);
         }
     }
 
@@ -179,14 +173,8 @@ impl CtaCounters {
         let mut late = late.into_iter().peekable();
         let mut out = CtaTable::default();
         let own_row = |out: &mut CtaTable, cta: u32, c: Counters| {
-            if c.requests > 0 || c.writes > 0 {
-                out.push(&CtaRow {
-                    kernel: self.ki,
-                    cta: self.grid.from_linear(cta as u64),
-                    sm: cta_sm(cta),
-                    counters: c,
-                    miss_rate: super::rate(&c),
-                });
+            if let Some(row) = CtaRow::of(self.ki, self.grid, cta, cta_sm(cta), c) {
+                out.push(&row);
             }
         };
         for mut row in self.table.iter() {

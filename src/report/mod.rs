@@ -117,6 +117,26 @@ pub struct CtaRow {
     pub miss_rate: f64,
 }
 
+impl CtaRow {
+    /// The row of CTA `cta` (linear) of launch `kernel` of grid `grid`, run on `sm`; none for a
+    /// CTA that made no request and no write (the table lists the CTAs that did something).
+    pub(crate) fn of(
+        kernel: u32,
+        grid: Dim3,
+        cta: u32,
+        sm: Option<u32>,
+        counters: Counters,
+    ) -> Option<CtaRow> {
+        (counters.requests > 0 || counters.writes > 0).then(|| CtaRow {
+            kernel,
+            cta: grid.from_linear(cta as u64),
+            sm,
+            counters,
+            miss_rate: rate(&counters),
+        })
+    }
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ReuseReport {
     /// Reuses per log2 bin of the whole-cache distance.
@@ -260,14 +280,7 @@ impl Report {
         let table = ctas
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.requests > 0 || c.writes > 0)
-            .map(|(i, c)| CtaRow {
-                kernel: row.kernel,
-                cta: row.grid.from_linear(i as u64),
-                sm: cta_sm(i as u32),
-                counters: *c,
-                miss_rate: rate(c),
-            })
+            .filter_map(|(i, c)| CtaRow::of(row.kernel, row.grid, i as u32, cta_sm(i as u32), *c))
             .collect();
         self.add_kernel_rows(row, instructions, insts, table);
     }
