@@ -198,8 +198,8 @@ fn write_summary_in(
     Ok(out)
 }
 
-/// The columns every table's counters take, after its own.
-fn counter_columns(cols: &mut Vec<Column>, c: &[&crate::cache::Counters]) {
+/// The columns every table's counters take, after its own, and its miss rates last.
+fn counter_columns(cols: &mut Vec<Column>, c: &[&crate::cache::Counters], miss_rate: Vec<f64>) {
     macro_rules! col {
         ($name:literal, $f:expr) => {
             cols.push(Column::new(
@@ -223,6 +223,7 @@ fn counter_columns(cols: &mut Vec<Column>, c: &[&crate::cache::Counters]) {
     col!("mshr", |c| c.miss_classes.mshr);
     col!("bytes_from_memory", |c| c.bytes_from_memory);
     col!("bytes_to_memory", |c| c.bytes_to_memory);
+    cols.push(Column::new("miss_rate".into(), miss_rate));
 }
 
 /// The per-instruction table's columns.
@@ -249,11 +250,7 @@ fn instruction_columns(report: &Report) -> Vec<Column> {
         ));
     }
     let c: Vec<_> = r.iter().map(|x| &x.counters).collect();
-    counter_columns(&mut cols, &c);
-    cols.push(Column::new(
-        "miss_rate".into(),
-        r.iter().map(|x| x.miss_rate).collect::<Vec<f64>>(),
-    ));
+    counter_columns(&mut cols, &c, r.iter().map(|x| x.miss_rate).collect());
     cols
 }
 
@@ -282,11 +279,7 @@ fn cta_columns(r: &[CtaRow]) -> Vec<Column> {
         ),
     ];
     let c: Vec<_> = r.iter().map(|x| &x.counters).collect();
-    counter_columns(&mut cols, &c);
-    cols.push(Column::new(
-        "miss_rate".into(),
-        r.iter().map(|x| x.miss_rate).collect::<Vec<f64>>(),
-    ));
+    counter_columns(&mut cols, &c, r.iter().map(|x| x.miss_rate).collect());
     cols
 }
 
