@@ -188,9 +188,9 @@ impl CtaScheduler {
     }
 
     /// Hands `f` the CTAs that finished since the last call, in the order they did, with the
-    /// SM each ran on ([`CtaScheduler::cta_sm`]). A CTA
-    /// finishes as its last warp instruction is issued ([`CtaScheduler::next`]): once that
-    /// instruction is simulated, nothing more of the CTA comes.
+    /// SM each ran on ([`CtaScheduler::cta_sm`]). A CTA finishes as its last warp instruction
+    /// is issued ([`CtaScheduler::next`]): once that instruction is simulated, nothing more
+    /// of the CTA comes.
     pub fn take_finished(&mut self, mut f: impl FnMut(u32, Option<u32>)) {
         let s = &self.s;
         self.slots
