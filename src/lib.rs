@@ -43,3 +43,4 @@ pub mod shell;
 pub mod sim;
 pub mod timing;
 pub mod trace;
+pub mod varint;

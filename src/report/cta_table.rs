@@ -90,13 +90,8 @@ fn row(f: &[u64; FIELDS]) -> CtaRow {
 impl CtaTable {
     /// Adds a row at the end. Its miss rate is not kept: it follows from its counters.
     pub fn push(&mut self, r: &CtaRow) {
-        for mut v in fields(r) {
-            // LEB128: seven bits a byte, the high bit set on all but the last.
-            while v >= 0x80 {
-                self.bytes.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            self.bytes.push(v as u8);
+        for v in fields(r) {
+            crate::varint::put(&mut self.bytes, v);
         }
         self.rows += 1;
     }
@@ -202,16 +197,7 @@ impl Iterator for Rows<'_> {
         let mut f = [0u64; FIELDS];
         let mut at = 0;
         for v in f.iter_mut() {
-            let mut shift = 0;
-            // The table wrote these bytes itself: a field always ends within them.
-            while let Some(&b) = self.bytes.get(at) {
-                at += 1;
-                *v |= ((b & 0x7f) as u64) << shift;
-                shift += 7;
-                if b < 0x80 {
-                    break;
-                }
-            }
+            *v = crate::varint::get(self.bytes, &mut at);
         }
         self.bytes = &self.bytes[at.min(self.bytes.len())..];
         self.left -= 1;

@@ -7,6 +7,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::cta_results::CtaResults;
 use super::streams::{CtaFeed, Shape};
 use super::warps::Warps;
 use crate::cache::set_index::SetIndexFn;
@@ -92,13 +93,11 @@ pub trait Hooks {
 pub struct KernelRun {
     pub counts: RunCounts,
     pub per_inst: Vec<RunCounts>,
-    pub per_cta: Vec<RunCounts>,
     pub accesses_inst: Vec<u64>,
-    pub accesses_cta: Vec<u64>,
     pub transactions_inst: Vec<u64>,
-    pub transactions_cta: Vec<u64>,
     pub stores_inst: Vec<(u64, u64)>,
-    pub stores_cta: Vec<(u64, u64)>,
+    /// Per CTA: requests, misses, accesses, transactions and stores, in launch order.
+    pub ctas: CtaResults,
     pub warp_instructions: u64,
     pub rows: u64,
 }
@@ -260,6 +259,9 @@ pub struct Engine {
     /// those of the resident CTAs, not the kernel's).
     #[cfg(test)]
     pub(super) most_slots: u32,
+    /// The most CTAs a run held per-CTA state for (slot numbers, and counts not yet written).
+    #[cfg(test)]
+    pub(super) most_held: usize,
 }
 
 /// The fewest lines the map of fills in flight holds before it lets go of those arrived.
@@ -332,6 +334,8 @@ impl Engine {
             fell_out_of_step: 0,
             #[cfg(test)]
             most_slots: 0,
+            #[cfg(test)]
+            most_held: 0,
         }
     }
 
@@ -553,24 +557,19 @@ impl Engine {
             self.reset();
         }
         let resident_max = shape.resident_max(gpu);
-        let n_ctas = k.num_ctas();
         let n_insts = k.instructions.len();
         let mut run = KernelRun {
             per_inst: vec![RunCounts::default(); n_insts],
-            per_cta: vec![RunCounts::default(); n_ctas as usize],
             accesses_inst: vec![0; n_insts],
-            accesses_cta: vec![0; n_ctas as usize],
             transactions_inst: vec![0; n_insts],
-            transactions_cta: vec![0; n_ctas as usize],
             stores_inst: vec![(0, 0); n_insts],
-            stores_cta: vec![(0, 0); n_ctas as usize],
             ..Default::default()
         };
         let sms = gpu.sms.max(1);
         let mut my_ctas = (sm..shape.ctas).step_by(sms as usize);
         let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
         let threads = rules.issue == IssueUnit::ThreadPortions;
-        let mut warps = Warps::new(shape, n_ctas, threads, take_a_step, self.lane_by_lane);
+        let mut warps = Warps::new(shape, threads, take_a_step, self.lane_by_lane);
         // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
         let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
         // Warps waiting for their requests: (step they rejoin, tie-break, warp).
@@ -580,8 +579,11 @@ impl Engine {
         loop {
             // Start CTAs: whenever one finished, or a whole set when the last one did.
             warps.finished = false;
-            for done in warps.released.drain(..) {
-                feed.done(done);
+            retire(&mut warps, &mut run, feed);
+            #[cfg(test)]
+            {
+                let held = warps.slot_span().max(run.ctas.waiting());
+                self.most_held = self.most_held.max(held);
             }
             if rules.cta_launch == CtaLaunch::AsFinished || warps.resident == 0 {
                 while warps.resident < resident_max {
@@ -590,11 +592,16 @@ impl Engine {
                     run.take_insts(streams.insts as usize);
                     // Thread portions: its loads, counted once (every one is issued or
                     // served before the kernel ends).
+                    let mut loads = 0;
                     for &(i, n) in &streams.inst_loads {
                         run.accesses_inst[i as usize] += n;
-                        run.accesses_cta[c as usize] += n;
+                        loads += n;
                     }
-                    warps.launch(c, streams);
+                    let slot = warps.launch(c, streams);
+                    run.ctas.open(slot, c);
+                    run.ctas.at(slot).accesses += loads;
+                    // A CTA without loads has finished already: its slot may go to the next.
+                    retire(&mut warps, &mut run, feed);
                 }
             }
             // Warps whose latency has passed rejoin the queue.
@@ -659,11 +666,20 @@ impl Engine {
         {
             self.most_slots = self.most_slots.max(warps.slots());
         }
-        for done in warps.released.drain(..) {
-            feed.done(done);
-        }
+        retire(&mut warps, &mut run, feed);
         self.stats.time_steps = self.now;
         self.drain();
         Ok(run)
+    }
+}
+
+/// Lets go of the CTAs that finished since the last call: their streams go back to the feed
+/// and their tallies are final (their slots may be taken by the next CTAs launched).
+fn retire(warps: &mut Warps, run: &mut KernelRun, feed: &mut dyn CtaFeed) {
+    for done in warps.released.drain(..) {
+        feed.done(done);
+    }
+    for slot in warps.retired.drain(..) {
+        run.ctas.close(slot as usize);
     }
 }

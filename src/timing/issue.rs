@@ -10,15 +10,15 @@ use super::warps::{has_load, Warps};
 use crate::config::Arrivals;
 
 impl Engine {
-    /// Counts one issued request.
-    pub(super) fn count(&mut self, run: &mut KernelRun, rec: &TimedRequest) {
+    /// Counts one issued request, of the CTA in slot `slot`.
+    pub(super) fn count(&mut self, run: &mut KernelRun, rec: &TimedRequest, slot: usize) {
         let miss = self.reported_miss(rec.distance);
         let infinite = rec.distance.is_none();
         let fill = rec.status == Status::Miss && !rec.in_flight;
         for counts in [
             &mut run.counts,
             &mut run.per_inst[rec.inst as usize],
-            &mut run.per_cta[rec.cta as usize],
+            &mut run.ctas.at(slot).counts,
         ] {
             counts.requests += 1;
             counts.misses += miss as u64;
@@ -57,6 +57,7 @@ impl Engine {
     ) -> Option<u64> {
         let wpc = warps.shape.wpc;
         let (cta, w) = (gw / wpc, gw % wpc);
+        let slot = warps.slot_of(cta);
         let (inst, first, end) = match replay.remove(&gw) {
             Some((inst, next)) => (inst, next, warps.current(gw).req_end),
             None => {
@@ -65,15 +66,16 @@ impl Engine {
                 if e.accesses > 0 {
                     run.warp_instructions += 1;
                 }
-                let (i, c) = (e.inst as usize, cta as usize);
+                let i = e.inst as usize;
                 run.accesses_inst[i] += e.accesses as u64;
-                run.accesses_cta[c] += e.accesses as u64;
                 run.transactions_inst[i] += e.transactions as u64;
-                run.transactions_cta[c] += e.transactions as u64;
                 run.stores_inst[i].0 += e.stores as u64;
                 run.stores_inst[i].1 += e.store_bytes;
-                run.stores_cta[c].0 += e.stores as u64;
-                run.stores_cta[c].1 += e.store_bytes;
+                let t = run.ctas.at(slot);
+                t.accesses += e.accesses as u64;
+                t.transactions += e.transactions as u64;
+                t.stores += e.stores as u64;
+                t.store_bytes += e.store_bytes;
                 (e.inst, e.req_start, e.req_end)
             }
         };
@@ -93,7 +95,7 @@ impl Engine {
                 return None;
             }
             ready_at = ready_at.max(rec.effect_at);
-            self.count(run, &rec);
+            self.count(run, &rec, slot);
         }
         if self.p.rules.arrivals == Arrivals::AfterGroup {
             self.apply_effects(self.now + 1);
@@ -124,13 +126,13 @@ impl Engine {
         Some(ready_at)
     }
 
-    /// Issues a thread's load that requests its line, for warp `gw` (warp `w` of CTA `cta`);
-    /// `first`: the warp's first thread. `None` if it needed an MSHR and none was free (a
+    /// Issues a thread's load that requests its line, for warp `gw` (warp `w` of CTA `cta`,
+    /// in slot `slot`); `first`: the warp's first thread. `None` if it needed an MSHR and none was free (a
     /// stall: not issued); else the time its warp may go on from it (a miss's effect).
     fn issue_load(
         &mut self,
         a: ThreadLoad,
-        (gw, cta, w): (u32, u32, u32),
+        (gw, cta, w, slot): (u32, u32, u32, usize),
         first: bool,
         run: &mut KernelRun,
         hooks: &mut dyn Hooks,
@@ -145,8 +147,8 @@ impl Engine {
             return None;
         }
         run.transactions_inst[a.inst as usize] += 1;
-        run.transactions_cta[cta as usize] += 1;
-        self.count(run, &rec);
+        run.ctas.at(slot).transactions += 1;
+        self.count(run, &rec, slot);
         Some(if status == Status::Miss {
             rec.effect_at
         } else {
@@ -167,6 +169,7 @@ impl Engine {
         let (cta, w) = (gw / wpc, gw % wpc);
         let (_, threads) = warps.threads_of(gw);
         let warp_size = warps.shape.warp_size;
+        let slot = warps.slot_of(cta);
         let streams = warps.cta(cta);
         let at = streams.positions_of(w)[pos as usize];
         let lanes = threads.len();
@@ -192,7 +195,7 @@ impl Engine {
                 leaders &= leaders - 1;
                 let a = streams.leader_loads[next];
                 next += 1;
-                let Some(at) = self.issue_load(a, (gw, cta, w), lane == 0, run, hooks) else {
+                let Some(at) = self.issue_load(a, (gw, cta, w, slot), lane == 0, run, hooks) else {
                     let behind = moved & !lane_mask(0, lane);
                     moved &= !behind;
                     stayed |= behind;
@@ -235,6 +238,7 @@ impl Engine {
         let (cta, w) = (gw / wpc, gw % wpc);
         let (base, threads) = warps.threads_of(gw);
         let warp_size = warps.shape.warp_size;
+        let slot = warps.slot_of(cta);
         let (streams, pcs) = warps.loads_of(cta);
         let positions = streams.positions_of(w);
         let lane0 = threads.start;
@@ -261,7 +265,7 @@ impl Engine {
                     continue;
                 }
                 let a = streams.leader_loads[at.leader_load(lane)];
-                let Some(at) = self.issue_load(a, (gw, cta, w), lane == 0, run, hooks) else {
+                let Some(at) = self.issue_load(a, (gw, cta, w, slot), lane == 0, run, hooks) else {
                     pcs[base + t] -= 1;
                     ready_at = self.now;
                     break;
@@ -454,6 +458,53 @@ mod tests {
             assert_eq!(slots, resident, "slots of positions");
             let d = difference(&in_step, &by_lane);
             assert!(d.is_none(), "{}", d.unwrap_or_default());
+        }
+    }
+
+    /// A run holds per-CTA state (slot numbers, counts) for about its resident CTAs, not for
+    /// every CTA of the kernel, under both issue units, and writes every CTA's counts.
+    #[test]
+    fn a_run_holds_per_cta_state_for_its_resident_ctas_only() {
+        struct Quiet;
+        impl Hooks for Quiet {}
+        // 3000 one-thread CTAs, each loading a line of 50 and a line all of them load.
+        let ctas: Vec<Vec<Vec<Load>>> = (0..3000u64)
+            .map(|c| vec![vec![(0, c % 50, 0, 4), (1, 60, 0, 4)]])
+            .collect();
+        let k = kernel(1, &ctas);
+        for portions in [true, false] {
+            let mut c = setting(32, 2, true, 0.0);
+            c.gpu.max_ctas_per_sm = 4;
+            let t = c.timing.as_mut().expect("timing");
+            if !portions {
+                t.rules.set("issue", "warp").expect("rule");
+            }
+            let t = c.timing.as_ref().expect("timing");
+            let streams = WarpStreams::build(
+                &k,
+                0..k.num_ctas(),
+                c.schedule.warp_size,
+                c.coalescing,
+                &c.cache,
+                &c.gpu,
+                &t.rules,
+            )
+            .expect("streams");
+            let (p, fa) = Variant::Full.params(t);
+            let mut e = Engine::new(&c.cache, p, fa, c.seed);
+            let run = e
+                .run_kernel(&k, streams.shape(), &mut &streams, 0, &c.gpu, &mut Quiet)
+                .expect("run");
+            assert!(e.most_held <= 8, "held {} CTAs' state", e.most_held);
+            let written: Vec<u32> = run.ctas.iter().map(|(cta, _)| cta).collect();
+            assert_eq!(written, (0..3000).collect::<Vec<u32>>());
+            assert!(run.ctas.iter().all(|(_, t)| t.counts.requests == 2));
+            // About ten bytes a CTA, where the dense tables took 64.
+            let bytes = run.ctas.heap_bytes();
+            assert!(
+                bytes < 3000 * 24,
+                "{bytes} bytes for 3000 CTAs ({portions})"
+            );
         }
     }
 

@@ -22,12 +22,14 @@
 //! chooses; `--compat gpu-cache-model` sets them all to the released model's.
 
 mod build;
+mod cta_results;
 mod engine;
 mod issue;
 mod streams;
 mod warps;
 
 pub use build::StreamsBuilder;
+pub use cta_results::{CtaResults, CtaTally, Written};
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
 };

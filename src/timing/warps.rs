@@ -3,8 +3,8 @@
 //! finishes, so that a run holds only those of its resident CTAs). Each resident CTA has a
 //! slot, reused once it finishes, and every table (its warps' places and states, barrier
 //! counts, and under thread portions the threads' own positions for warps whose lanes fell
-//! out of step) is kept per slot: a run holds its resident CTAs' state, plus a slot number per
-//! CTA of the kernel, not 4 bytes a thread and 14 a warp.
+//! out of step) is kept per slot: a run holds its resident CTAs' state, and slot numbers for
+//! the CTAs from its lowest resident one on, not 4 bytes a thread and 14 a warp.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,10 +14,10 @@ use crate::schedule::{BARRIER, DONE, READY};
 
 pub(super) struct Warps {
     pub shape: Shape,
-    /// Per CTA: its slot while it is resident (`u32::MAX` otherwise). Every other table is
-    /// kept per slot, and a slot is reused once its CTA finishes, so that a run holds the
-    /// state of its resident CTAs' warps, not the kernel's.
-    slot: Vec<u32>,
+    /// Per CTA: its slot while it is resident. Every other table is kept per slot, and a
+    /// slot is reused once its CTA finishes, so that a run holds the state of its resident
+    /// CTAs' warps, not the kernel's.
+    slot: CtaSlots,
     /// Slots that finished CTAs left.
     free_slots: Vec<u32>,
     /// Per slot: its CTA's streams.
@@ -51,25 +51,73 @@ pub(super) struct Warps {
     pub finished: bool,
     /// The streams of CTAs finished since, to give back to their feed.
     pub released: Vec<Arc<CtaStreams>>,
+    /// The slots of CTAs that finished, before they go to other CTAs (taken by the engine).
+    pub retired: Vec<u32>,
 }
 
 /// A warp of thread portions whose lanes are at different positions: each has its own `pc`.
 const OUT_OF_STEP: u32 = u32::MAX;
 
+/// The slots of a run's resident CTAs, kept for the CTAs from the lowest resident one (or the
+/// last launched) on: a run launches its CTAs in increasing order, so the table spans about
+/// its resident CTAs, not the kernel.
+#[derive(Default)]
+struct CtaSlots {
+    /// The CTA of `slot[0]`.
+    base: u32,
+    /// Per CTA from `base` on: its slot, or `u32::MAX` when it is not resident.
+    slot: Vec<u32>,
+}
+
+impl CtaSlots {
+    /// CTA `cta`'s slot, `u32::MAX` when it is not resident.
+    #[inline]
+    fn get(&self, cta: u32) -> u32 {
+        cta.checked_sub(self.base)
+            .and_then(|i| self.slot.get(i as usize))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    fn set(&mut self, cta: u32, slot: u32) {
+        if self.slot.is_empty() {
+            self.base = cta;
+        } else if cta < self.base {
+            let before = (self.base - cta) as usize;
+            self.slot
+                .splice(0..0, std::iter::repeat_n(u32::MAX, before));
+            self.base = cta;
+        }
+        let i = (cta - self.base) as usize;
+        if self.slot.len() <= i {
+            self.slot.resize(i + 1, u32::MAX);
+        }
+        self.slot[i] = slot;
+    }
+
+    /// CTA `cta` is no longer resident; the CTAs below the lowest resident one are let go.
+    fn clear(&mut self, cta: u32) {
+        if let Some(i) = cta.checked_sub(self.base) {
+            if let Some(s) = self.slot.get_mut(i as usize) {
+                *s = u32::MAX;
+            }
+        }
+        let lead = self.slot.iter().take_while(|&&s| s == u32::MAX).count();
+        if lead > 0 {
+            self.slot.drain(..lead);
+            self.base = self.base.saturating_add(lead as u32);
+        }
+    }
+}
+
 impl Warps {
     /// `threads`: whether the streams are per thread (the thread-portions issue unit).
     /// `lane_by_lane`: issue thread portions lane by lane from the start (the reference for
     /// issuing them position by position).
-    pub fn new(
-        shape: Shape,
-        n_ctas: u32,
-        threads: bool,
-        take_a_step: bool,
-        lane_by_lane: bool,
-    ) -> Self {
+    pub fn new(shape: Shape, threads: bool, take_a_step: bool, lane_by_lane: bool) -> Self {
         Warps {
             shape,
-            slot: vec![u32::MAX; n_ctas as usize],
+            slot: CtaSlots::default(),
             free_slots: Vec::new(),
             streams: Vec::new(),
             pos: Vec::new(),
@@ -86,6 +134,7 @@ impl Warps {
             resident: 0,
             finished: false,
             released: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -93,7 +142,7 @@ impl Warps {
     #[inline]
     fn wi(&self, gw: u32) -> usize {
         let wpc = self.shape.wpc;
-        self.slot[(gw / wpc) as usize] as usize * wpc as usize + (gw % wpc) as usize
+        self.slot.get(gw / wpc) as usize * wpc as usize + (gw % wpc) as usize
     }
 
     /// Gives CTA `cta` a slot, a finished CTA's or a new one, its tables cleared.
@@ -115,7 +164,7 @@ impl Warps {
                 (n - 1) as u32
             }
         };
-        self.slot[cta as usize] = slot;
+        self.slot.set(cta, slot);
         let s = slot as usize;
         self.cta_bar[s] = 0;
         self.cta_done[s] = 0;
@@ -125,6 +174,12 @@ impl Warps {
             self.pc[s * tpb as usize..(s + 1) * tpb as usize].fill(0);
         }
         s
+    }
+
+    /// How many CTAs' slot numbers are held (from the lowest resident one on).
+    #[cfg(test)]
+    pub fn slot_span(&self) -> usize {
+        self.slot.slot.len()
     }
 
     /// How many slots the kernel took so far.
@@ -148,7 +203,7 @@ impl Warps {
     /// first), and the warp's thread range within its CTA.
     pub fn threads_of(&self, gw: u32) -> (usize, std::ops::Range<usize>) {
         let (cta, w) = (gw / self.shape.wpc, gw % self.shape.wpc);
-        let slot = self.slot[cta as usize];
+        let slot = self.slot.get(cta);
         (
             slot as usize * self.shape.tpb as usize,
             self.shape.warp_threads(w),
@@ -205,8 +260,8 @@ impl Warps {
         }
     }
 
-    /// Makes a CTA resident with its streams and queues its warps.
-    pub fn launch(&mut self, cta: u32, streams: Arc<CtaStreams>) {
+    /// Makes a CTA resident with its streams and queues its warps; returns its slot.
+    pub fn launch(&mut self, cta: u32, streams: Arc<CtaStreams>) -> usize {
         self.resident += 1;
         let wpc = self.shape.wpc;
         let s = self.take_slot(cta);
@@ -224,6 +279,13 @@ impl Warps {
             self.defer(gw);
             self.rejoin(gw);
         }
+        s
+    }
+
+    /// The slot of resident CTA `cta`.
+    #[inline]
+    pub fn slot_of(&self, cta: u32) -> usize {
+        self.slot.get(cta) as usize
     }
 
     /// Sets the warp's state once its current instruction completes, from where it is.
@@ -271,7 +333,7 @@ impl Warps {
         work.push(gw);
         while let Some(gw) = work.pop() {
             let cta = gw / wpc;
-            let (i, s) = (self.wi(gw), self.slot[cta as usize] as usize);
+            let (i, s) = (self.wi(gw), self.slot.get(cta) as usize);
             match self.deferred[i] {
                 READY => {
                     self.fifo.push_back(gw);
@@ -306,8 +368,9 @@ impl Warps {
                 if let Some(done) = self.streams[s].take() {
                     self.released.push(done);
                 }
-                self.slot[cta as usize] = u32::MAX;
+                self.slot.clear(cta);
                 self.free_slots.push(s as u32);
+                self.retired.push(s as u32);
             }
         }
         self.work = work;
@@ -325,12 +388,11 @@ pub(super) fn has_load(positions: &[Lanes], pos: u32, lane: usize) -> bool {
 /// CTA `cta`'s streams, by its slot among `streams`, or those of a CTA without rows (one
 /// not resident).
 fn streams_of<'a>(
-    slot: &[u32],
+    slot: &CtaSlots,
     streams: &'a [Option<Arc<CtaStreams>>],
     cta: u32,
 ) -> &'a CtaStreams {
-    let s = slot.get(cta as usize).copied().unwrap_or(u32::MAX);
-    match streams.get(s as usize) {
+    match streams.get(slot.get(cta) as usize) {
         Some(Some(c)) => c,
         _ => &NO_ROWS,
     }

@@ -18,6 +18,8 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use rustc_hash::FxHashMap;
+
 use super::super::lanes::{self, Failure, Piece};
 use super::spool::{Spool, Spooling};
 use crate::config::SimConfig;
@@ -201,7 +203,8 @@ struct State {
 struct Posted {
     header: Kernel,
     shape: Shape,
-    ctas: Vec<Option<(Arc<CtaStreams>, u32)>>,
+    /// The CTAs on the board (at most `window`): their streams and the jobs yet to take them.
+    ctas: FxHashMap<u32, (Arc<CtaStreams>, u32)>,
     /// Every CTA below this is decided: on the board, taken, or without rows.
     decided: u32,
     /// The most CTAs the board holds before the builder waits.
@@ -404,14 +407,13 @@ impl Board {
         cfg: &SimConfig,
     ) -> Result<usize, SimError> {
         let shape = b.shape();
-        let n = header.num_ctas() as usize;
         // Room for every simulated SM's resident CTAs twice over, and one a core.
         let window = 2 * shape.resident_max(&cfg.gpu) as usize * sims as usize + self.cores;
         let mut st = self.lock()?;
         st.kernels.push(Posted {
             header,
             shape,
-            ctas: vec![None; n],
+            ctas: FxHashMap::default(),
             decided: 0,
             window,
         });
@@ -446,9 +448,7 @@ impl Board {
         st.held += 1;
         st.held_rows += rows;
         if let Some(k) = st.kernels.get_mut(ki) {
-            if let Some(slot) = k.ctas.get_mut(cta as usize) {
-                *slot = Some((Arc::new(built), takers));
-            }
+            k.ctas.insert(cta, (Arc::new(built), takers));
             k.decided = k.decided.max(cta + 1);
         }
         self.changed.notify_all();
@@ -575,18 +575,15 @@ impl CtaFeed for Feed<'_> {
             let Some(k) = st.kernels.get_mut(self.kernel) else {
                 return Err(TimingError::Cancelled);
             };
-            let (decided, slot) = (k.decided, k.ctas.get_mut(cta as usize));
-            match slot {
-                Some(Some((streams, left))) => {
+            let (decided, on_board) = (k.decided, k.ctas.get_mut(&cta));
+            match on_board {
+                Some((streams, left)) => {
                     let streams = streams.clone();
                     *left -= 1;
                     if *left == 0 {
+                        k.ctas.remove(&cta);
                         st.held_rows -= streams.rows();
                         st.held -= 1;
-                        let kernel = st.kernels.get_mut(self.kernel);
-                        if let Some(s) = kernel.and_then(|k| k.ctas.get_mut(cta as usize)) {
-                            *s = None;
-                        }
                         board.changed.notify_all();
                     }
                     break streams;

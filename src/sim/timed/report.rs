@@ -4,10 +4,13 @@
 use super::{Runs, TimedPlan};
 use crate::cache::Counters;
 use crate::config::Kernels;
-use crate::report::{Comparison, DistanceCounts, OccupancySample, TimingReport, ValueCount};
+use crate::report::{
+    Comparison, CtaRow, CtaTable, DistanceCounts, OccupancySample, TimingReport, ValueCount,
+};
 use crate::reuse::Histogram;
 use crate::sim::Report;
-use crate::timing::{classify_by, KernelRun, RunCounts, TimingStats, Variant};
+use crate::timing::{classify_by, CtaTally, KernelRun, RunCounts, TimingStats, Variant, Written};
+use crate::trace::Kernel;
 
 /// The report of the timing model from every run's results.
 pub(super) fn report(
@@ -18,7 +21,6 @@ pub(super) fn report(
 ) -> Report {
     let (cfg, t, launches) = (plan.cfg, plan.t, plan.launches);
     let (sms, variants) = (&plan.sms[..], &plan.variants[..]);
-    let n_sms = cfg.gpu.sms.max(1);
     let find = |v: Variant| variants.iter().position(|&x| x == v);
     let classes = |get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>| {
         let counts: Vec<Vec<RunCounts>> = variants
@@ -48,11 +50,8 @@ pub(super) fn report(
     // Per kernel: instruction and CTA rows (summed over SMs).
     for (ki, k) in launches.iter().enumerate() {
         let inst_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_inst));
-        let cta_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_cta));
         let per_inst = sum_rows(full, ki, |kr| &kr.per_inst);
-        let per_cta = sum_rows(full, ki, |kr| &kr.per_cta);
         let mut insts = vec![Counters::default(); k.instructions.len()];
-        let mut ctas = vec![Counters::default(); k.num_ctas() as usize];
         for s in full {
             let kr = &s[ki];
             for (i, c) in insts.iter_mut().enumerate() {
@@ -61,19 +60,11 @@ pub(super) fn report(
                 c.writes += kr.stores_inst[i].0;
                 c.bytes_to_memory += kr.stores_inst[i].1;
             }
-            for (i, c) in ctas.iter_mut().enumerate() {
-                c.accesses += kr.accesses_cta[i];
-                c.transactions += kr.transactions_cta[i];
-                c.writes += kr.stores_cta[i].0;
-                c.bytes_to_memory += kr.stores_cta[i].1;
-            }
         }
         for (c, (rc, cl)) in insts.iter_mut().zip(per_inst.iter().zip(&inst_classes)) {
             fill(c, rc, cl, line_bytes);
         }
-        for (c, (rc, cl)) in ctas.iter_mut().zip(per_cta.iter().zip(&cta_classes)) {
-            fill(c, rc, cl, line_bytes);
-        }
+        let ctas = cta_table(plan, runs, ki, k);
         let warp_insts: u64 = full.iter().map(|s| s[ki].warp_instructions).sum();
         let row = crate::report::KernelRow {
             kernel: ki as u32,
@@ -83,7 +74,7 @@ pub(super) fn report(
             rows: plan.rows[ki],
             warp_instructions: warp_insts,
         };
-        report.add_kernel(row, &k.instructions, &insts, &ctas, |c| Some(c % n_sms));
+        report.add_kernel_rows(row, &k.instructions, &insts, ctas);
     }
     // Per SM: kernels modelled cold are classified one by one, as the released model does.
     let sm_classes = if t.rules.kernels == Kernels::Cold {
@@ -209,6 +200,73 @@ pub(super) fn report(
     report.timing = Some(timing);
     report.finish(cfg.cache.lines());
     report
+}
+
+/// Kernel `ki`'s per-CTA rows, from every run's tallies of its CTAs. CTA `c` ran on SM
+/// `c % sms` (the timing model's round-robin), in every run; each run's tallies on an SM are
+/// in CTA order, so one pass over the CTAs reads them all back.
+fn cta_table(plan: &TimedPlan, runs: &Runs, ki: usize, k: &Kernel) -> CtaTable {
+    let n_sms = plan.cfg.gpu.sms.max(1);
+    let line_bytes = plan.cfg.cache.line_bytes as u64;
+    let classify = plan.variants.len() == 4;
+    // Each SM's slot among the simulated ones.
+    let mut slot_of = vec![None; n_sms as usize];
+    for (slot, &sm) in plan.sms.iter().enumerate() {
+        if let Some(s) = slot_of.get_mut(sm as usize) {
+            *s = Some(slot);
+        }
+    }
+    let mut readers: Vec<Vec<std::iter::Peekable<Written>>> = runs
+        .iter()
+        .map(|per_sm| {
+            per_sm
+                .iter()
+                .map(|s| s[ki].ctas.iter().peekable())
+                .collect()
+        })
+        .collect();
+    let mut table = CtaTable::default();
+    for c in 0..k.num_ctas() {
+        let Some(slot) = slot_of[(c % n_sms) as usize] else {
+            continue;
+        };
+        let mut of_run = [CtaTally::default(); 4];
+        let mut any = false;
+        for (v, per_sm) in readers.iter_mut().enumerate() {
+            let r = &mut per_sm[slot];
+            if let (Some((_, t)), Some(at)) = (r.next_if(|&(x, _)| x == c), of_run.get_mut(v)) {
+                *at = t;
+                any = true;
+            }
+        }
+        if !any {
+            continue;
+        }
+        let full = &of_run[0];
+        let classes = if classify {
+            classify_by(
+                &plan.t.rules,
+                &of_run[0].counts,
+                &of_run[1].counts,
+                &of_run[2].counts,
+                &of_run[3].counts,
+            )
+        } else {
+            Default::default()
+        };
+        let mut counters = Counters {
+            accesses: full.accesses,
+            transactions: full.transactions,
+            writes: full.stores,
+            bytes_to_memory: full.store_bytes,
+            ..Counters::default()
+        };
+        fill(&mut counters, &full.counts, &classes, line_bytes);
+        if let Some(row) = CtaRow::of(ki as u32, k.grid, c, Some(c % n_sms), counters) {
+            table.push(&row);
+        }
+    }
+    table
 }
 
 fn sum_rows(
