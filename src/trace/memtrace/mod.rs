@@ -20,6 +20,7 @@ use std::io::BufRead;
 
 use rustc_hash::FxHashMap;
 
+mod cta_sms;
 mod stream;
 mod walk;
 
@@ -175,20 +176,26 @@ impl Ctas {
         for c in &self.list {
             max = Dim3::new(max.x.max(c.x), max.y.max(c.y), max.z.max(c.z));
         }
-        let grid = Dim3::holding(max).unwrap_or(Dim3::new(u32::MAX, u32::MAX, u32::MAX));
-        if grid.count().saturating_mul(LANES as u64) > u32::MAX as u64 {
-            return Err(format!(
-                "kernel {name}: the CTA indices span a grid {grid} too large to model"
-            ));
-        }
-        super::check_density(grid, Dim3::x(LANES), rows, Order::Issued)
-            .map_err(|e| e.to_string())?;
+        let grid = grid_holding(name, max, rows)?;
         let mut cta_sm = vec![0; grid.count() as usize];
         for (c, &idx) in self.list.iter().enumerate() {
             cta_sm[grid.linear(idx) as usize] = self.sm[c];
         }
         Ok((grid, cta_sm))
     }
+}
+
+/// The smallest grid that holds the CTA indices up to `max`, checked as every reader checks a
+/// kernel's shape (`rows` of it) and small enough to number its threads.
+fn grid_holding(name: &str, max: Dim3, rows: usize) -> Result<Dim3, String> {
+    let grid = Dim3::holding(max).unwrap_or(Dim3::new(u32::MAX, u32::MAX, u32::MAX));
+    if grid.count().saturating_mul(LANES as u64) > u32::MAX as u64 {
+        return Err(format!(
+            "kernel {name}: the CTA indices span a grid {grid} too large to model"
+        ));
+    }
+    super::check_density(grid, Dim3::x(LANES), rows, Order::Issued).map_err(|e| e.to_string())?;
+    Ok(grid)
 }
 
 /// The name of the instruction of records of `kind` and `size`: the tracer records no PC.

@@ -18,8 +18,9 @@ use std::io::BufRead;
 
 use rustc_hash::FxHashMap;
 
+use super::cta_sms::CtaSms;
 use super::walk::Walker;
-use super::{instruction_name, read_into, Ctas, Fail, Record, Records, Warps, LANES};
+use super::{instruction_name, read_into, Fail, Record, Records, Warps, LANES};
 use crate::trace::model::{Dim3, Kernel, KernelBuilder, Order};
 use crate::trace::sink::{IssuedChunks, ISSUED_CHUNK_ROWS};
 use crate::trace::{source, BuildError, CtaSink, Ctx, TraceError};
@@ -36,7 +37,7 @@ struct Plan {
 /// The kernel being scanned.
 struct Scanning {
     name: String,
-    ctas: Ctas,
+    ctas: CtaSms,
     insts: FxHashMap<(u8, u16), u32>,
     names: Vec<String>,
     rows: u64,
@@ -53,7 +54,7 @@ impl Records for Scan {
     fn begin(&mut self, name: String) -> Result<(), Fail> {
         self.current = Some(Scanning {
             name,
-            ctas: Ctas::default(),
+            ctas: CtaSms::default(),
             insts: FxHashMap::default(),
             names: Vec::new(),
             rows: 0,
@@ -64,7 +65,7 @@ impl Records for Scan {
         let Some(k) = self.current.as_mut() else {
             return Err(Fail::File("a record before any kernel".into()));
         };
-        k.ctas.id(&r)?;
+        k.ctas.note(&r)?;
         let next = k.names.len() as u32;
         k.insts.entry((r.kind.code(), r.size)).or_insert_with(|| {
             k.names.push(instruction_name(r.kind, r.size));
