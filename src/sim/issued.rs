@@ -34,6 +34,13 @@ pub(super) struct ByIssue {
 type Key = (u32, u32, u32, u32);
 
 impl ByIssue {
+    /// About the bytes it holds: the kernel's counters so far (the per-CTA ones of a window
+    /// of up to 65,536 CTAs, [`crate::report::CtaCounters`]), its header and the warp
+    /// instruction held over.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.run.heap_bytes(&self.header) + self.pending.heap_bytes() + 4 * self.idx.capacity()
+    }
+
     /// The kernel's instructions given so far.
     pub(super) fn instructions(&self) -> &[crate::trace::Instruction] {
         &self.header.instructions
@@ -371,6 +378,28 @@ mod tests {
                 prop_assert_eq!(&copy_events.0[..], &want_events.0[before..]);
             }
         }
+    }
+
+    /// A session within an issued-order kernel counts its per-CTA counters (a window of
+    /// them, which grows with the CTAs met up to its limit) in the bytes it says it holds:
+    /// the app keeps copies of sessions within a budget of those bytes.
+    #[test]
+    fn a_session_within_an_issued_kernel_counts_its_per_cta_counters() {
+        let runs: Vec<Run> = (0..4000u32)
+            .map(|c| (0, 0, c, 0, 0, vec![c as u64 * 128]))
+            .collect();
+        let k = kernel(&runs, 4000, &[]);
+        let mut s = Session::new(&SimConfig::default(), 0).unwrap();
+        s.begin_kernel(&k.header(), &mut NoObserver).unwrap();
+        let before = s.approx_bytes();
+        s.issued(k.columns(), &mut NoObserver).unwrap();
+        let held = s.by_issue.as_ref().map_or(0, |b| b.run.ctas.heap_bytes());
+        assert!(held > 4000 * 100, "{held} bytes of per-CTA counters");
+        let after = s.approx_bytes();
+        assert!(
+            after >= before + held as u64,
+            "{before} then {after}, {held} held"
+        );
     }
 
     #[test]

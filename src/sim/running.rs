@@ -36,6 +36,18 @@ pub(super) fn add_instructions(
 }
 
 impl Running {
+    /// About the bytes it holds: the kernel's counters so far (one per instruction, and the
+    /// per-CTA counters and rows), and those of `header`, the kernel without rows that its
+    /// session keeps (its instructions and CTA-to-SM table).
+    pub(super) fn heap_bytes(&self, header: &crate::trace::Kernel) -> usize {
+        let counters = std::mem::size_of::<Counters>();
+        let instruction = std::mem::size_of::<Instruction>() + 32;
+        counters * self.insts.capacity()
+            + self.ctas.heap_bytes()
+            + instruction * header.instructions.len()
+            + 4 * header.info.cta_sm.capacity()
+    }
+
     /// Simulates one issued warp instruction: `rows` of `cols`.
     pub(super) fn issue(
         &mut self,

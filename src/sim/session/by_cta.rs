@@ -322,11 +322,10 @@ impl ByCta {
         }
     }
 
-    /// About the bytes it holds: the scheduler's state and the kernel's counters so far
-    /// (one per instruction, and the per-CTA counters and rows).
+    /// About the bytes it holds: the scheduler's state, the kernel's counters so far (one
+    /// per instruction, and the per-CTA counters and rows) and its header.
     pub(super) fn heap_bytes(&self) -> usize {
-        let counters = std::mem::size_of::<crate::cache::Counters>();
-        self.sched.heap_bytes() + counters * self.run.insts.len() + self.run.ctas.heap_bytes()
+        self.sched.heap_bytes() + self.run.heap_bytes(&self.header)
     }
 
     /// Refuses to go on while rows are wanted.

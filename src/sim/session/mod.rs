@@ -127,7 +127,8 @@ impl Session {
             .filter_map(|s| s.reuse.as_ref())
             .map(|r| r.heap_bytes())
             .sum();
-        let scheduler = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes());
+        let kernel = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes())
+            + self.by_issue.as_ref().map_or(0, |b| b.heap_bytes());
         // The report's per-instruction and per-CTA rows (a row is mostly its counters).
         let row = std::mem::size_of::<Counters>() + 32;
         let report = row
@@ -135,7 +136,7 @@ impl Session {
                 + self.report.source_lines.len()
                 + self.report.kernels.len())
             + self.report.ctas.heap_bytes();
-        (1 << 20) + (trackers + scheduler + report) as u64
+        (1 << 20) + (trackers + kernel + report) as u64
     }
 
     /// Starts a simulation with `cfg` (not the timing model, which needs whole kernels: see
