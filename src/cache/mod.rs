@@ -80,6 +80,12 @@ impl CacheModel {
         }
     }
 
+    /// About the bytes it holds beyond the two arrays' own size: the record of every line
+    /// seen (for compulsory misses), which grows with the distinct lines.
+    pub fn heap_bytes(&self) -> usize {
+        self.seen.heap_bytes()
+    }
+
     /// Whether [`CacheModel::access_at_distance`] may stand for [`CacheModel::access`]: LRU,
     /// write-allocate, unsectored lines.
     pub fn shadow_is_a_stack(&self) -> bool {

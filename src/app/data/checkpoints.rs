@@ -28,9 +28,10 @@
 //!
 //! A copy is taken every `every` accesses simulated (the work it saves); when [`MOST`] are
 //! kept, every other one goes and `every` doubles, so they stay spread over the whole run. A
-//! copy holds the reuse trackers (they grow with the distinct lines), so the copies together
-//! stay under [`BUDGET_BYTES`]: fewer are kept for a trace of many distinct lines, none when
-//! one copy would not fit.
+//! copy holds the reuse trackers and the caches' records of the lines seen (they grow with
+//! the distinct lines), and the running kernel's per-CTA counters and the report's rows (they
+//! grow with the CTAs), so the copies together stay under [`BUDGET_BYTES`]: fewer are kept
+//! for a large trace, none when one copy would not fit.
 
 use crate::sim::Session;
 use crate::trace::ResumePoint;

@@ -118,14 +118,16 @@ impl Session {
         self.done
     }
 
-    /// About the bytes a [`Session::snapshot`] holds: mostly the reuse trackers, which grow
-    /// with the distinct lines (the caches and counters are small).
+    /// About the bytes a [`Session::snapshot`] holds: mostly the reuse trackers and the
+    /// caches' records of the lines seen, which grow with the distinct lines, and the
+    /// running kernel's per-CTA counters and the report's rows, which grow with the CTAs.
     pub fn approx_bytes(&self) -> u64 {
+        // The reuse trackers and the caches' records of the lines seen grow with the
+        // distinct lines.
         let trackers: usize = self
             .sims
             .iter()
-            .filter_map(|s| s.reuse.as_ref())
-            .map(|r| r.heap_bytes())
+            .map(|s| s.reuse.as_ref().map_or(0, |r| r.heap_bytes()) + s.cache.heap_bytes())
             .sum();
         let kernel = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes())
             + self.by_issue.as_ref().map_or(0, |b| b.heap_bytes());
@@ -377,6 +379,24 @@ mod tests {
             k.info.cta_sm = vec![sm];
         }
         k
+    }
+
+    /// The bytes a session says it holds count the caches' records of every line seen
+    /// (write-through, so not a stack: the compulsory misses come from that record), with the
+    /// reuse distances off: the app's copies of sessions keep to a budget of those bytes.
+    #[test]
+    fn a_sessions_bytes_count_the_lines_its_caches_have_seen() {
+        let rows: Vec<_> = (0..200_000u64).map(|i| (0, 0, i * 128, 4, 0, 0)).collect();
+        let k = kernel(&rows, None);
+        let mut cfg = SimConfig::default();
+        cfg.cache.write_policy = WritePolicy::Wtna;
+        cfg.reuse = false;
+        let mut s = Session::new(&cfg, 0).unwrap();
+        let before = s.approx_bytes();
+        s.kernel(&k, &mut NoObserver).unwrap();
+        let seen: usize = s.sims.iter().map(|m| m.cache.heap_bytes()).sum();
+        assert!(seen >= 200_000 * 4, "{seen} bytes for 200,000 lines");
+        assert!(s.approx_bytes() >= before + seen as u64);
     }
 
     proptest! {
