@@ -8,13 +8,25 @@ use super::{rate, CtaRow};
 use crate::cache::{Counters, MissClasses};
 use crate::trace::Dim3;
 use serde::ser::{Serialize, SerializeSeq, Serializer};
+use std::sync::Arc;
 
 /// Per-CTA rows, encoded. Equal tables hold equal rows in the same order.
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// The rows are kept in blocks of about [`BLOCK_BYTES`]; a full block is shared between a
+/// table and its copies (the app keeps up to 16 copies of a streamed run's session, report
+/// included, for zooming), so that a copy holds anew only the rows of the last block.
+#[derive(Clone, Default)]
 pub struct CtaTable {
-    bytes: Vec<u8>,
+    /// Full blocks of whole rows, shared by copies.
+    blocks: Vec<Arc<[u8]>>,
+    /// The rows after the last full block.
+    tail: Vec<u8>,
     rows: usize,
 }
+
+/// The bytes of encoded rows after which a table's block is full (small in the crate's tests,
+/// so that they span blocks).
+const BLOCK_BYTES: usize = if cfg!(test) { 200 } else { 64 << 10 };
 
 /// The numbers of one row, in the order they are encoded.
 const FIELDS: usize = 24;
@@ -91,9 +103,19 @@ impl CtaTable {
     /// Adds a row at the end. Its miss rate is not kept: it follows from its counters.
     pub fn push(&mut self, r: &CtaRow) {
         for v in fields(r) {
-            crate::varint::put(&mut self.bytes, v);
+            crate::varint::put(&mut self.tail, v);
         }
         self.rows += 1;
+        if self.tail.len() >= BLOCK_BYTES {
+            self.seal();
+        }
+    }
+
+    /// Makes the rows after the last full block a block.
+    fn seal(&mut self) {
+        if !self.tail.is_empty() {
+            self.blocks.push(Arc::from(std::mem::take(&mut self.tail)));
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -104,15 +126,30 @@ impl CtaTable {
         self.rows == 0
     }
 
-    /// The bytes the rows take.
+    /// The bytes the rows take, a block shared with copies counted as this table's share.
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
+        let blocks: usize = self
+            .blocks
+            .iter()
+            .map(|b| b.len() / Arc::strong_count(b).max(1))
+            .sum();
+        blocks + self.tail.capacity() + self.blocks.capacity() * std::mem::size_of::<Arc<[u8]>>()
+    }
+
+    /// The encoded rows, block by block.
+    fn segments(&self) -> impl Iterator<Item = &[u8]> {
+        self.blocks
+            .iter()
+            .map(|b| &b[..])
+            .chain(std::iter::once(&self.tail[..]))
     }
 
     /// The rows in order.
     pub fn iter(&self) -> Rows<'_> {
         Rows {
-            bytes: &self.bytes,
+            blocks: self.blocks.iter(),
+            tail: Some(&self.tail),
+            bytes: &[],
             left: self.rows,
         }
     }
@@ -123,7 +160,9 @@ impl CtaTable {
             *self = other;
             return;
         }
-        self.bytes.extend_from_slice(&other.bytes);
+        self.seal();
+        self.blocks.extend(other.blocks);
+        self.tail = other.tail;
         self.rows += other.rows;
     }
 
@@ -139,29 +178,42 @@ impl CtaTable {
         }) {
             return;
         }
+        // Each row's key and where it starts: its segment and the offset in it.
         let mut at = Vec::with_capacity(self.rows);
-        let mut rows = self.iter();
-        loop {
-            let start = self.bytes.len() - rows.bytes.len();
-            let Some(r) = rows.next() else { break };
-            at.push((key(&r), start));
+        let segments: Vec<&[u8]> = self.segments().collect();
+        for (seg, bytes) in segments.iter().enumerate() {
+            let mut offset = 0;
+            while offset < bytes.len() {
+                let (r, next) = decode(bytes, offset);
+                at.push((key(&r), seg, offset));
+                offset = next;
+            }
         }
         at.sort_by(|a, b| a.0.cmp(&b.0));
         let mut sorted = CtaTable::default();
-        sorted.bytes.reserve(self.bytes.len());
-        for (_, start) in at {
-            if let Some(r) = (Rows {
-                bytes: &self.bytes[start..],
-                left: 1,
-            })
-            .next()
-            {
-                sorted.push(&r);
-            }
+        for (_, seg, offset) in at {
+            sorted.push(&decode(segments[seg], offset).0);
         }
         *self = sorted;
     }
 }
+
+/// The row that starts at `bytes[at]`, and where the next one starts.
+fn decode(bytes: &[u8], mut at: usize) -> (CtaRow, usize) {
+    let mut f = [0u64; FIELDS];
+    for v in f.iter_mut() {
+        *v = crate::varint::get(bytes, &mut at);
+    }
+    (row(&f), at)
+}
+
+impl PartialEq for CtaTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows && self.segments().flatten().eq(other.segments().flatten())
+    }
+}
+
+impl Eq for CtaTable {}
 
 impl FromIterator<CtaRow> for CtaTable {
     fn from_iter<I: IntoIterator<Item = CtaRow>>(iter: I) -> Self {
@@ -183,6 +235,9 @@ impl<'a> IntoIterator for &'a CtaTable {
 
 /// The rows of a [`CtaTable`], decoded one at a time.
 pub struct Rows<'a> {
+    blocks: std::slice::Iter<'a, Arc<[u8]>>,
+    tail: Option<&'a [u8]>,
+    /// The rest of the segment being read.
     bytes: &'a [u8],
     left: usize,
 }
@@ -194,14 +249,16 @@ impl Iterator for Rows<'_> {
         if self.left == 0 {
             return None;
         }
-        let mut f = [0u64; FIELDS];
-        let mut at = 0;
-        for v in f.iter_mut() {
-            *v = crate::varint::get(self.bytes, &mut at);
+        while self.bytes.is_empty() {
+            self.bytes = match self.blocks.next() {
+                Some(b) => b,
+                None => self.tail.take()?,
+            };
         }
-        self.bytes = &self.bytes[at.min(self.bytes.len())..];
+        let (r, next) = decode(self.bytes, 0);
+        self.bytes = &self.bytes[next.min(self.bytes.len())..];
         self.left -= 1;
-        Some(row(&f))
+        Some(r)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -298,6 +355,36 @@ mod tests {
         }
     }
 
+    /// A copy shares the full blocks of rows: it holds anew only the last one's, and the
+    /// table and its copy each count half of what they share.
+    #[test]
+    fn a_copy_shares_the_full_blocks() {
+        let mut t = CtaTable::default();
+        let mut rows = Vec::new();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        for _ in 0..300 {
+            let r =
+                proptest::strategy::ValueTree::current(&any_row().new_tree(&mut runner).unwrap());
+            t.push(&r);
+            rows.push(r);
+        }
+        assert!(t.blocks.len() > 10, "{} blocks", t.blocks.len());
+        let alone = t.heap_bytes();
+        let mut copy = t.clone();
+        assert!(t
+            .blocks
+            .iter()
+            .zip(&copy.blocks)
+            .all(|(a, b)| Arc::ptr_eq(a, b)));
+        let shared = t.heap_bytes();
+        assert!(shared < alone * 2 / 3, "{shared} of {alone}");
+        // The copy goes on by itself; the table keeps its rows.
+        copy.push(&rows[0]);
+        assert_eq!(t.iter().collect::<Vec<_>>(), rows);
+        rows.push(rows[0].clone());
+        assert_eq!(copy.iter().collect::<Vec<_>>(), rows);
+    }
+
     #[test]
     fn a_small_cta_row_takes_tens_of_bytes() {
         let counters = Counters {
@@ -330,7 +417,7 @@ mod tests {
                 counters,
             })
             .collect();
-        let per_row = t.bytes.len() / t.len();
+        let per_row = t.segments().map(|s| s.len()).sum::<usize>() / t.len();
         assert!((24..=28).contains(&per_row), "{per_row} bytes a row");
         assert_eq!(t.iter().nth(999).map(|r| r.cta.x), Some(999 * 200));
     }
