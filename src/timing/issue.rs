@@ -359,19 +359,8 @@ mod tests {
         lane_by_lane: bool,
         let_go: bool,
     ) -> (Vec<String>, u64, u32) {
-        struct Quiet;
-        impl Hooks for Quiet {}
         let t = c.timing.as_ref().expect("timing");
-        let streams = WarpStreams::build(
-            k,
-            0..k.num_ctas(),
-            c.schedule.warp_size,
-            c.coalescing,
-            &c.cache,
-            &c.gpu,
-            &t.rules,
-        )
-        .expect("streams");
+        let streams = streams_of(c, k);
         let (mut out, mut fell, mut slots) = (Vec::new(), 0, 0);
         for v in Variant::all(t) {
             let (p, fa) = v.params(t);
@@ -394,6 +383,24 @@ mod tests {
             out.push(format!("{v:?} {:?}", e.stats));
         }
         (out, fell, slots)
+    }
+
+    struct Quiet;
+    impl Hooks for Quiet {}
+
+    /// The warps' streams of every CTA of `k` under `c`.
+    fn streams_of(c: &SimConfig, k: &Kernel) -> WarpStreams {
+        let t = c.timing.as_ref().expect("timing");
+        WarpStreams::build(
+            k,
+            0..k.num_ctas(),
+            c.schedule.warp_size,
+            c.coalescing,
+            &c.cache,
+            &c.gpu,
+            &t.rules,
+        )
+        .expect("streams")
     }
 
     /// The first line where two runs' records differ, with the one before it.
@@ -465,8 +472,6 @@ mod tests {
     /// every CTA of the kernel, under both issue units, and writes every CTA's counts.
     #[test]
     fn a_run_holds_per_cta_state_for_its_resident_ctas_only() {
-        struct Quiet;
-        impl Hooks for Quiet {}
         // 3000 one-thread CTAs, each loading a line of 50 and a line all of them load.
         let ctas: Vec<Vec<Vec<Load>>> = (0..3000u64)
             .map(|c| vec![vec![(0, c % 50, 0, 4), (1, 60, 0, 4)]])
@@ -479,17 +484,8 @@ mod tests {
             if !portions {
                 t.rules.set("issue", "warp").expect("rule");
             }
+            let streams = streams_of(&c, &k);
             let t = c.timing.as_ref().expect("timing");
-            let streams = WarpStreams::build(
-                &k,
-                0..k.num_ctas(),
-                c.schedule.warp_size,
-                c.coalescing,
-                &c.cache,
-                &c.gpu,
-                &t.rules,
-            )
-            .expect("streams");
             let (p, fa) = Variant::Full.params(t);
             let mut e = Engine::new(&c.cache, p, fa, c.seed);
             let run = e
