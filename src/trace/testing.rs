@@ -86,13 +86,35 @@ fn stream_file_to(path: &std::path::Path, mut p: Pieces) -> Result<Pieces, Trace
     Ok(p)
 }
 
-/// Writes `bytes` to file `name` in a scratch folder of this test process named after `reader`.
-pub(crate) fn scratch(reader: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ws-{reader}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
+/// A file in a folder of its own in the temporary folder; the folder goes when this does.
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// Writes `bytes` to file `name` in a scratch folder named after `reader`.
+pub(crate) fn scratch(reader: &str, name: &str, bytes: &[u8]) -> Scratch {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("ws-{reader}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    Scratch { path, _dir: dir }
 }
 
 fn unchanged(s: super::source::Stream) -> super::source::Stream {

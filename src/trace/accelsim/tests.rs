@@ -329,10 +329,8 @@ fn streamed_once_and_whole(
     name: &str,
     text: &str,
 ) -> (Recorded, Kernel, Result<Recorded, TraceError>) {
-    let dir = std::env::temp_dir().join(format!("ws-accelsim-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.traceg"));
-    std::fs::write(&path, text).unwrap();
+    let path =
+        crate::trace::testing::scratch("accelsim", &format!("{name}.traceg"), text.as_bytes());
     let stream = |mut rec: Recorded| {
         let opts = ReadOptions::default();
         let open = open_trace(&path, opts, &|s| s, &|s| s).unwrap();
@@ -344,7 +342,6 @@ fn streamed_once_and_whole(
         ..Recorded::default()
     });
     let whole = read_kernel(text.as_bytes(), "whole").unwrap();
-    std::fs::remove_file(&path).unwrap();
     (rec, whole, once)
 }
 
