@@ -231,33 +231,72 @@ fn loading_reports_progress_and_failure_names_the_file() {
 
 #[test]
 fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
+    use warpscope::app::data::Outcome as O;
     let t = trace("matmul", &[("n", "64"), ("block", "8,8")]);
-    let mut cfg = config::preset("fermi-16k").unwrap();
-    cfg.gpu.sms = 2;
-    cfg.gpu.simulate = config::SmSelection::All;
-    cfg.cache.write_policy = config::WritePolicy::Wbwa;
-    let data = simulate(t, cfg);
-    let r = &data.report;
-    assert_eq!(data.per_inst.len(), r.instructions.len());
-    assert_eq!(data.per_cta.len(), r.ctas.len());
-    for (s, row) in data.per_inst.iter().zip(&r.instructions) {
-        assert_eq!(s.total(), row.counters.requests, "{}", row.name);
-        assert_eq!(s.misses(), row.counters.misses, "{}", row.name);
-        let classes = row.counters.miss_classes;
-        use warpscope::app::data::Outcome as O;
-        let class = |o| s.get(false, o) + s.get(true, o);
-        assert_eq!(class(O::Compulsory), classes.compulsory);
-        assert_eq!(class(O::Capacity), classes.capacity);
-        assert_eq!(class(O::Conflict), classes.conflict);
+    for policy in [config::WritePolicy::Wbwa, config::WritePolicy::Wtna] {
+        let mut cfg = config::preset("fermi-16k").unwrap();
+        cfg.gpu.sms = 2;
+        cfg.gpu.simulate = config::SmSelection::All;
+        cfg.cache.write_policy = policy;
+        let data = simulate(t.clone(), cfg);
+        let r = &data.report;
+        assert_eq!(data.per_inst.len(), r.instructions.len());
+        for (s, row) in data.per_inst.iter().zip(&r.instructions) {
+            assert_eq!(s.total(), row.counters.requests, "{}", row.name);
+            assert_eq!(s.misses(), row.counters.misses, "{}", row.name);
+            let classes = row.counters.miss_classes;
+            let class = |o| s.get(false, o) + s.get(true, o);
+            assert_eq!(class(O::Compulsory), classes.compulsory);
+            assert_eq!(class(O::Capacity), classes.capacity);
+            assert_eq!(class(O::Conflict), classes.conflict);
+        }
+        // Each CTA row's classes, by reads and writes, are its requests' (every request is
+        // kept here), and sum to the report's classes of that CTA.
+        let p = &data.points;
+        let mut want = std::collections::HashMap::<(u16, u32), [[u64; 5]; 2]>::new();
+        for i in 0..p.len() {
+            let o = p.outcome(i);
+            let c = match o {
+                O::Compulsory => 0,
+                O::Capacity => 1,
+                O::Conflict => 2,
+                _ => continue,
+            };
+            want.entry((p.kernel[i], p.cta[i])).or_default()[p.is_write(i) as usize][c] += 1;
+        }
+        let ctas: Vec<_> = r
+            .ctas
+            .iter()
+            .filter(|c| c.counters.requests > 0 || c.counters.writes > 0)
+            .collect();
+        let rows = &data.miss_tables.cta;
+        assert_eq!(rows.len(), ctas.len());
+        let mut writes = 0;
+        for (row, c) in rows.iter().zip(&ctas) {
+            let g = data.kernels[c.kernel as usize].grid;
+            let id = (c.cta.z * g.y + c.cta.y) * g.x + c.cta.x;
+            let w = want
+                .get(&(c.kernel as u16, id))
+                .copied()
+                .unwrap_or_default();
+            assert_eq!(row.classes.reads, w[0], "{policy:?} {}", row.label);
+            assert_eq!(row.classes.writes, w[1], "{policy:?} {}", row.label);
+            assert_eq!(row.requests, c.counters.requests);
+            let m = c.counters.miss_classes;
+            let sum = |k: usize| row.classes.reads[k] + row.classes.writes[k];
+            assert_eq!(
+                [sum(0), sum(1), sum(2)],
+                [m.compulsory, m.capacity, m.conflict]
+            );
+            writes += row.classes.writes.iter().sum::<u64>();
+        }
+        assert!(rows.iter().filter(|r| r.misses > 0).count() > 1);
+        // Stores miss (and are classed) under either policy: the write columns are checked.
+        assert!(writes > 0, "{policy:?}");
+        // The set grid counts every request once.
+        let sum: u64 = data.sets.accesses.iter().map(|&v| v as u64).sum();
+        assert_eq!(sum, r.totals.requests);
     }
-    for (s, row) in data.per_cta.iter().zip(&r.ctas) {
-        assert_eq!(s.total(), row.counters.requests);
-        assert_eq!(s.misses(), row.counters.misses);
-    }
-    assert!(data.per_cta.iter().filter(|s| s.total() > 0).count() > 1);
-    // The set grid counts every request once.
-    let sum: u64 = data.sets.accesses.iter().map(|&v| v as u64).sum();
-    assert_eq!(sum, r.totals.requests);
 }
 
 #[test]

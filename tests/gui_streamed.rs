@@ -107,7 +107,7 @@ fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
     assert_eq!(a.reuse, b.reuse, "{name}");
     assert_eq!(a.thread, b.thread, "{name}");
     assert_eq!(w.per_inst, s.per_inst, "{name}");
-    assert_eq!(w.per_cta, s.per_cta, "{name}");
+    assert_eq!(w.miss_tables.cta, s.miss_tables.cta, "{name}");
     assert!(w.per_inst.iter().any(|c| c.misses() > 0), "{name}");
     assert_eq!(per_set(&w), per_set(&s), "{name}");
     assert_eq!(
@@ -541,7 +541,7 @@ fn the_timing_model_on_a_streamed_file_gives_the_whole_reads_result() {
         assert!(s.x.is_time());
         assert_eq!(s.x, w.x);
         assert_eq!(w.per_inst, s.per_inst);
-        assert_eq!(w.per_cta, s.per_cta);
+        assert_eq!(w.miss_tables.cta, s.miss_tables.cta);
         assert_eq!(per_set(&w), per_set(&s));
         let window = total / 2..total / 2 + 300;
         let detail = worker::simulate_window(

@@ -18,7 +18,7 @@ fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
     let cfg = config::preset("gtx470-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
     // Stores bypass the L1: a row of their own, no requests, and a note saying so.
-    let rows = miss_view::rows(&d, Per::Instruction);
+    let rows = d.miss_tables.of(Per::Instruction).to_vec();
     let names: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
     let st = &rows[2];
@@ -219,7 +219,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let t = trace("matmul", &[("n", "32")]);
     let cfg = config::preset("fermi-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
-    let rows = miss_view::rows(&d, Per::Instruction);
+    let rows = d.miss_tables.of(Per::Instruction).to_vec();
     let tot = &d.report.totals;
     assert_eq!(rows.iter().map(|r| r.accesses).sum::<u64>(), tot.accesses);
     assert_eq!(
@@ -238,7 +238,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let mut none = cfg;
     none.coalescing = config::Coalescing::None;
     let d = simulate(t.clone(), none);
-    for r in miss_view::rows(&d, Per::Instruction) {
+    for r in d.miss_tables.of(Per::Instruction).to_vec() {
         assert_eq!(r.accesses_per_request(), 1.0, "{r:?}");
     }
     // On screen, with Nsight Compute's names in the hovers.
@@ -363,8 +363,8 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
         h.get_by_label(l);
     }
     let d = h.state().panes[0].result.clone().unwrap();
-    let rows = miss_view::rows(&d, Per::SourceLine);
-    let by_inst = miss_view::rows(&d, Per::Instruction);
+    let rows = d.miss_tables.of(Per::SourceLine).to_vec();
+    let by_inst = d.miss_tables.of(Per::Instruction).to_vec();
     assert_eq!(rows.len(), 4);
     // One instruction per line here: each line's row is its instruction's row, classes too.
     for (l, i) in rows.iter().zip(&by_inst) {

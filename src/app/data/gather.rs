@@ -6,15 +6,16 @@
 //!   stride doubling (and every other kept request dropped) whenever [`SAMPLE_POINTS`] are
 //!   kept. The address view draws it, each request at its place in the whole order.
 //! - Exact counts: the set heatmap (its time slices doubling in width as the run grows), the
-//!   read/write split of every instruction and CTA, and the 4 KiB pages touched (the address
-//!   axis's segments, as [`Segments::from_addresses`] makes them from every address).
+//!   read/write split of every instruction, every CTA's misses by class, and the 4 KiB pages
+//!   touched (the address axis's segments, as [`Segments::from_addresses`] makes them from
+//!   every address).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashSet;
 
-use super::{ClassSplit, Outcome, Points, Segments, SimData, SET_BINS};
+use super::{ClassSplit, CtaClasses, Outcome, Points, Segments, SimData, SET_BINS};
 use crate::app::job::{Progress, Wake};
 use crate::cache::Counters;
 use crate::config::SimConfig;
@@ -182,9 +183,10 @@ pub struct Gather<'a> {
     /// (where each kernel sits on the time axis, however thin the sample).
     pub spans: Vec<u64>,
     pub slots: Slots,
-    /// By [`Slots`]: each instruction's and CTA's requests by read/write and outcome.
+    /// By [`Slots`]: each instruction's requests by read/write and outcome, and each CTA's
+    /// misses by read/write and class.
     pub inst_split: Vec<ClassSplit>,
-    pub cta_split: Vec<ClassSplit>,
+    pub cta_classes: CtaClasses,
     pub grid: GrowingGrid,
     pages: FxHashSet<u64>,
     last_page: u64,
@@ -211,7 +213,7 @@ impl<'a> Gather<'a> {
             spans: Vec::new(),
             slots: Slots::default(),
             inst_split: Vec::new(),
-            cta_split: Vec::new(),
+            cta_classes: CtaClasses::default(),
             grid: GrowingGrid::new(config.cache.sets() as usize),
             pages: FxHashSet::default(),
             last_page: u64::MAX,
@@ -304,8 +306,7 @@ impl Observer for Gather<'_> {
         self.kernels.push(header.header());
         self.inst_split
             .resize(self.slots.insts, ClassSplit::default());
-        self.cta_split
-            .resize(self.slots.ctas, ClassSplit::default());
+        self.cta_classes.resize(self.slots.ctas);
     }
 
     /// The open kernel, the last begun, found more instructions.
@@ -343,7 +344,7 @@ impl Observer for Gather<'_> {
             self.inst_split[s].add(e.write, o);
         }
         if let Some(s) = self.slots.cta(k, e.cta) {
-            self.cta_split[s].add(e.write, o);
+            self.cta_classes.add(s, e.write, o);
         }
         let page = e.line.saturating_mul(self.line_bytes) >> 12;
         if page != self.last_page {

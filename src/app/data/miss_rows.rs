@@ -1,8 +1,9 @@
 //! The rows of the miss view's tables (per instruction, per CTA, per source line), built on
 //! the worker with the rest of a run's [`SimData`] so that the view only sorts and draws them.
 
-use super::{inst_label, ClassSplit, Outcome, SimData};
+use super::{inst_label, ClassSplit, Classes, Outcome, SimData};
 use crate::cache::{Counters, MissClasses};
+use crate::report::CtaRow;
 
 /// Which table the miss view shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -25,7 +26,9 @@ pub struct MissTables {
 }
 
 impl MissTables {
-    pub fn new(d: &SimData) -> Self {
+    /// The tables of `d`, each CTA row's classes looked up by `cta_classes` (without
+    /// timing; the timing model's rows have their classes).
+    pub fn new(d: &SimData, cta_classes: &dyn Fn(&CtaRow) -> Classes) -> Self {
         let mut totals = ClassCounts::default();
         if d.config.timing.is_some() {
             totals = ClassCounts::from_classes(&d.report.totals.miss_classes);
@@ -39,9 +42,9 @@ impl MissTables {
             }
         }
         MissTables {
-            instruction: rows(d, Per::Instruction),
-            cta: rows(d, Per::Cta),
-            source_line: rows(d, Per::SourceLine),
+            instruction: rows(d, Per::Instruction, cta_classes),
+            cta: rows(d, Per::Cta, cta_classes),
+            source_line: rows(d, Per::SourceLine, cta_classes),
             totals,
         }
     }
@@ -77,6 +80,14 @@ impl ClassCounts {
         ClassCounts {
             reads: of(false),
             writes: of(true),
+        }
+    }
+    /// From a CTA's misses by class (no timing).
+    fn from_cta(c: &Classes) -> Self {
+        let of = |w: usize| [c[w][0], c[w][1], c[w][2], 0, 0];
+        ClassCounts {
+            reads: of(0),
+            writes: of(1),
         }
     }
     /// From the report's classes (timing): every request is a load, so all are reads.
@@ -122,7 +133,8 @@ impl MissRow {
     }
 }
 
-fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow {
+/// A row of counters `c`, its classes from `classes` without timing.
+fn row(d: &SimData, label: String, c: &Counters, classes: impl FnOnce() -> ClassCounts) -> MissRow {
     let timing = d.config.timing.is_some();
     MissRow {
         label,
@@ -132,7 +144,7 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
         classes: if timing {
             ClassCounts::from_classes(&c.miss_classes)
         } else {
-            ClassCounts::from_split(split)
+            classes()
         },
         bypassed: if timing { c.writes } else { 0 },
         accesses: c.accesses,
@@ -142,8 +154,9 @@ fn row(d: &SimData, label: String, c: &Counters, split: &ClassSplit) -> MissRow 
     }
 }
 
-/// The rows of the per-instruction, per-CTA or per-source-line table, in report order.
-pub fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
+/// The rows of the per-instruction, per-CTA or per-source-line table, in report order, each
+/// CTA row's classes from `cta_classes`.
+fn rows(d: &SimData, per: Per, cta_classes: &dyn Fn(&CtaRow) -> Classes) -> Vec<MissRow> {
     let several = d.kernels.len() > 1;
     let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
     match per {
@@ -159,7 +172,9 @@ pub fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
                 }
                 MissRow {
                     inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
-                    ..row(d, label, &r.counters, &split(&d.per_inst, i))
+                    ..row(d, label, &r.counters, || {
+                        ClassCounts::from_split(&split(&d.per_inst, i))
+                    })
                 }
             })
             .collect(),
@@ -167,16 +182,17 @@ pub fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
             .report
             .ctas
             .iter()
-            .enumerate()
-            .filter(|(_, r)| r.counters.requests > 0 || r.counters.writes > 0)
-            .map(|(i, r)| {
+            .filter(|r| r.counters.requests > 0 || r.counters.writes > 0)
+            .map(|r| {
                 let k = if several {
                     format!("k{} ", r.kernel)
                 } else {
                     String::new()
                 };
                 let label = format!("{k}({},{},{})", r.cta.x, r.cta.y, r.cta.z);
-                row(d, label, &r.counters, &split(&d.per_cta, i))
+                row(d, label, &r.counters, || {
+                    ClassCounts::from_cta(&cta_classes(&r))
+                })
             })
             .collect(),
         Per::SourceLine => {
@@ -218,7 +234,7 @@ pub fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
                     } else {
                         format!("line {}", l.line)
                     };
-                    row(d, label, &l.counters, &sum)
+                    row(d, label, &l.counters, || ClassCounts::from_split(&sum))
                 })
                 .collect()
         }

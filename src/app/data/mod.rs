@@ -204,7 +204,7 @@ pub const SET_BINS: usize = 256;
 /// Time slices of the miss-rate-over-time plot.
 pub const OVER_TIME_SLICES: usize = 64;
 
-/// Miss classes split by reads and writes for one instruction or CTA.
+/// Requests by reads and writes and outcome, for one instruction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClassSplit {
     /// `[read, write][outcome code]`.
@@ -386,15 +386,14 @@ pub struct SimData {
     pub x: XAxis,
     pub line_bytes: u64,
     pub sets: SetGrid,
-    /// Per instruction (of every kernel), in the report's instruction order.
+    /// Per instruction (of every kernel), in the report's instruction order. (Per CTA, only
+    /// the misses by class are kept, in the CTA table's rows.)
     pub per_inst: Vec<ClassSplit>,
-    /// Per CTA, in the report's CTA order.
-    pub per_cta: Vec<ClassSplit>,
     /// Miss rate over time per instruction and per SM.
     pub inst_over_time: super::over_time::OverTime,
     pub sm_over_time: super::over_time::OverTime,
-    /// The miss view's tables.
-    pub miss_tables: MissTables,
+    /// The miss view's tables (shared with the details of a streamed run's windows).
+    pub miss_tables: std::sync::Arc<MissTables>,
     /// How many distinct ids each colouring of the address view has.
     pub ids: IdCounts,
     /// The simulated kernels' headers (names, shapes, instructions).
@@ -444,12 +443,14 @@ pub mod checkpoints;
 mod gather;
 pub use gather::{Gather, Preview, PreviewSlot, Slots, SAMPLE_POINTS};
 pub use sim::Counted;
+mod cta_classes;
+pub use cta_classes::{Classes, CtaClasses};
 mod miss_rows;
 mod set_grid;
 pub use set_grid::{SetGrid, SetMetric};
 mod points;
 mod segments;
-pub use miss_rows::{rows, ClassCounts, MissRow, MissTables, Per};
+pub use miss_rows::{ClassCounts, MissRow, MissTables, Per};
 pub use segments::array_labels;
 mod sim;
 

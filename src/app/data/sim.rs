@@ -3,12 +3,13 @@
 use super::*;
 
 /// What a run counted, exactly, whether from every request or as they streamed by.
-pub struct Counted {
+pub struct Counted<'a> {
     pub grid: SetGrid,
     pub slots: Slots,
     /// By [`Slots`].
     pub inst_split: Vec<ClassSplit>,
-    pub cta_split: Vec<ClassSplit>,
+    /// By [`Slots`]; only the CTA table's rows read it, so it is lent, not copied.
+    pub cta_classes: &'a CtaClasses,
     /// The kernels' headers.
     pub kernels: Vec<Kernel>,
     pub segments: Segments,
@@ -32,7 +33,8 @@ impl SimData {
         };
         let slots = Slots::of(&trace.trace.kernels);
         let mut inst_split = vec![ClassSplit::default(); slots.insts];
-        let mut cta_split = vec![ClassSplit::default(); slots.ctas];
+        let mut cta_classes = CtaClasses::default();
+        cta_classes.resize(slots.ctas);
         for i in 0..n {
             let set = (p.set[i] as usize).min(sets - 1);
             let bin = ((i as u64 / per_bin) as usize).min(SET_BINS - 1);
@@ -47,14 +49,14 @@ impl SimData {
                 inst_split[s].add(write, o);
             }
             if let Some(s) = slots.cta(k, p.cta[i]) {
-                cta_split[s].add(write, o);
+                cta_classes.add(s, write, o);
             }
         }
         let counted = Counted {
             grid,
             slots,
             inst_split,
-            cta_split,
+            cta_classes: &cta_classes,
             kernels: trace.trace.kernels.iter().map(Kernel::header).collect(),
             segments: trace.segments.clone(),
         };
@@ -81,7 +83,7 @@ impl SimData {
             grid: g.grid.clone().into_grid(),
             slots: g.slots.clone(),
             inst_split: g.inst_split.clone(),
-            cta_split: g.cta_split.clone(),
+            cta_classes: &g.cta_classes,
             kernels: g.kernels.clone(),
             segments: g.segments(),
         };
@@ -121,7 +123,6 @@ impl SimData {
             line_bytes: whole.line_bytes,
             sets: whole.sets.clone(),
             per_inst: whole.per_inst.clone(),
-            per_cta: whole.per_cta.clone(),
             inst_over_time: whole.inst_over_time.clone(),
             sm_over_time: whole.sm_over_time.clone(),
             miss_tables: whole.miss_tables.clone(),
@@ -146,21 +147,6 @@ impl SimData {
                 c.slots
                     .inst(r.kernel as usize, r.inst)
                     .map_or_else(ClassSplit::default, |s| c.inst_split[s])
-            })
-            .collect();
-        let per_cta = report
-            .ctas
-            .iter()
-            .map(|r| {
-                let id = kernels.get(r.kernel as usize).map(|k| {
-                    (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
-                        + r.cta.x as u64
-                });
-                id.and_then(|id| {
-                    c.slots
-                        .cta(r.kernel as usize, id.min(u32::MAX as u64) as u32)
-                })
-                .map_or_else(ClassSplit::default, |s| c.cta_split[s])
             })
             .collect();
         let line_bytes = config.cache.line_bytes as u64;
@@ -190,10 +176,9 @@ impl SimData {
             points,
             sets: grid,
             per_inst,
-            per_cta,
             inst_over_time,
             sm_over_time,
-            miss_tables: MissTables::default(),
+            miss_tables: Default::default(),
             ids,
             kernels: c.kernels,
             segments: c.segments,
@@ -202,7 +187,17 @@ impl SimData {
             window: None,
             checkpoints: Default::default(),
         };
-        d.miss_tables = MissTables::new(&d);
+        // A CTA row's classes: its slot's, looked up as the rows are made.
+        let (slots, classes) = (&c.slots, c.cta_classes);
+        let tables = MissTables::new(&d, &|r| {
+            let id = d.kernels.get(r.kernel as usize).map(|k| {
+                (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
+                    + r.cta.x as u64
+            });
+            id.and_then(|id| slots.cta(r.kernel as usize, id.min(u32::MAX as u64) as u32))
+                .map_or([[0; 3]; 2], |s| classes.get(s))
+        });
+        d.miss_tables = std::sync::Arc::new(tables);
         d
     }
 

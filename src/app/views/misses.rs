@@ -15,7 +15,7 @@ use crate::app::data::{InstFilter, MissRow, Outcome, SimData};
 use crate::app::theme;
 use crate::config::Stores;
 
-pub use crate::app::data::{rows, ClassCounts, Per};
+pub use crate::app::data::{ClassCounts, Per};
 
 /// Sort order of the miss tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
