@@ -269,7 +269,7 @@ fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
             .iter()
             .filter(|c| c.counters.requests > 0 || c.counters.writes > 0)
             .collect();
-        let rows = &data.miss_tables.cta;
+        let rows = &data.miss_tables.rows(warpscope::app::data::Per::Cta);
         assert_eq!(rows.len(), ctas.len());
         let mut writes = 0;
         for (row, c) in rows.iter().zip(&ctas) {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use egui_kittest::kittest::Queryable;
-use warpscope::app::data::{SimData, TraceData, XAxis};
+use warpscope::app::data::{Per, SimData, TraceData, XAxis};
 use warpscope::app::job::Progress;
 use warpscope::app::views::View;
 use warpscope::app::worker::{self, Loaded, Source};
@@ -107,14 +107,17 @@ fn same(path: &Path, cfg: &SimConfig, same_axis: bool) {
     assert_eq!(a.reuse, b.reuse, "{name}");
     assert_eq!(a.thread, b.thread, "{name}");
     assert_eq!(w.per_inst, s.per_inst, "{name}");
-    assert_eq!(w.miss_tables.cta, s.miss_tables.cta, "{name}");
+    assert_eq!(
+        w.miss_tables.rows(Per::Cta),
+        s.miss_tables.rows(Per::Cta),
+        "{name}"
+    );
     assert!(w.per_inst.iter().any(|c| c.misses() > 0), "{name}");
     assert_eq!(per_set(&w), per_set(&s), "{name}");
     assert_eq!(
         w.miss_tables.instruction, s.miss_tables.instruction,
         "{name}"
     );
-    assert_eq!(w.miss_tables.cta, s.miss_tables.cta, "{name}");
     let names = |d: &SimData| -> Vec<String> { d.kernels.iter().map(|k| k.name.clone()).collect() };
     assert_eq!(names(&w), names(&s), "{name}");
     let insts = |d: &SimData| -> Vec<Vec<String>> {
@@ -541,7 +544,7 @@ fn the_timing_model_on_a_streamed_file_gives_the_whole_reads_result() {
         assert!(s.x.is_time());
         assert_eq!(s.x, w.x);
         assert_eq!(w.per_inst, s.per_inst);
-        assert_eq!(w.miss_tables.cta, s.miss_tables.cta);
+        assert_eq!(w.miss_tables.rows(Per::Cta), s.miss_tables.rows(Per::Cta));
         assert_eq!(per_set(&w), per_set(&s));
         let window = total / 2..total / 2 + 300;
         let detail = worker::simulate_window(

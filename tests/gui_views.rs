@@ -18,7 +18,7 @@ fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
     let cfg = config::preset("gtx470-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
     // Stores bypass the L1: a row of their own, no requests, and a note saying so.
-    let rows = d.miss_tables.of(Per::Instruction).to_vec();
+    let rows = d.miss_tables.rows(Per::Instruction);
     let names: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(names, ["ld_A", "ld_B", "st_C"]);
     let st = &rows[2];
@@ -219,7 +219,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let t = trace("matmul", &[("n", "32")]);
     let cfg = config::preset("fermi-16k").unwrap();
     let d = simulate(t.clone(), cfg.clone());
-    let rows = d.miss_tables.of(Per::Instruction).to_vec();
+    let rows = d.miss_tables.rows(Per::Instruction);
     let tot = &d.report.totals;
     assert_eq!(rows.iter().map(|r| r.accesses).sum::<u64>(), tot.accesses);
     assert_eq!(
@@ -238,7 +238,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
     let mut none = cfg;
     none.coalescing = config::Coalescing::None;
     let d = simulate(t.clone(), none);
-    for r in d.miss_tables.of(Per::Instruction).to_vec() {
+    for r in d.miss_tables.rows(Per::Instruction) {
         assert_eq!(r.accesses_per_request(), 1.0, "{r:?}");
     }
     // On screen, with Nsight Compute's names in the hovers.
@@ -363,8 +363,8 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
         h.get_by_label(l);
     }
     let d = h.state().panes[0].result.clone().unwrap();
-    let rows = d.miss_tables.of(Per::SourceLine).to_vec();
-    let by_inst = d.miss_tables.of(Per::Instruction).to_vec();
+    let rows = d.miss_tables.rows(Per::SourceLine);
+    let by_inst = d.miss_tables.rows(Per::Instruction);
     assert_eq!(rows.len(), 4);
     // One instruction per line here: each line's row is its instruction's row, classes too.
     for (l, i) in rows.iter().zip(&by_inst) {
@@ -618,4 +618,50 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     .unwrap();
     assert!(one.milliseconds > a.milliseconds);
     h.get_by_label_contains(&format!("{:.4} ms", one.milliseconds));
+}
+
+/// The CTA table on screen, sorted by a column: its rows, made from the compact table as they
+/// are drawn, come in that column's order (descending, ties last row first), and every CTA's
+/// label is there.
+#[test]
+fn the_cta_table_on_screen_sorts_its_rows_by_a_column() {
+    let mut a = app("matmul", "n=128 block=16,16");
+    a.settings.view = View::Misses;
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "per CTA");
+    let d = h.state().panes[0].result.clone().expect("a result");
+    let rows = d.miss_tables.rows(Per::Cta);
+    assert!(rows.len() >= 3, "{} rows", rows.len());
+    // Shown top to bottom: the labels' places in the table (below its header).
+    let header = h.get_by_label("misses").rect().bottom();
+    let shown = |h: &egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>| {
+        let mut at: Vec<(f32, String)> = rows
+            .iter()
+            .map(|r| {
+                let y = h
+                    .query_all_by_label(&r.label)
+                    .map(|n| n.rect().top())
+                    .filter(|&y| y > header)
+                    .fold(f32::NAN, f32::min);
+                (y, r.label.clone())
+            })
+            .collect();
+        assert!(at.iter().all(|(y, _)| y.is_finite()), "{at:?}");
+        at.sort_by(|a, b| a.0.total_cmp(&b.0));
+        at.into_iter().map(|(_, l)| l).collect::<Vec<_>>()
+    };
+    let labels =
+        |order: &[usize]| -> Vec<String> { order.iter().map(|&i| rows[i].label.clone()).collect() };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    assert_eq!(shown(&h), labels(&order));
+    click(&mut h, "misses");
+    order.sort_by_key(|&i| rows[i].misses);
+    order.reverse();
+    assert_ne!(
+        order,
+        (0..rows.len()).collect::<Vec<_>>(),
+        "the order changes"
+    );
+    assert_eq!(shown(&h), labels(&order));
 }

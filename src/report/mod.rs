@@ -23,7 +23,7 @@ pub mod text;
 pub(crate) use cta_counters::CtaCounters;
 #[cfg(test)]
 pub(crate) use cta_counters::{set_test_window, WINDOW_CTAS};
-pub use cta_table::CtaTable;
+pub use cta_table::{CtaTable, RowAt};
 pub use export::{export, export_extensions, exporter_for, exporters, ExportError, Exporter};
 #[cfg(feature = "tables")]
 pub use requests::{RequestExporter, REQUEST_COLUMNS};

@@ -24,8 +24,16 @@ pub struct CtaClasses {
 impl CtaClasses {
     /// Room for `slots` CTAs (more slots start at zero; fewer drops the last).
     pub fn resize(&mut self, slots: usize) {
+        if slots < self.dense.len() {
+            self.spill.retain(|&k, _| k / 6 < slots as u64);
+        }
         self.dense.resize(slots, [[0; 3]; 2]);
-        self.spill.retain(|&k, _| k / 6 < slots as u64);
+    }
+
+    /// Gives back the room past its slots.
+    pub fn shrink_to_fit(&mut self) {
+        self.dense.shrink_to_fit();
+        self.spill.shrink_to_fit();
     }
 
     pub fn len(&self) -> usize {
@@ -55,6 +63,27 @@ impl CtaClasses {
         } else {
             let key = slot as u64 * 6 + write as u64 * 3 + class as u64;
             *self.spill.entry(key).or_default() += 1;
+        }
+    }
+
+    /// Sets CTA `slot`'s misses to `c` (a slot past the end is ignored).
+    pub fn set(&mut self, slot: usize, c: &Classes) {
+        let Some(cell) = self.dense.get_mut(slot) else {
+            return;
+        };
+        for (w, row) in c.iter().enumerate() {
+            for (k, &n) in row.iter().enumerate() {
+                cell[w][k] = n.min(u16::MAX as u64) as u16;
+                let key = slot as u64 * 6 + w as u64 * 3 + k as u64;
+                match n.checked_sub(u16::MAX as u64) {
+                    Some(over) if over > 0 => {
+                        self.spill.insert(key, over);
+                    }
+                    _ => {
+                        self.spill.remove(&key);
+                    }
+                }
+            }
         }
     }
 
@@ -124,6 +153,14 @@ mod tests {
                 prop_assert_eq!(c.get(s), *w, "slot {}", s);
             }
             prop_assert_eq!(c.get(slots), [[0; 3]; 2]);
+            // What is got can be set again elsewhere, over anything there before.
+            let mut copy = CtaClasses::default();
+            copy.resize(slots);
+            for s in 0..slots {
+                copy.set(s, &want[(s + 1) % slots]);
+                copy.set(s, &want[s]);
+                prop_assert_eq!(copy.get(s), want[s], "slot {}", s);
+            }
         }
     }
 

@@ -1,6 +1,10 @@
 //! The rows of the miss view's tables (per instruction, per CTA, per source line), built on
-//! the worker with the rest of a run's [`SimData`] so that the view only sorts and draws them.
+//! the worker with the rest of a run's [`SimData`] so that the view only sorts and draws them
+//! (the per-CTA rows are kept compact and each made when asked for, `cta_rows.rs`).
 
+use std::borrow::Cow;
+
+use super::cta_rows::CtaRows;
 use super::{inst_label, ClassSplit, Classes, Outcome, SimData};
 use crate::cache::{Counters, MissClasses};
 use crate::report::CtaRow;
@@ -19,7 +23,8 @@ pub enum Per {
 #[derive(Clone, Debug, Default)]
 pub struct MissTables {
     pub instruction: Vec<MissRow>,
-    pub cta: Vec<MissRow>,
+    /// One row per CTA: kept compact, each row made when asked for.
+    pub cta: CtaRows,
     pub source_line: Vec<MissRow>,
     /// Every request's classes, for reads and for writes.
     pub totals: ClassCounts,
@@ -41,20 +46,43 @@ impl MissTables {
                 }
             }
         }
+        let several = d.kernels.len() > 1;
+        let timing = d.config.timing.is_some();
         MissTables {
-            instruction: rows(d, Per::Instruction, cta_classes),
-            cta: rows(d, Per::Cta, cta_classes),
-            source_line: rows(d, Per::SourceLine, cta_classes),
+            instruction: rows(d, Per::Instruction),
+            cta: CtaRows::new(&d.report.ctas, several, timing, cta_classes),
+            source_line: rows(d, Per::SourceLine),
             totals,
         }
     }
-    /// One table.
-    pub fn of(&self, per: Per) -> &[MissRow] {
+    /// The rows of one table.
+    pub fn len(&self, per: Per) -> usize {
         match per {
-            Per::Instruction => &self.instruction,
-            Per::Cta => &self.cta,
-            Per::SourceLine => &self.source_line,
+            Per::Instruction => self.instruction.len(),
+            Per::Cta => self.cta.len(),
+            Per::SourceLine => self.source_line.len(),
         }
+    }
+    /// Row `i` of one table.
+    pub fn row(&self, per: Per, i: usize) -> Option<Cow<'_, MissRow>> {
+        match per {
+            Per::Instruction => self.instruction.get(i).map(Cow::Borrowed),
+            Per::Cta => self.cta.row(i).map(Cow::Owned),
+            Per::SourceLine => self.source_line.get(i).map(Cow::Borrowed),
+        }
+    }
+    /// Row `i`'s requests and misses (what a table sorts by).
+    pub fn counts(&self, per: Per, i: usize) -> (u64, u64) {
+        match per {
+            Per::Cta => self.cta.counts(i),
+            _ => self.row(per, i).map_or((0, 0), |r| (r.requests, r.misses)),
+        }
+    }
+    /// Every row of one table, made.
+    pub fn rows(&self, per: Per) -> Vec<MissRow> {
+        (0..self.len(per))
+            .filter_map(|i| self.row(per, i).map(Cow::into_owned))
+            .collect()
     }
 }
 
@@ -83,7 +111,7 @@ impl ClassCounts {
         }
     }
     /// From a CTA's misses by class (no timing).
-    fn from_cta(c: &Classes) -> Self {
+    pub(super) fn from_cta(c: &Classes) -> Self {
         let of = |w: usize| [c[w][0], c[w][1], c[w][2], 0, 0];
         ClassCounts {
             reads: of(0),
@@ -134,8 +162,12 @@ impl MissRow {
 }
 
 /// A row of counters `c`, its classes from `classes` without timing.
-fn row(d: &SimData, label: String, c: &Counters, classes: impl FnOnce() -> ClassCounts) -> MissRow {
-    let timing = d.config.timing.is_some();
+pub(super) fn row(
+    timing: bool,
+    label: String,
+    c: &Counters,
+    classes: impl FnOnce() -> ClassCounts,
+) -> MissRow {
     MissRow {
         label,
         inst: None,
@@ -154,10 +186,10 @@ fn row(d: &SimData, label: String, c: &Counters, classes: impl FnOnce() -> Class
     }
 }
 
-/// The rows of the per-instruction, per-CTA or per-source-line table, in report order, each
-/// CTA row's classes from `cta_classes`.
-fn rows(d: &SimData, per: Per, cta_classes: &dyn Fn(&CtaRow) -> Classes) -> Vec<MissRow> {
+/// The rows of the per-instruction or per-source-line table, in report order.
+fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
     let several = d.kernels.len() > 1;
+    let timing = d.config.timing.is_some();
     let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
     match per {
         Per::Instruction => d
@@ -172,29 +204,14 @@ fn rows(d: &SimData, per: Per, cta_classes: &dyn Fn(&CtaRow) -> Classes) -> Vec<
                 }
                 MissRow {
                     inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
-                    ..row(d, label, &r.counters, || {
+                    ..row(timing, label, &r.counters, || {
                         ClassCounts::from_split(&split(&d.per_inst, i))
                     })
                 }
             })
             .collect(),
-        Per::Cta => d
-            .report
-            .ctas
-            .iter()
-            .filter(|r| r.counters.requests > 0 || r.counters.writes > 0)
-            .map(|r| {
-                let k = if several {
-                    format!("k{} ", r.kernel)
-                } else {
-                    String::new()
-                };
-                let label = format!("{k}({},{},{})", r.cta.x, r.cta.y, r.cta.z);
-                row(d, label, &r.counters, || {
-                    ClassCounts::from_cta(&cta_classes(&r))
-                })
-            })
-            .collect(),
+        // Kept compact, made row by row (`CtaRows`).
+        Per::Cta => Vec::new(),
         Per::SourceLine => {
             let names: std::collections::BTreeSet<&str> = d
                 .report
@@ -234,7 +251,7 @@ fn rows(d: &SimData, per: Per, cta_classes: &dyn Fn(&CtaRow) -> Classes) -> Vec<
                     } else {
                         format!("line {}", l.line)
                     };
-                    row(d, label, &l.counters, || ClassCounts::from_split(&sum))
+                    row(timing, label, &l.counters, || ClassCounts::from_split(&sum))
                 })
                 .collect()
         }

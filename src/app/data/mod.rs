@@ -445,6 +445,8 @@ pub use gather::{Gather, Preview, PreviewSlot, Slots, SAMPLE_POINTS};
 pub use sim::Counted;
 mod cta_classes;
 pub use cta_classes::{Classes, CtaClasses};
+mod cta_rows;
+pub use cta_rows::CtaRows;
 mod miss_rows;
 mod set_grid;
 pub use set_grid::{SetGrid, SetMetric};

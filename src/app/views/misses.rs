@@ -11,7 +11,7 @@ use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Plot};
 
 use super::command::{Command, PaneCx, PaneView};
-use crate::app::data::{InstFilter, MissRow, Outcome, SimData};
+use crate::app::data::{InstFilter, MissRow, MissTables, Outcome, SimData};
 use crate::app::theme;
 use crate::config::Stores;
 
@@ -203,16 +203,22 @@ impl MissesView {
             ui.label(RichText::new("click a column header to sort").weak());
         });
         let per = opts.per;
-        let rows = d.miss_tables.of(per);
+        let tables = &*d.miss_tables;
         let key = (cx.generation, per, opts.sort, opts.descending);
         if self.key != Some(key) {
-            let mut order: Vec<usize> = (0..rows.len()).collect();
+            let mut order: Vec<usize> = (0..tables.len(per)).collect();
+            let counts = |i: usize| tables.counts(per, i);
+            let rate = |i: usize| {
+                let (requests, misses) = counts(i);
+                misses as f64 / requests.max(1) as f64
+            };
             match opts.sort {
                 SortBy::Row => {}
-                SortBy::Requests => order.sort_by_key(|&i| rows[i].requests),
-                SortBy::Misses => order.sort_by_key(|&i| rows[i].misses),
+                SortBy::Requests => order.sort_by_cached_key(|&i| counts(i).0),
+                SortBy::Misses => order.sort_by_cached_key(|&i| counts(i).1),
                 SortBy::MissRate => {
-                    order.sort_by(|&a, &b| rows[a].rate().total_cmp(&rows[b].rate()))
+                    let rates: Vec<f64> = (0..order.len()).map(rate).collect();
+                    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]))
                 }
             }
             if opts.descending {
@@ -223,13 +229,17 @@ impl MissesView {
         }
         let order = &self.order;
         // Stacked bars of the first rows in table order.
-        let shown: Vec<usize> = order.iter().copied().take(40).collect();
+        let shown: Vec<MissRow> = order
+            .iter()
+            .take(40)
+            .filter_map(|&i| tables.row(per, i).map(std::borrow::Cow::into_owned))
+            .collect();
         Plot::new(("miss-rows", pane))
             .height(h * 0.3)
             .legend(Legend::default().follow_insertion_order(true))
             .y_axis_label("misses (reads + writes)")
             .x_axis_formatter({
-                let labels: Vec<String> = shown.iter().map(|&i| rows[i].label.clone()).collect();
+                let labels: Vec<String> = shown.iter().map(|r| r.label.clone()).collect();
                 move |m, _| {
                     if m.value.fract() == 0.0 && m.value >= 0.0 {
                         labels.get(m.value as usize).cloned().unwrap_or_default()
@@ -247,11 +257,11 @@ impl MissesView {
                     let bars = shown
                         .iter()
                         .enumerate()
-                        .map(|(x, &i)| {
-                            let c = &rows[i].classes;
+                        .map(|(x, r)| {
+                            let c = &r.classes;
                             Bar::new(x as f64, (c.reads[k] + c.writes[k]) as f64)
                                 .width(0.7)
-                                .name(&rows[i].label)
+                                .name(&r.label)
                         })
                         .collect();
                     let refs: Vec<&BarChart> = below.iter().collect();
@@ -264,7 +274,7 @@ impl MissesView {
         let table = Table {
             pane,
             per,
-            rows,
+            tables,
             order,
             columns: &columns,
             timing: stores.is_some(),
@@ -278,7 +288,7 @@ impl MissesView {
 struct Table<'a> {
     pane: usize,
     per: Per,
-    rows: &'a [MissRow],
+    tables: &'a MissTables,
     order: &'a [usize],
     columns: &'a [ClassColumn],
     timing: bool,
@@ -293,7 +303,7 @@ impl Table<'_> {
         let Table {
             pane,
             per,
-            rows,
+            tables,
             order,
             columns,
             timing,
@@ -364,7 +374,9 @@ impl Table<'_> {
                             .skip(range.start.saturating_sub(1))
                             .take(range.end - range.start.max(1))
                         {
-                            let r = &rows[i];
+                            let Some(r) = tables.row(per, i) else {
+                                continue;
+                            };
                             match r.inst {
                                 // An instruction: click to see only its requests in the address
                                 // view (again to see all).
