@@ -73,15 +73,13 @@ impl CtaClasses {
         };
         for (w, row) in c.iter().enumerate() {
             for (k, &n) in row.iter().enumerate() {
-                cell[w][k] = n.min(u16::MAX as u64) as u16;
+                let max = u16::MAX as u64;
+                cell[w][k] = n.min(max) as u16;
                 let key = slot as u64 * 6 + w as u64 * 3 + k as u64;
-                match n.checked_sub(u16::MAX as u64) {
-                    Some(over) if over > 0 => {
-                        self.spill.insert(key, over);
-                    }
-                    _ => {
-                        self.spill.remove(&key);
-                    }
+                if n > max {
+                    self.spill.insert(key, n - max);
+                } else {
+                    self.spill.remove(&key);
                 }
             }
         }

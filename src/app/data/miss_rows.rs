@@ -49,9 +49,9 @@ impl MissTables {
         let several = d.kernels.len() > 1;
         let timing = d.config.timing.is_some();
         MissTables {
-            instruction: rows(d, Per::Instruction),
+            instruction: instruction_rows(d),
             cta: CtaRows::new(&d.report.ctas, several, timing, cta_classes),
-            source_line: rows(d, Per::SourceLine),
+            source_line: source_line_rows(d),
             totals,
         }
     }
@@ -186,74 +186,76 @@ pub(super) fn row(
     }
 }
 
-/// The rows of the per-instruction or per-source-line table, in report order.
-fn rows(d: &SimData, per: Per) -> Vec<MissRow> {
+/// Each instruction's requests by read/write and outcome ([`SimData::per_inst`]).
+fn split_of(d: &SimData, i: usize) -> ClassSplit {
+    d.per_inst.get(i).copied().unwrap_or_default()
+}
+
+/// The rows of the per-instruction table, in report order.
+fn instruction_rows(d: &SimData) -> Vec<MissRow> {
     let several = d.kernels.len() > 1;
     let timing = d.config.timing.is_some();
-    let split = |v: &[ClassSplit], i: usize| v.get(i).copied().unwrap_or_default();
-    match per {
-        Per::Instruction => d
-            .report
-            .instructions
+    d.report
+        .instructions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut label = inst_label(several, r.kernel, &r.name);
+            if let Some(l) = r.line {
+                label.push_str(&format!(" (line {l})"));
+            }
+            MissRow {
+                inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
+                ..row(timing, label, &r.counters, || {
+                    ClassCounts::from_split(&split_of(d, i))
+                })
+            }
+        })
+        .collect()
+}
+
+/// The rows of the per-source-line table, in report order.
+fn source_line_rows(d: &SimData) -> Vec<MissRow> {
+    let timing = d.config.timing.is_some();
+    let names: std::collections::BTreeSet<&str> = d
+        .report
+        .source_lines
+        .iter()
+        .map(|l| l.kernel_name.as_str())
+        .collect();
+    let kernel_name = |k: u32| {
+        d.report
+            .kernels
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mut label = inst_label(several, r.kernel, &r.name);
-                if let Some(l) = r.line {
-                    label.push_str(&format!(" (line {l})"));
-                }
-                MissRow {
-                    inst: Some((r.kernel.min(u16::MAX as u32) as u16, r.inst)),
-                    ..row(timing, label, &r.counters, || {
-                        ClassCounts::from_split(&split(&d.per_inst, i))
-                    })
-                }
-            })
-            .collect(),
-        // Kept compact, made row by row (`CtaRows`).
-        Per::Cta => Vec::new(),
-        Per::SourceLine => {
-            let names: std::collections::BTreeSet<&str> = d
-                .report
-                .source_lines
-                .iter()
-                .map(|l| l.kernel_name.as_str())
-                .collect();
-            let kernel_name = |k: u32| {
-                d.report
-                    .kernels
-                    .iter()
-                    .find(|r| r.kernel == k)
-                    .map_or("", |r| r.name.as_str())
-            };
-            d.report
-                .source_lines
-                .iter()
-                .map(|l| {
-                    // The line's classes: the sum of its instructions' (over every launch).
-                    let mut sum = ClassSplit::default();
-                    for (i, r) in d.report.instructions.iter().enumerate() {
-                        if r.line == Some(l.line) && kernel_name(r.kernel) == l.kernel_name {
-                            let s = split(&d.per_inst, i);
-                            for (a, b) in sum.counts.iter_mut().zip(s.counts) {
-                                for (x, y) in a.iter_mut().zip(b) {
-                                    *x += y;
-                                }
-                            }
+            .find(|r| r.kernel == k)
+            .map_or("", |r| r.name.as_str())
+    };
+    d.report
+        .source_lines
+        .iter()
+        .map(|l| {
+            // The line's classes: the sum of its instructions' (over every launch).
+            let mut sum = ClassSplit::default();
+            for (i, r) in d.report.instructions.iter().enumerate() {
+                if r.line == Some(l.line) && kernel_name(r.kernel) == l.kernel_name {
+                    let s = split_of(d, i);
+                    for (a, b) in sum.counts.iter_mut().zip(s.counts) {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            *x += y;
                         }
                     }
-                    let label = if names.len() > 1 {
-                        format!(
-                            "{} line {}",
-                            crate::sim::short_name(&l.kernel_name, 24),
-                            l.line
-                        )
-                    } else {
-                        format!("line {}", l.line)
-                    };
-                    row(timing, label, &l.counters, || ClassCounts::from_split(&sum))
-                })
-                .collect()
-        }
-    }
+                }
+            }
+            let label = if names.len() > 1 {
+                format!(
+                    "{} line {}",
+                    crate::sim::short_name(&l.kernel_name, 24),
+                    l.line
+                )
+            } else {
+                format!("line {}", l.line)
+            };
+            row(timing, label, &l.counters, || ClassCounts::from_split(&sum))
+        })
+        .collect()
 }
