@@ -190,10 +190,10 @@ impl SimData {
         // A CTA row's classes: its slot's, looked up as the rows are made.
         let (slots, classes) = (&c.slots, c.cta_classes);
         let tables = MissTables::new(&d, &|r| {
-            let id = d.kernels.get(r.kernel as usize).map(|k| {
-                (r.cta.z as u64 * k.grid.y as u64 + r.cta.y as u64) * k.grid.x as u64
-                    + r.cta.x as u64
-            });
+            let id = d
+                .kernels
+                .get(r.kernel as usize)
+                .map(|k| k.grid.linear(r.cta));
             id.and_then(|id| slots.cta(r.kernel as usize, id.min(u32::MAX as u64) as u32))
                 .map_or([[0; 3]; 2], |s| classes.get(s))
         });
