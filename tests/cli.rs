@@ -188,11 +188,73 @@ fn errors_name_the_file_line_and_expectation() {
     let out = warpscope(&["sim", "--trace", bad.to_str().unwrap(), "--format", "din"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bad.din: line 2: expected a hex address"),
+    // Said once, the file first (not "simulating F: F: line 2").
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {}: line 2: expected a hex address, found `zz`",
+            bad.display()
+        ),
         "{err}"
     );
     assert!(out.stdout.is_empty());
+    // With --allow-truncated and no complete kernel: one error, no warning before it.
+    let out = warpscope(&["sim", "--trace", bad.to_str().unwrap(), "--allow-truncated"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("expected a hex address").count(), 1, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    // A missing file, a folder that is not a trace, a missing configuration and a report
+    // that cannot be written: each reason once (an io error's text was also its source, so
+    // the chain printed it twice).
+    let missing = dir.join("missing.din");
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let nowhere = dir.join("no-such-folder").join("r.csv");
+    for (args, want) in [
+        (
+            vec!["sim", "--trace", missing.to_str().unwrap()],
+            format!("{}: No such file or directory", missing.display()),
+        ),
+        (
+            vec!["sim", "--trace", folder.to_str().unwrap()],
+            format!(
+                "{}: a directory trace must hold an Accel-Sim kernelslist.g",
+                folder.display()
+            ),
+        ),
+        (
+            vec![
+                "sim",
+                "--kernel",
+                "vecadd",
+                "--config",
+                missing.to_str().unwrap(),
+            ],
+            format!("{}: No such file or directory", missing.display()),
+        ),
+        (
+            vec![
+                "sim",
+                "--kernel",
+                "vecadd",
+                "--export",
+                nowhere.to_str().unwrap(),
+            ],
+            format!("{}: No such file or directory", nowhere.display()),
+        ),
+    ] {
+        let out = warpscope(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
+        assert!(
+            line.starts_with(&format!("error: {want}")),
+            "{args:?}: {err}"
+        );
+        let reason = want.split(": ").last().unwrap();
+        assert_eq!(line.matches(reason).count(), 1, "{args:?}: {err}");
+    }
     let out = warpscope(&["sim", "--kernel", "matmul", "--ways", "3"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("associativity"));
     let out = warpscope(&[
@@ -236,13 +298,39 @@ fn errors_name_the_file_line_and_expectation() {
         warpscope(&args)
     };
     let out = run(&[]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("associativity 3 must divide"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "invalid configuration ({} with the flags given): associativity 3 must divide",
+            cfg.display()
+        )),
+        "{err}"
+    );
     let out = run(&["--ways", "8", "--json"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A key the configuration does not have (a typo, or a flag's name) is an error naming
+    // it and its line, not a setting silently left at its default.
+    for (text, line) in [
+        ("[cache]\nways = 8\nline_byts = 64\n", 3),
+        ("seed = 2\nline_size = 64\n", 2),
+        ("[schedule]\nwarps = 4\n", 2),
+        ("[gpu]\nsm = 3\n", 2),
+    ] {
+        std::fs::write(&cfg, text).unwrap();
+        let out = run(&[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}");
+        assert!(
+            err.contains(&format!(
+                "c.toml: TOML configuration, line {line}, column 1: unknown field `"
+            )),
+            "{text}: {err}"
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

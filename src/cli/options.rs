@@ -26,17 +26,15 @@ pub fn read_trace(
         say_detected(path, loaded.format, loaded.compression);
     }
     if let Some(e) = &loaded.truncated {
+        // The reader's error names the file.
+        if loaded.trace.kernels.is_empty() {
+            bail!("no complete kernel before the error: {e}");
+        }
         eprintln!(
             "warning: {} is incomplete: loaded the {} complete kernel(s) before this error: {e}",
             path.display(),
             loaded.trace.kernels.len()
         );
-        if loaded.trace.kernels.is_empty() {
-            bail!(
-                "{}: no complete kernel before the error: {e}",
-                path.display()
-            );
-        }
     }
     Ok(loaded.trace)
 }
@@ -177,7 +175,12 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     if a.no_reuse {
         c.reuse = false;
     }
-    c.validate()
-        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    c.validate().map_err(|e| match &a.config {
+        Some(path) => anyhow::anyhow!(
+            "invalid configuration ({} with the flags given): {e}",
+            path.display()
+        ),
+        None => anyhow::anyhow!("invalid configuration: {e}"),
+    })?;
     Ok(c)
 }

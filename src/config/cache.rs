@@ -84,7 +84,7 @@ impl Choice for WritePolicy {
 
 /// The L1 cache.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
     pub size_bytes: u64,
     pub line_bytes: u32,

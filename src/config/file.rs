@@ -35,10 +35,12 @@ impl ConfigFormat {
 /// Why a configuration file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
-    #[error("{}: {source}", path.display())]
+    /// The io error's and the refusal's texts are in the messages, so neither is also given
+    /// as the source (an error chain would show it twice).
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The text is not a configuration in `format` (line and column from 1, where known).
     #[error("{}: {} configuration{}: {message}", path.display(), format.name(), at(*line, *column))]
@@ -50,8 +52,8 @@ pub enum ConfigFileError {
         message: String,
     },
     /// The file parses, but to a configuration that cannot be simulated.
-    #[error("{}: {source}", path.display())]
-    Invalid { path: PathBuf, source: Invalid },
+    #[error("{}: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: Invalid },
     /// The configuration cannot be written in `format`.
     #[error("{}: cannot write the configuration as {}: {message}", path.display(), format.name())]
     Write {
@@ -72,9 +74,9 @@ fn at(line: Option<usize>, column: Option<usize>) -> String {
 /// Reads and validates the configuration in `path` ([`ConfigFormat::of`] its name).
 pub fn load(path: &Path) -> Result<SimConfig, ConfigFileError> {
     let cfg = read(path)?;
-    cfg.validate().map_err(|source| ConfigFileError::Invalid {
+    cfg.validate().map_err(|reason| ConfigFileError::Invalid {
         path: path.to_path_buf(),
-        source,
+        reason,
     })?;
     Ok(cfg)
 }
@@ -82,9 +84,9 @@ pub fn load(path: &Path) -> Result<SimConfig, ConfigFileError> {
 /// Reads the configuration in `path` without validating it, for a caller that changes it
 /// further (the CLI's flags) and validates the result.
 pub fn read(path: &Path) -> Result<SimConfig, ConfigFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigFileError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     parse(&text, ConfigFormat::of(path), path)
 }
@@ -153,9 +155,9 @@ pub fn save(path: &Path, cfg: &SimConfig) -> Result<(), ConfigFileError> {
         format,
         message,
     })?;
-    std::fs::write(path, text).map_err(|source| ConfigFileError::Io {
+    std::fs::write(path, text).map_err(|error| ConfigFileError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -230,7 +232,7 @@ mod tests {
         assert!(matches!(
             e,
             ConfigFileError::Invalid {
-                source: Invalid::Ways { ways: 3, .. },
+                reason: Invalid::Ways { ways: 3, .. },
                 ..
             }
         ));
@@ -239,6 +241,36 @@ mod tests {
             shown.starts_with(&format!("{}: associativity 3 ", path.display())),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_key_the_configuration_does_not_have_is_an_error_at_its_place() {
+        // Every level: the top, each section, and the timing model's rules.
+        for (text, key) in [
+            (
+                "{\"cache\": {\"ways\": 8,\n \"line_size\": 64}}",
+                "line_size",
+            ),
+            (
+                "{\"seed\": 2,\n \"reuse_distances\": false}",
+                "reuse_distances",
+            ),
+            (
+                "{\"schedule\": {\n\"policy\": \"gto\", \"warps\": 4}}",
+                "warps",
+            ),
+            ("{\"gpu\": {\n\"sm\": 2}}", "sm"),
+            ("{\"timing\": {\n\"rules\": {\"clip\": 1}}}", "clip"),
+        ] {
+            let e = parse(text, ConfigFormat::Json, Path::new("c.json"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("c.json: JSON configuration, line 2, column "),
+                "{e}"
+            );
+            assert!(e.contains(&format!("unknown field `{key}`")), "{e}");
+        }
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl TimingConfig {
 
 /// Everything one simulation needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
     pub cache: CacheConfig,
     pub coalescing: Coalescing,

@@ -52,7 +52,7 @@ impl IssuePolicy {
 
 /// Thread and warp scheduling.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ScheduleConfig {
     pub policy: IssuePolicy,
     /// Threads per warp; 1 gives the per-thread policies of Crawford 2014 §5.2.
@@ -91,7 +91,7 @@ impl Default for SmSelection {
 
 /// The GPU around the L1: SM count and per-SM residency limits.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct GpuConfig {
     pub sms: u32,
     pub max_ctas_per_sm: u32,

@@ -14,12 +14,9 @@ use super::Report;
 pub enum ExportError {
     #[error("{file}: expected a file name ending in {expected}")]
     Extension { file: String, expected: String },
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The io error's text is in the message, not also its source (see `TraceError::Io`).
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
     #[error("{file}: {message}")]
     Write { file: String, message: String },
     #[error("{file}: {message}")]
@@ -27,10 +24,10 @@ pub enum ExportError {
 }
 
 impl ExportError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> Self {
         ExportError::Io {
             file: path.display().to_string(),
-            source,
+            error,
         }
     }
 }

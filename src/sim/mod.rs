@@ -119,9 +119,10 @@ impl Observer for NoObserver {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SimError {
-    /// The configuration breaks a rule of [`SimConfig::validate`].
+    /// The configuration breaks a rule of [`SimConfig::validate`] (the rule's text is in the
+    /// message, so it is not also the source: an error chain would show it twice).
     #[error("invalid configuration: {0}")]
-    Invalid(#[from] crate::config::Invalid),
+    Invalid(crate::config::Invalid),
     /// The configuration cannot run in this mode or on this trace.
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -139,6 +140,12 @@ pub enum SimError {
     },
     #[error("cancelled")]
     Cancelled,
+}
+
+impl From<crate::config::Invalid> for SimError {
+    fn from(e: crate::config::Invalid) -> Self {
+        SimError::Invalid(e)
+    }
 }
 
 #[derive(Clone)]

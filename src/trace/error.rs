@@ -31,12 +31,10 @@ pub enum TraceError {
         at: Location,
         message: String,
     },
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The io error's text is in the message, so it is not also given as the source (an
+    /// error chain would show it twice).
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
     /// What the trace was read for stopped taking it (a simulation failed or was cancelled),
     /// and why.
     #[error("{0}")]
@@ -68,16 +66,21 @@ impl TraceError {
             why: why.into(),
         }
     }
-    pub(crate) fn io(file: &str, source: std::io::Error) -> Self {
+    pub(crate) fn io(file: &str, error: std::io::Error) -> Self {
         TraceError::Io {
             file: file.to_string(),
-            source,
+            error,
         }
     }
     /// Whether the read must start again with a receiver that wants whole headers
     /// ([`TraceError::ReadAgain`]).
     pub fn must_read_again(&self) -> bool {
         matches!(self, TraceError::ReadAgain { .. })
+    }
+    /// Whether its message begins with the file it is about (every error of a reader but a
+    /// stop of what it read for).
+    pub fn names_its_file(&self) -> bool {
+        !matches!(self, TraceError::Stopped(_))
     }
     /// The file held no kernel at all (not a truncation: there is nothing to keep).
     pub fn is_empty_trace(&self) -> bool {
