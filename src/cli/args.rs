@@ -297,6 +297,7 @@ pub struct GenArgs {
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
+    /// The trace to convert, in any format `sim --trace` reads (compressed too).
     pub input: PathBuf,
     /// Output file (.wsb binary, anything else text, unless --to says otherwise).
     pub output: PathBuf,
