@@ -192,7 +192,7 @@ fn errors_name_the_file_line_and_expectation() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "error: {}: line 2: expected a hex address, found `zz`",
+            "error: {}: line 2: expected a hex address, found `10zz`",
             bad.display()
         ),
         "{err}"

@@ -370,18 +370,20 @@ fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
             ));
         }
         let rest = skip_ws(&s[1..]);
-        let (addr, rest) =
-            hex(rest).ok_or_else(|| format!("expected a hex address, found `{}`", field(rest)))?;
+        let addr_field = rest;
+        let (addr, rest) = hex(rest).ok_or_else(|| bad_address(addr_field))?;
         if !at_field_end(rest) {
-            return Err(format!("expected a hex address, found `{}`", field(rest)));
+            return Err(bad_address(addr_field));
         }
         let rest = skip_ws(rest);
+        let size_field = rest;
         let (size, rest) = hex(rest)
             .ok_or_else(|| format!("expected a hex access size, found `{}`", field(rest)))?;
         if !at_field_end(rest) || size == 0 || size > u16::MAX as u64 {
+            // The whole field, as written (not what follows its digits).
             return Err(format!(
                 "expected a hex access size of 1 to 0xffff bytes, found `{}`",
-                field(skip_ws(rest))
+                field(size_field)
             ));
         }
         return Ok(Some((label, addr, size as u16)));
@@ -402,12 +404,18 @@ fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
     if matches!(rest.first(), None | Some(b'\n' | b'\r')) {
         return Err("short line: expected a hex address after the label".into());
     }
-    let (addr, rest) =
-        hex(rest).ok_or_else(|| format!("expected a hex address, found `{}`", field(rest)))?;
+    let addr_field = rest;
+    let (addr, rest) = hex(rest).ok_or_else(|| bad_address(addr_field))?;
     if !at_field_end(rest) {
-        return Err(format!("expected a hex address, found `{}`", field(rest)));
+        return Err(bad_address(addr_field));
     }
     Ok(Some((label as u8, addr & !3, 4)))
+}
+
+/// The address field `at` (the whole field, as written) is not a hex address.
+#[cold]
+fn bad_address(at: &[u8]) -> String {
+    format!("expected a hex address, found `{}`", field(at))
 }
 
 /// The next whitespace-delimited field, for an error message: at most 40 bytes, with bytes
@@ -532,7 +540,18 @@ mod tests {
             ("0\n", "line 1: short line"),
             ("r 12\n", "line 1: expected a hex access size"),
             ("c 12 4\n", "line 1: copy-back"),
-            ("0 12x\n", "line 1: expected a hex address"),
+            // The whole field is quoted, not what follows its digits.
+            ("0 12x\n", "line 1: expected a hex address, found `12x`"),
+            ("r 10zz 4\n", "line 1: expected a hex address, found `10zz`"),
+            (
+                "w 10 4q\n",
+                "line 1: expected a hex access size of 1 to 0xffff bytes, found `4q`",
+            ),
+            (
+                "w 10 0 x\n",
+                "line 1: expected a hex access size of 1 to 0xffff bytes, found `0`",
+            ),
+            ("w 10 10000\n", "found `10000`"),
         ] {
             let e = read(text.as_bytes(), "b.din").unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
