@@ -15,6 +15,10 @@
 //! NVBit log of matmul n=128 (4.2 M accesses, 82 MB), read once as it is simulated: its run
 //! on one SM can end before a preview is due, and its result is then the first picture.
 //!
+//! `..._memtrace_one_kernel`: the same for a cuda-memtrace file of one kernel of 4x10^5
+//! CTAs (3.8x10^7 accesses in run records of 32): its first picture waits for the kernel's
+//! first read, the scan that learns its grid and CTAs' SMs.
+//!
 //! `streamed_window_at_90pc_10M_din_*`: the detail of 1000 requests at 90% of that run
 //! ("Every request from A to B"), read again from the file's start, and read on from the
 //! latest copy of the session the whole run kept before the window; `..._din_zst_*`: the same
@@ -37,6 +41,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "support/accelsim_dir.rs"]
 mod accelsim_dir;
+#[path = "support/memtrace_file.rs"]
+mod memtrace_file;
 #[path = "support/nvbit_log.rs"]
 mod nvbit_log;
 use egui_kittest::Harness;
@@ -201,6 +207,14 @@ fn streamed(c: &mut Criterion) {
     nvbit_log::write(&nvbit, 128);
     g.bench_function("streamed_open_to_first_preview_matmul128_nvbit", |b| {
         b.iter_custom(|iters| to_first_preview(&nvbit, iters))
+    });
+    // A cuda-memtrace file of one kernel (4x10^5 CTAs, 3.8x10^7 accesses in runs of 32, 32
+    // MB): its rows go on only after the kernel's first read (the scan), so the first
+    // picture waits for a scan of the whole file.
+    let memtrace = dir.path().join("one-kernel.trc");
+    memtrace_file::write(&memtrace, 400_000);
+    g.bench_function("streamed_open_to_first_preview_memtrace_one_kernel", |b| {
+        b.iter_custom(|iters| to_first_preview(&memtrace, iters))
     });
     // The same file compressed: the detail decompresses it again up to the copy's place.
     let zst = dir.path().join("10M.din.zst");

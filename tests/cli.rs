@@ -204,13 +204,13 @@ fn errors_name_the_file_line_and_expectation() {
     assert!(!out.status.success());
     assert_eq!(err.matches("expected a hex address").count(), 1, "{err}");
     assert!(!err.contains("warning"), "{err}");
-    // A missing file, a folder that is not a trace, a missing configuration and a report
+    // A missing file, a folder that is not a trace, a missing configuration and a trace
     // that cannot be written: each reason once (an io error's text was also its source, so
     // the chain printed it twice).
     let missing = dir.join("missing.din");
     let folder = dir.join("folder");
     std::fs::create_dir_all(&folder).unwrap();
-    let nowhere = dir.join("no-such-folder").join("r.csv");
+    let nowhere = dir.join("no-such-folder").join("t.wst");
     for (args, want) in [
         (
             vec!["sim", "--trace", missing.to_str().unwrap()],
@@ -234,13 +234,7 @@ fn errors_name_the_file_line_and_expectation() {
             format!("{}: No such file or directory", missing.display()),
         ),
         (
-            vec![
-                "sim",
-                "--kernel",
-                "vecadd",
-                "--export",
-                nowhere.to_str().unwrap(),
-            ],
+            vec!["gen", "vecadd", "-o", nowhere.to_str().unwrap()],
             format!("{}: No such file or directory", nowhere.display()),
         ),
     ] {

@@ -114,6 +114,16 @@ fn decode(rec: &[u8; RECORD]) -> Result<Record, String> {
 trait Records {
     fn begin(&mut self, name: String) -> Result<(), Fail>;
     fn record(&mut self, r: Record) -> Result<(), Fail>;
+    /// A run record: `count` records from `r` on, each `r.size` bytes after the one before
+    /// (the tracer's encoding of a warp's accesses to consecutive addresses). Told one by
+    /// one unless the visitor takes a run at once (the scan, which only counts them).
+    fn run(&mut self, r: Record, count: u64) -> Result<(), Fail> {
+        for i in 0..count {
+            let addr = r.addr.wrapping_add(i * r.size as u64);
+            self.record(Record { addr, ..r })?;
+        }
+        Ok(())
+    }
     fn end(&mut self) -> Result<(), Fail>;
     /// False where the records are not looked at: the walk may then step over single
     /// records without decoding them or telling of them.
@@ -324,17 +334,51 @@ pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Resu
 /// Writes the later layout (for tests and fuzz seeds): one `0xFF` record per access.
 #[cfg(test)]
 pub(crate) fn encode_later(kernels: &[(&str, Vec<[u64; 3]>)]) -> Vec<u8> {
+    encode_later_runs(kernels, 1)
+}
+
+/// Writes the later layout as the tracer does: records that continue the one before (the
+/// same SM, type, size and CTA, the address `size` bytes on) joined into `0xFE` runs of at
+/// most `longest` (1: one `0xFF` record per access).
+#[cfg(test)]
+pub(crate) fn encode_later_runs(kernels: &[(&str, Vec<[u64; 3]>)], longest: u16) -> Vec<u8> {
     let mut out = vec![0x1a];
     out.extend_from_slice(b"CUDATRACE");
+    let record = |out: &mut Vec<u8>, r: &[u64; 3], count: u16| {
+        out.push(if count == 1 { 0xFF } else { 0xFE });
+        for w in r {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        if count > 1 {
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+    };
     for (name, recs) in kernels {
         out.push(0);
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
+        let mut run: Option<([u64; 3], u16)> = None;
         for r in recs {
-            out.push(0xFF);
-            for w in r {
-                out.extend_from_slice(&w.to_le_bytes());
+            let size = r[0] & 0x0fff_ffff;
+            match &mut run {
+                Some((first, n))
+                    if *n < longest
+                        && first[0] == r[0]
+                        && first[2] == r[2]
+                        && first[1].wrapping_add(*n as u64 * size) == r[1] =>
+                {
+                    *n += 1
+                }
+                _ => {
+                    if let Some((first, n)) = run.take() {
+                        record(&mut out, &first, n);
+                    }
+                    run = Some((*r, 1));
+                }
             }
+        }
+        if let Some((first, n)) = run {
+            record(&mut out, &first, n);
         }
     }
     out

@@ -118,25 +118,43 @@ proptest::proptest! {
     #[test]
     fn a_streamed_file_gives_the_kernels_read_whole(
         kernels in proptest::collection::vec(
-            proptest::collection::vec((0u64..3, 0u64..3, 0u64..4, 0u64..2, 1u64..70), 1..40),
+            proptest::collection::vec(
+                (0u64..3, 0u64..3, 0u64..4, 0u64..2, 1u64..70, proptest::prelude::any::<bool>()),
+                1..40),
             1..4),
         seed in 0u64..1000,
+        longest in proptest::prop_oneof![proptest::prelude::Just(1u16), 2u16..40],
     ) {
         let mut rng = crate::rng::Rng::new(seed);
         let mut named = Vec::new();
         for (i, runs) in kernels.iter().enumerate() {
             let mut recs = Vec::new();
-            for &(x, y, ty, size, n) in runs {
+            for &(x, y, ty, size, n, consecutive) in runs {
                 // The SM follows the CTA, so the file is valid unless `ty` is 3.
                 let sm = (x + 2 * y) % 3;
+                let bytes = [4, 8][size as usize];
+                let base = rng.below(1 << 14);
                 for j in 0..n {
-                    recs.push(record(sm, ty % 3 + (ty == 3) as u64 * 3, [4, 8][size as usize], rng.below(1 << 14) + j * 4, x, y));
+                    // Consecutive addresses make runs where `longest` allows them.
+                    let addr = if consecutive { base + j * bytes } else { rng.below(1 << 14) + j * 4 };
+                    recs.push(record(sm, ty % 3 + (ty == 3) as u64 * 3, bytes, addr, x, y));
                 }
             }
             named.push((format!("k{i}"), recs));
         }
         let named: Vec<(&str, Vec<[u64; 3]>)> = named.iter().map(|(n, r)| (n.as_str(), r.clone())).collect();
-        let bytes = encode_later(&named);
+        let bytes = encode_later_runs(&named, longest);
+        // Runs or not, the file holds the same kernels.
+        if longest > 1 {
+            let plain = encode_later(&named);
+            let (mut a, mut b) = (Trace::default(), Trace::default());
+            let (ra, rb) = (
+                read_into(plain.as_slice(), "t", &mut a),
+                read_into(bytes.as_slice(), "t", &mut b),
+            );
+            proptest::prop_assert_eq!(ra.is_ok(), rb.is_ok());
+            proptest::prop_assert_eq!(a, b);
+        }
         let path = scratch("memtrace", &format!("p{seed}.trc"), &bytes);
         let whole = {
             let mut t = Trace::default();

@@ -7,7 +7,7 @@
 
 use std::io::BufRead;
 
-use super::{decode, Record, Records, RECORD};
+use super::{decode, Records, RECORD};
 use crate::trace::{Fail, Location, TraceError};
 
 pub(super) struct Reader<'a, R> {
@@ -273,10 +273,7 @@ fn later_kernel<R: BufRead>(
                     1
                 };
                 let r = decode(&rec).map_err(|m| rd.err(at + 1, m))?;
-                for i in 0..count {
-                    let addr = r.addr.wrapping_add(i * r.size as u64);
-                    v.record(Record { addr, ..r }).map_err(|f| rd.at(at, f))?;
-                }
+                v.run(r, count).map_err(|f| rd.at(at, f))?;
             }
             b => return Err(bad_tag(rd, at, b)),
         }
@@ -291,36 +288,57 @@ fn bad_tag<R>(rd: &Reader<'_, R>, at: u64, b: u8) -> TraceError {
     )
 }
 
-/// The common case, fast: the single-access records (`0xFF` + record) that lie whole in the
-/// reader's buffer, decoded in place. Returns whether it took any; the caller reads what
-/// follows (another tag, a record cut by the buffer's end) field by field.
+/// The common case, fast: the access records (`0xFF` + record) and run records (`0xFE` +
+/// record + run length) that lie whole in the reader's buffer, decoded in place. Returns
+/// whether it took any; the caller reads what follows (another tag, a record cut by the
+/// buffer's end) field by field.
 fn plain_records<R: BufRead>(
     rd: &mut Reader<'_, R>,
     v: &mut dyn Records,
 ) -> Result<bool, TraceError> {
-    const WHOLE: usize = 1 + RECORD;
+    /// A record's bytes with its tag, and with a run's length.
+    const ONE: usize = 1 + RECORD;
+    const RUN: usize = ONE + 2;
+    let whole = |tag: u8| match tag {
+        0xFF => Some(ONE),
+        0xFE => Some(RUN),
+        _ => None,
+    };
     let file = rd.file;
     let buf = rd.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
     let mut used = 0;
     if !v.wants_records() {
         // Stepped over, not decoded (the kernels before a resume point).
-        while used + WHOLE <= buf.len() && buf[used] == 0xFF {
-            used += WHOLE;
+        while let Some(n) = buf.get(used).and_then(|&t| whole(t)) {
+            if used + n > buf.len() {
+                break;
+            }
+            used += n;
         }
         rd.r.consume(used);
         rd.at += used as u64;
         return Ok(used > 0);
     }
-    while used + WHOLE <= buf.len() && buf[used] == 0xFF {
+    while let Some(n) = buf.get(used).and_then(|&t| whole(t)) {
+        if used + n > buf.len() {
+            break;
+        }
         let at = rd.at + used as u64;
         let mut rec = [0u8; RECORD];
-        rec.copy_from_slice(&buf[used + 1..used + WHOLE]);
+        rec.copy_from_slice(&buf[used + 1..used + ONE]);
         let r = decode(&rec).map_err(|m| TraceError::parse(file, Location::Byte(at + 1), m))?;
-        v.record(r).map_err(|f| match f {
+        let told = match n {
+            ONE => v.record(r),
+            _ => v.run(
+                r,
+                u16::from_le_bytes([buf[used + ONE], buf[used + ONE + 1]]) as u64,
+            ),
+        };
+        told.map_err(|f| match f {
             Fail::File(m) => TraceError::parse(file, Location::Byte(at), m),
             Fail::Out(e) => e,
         })?;
-        used += WHOLE;
+        used += n;
     }
     rd.r.consume(used);
     rd.at += used as u64;
