@@ -39,9 +39,15 @@ struct Scanning {
     name: String,
     ctas: CtaSms,
     insts: FxHashMap<(u8, u16), u32>,
+    /// The instructions' keys while they are at most [`FEW_INSTS`]: a kernel has a few
+    /// (type, size) pairs, which a look along a short list finds faster than a hash.
+    few: Vec<(u8, u16)>,
     names: Vec<String>,
     rows: u64,
 }
+
+/// Instructions looked up along [`Scanning::few`] (past them, in the map).
+const FEW_INSTS: usize = 8;
 
 /// The first read: each kernel's [`Plan`], taken by the second read as it begins the kernel.
 #[derive(Default)]
@@ -56,6 +62,7 @@ impl Records for Scan {
             name,
             ctas: CtaSms::default(),
             insts: FxHashMap::default(),
+            few: Vec::new(),
             names: Vec::new(),
             rows: 0,
         });
@@ -66,11 +73,18 @@ impl Records for Scan {
             return Err(Fail::File("a record before any kernel".into()));
         };
         k.ctas.note(&r)?;
-        let next = k.names.len() as u32;
-        k.insts.entry((r.kind.code(), r.size)).or_insert_with(|| {
+        let key = (r.kind.code(), r.size);
+        let known = match k.names.len() <= FEW_INSTS {
+            true => k.few.contains(&key),
+            false => k.insts.contains_key(&key),
+        };
+        if !known {
+            k.insts.insert(key, k.names.len() as u32);
             k.names.push(instruction_name(r.kind, r.size));
-            next
-        });
+            if k.few.len() < FEW_INSTS {
+                k.few.push(key);
+            }
+        }
         k.rows += 1;
         if k.rows >= u32::MAX as u64 {
             return Err(Fail::File(BuildError::TooManyRows.to_string()));
