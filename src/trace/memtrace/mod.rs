@@ -125,7 +125,7 @@ trait Records {
         Ok(())
     }
     fn end(&mut self) -> Result<(), Fail>;
-    /// False where the records are not looked at: the walk may then step over single
+    /// False where the records are not looked at: the walk may then step over access and run
     /// records without decoding them or telling of them.
     fn wants_records(&self) -> bool {
         true
