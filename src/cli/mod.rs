@@ -213,20 +213,23 @@ fn streamed_as(
 /// `report` with the trace file it simulated named in its error, unless the reader's error
 /// already begins with it.
 fn in_file(a: &SimArgs, report: Result<sim::Report>) -> Result<sim::Report> {
-    match (&a.input.trace, report) {
-        (Some(path), Err(e)) if !names_a_file(&e) => {
-            Err(e.context(format!("simulating {}", path.display())))
-        }
-        (_, report) => report,
+    match &a.input.trace {
+        Some(path) => report.map_err(|e| simulating(e, path.display())),
+        None => report,
     }
 }
 
-/// Whether a reader's error in `e`'s chain names the file it read.
-fn names_a_file(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
+/// `e` with the trace `source` it simulated named, unless a reader's error in its chain
+/// already begins with the file.
+fn simulating(e: anyhow::Error, source: impl std::fmt::Display) -> anyhow::Error {
+    let named = e.chain().any(|c| {
         c.downcast_ref::<trace::TraceError>()
             .is_some_and(trace::TraceError::names_its_file)
-    })
+    });
+    match named {
+        true => e,
+        false => e.context(format!("simulating {source}")),
+    }
 }
 
 /// Runs `simulate` with `progress` shown, writing every request it reports to the table
@@ -274,10 +277,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
             false,
         )
     };
-    shown(a, progress, run).map_err(|e| match names_a_file(&e) {
-        true => e,
-        false => e.context(format!("simulating {source}")),
-    })
+    shown(a, progress, run).map_err(|e| simulating(e, source))
 }
 
 fn print_report(a: &SimArgs, source: &str, report: &sim::Report) -> Result<()> {

@@ -369,12 +369,7 @@ fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
                 field(s)
             ));
         }
-        let rest = skip_ws(&s[1..]);
-        let addr_field = rest;
-        let (addr, rest) = hex(rest).ok_or_else(|| bad_address(addr_field))?;
-        if !at_field_end(rest) {
-            return Err(bad_address(addr_field));
-        }
+        let (addr, rest) = address(skip_ws(&s[1..]))?;
         let rest = skip_ws(rest);
         let size_field = rest;
         let (size, rest) = hex(rest)
@@ -404,18 +399,17 @@ fn parse_line_slow(line: &[u8]) -> Result<Option<(u8, u64, u16)>, String> {
     if matches!(rest.first(), None | Some(b'\n' | b'\r')) {
         return Err("short line: expected a hex address after the label".into());
     }
-    let addr_field = rest;
-    let (addr, rest) = hex(rest).ok_or_else(|| bad_address(addr_field))?;
-    if !at_field_end(rest) {
-        return Err(bad_address(addr_field));
-    }
+    let (addr, _) = address(rest)?;
     Ok(Some((label as u8, addr & !3, 4)))
 }
 
-/// The address field `at` (the whole field, as written) is not a hex address.
-#[cold]
-fn bad_address(at: &[u8]) -> String {
-    format!("expected a hex address, found `{}`", field(at))
+/// The hex address field at the start of `s` and what follows it; an error quotes the whole
+/// field as written (not what follows its digits).
+fn address(s: &[u8]) -> Result<(u64, &[u8]), String> {
+    match hex(s) {
+        Some((addr, rest)) if at_field_end(rest) => Ok((addr, rest)),
+        _ => Err(format!("expected a hex address, found `{}`", field(s))),
+    }
 }
 
 /// The next whitespace-delimited field, for an error message: at most 40 bytes, with bytes

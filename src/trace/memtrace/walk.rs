@@ -299,30 +299,28 @@ fn plain_records<R: BufRead>(
     /// A record's bytes with its tag, and with a run's length.
     const ONE: usize = 1 + RECORD;
     const RUN: usize = ONE + 2;
-    let whole = |tag: u8| match tag {
-        0xFF => Some(ONE),
-        0xFE => Some(RUN),
-        _ => None,
-    };
     let file = rd.file;
     let buf = rd.r.fill_buf().map_err(|e| TraceError::io(file, e))?;
+    // The bytes of the record at `used` if it lies whole in the buffer.
+    let whole_at = |used: usize| {
+        let n = match buf.get(used)? {
+            0xFF => ONE,
+            0xFE => RUN,
+            _ => return None,
+        };
+        (used + n <= buf.len()).then_some(n)
+    };
     let mut used = 0;
     if !v.wants_records() {
         // Stepped over, not decoded (the kernels before a resume point).
-        while let Some(n) = buf.get(used).and_then(|&t| whole(t)) {
-            if used + n > buf.len() {
-                break;
-            }
+        while let Some(n) = whole_at(used) {
             used += n;
         }
         rd.r.consume(used);
         rd.at += used as u64;
         return Ok(used > 0);
     }
-    while let Some(n) = buf.get(used).and_then(|&t| whole(t)) {
-        if used + n > buf.len() {
-            break;
-        }
+    while let Some(n) = whole_at(used) {
         let at = rd.at + used as u64;
         let mut rec = [0u8; RECORD];
         rec.copy_from_slice(&buf[used + 1..used + ONE]);
