@@ -93,7 +93,7 @@ fn settle(h: &mut Harness<'static, WarpscopeApp>, generation: u64) {
             .address
             .texture
             .as_ref()
-            .is_some_and(|(_, _, g)| *g == p.generation);
+            .is_some_and(|t| t.generation == p.generation);
         if s.idle() && p.result.is_some() && p.generation > generation && !p.stale && drawn {
             return;
         }

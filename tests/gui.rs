@@ -320,7 +320,7 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
                 && p.address
                     .texture
                     .as_ref()
-                    .is_some_and(|t| t.2 == p.generation)
+                    .is_some_and(|t| t.generation == p.generation)
             {
                 return p.generation;
             }

@@ -29,7 +29,7 @@ fn every_raster_current(a: &WarpscopeApp) -> bool {
                 && p.address
                     .texture
                     .as_ref()
-                    .is_some_and(|t| t.2 == p.generation)
+                    .is_some_and(|t| t.generation == p.generation)
         })
 }
 

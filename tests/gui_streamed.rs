@@ -779,6 +779,85 @@ fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
     }
 }
 
+/// Steps the UI until pane 0 shows a raster of its newest result; returns that generation.
+fn raster_of_newest(h: &mut egui_kittest::Harness<'static, WarpscopeApp>) -> u64 {
+    let start = std::time::Instant::now();
+    loop {
+        h.step();
+        let p = &h.state().panes[0];
+        if p.result.is_some() && p.address.shown_raster() == Some(p.generation) {
+            return p.generation;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no raster of the newest result"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A new preview of a streamed run is drawn from its first frame: the raster of the result
+/// before it, of the same run, stands in until its own is drawn. A result of another run (a
+/// changed configuration) never shows the raster of an earlier run, whose outcomes differ.
+#[test]
+fn the_address_view_draws_a_streamed_run_from_each_previews_first_frame() {
+    use std::io::Write;
+    use warpscope::app::data::PreviewSlot;
+    use warpscope::app::views::MARKER_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    // More requests than the view draws as markers: it draws a raster.
+    let n = 3 * MARKER_LIMIT as u64;
+    for i in 0..n {
+        writeln!(f, "0 {:x}", 0x1000_0000 + (i * 7919 % 20_000) * 64).unwrap();
+    }
+    drop(f);
+    let mut h = support::harness(streaming_app(path));
+    support::settle(&mut h);
+    let first = raster_of_newest(&mut h);
+    // The run's next result, as the run leaves previews (here the same one again).
+    let again = h.state().panes[0].result.clone().unwrap();
+    let slot = PreviewSlot::default();
+    *slot.lock().unwrap() = Some(again);
+    h.state_mut().panes[0].preview = Some(slot);
+    h.step();
+    let p = &h.state().panes[0];
+    assert!(p.generation > first && p.stale);
+    assert_eq!(
+        p.address.shown_raster(),
+        Some(first),
+        "the earlier raster stands in"
+    );
+    let second = raster_of_newest(&mut h);
+    assert!(second > first);
+    // Another run: its result shows no raster until its own is drawn.
+    let mut cfg = h.state().settings.panes[0].1.clone();
+    cfg.cache.size_bytes /= 4;
+    let smaller = cfg.cache.size_bytes;
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().set_config(0, "smaller", cfg, now);
+    let start = std::time::Instant::now();
+    loop {
+        h.step();
+        let p = &h.state().panes[0];
+        if p.generation != second {
+            assert_eq!(p.result.as_ref().unwrap().config.cache.size_bytes, smaller);
+            assert_eq!(
+                p.address.shown_raster(),
+                None,
+                "an earlier run's raster shown"
+            );
+            break;
+        }
+        // Until then the earlier result stays, with its own raster.
+        assert_eq!(p.address.shown_raster(), Some(second));
+        assert!(start.elapsed().as_secs() < 60, "the new run gave no result");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    raster_of_newest(&mut h);
+}
+
 #[test]
 fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() {
     use std::io::Write;

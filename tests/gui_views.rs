@@ -392,7 +392,9 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
 #[test]
 fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
     use warpscope::app::job::{Job, JobError, Progress};
-    use warpscope::app::raster::{draw, rasterize, ColourBy, RasterRequest, View as RasterView};
+    use warpscope::app::raster::{
+        draw, rasterize, ColourBy, Placement, RasterRequest, View as RasterView,
+    };
     let t = trace("matmul", &[("n", "32")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     let view = RasterView {
@@ -410,6 +412,7 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
             generation: 7,
             view,
             data: d.clone(),
+            placement: Placement::of(3, &d),
         }
     };
     let wake: warpscope::app::job::Wake = std::sync::Arc::new(|| {});
@@ -420,6 +423,11 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
         .unwrap()
         .unwrap();
     assert_eq!((r.image, r.in_view, r.generation), (want.0, want.1, 7));
+    assert_eq!(
+        r.placement,
+        Placement::of(3, &d),
+        "it comes back with its placement"
+    );
     let cancelled = Progress::default();
     cancelled.cancel();
     assert_eq!(draw(request(), &cancelled).err(), Some(JobError::Cancelled));
@@ -452,6 +460,7 @@ fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
             let cx = PaneCx {
                 pane: 1,
                 generation: 2,
+                run: 2,
                 data: &tb,
                 trace: &ta,
                 link: egui::Id::unique("test-link"),
@@ -545,6 +554,7 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
                 let cx = PaneCx {
                     pane: 0,
                     generation: 1,
+                    run: 1,
                     data: &dd,
                     trace: &tt,
                     link: egui::Id::unique("test-link"),

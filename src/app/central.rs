@@ -279,6 +279,7 @@ impl WarpscopeApp {
             let cx = views::PaneCx {
                 pane: i,
                 generation: pane.generation,
+                run: pane.run,
                 data: &data,
                 trace: &trace,
                 link: egui::Id::unique(("linked-panes", trace_ids[i])),

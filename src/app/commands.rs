@@ -183,12 +183,11 @@ impl WarpscopeApp {
             _ => {}
         }
         for p in self.panes.iter_mut() {
-            // A raster or a summary of an older result is of no use (a failed raster keeps
-            // the markers).
+            // A summary of an older result is of no use, a raster only of an earlier preview
+            // of the same run (a failed raster keeps the markers).
             if let Some(Ok(r)) = take_finished(&mut p.jobs.raster) {
-                if p.generation == r.generation {
-                    p.address.raster_arrived(r.view, r.image, r.generation);
-                }
+                let data = p.result.as_deref();
+                p.address.raster_arrived(r, p.generation, p.run, data);
             }
             if let Some(Ok((s, generation))) = take_finished(&mut p.jobs.select) {
                 if p.generation == generation {

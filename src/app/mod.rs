@@ -113,6 +113,12 @@ pub struct Pane {
     /// Numbers results (unique across panes), so cached drawings know when to redraw and a
     /// raster never lands on another pane after one is closed.
     pub generation: u64,
+    /// Numbers the runs whose results the pane shows (unique across panes): a streamed run's
+    /// previews and its result share one, so a raster of an earlier preview can stand in
+    /// until the newest one's is drawn. Set when a result of the run in `sim` comes.
+    pub run: u64,
+    /// The run of `sim`.
+    pub sim_run: u64,
     pub stale: bool,
     /// The running simulation whose result this pane waits for.
     pub sim: Option<Job<Arc<SimData>>>,
@@ -222,6 +228,8 @@ pub struct WarpscopeApp {
     density_job: Option<Job<Box<views::comm::DensityData>>>,
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
+    /// Runs started or results shown apart from a run (the source of [`Pane::run`]).
+    runs_numbered: u64,
     /// Generators stop (and ask) once projected past this many accesses: what fits in the
     /// memory free at start ([`memory_budget_accesses`]); `None` = no limit.
     pub max_generated_accesses: Option<u64>,
@@ -307,6 +315,7 @@ impl WarpscopeApp {
             comm_job: None,
             density_job: None,
             results_seen: 0,
+            runs_numbered: 0,
             max_generated_accesses: memory_budget_accesses(),
             editor: Default::default(),
             sweep: Default::default(),

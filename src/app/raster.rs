@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use egui::{Color32, ColorImage};
 
-use super::data::{Outcome, SimData};
+use super::data::{Outcome, Segments, SimData, XAxis};
 use super::job::{Finished, JobError, Progress};
 use super::theme;
 
@@ -81,6 +81,8 @@ pub struct RasterRequest {
     pub generation: u64,
     pub view: View,
     pub data: Arc<SimData>,
+    /// Where the raster's requests lie on the plot ([`Placement::of`] the run and `data`).
+    pub placement: Placement,
 }
 
 pub struct Raster {
@@ -89,6 +91,110 @@ pub struct Raster {
     pub image: ColorImage,
     /// Requests inside the view.
     pub in_view: u64,
+    pub placement: Placement,
+}
+
+/// Where a raster's requests lie on the plot: the run they come from, the start of its
+/// request numbers (the x axis of a streamed run's sample) and the address axis's segments.
+///
+/// A streamed run's next preview (or its result) holds every request an earlier one held,
+/// with the same outcome, at the same request number; only the address axis may have grown
+/// (pages touched since), which moves each segment of the earlier axis as a whole. So the
+/// earlier preview's raster, each segment's band moved to its new place ([`Placement::bands`]),
+/// is a true picture of part of the new result while the new result's own raster is drawn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    /// The run ([`crate::app::Pane::run`]) the result came from.
+    pub run: u64,
+    /// The first request number of a sampled axis ([`XAxis::Sampled`]); `None` for the other
+    /// axes, whose x of a request depends on the whole result.
+    pub x_start: Option<u64>,
+    pub segments: Segments,
+}
+
+/// One horizontal band of a raster placed over a later result: the part of the image
+/// (`uv`, 0..1 from its top left) and where it goes on the plot (centre and size, in plot units).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Band {
+    pub uv: egui::Rect,
+    pub centre: [f64; 2],
+    pub size: [f64; 2],
+}
+
+impl Band {
+    /// The whole raster of `view`, where it was drawn.
+    pub fn whole(view: &View) -> Band {
+        Band::of(view, view.y[0], view.y[1], 0.0)
+    }
+    /// The part of the raster of `view` from `a` to `b` on the address axis, moved by `shift`.
+    fn of(view: &View, a: f64, b: f64, shift: f64) -> Band {
+        let ([x0, x1], [y0, y1]) = (view.x, view.y);
+        let span = (y1 - y0).max(1e-9);
+        Band {
+            uv: egui::Rect::from_min_max(
+                egui::pos2(0.0, ((y1 - b) / span) as f32),
+                egui::pos2(1.0, ((y1 - a) / span) as f32),
+            ),
+            centre: [(x0 + x1) / 2.0, (a + b) / 2.0 + shift],
+            size: [x1 - x0, b - a],
+        }
+    }
+}
+
+/// More segments in a raster's view than this: it is not drawn over a later result (one image
+/// per segment each frame would cost more than the moment it stands in for).
+const MOST_BANDS: usize = 256;
+
+impl Placement {
+    pub fn of(run: u64, data: &SimData) -> Self {
+        Placement {
+            run,
+            x_start: match (&data.x, &data.window) {
+                (XAxis::Sampled { start, .. }, None) => Some(*start),
+                _ => None,
+            },
+            segments: data.segments.clone(),
+        }
+    }
+
+    /// Whether a raster placed so can stand in for one of `data`, a result of `run`: the same
+    /// run, both on a sampled axis from the same request number.
+    pub fn fits(&self, run: u64, data: &SimData) -> bool {
+        let now = Placement::of(run, data);
+        self.run == now.run && self.x_start.is_some() && self.x_start == now.x_start
+    }
+
+    /// The bands of a raster of `view` (drawn with these segments) moved to their places on
+    /// the address axis `now`: one per segment in view, each shifted by how far its first
+    /// address moved. Empty when a segment is no longer whole in one of `now`'s (the axis was
+    /// not grown from this one) or there are more than [`MOST_BANDS`].
+    pub fn bands(&self, view: &View, now: &Segments) -> Vec<Band> {
+        let [y0, y1] = view.y;
+        let whole = |a: f64, b: f64, shift: f64| Band::of(view, a, b, shift);
+        if self.segments == *now {
+            return vec![whole(y0, y1, 0.0)];
+        }
+        let mut out = Vec::new();
+        for &(lo, hi, y) in &self.segments.ranges {
+            let (a, b) = (y.max(y0), (y + (hi - lo) as f64).min(y1));
+            if a >= b {
+                continue;
+            }
+            let at = now.ranges.partition_point(|r| r.0 <= lo);
+            let Some(&(nlo, _, ny)) = at
+                .checked_sub(1)
+                .and_then(|i| now.ranges.get(i))
+                .filter(|r| hi <= r.1)
+            else {
+                return Vec::new();
+            };
+            if out.len() == MOST_BANDS {
+                return Vec::new();
+            }
+            out.push(whole(a, b, ny + (lo - nlo) as f64 - y));
+        }
+        out
+    }
 }
 
 /// Bins the requests of `data` inside `view` into pixels, brighter the more requests a pixel
@@ -109,6 +215,7 @@ pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
         view: req.view,
         image,
         in_view,
+        placement: req.placement,
     })
 }
 
@@ -196,6 +303,89 @@ pub fn miss_share_colour(hit: Color32, miss: Color32, share: f32) -> Color32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn view(y: [f64; 2]) -> View {
+        View {
+            x: [100.0, 900.0],
+            y,
+            width: 64,
+            height: 64,
+            colour: ColourBy::Outcome,
+            only: None,
+        }
+    }
+
+    /// The old y of a band's top and bottom edges (the inverse of its `uv`).
+    fn old_span(b: &Band, v: &View) -> (f64, f64) {
+        let span = v.y[1] - v.y[0];
+        let bottom = v.y[1] - b.uv.max.y as f64 * span;
+        let top = v.y[1] - b.uv.min.y as f64 * span;
+        (bottom, top)
+    }
+
+    #[test]
+    fn an_earlier_rasters_bands_move_each_address_to_its_new_place() {
+        // Three arrays; the later axis has pages touched since: inside the first array's
+        // span, before the second array, and a new array between the second and third.
+        let before: Vec<u64> = (0..40u64)
+            .map(|i| 0x1000_0000 + i * 0x1000)
+            .chain((0..8).map(|i| 0x2000_0000 + i * 0x1000))
+            .chain((0..16).map(|i| 0x7000_0000 + i * 0x1000))
+            .collect();
+        let added = [0x1002_8000u64, 0x1ffc_0000, 0x4000_0000, 0x4000_1000];
+        let old = Segments::from_addresses(before.iter().copied());
+        let now = Segments::from_addresses(before.iter().chain(&added).copied());
+        assert_ne!(old, now, "the axis grew");
+        let placed = Placement {
+            run: 1,
+            x_start: Some(0),
+            segments: old.clone(),
+        };
+        let v = view([0.0, old.height()]);
+        let bands = placed.bands(&v, &now);
+        assert_eq!(bands.len(), old.ranges.len());
+        // The image's coordinates are f32: exact to well within a pixel's share of the axis.
+        let tol = old.height() * 1e-6;
+        for &a in &before {
+            let y = old.y(a);
+            let holding: Vec<&Band> = bands
+                .iter()
+                .filter(|b| {
+                    let (lo, hi) = old_span(b, &v);
+                    lo - tol <= y && y <= hi + tol
+                })
+                .collect();
+            assert_eq!(holding.len(), 1, "address {a:#x}");
+            let b = holding[0];
+            let (lo, hi) = old_span(b, &v);
+            let moved = y + b.centre[1] - (lo + hi) / 2.0;
+            assert!(
+                (moved - now.y(a)).abs() < tol,
+                "{a:#x}: {moved} vs {}",
+                now.y(a)
+            );
+            assert!((hi - lo - b.size[1]).abs() < tol);
+            assert_eq!((b.centre[0], b.size[0]), (500.0, 800.0));
+        }
+        // A view of part of the axis: only the segments in it, cut to it.
+        let first = old.ranges[1].2;
+        let v = view([first + 10.0, first + 20.0]);
+        let bands = placed.bands(&v, &now);
+        assert_eq!(bands.len(), 1);
+        let (lo, hi) = old_span(&bands[0], &v);
+        assert!((lo - first - 10.0).abs() < 1e-3 && (hi - first - 20.0).abs() < 1e-3);
+        // The same axis: the whole image where it was.
+        let same = placed.bands(&v, &old);
+        assert_eq!(same.len(), 1);
+        assert_eq!(
+            same[0].uv,
+            egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0))
+        );
+        assert_eq!(same[0].centre[1], first + 15.0);
+        // An axis that was not grown from this one (an address of it is gone): nothing.
+        let other = Segments::from_addresses(before[1..].iter().copied());
+        assert!(placed.bands(&view([0.0, old.height()]), &other).is_empty());
+    }
 
     #[test]
     fn a_pixel_shows_its_miss_share() {

@@ -200,6 +200,8 @@ impl WarpscopeApp {
             pane.error = None;
             pane.stale = pane.result.is_some();
             pane.whole = None;
+            self.runs_numbered += 1;
+            pane.sim_run = self.runs_numbered;
             let label = format!("Simulating pane {}", i + 1);
             if trace.streamed.is_some() {
                 // The picture fills in as the file is read.
@@ -272,6 +274,8 @@ impl WarpscopeApp {
                 p.result = Some(whole);
                 self.results_seen += 1;
                 p.generation = self.results_seen;
+                self.runs_numbered += 1;
+                p.run = self.runs_numbered;
                 p.stale = false;
             }
             return;
@@ -285,6 +289,8 @@ impl WarpscopeApp {
         p.whole = Some(whole.clone());
         p.preview = None;
         p.stale = true;
+        self.runs_numbered += 1;
+        p.sim_run = self.runs_numbered;
         p.sim = Some(Job::spawn(
             format!(
                 "Reading pane {} again for requests {}..{}",
@@ -311,6 +317,7 @@ impl WarpscopeApp {
         p.result = Some(d);
         self.results_seen += 1;
         p.generation = self.results_seen;
+        p.run = p.sim_run;
         p.stale = true;
     }
 
@@ -322,6 +329,7 @@ impl WarpscopeApp {
                 p.result = Some(data);
                 self.results_seen += 1;
                 p.generation = self.results_seen;
+                p.run = p.sim_run;
                 p.stale = false;
                 p.error = None;
             }
@@ -333,6 +341,8 @@ impl WarpscopeApp {
                     p.result = p.whole.take();
                     self.results_seen += 1;
                     p.generation = self.results_seen;
+                    self.runs_numbered += 1;
+                    p.run = self.runs_numbered;
                 }
                 self.status = Status::Error(e);
             }

@@ -10,20 +10,32 @@ use super::address_streamed::{detail_buttons, drawn_note};
 use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
 use super::*;
 use crate::app::data::{InstFilter, Selection, SimData};
-use crate::app::raster::{RasterRequest, View as RasterView};
+use crate::app::raster::{Band, Placement, Raster, RasterRequest, View as RasterView};
 use crate::app::theme;
 
 /// Above this many requests in view, the address plot draws a raster instead of markers.
 pub const MARKER_LIMIT: usize = 50_000;
 
+/// A raster on the GPU: the view it covers and the result it was drawn from.
+pub struct Drawn {
+    pub view: RasterView,
+    pub texture: egui::TextureHandle,
+    /// The result's generation.
+    pub generation: u64,
+    pub placement: Placement,
+}
+
 /// The address view of one pane, with what it keeps between frames.
 #[derive(Default)]
 pub struct AddressView {
-    pub texture: Option<(RasterView, egui::TextureHandle, u64)>,
+    pub texture: Option<Drawn>,
     /// The view and data generation last asked for.
     requested: Option<(RasterView, u64)>,
     /// A raster that arrived from its job, to upload as a texture.
-    arrived: Option<(RasterView, egui::ColorImage, u64)>,
+    arrived: Option<Raster>,
+    /// The generation of the result whose raster the plot showed in the last frame (that of
+    /// an earlier preview of the same run while the newest one's is drawn).
+    shown_raster: Option<u64>,
     /// Requests and axis extents of the data last shown: when they change, the view resets
     /// to the new data's extent.
     extent: Option<(usize, u64, u64)>,
@@ -48,9 +60,23 @@ pub struct AddressView {
 }
 
 impl AddressView {
-    /// A raster drawn by the job this view asked for.
-    pub fn raster_arrived(&mut self, view: RasterView, image: egui::ColorImage, generation: u64) {
-        self.arrived = Some((view, image, generation));
+    /// A raster drawn by the job this view asked for, while the pane shows `data`, its result
+    /// `generation` of run `run`. Kept if it is of that result, or of an earlier one of the same
+    /// run newer than the raster shown (it stands in until the newest result's is drawn).
+    pub fn raster_arrived(&mut self, r: Raster, generation: u64, run: u64, data: Option<&SimData>) {
+        let current = r.generation == generation;
+        let newer = self
+            .texture
+            .as_ref()
+            .is_none_or(|t| t.generation < r.generation);
+        let fits = data.is_some_and(|d| r.placement.fits(run, d));
+        if current || (newer && fits) {
+            self.arrived = Some(r);
+        }
+    }
+    /// The generation of the result whose raster the plot showed in the last frame.
+    pub fn shown_raster(&self) -> Option<u64> {
+        self.shown_raster
     }
     /// The summary of a box this view asked for (dropped if the box has changed since).
     pub fn selection_arrived(&mut self, s: Selection, generation: u64) {
@@ -148,14 +174,20 @@ impl PaneView for AddressView {
     fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
         let mut out = Vec::new();
         // Upload a finished raster.
-        if let Some((v, img, g)) = self.arrived.take() {
-            let tex = ui.ctx().load_texture(
+        if let Some(r) = self.arrived.take() {
+            let texture = ui.ctx().load_texture(
                 format!("raster-{}", cx.pane),
-                img,
+                r.image,
                 egui::TextureOptions::NEAREST,
             );
-            self.texture = Some((v, tex, g));
+            self.texture = Some(Drawn {
+                view: r.view,
+                texture,
+                generation: r.generation,
+                placement: r.placement,
+            });
         }
+        self.shown_raster = None;
         if cx.data.points.is_empty() {
             empty(ui, "No requests reached the simulated L1.\nTry another SM, or \"all SMs\" in the GPU settings.");
             return out;
@@ -289,13 +321,20 @@ impl AddressView {
         } else {
             plot
         };
-        // Only a raster of this result is drawn: one of an older result would show its outcomes
-        // under the new header (a view of this result at another zoom is fine meanwhile).
-        let texture = state
-            .texture
-            .as_ref()
-            .filter(|(_, _, g)| *g == generation)
-            .map(|(v, t, _)| (*v, t.id()));
+        // A raster of this result is drawn (at another zoom meanwhile if need be), or one of an
+        // earlier preview of the same run moved to this result's axis: it shows requests this
+        // one holds too, with the same outcomes. One of another run would show its outcomes
+        // under this result's header.
+        let texture = state.texture.as_ref().and_then(|d| {
+            let bands = if d.generation == generation {
+                vec![Band::whole(&d.view)]
+            } else if d.placement.fits(cx.run, data) {
+                d.placement.bands(&d.view, &data.segments)
+            } else {
+                Vec::new()
+            };
+            (!bands.is_empty()).then(|| (d.texture.id(), d.generation, bands))
+        });
         let sel_stroke = ui.visuals().selection.bg_fill;
         let sel_fill = sel_stroke.gamma_multiply(0.15);
         let label_colour = ui.visuals().text_color();
@@ -384,15 +423,19 @@ impl AddressView {
                     colour: cx.colour,
                     only: only_key,
                 };
-                if let Some((v, tex)) = texture {
-                    let cx = (v.x[0] + v.x[1]) / 2.0;
-                    let cy = (v.y[0] + v.y[1]) / 2.0;
-                    pui.image(PlotImage::new(
-                        "density",
-                        tex,
-                        PlotPoint::new(cx, cy),
-                        egui::vec2((v.x[1] - v.x[0]) as f32, (v.y[1] - v.y[0]) as f32),
-                    ));
+                if let Some((tex, g, bands)) = &texture {
+                    for &Band { uv, centre, size } in bands {
+                        pui.image(
+                            PlotImage::new(
+                                "density",
+                                *tex,
+                                PlotPoint::new(centre[0], centre[1]),
+                                egui::vec2(size[0] as f32, size[1] as f32),
+                            )
+                            .uv(uv),
+                        );
+                    }
+                    state.shown_raster = Some(*g);
                 }
                 Some(want)
             };
@@ -406,7 +449,7 @@ impl AddressView {
         state.shown_x = Some((b.min()[0], b.max()[0]));
         // Ask for a new raster when the view changed and the newest request is not this one.
         if let Some(want) = resp.inner {
-            let current = state.texture.as_ref().map(|(v, _, g)| (*v, *g));
+            let current = state.texture.as_ref().map(|d| (d.view, d.generation));
             let fresh = current == Some((want, generation));
             if !fresh && state.requested != Some((want, generation)) {
                 state.requested = Some((want, generation));
@@ -416,6 +459,7 @@ impl AddressView {
                         generation,
                         view: want,
                         data: data.clone(),
+                        placement: Placement::of(cx.run, data),
                     },
                 });
             }

@@ -105,6 +105,8 @@ pub struct PaneCx<'a> {
     pub pane: usize,
     /// The result's generation ([`crate::app::Pane::generation`]).
     pub generation: u64,
+    /// The run it comes from ([`crate::app::Pane::run`]).
+    pub run: u64,
     pub data: &'a Arc<SimData>,
     pub trace: &'a Arc<TraceData>,
     /// Panes showing the same trace share zoom and cursor through this id.
