@@ -177,7 +177,8 @@ pub struct Gather<'a> {
     pub past_window: bool,
     /// Requests seen.
     pub requests: u64,
-    /// The kernels' headers, in launch order.
+    /// The kernels' headers, in launch order, without their per-CTA and per-warp facts
+    /// ([`Kernel::shape_only`]): each preview copies them.
     pub kernels: Vec<Kernel>,
     /// Timing model: per kernel, one past the latest issue cycle of any of its requests
     /// (where each kernel sits on the time axis, however thin the sample).
@@ -303,7 +304,7 @@ impl<'a> Gather<'a> {
 impl Observer for Gather<'_> {
     fn on_kernel(&mut self, _kernel: u32, header: &Kernel) {
         self.slots.add(header);
-        self.kernels.push(header.header());
+        self.kernels.push(header.shape_only());
         self.inst_split
             .resize(self.slots.insts, ClassSplit::default());
         self.cta_classes.resize(self.slots.ctas);

@@ -396,7 +396,7 @@ pub struct SimData {
     pub miss_tables: std::sync::Arc<MissTables>,
     /// How many distinct ids each colouring of the address view has.
     pub ids: IdCounts,
-    /// The simulated kernels' headers (names, shapes, instructions).
+    /// The simulated kernels' headers (names, shapes, instructions; [`Kernel::shape_only`]).
     pub kernels: Vec<Kernel>,
     /// The address axis.
     pub segments: Segments,

@@ -57,7 +57,7 @@ impl SimData {
             slots,
             inst_split,
             cta_classes: &cta_classes,
-            kernels: trace.trace.kernels.iter().map(Kernel::header).collect(),
+            kernels: trace.trace.kernels.iter().map(Kernel::shape_only).collect(),
             segments: trace.segments.clone(),
         };
         let x = XAxis::new(&points);

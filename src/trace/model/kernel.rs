@@ -37,6 +37,25 @@ impl Kernel {
             &self.info,
         )
     }
+    /// The header without the facts that hold an entry per CTA or warp (the CTA-to-SM table,
+    /// the executed instructions per warp): what a view of a run's result needs, at a few
+    /// bytes where a kernel of 10^7 CTAs has a 40 MB CTA-to-SM table.
+    pub fn shape_only(&self) -> Kernel {
+        let info = KernelInfo {
+            attributes: self.info.attributes.clone(),
+            opcodes: self.info.opcodes.clone(),
+            load_groups: self.info.load_groups,
+            ..KernelInfo::default()
+        };
+        Kernel::without_rows(
+            &self.name,
+            self.grid,
+            self.block,
+            self.order,
+            &self.instructions,
+            &info,
+        )
+    }
     /// A kernel of this shape and these instructions and facts, with no rows.
     pub(crate) fn without_rows(
         name: &str,
