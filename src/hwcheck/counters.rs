@@ -39,6 +39,16 @@ pub fn read(path: &Path) -> Result<Vec<(String, CaseCounts)>, CountersError> {
         file: file.clone(),
         message,
     };
+    // What is wrong with the path itself, said once (polars' own message repeats the path).
+    match std::fs::metadata(path) {
+        Err(e) => return Err(whole(e.to_string())),
+        Ok(m) if m.is_dir() => {
+            return Err(whole(
+                "a folder, not a CSV file (expected hw/run.sh's counters.csv)".into(),
+            ))
+        }
+        Ok(_) => {}
+    }
     let df = CsvReadOptions::default()
         .with_has_header(true)
         // Every column as text: the numbers are parsed here, with the line they are on.
@@ -141,5 +151,18 @@ mod tests {
         std::fs::write(&p, "case,x\nvecadd,1\n").unwrap();
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("no column"), "{e}");
+        // A missing file or a folder: the path once, then why.
+        let missing = dir.path().join("none.csv");
+        let e = read(&missing).unwrap_err().to_string();
+        let why = std::fs::metadata(&missing).unwrap_err();
+        assert_eq!(e, format!("{}: {why}", missing.display()));
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: a folder, not a CSV file (expected hw/run.sh's counters.csv)",
+                dir.path().display()
+            )
+        );
     }
 }
