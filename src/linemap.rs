@@ -6,6 +6,12 @@
 //! The pages lie in chunks of [`CHUNK_PAGES`] pages: only the last chunk grows (doubling), so
 //! at tens of millions of lines the values take what they use plus at most half a chunk,
 //! where one growing vector of them would take up to twice what it uses.
+//!
+//! Pages pay only where lines near each other are used. One SM of 14 running a streaming
+//! kernel uses one line in 14 of each buffer, so its pages would hold 14 times the values it
+//! sets. So whenever the pages double in number (from [`SPARSE_CHECK_PAGES`] on) the map counts
+//! the values set; if fewer than a quarter of the pages' values are, it moves them to a hash
+//! map of one entry per line (about 2-3 times a page's bytes per line) and stays so.
 
 use rustc_hash::FxHashMap;
 
@@ -14,9 +20,11 @@ const PAGE: usize = 1 << PAGE_BITS;
 /// Pages per chunk (2^20 values: 12 MiB of 12-byte values).
 const CHUNK_PAGES_BITS: u32 = 12;
 pub const CHUNK_PAGES: usize = 1 << CHUNK_PAGES_BITS;
+/// Pages at which the map first checks how full they are (2^20 values).
+pub const SPARSE_CHECK_PAGES: u32 = 4096;
 
 #[derive(Clone, Debug)]
-pub struct LineMap<V: Copy + Default> {
+pub struct LineMap<V: Copy + Default + PartialEq> {
     /// Each page's number, in the order they were first touched.
     pages: FxHashMap<u64, u32>,
     /// Page `i`'s values are `chunks[i / CHUNK_PAGES][(i % CHUNK_PAGES) * PAGE..][..PAGE]`.
@@ -27,10 +35,21 @@ pub struct LineMap<V: Copy + Default> {
     /// Where the values of `last_page` lie: chunk and first index in it.
     last_chunk: u32,
     last_start: u32,
+    /// Once the pages turned out mostly empty: a value per line set, instead of pages.
+    sparse: Option<FxHashMap<u64, V>>,
+    /// The count of pages at which how full they are is checked next.
+    check_at: u32,
 }
 
-impl<V: Copy + Default> Default for LineMap<V> {
+impl<V: Copy + Default + PartialEq> Default for LineMap<V> {
     fn default() -> Self {
+        Self::checking_from(SPARSE_CHECK_PAGES)
+    }
+}
+
+impl<V: Copy + Default + PartialEq> LineMap<V> {
+    /// A map that first checks how full its pages are at `pages` pages (tests use few).
+    pub fn checking_from(pages: u32) -> Self {
         LineMap {
             pages: FxHashMap::default(),
             chunks: Vec::new(),
@@ -38,19 +57,26 @@ impl<V: Copy + Default> Default for LineMap<V> {
             last_page: u64::MAX,
             last_chunk: 0,
             last_start: 0,
+            sparse: None,
+            check_at: pages.max(1),
         }
     }
-}
 
-impl<V: Copy + Default> LineMap<V> {
-    /// Bytes its pages and their index hold.
+    /// Bytes its pages and their index hold (or its entries, once sparse).
     pub fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(u64, V)>() + 1;
         self.chunks
             .iter()
             .map(|c| c.capacity() * std::mem::size_of::<V>())
             .sum::<usize>()
             + self.chunks.capacity() * std::mem::size_of::<Vec<V>>()
             + self.pages.capacity() * 16
+            + self.sparse.as_ref().map_or(0, |m| m.capacity() * entry)
+    }
+
+    /// Whether the values are held per line (the pages were mostly empty).
+    pub fn is_sparse(&self) -> bool {
+        self.sparse.is_some()
     }
 
     /// Where page number `idx`'s values lie: chunk and first index in it.
@@ -65,14 +91,20 @@ impl<V: Copy + Default> LineMap<V> {
     #[inline]
     pub fn entry(&mut self, line: u64) -> &mut V {
         let page = line >> PAGE_BITS;
-        if page != self.last_page {
+        if page != self.last_page && self.sparse.is_none() {
             self.turn_to(page);
         }
-        &mut self.chunks[self.last_chunk as usize]
-            [self.last_start as usize + (line as usize & (PAGE - 1))]
+        match &mut self.sparse {
+            Some(map) => map.entry(line).or_default(),
+            None => {
+                &mut self.chunks[self.last_chunk as usize]
+                    [self.last_start as usize + (line as usize & (PAGE - 1))]
+            }
+        }
     }
 
-    /// Makes `page` the last one looked at, adding it if it is new.
+    /// Makes `page` the last one looked at, adding it if it is new (and going sparse if the
+    /// pages are mostly empty).
     fn turn_to(&mut self, page: u64) {
         let next = self.used;
         let idx = *self.pages.entry(page).or_insert(next);
@@ -84,18 +116,61 @@ impl<V: Copy + Default> LineMap<V> {
             }
             let values = &mut self.chunks[chunk as usize];
             values.resize(values.len() + PAGE, V::default());
+            if self.used >= self.check_at {
+                self.check_at = self.check_at.saturating_mul(2);
+                if self.mostly_empty() {
+                    self.go_sparse();
+                    return;
+                }
+            }
         }
         self.last_page = page;
         (self.last_chunk, self.last_start) = (chunk, start);
     }
 
-    /// Every value ever set (and the defaults beside them in their pages), mutable.
+    /// Fewer than a quarter of the pages' values are set.
+    #[cold]
+    fn mostly_empty(&self) -> bool {
+        let set = self
+            .chunks
+            .iter()
+            .flatten()
+            .filter(|v| **v != V::default())
+            .count();
+        set * 4 < self.used as usize * PAGE
+    }
+
+    /// Moves the values set into a map of one entry per line and drops the pages.
+    #[cold]
+    fn go_sparse(&mut self) {
+        let mut map = FxHashMap::default();
+        for (&page, &idx) in &self.pages {
+            let (chunk, start) = Self::place(idx);
+            let values = &self.chunks[chunk as usize][start as usize..][..PAGE];
+            for (i, v) in values.iter().enumerate() {
+                if *v != V::default() {
+                    map.insert(page << PAGE_BITS | i as u64, *v);
+                }
+            }
+        }
+        self.sparse = Some(map);
+        self.pages = FxHashMap::default();
+        self.chunks = Vec::new();
+        self.last_page = u64::MAX;
+    }
+
+    /// Every value ever set (and, while paged, the defaults beside them in their pages),
+    /// mutable.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.chunks.iter_mut().flatten()
+        let sparse = self.sparse.iter_mut().flat_map(|m| m.values_mut());
+        self.chunks.iter_mut().flatten().chain(sparse)
     }
 
     /// The value of `line` (default if never set), without changing the map.
     pub fn get(&self, line: u64) -> V {
+        if let Some(map) = &self.sparse {
+            return map.get(&line).copied().unwrap_or_default();
+        }
         let page = line >> PAGE_BITS;
         let place = if page == self.last_page {
             Some((self.last_chunk, self.last_start))
@@ -111,38 +186,72 @@ impl<V: Copy + Default> LineMap<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[test]
-    fn behaves_like_a_map() {
-        let mut m = LineMap::<u32>::default();
+
+    /// Random uses of `lines()`, checked against a `HashMap` at every step; returns the map.
+    fn against_a_hash_map(
+        mut m: LineMap<u32>,
+        n: u32,
+        mut lines: impl FnMut(u32) -> u64,
+    ) -> LineMap<u32> {
         let mut reference = std::collections::HashMap::new();
-        let mut rng = crate::rng::Rng::new(5);
-        // Random lines far apart (a page each) fill more than two chunks of pages.
-        for i in 0..24_000u32 {
-            let line = if i % 2 == 0 {
-                rng.below(1 << 40)
-            } else {
-                rng.below(4096)
-            };
+        for i in 1..=n {
+            let line = lines(i);
             assert_eq!(m.get(line), reference.get(&line).copied().unwrap_or(0));
             assert_eq!(*m.entry(line), reference.get(&line).copied().unwrap_or(0));
             *m.entry(line) = i;
             reference.insert(line, i);
         }
-        assert!(m.chunks.len() >= 3, "{} chunks", m.chunks.len());
         for (&line, &v) in &reference {
             assert_eq!(m.get(line), v);
         }
-        // Every value set is among the values, and only the pages used are held.
+        // Every value set is among the values.
         let mut values: Vec<u32> = m.values_mut().map(|v| *v).filter(|&v| v != 0).collect();
-        let mut want: Vec<u32> = reference.values().copied().filter(|&v| v != 0).collect();
+        let mut want: Vec<u32> = reference.values().copied().collect();
         values.sort_unstable();
         want.sort_unstable();
         assert_eq!(values, want);
+        m
+    }
+
+    #[test]
+    fn behaves_like_a_map_across_chunks() {
+        let mut rng = crate::rng::Rng::new(5);
+        // Random lines far apart (a page each) fill more than two chunks of pages; never
+        // checked for emptiness, so it stays paged.
+        let m = against_a_hash_map(LineMap::checking_from(u32::MAX), 24_000, |i| {
+            if i % 2 == 0 {
+                rng.below(1 << 40)
+            } else {
+                rng.below(4096)
+            }
+        });
+        assert!(!m.is_sparse());
+        assert!(m.chunks.len() >= 3, "{} chunks", m.chunks.len());
         let held: usize = m.chunks.iter().map(Vec::len).sum();
         assert_eq!(held, m.used as usize * PAGE);
         // Full chunks are exactly full; only the last may have room to grow.
         for c in &m.chunks[..m.chunks.len() - 1] {
             assert_eq!(c.capacity(), CHUNK_PAGES * PAGE);
         }
+    }
+
+    #[test]
+    fn mostly_empty_pages_become_one_entry_per_line() {
+        // One line in 14 (one SM of 14 on a streaming kernel), checked from 64 pages on: the
+        // values move to a map of lines, and it goes on as a map.
+        let m = against_a_hash_map(LineMap::checking_from(64), 40_000, |i| {
+            (i as u64 % 30_000) * 14
+        });
+        assert!(m.is_sparse());
+        assert!(m.chunks.is_empty() && m.pages.is_empty());
+        assert!(m.heap_bytes() < 30_000 * 64, "{} B", m.heap_bytes());
+        // Every line used, in turns: the pages are full, they stay.
+        let m = against_a_hash_map(LineMap::checking_from(64), 40_000, |i| i as u64 % 30_000);
+        assert!(!m.is_sparse());
+        // Half the lines of each page: still paged (a page costs less than entries then).
+        let m = against_a_hash_map(LineMap::checking_from(64), 40_000, |i| {
+            (i as u64 % 30_000) * 2
+        });
+        assert!(!m.is_sparse());
     }
 }

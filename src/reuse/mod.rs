@@ -126,7 +126,7 @@ pub struct LogBin {
 
 /// A line's last use: its position in the whole stack and in its set's stack (0 = never),
 /// and its set (to find that stack when the marks are renumbered).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Last {
     whole: u32,
     in_set: u32,
