@@ -1,4 +1,5 @@
-//! A map from line address to a small value, paged so that lines near each other share one
+//! A map from line address (or another mostly dense number: the app keys each CTA's miss
+//! classes by CTA slot) to a small value, paged so that lines near each other share one
 //! page: streaming and strided patterns touch the hash table once per page, not per line.
 //! Memory grows with the address footprint (one page of 256 values per 256 consecutive lines
 //! touched), which for GPU traces (dense buffers) is far smaller than a hash entry per line.

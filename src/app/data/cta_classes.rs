@@ -1,14 +1,17 @@
 //! Each CTA's misses by class, for its reads and for its writes: what the class columns of the
 //! miss view's CTA table show (`reads/writes` per class).
 //!
-//! One entry is kept for every CTA of every kernel's grid, and a trace may launch millions, so
-//! an entry is six `u16` counts (12 bytes, where the read/write split of every outcome took
-//! 80). A count that passes `u16::MAX` stays there and its excess goes to a map, which holds
-//! at most one entry per 65,535 misses of the run.
+//! A trace may launch millions of CTAs, so an entry is six `u16` counts (12 bytes, where the
+//! read/write split of every outcome took 80), kept in a [`LineMap`] by CTA slot: pages of
+//! 256 slots where the CTAs that miss lie close together, one entry per CTA where they are
+//! spread out (one SM of 14 simulated: one CTA in 14 has requests), so no memory goes to the
+//! CTAs of the grid that made no request. A count that passes `u16::MAX` stays there and its
+//! excess goes to a map, which holds at most one entry per 65,535 misses of the run.
 
 use rustc_hash::FxHashMap;
 
 use super::Outcome;
+use crate::linemap::LineMap;
 
 /// A CTA's misses: `[read, write][compulsory, capacity, conflict]`.
 pub type Classes = [[u64; 3]; 2];
@@ -16,7 +19,9 @@ pub type Classes = [[u64; 3]; 2];
 /// Misses by read/write and class, per CTA slot ([`super::Slots::cta`]).
 #[derive(Clone, Debug, Default)]
 pub struct CtaClasses {
-    dense: Vec<[[u16; 3]; 2]>,
+    counts: LineMap<[[u16; 3]; 2]>,
+    /// Slots `0..len` are kept.
+    len: usize,
     /// The counts past `u16::MAX` of the saturated cells, by `slot * 6 + write * 3 + class`.
     spill: FxHashMap<u64, u64>,
 }
@@ -24,24 +29,23 @@ pub struct CtaClasses {
 impl CtaClasses {
     /// Room for `slots` CTAs (more slots start at zero; fewer drops the last).
     pub fn resize(&mut self, slots: usize) {
-        if slots < self.dense.len() {
+        if slots < self.len {
             self.spill.retain(|&k, _| k / 6 < slots as u64);
+            for s in slots..self.len {
+                if self.counts.get(s as u64) != [[0; 3]; 2] {
+                    *self.counts.entry(s as u64) = [[0; 3]; 2];
+                }
+            }
         }
-        self.dense.resize(slots, [[0; 3]; 2]);
-    }
-
-    /// Gives back the room past its slots.
-    pub fn shrink_to_fit(&mut self) {
-        self.dense.shrink_to_fit();
-        self.spill.shrink_to_fit();
+        self.len = slots;
     }
 
     pub fn len(&self) -> usize {
-        self.dense.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.dense.is_empty()
+        self.len == 0
     }
 
     /// Counts a request of CTA `slot` (a slot past the end is ignored). Hits and misses the
@@ -54,9 +58,10 @@ impl CtaClasses {
             Outcome::Conflict => 2,
             Outcome::Hit | Outcome::Miss => return,
         };
-        let Some(cell) = self.dense.get_mut(slot) else {
+        if slot >= self.len {
             return;
-        };
+        }
+        let cell = self.counts.entry(slot as u64);
         let n = &mut cell[write as usize][class];
         if *n < u16::MAX {
             *n += 1;
@@ -68,9 +73,10 @@ impl CtaClasses {
 
     /// Sets CTA `slot`'s misses to `c` (a slot past the end is ignored).
     pub fn set(&mut self, slot: usize, c: &Classes) {
-        let Some(cell) = self.dense.get_mut(slot) else {
+        if slot >= self.len {
             return;
-        };
+        }
+        let cell = self.counts.entry(slot as u64);
         for (w, row) in c.iter().enumerate() {
             for (k, &n) in row.iter().enumerate() {
                 let max = u16::MAX as u64;
@@ -87,9 +93,10 @@ impl CtaClasses {
 
     /// CTA `slot`'s misses (zero for a slot past the end).
     pub fn get(&self, slot: usize) -> Classes {
-        let Some(cell) = self.dense.get(slot) else {
+        if slot >= self.len {
             return [[0; 3]; 2];
-        };
+        }
+        let cell = self.counts.get(slot as u64);
         let mut out = [[0u64; 3]; 2];
         for (w, row) in cell.iter().enumerate() {
             for (c, &n) in row.iter().enumerate() {
@@ -105,8 +112,7 @@ impl CtaClasses {
 
     /// The bytes held on the heap (the map's entries at their size, without its overhead).
     pub fn heap_bytes(&self) -> usize {
-        self.dense.capacity() * std::mem::size_of::<[[u16; 3]; 2]>()
-            + self.spill.capacity() * std::mem::size_of::<(u64, u64)>()
+        self.counts.heap_bytes() + self.spill.capacity() * std::mem::size_of::<(u64, u64)>()
     }
 }
 
@@ -166,7 +172,30 @@ mod tests {
     fn a_cta_takes_twelve_bytes_and_a_shrink_forgets_the_spill_of_slots_dropped() {
         let mut c = CtaClasses::default();
         c.resize(1_000_000);
-        assert!(c.heap_bytes() <= 12 * 1_000_000 + 64, "{}", c.heap_bytes());
+        // Nothing for the CTAs without misses; 12 B a CTA once they all have some (and the
+        // last chunk's room to grow), and under 64 B a CTA that has some where only one in 14
+        // does (a hash entry per CTA, against 168 B of pages).
+        assert!(c.heap_bytes() < 1024, "{}", c.heap_bytes());
+        for s in 0..1_000_000 {
+            c.add(s, false, Outcome::Compulsory);
+        }
+        assert!(
+            c.heap_bytes() <= 12 * 1_000_000 + (6 << 20),
+            "{}",
+            c.heap_bytes()
+        );
+        let mut spread = CtaClasses::default();
+        spread.resize(14_000_000);
+        for s in (0..14_000_000).step_by(14) {
+            spread.add(s, true, Outcome::Capacity);
+        }
+        assert_eq!(spread.get(14 * 999)[1][1], 1);
+        assert_eq!(spread.get(14 * 999 + 1), [[0; 3]; 2]);
+        assert!(
+            spread.heap_bytes() < 64 * 1_000_000,
+            "{}",
+            spread.heap_bytes()
+        );
         for _ in 0..70_000 {
             c.add(999_999, true, Outcome::Conflict);
         }

@@ -49,7 +49,6 @@ impl CtaRows {
         at.shrink_to_fit();
         if !timing {
             classes.resize(at.len());
-            classes.shrink_to_fit();
         }
         CtaRows {
             table: table.clone(),
@@ -210,9 +209,10 @@ mod tests {
             .collect();
         let rows = CtaRows::new(&table, false, false, &|_| [[2, 0, 0], [1, 0, 0]]);
         assert_eq!(rows.len(), n as usize);
-        // What the table adds to the report's encoded rows: 20 B a row.
+        // What the table adds to the report's encoded rows: 20 B a row (where it starts, its
+        // classes), and the classes' room to grow (their pages double up to a chunk).
         let own = rows.at.capacity() * std::mem::size_of::<RowAt>() + rows.classes.heap_bytes();
-        assert!(own <= 20 * n as usize + 64, "{own} B");
+        assert!(own <= 32 * n as usize + 64, "{own} B");
         // With its share of the report's rows (half: the report holds them too).
         let per_row = rows.heap_bytes() / n as usize;
         assert!(per_row <= 64, "{per_row} B a row");
