@@ -149,19 +149,24 @@ impl Placement {
     pub fn of(run: u64, data: &SimData) -> Self {
         Placement {
             run,
-            x_start: match (&data.x, &data.window) {
-                (XAxis::Sampled { start, .. }, None) => Some(*start),
-                _ => None,
-            },
+            x_start: Self::x_start(data),
             segments: data.segments.clone(),
         }
     }
 
+    /// The first request number of `data`'s axis if it is a whole run's sample.
+    fn x_start(data: &SimData) -> Option<u64> {
+        match (&data.x, &data.window) {
+            (XAxis::Sampled { start, .. }, None) => Some(*start),
+            _ => None,
+        }
+    }
+
     /// Whether a raster placed so can stand in for one of `data`, a result of `run`: the same
-    /// run, both on a sampled axis from the same request number.
+    /// run, both on a sampled axis from the same request number. (Asked each frame while a
+    /// raster stands in, so nothing is copied.)
     pub fn fits(&self, run: u64, data: &SimData) -> bool {
-        let now = Placement::of(run, data);
-        self.run == now.run && self.x_start.is_some() && self.x_start == now.x_start
+        self.run == run && self.x_start.is_some() && self.x_start == Self::x_start(data)
     }
 
     /// The bands of a raster of `view` (drawn with these segments) moved to their places on
