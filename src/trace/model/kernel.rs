@@ -28,13 +28,17 @@ impl Kernel {
     }
     /// The kernel without its rows: name, shape, order, instructions and source facts.
     pub fn header(&self) -> Kernel {
+        self.header_with(&self.info)
+    }
+    /// The kernel without its rows, with `info` for its source facts.
+    fn header_with(&self, info: &KernelInfo) -> Kernel {
         Kernel::without_rows(
             &self.name,
             self.grid,
             self.block,
             self.order,
             &self.instructions,
-            &self.info,
+            info,
         )
     }
     /// The header without the facts that hold an entry per CTA or warp (the CTA-to-SM table,
@@ -47,14 +51,7 @@ impl Kernel {
             load_groups: self.info.load_groups,
             ..KernelInfo::default()
         };
-        Kernel::without_rows(
-            &self.name,
-            self.grid,
-            self.block,
-            self.order,
-            &self.instructions,
-            &info,
-        )
+        self.header_with(&info)
     }
     /// A kernel of this shape and these instructions and facts, with no rows.
     pub(crate) fn without_rows(
