@@ -140,11 +140,8 @@ fn decode_fields(bytes: &[u8], at: &mut usize, first: &[u64; FIELDS]) -> [u64; F
     f
 }
 
-/// The numbers of a segment's first row (all zero for an empty one).
+/// The numbers of a segment's first row (all zero for an empty one: nothing read is zero).
 fn first_of(bytes: &[u8]) -> [u64; FIELDS] {
-    if bytes.is_empty() {
-        return [0; FIELDS];
-    }
     decode_fields(bytes, &mut 0, &[0; FIELDS])
 }
 
