@@ -4,14 +4,19 @@
 //! class and the memory traffic it caused. Classification follows Dinero IV's `-ccc` exactly:
 //! a miss that hits in a fully associative cache of the same capacity, replacement policy and
 //! write-allocate behaviour is a *conflict* miss; otherwise it is *compulsory* when some
-//! requested sector was never referenced before, else *capacity*.
+//! requested sector was never referenced before, else *capacity*. Where that shadow is an
+//! LRU stack (LRU, write-allocate, unsectored lines) it is an [`LruStack`], which keeps the
+//! lines it holds and the lines ever seen in one map; otherwise a one-set [`CacheArray`] and a
+//! map of the sectors seen.
 
 mod array;
+mod lru_stack;
 pub mod replacement;
 pub mod set_index;
 mod stats;
 
 pub use array::{ArrayOutcome, CacheArray, WayState};
+pub use lru_stack::{LruStack, StackOutcome};
 pub use set_index::SetIndexFn;
 pub use stats::{Counters, MissClass, MissClasses};
 
@@ -43,13 +48,26 @@ pub struct Outcome {
     pub evicted: Option<u64>,
 }
 
+/// The fully associative shadow of a cache, with the record of what it ever saw.
+#[derive(Clone, Debug)]
+enum Shadow {
+    /// Where the shadow is an LRU stack ([`CacheModel::shadow_is_a_stack`]): lines held and
+    /// lines seen in one map.
+    Stack(LruStack),
+    /// Any replacement policy and write policy, sectored lines: an array of one set, and the
+    /// sectors ever seen of each line.
+    Array {
+        lines: CacheArray,
+        seen: LineMap<u32>,
+    },
+}
+
 /// A cache with its fully associative shadow and the record of every sector ever seen.
 #[derive(Clone, Debug)]
 pub struct CacheModel {
     index: SetIndexFn,
     main: CacheArray,
-    shadow: CacheArray,
-    seen: LineMap<u32>,
+    shadow: Shadow,
     write_allocate: bool,
     sector_bytes: u64,
     /// The shadow is a fully associative LRU cache that every request allocates in, with one
@@ -66,16 +84,23 @@ impl CacheModel {
     pub fn new(cfg: &CacheConfig, seed: u64) -> Self {
         let sets = cfg.sets() as usize;
         let ways = cfg.ways_effective() as usize;
+        let shadow_is_a_stack = cfg.replacement == crate::config::Replacement::Lru
+            && cfg.write_policy == WritePolicy::Wbwa
+            && cfg.sector_bytes >= cfg.line_bytes;
         CacheModel {
             index: SetIndexFn::new(&cfg.set_index, sets as u32, cfg.line_bytes),
             main: CacheArray::new(sets, ways, cfg.replacement, seed),
-            shadow: CacheArray::new(1, sets * ways, cfg.replacement, seed ^ 0xFA),
-            seen: LineMap::default(),
+            shadow: if shadow_is_a_stack {
+                Shadow::Stack(LruStack::new((sets * ways) as u32))
+            } else {
+                Shadow::Array {
+                    lines: CacheArray::new(1, sets * ways, cfg.replacement, seed ^ 0xFA),
+                    seen: LineMap::default(),
+                }
+            },
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
             sector_bytes: cfg.sector_bytes as u64,
-            shadow_is_a_stack: cfg.replacement == crate::config::Replacement::Lru
-                && cfg.write_policy == WritePolicy::Wbwa
-                && cfg.sector_bytes >= cfg.line_bytes,
+            shadow_is_a_stack,
             shadow_lines: (sets * ways) as u64,
         }
     }
@@ -83,7 +108,10 @@ impl CacheModel {
     /// About the bytes it holds beyond the two arrays' own size: the record of every line
     /// seen (for compulsory misses), which grows with the distinct lines.
     pub fn heap_bytes(&self) -> usize {
-        self.seen.heap_bytes()
+        match &self.shadow {
+            Shadow::Stack(s) => s.heap_bytes(),
+            Shadow::Array { seen, .. } => seen.heap_bytes(),
+        }
     }
 
     /// Whether [`CacheModel::access_at_distance`] may stand for [`CacheModel::access`]: LRU,
@@ -152,24 +180,35 @@ impl CacheModel {
                 Some(_) => MissClass::Capacity,
                 None => MissClass::Compulsory,
             }),
-            None => {
-                // The shadow sees every request, hit or miss.
-                let f = self.shadow.access(0, r.line, r.sectors, allocate, false);
-                if m.hit {
-                    None
-                } else if f.hit {
-                    Some(MissClass::Conflict)
-                } else {
-                    let seen = self.seen.entry(r.line);
-                    let new = *seen & r.sectors != r.sectors;
-                    *seen |= r.sectors;
-                    Some(if new {
-                        MissClass::Compulsory
-                    } else {
-                        MissClass::Capacity
+            // The shadow sees every request, hit or miss.
+            None => match &mut self.shadow {
+                // Every request allocates here (write-allocate), and a line is one sector.
+                Shadow::Stack(s) => {
+                    let f = s.access(r.line);
+                    (!m.hit).then_some(match f {
+                        StackOutcome::Hit => MissClass::Conflict,
+                        StackOutcome::Seen => MissClass::Capacity,
+                        StackOutcome::New => MissClass::Compulsory,
                     })
                 }
-            }
+                Shadow::Array { lines, seen } => {
+                    let f = lines.access(0, r.line, r.sectors, allocate, false);
+                    if m.hit {
+                        None
+                    } else if f.hit {
+                        Some(MissClass::Conflict)
+                    } else {
+                        let seen = seen.entry(r.line);
+                        let new = *seen & r.sectors != r.sectors;
+                        *seen |= r.sectors;
+                        Some(if new {
+                            MissClass::Compulsory
+                        } else {
+                            MissClass::Capacity
+                        })
+                    }
+                }
+            },
         };
         // Only the sectors that were not there are fetched: a request that finds some of its
         // sectors counts them as hits on an H100 (docs/hardware.md).

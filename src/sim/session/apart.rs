@@ -21,10 +21,9 @@
 use std::collections::VecDeque;
 
 use super::{Session, SimError};
-use crate::cache::{CacheArray, SetIndexFn};
+use crate::cache::{LruStack, SetIndexFn, StackOutcome};
 use crate::coalesce::Coalescer;
-use crate::config::{Coalescing, Replacement};
-use crate::linemap::LineMap;
+use crate::config::Coalescing;
 use crate::reuse::ReuseTracker;
 use crate::trace::{model_flags, Columns, Kernel, BARRIER_CODE};
 
@@ -101,19 +100,17 @@ enum Meter {
     Shadow(Shadow),
 }
 
-/// A fully associative LRU cache of a cache's size that every request allocates in, and the
-/// lines ever seen: the shadow `CacheModel` keeps where it is an LRU stack.
+/// The shadow `CacheModel` keeps where it is an LRU stack (a fully associative LRU cache of
+/// the cache's size that every request allocates in, and the lines it ever saw).
 struct Shadow {
-    lines: CacheArray,
-    seen: LineMap<bool>,
+    lines: LruStack,
     capacity: u32,
 }
 
 impl Shadow {
     fn new(capacity: u32) -> Self {
         Shadow {
-            lines: CacheArray::new(1, capacity as usize, Replacement::Lru, 0),
-            seen: LineMap::default(),
+            lines: LruStack::new(capacity),
             capacity,
         }
     }
@@ -122,14 +119,10 @@ impl Shadow {
     /// distance below the capacity) or the capacity (a miss here).
     #[inline]
     fn distance(&mut self, line: u64) -> u32 {
-        if self.lines.access(0, line, 1, true, false).hit {
-            return 0;
-        }
-        let seen = self.seen.entry(line);
-        if std::mem::replace(seen, true) {
-            self.capacity
-        } else {
-            FIRST_USE
+        match self.lines.access(line) {
+            StackOutcome::Hit => 0,
+            StackOutcome::Seen => self.capacity,
+            StackOutcome::New => FIRST_USE,
         }
     }
 }
