@@ -1,6 +1,7 @@
 //! Benchmarks for the speed targets of the core (run with `cargo bench`):
 //! - set-associative LRU with 3C classification, requests per second;
 //! - exact reuse-distance histogram at 10^7 distinct lines;
+//! - each part of the measured `din` case alone (issue 26), on the lines of that case's trace;
 //! - Dinero text trace parsing, bytes per second;
 //! - the importers (Accel-Sim, NVBit, Crawford 2014 and Nugteren et al. 2014 text, cuda-memtrace, CSV with the
 //!   `tables` feature), bytes per second, and the native format, accesses per second;
@@ -121,6 +122,93 @@ fn reuse(c: &mut Criterion) {
                 let mut t = ReuseTracker::new(1);
                 for &l in lines.iter() {
                     t.access(l, 0);
+                }
+                black_box(t.whole_hist.infinite)
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The lines (64-byte) and writes of the trace `tools/measure-e2e` measures, made the same way
+/// (its own random numbers): a third each of a stream over 8 MiB, reads of a 256 KiB working
+/// set at random and writes to it.
+fn mixed_din_lines(n: usize) -> Vec<(u64, bool)> {
+    let mut rng = Rng::new(26);
+    let mut seq = 0u64;
+    (0..n)
+        .map(|i| match i % 3 {
+            0 => {
+                let a = 0x1000_0000 + seq % (8 << 20);
+                seq += 8;
+                (a >> 6, false)
+            }
+            k => ((0x2000_0000 + rng.below(256 << 10) / 8 * 8) >> 6, k == 2),
+        })
+        .collect()
+}
+
+/// Each part of the `din` case of issue 26 alone, on its trace's lines held in memory: what the
+/// whole run could reach at best (the parse is the `din` group's). Per reference, on two
+/// cores, the issue's 50 M references/s leaves 40 ns of CPU for all the parts together.
+fn din_parts(c: &mut Criterion) {
+    let refs = mixed_din_lines(4_000_000);
+    let cfg = CacheConfig {
+        size_bytes: 16 << 10,
+        line_bytes: 64,
+        ways: 4,
+        sector_bytes: 64,
+        replacement: warpscope::config::Replacement::Lru,
+        write_policy: warpscope::config::WritePolicy::Wbwa,
+        ..CacheConfig::default()
+    };
+    let mut g = c.benchmark_group("din_parts");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(refs.len() as u64));
+    // The cache with its 3C classes by its shadow (an LRU stack here): the `--no-reuse` case.
+    g.bench_function("cache_16k_4way_wbwa_3c_by_shadow", |b| {
+        b.iter(|| {
+            let mut m = CacheModel::new(&cfg, 1);
+            let mut misses = 0u64;
+            for &(line, write) in &refs {
+                let r = Request {
+                    line,
+                    sectors: 1,
+                    write,
+                    bytes: 8,
+                };
+                misses += (!m.access(&r).hit) as u64;
+            }
+            black_box(misses)
+        })
+    });
+    // The cache with its classes by the measured distances (the default case, where the
+    // distances come from the reuse tracker's thread).
+    let mut t = ReuseTracker::new(1);
+    let distances: Vec<Option<u64>> = refs.iter().map(|&(l, _)| t.access(l, 0).whole).collect();
+    g.bench_function("cache_16k_4way_wbwa_3c_by_distance", |b| {
+        b.iter(|| {
+            let mut m = CacheModel::new(&cfg, 1);
+            let mut misses = 0u64;
+            for (&(line, write), &d) in refs.iter().zip(&distances) {
+                let r = Request {
+                    line,
+                    sectors: 1,
+                    write,
+                    bytes: 8,
+                };
+                let set = m.set_of(line);
+                misses += (!m.access_at_distance(&r, set, d).hit) as u64;
+            }
+            black_box(misses)
+        })
+    });
+    for (name, sets) in [("reuse_whole", 1u32), ("reuse_whole_and_64_sets", 64)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut t = ReuseTracker::new(sets as usize);
+                for &(line, _) in &refs {
+                    t.access(line, (line % sets as u64) as u32);
                 }
                 black_box(t.whole_hist.infinite)
             })
@@ -404,7 +492,7 @@ fn memory() {
     );
 }
 
-criterion_group!(benches, cache, reuse, din, import, pipeline, comm);
+criterion_group!(benches, cache, reuse, din_parts, din, import, pipeline, comm);
 
 fn main() {
     benches();
