@@ -61,6 +61,11 @@ impl LruStack {
         }
     }
 
+    /// Lines it holds when full.
+    pub fn capacity(&self) -> u32 {
+        self.line_of.len() as u32
+    }
+
     /// Bytes it holds beyond its ways: the map of lines, which grows with the distinct lines.
     pub fn heap_bytes(&self) -> usize {
         self.state.heap_bytes()
@@ -79,7 +84,7 @@ impl LruStack {
             }
             return StackOutcome::Hit;
         }
-        let capacity = self.line_of.len() as u32;
+        let capacity = self.capacity();
         let way = if self.fill < capacity {
             self.fill += 1;
             self.fill - 1

@@ -70,11 +70,6 @@ pub struct CacheModel {
     shadow: Shadow,
     write_allocate: bool,
     sector_bytes: u64,
-    /// The shadow is a fully associative LRU cache that every request allocates in, with one
-    /// sector per line: it hits exactly when the line's whole-cache reuse distance is below
-    /// its capacity, and a line is new exactly when it has no distance
-    /// ([`CacheModel::access_at_distance`]).
-    shadow_is_a_stack: bool,
     /// Lines the shadow holds.
     shadow_lines: u64,
 }
@@ -100,7 +95,6 @@ impl CacheModel {
             },
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
             sector_bytes: cfg.sector_bytes as u64,
-            shadow_is_a_stack,
             shadow_lines: (sets * ways) as u64,
         }
     }
@@ -115,9 +109,12 @@ impl CacheModel {
     }
 
     /// Whether [`CacheModel::access_at_distance`] may stand for [`CacheModel::access`]: LRU,
-    /// write-allocate, unsectored lines.
+    /// write-allocate, unsectored lines. The shadow is then a fully associative LRU cache that
+    /// every request allocates in, with one sector per line: it hits exactly when the line's
+    /// whole-cache reuse distance is below its capacity, and a line is new exactly when it has
+    /// no distance.
     pub fn shadow_is_a_stack(&self) -> bool {
-        self.shadow_is_a_stack
+        matches!(self.shadow, Shadow::Stack(_))
     }
 
     /// Writes back every dirty line, as Dinero IV does when a trace ends; the counters get the
@@ -163,7 +160,7 @@ impl CacheModel {
     /// associative LRU cache of `n` lines hits exactly when the distance is below `n`.
     #[inline]
     pub fn access_at_distance(&mut self, r: &Request, set: u32, distance: Option<u64>) -> Outcome {
-        debug_assert!(self.shadow_is_a_stack);
+        debug_assert!(self.shadow_is_a_stack());
         self.access_in(r, set, Some(distance))
     }
 

@@ -85,7 +85,7 @@ impl ReuseStage {
                         .access(line, index.set(line))
                         .whole
                         .map_or(FIRST_USE, |d| d as u32),
-                    Meter::Shadow(s) => s.distance(line),
+                    Meter::Shadow(s) => stand_in(s, line),
                 });
             });
         }
@@ -97,33 +97,18 @@ enum Meter {
     /// The session's reuse tracker.
     Tracker(ReuseTracker),
     /// With reuse distances off: the cache's shadow, an LRU stack.
-    Shadow(Shadow),
+    Shadow(LruStack),
 }
 
-/// The shadow `CacheModel` keeps where it is an LRU stack (a fully associative LRU cache of
-/// the cache's size that every request allocates in, and the lines it ever saw).
-struct Shadow {
-    lines: LruStack,
-    capacity: u32,
-}
-
-impl Shadow {
-    fn new(capacity: u32) -> Self {
-        Shadow {
-            lines: LruStack::new(capacity),
-            capacity,
-        }
-    }
-
-    /// What the cache needs of the line's distance: none (its first use), 0 (a hit here, so a
-    /// distance below the capacity) or the capacity (a miss here).
-    #[inline]
-    fn distance(&mut self, line: u64) -> u32 {
-        match self.lines.access(line) {
-            StackOutcome::Hit => 0,
-            StackOutcome::Seen => self.capacity,
-            StackOutcome::New => FIRST_USE,
-        }
+/// What the cache needs of a line's distance, from the shadow `CacheModel` keeps where it is
+/// an LRU stack: none (its first use), 0 (a hit there, so a distance below the capacity) or
+/// the capacity (a miss there).
+#[inline]
+fn stand_in(shadow: &mut LruStack, line: u64) -> u32 {
+    match shadow.access(line) {
+        StackOutcome::Hit => 0,
+        StackOutcome::Seen => shadow.capacity(),
+        StackOutcome::New => FIRST_USE,
     }
 }
 
@@ -199,7 +184,7 @@ impl Session {
             .iter_mut()
             .map(|s| match s.reuse.take() {
                 Some(t) => Some(Meter::Tracker(t)),
-                None => Some(Meter::Shadow(Shadow::new(capacity))),
+                None => Some(Meter::Shadow(LruStack::new(capacity))),
             })
             .collect();
         Some(ReuseStage {
