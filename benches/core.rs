@@ -148,6 +148,16 @@ fn mixed_din_lines(n: usize) -> Vec<(u64, bool)> {
         .collect()
 }
 
+/// One `din` reference's request: a whole 64-byte line of one sector, 8 bytes touched.
+fn din_request(line: u64, write: bool) -> Request {
+    Request {
+        line,
+        sectors: 1,
+        write,
+        bytes: 8,
+    }
+}
+
 /// Each part of the `din` case of issue 26 alone, on its trace's lines held in memory: what the
 /// whole run could reach at best (the parse is the `din` group's). Per reference, on two
 /// cores, the issue's 50 M references/s leaves 40 ns of CPU for all the parts together.
@@ -171,13 +181,7 @@ fn din_parts(c: &mut Criterion) {
             let mut m = CacheModel::new(&cfg, 1);
             let mut misses = 0u64;
             for &(line, write) in &refs {
-                let r = Request {
-                    line,
-                    sectors: 1,
-                    write,
-                    bytes: 8,
-                };
-                misses += (!m.access(&r).hit) as u64;
+                misses += (!m.access(&din_request(line, write)).hit) as u64;
             }
             black_box(misses)
         })
@@ -191,14 +195,8 @@ fn din_parts(c: &mut Criterion) {
             let mut m = CacheModel::new(&cfg, 1);
             let mut misses = 0u64;
             for (&(line, write), &d) in refs.iter().zip(&distances) {
-                let r = Request {
-                    line,
-                    sectors: 1,
-                    write,
-                    bytes: 8,
-                };
                 let set = m.set_of(line);
-                misses += (!m.access_at_distance(&r, set, d).hit) as u64;
+                misses += (!m.access_at_distance(&din_request(line, write), set, d).hit) as u64;
             }
             black_box(misses)
         })
