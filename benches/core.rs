@@ -1,7 +1,7 @@
 //! Benchmarks for the speed targets of the core (run with `cargo bench`):
 //! - set-associative LRU with 3C classification, requests per second;
 //! - exact reuse-distance histogram at 10^7 distinct lines;
-//! - each part of the measured `din` case alone (issue 26), on the lines of that case's trace;
+//! - each stage of `sim` on a `din` trace alone, on the lines of the corpus's mixes (issue 71);
 //! - Dinero text trace parsing, bytes per second;
 //! - the importers (Accel-Sim, NVBit, Crawford 2014 and Nugteren et al. 2014 text, cuda-memtrace, CSV with the
 //!   `tables` feature), bytes per second, and the native format, accesses per second;
@@ -12,9 +12,10 @@
 
 use criterion::{criterion_group, Criterion, Throughput};
 use std::hint::black_box;
-use warpscope::cache::{CacheModel, Request};
+use warpscope::cache::{CacheModel, Classifier, Request, Tag};
 use warpscope::config::{preset, CacheConfig};
-use warpscope::reuse::ReuseTracker;
+use warpscope::gen::DinMix;
+use warpscope::reuse::{ReuseTracker, SampledTracker};
 use warpscope::rng::Rng;
 
 /// A mix of streaming, reuse within a working set larger than the cache, and random lines.
@@ -58,7 +59,7 @@ fn kernel_requests() -> Vec<Request> {
     let trace = warpscope::gen::generate("stencil3d", &pairs).expect("generate");
     let mut cfg = warpscope::config::SimConfig {
         coalescing: warpscope::config::Coalescing::None,
-        reuse: false,
+        reuse: warpscope::config::ReuseMode::Off,
         ..Default::default()
     };
     cfg.gpu.sms = 1;
@@ -133,76 +134,78 @@ fn reuse(c: &mut Criterion) {
 /// The lines (64-byte) and writes of the trace `tools/measure-e2e` measures, made the same way
 /// (its own random numbers): a third each of a stream over 8 MiB, reads of a 256 KiB working
 /// set at random and writes to it.
-fn mixed_din_lines(n: usize) -> Vec<(u64, bool)> {
-    let mut rng = Rng::new(26);
-    let mut seq = 0u64;
-    (0..n)
-        .map(|i| match i % 3 {
-            0 => {
-                let a = 0x1000_0000 + seq % (8 << 20);
-                seq += 8;
-                (a >> 6, false)
-            }
-            k => ((0x2000_0000 + rng.below(256 << 10) / 8 * 8) >> 6, k == 2),
-        })
-        .collect()
+/// The lines (of 128 bytes) and writes of the first `n` references of a corpus mix.
+fn mix_lines(mix: DinMix, n: u64) -> Vec<(u64, bool)> {
+    mix.references(n).map(|(a, w)| (a >> 7, w)).collect()
 }
 
-/// One `din` reference's request: a whole 64-byte line of one sector, 8 bytes touched.
+/// One `din` reference's request: a whole 128-byte line of one sector, 4 bytes touched.
 fn din_request(line: u64, write: bool) -> Request {
     Request {
         line,
         sectors: 1,
         write,
-        bytes: 8,
+        bytes: 4,
     }
 }
 
-/// Each part of the `din` case of issue 26 alone, on its trace's lines held in memory: what the
-/// whole run could reach at best (the parse is the `din` group's). Per reference, on two
-/// cores, the issue's 50 M references/s leaves 40 ns of CPU for all the parts together.
+/// Each stage of `sim` on a `din` trace alone, on the lines of every `din` mix of the
+/// benchmark corpus held in memory (`tools/make-corpus`; the hostile mix is the worst case):
+/// the cache with its classifier, the cache taking its classes as tags and the classifier
+/// alone (what the two threads of a streamed run do), and the reuse meters (exact, sampled).
+/// The parse is the `din` group's. Per reference, what the end-to-end run could reach at best.
 fn din_parts(c: &mut Criterion) {
-    let refs = mixed_din_lines(4_000_000);
     let cfg = CacheConfig {
         size_bytes: 16 << 10,
-        line_bytes: 64,
+        line_bytes: 128,
         ways: 4,
-        sector_bytes: 64,
+        sector_bytes: 128,
         replacement: warpscope::config::Replacement::Lru,
         write_policy: warpscope::config::WritePolicy::Wbwa,
         ..CacheConfig::default()
     };
-    let mut g = c.benchmark_group("din_parts");
-    g.sample_size(10);
-    g.throughput(Throughput::Elements(refs.len() as u64));
-    // The cache with its 3C classes by its shadow (an LRU stack here): the `--no-reuse` case.
-    g.bench_function("cache_16k_4way_wbwa_3c_by_shadow", |b| {
-        b.iter(|| {
-            let mut m = CacheModel::new(&cfg, 1);
-            let mut misses = 0u64;
-            for &(line, write) in &refs {
-                misses += (!m.access(&din_request(line, write)).hit) as u64;
-            }
-            black_box(misses)
-        })
-    });
-    // The cache with its classes by the measured distances (the default case, where the
-    // distances come from the reuse tracker's thread).
-    let mut t = ReuseTracker::new(1);
-    let distances: Vec<Option<u64>> = refs.iter().map(|&(l, _)| t.access(l, 0).whole).collect();
-    g.bench_function("cache_16k_4way_wbwa_3c_by_distance", |b| {
-        b.iter(|| {
-            let mut m = CacheModel::new(&cfg, 1);
-            let mut misses = 0u64;
-            for (&(line, write), &d) in refs.iter().zip(&distances) {
-                let set = m.set_of(line);
-                misses += (!m.access_at_distance(&din_request(line, write), set, d).hit) as u64;
-            }
-            black_box(misses)
-        })
-    });
-    for (name, sets) in [("reuse_whole", 1u32), ("reuse_whole_and_64_sets", 64)] {
-        g.bench_function(name, |b| {
+    for mix in DinMix::ALL {
+        let refs = mix_lines(mix, 4_000_000);
+        let mut g = c.benchmark_group(format!("din_parts_{}", mix.name()));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(refs.len() as u64));
+        g.bench_function("cache_with_its_classifier", |b| {
+            b.iter(|| {
+                let mut m = CacheModel::new(&cfg, 1);
+                let mut misses = 0u64;
+                for &(line, write) in &refs {
+                    misses += (!m.access(&din_request(line, write)).hit) as u64;
+                }
+                black_box(misses)
+            })
+        });
+        let mut classes = Classifier::new(&cfg, 1);
+        let tags: Vec<Tag> = refs
+            .iter()
+            .map(|&(l, w)| classes.tag(&din_request(l, w)))
+            .collect();
+        g.bench_function("cache_by_tags", |b| {
+            b.iter(|| {
+                let mut m = CacheModel::new(&cfg, 1);
+                let mut misses = 0u64;
+                for (&(line, write), &t) in refs.iter().zip(&tags) {
+                    misses += (!m.access_tagged(&din_request(line, write), t).hit) as u64;
+                }
+                black_box(misses)
+            })
+        });
+        g.bench_function("classifier", |b| {
+            b.iter(|| {
+                let mut c = Classifier::new(&cfg, 1);
+                let mut hits = 0u64;
+                for &(line, write) in &refs {
+                    hits += (c.tag(&din_request(line, write)) == Tag::Hit) as u64;
+                }
+                black_box(hits)
+            })
+        });
+        let sets = cfg.sets();
+        g.bench_function("reuse_exact", |b| {
             b.iter(|| {
                 let mut t = ReuseTracker::new(sets as usize);
                 for &(line, _) in &refs {
@@ -211,8 +214,17 @@ fn din_parts(c: &mut Criterion) {
                 black_box(t.whole_hist.infinite)
             })
         });
+        g.bench_function("reuse_sampled", |b| {
+            b.iter(|| {
+                let mut t = SampledTracker::new(sets as usize, cfg.lines() as usize);
+                for &(line, _) in &refs {
+                    t.access(line, (line % sets as u64) as u32);
+                }
+                black_box(t.scale_bits())
+            })
+        });
+        g.finish();
     }
-    g.finish();
 }
 
 fn din(c: &mut Criterion) {
@@ -414,7 +426,7 @@ fn pipeline(c: &mut Criterion) {
             )
         })
     });
-    cfg.reuse = false;
+    cfg.reuse = warpscope::config::ReuseMode::Off;
     g.bench_function("matmul_128_fermi16k_one_sm_no_reuse", |b| {
         b.iter(|| {
             black_box(

@@ -303,7 +303,7 @@ fn end_to_end(c: &mut Criterion) {
     g.bench_function("din_2M_16k_4way_wbwa_3c_reuse_loaded_whole", |b| {
         b.iter(|| black_box(file_to_json(&din, &dinero)))
     });
-    dinero.reuse = false;
+    dinero.reuse = warpscope::config::ReuseMode::Off;
     g.bench_function("din_2M_16k_4way_wbwa_3c_no_reuse", |b| {
         b.iter(|| black_box(din_streamed_to_json(&din, &dinero)))
     });

@@ -1,34 +1,35 @@
-//! Writes a Dinero IV `din` trace of N references to stdout, for checking that `sim` streams
-//! a trace of any length in bounded memory (10^9 references make an 11 GB file):
+//! Writes a Dinero IV `din` trace of N references to stdout, reproducibly, in one of the
+//! benchmark corpus's mixes (`warpscope::gen::DinMix`: friendly, hostile, random);
+//! `tools/make-corpus` writes the corpus with it.
 //!
 //!     cargo run --release --example make_din -- 1000000000 > /tmp/big.din
-//!     /usr/bin/time -v target/release/warpscope sim --trace /tmp/big.din --json > /dev/null
-//!
-//! The mix is `tools/measure-e2e`'s: a third each of a sequential stream over 8 MiB, reads of
-//! a 256 KiB working set at random and writes to it.
+//!     cargo run --release --example make_din -- --mix hostile 20000000 > /tmp/hostile.din
 
 use std::io::{BufWriter, Write};
+use warpscope::gen::DinMix;
+
+fn usage() -> ! {
+    eprintln!("usage: make_din [--mix friendly|hostile|random] REFERENCES > FILE.din");
+    std::process::exit(2);
+}
 
 fn main() -> std::io::Result<()> {
-    let n: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
-        Some(Ok(n)) => n,
-        _ => {
-            eprintln!("usage: make_din REFERENCES > FILE.din");
-            std::process::exit(2);
-        }
-    };
-    let mut rng = warpscope::rng::Rng::new(26);
-    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let mut seq = 0u64;
-    for i in 0..n {
-        match i % 3 {
-            0 => {
-                writeln!(out, "0 {:x}", 0x1000_0000 + seq % (8 << 20))?;
-                seq += 8;
+    let mut mix = DinMix::Friendly;
+    let mut n = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--mix" => {
+                mix = args
+                    .next()
+                    .and_then(|m| DinMix::from_name(&m))
+                    .unwrap_or_else(|| usage())
             }
-            1 => writeln!(out, "0 {:x}", 0x2000_0000 + rng.below(256 << 10) / 8 * 8)?,
-            _ => writeln!(out, "1 {:x}", 0x2000_0000 + rng.below(256 << 10) / 8 * 8)?,
+            _ => n = Some(a.parse::<u64>().unwrap_or_else(|_| usage())),
         }
     }
+    let Some(n) = n else { usage() };
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    mix.write(n, &mut out)?;
     out.flush()
 }

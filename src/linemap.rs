@@ -74,6 +74,36 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         }
     }
 
+    /// A map of one entry per line from the start, for keys that never lie close together
+    /// (a sample of lines chosen by a hash).
+    pub fn per_line() -> Self {
+        LineMap {
+            sparse: Some(FxHashMap::default()),
+            ..Self::checking_from(u32::MAX)
+        }
+    }
+
+    /// Calls `f` with every key whose value is not the default, and its value.
+    pub fn for_each(&self, mut f: impl FnMut(u64, &V)) {
+        if let Some(map) = &self.sparse {
+            for (&k, v) in map {
+                if *v != V::default() {
+                    f(k, v);
+                }
+            }
+            return;
+        }
+        for (&page, &idx) in &self.pages {
+            let (chunk, start) = Self::place(idx);
+            let values = &self.chunks[chunk as usize][start as usize..][..PAGE];
+            for (i, v) in values.iter().enumerate() {
+                if *v != V::default() {
+                    f(page << PAGE_BITS | i as u64, v);
+                }
+            }
+        }
+    }
+
     /// Bytes its pages and their index hold (or its entries, once sparse).
     pub fn heap_bytes(&self) -> usize {
         let entry = std::mem::size_of::<(u64, V)>() + 1;
@@ -228,6 +258,11 @@ mod tests {
         for (&line, &v) in &reference {
             assert_eq!(m.get(line), v);
         }
+        let mut each = std::collections::HashMap::new();
+        m.for_each(|line, &v| {
+            each.insert(line, v);
+        });
+        assert_eq!(each, reference);
         // Every value set is among the values.
         let mut values: Vec<u32> = m.values_mut().map(|v| *v).filter(|&v| v != 0).collect();
         let mut want: Vec<u32> = reference.values().copied().collect();
@@ -257,6 +292,13 @@ mod tests {
         for c in &m.chunks[..m.chunks.len() - 1] {
             assert_eq!(c.capacity(), CHUNK_PAGES * PAGE);
         }
+    }
+
+    #[test]
+    fn a_map_per_line_from_the_start_behaves_like_a_map() {
+        let mut rng = crate::rng::Rng::new(9);
+        let m = against_a_hash_map(LineMap::per_line(), 5_000, |_| rng.below(1 << 40));
+        assert!(m.is_sparse() && m.chunks.is_empty());
     }
 
     #[test]

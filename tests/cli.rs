@@ -927,7 +927,11 @@ fn a_streamed_din_trace_gives_the_whole_trace_result() {
         cfg.cache.sector_bytes = sector;
         cfg.cache.replacement = repl;
         cfg.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
-        cfg.reuse = reuse;
+        cfg.reuse = if reuse {
+            warpscope::config::ReuseMode::Auto
+        } else {
+            warpscope::config::ReuseMode::Off
+        };
         let whole = warpscope::sim::run(&cfg, &trace, &mut warpscope::sim::NoObserver).unwrap();
         assert!(whole.totals.misses > 1000);
         let whole = serde_json::to_value(&whole).unwrap();
@@ -2024,4 +2028,49 @@ fn the_timing_model_on_a_streamed_trace_gives_the_whole_reads_result() {
 
 fn flags_of_released() -> &'static [&'static str] {
     &["--compat", "gpu-cache-model", "--miss-latency-stddev", "3"]
+}
+
+/// A `din` file is streamed, so reuse distances `auto` are sampled once the trace touches
+/// more lines than the sample holds: the report says so, and every count is the exact run's;
+/// `--reuse off` reports none and `--no-reuse` is the same.
+#[test]
+fn a_streamed_file_samples_its_reuse_distances_by_default_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.din");
+    let mut text = Vec::new();
+    warpscope::gen::DinMix::Hostile
+        .write(200_000, &mut text)
+        .unwrap();
+    std::fs::write(&path, text).unwrap();
+    let run = |mode: &[&str]| {
+        let mut args = vec!["sim", "--json", "--trace", path.to_str().unwrap()];
+        args.extend_from_slice(mode);
+        json(&args)
+    };
+    let auto = run(&[]);
+    let exact = run(&["--reuse", "exact"]);
+    let off = run(&["--reuse", "off"]);
+    assert_eq!(auto["reuse"]["method"], "sampled");
+    assert!(auto["reuse"]["sampling_rate"].as_f64().unwrap() < 1.0);
+    assert!(auto["reuse"]["expected_error"].as_f64().unwrap() > 0.0);
+    assert_eq!(auto["config"]["reuse"], "auto");
+    assert_eq!(exact["reuse"]["method"], "exact");
+    assert_eq!(exact["reuse"]["sampling_rate"], 1.0);
+    assert!(off["reuse"].is_null());
+    assert_eq!(off, run(&["--no-reuse"]));
+    for key in [
+        "requests",
+        "hits",
+        "misses",
+        "miss_classes",
+        "instructions",
+        "bytes_from_memory",
+    ] {
+        assert_eq!(auto[key], exact[key], "{key}");
+        assert_eq!(off[key], exact[key], "{key}");
+    }
+    // The text report says it too.
+    let out = warpscope(&["sim", "--trace", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sampled (SHARDS)"), "{text}");
 }

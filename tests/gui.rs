@@ -629,7 +629,7 @@ fn reuse_markers_put_a_distance_equal_to_the_capacity_on_the_miss_side() {
     // Every distance 0..4096 once, in log bins [0,1) [1,2) [2,4) ...
     let bins = Histogram {
         counts: vec![1; 4096],
-        infinite: 0,
+        ..Default::default()
     }
     .log2_bins();
     for limit in 1..=2048u64 {

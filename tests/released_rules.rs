@@ -426,7 +426,7 @@ fn the_gtx470_presets_are_the_paper_s_setting_one_core_running_the_first_8192_th
     let t = warpscope::gen::generate("matmul", &[("n".into(), "128".into())]).unwrap();
     let mut c = warpscope::config::preset("gtx470-16k").unwrap();
     c.timing.as_mut().unwrap().classify = false;
-    c.reuse = false;
+    c.reuse = warpscope::config::ReuseMode::Off;
     let r = run(&c, &t);
     let with_requests: Vec<u32> = r
         .ctas

@@ -151,7 +151,7 @@ fn column_copy(threads: u32) -> warpscope::trace::Trace {
 fn load_miss_rate(threads: u32, timing: bool, fully_associative: bool) -> f64 {
     let mut c = warpscope::config::preset("gtx470-16k").unwrap();
     c.gpu.sms = 1;
-    c.reuse = false;
+    c.reuse = warpscope::config::ReuseMode::Off;
     if fully_associative {
         c.cache.ways = 0;
         c.cache.set_index = warpscope::config::SetIndex::Modulo;

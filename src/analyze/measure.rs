@@ -130,7 +130,7 @@ fn shape(g: &GpuModel) -> SimConfig {
             simulate: SmSelection::One(0),
             thread_limit: 0,
         },
-        reuse: false,
+        reuse: crate::config::ReuseMode::Off,
         ..SimConfig::default()
     }
 }

@@ -212,8 +212,9 @@ fn run_as(
             (session, src)
         }
         None => {
-            let session =
-                sim::Session::new(config, 0).map_err(|e| JobError::Failed(error_chain(&e)))?;
+            let session = sim::Session::new(config, 0)
+                .map_err(|e| JobError::Failed(error_chain(&e)))?
+                .streamed();
             let opts = trace::ReadOptions {
                 format: trace.format,
                 allow_truncated: false,

@@ -5,11 +5,12 @@
 //! write-allocate; a hit (also a write hit without allocation) updates the replacement state.
 
 use super::replacement::Policy;
+use super::way_index::WayIndex;
 use crate::config::Replacement;
-use rustc_hash::FxHashMap;
 
-/// Wide sets (fully associative shadows) find lines through a hash index instead of a scan. The
-/// index holds at most one entry per way, so it stays small and resident in the CPU cache.
+/// Wide sets (fully associative shadows) find lines through a hash index ([`WayIndex`])
+/// instead of a scan. The index holds at most one entry per way, so it stays small and
+/// resident in the CPU cache.
 const SCAN_WAYS: usize = 16;
 
 /// What one access did to the array.
@@ -52,7 +53,7 @@ pub struct CacheArray {
     fill: Vec<u32>,
     policy: Policy,
     /// line -> slot for wide sets.
-    index: Option<FxHashMap<u64, u32>>,
+    index: Option<WayIndex>,
 }
 
 impl CacheArray {
@@ -65,8 +66,7 @@ impl CacheArray {
             dirty: vec![0; sets * ways],
             fill: vec![0; sets],
             policy: Policy::new(replacement, sets, ways, seed),
-            index: (ways > SCAN_WAYS)
-                .then(|| FxHashMap::with_capacity_and_hasher(sets * ways, Default::default())),
+            index: (ways > SCAN_WAYS).then(|| WayIndex::new(sets * ways)),
         }
     }
 
@@ -128,9 +128,7 @@ impl CacheArray {
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
         if let Some(index) = &self.index {
-            return index
-                .get(&line)
-                .map(|&slot| slot as usize - set * self.ways);
+            return index.get(line).map(|slot| slot as usize - set * self.ways);
         }
         let base = set * self.ways;
         let n = self.fill[set] as usize;
@@ -178,7 +176,7 @@ impl CacheArray {
                     out.writeback_sectors = d.count_ones();
                     out.evicted = Some(self.tags[slot] - 1);
                     if let Some(index) = &mut self.index {
-                        index.remove(&(self.tags[slot] - 1));
+                        index.remove(self.tags[slot] - 1);
                     }
                     v
                 };

@@ -1,27 +1,31 @@
 //! The L1 cache model: a set-associative array plus Dinero IV's three-C miss classification.
 //!
 //! [`CacheModel::access`] takes one coalesced request and returns whether it hit, its miss
-//! class and the memory traffic it caused. Classification follows Dinero IV's `-ccc` exactly:
-//! a miss that hits in a fully associative cache of the same capacity, replacement policy and
-//! write-allocate behaviour is a *conflict* miss; otherwise it is *compulsory* when some
-//! requested sector was never referenced before, else *capacity*. Where that shadow is an
-//! LRU stack (LRU, write-allocate, unsectored lines) it is an [`LruStack`], which keeps the
-//! lines it holds and the lines ever seen in one map; otherwise a one-set [`CacheArray`] and a
-//! map of the sectors seen.
+//! class and the memory traffic it caused. Classification follows Dinero IV's `-ccc` exactly
+//! ([`Classifier`], `classes.rs`): a fully associative shadow of the same capacity, an
+//! [`LruStack`] where that shadow is one and otherwise a one-set [`CacheArray`], and the
+//! record of the sectors ever referenced ([`Seen`], a bit per sector), asked only for a
+//! request that missed both the cache and the shadow. The classifier may also run apart from
+//! the cache and hand it a [`Tag`] per request ([`CacheModel::access_tagged`]).
 
 mod array;
+mod classes;
 mod lru_stack;
 pub mod replacement;
+mod seen;
 pub mod set_index;
 mod stats;
+mod way_index;
 
 pub use array::{ArrayOutcome, CacheArray, WayState};
-pub use lru_stack::{LruStack, StackOutcome};
+pub use classes::{Classifier, Tag};
+pub use lru_stack::LruStack;
+pub use seen::Seen;
 pub use set_index::SetIndexFn;
 pub use stats::{Counters, MissClass, MissClasses};
+pub use way_index::WayIndex;
 
 use crate::config::{CacheConfig, WritePolicy};
-use crate::linemap::LineMap;
 
 /// One request to the cache: a line, the sectors it needs, and whether it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,30 +52,28 @@ pub struct Outcome {
     pub evicted: Option<u64>,
 }
 
-/// The fully associative shadow of a cache, with the record of what it ever saw.
-#[derive(Clone, Debug)]
-enum Shadow {
-    /// Where the shadow is an LRU stack ([`CacheModel::shadow_is_a_stack`]): lines held and
-    /// lines seen in one map.
-    Stack(LruStack),
-    /// Any replacement policy and write policy, sectored lines: an array of one set, and the
-    /// sectors ever seen of each line.
-    Array {
-        lines: CacheArray,
-        seen: LineMap<u32>,
-    },
-}
-
-/// A cache with its fully associative shadow and the record of every sector ever seen.
+/// A cache with its classifier (its fully associative shadow and the record of every sector
+/// ever seen).
 #[derive(Clone, Debug)]
 pub struct CacheModel {
     index: SetIndexFn,
     main: CacheArray,
-    shadow: Shadow,
+    /// Away while another thread runs it ([`CacheModel::take_classifier`]).
+    classes: Option<Classifier>,
+    shadow_is_a_stack: bool,
     write_allocate: bool,
     sector_bytes: u64,
-    /// Lines the shadow holds.
-    shadow_lines: u64,
+}
+
+/// Where a request's miss class comes from.
+#[derive(Clone, Copy)]
+enum ClassFrom {
+    /// The cache's own classifier.
+    Classifier,
+    /// The line's whole-cache reuse distance (where the shadow is an LRU stack).
+    Distance(Option<u64>),
+    /// A classifier run elsewhere.
+    Tag(Tag),
 }
 
 impl CacheModel {
@@ -79,42 +81,39 @@ impl CacheModel {
     pub fn new(cfg: &CacheConfig, seed: u64) -> Self {
         let sets = cfg.sets() as usize;
         let ways = cfg.ways_effective() as usize;
-        let shadow_is_a_stack = cfg.replacement == crate::config::Replacement::Lru
-            && cfg.write_policy == WritePolicy::Wbwa
-            && cfg.sector_bytes >= cfg.line_bytes;
+        let classes = Classifier::new(cfg, seed);
         CacheModel {
             index: SetIndexFn::new(&cfg.set_index, sets as u32, cfg.line_bytes),
             main: CacheArray::new(sets, ways, cfg.replacement, seed),
-            shadow: if shadow_is_a_stack {
-                Shadow::Stack(LruStack::new((sets * ways) as u32))
-            } else {
-                Shadow::Array {
-                    lines: CacheArray::new(1, sets * ways, cfg.replacement, seed ^ 0xFA),
-                    seen: LineMap::default(),
-                }
-            },
+            shadow_is_a_stack: classes.shadow_is_a_stack(),
+            classes: Some(classes),
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
             sector_bytes: cfg.sector_bytes as u64,
-            shadow_lines: (sets * ways) as u64,
         }
     }
 
-    /// About the bytes it holds beyond the two arrays' own size: the record of every line
-    /// seen (for compulsory misses), which grows with the distinct lines.
+    /// About the bytes it holds beyond the two arrays' own size: the record of every sector
+    /// seen (for compulsory misses), which grows with the lines the trace touches (a bit per
+    /// sector where they lie close together).
     pub fn heap_bytes(&self) -> usize {
-        match &self.shadow {
-            Shadow::Stack(s) => s.heap_bytes(),
-            Shadow::Array { seen, .. } => seen.heap_bytes(),
-        }
+        self.classes.as_ref().map_or(0, Classifier::heap_bytes)
     }
 
     /// Whether [`CacheModel::access_at_distance`] may stand for [`CacheModel::access`]: LRU,
-    /// write-allocate, unsectored lines. The shadow is then a fully associative LRU cache that
-    /// every request allocates in, with one sector per line: it hits exactly when the line's
-    /// whole-cache reuse distance is below its capacity, and a line is new exactly when it has
-    /// no distance.
+    /// write-allocate, unsectored lines ([`Classifier::shadow_is_a_stack`]).
     pub fn shadow_is_a_stack(&self) -> bool {
-        matches!(self.shadow, Shadow::Stack(_))
+        self.shadow_is_a_stack
+    }
+
+    /// Takes the classifier out, to run apart ([`CacheModel::access_tagged`]); give it back
+    /// before the next [`CacheModel::access`].
+    pub fn take_classifier(&mut self) -> Option<Classifier> {
+        self.classes.take()
+    }
+
+    /// Gives back the classifier [`CacheModel::take_classifier`] took.
+    pub fn put_classifier(&mut self, classes: Classifier) {
+        self.classes = Some(classes);
     }
 
     /// Writes back every dirty line, as Dinero IV does when a trace ends; the counters get the
@@ -150,7 +149,15 @@ impl CacheModel {
     #[inline]
     pub fn access(&mut self, r: &Request) -> Outcome {
         let set = self.index.set(r.line);
-        self.access_in(r, set, None)
+        self.access_in(r, set, ClassFrom::Classifier)
+    }
+
+    /// Simulates one request whose tag a classifier running apart gave (the same classifier
+    /// as the cache's, fed the same requests: [`CacheModel::take_classifier`]).
+    #[inline]
+    pub fn access_tagged(&mut self, r: &Request, tag: Tag) -> Outcome {
+        let set = self.index.set(r.line);
+        self.access_in(r, set, ClassFrom::Tag(tag))
     }
 
     /// Simulates one request in `set` (its [`CacheModel::set_of`]) whose line's whole-cache
@@ -161,70 +168,36 @@ impl CacheModel {
     #[inline]
     pub fn access_at_distance(&mut self, r: &Request, set: u32, distance: Option<u64>) -> Outcome {
         debug_assert!(self.shadow_is_a_stack());
-        self.access_in(r, set, Some(distance))
+        self.access_in(r, set, ClassFrom::Distance(distance))
     }
 
     #[inline]
-    fn access_in(&mut self, r: &Request, set: u32, distance: Option<Option<u64>>) -> Outcome {
+    fn access_in(&mut self, r: &Request, set: u32, from: ClassFrom) -> Outcome {
         let allocate = !r.write || self.write_allocate;
         let dirty = r.write && self.write_allocate;
         let m = self
             .main
             .access(set as usize, r.line, r.sectors, allocate, dirty);
-        let class = match distance {
-            Some(d) => (!m.hit).then_some(match d {
-                Some(d) if d < self.shadow_lines => MissClass::Conflict,
-                Some(_) => MissClass::Capacity,
-                None => MissClass::Compulsory,
-            }),
-            // The shadow sees every request, hit or miss.
-            None => match &mut self.shadow {
-                // Every request allocates here (write-allocate), and a line is one sector.
-                Shadow::Stack(s) => {
-                    let f = s.access(r.line);
-                    (!m.hit).then_some(match f {
-                        StackOutcome::Hit => MissClass::Conflict,
-                        StackOutcome::Seen => MissClass::Capacity,
-                        StackOutcome::New => MissClass::Compulsory,
-                    })
-                }
-                Shadow::Array { lines, seen } => {
-                    let f = lines.access(0, r.line, r.sectors, allocate, false);
-                    if m.hit {
-                        None
-                    } else if f.hit {
-                        Some(MissClass::Conflict)
-                    } else {
-                        let seen = seen.entry(r.line);
-                        let new = *seen & r.sectors != r.sectors;
-                        *seen |= r.sectors;
-                        Some(if new {
-                            MissClass::Compulsory
-                        } else {
-                            MissClass::Capacity
-                        })
-                    }
-                }
-            },
+        let class = match (from, &mut self.classes) {
+            (ClassFrom::Classifier, Some(c)) => c.classify(r, m.hit),
+            (ClassFrom::Distance(d), Some(c)) => (!m.hit).then(|| c.tag_at_distance(d).class()),
+            (ClassFrom::Tag(t), _) => (!m.hit).then(|| t.class()),
+            // The classifier is away: nothing classifies (the session refuses such requests).
+            (_, None) => None,
         };
         // Only the sectors that were not there are fetched: a request that finds some of its
         // sectors counts them as hits on an H100 (docs/hardware.md).
+        // A read that misses fetches them; a write with allocation only when it does not
+        // cover its sectors whole; a write without allocation goes to memory. (As
+        // arithmetic on 0 and 1, with no branch on the request: reads and writes, hits and
+        // misses follow no pattern the processor could predict on a trace of many misses.)
         let fetch_bytes = m.missing_sectors as u64 * self.sector_bytes;
         let request_bytes = r.sectors.count_ones() as u64 * self.sector_bytes;
-        let mut from = 0;
-        let mut to = m.writeback_sectors as u64 * self.sector_bytes;
-        if r.write {
-            if self.write_allocate {
-                // A write that covers its sectors whole needs nothing from memory.
-                if !m.hit && r.bytes as u64 != request_bytes {
-                    from = fetch_bytes;
-                }
-            } else {
-                to += r.bytes as u64;
-            }
-        } else if !m.hit {
-            from = fetch_bytes;
-        }
+        let (write, allocate) = (r.write as u64, self.write_allocate as u64);
+        let partial = (r.bytes as u64 != request_bytes) as u64;
+        let from = fetch_bytes * ((1 - write) + write * allocate * partial);
+        let to = m.writeback_sectors as u64 * self.sector_bytes
+            + write * (1 - allocate) * r.bytes as u64;
         Outcome {
             set,
             hit: m.hit,

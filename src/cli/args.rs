@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use warpscope::config::choice::Choice;
-use warpscope::config::{Coalescing, IssuePolicy, Replacement, SetIndex, WritePolicy};
+use warpscope::config::{Coalescing, IssuePolicy, Replacement, ReuseMode, SetIndex, WritePolicy};
 use warpscope::trace::Format;
 
 /// `--help` for a choice: what it is, then every option with what it does, from its registry.
@@ -191,8 +191,10 @@ pub struct ConfigArgs {
     /// Seed for random scheduling, replacement and SM sampling.
     #[arg(long)]
     pub seed: Option<String>,
-    /// Skip reuse-distance analysis (faster).
-    #[arg(long)]
+    #[arg(long, help = choices::<ReuseMode>("How reuse distances are measured"))]
+    pub reuse: Option<String>,
+    /// Skip reuse-distance analysis (faster): `--reuse off`.
+    #[arg(long, conflicts_with = "reuse")]
     pub no_reuse: bool,
     /// Use the GPU timing model (Nugteren et al. 2014 §4.2-4.7: latencies, MSHRs, warp queue).
     #[arg(long)]

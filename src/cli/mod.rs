@@ -203,9 +203,13 @@ fn streamed_as(
 ) -> Result<Option<sim::Report>> {
     let input = stream::input(&a.input, as_found)?;
     let jobs = if input.splits { a.jobs.unwrap_or(0) } else { 1 };
-    let (source, depth, reference) = (input.source, input.depth, !input.splits);
+    let held = match input.splits {
+        true => stream::Held::Streamed,
+        false => stream::Held::ReferenceStream,
+    };
+    let (source, depth) = (input.source, input.depth);
     let report = shown(a, input.progress, |p| {
-        stream::simulate_parts(cfg, jobs, 0, depth, p, source, reference)
+        stream::simulate_parts(cfg, jobs, 0, depth, p, source, held)
     });
     in_file(a, report).map(Some)
 }
@@ -274,7 +278,7 @@ fn simulate_loaded(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<si
                 }
                 Ok(())
             }),
-            false,
+            stream::Held::Whole,
         )
     };
     shown(a, progress, run).map_err(|e| simulating(e, source))

@@ -3,7 +3,7 @@
 
 use super::args::{ConfigArgs, InputArgs};
 use anyhow::{bail, Context, Result};
-use warpscope::config::{self, choice, SimConfig, SmSelection, TimingConfig};
+use warpscope::config::{self, choice, ReuseMode, SimConfig, SmSelection, TimingConfig};
 use warpscope::trace::{self, Format, Trace};
 
 pub fn format(name: &str) -> Result<Format> {
@@ -132,7 +132,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     if let Some(mode) = &a.compat {
         apply(&mut c, "compat", mode).map_err(|e| anyhow::anyhow!("--compat: {e}"))?;
     }
-    let flags: [(&str, &Option<String>); 27] = [
+    let flags: [(&str, &Option<String>); 28] = [
         ("cache-size", &a.cache_size),
         ("line-size", &a.line_size),
         ("ways", &a.ways),
@@ -152,6 +152,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         ("max-warps", &a.max_warps),
         ("thread-limit", &a.thread_limit),
         ("seed", &a.seed),
+        ("reuse", &a.reuse),
         ("hit-latency", &a.hit_latency),
         ("miss-latency", &a.miss_latency),
         ("miss-latency-stddev", &a.miss_latency_stddev),
@@ -173,7 +174,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         c.gpu.simulate = SmSelection::All;
     }
     if a.no_reuse {
-        c.reuse = false;
+        c.reuse = ReuseMode::Off;
     }
     c.validate().map_err(|e| match &a.config {
         Some(path) => anyhow::anyhow!(

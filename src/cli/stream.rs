@@ -196,11 +196,23 @@ fn from_generator(name: String, pairs: Vec<(String, String)>) -> lanes::Source {
     })
 }
 
+/// How a source hands the trace over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Kernels loaded whole (reuse distances `auto` are exact).
+    Whole,
+    /// Streamed from a file or a generator (`auto` is sampled: `Session::streamed`).
+    Streamed,
+    /// A reference stream (what a `din` file sends: one thread's rows, on one SM), streamed;
+    /// its exact reuse distances, when asked for, are measured on a thread of their own
+    /// (`lanes::run_apart`).
+    ReferenceStream,
+}
+
 /// Simulates what `source` sends with the SMs of `cfg` split over `jobs` lanes (one when
 /// the observer wants every request: they would come from the parts out of order), and
 /// combines the parts' reports into the whole run's. `total` accesses, if known, are for
-/// progress. A `reference_stream` (what a `din` file sends: one thread's rows, on one SM)
-/// has its reuse distances measured on a thread of their own (`lanes::run_apart`).
+/// progress.
 pub fn simulate_parts(
     cfg: &SimConfig,
     jobs: usize,
@@ -208,10 +220,17 @@ pub fn simulate_parts(
     depth: usize,
     observer: &mut dyn Observer,
     source: lanes::Source,
-    reference_stream: bool,
+    held: Held,
 ) -> Result<Report> {
-    if reference_stream {
-        let session = Session::new(cfg, total)?;
+    let new = |sms: &[u32]| -> Result<Session> {
+        let s = Session::for_sms(cfg, sms, total)?;
+        Ok(match held {
+            Held::Whole => s,
+            Held::Streamed | Held::ReferenceStream => s.streamed(),
+        })
+    };
+    if held == Held::ReferenceStream {
+        let session = new(&sim::selected_sms(cfg))?;
         let session = lanes::run_apart(session, depth, observer, source)?;
         return Ok(session.finish(observer));
     }
@@ -222,8 +241,8 @@ pub fn simulate_parts(
     };
     let sessions = sim::partition_sms(cfg, parts)
         .iter()
-        .map(|sms| Session::for_sms(cfg, sms, total))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|sms| new(sms))
+        .collect::<Result<Vec<_>>>()?;
     let lanes = sessions.len();
     let sessions = lanes::run(sessions, lanes, depth, observer, source)?;
     let reports = sessions

@@ -183,6 +183,7 @@ mod tests {
         round_trips::<SetIndex>();
         round_trips::<Coalescing>();
         round_trips::<IssuePolicy>();
+        round_trips::<crate::config::ReuseMode>();
         round_trips::<crate::trace::Format>();
         assert_eq!(parse::<IssuePolicy>("2lvl").unwrap(), IssuePolicy::TwoLevel);
         assert_eq!(
@@ -209,6 +210,7 @@ mod tests {
             ("--set-index", names::<SetIndex>(", ")),
             ("--coalescing", names::<Coalescing>(", ")),
             ("--schedule", names::<IssuePolicy>(", ")),
+            ("--reuse", names::<crate::config::ReuseMode>(", ")),
         ] {
             let row = format!("| `{flag}` | {list} |");
             assert!(docs.contains(&row), "docs/cli.md should have the row {row}");

@@ -54,6 +54,7 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         "set-index" => c.cache.set_index = choice::parse(v)?,
         "coalescing" => c.coalescing = choice::parse(v)?,
         "schedule" => c.schedule.policy = choice::parse(v)?,
+        "reuse" => c.reuse = choice::parse(v)?,
         "warp-size" => c.schedule.warp_size = number(key, v)?,
         "fetch-group" => c.schedule.fetch_group = number(key, v)?,
         "sms" => c.gpu.sms = number(key, v)?,

@@ -8,6 +8,7 @@ pub mod file;
 mod invalid;
 pub mod keys;
 mod presets;
+mod reuse;
 mod rules;
 mod schedule;
 mod unknown;
@@ -16,6 +17,7 @@ pub use cache::{CacheConfig, Replacement, SetIndex, WritePolicy};
 pub use file::{ConfigFileError, ConfigFormat};
 pub use invalid::Invalid;
 pub use presets::{compat, preset, Preset, COMPAT_MODES, PRESETS};
+pub use reuse::ReuseMode;
 pub use schedule::{Coalescing, GpuConfig, IssuePolicy, ScheduleConfig, SmSelection};
 pub use unknown::Unknown;
 
@@ -87,8 +89,9 @@ pub struct SimConfig {
     pub gpu: GpuConfig,
     /// Seed for every random choice (random scheduling, random replacement, SM sampling).
     pub seed: u64,
-    /// Compute exact reuse distances and miss-rate curves (costs some speed).
-    pub reuse: bool,
+    /// How reuse distances and miss-rate curves are measured (`auto`: exact for a trace held
+    /// whole, sampled when streamed; `off` is faster).
+    pub reuse: ReuseMode,
     /// The timing model (`None`: requests take effect in issue order, no latencies).
     pub timing: Option<TimingConfig>,
 }
@@ -101,7 +104,7 @@ impl Default for SimConfig {
             schedule: ScheduleConfig::default(),
             gpu: GpuConfig::default(),
             seed: 1,
-            reuse: true,
+            reuse: ReuseMode::Auto,
             timing: None,
         }
     }

@@ -230,7 +230,7 @@ pub fn explain(
 ) -> Result<Explanation, ExplainError> {
     cfg.validate().map_err(SimError::from)?;
     let mut cfg = cfg.clone();
-    cfg.reuse = false;
+    cfg.reuse = crate::config::ReuseMode::Off;
     if let Some(t) = &mut cfg.timing {
         t.classify = false;
     }

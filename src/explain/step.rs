@@ -159,7 +159,7 @@ pub fn snapshot(
 ) -> Result<Snapshot, ExplainError> {
     cfg.validate().map_err(crate::sim::SimError::from)?;
     let mut cfg = cfg.clone();
-    cfg.reuse = false;
+    cfg.reuse = crate::config::ReuseMode::Off;
     if let Some(t) = &mut cfg.timing {
         t.classify = false;
     }

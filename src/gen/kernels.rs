@@ -137,7 +137,11 @@ pub(super) fn gid(cta: Dim3, block: Dim3, tid: Dim3) -> (u64, u64, u64) {
     )
 }
 
-const MAX_N: u64 = 1 << 26;
+/// The most threads (elements) of the one-dimensional kernels: 2^30, so that thread ids fit in
+/// 32 bits with room to spare. A kernel is generated CTA by CTA where it is streamed
+/// (`sim`, `gen`), so its size is bounded by time, not memory (the app's generator guards its
+/// memory itself).
+const MAX_N: u64 = 1 << 30;
 
 pub fn vecadd(p: &mut Params) -> Result<Kernel, GenError> {
     let n = p.count("n", 4096, MAX_N)? as u64;

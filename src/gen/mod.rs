@@ -5,6 +5,7 @@
 //! loop is the loop iteration (Crawford 2014 §4.4), 0 outside loops. Only global-memory accesses
 //! are traced (shared-memory traffic of tiled kernels is not an L1 access).
 
+mod din_mix;
 mod kernels;
 mod merging;
 mod multi;
@@ -12,6 +13,7 @@ mod params;
 pub mod source;
 mod sparse;
 
+pub use din_mix::DinMix;
 pub use params::GenError;
 
 pub use crate::trace::CtaSink;

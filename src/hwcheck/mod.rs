@@ -115,7 +115,7 @@ pub fn parse_case(case: &str) -> Result<(String, Vec<(String, String)>), CheckEr
 /// (and no reuse distances, which the check does not use).
 pub fn for_check(mut cfg: SimConfig) -> SimConfig {
     cfg.gpu.simulate = SmSelection::All;
-    cfg.reuse = false;
+    cfg.reuse = crate::config::ReuseMode::Off;
     cfg
 }
 

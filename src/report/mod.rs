@@ -30,7 +30,7 @@ pub use requests::{RequestExporter, REQUEST_COLUMNS};
 
 use crate::cache::Counters;
 use crate::config::SimConfig;
-use crate::reuse::{Histogram, LogBin, ReuseTracker};
+use crate::reuse::{Histogram, LogBin, ReuseHistograms, ReuseMeter};
 use crate::timing::RunCounts;
 use crate::trace::{Dim3, Instruction, Kernel};
 use serde::Serialize;
@@ -61,6 +61,10 @@ pub struct Report {
     whole: Histogram,
     #[serde(skip)]
     in_set: Histogram,
+    /// Two independent halves of a sample's whole-cache histogram (both equal to `whole`
+    /// where exact): their difference is the estimated error.
+    #[serde(skip)]
+    halves: [Histogram; 2],
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -139,6 +143,14 @@ impl CtaRow {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ReuseReport {
+    /// How the distances were measured: `exact`, or `sampled` (SHARDS, Waldspurger et al.
+    /// 2015: the lines a hash chose, each of their uses counted `1 / sampling_rate` times).
+    pub method: ReuseMethod,
+    /// The fraction of the lines sampled (the lowest of the simulated SMs'); 1 when exact.
+    pub sampling_rate: f64,
+    /// The estimated mean absolute error of the miss-rate curve's miss rates (half the mean
+    /// difference between the curves of two independent halves of the sample); 0 when exact.
+    pub expected_error: f64,
     /// Reuses per log2 bin of the whole-cache distance.
     pub histogram: Vec<LogBin>,
     /// Reuses per log2 bin of the distance within the line's set.
@@ -148,6 +160,23 @@ pub struct ReuseReport {
     pub distinct_lines: u64,
     /// Misses of a fully associative LRU cache for capacities 1, 2, 4, ... and the cache's own.
     pub miss_rate_curve: Vec<CurvePoint>,
+}
+
+/// How reuse distances were measured.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReuseMethod {
+    Exact,
+    Sampled,
+}
+
+impl ReuseMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReuseMethod::Exact => "exact",
+            ReuseMethod::Sampled => "sampled",
+        }
+    }
 }
 
 /// What the timing model adds (totals over the simulated SMs of the full run).
@@ -234,6 +263,7 @@ impl Report {
             timing: None,
             whole: Histogram::default(),
             in_set: Histogram::default(),
+            halves: Default::default(),
         }
     }
 
@@ -313,7 +343,7 @@ impl Report {
         self.ctas.append(ctas);
     }
 
-    pub(crate) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseTracker>) {
+    pub(crate) fn add_sm(&mut self, sm: u32, c: &Counters, reuse: Option<&ReuseMeter>) {
         self.totals.add(c);
         self.sms.push(SmRow {
             sm,
@@ -321,22 +351,28 @@ impl Report {
             miss_rate: rate(c),
         });
         if let Some(r) = reuse {
-            self.add_histograms(&r.whole_hist, &r.set_hist, r.distinct_lines());
+            self.add_histograms(&r.histograms());
         }
     }
 
     /// Adds one SM's reuse histograms.
-    pub(crate) fn add_histograms(&mut self, whole: &Histogram, in_set: &Histogram, distinct: u64) {
-        merge(&mut self.whole, whole);
-        merge(&mut self.in_set, in_set);
+    pub(crate) fn add_histograms(&mut self, h: &ReuseHistograms) {
+        self.whole.merge(&h.whole);
+        self.in_set.merge(&h.in_set);
+        for (mine, theirs) in self.halves.iter_mut().zip(&h.halves) {
+            mine.merge(theirs);
+        }
         let rep = self.reuse.get_or_insert(ReuseReport {
+            method: ReuseMethod::Exact,
+            sampling_rate: 1.0,
+            expected_error: 0.0,
             histogram: vec![],
             set_histogram: vec![],
             infinite: 0,
             distinct_lines: 0,
             miss_rate_curve: vec![],
         });
-        rep.distinct_lines += distinct;
+        rep.distinct_lines += h.distinct_lines;
     }
 
     pub(crate) fn finish(&mut self, cache_lines: u64) {
@@ -346,24 +382,38 @@ impl Report {
             rep.histogram = self.whole.log2_bins();
             rep.set_histogram = self.in_set.log2_bins();
             rep.infinite = self.whole.infinite;
-            let total = self.whole.total().max(1);
-            let curve = self.whole.miss_curve();
-            let max = curve.len() as u64;
             let mut caps: Vec<u64> = std::iter::successors(Some(1u64), |c| Some(c * 2))
-                .take_while(|&c| c <= max.max(1))
+                .take_while(|&c| c <= self.whole.span())
                 .collect();
             caps.push(cache_lines);
             caps.sort_unstable();
             caps.dedup();
+            let sampled = self.whole.is_sampled();
+            rep.method = if sampled {
+                ReuseMethod::Sampled
+            } else {
+                ReuseMethod::Exact
+            };
+            rep.sampling_rate = match sampled {
+                true => 1.0 / (1u64 << self.whole.far_bits) as f64,
+                false => 1.0,
+            };
+            rep.expected_error = if sampled {
+                let [a, b] = &self.halves;
+                let gap: f64 = caps
+                    .iter()
+                    .map(|&c| (miss_rate_at(a, c) - miss_rate_at(b, c)).abs())
+                    .sum();
+                (gap / (2 * caps.len()) as f64 * 1e6).round() / 1e6
+            } else {
+                0.0
+            };
             rep.miss_rate_curve = caps
                 .into_iter()
-                .map(|lines| {
-                    let misses = self.whole.misses_at(lines);
-                    CurvePoint {
-                        lines,
-                        misses,
-                        miss_rate: (misses as f64 / total as f64 * 1e6).round() / 1e6,
-                    }
+                .map(|lines| CurvePoint {
+                    lines,
+                    misses: self.whole.misses_at(lines),
+                    miss_rate: (miss_rate_at(&self.whole, lines) * 1e6).round() / 1e6,
                 })
                 .collect();
         }
@@ -446,8 +496,11 @@ impl Report {
         }
         // A CTA runs on one SM, so it has requests in one part only.
         self.ctas.append(p.ctas);
-        merge(&mut self.whole, &p.whole);
-        merge(&mut self.in_set, &p.in_set);
+        self.whole.merge(&p.whole);
+        self.in_set.merge(&p.in_set);
+        for (mine, theirs) in self.halves.iter_mut().zip(&p.halves) {
+            mine.merge(theirs);
+        }
         match (&mut self.reuse, p.reuse) {
             (Some(mine), Some(theirs)) => mine.distinct_lines += theirs.distinct_lines,
             (mine @ None, theirs) => *mine = theirs,
@@ -511,12 +564,7 @@ fn source_lines(kernels: &[KernelRow], insts: &[InstRow]) -> Vec<SourceLineRow> 
         .collect()
 }
 
-pub(crate) fn merge(into: &mut Histogram, from: &Histogram) {
-    if into.counts.len() < from.counts.len() {
-        into.counts.resize(from.counts.len(), 0);
-    }
-    for (a, b) in into.counts.iter_mut().zip(&from.counts) {
-        *a += b;
-    }
-    into.infinite += from.infinite;
+/// The miss rate of a fully associative LRU cache of `lines` lines, by histogram `h`.
+fn miss_rate_at(h: &Histogram, lines: u64) -> f64 {
+    h.misses_at(lines) as f64 / h.total().max(1) as f64
 }

@@ -220,6 +220,16 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             "\nreuse distance (distinct lines between uses; {} first uses, {} distinct lines)",
             reuse.infinite, reuse.distinct_lines
         )?;
+        if reuse.method == super::ReuseMethod::Sampled {
+            writeln!(
+                w,
+                "  sampled (SHARDS): 1 line in {:.0} past the most recent ones, whose distances \
+                 are exact; expected error of the miss-rate curve {:.2} points (--reuse exact \
+                 for every distance)",
+                1.0 / reuse.sampling_rate,
+                100.0 * reuse.expected_error
+            )?;
+        }
         for b in &reuse.histogram {
             writeln!(w, "  [{:>7}, {:>7})  {:>10}", b.lo, b.hi, b.count)?;
         }

@@ -112,11 +112,32 @@ impl Marks {
         self.count - self.count_before(pos) - (self.words[w] >> (pos % 64) & 1)
     }
 
+    /// The first mark at a position `>= pos`, if any.
+    #[inline]
+    pub fn first_from(&self, pos: usize) -> Option<usize> {
+        let mut w = pos / 64;
+        let mut bits = *self.words.get(w)? & (!0u64 << (pos % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.words.get(w)?;
+        }
+    }
+
     /// A structure with marks at positions `0..n`, the result of renumbering `n` live marks
     /// in order (see `ReuseTracker::compact`).
     pub fn filled(n: usize) -> Self {
         let mut m = Marks::new();
-        for _ in 0..n {
+        // Whole words at a time, then the last marks one by one.
+        for w in 0..n / 64 {
+            m.new_word(w);
+            m.words[w] = u64::MAX;
+            m.len += 64;
+            m.count += 64;
+        }
+        for _ in 0..n % 64 {
             m.push();
         }
         m
@@ -162,6 +183,11 @@ mod tests {
                     m.remove(victim);
                 }
             }
+            if i % 997 == 0 {
+                let from = rng.below(i as u64 + 1) as usize;
+                let want = (from..=i).find(|&q| plain[q]);
+                assert_eq!(m.first_from(from), want, "first from {from} of {i}");
+            }
             if i % 4999 == 0 || i < 1500 || (i > 262_100 && i < 262_200) {
                 for q in [
                     0,
@@ -178,5 +204,19 @@ mod tests {
         }
         assert_eq!(m.count(), plain.iter().filter(|&&b| b).count() as u64);
         assert_eq!(m.len(), plain.len());
+    }
+
+    #[test]
+    fn filled_is_pushed_n_times() {
+        for n in [0, 1, 63, 64, 65, 4096, 4096 * 64 + 7] {
+            let mut pushed = Marks::new();
+            for _ in 0..n {
+                pushed.push();
+            }
+            let filled = Marks::filled(n);
+            assert_eq!(filled.words, pushed.words, "{n}");
+            assert_eq!(filled.levels, pushed.levels, "{n}");
+            assert_eq!((filled.len, filled.count), (pushed.len, pushed.count));
+        }
     }
 }

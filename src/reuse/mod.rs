@@ -1,5 +1,7 @@
-//! Exact reuse distances at line granularity (Nugteren et al. 2014 §3.3): the number of distinct lines
-//! referenced between two uses of a line, for the whole cache and per set.
+//! Reuse distances at line granularity (Nugteren et al. 2014 §3.3): the number of distinct lines
+//! referenced between two uses of a line, for the whole cache and per set; exact
+//! ([`ReuseTracker`]) or estimated from a sample of the lines ([`SampledTracker`]), one or the
+//! other as the configuration's [`ReuseMode`](crate::config::ReuseMode) says ([`ReuseMeter`]).
 //!
 //! One pass, O(log N) per request: every line keeps one mark at the time of its last use (see
 //! [`Marks`]); the distance of a reuse is the number of marks after the previous use.
@@ -12,8 +14,13 @@
 //! bits. Renumbering keeps the order of the marks, so no distance changes.
 
 mod marks;
+mod meter;
+mod near;
+mod sampled;
 
 pub use marks::Marks;
+pub use meter::{ReuseHistograms, ReuseMeter};
+pub use sampled::{SampledTracker, NEAR_LINES, SAMPLE_LINES};
 
 use crate::linemap::LineMap;
 
@@ -54,13 +61,19 @@ pub struct Distances {
     pub in_set: Option<u64>,
 }
 
-/// Exact histogram of distances plus first uses.
+/// Histogram of distances plus first uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Histogram {
     /// `counts[d]` = number of reuses at distance `d`.
     pub counts: Vec<u64>,
     /// First uses (distance ∞).
     pub infinite: u64,
+    /// Reuses at longer distances estimated from a sample ([`SampledTracker`]): `far[i]` at
+    /// distance `i << far_bits`, the inverse of the sampling rate. Empty when exact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub far: Vec<u64>,
+    #[serde(default)]
+    pub far_bits: u32,
 }
 
 impl Histogram {
@@ -78,42 +91,110 @@ impl Histogram {
         }
     }
     pub fn total(&self) -> u64 {
-        self.infinite + self.counts.iter().sum::<u64>()
+        self.infinite + self.counts.iter().sum::<u64>() + self.far.iter().sum::<u64>()
+    }
+    /// Whether part of it is estimated from a sample.
+    pub fn is_sampled(&self) -> bool {
+        !self.far.is_empty()
+    }
+    /// One more than the largest distance it can hold: every capacity from this one on
+    /// misses only the first uses.
+    pub fn span(&self) -> u64 {
+        (self.counts.len() as u64).max((self.far.len() as u64) << self.far_bits) + 1
     }
     /// Misses of a fully associative LRU cache of `lines` lines: first uses plus reuses at
     /// distance `>= lines`.
     pub fn misses_at(&self, lines: u64) -> u64 {
-        let start = (lines as usize).min(self.counts.len());
-        self.infinite + self.counts[start..].iter().sum::<u64>()
+        let exact = (lines.min(self.counts.len() as u64)) as usize;
+        let far = (lines
+            .div_ceil(1 << self.far_bits)
+            .min(self.far.len() as u64)) as usize;
+        self.infinite
+            + self.counts[exact..].iter().sum::<u64>()
+            + self.far[far..].iter().sum::<u64>()
     }
-    /// Misses for every capacity from 0 to the largest distance + 1 (one pass, suffix sums).
-    pub fn miss_curve(&self) -> Vec<u64> {
-        let mut out = vec![0u64; self.counts.len() + 1];
-        let mut acc = self.infinite;
-        out[self.counts.len()] = acc;
-        for d in (0..self.counts.len()).rev() {
-            acc += self.counts[d];
-            out[d] = acc;
+    /// Adds `other`'s counts; the finer of two samples' scales is made the coarser one's.
+    pub fn merge(&mut self, other: &Histogram) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
         }
-        out
-    }
-    /// Logarithmic bins: `[0,1) [1,2) [2,4) [4,8) ...` with their counts.
-    pub fn log2_bins(&self) -> Vec<LogBin> {
-        let mut bins: Vec<LogBin> = Vec::new();
-        for (d, &c) in self.counts.iter().enumerate() {
-            let (lo, hi) = if d == 0 {
-                (0, 1)
-            } else {
-                let lo = 1u64 << (63 - (d as u64).leading_zeros());
-                (lo, lo * 2)
-            };
-            match bins.last_mut() {
-                Some(b) if b.lo == lo => b.count += c,
-                _ => bins.push(LogBin { lo, hi, count: c }),
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.infinite += other.infinite;
+        if other.far.is_empty() {
+            return;
+        }
+        let bits = if self.far.is_empty() {
+            other.far_bits
+        } else {
+            self.far_bits.max(other.far_bits)
+        };
+        self.far = widened(&self.far, bits - self.far_bits.min(bits));
+        self.far_bits = bits;
+        let shift = bits - other.far_bits;
+        for (i, &c) in other.far.iter().enumerate() {
+            let j = i >> shift;
+            if j >= self.far.len() {
+                self.far.resize(j + 1, 0);
             }
+            self.far[j] += c;
         }
-        bins
     }
+    /// Logarithmic bins: `[0,1) [1,2) [2,4) [4,8) ...` with their counts, every bin up to
+    /// the largest distance it can hold.
+    pub fn log2_bins(&self) -> Vec<LogBin> {
+        // Bin 0 is distance 0; bin k + 1 is [2^k, 2^(k+1)).
+        let bin = |d: u64| {
+            if d == 0 {
+                0
+            } else {
+                64 - d.leading_zeros() as usize
+            }
+        };
+        let mut counts = [0u64; 65];
+        let mut top = None;
+        let exact = self.counts.iter().enumerate().map(|(d, &c)| (d as u64, c));
+        let far = self
+            .far
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| ((i as u64) << self.far_bits, c));
+        for (d, c) in exact.chain(far) {
+            let b = bin(d);
+            counts[b] += c;
+            top = top.max(Some(b));
+        }
+        let Some(top) = top else {
+            return Vec::new();
+        };
+        (0..=top)
+            .map(|b| {
+                let (lo, hi) = if b == 0 {
+                    (0, 1)
+                } else {
+                    (1u64 << (b - 1), 1u64 << b)
+                };
+                LogBin {
+                    lo,
+                    hi,
+                    count: counts[b],
+                }
+            })
+            .collect()
+    }
+}
+
+/// `far` in buckets `2^shift` times as wide.
+fn widened(far: &[u64], shift: u32) -> Vec<u64> {
+    if shift == 0 {
+        return far.to_vec();
+    }
+    let mut out = vec![0; far.len().div_ceil(1 << shift)];
+    for (i, &c) in far.iter().enumerate() {
+        out[i >> shift] += c;
+    }
+    out
 }
 
 /// A histogram bin covering distances `lo..hi`.
@@ -197,6 +278,15 @@ impl ReuseTracker {
     /// Records a use of `line` in `set` and returns its distances.
     #[inline]
     pub fn access(&mut self, line: u64, set: u32) -> Distances {
+        let d = self.measure(line, set);
+        self.whole_hist.add(d.whole);
+        self.set_hist.add(d.in_set);
+        d
+    }
+
+    /// [`ReuseTracker::access`] without adding to the histograms.
+    #[inline]
+    pub(crate) fn measure(&mut self, line: u64, set: u32) -> Distances {
         if self.whole.marks.len() >= self.compact_at {
             self.compact();
         }
@@ -213,9 +303,43 @@ impl ReuseTracker {
             in_set: ts,
             set,
         };
-        self.whole_hist.add(whole);
-        self.set_hist.add(in_set);
         Distances { whole, in_set }
+    }
+
+    /// A tracker of a sample of lines chosen by a hash: they lie far apart, so their last
+    /// uses are kept one entry per line from the start (`LineMap::per_line`).
+    pub(crate) fn for_sample(sets: usize) -> Self {
+        ReuseTracker {
+            last: LineMap::per_line(),
+            ..Self::new(sets)
+        }
+    }
+
+    /// Lines whose last use it holds.
+    pub(crate) fn live_lines(&self) -> u64 {
+        self.whole.marks.count()
+    }
+
+    /// A tracker that holds only the lines `keep` keeps, in the same order of last use (so
+    /// each stack is this one's without the others), and no histogram.
+    pub(crate) fn keep_only(&self, keep: impl Fn(u64) -> bool) -> ReuseTracker {
+        let mut kept: Vec<(u32, u64, u32)> = Vec::new();
+        self.last.for_each(|line, last| {
+            if last.whole != 0 && keep(line) {
+                kept.push((last.whole, line, last.set));
+            }
+        });
+        kept.sort_unstable();
+        let mut t = ReuseTracker {
+            last: LineMap::per_line(),
+            compact_min: self.compact_min,
+            compact_at: self.compact_min,
+            ..ReuseTracker::new(self.sets.len())
+        };
+        for (_, line, set) in kept {
+            t.measure(line, set);
+        }
+        t
     }
     /// Distinct lines seen so far.
     pub fn distinct_lines(&self) -> u64 {
@@ -262,7 +386,7 @@ mod tests {
         // 2-line cache: 3 compulsory + 1 capacity miss.
         assert_eq!(t.whole_hist.infinite, 3);
         assert_eq!(t.whole_hist.misses_at(2) - t.whole_hist.infinite, 1);
-        assert_eq!(t.whole_hist.miss_curve()[2], 4);
+        assert_eq!(t.whole_hist.misses_at(2), 4);
     }
 
     #[test]
@@ -308,7 +432,7 @@ mod tests {
     fn log_bins() {
         let h = Histogram {
             counts: vec![1, 2, 3, 4, 5],
-            infinite: 0,
+            ..Default::default()
         };
         let b = h.log2_bins();
         assert_eq!(

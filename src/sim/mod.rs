@@ -14,15 +14,15 @@ mod timed;
 pub use timed::{JobResult, StreamsWork, TimedJob, TimedPlan};
 
 pub use crate::report::{
-    short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseReport,
-    SmRow, SourceLineRow, TimingReport, ValueCount,
+    short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseMethod,
+    ReuseReport, SmRow, SourceLineRow, TimingReport, ValueCount,
 };
 pub use generated::{run_generated, GeneratedError, ToSession};
 pub use session::{ReuseStage, Session};
 
 use crate::cache::{CacheModel, MissClass};
 use crate::config::{Coalescing, SimConfig, SmSelection};
-use crate::reuse::ReuseTracker;
+use crate::reuse::ReuseMeter;
 use crate::rng::Rng;
 use crate::schedule::ScheduleError;
 use crate::trace::{Kernel, Trace};
@@ -152,46 +152,30 @@ impl From<crate::config::Invalid> for SimError {
 struct SmSim {
     sm: u32,
     cache: CacheModel,
-    reuse: Option<ReuseTracker>,
+    reuse: Option<ReuseMeter>,
     counters: crate::cache::Counters,
     order: u64,
 }
 
 impl SmSim {
-    /// One request through the L1 and the reuse tracker: its outcome and whole-cache reuse
-    /// distance. Where the distance classifies the miss by itself (LRU, write-allocate, one
-    /// sector a line: `CacheModel::shadow_is_a_stack`), the fully associative shadow is not
-    /// kept; the outcome is the same.
+    /// One request through the L1 and the reuse meter: its outcome and whole-cache reuse
+    /// distance (where measured). Where the exact distance classifies the miss by itself
+    /// (LRU, write-allocate, one sector a line: `CacheModel::shadow_is_a_stack`), the fully
+    /// associative shadow is not kept; the outcome is the same.
     #[inline]
     fn access(&mut self, r: &crate::cache::Request) -> (crate::cache::Outcome, Option<u64>) {
         match &mut self.reuse {
-            Some(t) if self.cache.shadow_is_a_stack() => {
+            Some(ReuseMeter::Exact(t)) if self.cache.shadow_is_a_stack() => {
                 let set = self.cache.set_of(r.line);
                 let d = t.access(r.line, set).whole;
                 (self.cache.access_at_distance(r, set, d), d)
             }
-            Some(t) => {
+            Some(m) => {
                 let o = self.cache.access(r);
-                let d = t.access(r.line, o.set).whole;
+                let d = m.access(r.line, o.set).and_then(|d| d.whole);
                 (o, d)
             }
             None => (self.cache.access(r), None),
-        }
-    }
-
-    /// [`SmSim::access`] for a request whose whole-cache reuse distance was measured apart
-    /// (`session::ReuseStage`): the tracker is not here.
-    #[inline]
-    fn access_measured(
-        &mut self,
-        r: &crate::cache::Request,
-        distance: Option<u64>,
-    ) -> (crate::cache::Outcome, Option<u64>) {
-        if self.cache.shadow_is_a_stack() {
-            let set = self.cache.set_of(r.line);
-            (self.cache.access_at_distance(r, set, distance), distance)
-        } else {
-            (self.cache.access(r), distance)
         }
     }
 }

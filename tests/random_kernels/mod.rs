@@ -76,7 +76,11 @@ pub fn small_config(
     cfg.schedule.fetch_group = 2;
     cfg.gpu.sms = sms;
     cfg.gpu.max_ctas_per_sm = max_ctas;
-    cfg.reuse = reuse;
+    cfg.reuse = if reuse {
+        warpscope::config::ReuseMode::Auto
+    } else {
+        warpscope::config::ReuseMode::Off
+    };
     cfg.seed = seed;
     cfg
 }

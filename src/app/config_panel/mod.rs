@@ -94,8 +94,12 @@ fn edit(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) {
                     "Seed of every random choice (random scheduling and replacement, SM sampling)",
                 );
         });
-        ui.checkbox(&mut c.reuse, "Reuse distances").on_hover_text(
-            "Compute exact reuse distances and the miss-rate curve (costs some speed)",
+        row(
+            ui,
+            "Reuse distances",
+            "How reuse distances and the miss-rate curve are measured (off is faster; miss \
+             classes are exact in every mode)",
+            |ui| pick_choice(ui, "reuse", &mut c.reuse),
         );
     });
     // "(edited)" while the configuration differs from its preset, gone again when every

@@ -43,19 +43,41 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     let Some(r) = &d.report.reuse else {
         empty(
             ui,
-            "Reuse tracking is off.\nTurn on \"Reuse distances\" in the configuration.",
+            "Reuse tracking is off.\nPick a mode of \"Reuse distances\" in the configuration.",
         );
         return;
     };
     let lines = d.config.cache.lines();
     let ways = d.config.cache.ways_effective();
     let h = ui.available_height();
+    let estimated = match r.method {
+        crate::sim::ReuseMethod::Exact => "",
+        crate::sim::ReuseMethod::Sampled => "about ",
+    };
     ui.label(format!(
-        "{} reuses, {} first uses, {} distinct lines. Capacity: {lines} lines, {ways} ways per set.",
+        "{estimated}{} reuses, {estimated}{} first uses, {estimated}{} distinct lines. Capacity: \
+         {lines} lines, {ways} ways per set.",
         r.histogram.iter().map(|b| b.count).sum::<u64>(),
         r.infinite,
         r.distinct_lines
     ));
+    if r.method == crate::sim::ReuseMethod::Sampled {
+        ui.colored_label(
+            theme::outcome(Outcome::Capacity),
+            format!(
+                "Sampled (SHARDS): 1 line in {:.0} beyond the {} most recent, expected error of \
+                 the miss-rate curve ±{:.2} points. Exact: --reuse exact.",
+                1.0 / r.sampling_rate,
+                crate::reuse::NEAR_LINES.max(2 * lines as usize),
+                r.expected_error * 100.0
+            ),
+        )
+        .on_hover_text(
+            "A streamed trace measures reuse distances on a sample of its lines chosen by a \
+             hash (Waldspurger et al. 2015), so that memory stays bounded; distances to the most \
+             recent lines are exact. Hits, misses and miss classes are exact in every mode.",
+        );
+    }
     let bin_x = distance_bin_x;
     let bars = |bins: &[crate::reuse::LogBin], colour: Color32, name: &str| {
         BarChart::new(

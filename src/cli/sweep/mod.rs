@@ -60,7 +60,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
         bail!("plans, shards, Slurm and merge need the `tables` feature (polars); this build has no tables");
     }
     let mut base = options::config(&a.config)?;
-    base.reuse = false;
+    base.reuse = warpscope::config::ReuseMode::Off;
     let axes = axes(&a.vary, &base)?;
     let grid = grid(&axes);
     let configs = configs(&base, &grid)?;

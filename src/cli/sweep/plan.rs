@@ -96,7 +96,7 @@ impl Plan {
     /// The plan of `a`'s inputs times its `--vary` grid.
     pub fn build(a: &SweepArgs) -> Result<Plan> {
         let mut base = options::config(&a.config)?;
-        base.reuse = false;
+        base.reuse = warpscope::config::ReuseMode::Off;
         let axes = super::axes(&a.vary, &base)?;
         let grid = super::grid(&axes);
         let mut inputs: Vec<Vec<String>> = own_input(&a.input)?.into_iter().collect();

@@ -53,9 +53,9 @@ pub enum Piece {
     /// the file's reader stood after it when the file can be read on from there.
     Stream(Kernel),
     Rows(Columns, Option<din::Resume>),
-    /// Rows of a reference stream with the reuse distances of their requests, measured on
-    /// a thread of their own ([`run_apart`]).
-    Measured(Columns, Vec<u32>),
+    /// Rows of a reference stream (possibly none) and the tags of the requests of the warp
+    /// instructions they complete, measured on a thread of their own ([`run_apart`]).
+    Measured(Columns, Vec<u8>),
 }
 
 impl Piece {
@@ -70,10 +70,10 @@ impl Piece {
             Piece::End => s.end_kernel(obs),
             Piece::Stream(header) => s.begin_stream(header, obs),
             Piece::Rows(rows, _) => s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled),
-            Piece::Measured(rows, distances) => s
-                .feed_measured(rows, distances, obs)?
-                .then_some(())
-                .ok_or(SimError::Cancelled),
+            Piece::Measured(rows, tags) => {
+                s.take_tags(tags)?;
+                s.feed(rows, obs).then_some(()).ok_or(SimError::Cancelled)
+            }
         }
     }
 
@@ -139,18 +139,21 @@ pub fn run(
     run_staged(sessions, lanes, depth, observer, source, None).map(|(s, _)| s)
 }
 
-/// [`run`] for one session fed a reference stream (a `din` file): the reuse distances of
-/// its requests are measured on a thread of their own, between the source and the
-/// simulation (`sim::ReuseStage`), so reading, measuring and simulating share the cores.
-/// The session gets its trackers back at the end, so its report is the one [`run`] gives.
-/// Without reuse distances it is [`run`].
+/// [`run`] for one session fed a reference stream (a `din` file): the miss classes and reuse
+/// distances of its requests are measured on a thread of their own, between the source and
+/// the simulation (`sim::ReuseStage`), so reading, measuring and simulating share the cores.
+/// The session gets its classifiers and meters back at the end, so its report is the one
+/// [`run`] gives. With an observer that wants every request's distance, it is [`run`].
 pub fn run_apart(
     mut session: Session,
     depth: usize,
     observer: &mut dyn Observer,
     source: Source,
 ) -> Result<Session, Failure> {
-    let stage = session.detach_reuse();
+    let stage = match observer.wants_requests() {
+        true => None,
+        false => session.detach_reuse(),
+    };
     let (mut sessions, stage) = run_staged(vec![session], 1, depth, observer, source, stage)?;
     let mut session = sessions
         .pop()
@@ -164,8 +167,8 @@ pub fn run_apart(
     Ok(session)
 }
 
-/// [`run`], with `stage` (for one session) measuring each chunk of rows before the lane
-/// gets it; returns the stage when its thread ran to the end.
+/// [`run`], with `stage` (for one session) measuring each chunk of rows before the lane gets
+/// it, on a thread of its own; returns the stage when its thread ran to the end.
 fn run_staged(
     sessions: Vec<Session>,
     lanes: usize,
@@ -271,24 +274,36 @@ fn run_staged(
     Ok((sessions, stage))
 }
 
-/// The stage's thread: measures the distances of each chunk of rows from `from` and passes
-/// every piece on to `to`, in order. Returns whether it ran to the source's end (not
-/// stopped by the lane).
+/// The stage's thread: measures each chunk of rows from `from` and passes every piece on to
+/// `to` with the tags of its requests, in order. Returns whether it ran to the source's end
+/// (not stopped by the lane).
 fn measure(stage: &mut ReuseStage, from: Receiver<Batch>, to: SyncSender<Batch>) -> bool {
     for batch in from.iter() {
-        let mut out = Vec::with_capacity(batch.len());
+        let mut out = Vec::with_capacity(batch.len() + 1);
         for piece in batch {
+            let mut tags = Vec::new();
             let piece = match Arc::try_unwrap(piece) {
-                Ok(Piece::Rows(rows, _)) => measured(stage, rows),
+                Ok(Piece::Rows(rows, _)) => {
+                    stage.measure(&rows, &mut tags);
+                    Arc::new(Piece::Measured(rows, tags))
+                }
                 Ok(other) => Arc::new(other),
                 // Held elsewhere too (never with one lane): measured from a copy.
                 Err(shared) => match &*shared {
-                    Piece::Rows(rows, _) => measured(stage, rows.clone()),
+                    Piece::Rows(rows, _) => {
+                        stage.measure(rows, &mut tags);
+                        Arc::new(Piece::Measured(rows.clone(), tags))
+                    }
                     _ => shared,
                 },
             };
             if let Piece::Stream(header) = &*piece {
-                stage.begin_stream(header);
+                // The previous stream's last tags go before its end.
+                let mut last = Vec::new();
+                stage.begin_stream(header, &mut last);
+                if !last.is_empty() {
+                    out.push(Arc::new(Piece::Measured(Columns::default(), last)));
+                }
             }
             out.push(piece);
         }
@@ -296,14 +311,12 @@ fn measure(stage: &mut ReuseStage, from: Receiver<Batch>, to: SyncSender<Batch>)
             return false;
         }
     }
-    true
-}
-
-/// `rows` with the distances of their requests.
-fn measured(stage: &mut ReuseStage, rows: Columns) -> Arc<Piece> {
-    let mut distances = Vec::with_capacity(rows.len());
-    stage.measure(&rows, &mut distances);
-    Arc::new(Piece::Measured(rows, distances))
+    let mut last = Vec::new();
+    stage.end_stream(&mut last);
+    last.is_empty()
+        || to
+            .send(vec![Arc::new(Piece::Measured(Columns::default(), last))])
+            .is_ok()
 }
 
 type Lane = (Vec<(usize, Session)>, Option<(usize, SimError)>);

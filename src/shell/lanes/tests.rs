@@ -56,19 +56,24 @@ fn distances_measured_apart_give_the_report_of_one_thread() {
         let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
         assert_eq!(got.finish(&mut NoObserver), want);
     }
-    // Without reuse distances: the cache's shadow is run apart where it is an LRU stack
-    // (unsectored, write-allocate), else there is nothing to measure apart.
+    // Without reuse distances, or sampled: the classes are measured apart all the same.
     for cfg in [unsectored(), SimConfig::default()] {
         let cfg = SimConfig {
-            reuse: false,
+            reuse: crate::config::ReuseMode::Off,
             ..cfg
         };
         let mut s = Session::new(&cfg, 0).unwrap();
-        let stack = cfg.cache.write_policy == crate::config::WritePolicy::Wbwa;
-        assert_eq!(s.detach_reuse().is_some(), stack);
+        assert!(s.detach_reuse().is_some());
         let s = Session::new(&cfg, 0).unwrap();
         let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
         assert_eq!(got.finish(&mut NoObserver), plain(&cfg, &k));
+        let sampled = SimConfig {
+            reuse: crate::config::ReuseMode::Sampled,
+            ..cfg
+        };
+        let s = Session::new(&sampled, 0).unwrap();
+        let got = run_apart(s, 4, &mut NoObserver, source(k.clone(), false)).unwrap();
+        assert_eq!(got.finish(&mut NoObserver), plain(&sampled, &k));
     }
 }
 

@@ -1,151 +1,128 @@
-//! Reuse distances of a reference stream measured apart from its simulation, so that a shell
-//! can measure them on one core while the cache is simulated on another.
+//! The miss classes and reuse distances of a reference stream measured apart from its
+//! cache, so that a shell can run them on one core while the cache is simulated on another.
 //!
-//! The reuse tracker takes about half the time of a streamed Dinero IV trace, and for a
-//! reference stream its input follows from the rows alone: each row that reaches the L1 is
-//! split into one request per line it touches (never coalesced), whatever the cache does with
-//! them. So a shell may move the session's trackers into a [`ReuseStage`]
-//! ([`Session::detach_reuse`]), have the stage measure each chunk of rows, and give the session
-//! the chunk with its distances ([`Session::feed_measured`]); [`Session::attach_reuse`] puts
-//! the trackers back before the report is made. The cache then takes each request's distance
-//! from the stage instead of measuring it, and the result is the one the session gives on its
-//! own (tested in `super::tests`). Only reference streams can be fed so: a scheduled kernel's
-//! requests depend on the scheduler, and a session whose trackers are away refuses one.
-//!
-//! With reuse distances off, the cache still classifies its misses with a fully associative
-//! shadow of its own size. Where that shadow is an LRU stack (`CacheModel::shadow_is_a_stack`)
-//! it too depends on the requests alone, so the stage runs it instead, and hands on for each
-//! request what the cache needs of a distance: none (a first use), 0 (below the capacity) or
-//! the capacity.
+//! For a reference stream what the classifier (the fully associative shadow and the record of
+//! sectors seen, `cache::Classifier`) and the reuse meter see follows from the rows alone:
+//! each warp instruction's accesses that reach the L1 are split into one request per line
+//! they touch (never coalesced), whatever the cache does with them; together they take as
+//! long as the cache itself, or longer. So a shell may move each simulated SM's classifier
+//! and meter into a [`ReuseStage`] ([`Session::detach_reuse`]) and have the stage measure
+//! every chunk of rows on another thread, before the session gets it with the [`Tag`] of
+//! each of its requests ([`Session::take_tags`]): the cache takes its miss classes from them.
+//! Where the shadow is an LRU stack, the meter's distances stand for it: the exact tracker's
+//! exactly, a sampled meter's where its stack of recent lines finds the line (below its depth,
+//! which is at least twice the capacity), the record of sectors seen deciding the rest.
+//! [`Session::attach_reuse`] puts everything back before the report is made, which is the
+//! report the session gives on its own (tested in `super::tests`). Only reference streams can
+//! be fed so: a scheduled kernel's requests depend on the scheduler, and a session whose
+//! classifiers are away refuses one.
 
-use std::collections::VecDeque;
-
+use super::grouping::{reaching, Grouping};
 use super::{Session, SimError};
-use crate::cache::{LruStack, SetIndexFn, StackOutcome};
+use crate::cache::{Classifier, Request, SetIndexFn, Tag};
 use crate::coalesce::Coalescer;
 use crate::config::Coalescing;
-use crate::reuse::ReuseTracker;
-use crate::trace::{model_flags, Columns, Kernel, BARRIER_CODE};
+use crate::reuse::ReuseMeter;
+use crate::trace::{model_flags, Columns, Kernel};
 
-/// A first use (no distance), as [`ReuseStage::measure`] writes it. Distances are below the
-/// positions a tracker hands out, which fit in 32 bits.
-const FIRST_USE: u32 = u32::MAX;
+/// What one SM's requests go through apart.
+struct Apart {
+    classes: Classifier,
+    meter: Option<ReuseMeter>,
+}
 
-/// The reuse trackers of a session's SMs (or, with reuse distances off, their caches'
-/// shadows), measuring the distances of a reference stream's requests from its rows.
+impl Apart {
+    #[inline]
+    fn tag(&mut self, r: &Request, set: u32) -> Tag {
+        let d = self.meter.as_mut().and_then(|m| m.access(r.line, set));
+        if !self.classes.shadow_is_a_stack() {
+            return self.classes.tag(r);
+        }
+        match &self.meter {
+            Some(ReuseMeter::Exact(_)) => self.classes.tag_at_distance(d.and_then(|d| d.whole)),
+            Some(ReuseMeter::Sampled(_)) => self.classes.tag_near(r, d.and_then(|d| d.whole)),
+            None => self.classes.tag(r),
+        }
+    }
+}
+
+/// The classifiers and reuse meters of a session's SMs, measuring a reference stream's
+/// requests from its rows.
 pub struct ReuseStage {
-    /// By the session's slots; `None` where the session kept none.
-    meters: Vec<Option<Meter>>,
+    /// By the session's slots.
+    slots: Vec<Option<Apart>>,
     index: SetIndexFn,
     coalescer: Coalescer,
     slot_of_sm: Vec<usize>,
     sms: u32,
     /// The open stream's slot and its number of instructions, when its SM is simulated.
     stream: Option<(usize, usize)>,
+    grouping: Grouping,
+    /// Requests measured: the session's own count must be the same when they meet again.
+    requests: u64,
 }
 
 impl ReuseStage {
     /// Starts measuring the reference stream whose header the session is given next
-    /// ([`Session::begin_stream`]).
-    pub fn begin_stream(&mut self, header: &Kernel) {
+    /// ([`Session::begin_stream`]); the tags of the previous stream's last requests, which
+    /// the session takes before it (it ends that stream first), are added to `tags`.
+    pub fn begin_stream(&mut self, header: &Kernel, tags: &mut Vec<u8>) {
+        self.end_stream(tags);
         let (_, slot) = stream_slot(&self.slot_of_sm, self.sms, header);
         self.stream = slot
-            .filter(|&s| self.meters.get(s).is_some_and(|t| t.is_some()))
+            .filter(|&s| self.slots.get(s).is_some_and(|t| t.is_some()))
             .map(|s| (s, header.instructions.len()));
     }
 
-    /// The distances of the requests `rows` make, in order, into `out` (cleared first): the
-    /// rows the session simulates, as it splits them (see `reference.rs`).
-    pub fn measure(&mut self, rows: &Columns, out: &mut Vec<u32>) {
-        out.clear();
+    /// Measures the requests `rows` make, in order, adding their tags to `tags`: the warp
+    /// instructions the session simulates when it is given these rows (`grouping.rs`).
+    pub fn measure(&mut self, rows: &Columns, tags: &mut Vec<u8>) {
+        if self.stream.is_none() {
+            return;
+        }
+        let mut grouping = std::mem::take(&mut self.grouping);
+        grouping.feed(rows, 0..rows.len(), |c, r| self.instruction(c, r, tags));
+        self.grouping = grouping;
+    }
+
+    /// The tags of the warp instruction left waiting, as the stream ends (the session's
+    /// [`Session::end_stream`] simulates it).
+    pub fn end_stream(&mut self, tags: &mut Vec<u8>) {
+        let mut grouping = std::mem::take(&mut self.grouping);
+        grouping.end(|c, r| self.instruction(c, r, tags));
+        self.stream = None;
+    }
+
+    /// One warp instruction, as `Stream::warp_instruction` splits it.
+    #[inline]
+    fn instruction(&mut self, cols: &Columns, range: std::ops::Range<usize>, tags: &mut Vec<u8>) {
         let Some((slot, insts)) = self.stream else {
             return;
         };
+        let (used, write) = reaching(cols, range.clone());
+        if used == 0 || cols.inst[range.start] as usize >= insts {
+            return;
+        }
         let ReuseStage {
-            meters,
+            slots,
             index,
             coalescer,
+            requests,
             ..
         } = self;
-        let Some(meter) = meters.get_mut(slot).and_then(|t| t.as_mut()) else {
+        let Some(apart) = slots.get_mut(slot).and_then(|t| t.as_mut()) else {
             return;
         };
-        for r in 0..rows.len() {
-            let flags = rows.flags[r];
-            if flags & 0x1f == BARRIER_CODE
-                || rows.inst[r] as usize >= insts
-                || !model_flags(flags).1.reaches_l1()
-            {
+        for r in range {
+            if !model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
             }
-            coalescer.split(rows.addr[r], rows.size[r] as u64, false, |c| {
-                let line = c.request.line;
-                out.push(match meter {
-                    Meter::Tracker(t) => t
-                        .access(line, index.set(line))
-                        .whole
-                        .map_or(FIRST_USE, |d| d as u32),
-                    Meter::Shadow(s) => stand_in(s, line),
-                });
+            coalescer.split(cols.addr[r], cols.size[r] as u64, write, |c| {
+                let set = index.set(c.request.line);
+                tags.push(apart.tag(&c.request, set) as u8);
+                *requests += 1;
             });
         }
-    }
-}
-
-/// What measures one SM's requests.
-enum Meter {
-    /// The session's reuse tracker.
-    Tracker(ReuseTracker),
-    /// With reuse distances off: the cache's shadow, an LRU stack.
-    Shadow(LruStack),
-}
-
-/// What the cache needs of a line's distance, from the shadow `CacheModel` keeps where it is
-/// an LRU stack: none (its first use), 0 (a hit there, so a distance below the capacity) or
-/// the capacity (a miss there).
-#[inline]
-fn stand_in(shadow: &mut LruStack, line: u64) -> u32 {
-    match shadow.access(line) {
-        StackOutcome::Hit => 0,
-        StackOutcome::Seen => shadow.capacity(),
-        StackOutcome::New => FIRST_USE,
-    }
-}
-
-/// The distances a stream was given and has not used yet.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Measured {
-    /// They are reuse distances (not the shadow's stand-ins), to be reported.
-    pub(super) real: bool,
-    queue: VecDeque<u32>,
-    /// A request found no distance: the rows and the distances were out of step.
-    short: bool,
-}
-
-impl Measured {
-    pub(super) fn new(real: bool) -> Self {
-        Measured {
-            real,
-            ..Default::default()
-        }
-    }
-
-    /// The distance of the next request.
-    #[inline]
-    pub(super) fn next(&mut self) -> Option<u64> {
-        match self.queue.pop_front() {
-            Some(FIRST_USE) => None,
-            Some(d) => Some(d as u64),
-            None => {
-                self.short = true;
-                None
-            }
-        }
-    }
-
-    /// Whether every distance was used, and none was missing.
-    pub(super) fn in_step(&self) -> bool {
-        !self.short && self.queue.is_empty()
     }
 }
 
@@ -160,84 +137,75 @@ pub(super) fn stream_slot(slot_of_sm: &[usize], sms: u32, header: &Kernel) -> (u
 }
 
 impl Session {
-    /// Moves the reuse trackers out into a stage that measures the distances of reference
-    /// streams (see the module's text); with reuse distances off, gives the stage the caches'
-    /// shadows to run where they are LRU stacks. `None` when there is nothing to measure
-    /// apart, or while a kernel is open or the trackers are already away.
+    /// Requests the simulated SMs have taken so far.
+    fn requests_simulated(&self) -> u64 {
+        self.sims.iter().map(|s| s.order).sum()
+    }
+
+    /// Moves the classifiers and reuse meters out into a stage that measures reference
+    /// streams (see the module's text). `None` while a kernel is open or they are already
+    /// away.
     pub fn detach_reuse(&mut self) -> Option<ReuseStage> {
         let first = self.sims.first()?;
-        let real = first.reuse.is_some();
         if self.measured_apart
             || self.stream.is_some()
             || self.by_cta.is_some()
             || self.by_issue.is_some()
-            || !(real || first.cache.shadow_is_a_stack())
         {
             return None;
         }
         let index = first.cache.set_index().clone();
-        // As `CacheModel::new` sizes its shadow.
-        let capacity = self.cfg.cache.sets() * self.cfg.cache.ways_effective();
-        self.measured_apart = true;
-        let meters = self
+        let slots = self
             .sims
             .iter_mut()
-            .map(|s| match s.reuse.take() {
-                Some(t) => Some(Meter::Tracker(t)),
-                None => Some(Meter::Shadow(LruStack::new(capacity))),
+            .map(|s| {
+                let classes = s.cache.take_classifier()?;
+                Some(Apart {
+                    classes,
+                    meter: s.reuse.take(),
+                })
             })
             .collect();
+        self.measured_apart = true;
+        self.requests_before_apart = self.requests_simulated();
         Some(ReuseStage {
-            meters,
+            slots,
             index,
             coalescer: Coalescer::new(Coalescing::None, self.geometry(1)),
             slot_of_sm: self.slot_of_sm.clone(),
             sms: self.cfg.gpu.sms,
             stream: None,
+            grouping: Grouping::default(),
+            requests: 0,
         })
     }
 
-    /// Simulates the next rows of the streamed kernel, as [`Session::feed`] does, with the
-    /// distances `stage.measure` gave for them. Returns `Ok(false)` when the observer
-    /// cancels.
-    pub fn feed_measured(
-        &mut self,
-        rows: &Columns,
-        distances: &[u32],
-        observer: &mut dyn super::Observer,
-    ) -> Result<bool, SimError> {
-        let Some(m) = self.stream.as_mut().and_then(|s| s.measured.as_mut()) else {
-            return Err(SimError::Config(
-                "distances measured apart need a stream begun after detach_reuse".into(),
-            ));
-        };
-        m.queue.extend(distances);
-        Ok(self.feed(rows, observer))
-    }
-
-    /// Ends the open stream and takes the trackers back from `stage`. Fails when a stream's
-    /// rows and distances were out of step (rows fed without theirs, or another stage's).
+    /// Ends the open stream and takes the classifiers and meters back from `stage`. Fails
+    /// when the stage measured other requests than the session simulated (rows given to one
+    /// and not the other, tags missing or left over, another session's stage).
     pub fn attach_reuse(
         &mut self,
         stage: ReuseStage,
         observer: &mut dyn super::Observer,
     ) -> Result<(), SimError> {
         self.end_stream(observer);
-        if !self.measured_apart || stage.meters.len() != self.sims.len() {
+        if !self.measured_apart || stage.slots.len() != self.sims.len() {
             return Err(SimError::Config(
-                "these reuse trackers are not this session's".into(),
+                "these classifiers are not this session's".into(),
             ));
         }
-        for (s, m) in self.sims.iter_mut().zip(stage.meters) {
-            if let Some(Meter::Tracker(t)) = m {
-                s.reuse = Some(t);
+        let in_step = stage.requests == self.requests_simulated() - self.requests_before_apart
+            && !std::mem::take(&mut self.out_of_step);
+        for (s, apart) in self.sims.iter_mut().zip(stage.slots) {
+            if let Some(a) = apart {
+                s.cache.put_classifier(a.classes);
+                s.reuse = a.meter;
             }
         }
         self.measured_apart = false;
-        if std::mem::take(&mut self.out_of_step) {
+        if !in_step {
             return Err(SimError::Config(
-                "a reference stream's rows and their measured reuse distances were out of step"
-                    .into(),
+                "a reference stream's rows and the tags measured apart were out of step".into(),
             ));
         }
         Ok(())

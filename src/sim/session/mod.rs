@@ -27,10 +27,10 @@ use crate::cache::{CacheModel, Counters};
 use crate::coalesce::{Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig};
 use crate::report::{KernelRow, Report};
-use crate::reuse::ReuseTracker;
+use crate::reuse::ReuseMeter;
 use crate::rng::Rng;
 use crate::schedule::{CtaScheduler, Scheduler, Step};
-use crate::trace::{Columns, Dim3, Instruction, Kernel, Order, BARRIER_CODE};
+use crate::trace::{Columns, Dim3, Instruction, Kernel, Order};
 
 /// Rows simulated between two progress reports of an in-memory reference stream.
 const PROGRESS_ROWS: usize = 1 << 16;
@@ -47,10 +47,13 @@ pub struct Session {
     pub(super) stream: Option<Stream>,
     by_cta: Option<Box<by_cta::ByCta>>,
     pub(super) by_issue: Option<Box<ByIssue>>,
-    /// The reuse trackers are in a [`ReuseStage`] (`apart.rs`): streams take their distances
-    /// from it, and scheduled kernels are refused.
+    /// The exact reuse trackers are in a [`ReuseStage`] (`apart.rs`), which measures streams
+    /// apart; scheduled kernels are refused.
     measured_apart: bool,
-    /// A stream's rows and measured distances were out of step ([`Session::attach_reuse`]).
+    /// Requests the SMs had taken when the classifiers left ([`Session::attach_reuse`]
+    /// checks that the stage classified as many since).
+    requests_before_apart: u64,
+    /// A stream's rows and the tags of their requests were out of step.
     out_of_step: bool,
     /// The rows of finished CTAs given shared are kept for the caller
     /// ([`Session::recycle_cta_rows`]).
@@ -68,13 +71,12 @@ pub(super) struct Stream {
     slot: Option<usize>,
     coalescer: Coalescer,
     insts: Vec<Counters>,
-    cta: Counters,
     rows: u64,
     warp_insts: u64,
-    /// The rows of a warp instruction that may continue in the next chunk.
-    pending: Columns,
-    /// The distances of its requests, when they are measured apart.
-    measured: Option<apart::Measured>,
+    /// Its rows as warp instructions (the last of a chunk may go on in the next).
+    grouping: grouping::Grouping,
+    /// The tags of its requests, when a classifier runs apart (`apart.rs`).
+    tags: Option<reference::Tags>,
 }
 
 impl Session {
@@ -107,6 +109,7 @@ impl Session {
                 .map(|b| Box::new(b.copy_without_rows())),
             by_issue: self.by_issue.clone(),
             measured_apart: false,
+            requests_before_apart: 0,
             out_of_step: false,
             recycle: false,
         })
@@ -176,9 +179,11 @@ impl Session {
             .map(|&sm| SmSim {
                 sm,
                 cache: CacheModel::new(&cfg.cache, Rng::fork(cfg.seed, sm as u64).next_u64()),
-                reuse: cfg
-                    .reuse
-                    .then(|| ReuseTracker::new(cfg.cache.sets() as usize)),
+                reuse: ReuseMeter::new(
+                    cfg.reuse.resolve(false),
+                    cfg.cache.sets() as usize,
+                    cfg.cache.lines() as usize,
+                ),
                 counters: Default::default(),
                 order: 0,
             })
@@ -195,9 +200,24 @@ impl Session {
             by_cta: None,
             by_issue: None,
             measured_apart: false,
+            requests_before_apart: 0,
             out_of_step: false,
             recycle: false,
         })
+    }
+
+    /// This session for a trace streamed (from a file or a generator, never held whole):
+    /// reuse distances `auto` become sampled, so that memory does not grow with the lines
+    /// the trace touches (`config::ReuseMode`). Before anything is fed.
+    pub fn streamed(mut self) -> Self {
+        let mode = self.cfg.reuse.resolve(true);
+        if self.done == 0 && mode != self.cfg.reuse.resolve(false) {
+            let c = &self.cfg.cache;
+            for s in &mut self.sims {
+                s.reuse = ReuseMeter::new(mode, c.sets() as usize, c.lines() as usize);
+            }
+        }
+        self
     }
 
     fn geometry(&self, threads_per_cta: u32) -> Geometry {
@@ -331,6 +351,7 @@ impl Session {
 
 mod apart;
 mod by_cta;
+mod grouping;
 mod reference;
 
 pub use apart::ReuseStage;
@@ -339,7 +360,7 @@ pub use apart::ReuseStage;
 mod tests {
     use super::reference::push_row;
     use super::*;
-    use crate::config::{SmSelection, WritePolicy};
+    use crate::config::{ReuseMode, SmSelection, WritePolicy};
     use crate::sim::NoObserver;
     use crate::trace::{Access, AccessKind, KernelBuilder, MemSpace};
     use proptest::prelude::*;
@@ -390,12 +411,13 @@ mod tests {
         let k = kernel(&rows, None);
         let mut cfg = SimConfig::default();
         cfg.cache.write_policy = WritePolicy::Wtna;
-        cfg.reuse = false;
+        cfg.reuse = ReuseMode::Off;
         let mut s = Session::new(&cfg, 0).unwrap();
         let before = s.approx_bytes();
         s.kernel(&k, &mut NoObserver).unwrap();
         let seen: usize = s.sims.iter().map(|m| m.cache.heap_bytes()).sum();
-        assert!(seen >= 200_000 * 4, "{seen} bytes for 200,000 lines");
+        // A bit a line where they lie close together.
+        assert!(seen >= 200_000 / 8, "{seen} bytes for 200,000 lines");
         assert!(s.approx_bytes() >= before + seen as u64);
     }
 
@@ -415,7 +437,7 @@ mod tests {
             sms in 1u32..3,
             all in any::<bool>(),
             cta_sm in prop::option::of(0u32..4),
-            reuse in any::<bool>(),
+            reuse in 0u8..3,
             kernels in 1usize..3,
             apart in any::<bool>(),
             fifo in any::<bool>(),
@@ -429,7 +451,11 @@ mod tests {
             cfg.cache.write_policy = if wbwa { WritePolicy::Wbwa } else { WritePolicy::Wtna };
             cfg.gpu.sms = sms;
             cfg.gpu.simulate = if all { SmSelection::All } else { SmSelection::One(0) };
-            cfg.reuse = reuse;
+            cfg.reuse = match reuse % 3 {
+                0 => ReuseMode::Exact,
+                1 => ReuseMode::Sampled,
+                _ => ReuseMode::Off,
+            };
             if fifo {
                 cfg.cache.replacement = crate::config::Replacement::Fifo;
             }
@@ -447,16 +473,19 @@ mod tests {
 
             let mut got_events = Events::default();
             let mut s = Session::new(&cfg, 0).unwrap();
-            // The distances measured apart (`apart.rs`) when asked, as a shell does on
-            // another thread.
+            // The classes and distances measured apart (`apart.rs`) when asked, as a shell
+            // does on another thread.
             let mut stage = if apart { s.detach_reuse() } else { None };
-            // With reuse distances off, the shadow is measured apart where it is a stack.
-            let stack = CacheModel::new(&cfg.cache, 0).shadow_is_a_stack();
-            prop_assert_eq!(stage.is_some(), apart && (reuse || stack));
-            let mut distances = Vec::new();
+            prop_assert_eq!(stage.is_some(), apart);
+            let mut tags = Vec::new();
             for _ in 0..kernels {
                 if let Some(stage) = &mut stage {
-                    stage.begin_stream(&k);
+                    // The previous stream's last tags, before the session ends it.
+                    tags.clear();
+                    stage.begin_stream(&k, &mut tags);
+                    if !tags.is_empty() {
+                        s.take_tags(&tags).unwrap();
+                    }
                 }
                 s.begin_stream(&k, &mut got_events).unwrap();
                 let cols = k.columns();
@@ -467,13 +496,12 @@ mod tests {
                     for i in at..at + n {
                         push_row(&mut chunk, cols, i);
                     }
-                    match &mut stage {
-                        Some(stage) => {
-                            stage.measure(&chunk, &mut distances);
-                            prop_assert!(s.feed_measured(&chunk, &distances, &mut got_events).unwrap());
-                        }
-                        None => prop_assert!(s.feed(&chunk, &mut got_events)),
+                    if let Some(stage) = &mut stage {
+                        tags.clear();
+                        stage.measure(&chunk, &mut tags);
+                        s.take_tags(&tags).unwrap();
                     }
+                    prop_assert!(s.feed(&chunk, &mut got_events));
                     at += n;
                     c += 1;
                 }
@@ -481,11 +509,23 @@ mod tests {
                     s.end_stream(&mut got_events);
                 }
             }
-            if let Some(stage) = stage {
+            if let Some(mut stage) = stage {
+                tags.clear();
+                stage.end_stream(&mut tags);
+                if !tags.is_empty() {
+                    s.take_tags(&tags).unwrap();
+                }
                 s.attach_reuse(stage, &mut got_events).unwrap();
             }
             let got = s.finish(&mut NoObserver);
             prop_assert_eq!(&got, &want);
+            if apart {
+                // Measured apart, a request's distance stays with the stage (a shell measures
+                // apart only for an observer that does not want the requests).
+                for e in &mut want_events.0 {
+                    e.reuse_distance = None;
+                }
+            }
             prop_assert_eq!(&got_events.0, &want_events.0);
             prop_assert_eq!(&got_events.1, &want_events.1);
             prop_assert_eq!(got_events.1.len(), kernels);
@@ -500,11 +540,11 @@ mod tests {
     fn fed(cfg: &SimConfig, k: &Kernel, extra: &Columns, apart: bool) -> Report {
         let mut s = Session::new(cfg, 0).unwrap();
         let mut stage = apart.then(|| s.detach_reuse().unwrap());
+        let mut tags = Vec::new();
         if let Some(stage) = &mut stage {
-            stage.begin_stream(k);
+            stage.begin_stream(k, &mut tags);
         }
         s.begin_stream(k, &mut NoObserver).unwrap();
-        let mut d = Vec::new();
         let cols = k.columns();
         let mut chunks: Vec<Columns> = (0..cols.len())
             .step_by(2)
@@ -516,15 +556,17 @@ mod tests {
             .collect();
         chunks.push(extra.clone());
         for c in &chunks {
-            match &mut stage {
-                Some(stage) => {
-                    stage.measure(c, &mut d);
-                    assert!(s.feed_measured(c, &d, &mut NoObserver).unwrap());
-                }
-                None => assert!(s.feed(c, &mut NoObserver)),
+            if let Some(stage) = &mut stage {
+                tags.clear();
+                stage.measure(c, &mut tags);
+                s.take_tags(&tags).unwrap();
             }
+            assert!(s.feed(c, &mut NoObserver));
         }
-        if let Some(stage) = stage {
+        if let Some(mut stage) = stage {
+            tags.clear();
+            stage.end_stream(&mut tags);
+            s.take_tags(&tags).unwrap();
             s.attach_reuse(stage, &mut NoObserver).unwrap();
         }
         s.finish(&mut NoObserver)
@@ -573,8 +615,9 @@ mod tests {
             .finish();
         let e = s.kernel(&grid, &mut NoObserver).unwrap_err().to_string();
         assert!(e.contains("measured apart"), "{e}");
-        // Rows fed without their distances: the report would be wrong, so attaching fails.
-        stage.begin_stream(&k);
+        // Rows fed to the session and not measured: the report would be wrong, so
+        // attaching fails.
+        stage.begin_stream(&k, &mut Vec::new());
         s.begin_stream(&k, &mut NoObserver).unwrap();
         assert!(s.snapshot().is_none());
         assert!(s.feed(k.columns(), &mut NoObserver));
@@ -583,10 +626,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("out of step"), "{e}");
-        // Distances to a session that measures its own: refused.
+        // Tags to a session that classifies its own: refused.
         let mut s = Session::new(&cfg, 0).unwrap();
         s.begin_stream(&k, &mut NoObserver).unwrap();
-        assert!(s.feed_measured(k.columns(), &[], &mut NoObserver).is_err());
+        assert!(s.take_tags(&[0]).is_err());
+        let mut s = Session::new(&cfg, 0).unwrap();
         // Another session's trackers: refused.
         let mut other = Session::new(&SimConfig::default(), 0).unwrap();
         let stage = other.detach_reuse().unwrap();

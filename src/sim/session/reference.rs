@@ -2,6 +2,7 @@
 //! of rows arrive, never held whole.
 
 use super::*;
+use crate::cache::Tag;
 
 impl Session {
     /// Starts streaming the next kernel. `header` gives its name, shape, instructions and
@@ -31,14 +32,10 @@ impl Session {
             slot,
             coalescer,
             insts: vec![Counters::default(); header.instructions.len()],
-            cta: Counters::default(),
             rows: 0,
             warp_insts: 0,
-            pending: Columns::default(),
-            measured: self
-                .measured_apart
-                // With reuse distances off, the stage measures the shadow's stand-ins.
-                .then(|| super::apart::Measured::new(self.cfg.reuse)),
+            grouping: Default::default(),
+            tags: self.measured_apart.then(Tags::default),
         });
         observer.on_kernel(self.next_kernel, header);
         self.next_kernel += 1;
@@ -68,44 +65,24 @@ impl Session {
         };
         let sim = &mut self.sims[slot];
         let events = obs.wants_requests();
-        let key = |c: &Columns, i: usize| (c.inst[i], c.dyn_inst[i]);
-        let barrier = |c: &Columns, i: usize| c.flags[i] & 0x1f == BARRIER_CODE;
-        let mut i = range.start;
-        let end = range.end;
-        // A warp instruction begun in the previous chunk.
-        if !st.pending.is_empty() {
-            let k0 = key(&st.pending, 0);
-            while i < end && !barrier(cols, i) && key(cols, i) == k0 {
-                push_row(&mut st.pending, cols, i);
-                i += 1;
+        let mut grouping = std::mem::take(&mut st.grouping);
+        grouping.feed(cols, range, |c, r| {
+            st.warp_instruction(sim, c, r, events, obs)
+        });
+        st.grouping = grouping;
+    }
+
+    /// Takes the tags of the streamed kernel's next requests, from a classifier run apart
+    /// (`apart.rs`). Fails when no stream begun after [`Session::detach_reuse`] is open.
+    pub fn take_tags(&mut self, tags: &[u8]) -> Result<(), SimError> {
+        match self.stream.as_mut().and_then(|s| s.tags.as_mut()) {
+            Some(t) => {
+                t.take(tags);
+                Ok(())
             }
-            if i == end {
-                return;
-            }
-            let pending = std::mem::take(&mut st.pending);
-            st.warp_instruction(sim, &pending, 0..pending.len(), events, obs);
-            st.pending = pending;
-            st.pending.clear();
-        }
-        while i < end {
-            if barrier(cols, i) {
-                i += 1;
-                continue;
-            }
-            let k0 = key(cols, i);
-            let mut j = i + 1;
-            while j < end && !barrier(cols, j) && key(cols, j) == k0 {
-                j += 1;
-            }
-            if j == end {
-                // It may go on in the next chunk.
-                for r in i..j {
-                    push_row(&mut st.pending, cols, r);
-                }
-                return;
-            }
-            st.warp_instruction(sim, cols, i..j, events, obs);
-            i = j;
+            None => Err(SimError::Config(
+                "tags measured apart need a stream begun after detach_reuse".into(),
+            )),
         }
     }
 
@@ -115,23 +92,22 @@ impl Session {
         let Some(mut st) = self.stream.take() else {
             return;
         };
-        if !st.pending.is_empty() {
-            if let Some(slot) = st.slot {
-                let pending = std::mem::take(&mut st.pending);
-                st.warp_instruction(
-                    &mut self.sims[slot],
-                    &pending,
-                    0..pending.len(),
-                    observer.wants_requests(),
-                    observer,
-                );
-            }
+        if let Some(slot) = st.slot {
+            let sim = &mut self.sims[slot];
+            let events = observer.wants_requests();
+            let mut grouping = std::mem::take(&mut st.grouping);
+            grouping.end(|c, r| st.warp_instruction(sim, c, r, events, observer));
+        }
+        if st.tags.as_ref().is_some_and(|t| !t.in_step()) {
+            self.out_of_step = true;
+        }
+        // Every request is of one of its instructions: its one CTA's counters are theirs.
+        let mut cta = Counters::default();
+        for c in &st.insts {
+            cta.add(c);
         }
         if let Some(slot) = st.slot {
-            self.sims[slot].counters.add(&st.cta);
-        }
-        if st.measured.as_ref().is_some_and(|m| !m.in_step()) {
-            self.out_of_step = true;
+            self.sims[slot].counters.add(&cta);
         }
         let sm = st.sm;
         self.report.add_kernel(
@@ -145,7 +121,7 @@ impl Session {
             },
             &st.instructions,
             &st.insts,
-            &[st.cta],
+            &[cta],
             |_| Some(sm),
         );
     }
@@ -162,17 +138,7 @@ impl Stream {
         events: bool,
         obs: &mut dyn Observer,
     ) {
-        // As the coalescer does: accesses that bypass the L1 make no request, and the
-        // instruction writes when its last access that reaches the L1 does.
-        let mut used = 0u64;
-        let mut write = false;
-        for r in range.clone() {
-            let (kind, space) = crate::trace::model_flags(cols.flags[r]);
-            if space.reaches_l1() {
-                used += 1;
-                write = kind.is_write();
-            }
-        }
+        let (used, write) = super::grouping::reaching(cols, range.clone());
         if used == 0 {
             return;
         }
@@ -182,7 +148,6 @@ impl Stream {
             return;
         };
         ic.accesses += used;
-        self.cta.accesses += used;
         let ki = self.ki;
         if events {
             let rows: Vec<u32> = range.clone().map(|r| r as u32).collect();
@@ -195,17 +160,12 @@ impl Stream {
             }
             self.coalescer
                 .split(cols.addr[r], cols.size[r] as u64, write, |c| {
-                    let (o, reuse_distance) = match &mut self.measured {
-                        Some(m) => {
-                            let (o, d) = sim.access_measured(&c.request, m.next());
-                            (o, d.filter(|_| m.real))
-                        }
+                    let (o, reuse_distance) = match &mut self.tags {
+                        Some(t) => (sim.cache.access_tagged(&c.request, t.next()), None),
                         None => sim.access(&c.request),
                     };
                     ic.record(write, &o);
                     ic.transactions += 1;
-                    self.cta.record(write, &o);
-                    self.cta.transactions += 1;
                     if events {
                         let event = RequestEvent {
                             order: sim.order,
@@ -236,6 +196,47 @@ impl Stream {
                     sim.order += 1;
                 });
         }
+    }
+}
+
+/// The tags of a stream's requests given by a classifier apart: those not used yet are
+/// `queue[used..]`.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tags {
+    queue: Vec<u8>,
+    used: usize,
+    /// A request found no tag: the rows and the tags were out of step.
+    short: bool,
+}
+
+impl Tags {
+    /// Adds the tags of the next requests.
+    fn take(&mut self, tags: &[u8]) {
+        if self.used == self.queue.len() {
+            self.queue.clear();
+            self.used = 0;
+        }
+        self.queue.extend_from_slice(tags);
+    }
+
+    #[inline]
+    fn next(&mut self) -> Tag {
+        let tag = self.queue.get(self.used).copied();
+        self.used += 1;
+        match tag {
+            Some(1) => Tag::Seen,
+            Some(2) => Tag::New,
+            Some(_) => Tag::Hit,
+            None => {
+                self.short = true;
+                Tag::Hit
+            }
+        }
+    }
+
+    /// Every tag was used, and none was missing.
+    fn in_step(&self) -> bool {
+        !self.short && self.used == self.queue.len()
     }
 }
 

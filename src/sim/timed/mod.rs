@@ -325,9 +325,7 @@ impl<'a> TimedPlan<'a> {
             let v = j / n;
             match (self.variants[v], r.stats) {
                 (Variant::Full, Some(s)) => stats.push(s),
-                (Variant::FullyAssociative, Some(s)) => {
-                    crate::report::merge(&mut fa_hist, &s.set_hist)
-                }
+                (Variant::FullyAssociative, Some(s)) => fa_hist.merge(&s.set_hist),
                 _ => {}
             }
             runs[v].push(r.kernels);

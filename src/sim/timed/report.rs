@@ -139,7 +139,7 @@ pub(super) fn report(
                 .map(|&(time, used)| OccupancySample { time, used })
                 .collect();
         }
-        crate::report::merge(&mut set_hist, &st.set_hist);
+        set_hist.merge(&st.set_hist);
         if let Some(dc) = &st.distance_counts {
             let all = distance_counts.get_or_insert_with(Default::default);
             for (&d, &n) in dc {
@@ -186,15 +186,25 @@ pub(super) fn report(
     };
     // Reuse: whole-cache distances from the fully associative run, set distances from the
     // full run (both at issue, in each run's own order).
-    if cfg.reuse {
-        let distinct = timing
+    // The timing model's stacks give every distance exactly: its reuse is exact in every
+    // mode but off.
+    if cfg.reuse.is_on() {
+        let distinct_lines = timing
             .comparison
             .zero_latency
             .map_or(timing.comparison.full.infinite, |z| z.infinite);
-        if find(Variant::FullyAssociative).is_some() {
-            report.add_histograms(fa_hist, &set_hist, distinct);
-        } else if cfg.cache.sets() == 1 {
-            report.add_histograms(&set_hist, &set_hist, distinct);
+        let whole = if find(Variant::FullyAssociative).is_some() {
+            Some(fa_hist)
+        } else {
+            (cfg.cache.sets() == 1).then_some(&set_hist)
+        };
+        if let Some(whole) = whole {
+            report.add_histograms(&crate::reuse::ReuseHistograms {
+                whole: whole.clone(),
+                in_set: set_hist.clone(),
+                halves: [whole.clone(), whole.clone()],
+                distinct_lines,
+            });
         }
     }
     report.timing = Some(timing);
