@@ -454,6 +454,40 @@ fn shift_drag_selects_a_box_and_esc_clears_it() {
     assert!(h.state().panes[0].address.selection.is_none());
 }
 
+/// The wheel over the address plot zooms around the pointer, as docs/app.md says (it
+/// panned, keeping the width): up narrows the requests shown, down widens them again.
+#[test]
+fn the_wheel_zooms_the_address_plot() {
+    let mut h = harness(app("matmul", "n=32 block=8,8"));
+    settle(&mut h);
+    let shown = |h: &egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>| {
+        let (x0, x1) = h.state().panes[0].address.shown_x().expect("a plot shown");
+        (x0, x1, x1 - x0)
+    };
+    let (a0, a1, before) = shown(&h);
+    let centre = h.state().view_rect.center();
+    h.hover_at(centre);
+    h.run_steps(2);
+    let wheel = |h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, dy: f32| {
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, dy),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Wheel,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(20);
+    };
+    wheel(&mut h, 120.0);
+    let (b0, b1, zoomed) = shown(&h);
+    assert!(zoomed < before * 0.8, "{before} -> {zoomed}");
+    // Around the pointer: the new range lies inside the old one.
+    assert!(b0 >= a0 && b1 <= a1, "({a0}, {a1}) -> ({b0}, {b1})");
+    wheel(&mut h, -240.0);
+    let (_, _, out) = shown(&h);
+    assert!(out > zoomed * 1.5, "{zoomed} -> {out}");
+}
+
 #[test]
 fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
     // vecadd with 4-byte elements: a warp's 32 accesses fill one 128-byte line, so each

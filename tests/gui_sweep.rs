@@ -110,3 +110,96 @@ fn a_merged_sweep_opens_as_a_heatmap_over_two_chosen_keys() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The table a plain `sweep -o` writes (no plan: no id or input column), as CSV, JSON or
+/// Parquet, opens as a heatmap too, each cell the value the CLI wrote; a table that is no
+/// sweep's says so in a short line, not a wall of column names.
+#[test]
+fn a_plain_sweep_table_opens_in_every_format_it_is_written_in() {
+    let dir = std::env::temp_dir().join(format!("warpscope-gui-plain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let grid = [
+        "sweep",
+        "--kernel",
+        "transpose",
+        "width=64",
+        "height=64",
+        "--set-index",
+        "modulo",
+        "--vary",
+        "ways=1,2,4",
+        "--vary",
+        "line-size=32,128",
+        "-o",
+    ];
+    let csv = dir.join("plain.csv");
+    let mut args = grid.to_vec();
+    args.push(csv.to_str().unwrap());
+    warpscope(&args);
+    // The CLI's CSV, read back by hand: misses by (ways, line size).
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let misses_col = header.iter().position(|c| *c == "misses").unwrap();
+    let expected: Vec<(String, String, f64)> = lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let unquote = |s: &str| s.trim_matches('"').to_string();
+            (
+                unquote(cells[0]),
+                unquote(cells[1]),
+                cells[misses_col].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(expected.len(), 6);
+    assert!(
+        expected.windows(2).any(|w| w[0].2 != w[1].2),
+        "the grid's points differ in misses"
+    );
+
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    for ext in ["csv", "json", "parquet"] {
+        let file = dir.join(format!("plain.{ext}"));
+        if ext != "csv" {
+            let mut args = grid.to_vec();
+            args.push(file.to_str().unwrap());
+            warpscope(&args);
+        }
+        h.state_mut().sweep.open_file(&file);
+        h.run_steps(3);
+        assert_eq!(h.state().sweep.error, None, "{ext}");
+        let t = h.state().sweep.table.clone().expect("the table");
+        let mut names: Vec<&str> = t.keys.iter().map(|k| k.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["line-size", "ways"], "{ext}");
+        let ways = t.keys.iter().position(|k| k.name == "ways").unwrap();
+        let line = t.keys.iter().position(|k| k.name == "line-size").unwrap();
+        let mut s = h.state().sweep.selection.clone();
+        s.value = t.values.iter().position(|v| v.0 == "misses").unwrap();
+        s.x = line;
+        s.y = ways;
+        h.state_mut().sweep.selection = s.clone();
+        h.run_steps(2);
+        for (w, l, m) in &expected {
+            let xi = t.keys[line].distinct.iter().position(|v| v == l).unwrap();
+            let yi = t.keys[ways].distinct.iter().position(|v| v == w).unwrap();
+            assert_eq!(t.cell(&s, xi, yi), Some(*m), "{ext}: ways {w}, line {l}");
+        }
+    }
+    // A table that is not a sweep's: a short error naming the file.
+    let other = dir.join("other.csv");
+    let many: Vec<String> = (0..40).map(|i| format!("column{i}")).collect();
+    std::fs::write(&other, format!("{}\n", many.join(","))).unwrap();
+    h.state_mut().sweep.open_file(&other);
+    h.run_steps(3);
+    let e = h.state().sweep.error.clone().expect("an error");
+    assert!(
+        e.contains("other.csv") && e.contains("not a sweep table"),
+        "{e}"
+    );
+    assert!(e.len() < 400, "{} characters: {e}", e.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}

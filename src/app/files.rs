@@ -39,7 +39,7 @@ impl Purpose {
         match self {
             Purpose::OpenTrace => "Open a trace",
             Purpose::OpenPaneTrace(_) => "Open a trace for this pane only",
-            Purpose::OpenSweep => "Open a merged sweep table",
+            Purpose::OpenSweep => "Open a sweep table",
             Purpose::LoadConfig => "Load a configuration",
             Purpose::SaveConfig => "Save the configuration",
             Purpose::ExportView => "Export the view as PNG",
@@ -71,7 +71,7 @@ impl Purpose {
     fn filters(self) -> Vec<(&'static str, Vec<&'static str>)> {
         match self {
             Purpose::OpenTrace | Purpose::OpenPaneTrace(_) => vec![],
-            Purpose::OpenSweep => vec![("sweep table", vec!["parquet", "csv"])],
+            Purpose::OpenSweep => vec![("sweep table", vec!["parquet", "csv", "json"])],
             Purpose::LoadConfig | Purpose::SaveConfig => {
                 vec![("configuration", vec!["toml", "json"])]
             }

@@ -1,4 +1,4 @@
-//! A merged sweep result (`warpscope sweep merge`, docs/cluster.md) as a heatmap: one column
+//! A sweep result (`warpscope sweep -o`, a shard or `sweep merge`, docs/cluster.md) as a heatmap: one column
 //! of the table (the miss rate, or any counter) over two chosen keys, the other keys fixed by
 //! selectors: the figure an architect puts in a paper. A window of its own, beside the panes
 //! (it does not depend on the trace they show).
@@ -32,7 +32,7 @@ pub struct SweepTable {
 impl SweepTable {
     /// Reads a merged sweep table (CSV or Parquet); the error names the file.
     pub fn read(path: &Path) -> Result<SweepTable, String> {
-        let df = crate::report::sweep::read(path).map_err(|e| e.to_string())?;
+        let df = crate::report::sweep::read_any(path).map_err(|e| e.to_string())?;
         let err = |e: polars::prelude::PolarsError| format!("{}: {e}", path.display());
         let mut keys = Vec::new();
         let mut values = Vec::new();
@@ -180,7 +180,7 @@ impl SweepView {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
         let Some(t) = &self.table else {
-            ui.label("Open a merged sweep table (File > Open sweep result…).");
+            ui.label("Open a sweep table (File > Open sweep result…).");
             return;
         };
         let s = &mut self.selection;

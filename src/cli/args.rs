@@ -37,7 +37,7 @@ pub struct Cli {
     /// The app window's size, as WIDTHxHEIGHT (for example 1280x800).
     #[arg(long, value_name = "WxH", value_parser = parse_window)]
     pub window: Option<[f32; 2]>,
-    /// Open a merged sweep table (`sweep merge`'s .parquet or .csv) in the app, as a heatmap.
+    /// Open a sweep table (`sweep -o`'s .csv, .parquet or .json, a shard, `sweep merge`'s) in the app, as a heatmap.
     #[arg(long, value_name = "FILE")]
     pub sweep: Option<PathBuf>,
     /// Read the trace file in the app as each simulation runs instead of loading it whole
@@ -350,7 +350,7 @@ pub struct SweepArgs {
     pub slurm: Option<PathBuf>,
     #[command(flatten)]
     pub cluster: SlurmArgs,
-    /// Write the table here (.csv or .json); CSV on stdout when omitted.
+    /// Write the table here (.csv, .json or .parquet: the app opens each); CSV on stdout when omitted.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Worker threads (default: all cores; with --slurm, each task's CPUs, default 2).

@@ -381,7 +381,7 @@ fn generate(a: GenArgs) -> Result<()> {
     // Each CTA is written as it is generated (gathered into its kernel for the text
     // formats): the trace is never held whole.
     let mut out = CountingRows {
-        writer: trace::TraceWriter::create(&output, format)?,
+        writer: trace::TraceWriter::create(&with_folder(&output)?, format)?,
         rows: 0,
     };
     match &source {
@@ -391,6 +391,15 @@ fn generate(a: GenArgs) -> Result<()> {
     let rows = out.rows;
     say_written(&out.writer.finish()?, rows);
     Ok(())
+}
+
+/// `path`, its folder made if it is not there (the released model of Nugteren et al. reads
+/// `output/NAME/NAME_00.trc`, so `gen -o out/matmul/matmul_00.trc` is how users write one).
+fn with_folder(path: &std::path::Path) -> Result<&std::path::Path> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
+    Ok(path)
 }
 
 /// Converts a kernel at a time, or a CTA at a time from and to our binary format: what is
@@ -404,7 +413,7 @@ fn convert(a: ConvertArgs) -> Result<()> {
     };
     let (open, _) = stream::open(&a.input, opts)?;
     let mut out = CountingRows {
-        writer: trace::TraceWriter::create(&a.output, format)?,
+        writer: trace::TraceWriter::create(&with_folder(&a.output)?, format)?,
         rows: 0,
     };
     if let Err(e) = open.stream(&readahead::wrap, &|s| s, &mut out) {

@@ -18,7 +18,7 @@ pub enum Invalid {
     TooManyLines { lines: u64 },
     #[error("associativity {ways} must divide the number of lines {lines}")]
     Ways { ways: u32, lines: u64 },
-    #[error("the Fermi set hash gives at most 64 sets (this cache has {sets})")]
+    #[error("the Fermi set hash gives at most 64 sets (this cache has {sets}); --set-index modulo indexes any number")]
     FermiHashSets { sets: u64 },
     #[error("{bits} set-index bits give {} sets but the cache has {sets}", sets_of(*bits))]
     SetIndexBits { bits: usize, sets: u64 },

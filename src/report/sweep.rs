@@ -2,8 +2,9 @@
 //! each varied key, then the counters of [`METRICS`]), as CSV or Parquet through polars. A
 //! table is read back whole and checked: a truncated or damaged file, or a row with a missing
 //! cell, is an error naming the file (and the row), never a shorter table. `warpscope sweep`
-//! writes its shards with [`write()`], `sweep merge` concatenates them, and the app reads the
-//! merged table to draw it as a heatmap.
+//! writes its shards with [`write()`], `sweep merge` concatenates them, and the app reads
+//! any of these tables, or the one a plain `sweep -o` writes (no id or input column; CSV,
+//! Parquet or JSON), with [`read_any`] to draw it as a heatmap.
 
 use std::path::Path;
 
@@ -40,7 +41,76 @@ fn read_err(path: &Path, message: impl Into<String>) -> ExportError {
 /// Reads a sweep table: every key column as text, the counters as `UInt64` (`miss_rate` as
 /// `Float64`). Errors name the file, and the row of a missing or malformed cell.
 pub fn read(path: &Path) -> Result<DataFrame, ExportError> {
-    let df = match TableFormat::from_path(path)? {
+    typed(raw(path)?, path, Shape::Plan)
+}
+
+/// Reads any table a sweep writes: a plan's (shards, `sweep merge`), or a plain `sweep -o`
+/// table, whose rows have the varied keys and the counters only, as CSV, Parquet or JSON.
+/// The keys come first, then the counters, as in [`read`].
+pub fn read_any(path: &Path) -> Result<DataFrame, ExportError> {
+    let is_json = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let df = if is_json {
+        from_json(path)?
+    } else {
+        raw(path)?
+    };
+    typed(df, path, Shape::Any)
+}
+
+/// The rows of a plain `sweep -o FILE.json`: an array of objects, each key's value a string
+/// and each counter a number. Every cell as text, for [`typed`] to check.
+fn from_json(path: &Path) -> Result<DataFrame, ExportError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ExportError::io(path, e))?;
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(&text)
+        .map_err(|e| {
+            read_err(
+                path,
+                format!(
+                    "line {}: expected a JSON array of sweep rows: {e}",
+                    e.line()
+                ),
+            )
+        })?;
+    let Some(first) = rows.first() else {
+        return Err(read_err(path, "the table has no rows"));
+    };
+    // The varied keys (in the file's order), then the counters in the table's order.
+    let mut names: Vec<String> = first
+        .keys()
+        .filter(|k| !METRICS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    names.extend(METRICS.iter().map(|m| m.to_string()));
+    let mut columns = Vec::with_capacity(names.len());
+    for name in &names {
+        let mut cells: Vec<Option<String>> = Vec::with_capacity(rows.len());
+        for r in &rows {
+            cells.push(match r.get(name) {
+                Some(serde_json::Value::String(s)) => Some(s.clone()),
+                Some(serde_json::Value::Null) | None => None,
+                Some(v) => Some(v.to_string()),
+            });
+        }
+        columns.push(Column::new(name.as_str().into(), cells));
+    }
+    DataFrame::new(rows.len(), columns).map_err(|e| read_err(path, e.to_string()))
+}
+
+/// Which tables [`typed`] accepts.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// A plan's: `id`, `input`, the keys, the counters.
+    Plan,
+    /// A plan's, or a plain sweep's: the keys, the counters.
+    Any,
+}
+
+/// A CSV or Parquet table as it is in the file, every CSV cell as text.
+fn raw(path: &Path) -> Result<DataFrame, ExportError> {
+    Ok(match TableFormat::from_path(path)? {
         TableFormat::Csv => CsvReadOptions::default()
             .with_has_header(true)
             // Every column as text: the counters are checked and converted below.
@@ -63,28 +133,39 @@ pub fn read(path: &Path) -> Result<DataFrame, ExportError> {
             crate::trace::table::guarded("data", || ParquetReader::new(f).finish())
                 .map_err(|e| read_err(path, format!("not a readable Parquet file: {e}")))?
         }
-    };
-    typed(df, path)
+    })
 }
 
 /// Checks a table's columns and cells and gives each column its type.
-fn typed(df: DataFrame, path: &Path) -> Result<DataFrame, ExportError> {
+fn typed(df: DataFrame, path: &Path, shape: Shape) -> Result<DataFrame, ExportError> {
     let names: Vec<String> = df
         .get_column_names()
         .iter()
         .map(|n| n.to_string())
         .collect();
-    if names.len() < KEYS.len() + METRICS.len()
-        || names[..KEYS.len()] != KEYS
-        || names[names.len() - METRICS.len()..] != METRICS
+    let planned = names.len() >= KEYS.len() && names[..KEYS.len()] == KEYS;
+    let keys = names.len().saturating_sub(METRICS.len());
+    if names.len() < METRICS.len()
+        || names[keys..] != METRICS
+        || !(planned || shape == Shape::Any && keys > 0)
     {
+        let expected = match shape {
+            Shape::Plan => format!("{}, the varied keys", KEYS.join(", ")),
+            Shape::Any => "the varied keys (after id and input in a plan's table)".to_string(),
+        };
+        let found: Vec<&str> = names
+            .iter()
+            .take(KEYS.len() + 3)
+            .map(|n| n.as_str())
+            .collect();
+        let more = names.len().saturating_sub(found.len());
         return Err(read_err(
             path,
             format!(
-                "expected the columns {}, the varied keys, then {}; found {}",
-                KEYS.join(", "),
+                "not a sweep table: expected the columns {expected}, then the counters {}; found {}{}",
                 METRICS.join(", "),
-                names.join(", ")
+                found.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
             ),
         ));
     }

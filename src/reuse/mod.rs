@@ -93,9 +93,11 @@ impl Histogram {
     pub fn total(&self) -> u64 {
         self.infinite + self.counts.iter().sum::<u64>() + self.far.iter().sum::<u64>()
     }
-    /// Whether part of it is estimated from a sample.
+    /// Whether part of it is estimated from a sample: its far uses came from a sample of
+    /// less than every line (even if no sampled line was reused far away, so that the
+    /// estimate of far reuses is nil).
     pub fn is_sampled(&self) -> bool {
-        !self.far.is_empty()
+        self.far_bits > 0 || !self.far.is_empty()
     }
     /// One more than the largest distance it can hold: every capacity from this one on
     /// misses only the first uses.
@@ -123,13 +125,13 @@ impl Histogram {
         }
         self.infinite += other.infinite;
         if other.far.is_empty() {
+            // Sampled with no far reuse: still a sample's (an empty `far` needs no widening).
+            if self.far.is_empty() {
+                self.far_bits = self.far_bits.max(other.far_bits);
+            }
             return;
         }
-        let bits = if self.far.is_empty() {
-            other.far_bits
-        } else {
-            self.far_bits.max(other.far_bits)
-        };
+        let bits = self.far_bits.max(other.far_bits);
         self.far = widened(&self.far, bits - self.far_bits.min(bits));
         self.far_bits = bits;
         let shift = bits - other.far_bits;

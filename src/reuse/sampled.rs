@@ -332,6 +332,26 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
+    /// A stream that never reuses a line outgrows the sample all the same: its result is a
+    /// sample's (rate below 1), even though no sampled line came back, and says so through
+    /// a merge with other SMs' histograms too; its first uses are every line, exactly.
+    #[test]
+    fn a_stream_without_reuse_is_still_reported_as_sampled() {
+        let mut t = SampledTracker::new(32, 128);
+        let lines = 4 * SAMPLE_LINES as u64;
+        for line in 0..lines {
+            t.access(line, (line % 32) as u32);
+        }
+        let (whole, in_set, _) = t.histograms();
+        assert!(whole.far.is_empty());
+        assert!(whole.is_sampled() && in_set.is_sampled());
+        assert_eq!(whole.infinite, lines);
+        let mut merged = Histogram::default();
+        merged.merge(&whole);
+        assert!(merged.is_sampled());
+        assert_eq!(merged.far_bits, whole.far_bits);
+    }
+
     /// Lines of a trace that mixes a hot set, a stream and random lines of a large region.
     fn trace(n: usize, seed: u64) -> Vec<u64> {
         let mut rng = Rng::new(seed);

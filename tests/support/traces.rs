@@ -102,3 +102,55 @@ pub fn accelsim_dir_of(dir: &std::path::Path, ctas: u32) -> std::path::PathBuf {
     std::fs::write(&path, list).unwrap();
     path
 }
+
+/// An NVBit log of two launches whose CTAs' warps interleave on their hardware slots, with
+/// the application's own output between; with `launches_interleave`, both launch lines come
+/// first and the two launches' access lines alternate (kernels on concurrent streams).
+#[allow(dead_code)]
+pub fn nvbit_file(path: &std::path::Path, launches_interleave: bool) {
+    let mut state = 777u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let mut out = String::from("app: starting\n");
+    let mut access: [Vec<String>; 2] = Default::default();
+    for (id, (gx, gy)) in [(4u64, 3u64), (7, 1)].into_iter().enumerate() {
+        out.push_str(&format!("MEMTRACE: CTX 0x55 - LAUNCH - Kernel pc 0x7f00 - Kernel name k{id} - grid launch id {id} - grid size {gx},{gy},1 - block size 64,1,1 - nregs 24 - shmem 0 - cuda stream id 0\n"));
+        for step in 0..500u64 {
+            let cta = next() % (gx * gy);
+            let slot = 2 * (cta % 4) + next() % 2;
+            let op = ["LDG.E", "LDG.E.64", "STG.E"][(next() % 3) as usize];
+            let size = if op == "LDG.E.64" { 8 } else { 4 };
+            let active = 1 + next() % 32;
+            let base = 0x7f00_0010_0000 + (next() % 64) * 128 + step % 3 * 4096;
+            let lanes: Vec<String> = (0..32)
+                .map(|l| {
+                    if l < active {
+                        format!("0x{:016x}", base + l * size)
+                    } else {
+                        format!("0x{:016x}", 0)
+                    }
+                })
+                .collect();
+            access[id].push(format!(
+                "MEMTRACE: CTX 0x55 - grid_launch_id {id} - CTA {},{},0 - warp {slot} - {op} - {}\n",
+                cta % gx,
+                cta / gx,
+                lanes.join(" ")
+            ));
+        }
+        if !launches_interleave {
+            out.extend(access[id].drain(..));
+            out.push_str("app: kernel done\n");
+        }
+    }
+    let [a, b] = access;
+    for (x, y) in a.into_iter().zip(b) {
+        out.push_str(&x);
+        out.push_str(&y);
+    }
+    std::fs::write(path, out).unwrap();
+}

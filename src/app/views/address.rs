@@ -60,6 +60,11 @@ pub struct AddressView {
 }
 
 impl AddressView {
+    /// The x range (requests or cycles) the plot showed in the last frame.
+    pub fn shown_x(&self) -> Option<(f64, f64)> {
+        self.shown_x
+    }
+
     /// A raster drawn by the job this view asked for, while the pane shows `data`, its result
     /// `generation` of run `run`. Kept if it is of that result, or of an earlier one of the same
     /// run newer than the raster shown (it stands in until the newest result's is drawn).
@@ -312,6 +317,8 @@ impl AddressView {
             .include_y(0.0)
             .include_y(segs.height())
             .allow_boxed_zoom(true)
+            // The wheel zooms (below), as docs/app.md says; dragging pans.
+            .allow_scroll(false)
             .show_grid([true, false])
             .label_formatter(|_| None);
         let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
@@ -356,6 +363,7 @@ impl AddressView {
             if let Some(Some(b)) = zoom {
                 pui.set_plot_bounds(b);
             }
+            wheel_zooms(pui);
             let b = pui.plot_bounds();
             let (x0, x1) = (b.min()[0], b.max()[0]);
             let visible = data.visible(x0, x1).len();
@@ -591,4 +599,20 @@ fn nearest(
         }
     }
     best.map(|b| b.1)
+}
+
+/// The scroll wheel over the plot zooms around the pointer (up: in), on both axes; a
+/// horizontal scroll zooms the time axis alone. Ctrl and the wheel zoom as egui_plot does.
+fn wheel_zooms(pui: &mut egui_plot::PlotUi<'_>) {
+    let scroll = pui.ctx().input(|i| i.smooth_scroll_delta);
+    if scroll == egui::Vec2::ZERO || !pui.response().contains_pointer() {
+        return;
+    }
+    let step = |d: f32| (d / 200.0).exp();
+    let factor = if scroll.y != 0.0 {
+        egui::Vec2::splat(step(scroll.y))
+    } else {
+        egui::vec2(step(scroll.x), 1.0)
+    };
+    pui.zoom_bounds_around_hovered(factor);
 }

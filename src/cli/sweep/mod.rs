@@ -71,10 +71,25 @@ pub fn run(a: SweepArgs) -> Result<()> {
         .zip(&grid)
         .map(|(r, params)| Row::new(&r, params))
         .collect();
-    let json = a
+    let ext = a
         .output
         .as_ref()
-        .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    if ext.as_deref() == Some("parquet") {
+        #[cfg(feature = "tables")]
+        if let Some(p) = &a.output {
+            let mut df = plan::plain_frame(&axes, &rows)?;
+            warpscope::report::sweep::write(&mut df, p)?;
+            return Ok(());
+        }
+        #[cfg(not(feature = "tables"))]
+        bail!(
+            "-o FILE.parquet needs the `tables` feature (polars); this build writes .csv or .json"
+        );
+    }
+    let json = ext.as_deref() == Some("json");
     let text = if json {
         serde_json::to_string_pretty(&json_rows(&rows))? + "\n"
     } else {

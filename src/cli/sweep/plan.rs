@@ -250,6 +250,32 @@ pub fn row_frame(p: &Point, r: &Row) -> Result<DataFrame> {
     Ok(DataFrame::new(1, cols)?)
 }
 
+/// A plain sweep's table (`sweep -o FILE.parquet`): the varied keys, then the counters, as
+/// the CSV it writes has them.
+pub fn plain_frame(axes: &[(String, Vec<String>)], rows: &[Row]) -> Result<DataFrame> {
+    let mut cols = Vec::with_capacity(axes.len() + METRICS.len());
+    for (k, (name, _)) in axes.iter().enumerate() {
+        let cells: Vec<String> = rows
+            .iter()
+            .map(|r| r.params.get(k).map(|(_, v)| v.clone()).unwrap_or_default())
+            .collect();
+        cols.push(Column::new(name.as_str().into(), cells));
+    }
+    let counts: Vec<[u64; 10]> = rows.iter().map(Row::counts).collect();
+    let mut c = 0;
+    for name in METRICS {
+        cols.push(if name == "miss_rate" {
+            let v: Vec<f64> = rows.iter().map(|r| r.miss_rate).collect();
+            Column::new(name.into(), v)
+        } else {
+            let v: Vec<u64> = counts.iter().map(|x| x[c]).collect();
+            c += 1;
+            Column::new(name.into(), v)
+        });
+    }
+    Ok(DataFrame::new(rows.len(), cols)?)
+}
+
 /// `--plan DIR` or `--slurm DIR`: writes the plan (and the job array).
 pub fn write(a: &SweepArgs) -> Result<()> {
     let plan = Plan::build(a)?;
