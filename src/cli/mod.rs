@@ -381,7 +381,7 @@ fn generate(a: GenArgs) -> Result<()> {
     // Each CTA is written as it is generated (gathered into its kernel for the text
     // formats): the trace is never held whole.
     let mut out = CountingRows {
-        writer: trace::TraceWriter::create(&with_folder(&output)?, format)?,
+        writer: trace::TraceWriter::create(with_folder(&output)?, format)?,
         rows: 0,
     };
     match &source {
@@ -413,7 +413,7 @@ fn convert(a: ConvertArgs) -> Result<()> {
     };
     let (open, _) = stream::open(&a.input, opts)?;
     let mut out = CountingRows {
-        writer: trace::TraceWriter::create(&with_folder(&a.output)?, format)?,
+        writer: trace::TraceWriter::create(with_folder(&a.output)?, format)?,
         rows: 0,
     };
     if let Err(e) = open.stream(&readahead::wrap, &|s| s, &mut out) {
