@@ -65,9 +65,9 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             allow_truncated,
             whole_up_to,
         } => {
-            let size = crate::shell::trace_bytes(&path);
-            if (whole_up_to == 0 || size > whole_up_to) && !allow_truncated {
-                return streamed::open(&path, format, size);
+            let held = crate::shell::whole_bytes(&path);
+            if (whole_up_to == 0 || held > whole_up_to) && !allow_truncated {
+                return streamed::open(&path, format, crate::shell::trace_bytes(&path));
             }
             load(&path, format, allow_truncated, progress)
         }
@@ -142,9 +142,10 @@ pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::da
     }
 }
 
-/// The largest trace file (bytes on disk) the app reads whole; a larger one is read by each
-/// simulation as it runs, and the views draw what that run gathered (`data::Gather`). Read
-/// whole, a trace takes several times its file's size in memory.
+/// The largest trace file the app reads whole (bytes on disk; a binary file's rows at 23
+/// bytes each: `shell::whole_bytes`); a larger one is read by each simulation as it runs,
+/// and the views draw what that run gathered (`data::Gather`). Read whole, a trace takes
+/// several times its file's size in memory.
 pub const WHOLE_UP_TO: u64 = 256 << 20;
 
 /// Counts the bytes read from the file and fails the next read once cancelled.

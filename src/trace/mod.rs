@@ -318,7 +318,12 @@ impl OpenTrace {
             kernels: 0,
         };
         let result = match self.format {
-            Format::Binary => binary::stream_sized(self.reader, &self.name, bound, &mut counting),
+            Format::Binary if by_cta => {
+                binary::stream_sized(self.reader, &self.name, bound, &mut counting)
+            }
+            Format::Binary => {
+                binary::read_into_sized(self.reader, &self.name, bound, &mut counting)
+            }
             Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
             Format::MemTrace if by_cta => memtrace::stream_into(self.reader, &ctx, &mut counting),
             Format::NvBit if by_cta => nvbit::stream_into(self.reader, &ctx, &mut counting),
@@ -597,10 +602,7 @@ fn read_into<R: std::io::BufRead>(
     };
     match format {
         Format::Text => text::read_into(r, name, trace),
-        Format::Binary => {
-            let mut whole = Assemble::new(trace);
-            binary::stream_sized(r, name, ctx.file_bytes, &mut whole)
-        }
+        Format::Binary => binary::read_into_sized(r, name, ctx.file_bytes, trace),
         Format::Din => one(din::read_sized(r, name, ctx.file_bytes), trace),
         Format::Nugteren => one(nugteren::read(r, name), trace),
         Format::AccelSim => accelsim::read_into(r, ctx, trace),

@@ -1,4 +1,4 @@
-//! The index at the end of a version 4 file, and reads that seek through it: one kernel, one
+//! The index at the end of a version 4 or 5 file, and reads that seek through it: one kernel, one
 //! CTA, or a window of a kernel's rows (a stretch of time in the trace), reading only the
 //! chunks that hold them. A viewer zooming into a huge trace re-reads just what it shows.
 
@@ -30,11 +30,13 @@ pub struct IndexedKernel {
     pub chunks: Vec<IndexedChunk>,
 }
 
-/// A version 4 file's index ([`Index::read`]).
+/// A version 4 or 5 file's index ([`Index::read`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Index {
     pub kernels: Vec<IndexedKernel>,
     file: String,
+    /// The file's format version (4 or 5: how its chunks hold their rows).
+    version: u32,
 }
 
 /// Bytes of the end record: tag, kernel count, index offset.
@@ -49,7 +51,7 @@ impl Index {
         r.seek(SeekFrom::Start(0)).map_err(io)?;
         let mut rd = Reader::new(&mut *r, file, len);
         let version = read_file_header(&mut rd)?;
-        if version < 4 {
+        if version < super::CHUNKED {
             return Err(rd.err(
                 8,
                 format!(
@@ -61,7 +63,7 @@ impl Index {
         }
         let end_at = len.saturating_sub(END_BYTES).max(16);
         r.seek(SeekFrom::Start(end_at)).map_err(io)?;
-        let mut rd = Reader::new(&mut *r, file, len);
+        let mut rd = Reader::new(&mut *r, file, len).at_version(version);
         rd.offset = end_at;
         if rd.u8("the end record ('E')")? != END_TAG {
             return Err(rd.err(
@@ -78,7 +80,7 @@ impl Index {
             ));
         }
         r.seek(SeekFrom::Start(at)).map_err(io)?;
-        let mut rd = Reader::new(&mut *r, file, end_at);
+        let mut rd = Reader::new(&mut *r, file, end_at).at_version(version);
         rd.offset = at;
         if rd.u8("the index record ('X')")? != INDEX_TAG {
             return Err(rd.err(
@@ -131,6 +133,7 @@ impl Index {
         Ok(Index {
             kernels,
             file: file.to_string(),
+            version,
         })
     }
 
@@ -205,7 +208,7 @@ impl Index {
             cut: Columns::default(),
         };
         r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
-        let mut rd = Reader::new(&mut *r, file, end);
+        let mut rd = Reader::new(&mut *r, file, end).at_version(self.version);
         let mut reading = kernel_record(&mut rd, kernel, &mut window)?;
         let wanted = kernel
             .chunks
@@ -216,7 +219,7 @@ impl Index {
         for c in wanted {
             if next_at != Some(c.offset) {
                 r.seek(SeekFrom::Start(c.offset)).map_err(io)?;
-                rd = Reader::new(&mut *r, file, end);
+                rd = Reader::new(&mut *r, file, end).at_version(self.version);
                 rd.offset = c.offset;
                 window.at = c.first_row;
                 // Rows are counted from the window's first chunk.
@@ -322,7 +325,7 @@ impl Index {
         file_r.seek(SeekFrom::Start(kernel.offset)).map_err(io)?;
         // The sink had the kernel's beginning when it was first read.
         let mut reading = kernel_record(
-            &mut Reader::new(BufReader::new(&mut file_r), file, end),
+            &mut Reader::new(BufReader::new(&mut file_r), file, end).at_version(self.version),
             kernel,
             &mut TakeCta(Columns::default()),
         )?;
@@ -343,7 +346,7 @@ impl Index {
         };
         file_r.seek(SeekFrom::Start(start)).map_err(io)?;
         let mut r = BufReader::with_capacity(1 << 20, watch(Box::new(file_r)));
-        let mut rd = Reader::new(&mut r, file, end);
+        let mut rd = Reader::new(&mut r, file, end).at_version(self.version);
         rd.offset = start;
         read_on(&mut rd, current, None, (&mut raw, &mut cta_rows), out)
     }

@@ -25,6 +25,7 @@
 mod chunked;
 mod index;
 mod legacy;
+mod packed;
 mod walk;
 mod write;
 
@@ -51,7 +52,10 @@ pub const ENTRY: Entry<super::Format> = Entry {
 
 pub const MAGIC: &[u8; 8] = b"WSTRACE\0";
 /// The version written.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
+/// The first version of chunks and an index (`chunked.rs`); from version 5 the chunks' rows
+/// are packed (`packed.rs`).
+const CHUNKED: u32 = 4;
 const ROW_BYTES: usize = 23;
 const KERNEL_TAG: u8 = b'K';
 const CHUNK_TAG: u8 = b'C';
@@ -70,6 +74,8 @@ struct Reader<'a, R> {
     crc: crc32fast::Hasher,
     /// The most bytes the file can hold (its size, or a bound for compressed input).
     max_bytes: u64,
+    /// The file's format version (from its header; the version written until it is read).
+    version: u32,
 }
 
 impl<'a, R: Read> Reader<'a, R> {
@@ -80,7 +86,13 @@ impl<'a, R: Read> Reader<'a, R> {
             file,
             crc: crc32fast::Hasher::new(),
             max_bytes,
+            version: VERSION,
         }
+    }
+    /// The reader of a file of format version `version` (read from its header before).
+    fn at_version(mut self, version: u32) -> Self {
+        self.version = version;
+        self
     }
     fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TraceError> {
         let mut buf = [0u8; N];
@@ -208,7 +220,25 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
 /// Reads a binary trace, appending each kernel to `out` as soon as it is complete (so a
 /// caller that allows truncated input keeps the kernels before an error).
 pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Result<(), TraceError> {
-    stream(r, file, &mut Assemble::new(out))
+    read_into_sized(r, file, u64::MAX, out)
+}
+
+/// [`read_into`] for a file of at most `max_bytes` bytes (as [`stream_sized`]). A version 4
+/// or 5 file's kernels are gathered as their chunks are read, each kernel's rows checked
+/// once and copied nowhere.
+pub fn read_into_sized<R: BufRead>(
+    r: R,
+    file: &str,
+    max_bytes: u64,
+    out: &mut dyn KernelSink,
+) -> Result<(), TraceError> {
+    let mut rd = Reader::new(r, file, max_bytes);
+    let version = read_file_header(&mut rd)?;
+    if version >= CHUNKED {
+        chunked::read(&mut rd, &mut chunked::Whole(out), true)
+    } else {
+        legacy::read(&mut rd, version, &mut Assemble::new(out))
+    }
 }
 
 /// Reads a binary trace into `out`: a version 4 file's grouped kernels CTA by CTA, as its
@@ -228,8 +258,8 @@ pub fn stream_sized<R: BufRead>(
 ) -> Result<(), TraceError> {
     let mut rd = Reader::new(r, file, max_bytes);
     let version = read_file_header(&mut rd)?;
-    if version >= 4 {
-        chunked::read(&mut rd, out)
+    if version >= CHUNKED {
+        chunked::read(&mut rd, out, false)
     } else {
         legacy::read(&mut rd, version, out)
     }
@@ -259,6 +289,7 @@ fn read_file_header<R: Read>(rd: &mut Reader<'_, R>) -> Result<u32, TraceError> 
         ));
     }
     let _flags = rd.u32("the header flags")?;
+    rd.version = version;
     Ok(version)
 }
 
@@ -410,7 +441,7 @@ pub(crate) fn encode_rows(c: &super::Columns, range: std::ops::Range<usize>, out
     }
 }
 
-/// Writes a trace in the binary format (version 4).
+/// Writes a trace in the binary format (version 5).
 pub fn write<W: Write>(trace: &Trace, w: W) -> std::io::Result<()> {
     let mut out = Writer::new(w)?;
     for k in &trace.kernels {

@@ -268,6 +268,127 @@ fn version_3_files_are_still_read() {
         .contains("end record"));
 }
 
+/// A version 4 file (plain 23-byte rows in its chunks), as earlier builds wrote it.
+fn version_4(t: &Trace) -> Vec<u8> {
+    let mut w = Vec::new();
+    w.extend_from_slice(MAGIC);
+    w.extend_from_slice(&4u32.to_le_bytes());
+    w.extend_from_slice(&0u32.to_le_bytes());
+    let record = |w: &mut Vec<u8>, tag: u8, body: &[u8]| {
+        w.push(tag);
+        w.extend_from_slice(body);
+        w.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+    };
+    let mut index = (t.kernels.len() as u32).to_le_bytes().to_vec();
+    for k in &t.kernels {
+        let at = w.len() as u64;
+        record(
+            &mut w,
+            KERNEL_TAG,
+            &Writer::<Vec<u8>>::record(k, k.len() as u64).0,
+        );
+        let ranges: Vec<(u32, std::ops::Range<usize>)> = if k.order == Order::Issued {
+            vec![(ISSUED_CHUNK, 0..k.len())]
+        } else {
+            (0..k.num_ctas()).map(|c| (c, k.cta_rows(c))).collect()
+        };
+        let mut entries = Vec::new();
+        for (cta, rows) in ranges {
+            for start in rows.clone().step_by(chunked::CHUNK_ROWS) {
+                let end = rows.end.min(start + chunked::CHUNK_ROWS);
+                let n = (end - start) as u32;
+                let mut body = cta.to_le_bytes().to_vec();
+                body.extend_from_slice(&n.to_le_bytes());
+                encode_rows(k.columns(), start..end, &mut body);
+                entries.extend_from_slice(&chunked::chunk_entry(cta, n, w.len() as u64));
+                record(&mut w, CHUNK_TAG, &body);
+            }
+        }
+        index.extend_from_slice(&at.to_le_bytes());
+        index.extend_from_slice(&(k.len() as u64).to_le_bytes());
+        index.extend_from_slice(&((entries.len() / 16) as u32).to_le_bytes());
+        index.extend_from_slice(&entries);
+    }
+    let index_at = w.len() as u64;
+    record(&mut w, INDEX_TAG, &index);
+    w.push(END_TAG);
+    w.extend_from_slice(&(t.kernels.len() as u32).to_le_bytes());
+    w.extend_from_slice(&index_at.to_le_bytes());
+    w
+}
+
+#[test]
+fn version_4_files_are_still_read_whole_streamed_and_through_their_index() {
+    let t = varied();
+    let v4 = version_4(&t);
+    assert_eq!(version_of(v4.as_slice(), "v4.wsb").unwrap(), 4);
+    assert_eq!(read(v4.as_slice(), "v4.wsb").unwrap(), t);
+    let (mut old, mut new) = (Recorder::default(), Recorder::default());
+    stream(v4.as_slice(), "v4.wsb", &mut old).unwrap();
+    stream(bytes(&t).as_slice(), "v5.wsb", &mut new).unwrap();
+    assert_eq!(old.events, new.events);
+    let mut file = Cursor::new(v4.clone());
+    let index = Index::read(&mut file, "v4.wsb").unwrap();
+    for (k, kernel) in t.kernels.iter().enumerate() {
+        assert_eq!(&index.kernel(&mut file, k).unwrap(), kernel, "kernel {k}");
+    }
+    assert_eq!(
+        index.cta(&mut file, 1, 1).unwrap().len(),
+        t.kernels[1].cta_rows(1).len()
+    );
+    for cut in (0..v4.len()).step_by(97) {
+        let e = read(&v4[..cut], "v4.wsb").unwrap_err().to_string();
+        assert!(e.starts_with("v4.wsb: byte offset"), "cut {cut}: {e}");
+    }
+    // Version 5 packs these rows into far fewer bytes.
+    assert!(
+        bytes(&t).len() * 4 < v4.len(),
+        "{} against {}",
+        bytes(&t).len(),
+        v4.len()
+    );
+}
+
+#[test]
+fn a_packed_row_out_of_place_is_named_by_its_record_and_chunk() {
+    // The writer packs what it is given; the reader checks it.
+    let k = &sample().kernels[0];
+    let mut w = Writer::new(Cursor::new(Vec::new())).unwrap();
+    w.begin_kernel(&k.header()).unwrap();
+    let mut rows = Columns::default();
+    rows.extend_from(k.columns(), 0..k.len());
+    w.cta(0, &rows).unwrap();
+    w.end_kernel().unwrap();
+    let out = w.finish().unwrap().into_inner();
+    let chunk = Index::read(&mut Cursor::new(out.clone()), "p.wsb")
+        .unwrap()
+        .kernels[0]
+        .chunks[0];
+    let e = read(out.as_slice(), "p.wsb").unwrap_err().to_string();
+    let thread = rows.thread.iter().position(|&t| t >= 2).unwrap();
+    assert_eq!(
+        e,
+        format!(
+            "p.wsb: byte offset {}: record {thread}: thread {} is not in the chunk's CTA 0",
+            chunk.offset, rows.thread[thread]
+        )
+    );
+}
+
+#[test]
+fn a_regular_kernel_takes_less_than_a_byte_a_row() {
+    let params = [("n".to_string(), "64".to_string())];
+    let t = crate::gen::generate("matmul", &params).unwrap();
+    let out = bytes(&t);
+    assert!(
+        out.len() < t.total_accesses() / 8,
+        "{} bytes, {} rows",
+        out.len(),
+        t.total_accesses()
+    );
+    assert_eq!(read(out.as_slice(), "m.wsb").unwrap(), t);
+}
+
 /// Writes issued-order kernel `k` in pieces of `piece` rows.
 fn write_issued<W: std::io::Write + std::io::Seek>(w: &mut Writer<W>, k: &Kernel, piece: usize) {
     w.begin_kernel(&k.header()).unwrap();

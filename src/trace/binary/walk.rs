@@ -1,4 +1,4 @@
-//! Reading a version 4 file on from a place in it without its index: a compressed `.wsb`
+//! Reading a version 4 or 5 file on from a place in it without its index: a compressed `.wsb`
 //! cannot seek, so a copy of a run (a zoom in the app) is read on by walking the file from its
 //! start over the records before the place. The walk decodes nothing it need not: the kernels
 //! before the copy's are stepped over record by record, and so are the chunks of the copy's
@@ -12,7 +12,7 @@ use crate::trace::sink::{CtaSink, KernelSink};
 use crate::trace::{Columns, Kernel, Place, TraceError};
 use std::io::Read;
 
-/// Streams the version 4 file `r`, read from its start (named `file`; at most `max_bytes`
+/// Streams the version 4 or 5 file `r`, read from its start (named `file`; at most `max_bytes`
 /// decompressed), on from `place` in kernel `kernel` to `out`, a copy of a session that stood
 /// there and holds the CTAs `wanted` (in increasing order) without their rows: their rows
 /// first, then what [`super::Index::stream_from`] gives from the same place. A file that no
@@ -27,7 +27,7 @@ pub fn stream_from_start<R: Read>(
 ) -> Result<(), TraceError> {
     let mut rd = Reader::new(r, file, max_bytes);
     let version = read_file_header(&mut rd)?;
-    if version < 4 {
+    if version < super::CHUNKED {
         return Err(rd.err(
             8,
             format!("a version {version} file cannot be read on from a place in it"),

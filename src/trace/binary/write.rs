@@ -1,11 +1,13 @@
-//! The writer of version 4 of the binary format (the layout is in `chunked.rs`): kernels
+//! The writer of version 5 of the binary format (the layout is in `chunked.rs`): kernels
 //! whole, or a kernel's header, then its CTAs or issued-order chunks, then its end, each
-//! chunk checksummed; the index of kernels and chunks at the end.
+//! chunk's rows packed (`packed.rs`) and checksummed; the index of kernels and chunks at the
+//! end.
 
 use super::chunked::{chunk_entry, CHUNK_ROWS};
+use super::packed::Packer;
 use super::{
-    encode_rows, order_code, put_instructions_and_info, put_str, CHUNK_TAG, END_TAG, INDEX_TAG,
-    ISSUED_CHUNK, KERNEL_TAG, MAGIC, VERSION,
+    order_code, put_instructions_and_info, put_str, CHUNK_TAG, END_TAG, INDEX_TAG, ISSUED_CHUNK,
+    KERNEL_TAG, MAGIC, VERSION,
 };
 use crate::trace::{Columns, Kernel, Order};
 use std::io::{Seek, SeekFrom, Write};
@@ -29,7 +31,7 @@ struct Open {
     issued: Option<Box<Columns>>,
 }
 
-/// Writes a version 4 file: whole kernels ([`Writer::kernel`]), or a kernel in pieces
+/// Writes a version 5 file: whole kernels ([`Writer::kernel`]), or a kernel in pieces
 /// ([`Writer::begin_kernel`], [`Writer::cta`] or [`Writer::issued`], [`Writer::end_kernel`];
 /// the file must then be seekable, to fill in the kernel's row count), then
 /// [`Writer::finish`] writes the index and end record. Memory holds one chunk and the index
@@ -40,6 +42,7 @@ pub struct Writer<W: Write> {
     kernels: Vec<Written>,
     open: Option<Open>,
     buf: Vec<u8>,
+    packer: Packer,
 }
 
 impl<W: Write> Writer<W> {
@@ -54,6 +57,7 @@ impl<W: Write> Writer<W> {
             kernels: Vec::new(),
             open: None,
             buf: Vec::new(),
+            packer: Packer::new()?,
         })
     }
 
@@ -64,7 +68,7 @@ impl<W: Write> Writer<W> {
     }
 
     /// A kernel record's bytes after its tag, without the checksum, and where its row count is.
-    fn record(k: &Kernel, rows: u64) -> (Vec<u8>, usize) {
+    pub(super) fn record(k: &Kernel, rows: u64) -> (Vec<u8>, usize) {
         let mut r = Vec::new();
         put_str(&mut r, &k.name);
         for d in [k.grid, k.block] {
@@ -100,9 +104,12 @@ impl<W: Write> Writer<W> {
             buf.clear();
             buf.extend_from_slice(&cta.to_le_bytes());
             buf.extend_from_slice(&n.to_le_bytes());
-            encode_rows(c, start..end, &mut buf);
+            buf.extend_from_slice(&0u32.to_le_bytes());
+            let packed = self.packer.pack(c, start..end, &mut buf);
+            let size = (buf.len() - 12) as u32;
+            buf[8..12].copy_from_slice(&size.to_le_bytes());
             let at = self.pos;
-            let written = self.put_record(CHUNK_TAG, &buf);
+            let written = packed.and_then(|()| self.put_record(CHUNK_TAG, &buf));
             self.buf = buf;
             written?;
             if let Some(k) = self.kernels.last_mut() {

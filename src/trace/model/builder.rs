@@ -400,13 +400,19 @@ impl KernelBuilder {
     pub fn finish(mut self) -> Kernel {
         let mut cta_starts = Vec::new();
         if self.order != Order::Issued {
-            let counts = thread_starts(&self.cols.thread, self.threads as usize);
-            if !self.sorted {
+            let tpb = self.block.count().max(1);
+            if self.sorted {
+                // Rows in thread order already: each CTA's first row by a binary search.
+                let t = &self.cols.thread;
+                cta_starts = (0..=self.grid.count())
+                    .map(|c| t.partition_point(|&t| (t as u64) < c * tpb) as u32)
+                    .collect();
+            } else {
+                let counts = thread_starts(&self.cols.thread, self.threads as usize);
                 let perm = rows_by_thread(&self.cols.thread, &counts);
                 self.cols.permute(&perm);
+                cta_starts = counts.iter().step_by(tpb as usize).copied().collect();
             }
-            let tpb = (self.block.count() as usize).max(1);
-            cta_starts = counts.iter().step_by(tpb).copied().collect();
         }
         if self.number_dyn {
             self.number_dyn_instances();

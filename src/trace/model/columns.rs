@@ -24,7 +24,7 @@ impl Columns {
         memory::prefer_huge_pages(&self.size);
         memory::prefer_huge_pages(&self.flags);
     }
-    pub(super) fn truncate(&mut self, n: usize) {
+    pub(crate) fn truncate(&mut self, n: usize) {
         self.addr.truncate(n);
         self.thread.truncate(n);
         self.inst.truncate(n);

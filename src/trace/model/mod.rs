@@ -478,7 +478,8 @@ pub fn check_density(grid: Dim3, block: Dim3, rows: usize, order: Order) -> Resu
     let r = rows as u64;
     let ctas = grid.count();
     let threads = ctas.saturating_mul(block.count());
-    if ctas > (4 * r).max(1 << 20) || (order != Order::Issued && threads > (4 * r).max(1 << 24)) {
+    let most = r.saturating_mul(4);
+    if ctas > most.max(1 << 20) || (order != Order::Issued && threads > most.max(1 << 24)) {
         return Err(BuildError::TooSparse {
             grid,
             block,
