@@ -4,7 +4,8 @@
 //! - each stage of `sim` on a `din` trace alone, on the lines of the corpus's mixes (issue 71);
 //! - Dinero text trace parsing, bytes per second;
 //! - the importers (Accel-Sim, NVBit, Crawford 2014 and Nugteren et al. 2014 text, cuda-memtrace, CSV with the
-//!   `tables` feature), bytes per second, and the native format, accesses per second;
+//!   `tables` feature), bytes per second, and the native format (`.wsb`), accesses per second, read whole and
+//!   streamed;
 //! - the whole pipeline on naive 128x128 matrix multiplication, also in timing mode with
 //!   its comparison runs;
 //! - the communication analysis on multi-launch kernels, accesses per second;
@@ -404,7 +405,61 @@ fn import(c: &mut Criterion) {
     g.bench_function("native_16M_accesses", |b| {
         b.iter(|| black_box(read_bytes(Format::Binary, &native).map(|t| t.total_accesses())))
     });
+    // Matmul n=128 (4.2 M accesses, 27 KB packed): read whole into a trace, and streamed CTA
+    // by CTA to a sink that counts them (what `sim` reads; no trace is built).
+    let pairs = vec![("n".to_string(), "128".to_string())];
+    let t = warpscope::gen::generate("matmul", &pairs).expect("generate");
+    let mut native = Vec::new();
+    warpscope::trace::binary::write(&t, &mut native).unwrap();
+    g.throughput(Throughput::Elements(t.total_accesses() as u64));
+    g.bench_function("native_matmul_128_whole", |b| {
+        b.iter(|| black_box(read_bytes(Format::Binary, &native).map(|t| t.total_accesses())))
+    });
+    g.bench_function("native_matmul_128_streamed", |b| {
+        b.iter(|| {
+            let mut rows = RowCount(0);
+            let read = warpscope::trace::binary::stream(native.as_slice(), "m.wsb", &mut rows);
+            black_box(read.map(|()| rows.0))
+        })
+    });
     g.finish();
+}
+
+/// Counts the rows a streamed read hands on.
+struct RowCount(usize);
+
+impl warpscope::trace::KernelSink for RowCount {
+    fn kernel(&mut self, k: warpscope::trace::Kernel) -> Result<(), warpscope::trace::TraceError> {
+        self.0 += k.len();
+        Ok(())
+    }
+}
+
+impl warpscope::trace::CtaSink for RowCount {
+    fn begin_kernel(
+        &mut self,
+        _: &warpscope::trace::Kernel,
+    ) -> Result<(), warpscope::trace::TraceError> {
+        Ok(())
+    }
+    fn cta(
+        &mut self,
+        _: u32,
+        rows: &warpscope::trace::Columns,
+    ) -> Result<(), warpscope::trace::TraceError> {
+        self.0 += rows.len();
+        Ok(())
+    }
+    fn issued(
+        &mut self,
+        rows: &warpscope::trace::Columns,
+    ) -> Result<(), warpscope::trace::TraceError> {
+        self.0 += rows.len();
+        Ok(())
+    }
+    fn end_kernel(&mut self) -> Result<(), warpscope::trace::TraceError> {
+        Ok(())
+    }
 }
 
 fn pipeline(c: &mut Criterion) {

@@ -84,6 +84,63 @@ fn a_kernel_typed_in_the_editor_is_simulated_and_a_mistake_keeps_the_last_good_t
 }
 
 #[test]
+fn write_your_own_kernel_opens_on_the_generators_settings_and_gives_its_trace() {
+    let mut h = harness(app("matmul", "n=32 block=8,4"));
+    settle(&mut h);
+    let generated = h.state().trace.clone().unwrap();
+    click(&mut h, "Write your own kernel…");
+    assert_eq!(h.state().editor.params, "n=32 bx=8 by=4");
+    editor_gives_the_generators_trace(&mut h, "matmul");
+    assert_eq!(h.state().trace.as_ref().unwrap().trace, generated.trace);
+    // A setting the program has no param for (typed in the field, not yet generated) is
+    // named, not dropped silently.
+    let mut h = harness(app("matmul", "n=32"));
+    settle(&mut h);
+    h.state_mut().settings.generator_params = "n=32 extra=1".into();
+    click(&mut h, "Write your own kernel…");
+    assert_eq!(h.state().editor.params, "n=32");
+    h.run_steps(2);
+    h.get_by_label("Not carried over from the generator (no such param here): extra");
+}
+
+#[test]
+fn typing_goes_on_into_the_source_when_an_error_appears_and_the_error_goes_when_it_is_good() {
+    let mut h = harness(app("vecadd", "n=1024"));
+    settle(&mut h);
+    click(&mut h, "Write your own kernel…");
+    editor_gives_the_generators_trace(&mut h, "vecadd");
+    let good = h.state().editor.text.clone();
+    let before = h.state().trace.clone().unwrap();
+    // A stray character typed into the source: a syntax error, shown above the source.
+    h.get_by_label("Source").focus();
+    h.step();
+    h.get_by_label("Source").type_text("@");
+    step_until(&mut h, "the error", |a| a.editor.error.is_some());
+    h.run_steps(3);
+    // The banner moved the source down; the next keystrokes still go into it.
+    h.get_by_label("Source").type_text("#");
+    h.run_steps(2);
+    let text = h.state().editor.text.clone();
+    assert!(
+        text.contains("@#"),
+        "the keystrokes went elsewhere: {text:?}"
+    );
+    // Both taken back: the source is the one last run, its trace still on screen, and the
+    // error goes without a new run.
+    h.key_press(egui::Key::Backspace);
+    h.key_press(egui::Key::Backspace);
+    h.run_steps(2);
+    assert_eq!(h.state().editor.text, good);
+    step_until(&mut h, "the error to go", |a| a.editor.error.is_none());
+    assert!(h.state().editor.job.is_none());
+    assert!(std::sync::Arc::ptr_eq(
+        h.state().trace.as_ref().unwrap(),
+        &before
+    ));
+    h.get_by_label(&format!("OK: {}", h.state().editor.good.clone().unwrap()));
+}
+
+#[test]
 fn a_lesson_opens_its_panes_with_their_kernels_and_settings_and_its_text_beside_them() {
     let mut h = harness(app("vecadd", "n=1024"));
     settle(&mut h);
@@ -158,7 +215,12 @@ fn editor_gives_the_generators_trace(
     });
     settle(h);
     let ours = h.state().trace.clone().unwrap();
-    let built_in = warpscope::gen::generate(name, &[]).unwrap();
+    // With the generator's settings, which the editor carries over.
+    let words: Vec<String> = (h.state().settings.generator_params.split_whitespace())
+        .map(String::from)
+        .collect();
+    let pairs = warpscope::gen::parse_pairs(&words).unwrap();
+    let built_in = warpscope::gen::generate(name, &pairs).unwrap();
     assert_eq!(ours.trace, built_in, "{name}");
     built_in.kernels.len()
 }

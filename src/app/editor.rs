@@ -34,15 +34,47 @@ pub struct Editor {
     pub error: Option<String>,
     /// What the last good run gave.
     pub good: Option<String>,
+    /// What the editor says of where its params came from (the generator's settings it could
+    /// not carry over).
+    pub note: Option<String>,
 }
 
 impl Editor {
     /// Opens the editor on `text` (an example, say), to run at once.
     pub fn open_with(&mut self, text: &str) {
+        self.open_on(text, String::new(), None);
+    }
+
+    /// Opens the editor on `text` with `params` (`key=value` words) and a `note` about them,
+    /// to run at once.
+    pub fn open_on(&mut self, text: &str, params: String, note: Option<String>) {
         self.open = true;
         self.text = text.to_string();
-        self.params.clear();
+        self.params = params;
+        self.note = note;
         self.changed_at = Some(f64::NEG_INFINITY);
+    }
+
+    /// Opens the editor on the program that writes the built-in kernel `generator`, with its
+    /// settings `params` (the generator's `key=value` words) carried over, so that the first
+    /// run gives the trace the generator gave; a kernel without a program opens an example.
+    pub fn open_on_generator(&mut self, generator: &str, params: &str) {
+        let examples = crate::gen::source::EXAMPLES;
+        let Some(&(_, src)) = examples.iter().find(|(n, _)| *n == generator) else {
+            let note = format!("{generator} is not written in the language: an example instead");
+            return self.open_on(examples[1].1, String::new(), Some(note));
+        };
+        let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
+        let pairs = crate::gen::parse_pairs(&words).unwrap_or_default();
+        let (carried, dropped) = crate::gen::source::carry_pairs(src, &pairs);
+        let text: Vec<String> = carried.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let note = (!dropped.is_empty()).then(|| {
+            format!(
+                "Not carried over from the generator (no such param here): {}",
+                dropped.join(", ")
+            )
+        });
+        self.open_on(src, text.join(" "), note);
     }
 }
 
@@ -90,7 +122,11 @@ impl WarpscopeApp {
                     self.density_job = None;
                     self.invalidate_all(now);
                 }
-                Err(JobError::Failed(e)) => self.editor.error = Some(e),
+                Err(JobError::Failed(e)) => {
+                    self.editor.error = Some(e);
+                    // The same source runs again (and says so again) once it comes back.
+                    self.editor.ran = None;
+                }
                 Err(JobError::Cancelled) => {}
             }
         }
@@ -117,11 +153,14 @@ impl WarpscopeApp {
         if due {
             e.changed_at = None;
             let want = (e.text.clone(), e.params.clone());
-            if e.ran.as_ref() != Some(&want) {
-                // The syntax first, at once; the run (and its errors) on a worker.
-                match crate::gen::source::check(&e.text, "kernel") {
-                    Err(err) => e.error = Some(err.to_string()),
-                    Ok(()) => {
+            // The syntax first, at once; the run (and its errors) on a worker.
+            match crate::gen::source::check(&e.text, "kernel") {
+                Err(err) => e.error = Some(err.to_string()),
+                // Good again: the error goes at once, not when the run ends (nor stays
+                // when the source is the one last run, whose trace is on screen).
+                Ok(()) => {
+                    e.error = None;
+                    if e.ran.as_ref() != Some(&want) {
                         e.ran = Some(want.clone());
                         let limit = self.max_generated_accesses;
                         let (text, params) = want;
@@ -150,6 +189,7 @@ impl WarpscopeApp {
                         if ui.selectable_label(false, name).clicked() {
                             e.text = text.to_string();
                             e.params.clear();
+                            e.note = None;
                             e.changed_at = Some(f64::NEG_INFINITY);
                         }
                     }
@@ -166,6 +206,9 @@ impl WarpscopeApp {
                 e.changed_at = Some(now);
             }
         });
+        if let Some(note) = &e.note {
+            ui.label(RichText::new(note).weak());
+        }
         match (&e.error, &e.job, &e.good) {
             (Some(err), _, _) => {
                 ui.label(
@@ -194,7 +237,9 @@ impl WarpscopeApp {
             .id_salt("source")
             .show(ui, |ui| {
                 let l = ui.label(RichText::new("Source").weak());
+                // An id of its own: the error banner above it must not move its focus away.
                 let edit = egui::TextEdit::multiline(&mut e.text)
+                    .id_salt("kernel-source")
                     .code_editor()
                     .desired_rows(28)
                     .desired_width(f32::INFINITY);

@@ -293,13 +293,13 @@ fn rasterize_until(
 }
 
 /// The colour of a pixel whose requests are `share` misses (0..=1): the hit colour mixed
-/// with the miss colour. Any miss at all moves it at least a quarter of the way, so a few
-/// misses among many hits stay visible.
+/// with the miss colour. Any miss at all moves it at least half of the way, so a few misses
+/// among many hits stay visible (a quarter of the way looked all but green).
 pub fn miss_share_colour(hit: Color32, miss: Color32, share: f32) -> Color32 {
     if share <= 0.0 {
         return hit;
     }
-    let t = 0.25 + 0.75 * share.clamp(0.0, 1.0);
+    let t = 0.5 + 0.5 * share.clamp(0.0, 1.0);
     let mix = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * t).round() as u8;
     let ([r0, g0, b0, _], [r1, g1, b1, _]) = (hit.to_array(), miss.to_array());
     Color32::from_rgb(mix(r0, r1), mix(g0, g1), mix(b0, b1))

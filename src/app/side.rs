@@ -105,11 +105,9 @@ impl WarpscopeApp {
                     )
                     .clicked()
                 {
-                    let example = crate::gen::source::EXAMPLES
-                        .iter()
-                        .find(|(n, _)| *n == self.settings.generator)
-                        .map_or(crate::gen::source::EXAMPLES[1].1, |e| e.1);
-                    self.editor.open_with(example);
+                    let s = &self.settings;
+                    self.editor
+                        .open_on_generator(&s.generator, &s.generator_params);
                 }
                 let desc = crate::gen::KERNELS
                     .iter()

@@ -68,6 +68,25 @@ pub fn swatch(ui: &mut egui::Ui, colour: Color32, text: &str) {
     ui.label(text);
 }
 
+/// A legend entry for the density image's pixels that hold hits and misses: the hit colour
+/// mixed with a miss class's colour at a few shares of misses, as `raster::miss_share_colour`
+/// draws them.
+pub fn blend_swatch(ui: &mut egui::Ui, text: &str) {
+    let (hit, miss) = (outcome(Outcome::Hit), outcome(Outcome::Conflict));
+    let shares = [0.0, 0.02, 0.3, 1.0];
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(28.0, 10.0), egui::Sense::hover());
+    let w = rect.width() / shares.len() as f32;
+    for (i, s) in shares.into_iter().enumerate() {
+        let r = egui::Rect::from_min_size(
+            rect.min + egui::vec2(i as f32 * w, 0.0),
+            egui::vec2(w, rect.height()),
+        );
+        let c = crate::app::raster::miss_share_colour(hit, miss, s);
+        ui.painter().rect_filled(r, 0.0, c);
+    }
+    ui.label(text);
+}
+
 /// A horizontal colour scale of [`ramp`] from `from` to 1 with its end labels, for heatmaps
 /// and density maps.
 pub fn colour_scale(ui: &mut egui::Ui, from: f32, low: &str, high: &str, what: &str) {

@@ -16,6 +16,38 @@ use crate::app::theme;
 /// Above this many requests in view, the address plot draws a raster instead of markers.
 pub const MARKER_LIMIT: usize = 50_000;
 
+/// The markers of the requests from `x[0]` to `x[1]` (of instruction `only`, if given), one
+/// group per colour, in the order they are drawn: coloured by outcome, hits first, so that
+/// misses are drawn over them (a few misses among many hits stay visible).
+pub fn marker_groups(
+    data: &SimData,
+    x: [f64; 2],
+    colour: ColourBy,
+    only: Option<(u16, u32)>,
+) -> Vec<(Color32, Vec<[f64; 2]>)> {
+    let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
+    for i in data.visible(x[0], x[1]) {
+        if !data.points.of_inst(i, only) {
+            continue;
+        }
+        let c = colour.colour(data, i);
+        let pt = [data.x(i), data.y[i]];
+        match groups.iter_mut().find(|g| g.0 == c) {
+            Some(g) => g.1.push(pt),
+            None => groups.push((c, vec![pt])),
+        }
+    }
+    if colour == ColourBy::Outcome {
+        let hit = theme::outcome(Outcome::Hit);
+        groups.sort_by_key(|g| g.0 != hit);
+    }
+    groups
+}
+
+/// The legend of the density image's mixed pixels (`raster::miss_share_colour`).
+pub const MIXED_PIXELS: &str =
+    "a pixel of hits and misses: mixed, nearer the miss colour the more misses";
+
 /// A raster on the GPU: the view it covers and the result it was drawn from.
 pub struct Drawn {
     pub view: RasterView,
@@ -219,6 +251,14 @@ impl AddressView {
             for (colour, text) in entries {
                 theme::swatch(ui, colour, &text);
             }
+            // The density image mixes a pixel's hits and misses: say how.
+            let dense = match state.shown_x {
+                Some((a, b)) => data.visible(a, b).len() > MARKER_LIMIT,
+                None => n > MARKER_LIMIT,
+            };
+            if dense && cx.colour == ColourBy::Outcome && data.config.timing.is_none() {
+                theme::blend_swatch(ui, MIXED_PIXELS);
+            }
             if let Some(note) = note {
                 ui.label(RichText::new(note).weak());
             }
@@ -392,20 +432,8 @@ impl AddressView {
                 );
             }
             let drawn = if visible <= MARKER_LIMIT {
-                let mut groups: Vec<(Color32, Vec<[f64; 2]>)> = Vec::new();
-                for i in data.visible(x0, x1) {
-                    if !p.of_inst(i, only_key) {
-                        continue;
-                    }
-                    let c = cx.colour.colour(data, i);
-                    let pt = [data.x(i), data.y[i]];
-                    match groups.iter_mut().find(|g| g.0 == c) {
-                        Some(g) => g.1.push(pt),
-                        None => groups.push((c, vec![pt])),
-                    }
-                }
                 let radius = if visible < 2000 { 2.5 } else { 1.5 };
-                for (c, pts) in groups {
+                for (c, pts) in marker_groups(data, [x0, x1], cx.colour, only_key) {
                     pui.points(
                         Points::new("", PlotPoints::from(pts))
                             .color(c)
@@ -615,4 +643,32 @@ fn wheel_zooms(pui: &mut egui_plot::PlotUi<'_>) {
         egui::vec2(step(scroll.x), 1.0)
     };
     pui.zoom_bounds_around_hovered(factor);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::data::Outcome;
+    use crate::app::data::TraceData;
+
+    #[test]
+    fn misses_are_drawn_over_hits() {
+        let params = [("n".to_string(), "16".to_string())];
+        let t = crate::gen::generate("matmul", &params).unwrap();
+        let trace = TraceData::new(t, "matmul".into(), None, None);
+        let mut cfg = crate::config::preset("fermi-16k").unwrap();
+        cfg.gpu.sms = 1;
+        let progress = std::sync::Arc::new(crate::app::job::Progress::default());
+        let data = crate::app::worker::simulate(cfg, &trace, &progress).unwrap();
+        // The first request is a compulsory miss: drawn in the order met, misses would go
+        // under the hits that follow.
+        assert_ne!(data.points.outcome(0), Outcome::Hit);
+        let x = [data.x_start(), data.x_end()];
+        let groups = marker_groups(&data, x, ColourBy::Outcome, None);
+        let hit = theme::outcome(Outcome::Hit);
+        assert_eq!(groups[0].0, hit);
+        assert!(groups.len() > 1 && groups[1..].iter().all(|g| g.0 != hit));
+        let drawn: usize = groups.iter().map(|g| g.1.len()).sum();
+        assert_eq!(drawn, data.points.len());
+    }
 }

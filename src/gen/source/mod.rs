@@ -90,7 +90,70 @@ fn source_error(src: &str, file: &str, pos: usize, message: String) -> GenError 
 pub fn check(src: &str, file: &str) -> Result<(), GenError> {
     parse::program(src)
         .map(drop)
-        .map_err(|(pos, m)| source_error(src, file, pos, m))
+        .map_err(|e| parse_error(src, file, e))
+}
+
+/// A syntax error found at byte `pos`. When the parser met the unexpected token on a line
+/// after the last good one (a `;` missing at the end of a line), the error names the end of
+/// that last token, where the missing text belongs, not the next line's first token.
+fn parse_error(src: &str, file: &str, (pos, message): (usize, String)) -> GenError {
+    source_error(
+        src,
+        file,
+        end_of_last_line(src, pos).unwrap_or(pos),
+        message,
+    )
+}
+
+/// The end of the last token before byte `pos` (skipping blanks and `//` comments), if a line
+/// ends between them.
+fn end_of_last_line(src: &str, pos: usize) -> Option<usize> {
+    let mut end = src.get(..pos).map(str::len)?;
+    let mut crossed = false;
+    loop {
+        let before = &src[..end];
+        let text = before.trim_end();
+        crossed |= before[text.len()..].contains('\n');
+        let line_start = text.rfind('\n').map_or(0, |i| i + 1);
+        match text[line_start..].find("//") {
+            Some(comment) => end = line_start + comment,
+            None => return crossed.then_some(text.len()),
+        }
+    }
+}
+
+/// A built-in generator's `key=value` pairs as the params of the program in `src` that writes
+/// the same kernel (`kernels/*.wsk`): the keys it declares as they are, and `block=X[,Y[,Z]]`
+/// as its `bx`, `by`, `bz` (or `threads`, for a block of one dimension). Returns those pairs
+/// and the keys it has no param for (none carried when `src` does not parse).
+pub fn carry_pairs(src: &str, pairs: &[(String, String)]) -> (Vec<(String, String)>, Vec<String>) {
+    let declared: Vec<String> = match parse::program(src) {
+        Ok(p) => p.params.into_iter().map(|(name, _, _)| name).collect(),
+        Err(_) => Vec::new(),
+    };
+    let has = |k: &str| declared.iter().any(|d| d == k);
+    let (mut carried, mut dropped) = (Vec::new(), Vec::new());
+    for (k, v) in pairs {
+        if has(k) {
+            carried.push((k.clone(), v.clone()));
+            continue;
+        }
+        let dims: Vec<&str> = v.split(',').collect();
+        let names: &[&str] = if has("bx") {
+            &["bx", "by", "bz"]
+        } else {
+            &["threads"]
+        };
+        let fits = dims.len() <= names.len() && names[..dims.len()].iter().all(|n| has(n));
+        if k == "block" && fits {
+            for (n, d) in names.iter().zip(dims) {
+                carried.push((n.to_string(), d.trim().to_string()));
+            }
+        } else {
+            dropped.push(k.clone());
+        }
+    }
+    (carried, dropped)
 }
 
 /// Generates the trace of the program in `src` (named `file` in errors) with `key=value`

@@ -171,7 +171,7 @@ impl Launcher for Launches<'_, '_> {
 pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, GenError> {
     let at = |pos: usize, m: String| source_error(src, file, pos, m);
     let run_err = |e: RunError| source_error(src, file, e.pos, e.message);
-    let mut prog = parse::program(src).map_err(|(pos, m)| at(pos, m))?;
+    let mut prog = parse::program(src).map_err(|e| super::parse_error(src, file, e))?;
     if prog.kernels.is_empty() {
         return Err(at(
             src.len(),

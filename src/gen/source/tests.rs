@@ -270,11 +270,23 @@ const HEAD: &str = "param n = 8;\ngrid(1);\nblock(n);\nfloat a[n];\n";
 
 #[test]
 fn errors_point_at_the_line_and_column() {
-    // A missing semicolon: at the token after it.
+    // A missing semicolon at the end of a line: where it belongs, not at the next line's
+    // first token, across blank lines and comments.
     let e = error(&format!(
         "{HEAD}kernel k {{\n  int i = threadIdx.x\n  float x = a[i];\n}}\n"
     ));
-    assert!(e.starts_with("k.wsk:7:3: ") && e.contains("`;`"), "{e}");
+    assert!(e.starts_with("k.wsk:6:22: ") && e.contains("`;`"), "{e}");
+    let e = error(&format!(
+        "{HEAD}kernel k {{\n  int i = threadIdx.x // the thread\n\n  // next\n  float x = a[i];\n}}\n"
+    ));
+    assert!(e.starts_with("k.wsk:6:22: ") && e.contains("`;`"), "{e}");
+    let e = error("param n = 8\n");
+    assert!(e.starts_with("k.wsk:1:12: ") && e.contains("`;`"), "{e}");
+    // Within a line: at the token met.
+    let e = error(&format!(
+        "{HEAD}kernel k {{\n  int i = threadIdx.x float;\n}}\n"
+    ));
+    assert!(e.starts_with("k.wsk:6:23: "), "{e}");
     // An unknown name, at the name.
     let e = error(&format!("{HEAD}kernel k {{\n  float x = a[j];\n}}\n"));
     assert_eq!(e, "k.wsk:6:15: unknown name `j`: not a variable or a param");
@@ -603,4 +615,26 @@ mod never_panics {
         let e = check(&src, "d.wsk").unwrap_err().to_string();
         assert!(e.contains("nest more than 200 deep"), "{e}");
     }
+}
+
+/// The generator's settings carried into the program that writes the same kernel give the
+/// generator's trace.
+#[test]
+fn a_generators_pairs_carry_into_its_program() {
+    for (name, src, gen_pairs, source_pairs) in ROUND_TRIPS {
+        let (carried, dropped) = carry_pairs(src, &pairs(gen_pairs));
+        if dropped.is_empty() {
+            assert_eq!(carried, pairs(source_pairs), "{name}");
+        }
+    }
+    let matmul = include_str!("../../../kernels/matmul.wsk");
+    let (carried, dropped) = carry_pairs(
+        matmul,
+        &pairs(&[("n", "128"), ("block", "8,4"), ("x", "1")]),
+    );
+    assert_eq!(carried, pairs(&[("n", "128"), ("bx", "8"), ("by", "4")]));
+    assert_eq!(dropped, ["x"]);
+    let t = generate(matmul, "m.wsk", &carried, None).unwrap();
+    let g = crate::gen::generate("matmul", &pairs(&[("n", "128"), ("block", "8,4")])).unwrap();
+    assert_eq!(t, g);
 }
