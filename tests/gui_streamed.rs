@@ -1184,6 +1184,79 @@ fn a_pane_shows_a_windows_detail_and_goes_back_to_the_whole_run() {
     assert!(h.state().panes[0].whole.is_none());
 }
 
+/// Steps until no job runs and no pane waits.
+fn until_idle(h: &mut egui_kittest::Harness<'static, WarpscopeApp>) {
+    let start = std::time::Instant::now();
+    while !h.state().idle() {
+        h.step();
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    h.run_steps(2);
+}
+
+#[test]
+fn a_cancelled_run_or_detail_says_so_and_nothing_stays_updating() {
+    // A file long enough for a run to be cancelled while it reads.
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.din");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for i in 0..2_000_000u64 {
+        writeln!(f, "0 {:x}", 0x1000_0000 + (i % 70_000) * 64).unwrap();
+    }
+    drop(f);
+    let mut h = support::harness(streaming_app(path));
+    support::settle(&mut h);
+    let whole = h.state().panes[0].result.clone().expect("a result");
+    // A window's detail cancelled: the whole run comes back as it was. (A detail that ends
+    // before the cancel lands is shown; then back, and again.)
+    let total = whole.report.totals.requests;
+    let mut cancelled = false;
+    for _ in 0..20 {
+        h.state_mut().detail(0, Some(total - 10..total));
+        h.step();
+        if let Some(sim) = h.state().panes[0].sim.as_ref() {
+            sim.progress().cancel();
+        }
+        until_idle(&mut h);
+        if h.state().panes[0].whole.is_some() {
+            h.state_mut().detail(0, None);
+            continue;
+        }
+        cancelled = true;
+        break;
+    }
+    assert!(cancelled, "every detail ended before its cancel");
+    let p = &h.state().panes[0];
+    assert!(p.sim.is_none() && !p.stale);
+    assert!(Arc::ptr_eq(p.result.as_ref().unwrap(), &whole));
+    assert!(h.query_by_label_contains("updating").is_none());
+    h.get_by_label_contains("Cancelled: pane 1 keeps what it showed");
+    // A whole run cancelled: the last result stays, saying it is stale and why.
+    let mut cancelled = false;
+    for k in 0..20 {
+        let mut cfg = h.state().settings.panes[0].1.clone();
+        cfg.cache.ways = if k % 2 == 0 { 8 } else { 2 };
+        h.state_mut().set_config(0, "edited", cfg, 0.0);
+        let start = std::time::Instant::now();
+        while h.state().panes[0].sim.is_none() {
+            h.step();
+            assert!(start.elapsed() < std::time::Duration::from_secs(60));
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        h.state().panes[0].sim.as_ref().unwrap().progress().cancel();
+        until_idle(&mut h);
+        if h.state().panes[0].stale {
+            cancelled = true;
+            break;
+        }
+    }
+    assert!(cancelled, "every run ended before its cancel");
+    assert!(h.query_by_label_contains("updating").is_none());
+    h.get_by_label_contains("its run was cancelled");
+}
+
 #[test]
 fn a_streamed_file_that_goes_bad_says_where_and_shows_no_half_result() {
     let dir = tempfile::tempdir().unwrap();

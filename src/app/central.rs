@@ -372,8 +372,17 @@ fn pane_header(
             }
             (None, None) => {}
         }
-        if pane.error.is_none() && (pane.stale || pane.sim.is_some()) {
-            ui.label(RichText::new("stale, updating…").color(ui.visuals().warn_fg_color));
+        let updating = pane.sim.is_some() || pane.dirty_since.is_some();
+        let partial = pane.result.as_ref().is_some_and(|r| r.preview);
+        let note = match (pane.error.is_some(), updating, pane.stale) {
+            (true, _, _) | (false, false, false) => None,
+            (false, true, _) => Some("stale, updating…"),
+            // Its run was cancelled: what is on screen stays, and says what it is.
+            (false, false, true) if partial => Some("partial: its run was cancelled"),
+            (false, false, true) => Some("stale: its run was cancelled"),
+        };
+        if let Some(note) = note {
+            ui.label(RichText::new(note).color(ui.visuals().warn_fg_color));
         }
         clicks.remove = n > 1
             && ui

@@ -346,7 +346,21 @@ impl WarpscopeApp {
                 }
                 self.status = Status::Error(e);
             }
-            Err(JobError::Cancelled) => {}
+            Err(JobError::Cancelled) => {
+                // A window's detail cancelled: the whole run's result again, as it was.
+                if let Some(whole) = p.whole.take() {
+                    p.result = Some(whole);
+                    self.results_seen += 1;
+                    p.generation = self.results_seen;
+                    self.runs_numbered += 1;
+                    p.run = self.runs_numbered;
+                    p.stale = false;
+                }
+                self.status = Status::Info(format!(
+                    "Cancelled: pane {} keeps what it showed",
+                    i + 1
+                ));
+            }
         }
     }
 
