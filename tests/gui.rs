@@ -827,3 +827,15 @@ fn the_configuration_panel_returns_an_edit_only_when_something_changed() {
     // The panel changed a copy: what it was given is untouched.
     assert_eq!(h.state().0, start);
 }
+
+#[test]
+fn switching_kernels_in_the_generator_keeps_the_size_they_share() {
+    let mut h = harness(app("matmul", "n=128 block=16,16"));
+    settle(&mut h);
+    click(&mut h, "Kernel");
+    click(&mut h, "matmul-tiled");
+    assert_eq!(h.state().settings.generator_params, "n=128 tile=16");
+    click(&mut h, "Kernel");
+    click(&mut h, "matmul");
+    assert_eq!(h.state().settings.generator_params, "n=128 block=16,16");
+}

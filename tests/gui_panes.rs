@@ -303,6 +303,25 @@ fn the_differences_of_two_set_index_functions_read_as_words() {
 }
 
 #[test]
+fn the_timing_model_on_in_one_pane_only_is_one_difference() {
+    use warpscope::app::differences;
+    let off = config::preset("fermi-16k").unwrap();
+    let mut on = off.clone();
+    on.timing = Some(config::TimingConfig::default());
+    let d = differences(&[&off, &on]);
+    assert_eq!(d[0], ["timing off"], "{d:?}");
+    assert_eq!(d[1], ["timing on"], "{d:?}");
+    // Two panes with the model and one without: what the two differ in is named too.
+    let mut slow = on.clone();
+    slow.timing.as_mut().unwrap().mshrs = 8;
+    let d = differences(&[&off, &on, &slow]);
+    assert_eq!(d[0], ["timing off"], "{d:?}");
+    assert_eq!(d[1], ["timing on", "timing mshrs 64"], "{d:?}");
+    assert_eq!(d[2], ["timing on", "timing mshrs 8"], "{d:?}");
+    assert!(d.concat().iter().all(|s| !s.contains("null")), "{d:?}");
+}
+
+#[test]
 fn side_by_side_panes_show_their_traffic_and_its_difference() {
     let mut h = harness(app("matmul", "n=64"));
     settle(&mut h);

@@ -64,11 +64,17 @@ impl WarpscopeApp {
                         let t = self.pane_trace(i);
                         ui.label(t.as_ref().map_or("-", |t| t.label.as_str()));
                     }
-                    ui.label(if diffs[i].is_empty() {
+                    let all = if diffs[i].is_empty() {
                         "-".to_string()
                     } else {
                         diffs[i].join(", ")
-                    });
+                    };
+                    // Long lists are cut, the whole on hover, so the numbers stay in view.
+                    let shown = shortened(&all, DIFFERS_CHARS);
+                    let cell = ui.label(shown.as_str());
+                    if shown != all {
+                        cell.on_hover_text(all);
+                    }
                     let Some(r) = &p.result else {
                         ui.label("…");
                         ui.end_row();
@@ -282,7 +288,13 @@ impl WarpscopeApp {
                 run: pane.run,
                 data: &data,
                 trace: &trace,
-                link: egui::Id::unique(("linked-panes", trace_ids[i])),
+                // Linked only to panes of the same trace on the same kind of time axis
+                // (cycles under the timing model, request numbers otherwise).
+                link: egui::Id::unique((
+                    "linked-panes",
+                    trace_ids[i],
+                    data.config.timing.is_some(),
+                )),
                 colour: self.settings.colour,
                 set_metric: self.settings.set_metric,
                 miss: self.settings.misses,
@@ -430,6 +442,18 @@ pub(super) fn short(c: &SimConfig) -> String {
     )
 }
 
+/// Characters of the comparison's "differs in" cell before it is cut (the whole on hover).
+const DIFFERS_CHARS: usize = 48;
+
+/// `text` cut to `most` characters, with an ellipsis when cut.
+pub fn shortened(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(most.saturating_sub(1)).collect();
+    format!("{}…", cut.trim_end_matches([',', ' ']))
+}
+
 /// For each configuration, the settings in which the configurations differ ("ways 8").
 pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
     let flat: Vec<Vec<(String, String)>> = configs
@@ -466,20 +490,42 @@ pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
         .filter(|k| flat.iter().any(|f| value(f, k) != value(&flat[0], k)))
         .collect();
     let words = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+    // A group of settings some configurations leave out (`null`: the timing model off) is one
+    // difference, "timing on" against "timing off", not each of its settings against "null";
+    // its settings are named only where the configurations that have it differ in them.
+    let group_of = |k: &str| -> Option<String> {
+        let (key, _) = flat
+            .iter()
+            .map(|f| value(f, k))
+            .find(|(_, v)| v == "null")?;
+        let holders: Vec<_> = flat.iter().filter(|f| value(f, k).1 != "null").collect();
+        let same = holders.iter().all(|f| value(f, k) == value(holders[0], k));
+        (same || key == *k).then_some(key)
+    };
     flat.iter()
         .map(|f| {
             let mut out: Vec<String> = Vec::new();
-            for k in &differing {
-                let (key, v) = value(f, k);
-                // A variant with fields reads with its setting's name: "set index bits [6,7]".
-                let parent = key.rsplit_once('.').map(|p| p.0);
-                let text = match parent.filter(|p| differing.iter().any(|d| d == p)) {
-                    Some(p) => format!("{} {} {v}", words(p), words(&key)),
-                    None => format!("{} {v}", words(&key)),
-                };
+            let mut add = |text: String| {
                 if !out.contains(&text) {
                     out.push(text);
                 }
+            };
+            for k in &differing {
+                let (key, v) = value(f, k);
+                if v == "null" {
+                    add(format!("{} off", words(&key)));
+                    continue;
+                }
+                if let Some(group) = group_of(k) {
+                    add(format!("{} on", words(&group)));
+                    continue;
+                }
+                // A variant with fields reads with its setting's name: "set index bits [6,7]".
+                let parent = key.rsplit_once('.').map(|p| p.0);
+                add(match parent.filter(|p| differing.iter().any(|d| d == p)) {
+                    Some(p) => format!("{} {} {v}", words(p), words(&key)),
+                    None => format!("{} {v}", words(&key)),
+                });
             }
             out
         })

@@ -91,7 +91,8 @@ impl WarpscopeApp {
                                 .clicked()
                             {
                                 self.settings.generator = k.name.to_string();
-                                self.settings.generator_params = k.params.to_string();
+                                let now = &self.settings.generator_params;
+                                self.settings.generator_params = shared_params(k.params, now);
                             }
                         }
                     })
@@ -158,5 +159,35 @@ impl WarpscopeApp {
         if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
             self.actions.push(Action::EditConfig(a, edit));
         }
+    }
+}
+
+/// A kernel's default `key=value` settings with the values of `current` (the kernel chosen
+/// before) for the keys both have, so that switching kernels keeps what they share (matmul
+/// `n=128`, then matmul-tiled: `n=128 tile=16`, a fair comparison).
+fn shared_params(defaults: &str, current: &str) -> String {
+    let value = |key: &str| {
+        current
+            .split_whitespace()
+            .find_map(|w| w.split_once('=').filter(|(k, _)| *k == key).map(|(_, v)| v))
+    };
+    let words: Vec<String> = defaults
+        .split_whitespace()
+        .map(|w| match w.split_once('=') {
+            Some((k, v)) => format!("{k}={}", value(k).unwrap_or(v)),
+            None => w.to_string(),
+        })
+        .collect();
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn switching_kernels_keeps_the_settings_they_share() {
+        let p = super::shared_params;
+        assert_eq!(p("n=64 tile=16", "n=128 block=16,16"), "n=128 tile=16");
+        assert_eq!(p("n=64 block=16,16", "n=128 tile=8"), "n=128 block=16,16");
+        assert_eq!(p("width=64 height=64", "n=128"), "width=64 height=64");
     }
 }

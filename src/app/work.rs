@@ -356,10 +356,8 @@ impl WarpscopeApp {
                     p.run = self.runs_numbered;
                     p.stale = false;
                 }
-                self.status = Status::Info(format!(
-                    "Cancelled: pane {} keeps what it showed",
-                    i + 1
-                ));
+                self.status =
+                    Status::Info(format!("Cancelled: pane {} keeps what it showed", i + 1));
             }
         }
     }

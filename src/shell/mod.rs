@@ -74,3 +74,22 @@ pub fn trace_stamp(path: &Path) -> TraceStamp {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packed_binary_file_counts_as_its_rows_and_any_other_as_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let params = [("n".to_string(), "64".to_string())];
+        let t = crate::gen::generate("matmul", &params).unwrap();
+        let (wsb, wst) = (dir.path().join("m.wsb"), dir.path().join("m.wst"));
+        crate::trace::write_file(&t, &wsb).unwrap();
+        crate::trace::write_file(&t, &wst).unwrap();
+        let rows = t.total_accesses() as u64;
+        assert!(trace_bytes(&wsb) * 100 < rows * 23, "the rows are packed");
+        assert_eq!(whole_bytes(&wsb), rows * 23);
+        assert_eq!(whole_bytes(&wst), trace_bytes(&wst));
+    }
+}
