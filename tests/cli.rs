@@ -1841,7 +1841,7 @@ fn a_kernel_source_simulates_and_generates_as_its_built_in_twin() {
     let out = warpscope(&["sim", "--source", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("bad.wsk:4:1: expected `;`"), "{err}");
+    assert!(err.contains("bad.wsk:3:9: expected `;`"), "{err}");
     let c = dir.path().join("c.wst");
     let out = warpscope(&[
         "gen",

@@ -1,8 +1,8 @@
 //! The rows of a version 5 chunk, packed: a chunk's rows are turned into six columns of
-//! small numbers (each thread the difference from the row before, each address the
-//! difference from the last address of the same instruction), each column stored in the
-//! fewest whole bytes its values need above their minimum, byte plane by byte plane, and the
-//! whole compressed by zstd. A regular kernel's rows shrink to far less than a byte each
+//! small numbers (each thread the difference from the row before, each dynamic instance and
+//! address the difference from the last one of the same instruction), each column stored in
+//! the fewest whole bytes its values need above their minimum, byte plane by byte plane, and
+//! the whole compressed by zstd. A regular kernel's rows shrink to far less than a byte each
 //! (matmul `n=128`: 23 bytes a row in version 4), and unpacking is a few passes over flat
 //! arrays.
 //!
@@ -25,7 +25,7 @@
 
 use crate::trace::Columns;
 
-/// The slot of the instructions from this id on, which share one last address.
+/// The slot of the instructions from this id on, which share one last instance and address.
 const SHARED: usize = 1 << 12;
 const SLOTS: usize = SHARED + 1;
 /// Bytes of a column's head: width and base.
