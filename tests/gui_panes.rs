@@ -479,3 +479,24 @@ fn the_status_bar_cancels_a_generation_and_keeps_the_current_trace() {
         warpscope::app::Status::Info("Cancelled: the current trace stays".into())
     );
 }
+
+#[test]
+fn each_pane_says_which_sms_ctas_and_accesses_its_result_covers() {
+    let mut h = harness(app("matmul", "n=64"));
+    settle(&mut h);
+    let r = h.state().panes[0].result.clone().unwrap();
+    let rep = &r.report;
+    assert_eq!(rep.simulated_sms, [0]);
+    let sms = rep.config.gpu.sms;
+    assert!(sms > 1);
+    // 16 CTAs of 16x16 threads, 64x64 threads of 2x64 loads and a store each.
+    let text = format!(
+        "SM 0 of {sms}: {} of 16 CTAs, {} requests from {} of {} accesses",
+        rep.ctas.len(),
+        rep.totals.requests,
+        rep.totals.accesses,
+        64 * 64 * 129
+    );
+    h.get_by_label(&text);
+    assert!(rep.ctas.len() < 16 && rep.totals.accesses < 64 * 64 * 129);
+}

@@ -347,6 +347,27 @@ impl WarpscopeApp {
     }
 }
 
+/// What a pane's result covers, for its header: which SMs of how many were simulated, their
+/// CTAs and requests against the trace's ("SM 0 of 14: 16 of 256 CTAs, 15440 requests from
+/// 263168 of 4210688 accesses"). Only the simulated SMs' CTAs are in the views.
+pub fn scope(r: &crate::report::Report) -> String {
+    let sms = r.config.gpu.sms;
+    let simulated = &r.simulated_sms;
+    let which = match simulated.as_slice() {
+        [one] if sms > 1 => format!("SM {one} of {sms}"),
+        s if s.len() as u32 >= sms => format!("every SM ({sms})"),
+        s => format!("{} of {sms} SMs", s.len()),
+    };
+    let ctas: u64 = r.kernels.iter().map(|k| k.grid.count()).sum();
+    let rows: u64 = r.kernels.iter().map(|k| k.rows).sum();
+    format!(
+        "{which}: {} of {ctas} CTAs, {} requests from {} of {rows} accesses",
+        r.ctas.len(),
+        r.totals.requests,
+        r.totals.accesses
+    )
+}
+
 /// What a click in a pane's header asks for.
 struct HeaderClicks {
     activate: bool,
@@ -381,6 +402,11 @@ fn pane_header(
             }
             (None, Some(r)) => {
                 ui.label(RichText::new(format!("{:.2}% misses", r.miss_percent())).strong());
+                ui.label(RichText::new(scope(&r.report)).weak())
+                    .on_hover_text(
+                        "What this result covers: the SMs simulated (the GPU panel's \"Simulate\" \
+                     setting), the CTAs that ran on them, their requests and accesses",
+                    );
             }
             (None, None) => {}
         }
