@@ -265,21 +265,15 @@ impl WarpscopeApp {
         let Some(trace) = self.pane_trace(i) else {
             return;
         };
-        let p = &mut self.panes[i];
         let Some(window) = window else {
-            if let Some(whole) = p.whole.take() {
-                // A detail still running is dropped (and so cancelled); a full run started
-                // since would have let go of `whole`.
-                p.sim = None;
-                p.result = Some(whole);
-                self.results_seen += 1;
-                p.generation = self.results_seen;
-                self.runs_numbered += 1;
-                p.run = self.runs_numbered;
-                p.stale = false;
+            // A detail still running is dropped (and so cancelled); a full run started since
+            // would have let go of `whole`.
+            if self.back_to_whole(i) {
+                self.panes[i].sim = None;
             }
             return;
         };
+        let p = &mut self.panes[i];
         let Some(whole) = p.whole.clone().or_else(|| p.result.clone()) else {
             return;
         };
@@ -348,18 +342,27 @@ impl WarpscopeApp {
             }
             Err(JobError::Cancelled) => {
                 // A window's detail cancelled: the whole run's result again, as it was.
-                if let Some(whole) = p.whole.take() {
-                    p.result = Some(whole);
-                    self.results_seen += 1;
-                    p.generation = self.results_seen;
-                    self.runs_numbered += 1;
-                    p.run = self.runs_numbered;
-                    p.stale = false;
-                }
+                self.back_to_whole(i);
                 self.status =
                     Status::Info(format!("Cancelled: pane {} keeps what it showed", i + 1));
             }
         }
+    }
+
+    /// Puts the whole run's result kept while pane `i` shows a window's detail back on screen
+    /// (a result of its own, fresh); false when it shows no detail.
+    fn back_to_whole(&mut self, i: usize) -> bool {
+        let p = &mut self.panes[i];
+        let Some(whole) = p.whole.take() else {
+            return false;
+        };
+        p.result = Some(whole);
+        self.results_seen += 1;
+        p.generation = self.results_seen;
+        self.runs_numbered += 1;
+        p.run = self.runs_numbered;
+        p.stale = false;
+        true
     }
 
     /// The jobs running, for the status bar: label and progress (whose `cancel` stops it).
