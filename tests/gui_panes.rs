@@ -500,3 +500,32 @@ fn each_pane_says_which_sms_ctas_and_accesses_its_result_covers() {
     h.get_by_label(&text);
     assert!(rep.ctas.len() < 16 && rep.totals.accesses < 64 * 64 * 129);
 }
+
+#[test]
+fn keeping_the_complete_kernels_is_offered_only_for_a_file_that_has_some() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.wst");
+    std::fs::write(&empty, "").unwrap();
+    let random = dir.path().join("random.bin");
+    let mut rng = warpscope::rng::Rng::new(7);
+    let bytes: Vec<u8> = (0..4096).map(|_| rng.below(256) as u8).collect();
+    std::fs::write(&random, bytes).unwrap();
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    for path in [empty, random] {
+        h.state_mut().open(path.clone());
+        settle(&mut h);
+        h.run_steps(2);
+        let status = format!("{:?}", h.state().status);
+        assert!(status.contains("Error"), "{path:?}: {status}");
+        assert!(h.state().failed_file.is_none(), "{path:?}");
+        assert!(
+            h.query_by_label("Keep its complete kernels").is_none(),
+            "{path:?}"
+        );
+        assert!(
+            trace_label(&h).starts_with("vecadd"),
+            "the current trace stays"
+        );
+    }
+}

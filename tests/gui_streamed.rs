@@ -36,6 +36,7 @@ fn open(path: &Path, whole_up_to: u64) -> Arc<TraceData> {
     match worker::load_source(source, &Arc::new(Progress::default())) {
         Ok(Loaded::Trace(t)) => t,
         Ok(Loaded::TooLarge { .. }) => panic!("a file is never too large"),
+        Ok(Loaded::Truncated { error }) => panic!("{}: {error}", path.display()),
         Err(e) => panic!("{}: {e:?}", path.display()),
     }
 }

@@ -118,7 +118,9 @@ impl WarpscopeApp {
                 p.error = None;
                 p.dirty_since = Some(now - DEBOUNCE);
             }
-            Err(JobError::Failed(e)) => self.status = Status::Error(format!("pane {}: {e}", i + 1)),
+            Err(JobError::Failed(e)) | Ok(Loaded::Truncated { error: e }) => {
+                self.status = Status::Error(format!("pane {}: {e}", i + 1))
+            }
             Err(JobError::Cancelled) => {
                 self.status = Status::Info(format!("Cancelled: pane {}'s trace stays", i + 1))
             }

@@ -243,9 +243,13 @@ impl WarpscopeApp {
                 }
                 self.invalidate_all(now);
             }
+            Ok(Loaded::Truncated { error }) => {
+                self.status = Status::Error(error);
+                self.failed_file = self.load_file.take().filter(|p| p.is_file());
+            }
             Err(JobError::Failed(e)) => {
                 self.status = Status::Error(e);
-                self.failed_file = self.load_file.take().filter(|p| p.is_file());
+                self.load_file = None;
             }
             Err(JobError::Cancelled) => {
                 self.status = Status::Info("Cancelled: the current trace stays".into())

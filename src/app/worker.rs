@@ -24,6 +24,11 @@ pub enum Loaded {
     TooLarge {
         projected: u64,
     },
+    /// A file that failed to load (`error`) but holds complete kernels before the error, which
+    /// the app offers to keep (as the CLI's `--allow-truncated`).
+    Truncated {
+        error: String,
+    },
 }
 
 /// What loads a trace: a file, or a built-in generator.
@@ -178,11 +183,20 @@ fn load(
     };
     progress.set_total(size);
     let watch = watching(progress);
+    // Read keeping the complete kernels before an error either way, to know whether there are
+    // any: they are offered only where there are (not for an empty file, or random bytes).
     let opts = trace::ReadOptions {
         format,
-        allow_truncated,
+        allow_truncated: true,
     };
     match trace::load_watched(path, opts, &|s| s, &watch) {
+        Ok(loaded) if !allow_truncated && loaded.truncated.is_some() => {
+            let error = loaded.truncated.map(|e| e.to_string()).unwrap_or_default();
+            match loaded.trace.kernels.is_empty() {
+                true => Err(JobError::Failed(error)),
+                false => Ok(Loaded::Truncated { error }),
+            }
+        }
         Ok(loaded) if loaded.trace.kernels.is_empty() => Err(JobError::Failed(format!(
             "no complete kernel before the error: {}",
             loaded
