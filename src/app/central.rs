@@ -350,7 +350,7 @@ impl WarpscopeApp {
 /// What a pane's result covers, for its header: which SMs of how many were simulated, their
 /// CTAs and requests against the trace's ("SM 0 of 14: 16 of 256 CTAs, 15440 requests from
 /// 263168 of 4210688 accesses"). Only the simulated SMs' CTAs are in the views.
-pub fn scope(r: &crate::report::Report) -> String {
+fn scope(r: &crate::report::Report) -> String {
     let sms = r.config.gpu.sms;
     let simulated = &r.simulated_sms;
     let which = match simulated.as_slice() {
@@ -472,7 +472,7 @@ pub(super) fn short(c: &SimConfig) -> String {
 const DIFFERS_CHARS: usize = 48;
 
 /// `text` cut to `most` characters, with an ellipsis when cut.
-pub fn shortened(text: &str, most: usize) -> String {
+fn shortened(text: &str, most: usize) -> String {
     if text.chars().count() <= most {
         return text.to_string();
     }

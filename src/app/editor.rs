@@ -47,7 +47,7 @@ impl Editor {
 
     /// Opens the editor on `text` with `params` (`key=value` words) and a `note` about them,
     /// to run at once.
-    pub fn open_on(&mut self, text: &str, params: String, note: Option<String>) {
+    fn open_on(&mut self, text: &str, params: String, note: Option<String>) {
         self.open = true;
         self.text = text.to_string();
         self.params = params;

@@ -317,25 +317,21 @@ fn unpack_columns(
 ) -> Result<Threads, String> {
     let mut f = Fields { bytes, n };
     let start = cols.addr.len();
-    // Undoes the differences; says whether the values never went down (no difference below 0
-    // and none wrapping past u32::MAX), and the first value.
-    let undelta = |f: &mut Fields<'_>, out: &mut Vec<u32>| -> Result<(bool, u32), String> {
-        let first = u32::from_le_bytes(f.take("a first value")?);
-        f.column(4)?.append_to(out);
-        let (mut prev, mut down, mut rise) = (first, 0u32, 0u64);
-        for v in &mut out[start..] {
-            down |= *v & 1;
-            rise += (*v >> 1) as u64;
-            prev = prev.wrapping_add(unzigzag32(*v));
-            *v = prev;
-        }
-        Ok((down == 0 && first as u64 + rise <= u32::MAX as u64, first))
-    };
-    let (rising, first) = undelta(&mut f, &mut cols.thread)?;
+    // The threads, their differences undone, noting whether they never went down (no
+    // difference below 0 and none wrapping past u32::MAX).
+    let first = u32::from_le_bytes(f.take("the first thread")?);
+    f.column(4)?.append_to(&mut cols.thread);
+    let (mut prev, mut down, mut rise) = (first, 0u32, 0u64);
+    for t in &mut cols.thread[start..] {
+        down |= *t & 1;
+        rise += (*t >> 1) as u64;
+        prev = prev.wrapping_add(unzigzag32(*t));
+        *t = prev;
+    }
     let threads = Threads {
         first,
-        last: cols.thread.last().copied().unwrap_or(first),
-        rising,
+        last: prev,
+        rising: down == 0 && first as u64 + rise <= u32::MAX as u64,
     };
     f.column(4)?.append_to(&mut cols.inst);
     let slots = u16::from_le_bytes(f.take("the slot count")?) as usize;
