@@ -6,10 +6,11 @@
 # one of the misses per source line and one of the performance model of two kernels side by side,
 # and (20) a Dinero IV trace opened streamed, as the app opens files over 256 MiB,
 # into screenshots/ (at
-# 1600x1000) and screenshots/1280x800/.
+# 1600x1000), screenshots/1280x800/ and screenshots/1024x700/.
 #
 #   screenshots/take.sh                # needs Xvfb (installed with apt-get when run as root)
 #   PROFILE=dev screenshots/take.sh    # use the debug build (no release build needed)
+#   SIZES=1024x700 screenshots/take.sh # only these window sizes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,7 +57,7 @@ with open(sys.argv[1], "w") as f:
         out.clear()
 PY
 # Each size: a virtual screen of that size, the window filling it.
-for size in 1600x1000 1280x800; do
+for size in ${SIZES:-1600x1000 1280x800 1024x700}; do
   out=screenshots
   [ "$size" = 1600x1000 ] || out="screenshots/$size"
   mkdir -p "$out"

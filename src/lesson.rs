@@ -170,4 +170,36 @@ mod tests {
         let bad = "title = \"t\"\ntext = \"x\"\nsource = \"matmul.wsk\"\n[[pane]]\nlabel = \"a\"\nsettings = [\"ways=x\"]\n[[pane]]\nlabel = \"b\"\n";
         assert!(parse("bad", bad).unwrap_err().contains("pane `a`"));
     }
+
+    /// A lesson's text names its panes by number: where a pane sits depends on the window
+    /// (two columns, or one under the other when narrow; pane 3 of three is bottom left), so
+    /// "the right pane" can point at the wrong picture.
+    #[test]
+    fn lesson_texts_name_panes_by_number_not_by_place() {
+        for (name, _) in LESSONS {
+            let l = lesson(name).unwrap();
+            let text = l.text.to_lowercase();
+            for place in ["left", "right", "top", "bottom", "above", "below"] {
+                assert!(
+                    !text
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w == place),
+                    "lesson {name} says where a pane is (`{place}`): name it by number"
+                );
+            }
+            for (i, _) in text.match_indices("pane ") {
+                let n: String = text[i + 5..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                if let Ok(n) = n.parse::<usize>() {
+                    assert!(
+                        (1..=l.panes.len()).contains(&n),
+                        "lesson {name} names pane {n} of {}",
+                        l.panes.len()
+                    );
+                }
+            }
+        }
+    }
 }

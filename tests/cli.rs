@@ -1883,6 +1883,32 @@ fn lessons_list_and_run_their_comparisons() {
     let v = json(&["lesson", "coalescing", "--json"]);
     assert_eq!(v["panes"][0]["totals"]["requests"], 16);
     assert_eq!(v["panes"][1]["totals"]["requests"], 512);
+    // What the lessons' texts say of their panes' numbers.
+    let totals = |v: &serde_json::Value, i: usize, what: &str| {
+        let t = &v["panes"][i]["totals"];
+        t[what]
+            .as_u64()
+            .or(t["miss_classes"][what].as_u64())
+            .unwrap() as f64
+    };
+    let v = json(&["lesson", "set-conflicts", "--json"]);
+    // "Every write misses" with the modulo index.
+    assert_eq!(totals(&v, 0, "misses"), totals(&v, 0, "requests"));
+    let v = json(&["lesson", "tiling", "--json"]);
+    // "Far fewer L1 requests", a higher miss rate but fewer misses.
+    assert!(totals(&v, 1, "requests") * 5.0 < totals(&v, 0, "requests"));
+    assert!(totals(&v, 1, "misses") < totals(&v, 0, "misses"));
+    assert!(
+        totals(&v, 1, "misses") / totals(&v, 1, "requests")
+            > totals(&v, 0, "misses") / totals(&v, 0, "requests")
+    );
+    let v = json(&["lesson", "latency-and-mshrs", "--json"]);
+    // Pane 1: "over a third of the misses" are latency misses; pane 3 "misses about half as
+    // often" as pane 2.
+    assert!(totals(&v, 0, "latency") * 3.0 > totals(&v, 0, "misses"));
+    let half = totals(&v, 2, "misses") / totals(&v, 1, "misses");
+    assert!((0.4..0.6).contains(&half), "{half}");
+    assert!(totals(&v, 1, "mshr") > 0.0);
     let out = warpscope(&["lesson", "nope"]);
     assert!(!out.status.success());
     assert!(String::from_utf8(out.stderr)

@@ -219,6 +219,21 @@ fn a_sector_miss_and_a_store_that_does_not_allocate() {
         "{:#?}",
         l.story
     );
+    // More ways cannot help a line that was never brought in; the explanation says so and
+    // asks the write policy that allocates instead.
+    assert!(l
+        .story
+        .iter()
+        .any(|p| p.contains("under write-through, no allocate")));
+    assert!(l
+        .story
+        .iter()
+        .any(|p| p.contains("no size or associativity")));
+    assert_eq!(l.counterfactuals.len(), 1, "{:?}", l.counterfactuals);
+    assert!(l.counterfactuals[0]
+        .change
+        .starts_with("write-back, allocate"));
+    assert_eq!(l.counterfactuals[0].hit, Some(true));
     // With write-back and write-allocate it hits.
     c.cache.write_policy = WritePolicy::Wbwa;
     assert_eq!(why(&c, &k, 3).why, Why::Hit);

@@ -319,6 +319,10 @@ fn the_timing_model_on_in_one_pane_only_is_one_difference() {
     assert_eq!(d[1], ["timing on", "timing mshrs 64"], "{d:?}");
     assert_eq!(d[2], ["timing on", "timing mshrs 8"], "{d:?}");
     assert!(d.concat().iter().all(|s| !s.contains("null")), "{d:?}");
+    // No limit on the misses in flight reads as such, not as "mshrs 0".
+    slow.timing.as_mut().unwrap().mshrs = 0;
+    let d = differences(&[&on, &slow]);
+    assert_eq!(d[1], ["mshrs unlimited"], "{d:?}");
 }
 
 #[test]
@@ -528,4 +532,113 @@ fn keeping_the_complete_kernels_is_offered_only_for_a_file_that_has_some() {
             "the current trace stays"
         );
     }
+}
+
+/// The window's rect, for "is it on screen".
+fn window(w: f32, h: f32) -> egui::Rect {
+    egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(w, h))
+}
+
+/// At 1024x700, with the timing model on in one pane only (the comparison's longest words),
+/// every view tab, "Colour by" and "+ Compare" are on screen and not under one another, and
+/// both panes sit inside the window side by side: nothing is pushed past the right edge.
+#[test]
+fn at_1024x700_every_tab_and_both_panes_are_on_screen() {
+    let mut a = app("matmul", "n=64");
+    a.add_pane(0.0);
+    let mut timed = a.settings.panes[1].1.clone();
+    timed.timing = Some(config::TimingConfig::default());
+    a.set_config(1, "test", timed, 0.0);
+    let mut h = egui_kittest::Harness::builder()
+        .with_size([1024.0, 700.0])
+        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), a);
+    settle(&mut h);
+    h.run_steps(4);
+    let screen = window(1024.0, 700.0);
+    let mut seen: Vec<(String, egui::Rect)> = Vec::new();
+    let views = warpscope::app::views::View::ALL.map(|v| v.name().to_string());
+    for label in views
+        .iter()
+        .map(String::as_str)
+        .chain(["Colour by", "+ Compare"])
+    {
+        let r = h.get_by_label(label).rect();
+        assert!(screen.contains_rect(r), "{label} at {r:?} is off screen");
+        for (other, o) in &seen {
+            assert!(r.intersect(*o).area() < 1.0, "{label} covers {other}");
+        }
+        seen.push((label.to_string(), r));
+    }
+    let rects = h.state().pane_rects.clone();
+    assert_eq!(rects.len(), 2);
+    for (i, r) in rects.iter().enumerate() {
+        assert!(
+            screen.expand(1.0).contains_rect(*r) && r.width() >= 300.0,
+            "pane {i}: {r:?}"
+        );
+    }
+    assert!(rects[0].right() <= rects[1].left(), "{rects:?}");
+}
+
+/// A lesson's text takes a column of its own: the panes re-flow beside it and none is under
+/// it, at the default size and at 1024x700 (where it takes the side panel's room, which the
+/// "Show settings" button brings back).
+#[test]
+fn a_lessons_column_never_covers_the_panes() {
+    for (w, hgt) in [(1280.0, 800.0), (1024.0, 700.0)] {
+        let mut h = egui_kittest::Harness::builder()
+            .with_size([w, hgt])
+            .build_ui_state(
+                |ui, app: &mut WarpscopeApp| app.ui(ui),
+                app("matmul", "n=32"),
+            );
+        settle(&mut h);
+        let now = h.ctx.input(|i| i.time);
+        h.state_mut().open_lesson("latency-and-mshrs", now);
+        step_until(&mut h, "the lesson's panes", |a| {
+            a.panes.len() == 3 && a.panes.iter().all(|p| p.result.is_some() && !p.stale)
+        });
+        h.run_steps(4);
+        let title = warpscope::lesson::lesson("latency-and-mshrs")
+            .unwrap()
+            .title;
+        let lesson = h.get_by_label(&title).rect();
+        let screen = window(w, hgt);
+        assert!(screen.contains_rect(lesson), "{w}: {lesson:?}");
+        for (i, r) in h.state().pane_rects.iter().enumerate() {
+            assert!(
+                r.right() <= lesson.left(),
+                "{w}: pane {i} {r:?} under {lesson:?}"
+            );
+            assert!(r.left() >= 0.0 && r.width() >= 280.0, "{w}: pane {i} {r:?}");
+        }
+        let narrow = w < 1280.0;
+        assert_eq!(h.state().settings.side_panel, !narrow, "{w}");
+        if narrow {
+            click(&mut h, "Show settings");
+            h.run_steps(2);
+            assert!(h.state().settings.side_panel);
+        }
+    }
+}
+
+/// Closing a pane says so in the status bar, which named the pane's last job before ("Pane
+/// 4: matmul ..." stayed on screen after pane 4 was gone).
+#[test]
+fn the_status_bar_does_not_name_a_pane_that_was_closed() {
+    let mut a = app("matmul", "n=32");
+    for _ in 0..3 {
+        a.add_pane(0.0);
+    }
+    let mut h = harness(a);
+    settle(&mut h);
+    // What a job of pane 4 leaves in the status bar.
+    h.state_mut().status = warpscope::app::Status::Info("Pane 4: matmul n=16: 1 kernel(s)".into());
+    h.state_mut().remove_pane(3);
+    h.run_steps(2);
+    let warpscope::app::Status::Info(s) = h.state().status.clone() else {
+        panic!("an error");
+    };
+    assert!(!s.contains("Pane 4"), "{s}");
+    assert_eq!(s, "Closed pane 4: panes 1 to 3 left");
 }

@@ -106,6 +106,17 @@ pub enum ExecCase {
     ComputeBound,
 }
 
+impl ExecCase {
+    /// The case in words, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecCase::NotEnoughWarps => "not enough warps: memory and computation add up",
+            ExecCase::MemoryBound => "memory-bound: computation hides under memory",
+            ExecCase::ComputeBound => "compute-bound: memory hides under computation",
+        }
+    }
+}
+
 /// The model's answer: every intermediate, then the prediction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Analysis {

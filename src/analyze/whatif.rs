@@ -180,7 +180,8 @@ pub fn input_rows(m: &super::Measured, k: &KernelInputs) -> Vec<InputRow> {
     ]
 }
 
-/// The model's intermediates, one (name, value) row each, numbered as in Dasgupta 2011.
+/// The model's intermediates, one (name, value) row each, with the number of the equation of
+/// Dasgupta 2011 that gives each ("eq. 19").
 pub fn model_rows(a: &Analysis) -> Vec<(&'static str, String)> {
     vec![
         ("N (active warps per SM)", format!("{:.0}", a.active_warps)),
@@ -189,35 +190,35 @@ pub fn model_rows(a: &Analysis) -> Vec<(&'static str, String)> {
             format!("{} / {:.2}", a.active_sms, a.repetitions),
         ),
         (
-            "transactions per request (19)",
+            "transactions per request (eq. 19)",
             format!("{:.3}", a.transactions_per_request),
         ),
         (
-            "bytes per request (16)",
+            "bytes per request (eq. 16)",
             format!("{:.1}", a.data_per_request),
         ),
         (
-            "departure delay per transaction (23)",
+            "departure delay per transaction (eq. 23)",
             format!("{:.2}", a.departure_delay_per_transaction),
         ),
         (
-            "memory latency (24)",
+            "memory latency (eq. 24)",
             format!("{:.1} cycles", a.memory_latency),
         ),
         (
-            "MWP, peak bandwidth (18)",
+            "MWP, peak bandwidth (eq. 18)",
             format!("{:.3}", a.mwp_peak_bandwidth),
         ),
         (
-            "MWP, latency (26)",
+            "MWP, latency (eq. 26)",
             format!("{:.3}", a.mwp_without_bandwidth),
         ),
         (
-            "MWP, active warps (27)",
+            "MWP, active warps (eq. 27)",
             format!("{:.3}", a.active_warps_for_mwp),
         ),
         (
-            "MWP (28)",
+            "MWP (eq. 28)",
             format!("{:.3}, set by {}", a.mwp, a.mwp_limit.name()),
         ),
         (
@@ -225,10 +226,10 @@ pub fn model_rows(a: &Analysis) -> Vec<(&'static str, String)> {
             format!("{:.0} / {:.0}", a.compute_cycles, a.memory_cycles),
         ),
         (
-            "CWP (29-30), uncapped",
+            "CWP (eq. 29-30), uncapped",
             format!("{:.3}, {:.3}", a.cwp, a.cwp_full),
         ),
-        ("case", format!("{:?}", a.case)),
+        ("case", a.case.name().to_string()),
         ("synchronization", format!("{:.0} cycles", a.sync_cycles)),
     ]
 }

@@ -39,58 +39,82 @@ impl WarpscopeApp {
         let first = self.panes[0].result.as_ref().map(|r| r.report.totals);
         // With different kernels side by side, each row names its trace.
         let show_trace = self.traces_differ();
+        // The miss classes side by side (what lessons ask to compare), the timing model's
+        // two where a pane runs it; the numbers first, the words last, so a narrow window
+        // shows the numbers.
+        let timing = self
+            .panes
+            .iter()
+            .any(|p| p.result.as_ref().is_some_and(|r| r.config.timing.is_some()));
+        let classes = if timing { 5 } else { 3 };
+        let class_names = ["compulsory", "capacity", "conflict", "latency", "MSHR"];
         egui::Grid::new("pane-comparison")
             .striped(true)
             .spacing([16.0, 2.0])
             .show(ui, |ui| {
                 ui.label(RichText::new("pane").weak());
+                for h in ["requests", "misses", "miss rate"] {
+                    ui.label(RichText::new(h).weak());
+                }
+                for h in &class_names[..classes] {
+                    ui.label(RichText::new(*h).weak());
+                }
+                for h in ["bytes from memory", "bytes to memory"] {
+                    ui.label(RichText::new(h).weak());
+                }
                 if show_trace {
                     ui.label(RichText::new("trace").weak());
                 }
-                for h in [
-                    "differs in",
-                    "requests",
-                    "misses",
-                    "miss rate",
-                    "bytes from memory",
-                    "bytes to memory",
-                ] {
-                    ui.label(RichText::new(h).weak());
-                }
+                ui.label(RichText::new("differs in").weak());
                 ui.end_row();
                 for (i, p) in self.panes.iter().enumerate() {
                     ui.label(RichText::new(format!("{}", i + 1)).strong());
+                    match &p.result {
+                        Some(r) => {
+                            let t = &r.report.totals;
+                            let base = first.filter(|_| i > 0);
+                            let cell = |v: u64, b: Option<u64>| match b {
+                                Some(b) if v != b => format!("{v} ({:+})", v as i128 - b as i128),
+                                _ => v.to_string(),
+                            };
+                            ui.label(cell(t.requests, base.map(|b| b.requests)));
+                            ui.label(cell(t.misses, base.map(|b| b.misses)));
+                            ui.label(format!("{:.2}%", r.miss_percent()));
+                            let mc = &t.miss_classes;
+                            let values =
+                                [mc.compulsory, mc.capacity, mc.conflict, mc.latency, mc.mshr];
+                            for v in &values[..classes] {
+                                ui.label(v.to_string());
+                            }
+                            ui.label(cell(t.bytes_from_memory, base.map(|b| b.bytes_from_memory)));
+                            ui.label(cell(t.bytes_to_memory, base.map(|b| b.bytes_to_memory)));
+                        }
+                        None => {
+                            for _ in 0..5 + classes {
+                                ui.label("…");
+                            }
+                        }
+                    }
                     if show_trace {
                         let t = self.pane_trace(i);
-                        ui.label(t.as_ref().map_or("-", |t| t.label.as_str()));
+                        let label = t.as_ref().map_or("-", |t| t.label.as_str());
+                        let shown = shortened(label, DIFFERS_CHARS);
+                        let c = ui.label(shown.as_str());
+                        if shown != label {
+                            c.on_hover_text(label);
+                        }
                     }
                     let all = if diffs[i].is_empty() {
                         "-".to_string()
                     } else {
                         diffs[i].join(", ")
                     };
-                    // Long lists are cut, the whole on hover, so the numbers stay in view.
+                    // Long lists are cut, the whole on hover.
                     let shown = shortened(&all, DIFFERS_CHARS);
                     let cell = ui.label(shown.as_str());
                     if shown != all {
                         cell.on_hover_text(all);
                     }
-                    let Some(r) = &p.result else {
-                        ui.label("…");
-                        ui.end_row();
-                        continue;
-                    };
-                    let t = &r.report.totals;
-                    let base = first.filter(|_| i > 0);
-                    let cell = |v: u64, b: Option<u64>| match b {
-                        Some(b) if v != b => format!("{v} ({:+})", v as i128 - b as i128),
-                        _ => v.to_string(),
-                    };
-                    ui.label(cell(t.requests, base.map(|b| b.requests)));
-                    ui.label(cell(t.misses, base.map(|b| b.misses)));
-                    ui.label(format!("{:.2}%", r.miss_percent()));
-                    ui.label(cell(t.bytes_from_memory, base.map(|b| b.bytes_from_memory)));
-                    ui.label(cell(t.bytes_to_memory, base.map(|b| b.bytes_to_memory)));
                     ui.end_row();
                 }
             });
@@ -118,7 +142,18 @@ impl WarpscopeApp {
     }
 
     pub(super) fn central(&mut self, ui: &mut Ui) {
-        ui.horizontal(|ui| {
+        // Nothing below may widen the area past the window: rows wrap, the table scrolls and
+        // each pane is held to its cell (`pane_grid`).
+        let width = ui.available_width();
+        ui.horizontal_wrapped(|ui| {
+            if !self.settings.side_panel
+                && ui
+                    .button("Show settings")
+                    .on_hover_text("Show the side panel: the trace and the panes' configuration")
+                    .clicked()
+            {
+                self.settings.side_panel = true;
+            }
             for v in View::ALL {
                 ui.selectable_value(&mut self.settings.view, v, v.name());
             }
@@ -134,19 +169,21 @@ impl WarpscopeApp {
                     })
                     .response
                     .labelled_by(l.id);
+                ui.separator();
             }
-            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                if ui
-                    .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("+ Compare"))
-                    .on_hover_text("Add a pane with its own configuration, side by side")
-                    .clicked()
-                {
-                    self.actions.push(Action::AddPane);
-                }
-            });
+            if ui
+                .add_enabled(self.panes.len() < MAX_PANES, egui::Button::new("+ Compare"))
+                .on_hover_text("Add a pane with its own configuration, side by side")
+                .clicked()
+            {
+                self.actions.push(Action::AddPane);
+            }
         });
         if self.panes.len() > 1 {
-            self.comparison(ui);
+            egui::ScrollArea::horizontal()
+                .id_salt("pane-comparison-scroll")
+                .max_width(width)
+                .show(ui, |ui| self.comparison(ui));
         }
         ui.separator();
         self.view_rect = ui.available_rect_before_wrap();
@@ -374,8 +411,9 @@ struct HeaderClicks {
     remove: bool,
 }
 
-/// A pane's header: its number (click to edit it), its configuration in a few words, its miss
-/// rate, whether it is being updated, and a close button.
+/// A pane's header, two lines at any width: its number (click to edit it), its miss rate,
+/// its configuration in a few words and a close button; then what its result covers and
+/// whether it is being updated. Words that do not fit are cut, the whole on hover.
 fn pane_header(
     ui: &mut Ui,
     pane: &Pane,
@@ -387,14 +425,14 @@ fn pane_header(
         activate: false,
         remove: false,
     };
-    ui.horizontal_wrapped(|ui| {
+    let close = if n > 1 { 28.0 } else { 0.0 };
+    ui.horizontal(|ui| {
         if n > 1 {
             clicks.activate = ui
                 .selectable_label(active, RichText::new(format!("Pane {}", i + 1)).strong())
                 .on_hover_text("Edit this pane's configuration in the side panel")
                 .clicked();
         }
-        ui.label(RichText::new(format!("{preset}, {}", short(cfg))).weak());
         match (&pane.error, &pane.result) {
             // The error stands where this configuration's numbers would.
             (Some(_), _) => {
@@ -402,55 +440,103 @@ fn pane_header(
             }
             (None, Some(r)) => {
                 ui.label(RichText::new(format!("{:.2}% misses", r.miss_percent())).strong());
-                ui.label(RichText::new(scope(&r.report)).weak())
-                    .on_hover_text(
-                        "What this result covers: the SMs simulated (the GPU panel's \"Simulate\" \
-                     setting), the CTAs that ran on them, their requests and accesses",
-                    );
             }
             (None, None) => {}
         }
-        let updating = pane.sim.is_some() || pane.dirty_since.is_some();
-        let partial = pane.result.as_ref().is_some_and(|r| r.preview);
-        let note = match (pane.error.is_some(), updating, pane.stale) {
-            (true, _, _) | (false, false, false) => None,
-            (false, true, _) => Some("stale, updating…"),
-            // Its run was cancelled: what is on screen stays, and says what it is.
-            (false, false, true) if partial => Some("partial: its run was cancelled"),
-            (false, false, true) => Some("stale: its run was cancelled"),
-        };
-        if let Some(note) = note {
-            ui.label(RichText::new(note).color(ui.visuals().warn_fg_color));
+        let room = (ui.available_width() - close).max(0.0);
+        ui.scope(|ui| {
+            ui.set_max_width(room);
+            let words = format!("{preset}, {}", short(cfg));
+            ui.add(egui::Label::new(RichText::new(words).weak()).truncate());
+        });
+        if n > 1 {
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                clicks.remove = ui
+                    .small_button("x")
+                    .on_hover_text("Close this pane")
+                    .clicked();
+            });
         }
-        clicks.remove = n > 1
-            && ui
-                .small_button("x")
-                .on_hover_text("Close this pane")
-                .clicked();
     });
+    let updating = pane.sim.is_some() || pane.dirty_since.is_some();
+    let partial = pane.result.as_ref().is_some_and(|r| r.preview);
+    let note = match (pane.error.is_some(), updating, pane.stale) {
+        (true, _, _) | (false, false, false) => None,
+        (false, true, _) => Some("stale, updating…"),
+        // Its run was cancelled: what is on screen stays, and says what it is.
+        (false, false, true) if partial => Some("partial: its run was cancelled"),
+        (false, false, true) => Some("stale: its run was cancelled"),
+    };
+    let scope_text = pane
+        .result
+        .as_ref()
+        .filter(|_| pane.error.is_none())
+        .map(|r| scope(&r.report));
+    if note.is_some() || scope_text.is_some() {
+        ui.horizontal(|ui| {
+            if let Some(note) = note {
+                ui.label(RichText::new(note).color(ui.visuals().warn_fg_color));
+            }
+            if let Some(text) = scope_text {
+                ui.add(egui::Label::new(RichText::new(text).weak()).truncate())
+                    .on_hover_text(
+                        "What this result covers: the SMs simulated (the GPU panel's \"Simulate\" \
+                         setting), the CTAs that ran on them, their requests and accesses",
+                    );
+            }
+        });
+    }
     clicks
 }
 
+/// The narrowest a pane is drawn beside another before the panes go one under the other.
+const MIN_PANE_WIDTH: f32 = 300.0;
+/// The lowest a pane is drawn before the panes scroll instead of shrinking further: room for
+/// its header and the Miss categories view's two charts with their legends and a few rows.
+const MIN_PANE_HEIGHT: f32 = 260.0;
+
 /// Lays out `n` panes so each stays readable: side by side for one or two, a grid of two
-/// columns for three or four (rows share the height); `body` draws pane `i` into its cell.
+/// columns for three or four (rows share the height); one column where two would be narrower
+/// than `MIN_PANE_WIDTH`, and a scrolled column where the rows would be lower than
+/// `MIN_PANE_HEIGHT`. Each pane is held to its cell (drawn and clipped there), so a wide
+/// label or table in one pane never pushes the others off screen. `body` draws pane `i`.
 pub(super) fn pane_grid(ui: &mut Ui, n: usize, mut body: impl FnMut(usize, &mut Ui)) {
-    let cols = n.clamp(1, 2);
-    let rows = n.div_ceil(cols).max(1);
-    let gap = ui.spacing().item_spacing.y;
-    let height = ((ui.available_height() - gap * (rows - 1) as f32) / rows as f32).max(160.0);
-    for r in 0..rows {
-        let width = ui.available_width();
-        ui.allocate_ui(egui::vec2(width, height), |ui| {
-            ui.set_height(height);
-            ui.columns(cols, |cells| {
-                for (j, cell) in cells.iter_mut().enumerate() {
-                    let i = r * cols + j;
-                    if i < n {
-                        body(i, cell);
-                    }
-                }
-            });
-        });
+    let n = n.max(1);
+    let gap = ui.spacing().item_spacing;
+    let avail = ui.available_size_before_wrap();
+    let cols = if n > 1 && (avail.x - gap.x) / 2.0 >= MIN_PANE_WIDTH {
+        2
+    } else {
+        1
+    };
+    let rows = n.div_ceil(cols);
+    let width = ((avail.x - gap.x * (cols - 1) as f32) / cols as f32).max(1.0);
+    let fit = (avail.y - gap.y * (rows - 1) as f32) / rows as f32;
+    let height = fit.max(MIN_PANE_HEIGHT);
+    let mut draw = |ui: &mut Ui| {
+        let total = egui::vec2(avail.x, height * rows as f32 + gap.y * (rows - 1) as f32);
+        let (rect, _) = ui.allocate_exact_size(total, egui::Sense::hover());
+        for i in 0..n {
+            let (r, c) = ((i / cols) as f32, (i % cols) as f32);
+            let min = rect.min + egui::vec2(c * (width + gap.x), r * (height + gap.y));
+            let cell = egui::Rect::from_min_size(min, egui::vec2(width, height));
+            let mut pane = ui.new_child(
+                egui::UiBuilder::new()
+                    .id_salt(("pane-cell", i))
+                    .max_rect(cell)
+                    .layout(egui::Layout::top_down(egui::Align::Min)),
+            );
+            pane.set_clip_rect(cell.intersect(ui.clip_rect()));
+            body(i, &mut pane);
+        }
+    };
+    if fit < MIN_PANE_HEIGHT {
+        egui::ScrollArea::vertical()
+            .id_salt("pane-grid-scroll")
+            .auto_shrink(false)
+            .show(ui, |ui| draw(ui));
+    } else {
+        draw(ui);
     }
 }
 
@@ -461,11 +547,23 @@ pub(super) fn short(c: &SimConfig) -> String {
         w => format!("{w}-way"),
     };
     format!(
-        "{} KiB {ways}, {}, {}",
-        c.cache.size_bytes / 1024,
+        "{} {ways}, {}, {}",
+        size_words(c.cache.size_bytes),
         c.cache.replacement.name(),
         c.schedule.policy.name()
     )
+}
+
+/// A cache size as the size field shows it: whole KiB, else bytes below 1 KiB, else KiB with
+/// the fraction ("128 B", "1.5 KiB"; never "0 KiB" for a cache of 128 bytes).
+pub(super) fn size_words(bytes: u64) -> String {
+    if bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else if bytes < 1024 {
+        format!("{bytes} B")
+    } else {
+        format!("{} KiB", bytes as f64 / 1024.0)
+    }
 }
 
 /// Characters of the comparison's "differs in" cell before it is cut (the whole on hover).
@@ -537,7 +635,11 @@ pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
                 }
             };
             for k in &differing {
-                let (key, v) = value(f, k);
+                let (key, mut v) = value(f, k);
+                // A limit of 0 misses in flight is no limit.
+                if v == "0" && (key.ends_with(".mshrs") || key.ends_with(".mshrs_per_warp")) {
+                    v = "unlimited".into();
+                }
                 if v == "null" {
                     add(format!("{} off", words(&key)));
                     continue;
@@ -572,5 +674,15 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>)
         }
         serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
         other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cache_sizes_read_as_the_size_field_shows_them() {
+        assert_eq!(super::size_words(16 * 1024), "16 KiB");
+        assert_eq!(super::size_words(128), "128 B");
+        assert_eq!(super::size_words(1536), "1.5 KiB");
     }
 }

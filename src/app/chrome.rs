@@ -157,6 +157,10 @@ impl WarpscopeApp {
                     }
                 }
                 ui.separator();
+                ui.checkbox(
+                    &mut self.settings.side_panel,
+                    "Side panel (trace and configuration)",
+                );
                 ui.checkbox(&mut self.settings.dark, "Dark theme");
             });
             ui.menu_button("Panes", |ui| {
@@ -225,11 +229,16 @@ impl WarpscopeApp {
                     self.actions.push(Action::OpenTruncated(path));
                 }
             }
+            // One line, cut at the window's edge (the whole on hover), so a long message
+            // never widens the window's panels.
             match &self.status {
-                Status::Info(s) => ui.label(s),
-                Status::Error(s) => {
-                    ui.colored_label(ui.visuals().error_fg_color, format!("Error: {s}"))
-                }
+                Status::Info(s) => ui.add(egui::Label::new(s.as_str()).truncate()),
+                Status::Error(s) => ui.add(
+                    egui::Label::new(
+                        RichText::new(format!("Error: {s}")).color(ui.visuals().error_fg_color),
+                    )
+                    .truncate(),
+                ),
             };
         });
         self.actions.extend(cancel.into_iter().map(Action::Cancel));

@@ -7,6 +7,9 @@ use egui::{RichText, Ui};
 use super::worker::Source;
 use super::{Status, WarpscopeApp};
 
+/// The narrowest window (points) that shows a lesson beside the side panel and two panes.
+const LESSON_BESIDE_SIDE_PANEL: f32 = 1280.0;
+
 impl WarpscopeApp {
     /// Opens lesson `name`: its panes, their settings and kernels, and its text.
     pub fn open_lesson(&mut self, name: &str, now: f64) {
@@ -38,9 +41,25 @@ impl WarpscopeApp {
                 max_accesses: self.max_generated_accesses,
             };
             self.start_pane_job(i, format!("Lesson: {} (pane {})", p.label, i + 1), source);
+            // The previous lesson's pictures go at once: the new text must not sit beside
+            // them while the new kernels are generated and simulated.
+            let pane = &mut self.panes[i];
+            pane.result = None;
+            pane.sim = None;
+            pane.stale = false;
         }
         self.settings.active = 0;
         self.lesson = Some(l);
+        // In a small window the lesson's column takes the side panel's room, so the panes
+        // keep theirs; the tab row's "Settings" button brings the panel back.
+        if self.window_width < LESSON_BESIDE_SIDE_PANEL {
+            self.settings.side_panel = false;
+            self.status = Status::Info(
+                "The side panel is hidden to make room for the lesson: \"Show settings\" (or View > \
+                 Side panel) shows it"
+                    .into(),
+            );
+        }
     }
 
     /// The open lesson's text, beside the panes.

@@ -82,6 +82,8 @@ pub struct Settings {
     pub generator_params: String,
     /// The last directory a file was chosen in.
     pub last_dir: Option<PathBuf>,
+    /// The side panel (trace and configuration) is shown; hidden, the panes take its room.
+    pub side_panel: bool,
 }
 
 impl Default for Settings {
@@ -101,6 +103,7 @@ impl Default for Settings {
             generator: START_KERNEL.to_string(),
             generator_params: START_PARAMS.to_string(),
             last_dir: None,
+            side_panel: true,
         }
     }
 }
@@ -237,6 +240,8 @@ pub struct WarpscopeApp {
     pub editor: editor::Editor,
     /// The lesson open beside the panes.
     pub lesson: Option<crate::lesson::Lesson>,
+    /// The window's width in points, as of the last frame (layout decisions outside `ui`).
+    window_width: f32,
     /// A merged sweep table shown as a heatmap.
     pub sweep: sweep_view::SweepView,
     /// The kernel and parameters being generated.
@@ -320,6 +325,7 @@ impl WarpscopeApp {
             editor: Default::default(),
             sweep: Default::default(),
             lesson: None,
+            window_width: 1280.0,
             load_job: None,
             load_file: None,
             failed_file: None,
@@ -361,12 +367,16 @@ impl WarpscopeApp {
         self.handle_drops(&ctx);
         egui::Panel::top("menu").show(ui, |ui| self.menu(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
-        egui::Panel::left("side")
-            .resizable(true)
-            .default_size(300.0)
-            .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.side(ui));
-            });
+        self.window_width = ctx.content_rect().width();
+        if self.settings.side_panel {
+            // Narrower in a small window, so the panes keep room.
+            egui::Panel::left("side")
+                .resizable(true)
+                .default_size((self.window_width * 0.26).clamp(230.0, 300.0))
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.side(ui));
+                });
+        }
         self.lesson_panel(ui);
         egui::CentralPanel::default().show(ui, |ui| self.central(ui));
         self.editor_window(&ctx, now);

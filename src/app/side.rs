@@ -90,9 +90,13 @@ impl WarpscopeApp {
                                 .on_hover_text(k.description)
                                 .clicked()
                             {
-                                self.settings.generator = k.name.to_string();
+                                let was = std::mem::replace(
+                                    &mut self.settings.generator,
+                                    k.name.to_string(),
+                                );
                                 let now = &self.settings.generator_params;
-                                self.settings.generator_params = shared_params(k.params, now);
+                                self.settings.generator_params =
+                                    shared_params((&was, k.name), k.params, now);
                             }
                         }
                     })
@@ -164,8 +168,18 @@ impl WarpscopeApp {
 
 /// A kernel's default `key=value` settings with the values of `current` (the kernel chosen
 /// before) for the keys both have, so that switching kernels keeps what they share (matmul
-/// `n=128`, then matmul-tiled: `n=128 tile=16`, a fair comparison).
-fn shared_params(defaults: &str, current: &str) -> String {
+/// `n=128`, then matmul-tiled: `n=128 tile=16`, a fair comparison). Only between kernels of
+/// one family (`matmul`, `matmul-tiled`; `histogram`, `histogram2`), where a key means the
+/// same: vecadd's `n=4096` elements is not a 4096 x 4096 matmul.
+fn shared_params((from, to): (&str, &str), defaults: &str, current: &str) -> String {
+    let family = |k: &str| {
+        let stem = k.split('-').next().unwrap_or(k);
+        stem.trim_end_matches(|c: char| c.is_ascii_digit())
+            .to_string()
+    };
+    if family(from) != family(to) {
+        return defaults.to_string();
+    }
     let value = |key: &str| {
         current
             .split_whitespace()
@@ -186,8 +200,30 @@ mod tests {
     #[test]
     fn switching_kernels_keeps_the_settings_they_share() {
         let p = super::shared_params;
-        assert_eq!(p("n=64 tile=16", "n=128 block=16,16"), "n=128 tile=16");
-        assert_eq!(p("n=64 block=16,16", "n=128 tile=8"), "n=128 block=16,16");
-        assert_eq!(p("width=64 height=64", "n=128"), "width=64 height=64");
+        let m = ("matmul", "matmul-tiled");
+        assert_eq!(p(m, "n=64 tile=16", "n=128 block=16,16"), "n=128 tile=16");
+        let m = ("matmul-tiled", "matmul");
+        assert_eq!(
+            p(m, "n=64 block=16,16", "n=128 tile=8"),
+            "n=128 block=16,16"
+        );
+        let m = ("matmul", "matmul");
+        assert_eq!(
+            p(m, "n=64 block=16,16", "n=128 block=16,16"),
+            "n=128 block=16,16"
+        );
+        let t = ("matmul", "transpose");
+        assert_eq!(p(t, "width=64 height=64", "n=128"), "width=64 height=64");
+        // vecadd's n counts elements: a matmul of n=4096 would be 2^36 accesses.
+        let v = ("vecadd", "matmul");
+        assert_eq!(
+            p(v, "n=64 block=16,16", "n=4096 block=256"),
+            "n=64 block=16,16"
+        );
+        let h = ("histogram", "histogram2");
+        assert_eq!(
+            p(h, "n=65536 bins=64", "n=4096 bins=256"),
+            "n=4096 bins=256"
+        );
     }
 }

@@ -16,6 +16,18 @@ pub fn outcome(o: Outcome) -> Color32 {
     }
 }
 
+/// What a text calls the colours above (lessons, docs): the word for each outcome, then for
+/// the timing model's latency and MSHR classes. A test holds the lessons to these words.
+pub const COLOUR_NAMES: [(&str, &str); 7] = [
+    ("hit", "green"),
+    ("compulsory", "blue"),
+    ("capacity", "yellow"),
+    ("conflict", "orange"),
+    ("miss", "red"),
+    ("latency", "pink"),
+    ("mshr", "purple"),
+];
+
 /// The timing model's extra classes.
 pub const LATENCY: Color32 = Color32::from_rgb(0xCC, 0x79, 0xA7);
 pub const MSHR: Color32 = Color32::from_rgb(0x99, 0x66, 0xCC);
@@ -62,10 +74,14 @@ pub fn ramp(t: f32) -> Color32 {
 }
 
 /// A legend entry: a filled square in `colour`, then `text`.
+/// The two stay together where a legend wraps.
 pub fn swatch(ui: &mut egui::Ui, colour: Color32, text: &str) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
-    ui.painter().rect_filled(rect, 2.0, colour);
-    ui.label(text);
+    ui.horizontal(|ui| {
+        ui.spacing_mut().item_spacing.x = 4.0;
+        let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_filled(rect, 2.0, colour);
+        ui.label(text);
+    });
 }
 
 /// A legend entry for the density image's pixels that hold hits and misses: the hit colour
@@ -107,4 +123,38 @@ pub fn colour_scale(ui: &mut egui::Ui, from: f32, low: &str, high: &str, what: &
     }
     ui.label(egui::RichText::new(high).small());
     ui.label(egui::RichText::new(what).small().weak());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::COLOUR_NAMES;
+
+    /// A lesson that names a colour names, in the same sentence, the outcome drawn in it
+    /// ("click an orange request (a conflict miss)"): "click a red request" where conflict
+    /// misses are orange sent students looking for a colour that is not on screen.
+    #[test]
+    fn the_colours_lessons_name_are_the_colours_on_screen() {
+        let colours = [
+            "red", "orange", "yellow", "green", "blue", "pink", "purple", "violet",
+        ];
+        for (name, _) in crate::lesson::LESSONS {
+            let text = crate::lesson::lesson(name).unwrap().text.to_lowercase();
+            for sentence in text.split(['.', ':', ';']) {
+                let words: Vec<&str> = sentence
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                for colour in colours.iter().filter(|c| words.contains(c)) {
+                    let drawn = COLOUR_NAMES
+                        .iter()
+                        .any(|(what, c)| c == colour && words.iter().any(|w| w.starts_with(what)));
+                    assert!(
+                        drawn,
+                        "lesson {name} names {colour} in \"{}\" but no outcome drawn {colour}",
+                        sentence.trim()
+                    );
+                }
+            }
+        }
+    }
 }

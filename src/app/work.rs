@@ -142,6 +142,11 @@ impl WarpscopeApp {
         self.panes.remove(i);
         self.settings.panes.remove(i);
         self.settings.active = self.settings.active.min(self.panes.len() - 1);
+        // What the status bar said may name a pane that is gone or renumbered.
+        self.status = Status::Info(match self.panes.len() {
+            1 => format!("Closed pane {}: one pane left", i + 1),
+            n => format!("Closed pane {}: panes 1 to {n} left", i + 1),
+        });
     }
 
     /// Takes finished jobs and starts due simulations. Called every frame.
@@ -180,7 +185,11 @@ impl WarpscopeApp {
             let Some(since) = pane.dirty_since else {
                 continue;
             };
-            // A pane waits (still dirty) until it has a trace to simulate.
+            // A pane waits (still dirty) until it has a trace to simulate, and while its own
+            // trace is being loaded (a result from the one it replaces would be thrown away).
+            if pane.trace_load.is_some() {
+                continue;
+            }
             let Some(trace) = pane.own_trace.clone().or_else(|| self.trace.clone()) else {
                 continue;
             };

@@ -152,7 +152,7 @@ fn report(out: &mut impl Write, g: &GpuModel, x: &Answer) -> Result<()> {
     }
     writeln!(out, "\nmodel")?;
     for (name, value) in analyze::model_rows(a) {
-        writeln!(out, "  {name:<38} {value}")?;
+        writeln!(out, "  {name:<42} {value}")?;
     }
     writeln!(
         out,

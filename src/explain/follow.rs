@@ -357,6 +357,11 @@ impl Follow {
     }
 
     /// The explanation of the followed request.
+    /// Whether the line's previous use on the SM was a store.
+    pub fn previous_was_store(&self) -> bool {
+        self.previous.is_some_and(|(_, e)| e.write)
+    }
+
     pub fn finish(
         self,
         cfg: &SimConfig,

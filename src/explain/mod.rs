@@ -315,8 +315,21 @@ pub fn explain(
             Some(crate::cache::MissClass::Conflict) => Why::Conflict,
         }
     };
-    // More ways (and so more capacity) for the misses that more room could turn into hits.
-    if matches!(why, Why::Capacity | Why::Conflict) {
+    // A line its previous use, a store, did not bring in (no write-allocate): more room
+    // changes nothing, allocating on stores would.
+    let not_brought_in = !target.hit
+        && cfg.timing.is_none()
+        && !allocates_writes(&cfg)
+        && follow.previous_was_store();
+    if not_brought_in {
+        let mut allocating = cfg.clone();
+        allocating.cache.write_policy = WritePolicy::Wbwa;
+        let label =
+            choice::entry_of(&WritePolicy::Wbwa).map_or("write-back, allocate", |e| e.label);
+        let change = format!("{label} (stores fill lines)");
+        ask(change, allocating, &mut counterfactuals)?;
+    } else if matches!(why, Why::Capacity | Why::Conflict) {
+        // More ways (and so more capacity) for the misses that more room could turn into hits.
         for k in [2u32, 4, 8] {
             let mut more = cfg.clone();
             more.cache.size_bytes *= k as u64;

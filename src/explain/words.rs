@@ -216,9 +216,13 @@ pub fn story(e: &Explanation) -> Vec<String> {
     } else if e.sector_miss {
         out.push("The line was still in the cache, but not every sector this request needs: only the sectors a request asks for are fetched.".into());
     } else if !r.hit && !c.timing && e.previous.as_ref().is_some_and(|p| p.write) {
+        use crate::config::choice::Choice;
+        let policy = <crate::config::WritePolicy as Choice>::ENTRIES
+            .iter()
+            .find(|p| p.name == c.write_policy)
+            .map_or(c.write_policy.as_str(), |p| p.label);
         out.push(format!(
-            "The previous use was a store, and under {} a store does not bring its line into the cache.",
-            c.write_policy
+            "The previous use was a store, and under {policy} a store does not bring its line into the cache: the line was never in it since, so no size or associativity would have kept it. Its class is the rule's below, which asks what a fully associative cache of the same size and write policy would have done."
         ));
     }
     if let Some(f) = &e.flight {

@@ -11,7 +11,12 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
         "Size (KiB)",
         "L1 capacity in KiB (a multiple of the line size)",
         |ui| {
-            let r = ui.add(DragValue::new(&mut kib).range(0.125..=65536.0).speed(1.0));
+            let r = ui.add(
+                DragValue::new(&mut kib)
+                    .range(0.125..=65536.0)
+                    .speed(1.0)
+                    .max_decimals(3),
+            );
             if r.changed() {
                 cc.size_bytes = ((kib * 1024.0).round() as u64).max(1);
             }

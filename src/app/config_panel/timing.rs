@@ -71,13 +71,21 @@ pub(super) fn timing(ui: &mut Ui, c: &mut SimConfig) {
         ui,
         "MSHRs",
         "Misses in flight per SM (0 = unlimited)",
-        |ui| ui.add(DragValue::new(&mut t.mshrs).range(0..=4096)),
+        |ui| {
+            ui.add(unlimited_at_zero(
+                DragValue::new(&mut t.mshrs).range(0..=4096),
+            ))
+        },
     );
     row(
         ui,
         "MSHRs per warp",
         "Misses in flight per warp (0 = no limit)",
-        |ui| ui.add(DragValue::new(&mut t.mshrs_per_warp).range(0..=4096)),
+        |ui| {
+            ui.add(unlimited_at_zero(
+                DragValue::new(&mut t.mshrs_per_warp).range(0..=4096),
+            ))
+        },
     );
     ui.checkbox(&mut t.clip, "Clip to in-flight lines")
         .on_hover_text(
@@ -174,4 +182,19 @@ fn rule<T: PartialEq + Copy>(
         "See docs/model.md, \"Where we differ from the released model\"",
         |ui| pick(ui, label, value, &options),
     );
+}
+
+/// A count whose 0 means "no limit" shows (and takes) the word "unlimited" there.
+fn unlimited_at_zero(d: DragValue<'_>) -> DragValue<'_> {
+    d.custom_formatter(|v, _| {
+        if v == 0.0 {
+            "unlimited".into()
+        } else {
+            format!("{v}")
+        }
+    })
+    .custom_parser(|s| match s.trim() {
+        "unlimited" | "" => Some(0.0),
+        s => s.parse().ok(),
+    })
 }

@@ -187,6 +187,9 @@ pub struct Gather<'a> {
     /// By [`Slots`]: each instruction's requests by read/write and outcome, and each CTA's
     /// misses by read/write and class.
     pub inst_split: Vec<ClassSplit>,
+    /// By [`Slots`]: each instruction's lines, as (first byte, one past the last), for the
+    /// arrays' labels on the address axis.
+    inst_spans: Vec<(u64, u64)>,
     pub cta_classes: CtaClasses,
     pub grid: GrowingGrid,
     pages: FxHashSet<u64>,
@@ -214,6 +217,7 @@ impl<'a> Gather<'a> {
             spans: Vec::new(),
             slots: Slots::default(),
             inst_split: Vec::new(),
+            inst_spans: Vec::new(),
             cta_classes: CtaClasses::default(),
             grid: GrowingGrid::new(config.cache.sets() as usize),
             pages: FxHashSet::default(),
@@ -248,9 +252,24 @@ impl<'a> Gather<'a> {
         *self = fresh;
     }
 
-    /// The address axis: the segments of every page the requests touched.
+    /// The address axis: the segments of every page the requests touched, and the arrays'
+    /// labels from the lines each instruction asked for.
     pub fn segments(&self) -> Segments {
-        Segments::from_addresses(self.pages.iter().map(|&p| p << 12))
+        let mut s = Segments::from_addresses(self.pages.iter().map(|&p| p << 12));
+        let mut ranges = Vec::new();
+        for (k, kernel) in self.kernels.iter().enumerate() {
+            for (i, inst) in kernel.instructions.iter().enumerate() {
+                let span = self
+                    .slots
+                    .inst(k, i as u32)
+                    .and_then(|slot| self.inst_spans.get(slot));
+                if let Some(&(lo, hi)) = span.filter(|s| s.0 < s.1) {
+                    ranges.push((lo, hi, inst.name.as_str()));
+                }
+            }
+        }
+        s.labels = super::segments::labels_of_ranges(ranges);
+        s
     }
 
     /// The sample thinned to at most `most` requests (a power-of-two step), and the stride of
@@ -307,6 +326,7 @@ impl Observer for Gather<'_> {
         self.kernels.push(header.shape_only());
         self.inst_split
             .resize(self.slots.insts, ClassSplit::default());
+        self.inst_spans.resize(self.slots.insts, (u64::MAX, 0));
         self.cta_classes.resize(self.slots.ctas);
     }
 
@@ -319,6 +339,7 @@ impl Observer for Gather<'_> {
         self.slots.more_instructions(added.len());
         self.inst_split
             .resize(self.slots.insts, ClassSplit::default());
+        self.inst_spans.resize(self.slots.insts, (u64::MAX, 0));
     }
 
     fn on_request(&mut self, e: &RequestEvent) {
@@ -343,6 +364,12 @@ impl Observer for Gather<'_> {
         let k = e.kernel as usize;
         if let Some(s) = self.slots.inst(k, e.inst) {
             self.inst_split[s].add(e.write, o);
+            let lo = e.line.saturating_mul(self.line_bytes);
+            let span = &mut self.inst_spans[s];
+            *span = (
+                span.0.min(lo),
+                span.1.max(lo.saturating_add(self.line_bytes)),
+            );
         }
         if let Some(s) = self.slots.cta(k, e.cta) {
             self.cta_classes.add(s, e.write, o);

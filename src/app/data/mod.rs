@@ -115,6 +115,9 @@ pub struct Points {
 pub struct Segments {
     /// (first byte, one past the last byte, axis offset of the first byte), by address.
     pub ranges: Vec<(u64, u64, f64)>,
+    /// The arrays the instructions touch, by address: first byte and label
+    /// ([`array_labels`]), painted beside the axis.
+    pub labels: Vec<(u64, String)>,
 }
 
 /// Gap between segments on the axis, as a fraction of the total span.
@@ -131,9 +134,6 @@ pub struct TraceData {
     pub format: Option<Format>,
     /// The address segments of the accesses that reach the L1 (global and local memory).
     pub segments: Segments,
-    /// The arrays the instructions touch, by address: first byte and label
-    /// ([`array_labels`]).
-    pub arrays: Vec<(u64, String)>,
     /// Accesses that reach the L1 (shared-memory, constant and texture accesses and barriers
     /// are in the trace but not here).
     pub accesses: u64,
@@ -155,16 +155,15 @@ impl TraceData {
                 })
             })
         };
-        let segments = Segments::from_addresses(l1_addresses());
+        let mut segments = Segments::from_addresses(l1_addresses());
+        segments.labels = array_labels(&trace);
         let accesses = l1_addresses().count() as u64;
-        let arrays = array_labels(&trace);
         TraceData {
             trace,
             label,
             path,
             format,
             segments,
-            arrays,
             accesses,
             truncated: None,
             streamed: None,
@@ -473,7 +472,8 @@ mod tests {
         assert_eq!(d.segments.ranges.len(), 1);
         let base = d.segments.ranges[0].0;
         let a: Vec<(u64, &str)> = d
-            .arrays
+            .segments
+            .labels
             .iter()
             .map(|(a, l)| (a - base, l.as_str()))
             .collect();
@@ -481,8 +481,9 @@ mod tests {
         // Instructions whose ranges overlap share one array; shared memory is not an array.
         let t = crate::gen::generate("stencil2d", &pairs(&[])).unwrap();
         let d = TraceData::new(t, "stencil2d".into(), None, None);
-        assert_eq!(d.arrays.len(), 2, "{:?}", d.arrays);
-        assert!(d.arrays[0].1.contains(" +"), "{:?}", d.arrays);
+        let arrays = &d.segments.labels;
+        assert_eq!(arrays.len(), 2, "{arrays:?}");
+        assert!(arrays[0].1.contains(" +"), "{arrays:?}");
     }
 
     #[test]
@@ -497,5 +498,15 @@ mod tests {
         assert!(second > 4096.0 && second < 16384.0, "{second}");
         assert_eq!(s.addr(s.y(0x7000_2010)), Some(0x7000_2010));
         assert_eq!(s.addr(5000.0), None);
+        // The separators lie in the gaps, off every address's position (a request at a
+        // segment's first address was drawn on its dashed line).
+        let seps = s.separators();
+        assert_eq!(seps.len(), 2);
+        assert!(seps[0].1 < 0.0 && s.addr(seps[0].1).is_none(), "{seps:?}");
+        assert!(
+            seps[1].1 < second && seps[1].1 > s.y(0x1000_0fff),
+            "{seps:?}"
+        );
+        assert!(s.addr(seps[1].1).is_none(), "{seps:?}");
     }
 }

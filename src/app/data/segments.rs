@@ -37,7 +37,31 @@ impl Segments {
                 r
             })
             .collect();
-        Segments { ranges }
+        Segments {
+            ranges,
+            labels: Vec::new(),
+        }
+    }
+    /// Where each segment's separator is drawn, with the segment's first address: half way
+    /// into the gap below it (below the first: as far as the gap above it), so requests at a
+    /// segment's first address are not drawn on the line.
+    pub fn separators(&self) -> Vec<(u64, f64)> {
+        let end = |&(lo, hi, y): &(u64, u64, f64)| y + (hi - lo) as f64;
+        let half_gap = match self.ranges.as_slice() {
+            [a, b, ..] => (b.2 - end(a)) / 2.0,
+            _ => 2048.0,
+        };
+        self.ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let below = match i.checked_sub(1).map(|j| &self.ranges[j]) {
+                    Some(prev) => (r.2 - end(prev)) / 2.0,
+                    None => half_gap,
+                };
+                (r.0, r.2 - below)
+            })
+            .collect()
     }
     /// Axis position of a byte address.
     pub fn y(&self, addr: u64) -> f64 {
@@ -117,6 +141,12 @@ pub fn array_labels(trace: &Trace) -> Vec<(u64, String)> {
             }
         }
     }
+    labels_of_ranges(ranges)
+}
+
+/// Array labels from each instruction's address range, (first byte, one past the last,
+/// instruction name): ranges that overlap are one array, named by its instructions.
+pub fn labels_of_ranges(mut ranges: Vec<(u64, u64, &str)>) -> Vec<(u64, String)> {
     ranges.sort_unstable_by_key(|r| (r.0, r.1));
     let mut arrays: Vec<(u64, u64, Vec<&str>, usize)> = Vec::new();
     for (lo, hi, name) in ranges {

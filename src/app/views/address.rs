@@ -354,7 +354,7 @@ impl AddressView {
             .y_axis_min_width(80.0)
             .include_x(data.x_start())
             .include_x(data.x_end())
-            .include_y(0.0)
+            .include_y(segs.separators().first().map_or(0.0, |s| s.1))
             .include_y(segs.height())
             .allow_boxed_zoom(true)
             // The wheel zooms (below), as docs/app.md says; dragging pans.
@@ -408,7 +408,7 @@ impl AddressView {
             let (x0, x1) = (b.min()[0], b.max()[0]);
             let visible = data.visible(x0, x1).len();
             // Segment separators (each array's label is painted over the plot below).
-            for &(lo, _, y) in &segs.ranges {
+            for (lo, y) in segs.separators() {
                 pui.hline(
                     egui_plot::HLine::new(hex(lo), y)
                         .color(Color32::from_gray(110))
@@ -480,7 +480,7 @@ impl AddressView {
             }
             drawn
         });
-        array_labels(ui, &resp.transform, resp.response.rect, trace, label_colour);
+        array_labels(ui, &resp.transform, resp.response.rect, segs, label_colour);
         let b = resp.transform.bounds();
         state.shown_x = Some((b.min()[0], b.max()[0]));
         // Ask for a new raster when the view changed and the newest request is not this one.

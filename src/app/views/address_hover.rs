@@ -71,6 +71,9 @@ pub(super) fn selection_panel(ui: &mut Ui, trace: &TraceData, s: &Selection) -> 
     clear
 }
 
+/// The widest a value of the request tooltip is drawn before it wraps (points).
+const HOVER_VALUE_WIDTH: f32 = 300.0;
+
 pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
     let p = &d.points;
     let k = p.kernel[i] as usize;
@@ -96,9 +99,14 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
     };
     let line_addr = p.line[i] * d.line_bytes;
     egui::Grid::new("hover").num_columns(2).show(ui, |ui| {
+        // A long value (a mangled C++ kernel name, the timing model's note) wraps instead of
+        // widening the tooltip across the window.
         let mut kv = |k: &str, v: String| {
             ui.label(RichText::new(k).weak());
-            ui.label(v);
+            ui.scope(|ui| {
+                ui.set_max_width(HOVER_VALUE_WIDTH);
+                ui.add(egui::Label::new(v).wrap());
+            });
             ui.end_row();
         };
         kv("request", d.request_number(i).to_string());

@@ -136,6 +136,9 @@ impl MissesView {
             ui.label(RichText::new(note).weak());
         }
         let h = ui.available_height();
+        // Each chart high enough for its legend (a row per class), however low the pane: the
+        // pane grid scrolls before it makes panes lower than that.
+        let legend = 20.0 + 18.0 * (columns.len() + 1) as f32;
         // Totals: all, reads and writes.
         let totals = &d.miss_tables.totals;
         let bypassed = if d.config.timing.is_some() {
@@ -144,7 +147,7 @@ impl MissesView {
             0
         };
         Plot::new(("miss-totals", pane))
-            .height(h * 0.25)
+            .height((h * 0.25).max(legend))
             .legend(Legend::default().follow_insertion_order(true))
             .y_axis_label("misses")
             // Room on the right for the legend.
@@ -235,7 +238,7 @@ impl MissesView {
             .filter_map(|&i| tables.row(per, i).map(std::borrow::Cow::into_owned))
             .collect();
         Plot::new(("miss-rows", pane))
-            .height(h * 0.3)
+            .height((h * 0.3).max(legend))
             .legend(Legend::default().follow_insertion_order(true))
             .y_axis_label("misses (reads + writes)")
             .x_axis_formatter({

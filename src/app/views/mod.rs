@@ -8,7 +8,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::PlotPoint;
 
-use super::data::{Outcome, SimData, TraceData};
+use super::data::{Outcome, SimData};
 use super::raster::ColourBy;
 use super::theme;
 
@@ -74,6 +74,13 @@ fn empty(ui: &mut Ui, text: &str) {
     ui.centered_and_justified(|ui| {
         ui.label(RichText::new(text).size(15.0).weak());
     });
+}
+
+/// Whether an axis label at `value` would be cut by the plot's right edge (its text is
+/// centred on its mark): such a label is left out rather than shown half.
+pub(super) fn at_right_edge(value: f64, range: &std::ops::RangeInclusive<f64>) -> bool {
+    let (lo, hi) = (*range.start(), *range.end());
+    value > hi - (hi - lo) * 0.03
 }
 
 fn hex(a: u64) -> String {
@@ -147,15 +154,15 @@ fn array_labels(
     ui: &Ui,
     t: &egui_plot::PlotTransform,
     rect: egui::Rect,
-    trace: &TraceData,
+    segments: &crate::app::data::Segments,
     colour: Color32,
 ) {
     let painter = ui.painter_at(rect);
     let font = egui::FontId::proportional(11.0);
     let mut last = f32::INFINITY;
-    for (start, text) in &trace.arrays {
+    for (start, text) in &segments.labels {
         let y = t
-            .position_from_point(&PlotPoint::new(0.0, trace.segments.y(*start)))
+            .position_from_point(&PlotPoint::new(0.0, segments.y(*start)))
             .y;
         if y > rect.bottom() + 1.0 || y < rect.top() + 12.0 || last - y < 14.0 {
             continue;

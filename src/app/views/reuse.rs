@@ -92,7 +92,10 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         )
         .color(colour)
     };
-    let fmt = |m: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
+    let fmt = |m: egui_plot::GridMark, range: &std::ops::RangeInclusive<f64>| {
+        if at_right_edge(m.value, range) {
+            return String::new();
+        }
         if m.value < 0.5 || m.value.fract() != 0.0 {
             if m.value == 0.0 {
                 "0".into()
@@ -173,8 +176,8 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
         .include_x(right)
         .x_axis_label("fully associative LRU capacity (lines, log2)")
         .y_axis_label("miss rate (%)")
-        .x_axis_formatter(|m, _| {
-            if m.value.fract() == 0.0 && m.value >= 0.0 {
+        .x_axis_formatter(|m, range| {
+            if m.value.fract() == 0.0 && m.value >= 0.0 && !at_right_edge(m.value, range) {
                 format!("{}", 1u64 << (m.value as u32).min(62))
             } else {
                 String::new()

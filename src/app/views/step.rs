@@ -508,11 +508,33 @@ fn scatter(ui: &mut Ui, d: &SimData, cursor: usize, cx: &PaneCx) {
     }
     let (cx_, cy) = (d.x(cursor), d.y[cursor]);
     let strong = ui.visuals().strong_text_color();
+    // What the colours say, as in the address view, and the requests still to come.
+    ui.horizontal_wrapped(|ui| {
+        let (entries, _) = colour_legend(d, crate::app::raster::ColourBy::Outcome);
+        for (colour, text) in entries {
+            theme::swatch(ui, colour, &text);
+        }
+        theme::swatch(ui, Color32::from_gray(90), "not issued yet");
+        theme::swatch(ui, strong, "this request");
+    });
+    let (segs, marks) = (d.segments.clone(), d.segments.clone());
     Plot::new(("step-scatter", cx.pane))
         .height(ui.available_height().max(120.0))
         .x_axis_label(d.x_label())
         .y_axis_label("address")
-        .show_axes([true, false])
+        .y_axis_formatter(move |m, _| segs.addr(m.value).map_or(String::new(), hex))
+        // Ticks at round hexadecimal addresses, as in the address view.
+        .y_grid_spacer(move |g| {
+            marks
+                .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
+                .into_iter()
+                .map(|(value, step)| egui_plot::GridMark {
+                    value,
+                    step_size: step as f64,
+                })
+                .collect()
+        })
+        .y_axis_min_width(80.0)
         .allow_drag(false)
         .allow_zoom(false)
         .allow_scroll(false)
