@@ -203,3 +203,73 @@ fn a_plain_sweep_table_opens_in_every_format_it_is_written_in() {
     assert!(e.len() < 400, "{} characters: {e}", e.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A sweep run from the app (Panes > Sweep the active pane…, two axes typed, Run) on a
+/// worker: its table is the one `warpscope sweep` writes for the same kernel, configuration
+/// and grid, cell for cell, and it opens as the heatmap; an axis that cannot be read keeps
+/// the button disabled and says why.
+#[test]
+fn a_sweep_run_in_the_app_equals_the_clis() {
+    let dir = std::env::temp_dir().join(format!("warpscope-app-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("sweep.csv");
+    warpscope(&[
+        "sweep",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--preset",
+        "fermi-16k",
+        "--set-index",
+        "modulo",
+        "--vary",
+        "cache-size=4K,16K",
+        "--vary",
+        "ways=1,2,4",
+        "-o",
+        csv.to_str().unwrap(),
+    ]);
+    let cli = warpscope::app::sweep_view::SweepTable::read(&csv).unwrap();
+
+    let mut a = app("matmul", "n=32");
+    let mut cfg = a.settings.panes[0].1.clone();
+    cfg.cache.set_index = warpscope::config::SetIndex::Modulo;
+    a.set_config(0, "fermi-16k", cfg, 0.0);
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "Panes");
+    click(&mut h, "Sweep the active pane…");
+    h.run_steps(2);
+    assert!(h.state().sweep.open);
+    // A key no sweep knows: no run, and the reason beside the button.
+    h.state_mut().sweep_run.axes = ["nope=1".into(), String::new(), String::new()];
+    h.run_steps(2);
+    h.get_by_label("nope: unknown parameter `nope`");
+    h.state_mut().sweep_run.axes = [
+        "cache-size=4K,16K".into(),
+        "ways=1,2,4".into(),
+        String::new(),
+    ];
+    h.run_steps(2);
+    click(&mut h, "Run 6 configurations");
+    step_until(&mut h, "the sweep", |a| {
+        a.sweep_run.job.is_none() && a.sweep.table.is_some()
+    });
+    let app = h.state().sweep.table.clone().unwrap();
+    let names = |t: &warpscope::app::sweep_view::SweepTable| -> Vec<String> {
+        t.keys.iter().map(|k| k.name.clone()).collect()
+    };
+    assert_eq!(names(&app), ["input", "cache-size", "ways"]);
+    assert_eq!(names(&cli), ["cache-size", "ways"]);
+    for (k, key) in cli.keys.iter().enumerate() {
+        assert_eq!(key.distinct, app.keys[k + 1].distinct, "{}", key.name);
+        assert_eq!(key.rows, app.keys[k + 1].rows, "{}", key.name);
+    }
+    assert_eq!(cli.values, app.values);
+    // Its heatmap is shown: ways along the columns, cache sizes along the rows.
+    let s = h.state().sweep.selection.clone();
+    assert_eq!((s.x, s.y), (2, 1));
+    h.get_by_label("Value");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -183,6 +183,17 @@ impl WarpscopeApp {
                 {
                     self.actions.push(Action::RemovePane(self.settings.active));
                 }
+                ui.separator();
+                if ui
+                    .button("Sweep the active pane…")
+                    .on_hover_text(
+                        "Run a grid of configurations (as warpscope sweep --vary) on the active \
+                         pane's trace and configuration, and see it as a heatmap",
+                    )
+                    .clicked()
+                {
+                    self.sweep.open = true;
+                }
             });
             ui.menu_button("Lessons", |ui| {
                 for (name, _) in crate::lesson::LESSONS {

@@ -23,6 +23,7 @@ pub mod pane_trace;
 pub mod raster;
 mod side;
 pub mod streamed;
+mod sweep_run;
 pub mod sweep_view;
 pub mod theme;
 pub mod views;
@@ -240,6 +241,8 @@ pub struct WarpscopeApp {
     pub editor: editor::Editor,
     /// The lesson open beside the panes.
     pub lesson: Option<crate::lesson::Lesson>,
+    /// The sweep form and the sweep it runs.
+    pub sweep_run: sweep_run::SweepRun,
     /// The window's width in points, as of the last frame (layout decisions outside `ui`).
     window_width: f32,
     /// A merged sweep table shown as a heatmap.
@@ -325,6 +328,7 @@ impl WarpscopeApp {
             editor: Default::default(),
             sweep: Default::default(),
             lesson: None,
+            sweep_run: Default::default(),
             window_width: 1280.0,
             load_job: None,
             load_file: None,

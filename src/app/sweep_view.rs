@@ -140,39 +140,43 @@ impl SweepView {
     pub fn open_file(&mut self, path: &Path) {
         self.open = true;
         match SweepTable::read(path) {
-            Ok(t) => {
-                // The two keys that vary fastest (the last ones), the miss rate.
-                let n = t.keys.len();
-                let varied = |k: &&Key| k.distinct.len() > 1;
-                let mut axes: Vec<usize> = (0..n).filter(|&k| varied(&&t.keys[k])).collect();
-                if axes.is_empty() {
-                    axes.push(n.saturating_sub(1));
-                }
-                let x = axes[axes.len() - 1];
-                let y = if axes.len() > 1 {
-                    axes[axes.len() - 2]
-                } else {
-                    x
-                };
-                let value = t
-                    .values
-                    .iter()
-                    .position(|(n, _)| n == "miss_rate")
-                    .unwrap_or(0);
-                self.selection = Selection {
-                    x,
-                    y,
-                    value,
-                    fixed: vec![0; n],
-                };
-                self.table = Some(t);
-                self.grid = None;
-                self.error = None;
-            }
+            Ok(t) => self.show(t),
             Err(e) => {
                 self.error = Some(e);
             }
         }
+    }
+
+    /// Shows table `t` (read from a file, or a sweep run in the app).
+    pub fn show(&mut self, t: SweepTable) {
+        self.open = true;
+        // The two keys that vary fastest (the last ones), the miss rate.
+        let n = t.keys.len();
+        let varied = |k: &&Key| k.distinct.len() > 1;
+        let mut axes: Vec<usize> = (0..n).filter(|&k| varied(&&t.keys[k])).collect();
+        if axes.is_empty() {
+            axes.push(n.saturating_sub(1));
+        }
+        let x = axes[axes.len() - 1];
+        let y = if axes.len() > 1 {
+            axes[axes.len() - 2]
+        } else {
+            x
+        };
+        let value = t
+            .values
+            .iter()
+            .position(|(n, _)| n == "miss_rate")
+            .unwrap_or(0);
+        self.selection = Selection {
+            x,
+            y,
+            value,
+            fixed: vec![0; n],
+        };
+        self.table = Some(t);
+        self.grid = None;
+        self.error = None;
     }
 
     pub fn ui(&mut self, ui: &mut Ui) {
@@ -180,7 +184,7 @@ impl SweepView {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
         let Some(t) = &self.table else {
-            ui.label("Open a sweep table (File > Open sweep result…).");
+            ui.label("Run a sweep above, or open a sweep table (File > Open sweep result…).");
             return;
         };
         let s = &mut self.selection;
@@ -396,11 +400,15 @@ impl super::WarpscopeApp {
         }
         let mut open = true;
         let size = egui::vec2(900.0, 620.0);
-        egui::Window::new("Sweep result")
+        egui::Window::new("Sweep")
             .open(&mut open)
             .default_size(size)
             .default_pos(ctx.content_rect().center() - size / 2.0)
-            .show(ctx, |ui| self.sweep.ui(ui));
+            .show(ctx, |ui| {
+                self.sweep_form(ui);
+                ui.separator();
+                self.sweep.ui(ui);
+            });
         self.sweep.open = open;
     }
 }

@@ -166,6 +166,17 @@ impl WarpscopeApp {
             }
         }
         self.view_jobs();
+        match take_finished(&mut self.sweep_run.job) {
+            Some(Ok(table)) => {
+                self.status = Status::Info(format!("Done: {}", table.file));
+                self.sweep.show(table);
+            }
+            Some(Err(JobError::Failed(e))) => self.sweep_run.error = Some(e),
+            Some(Err(JobError::Cancelled)) => {
+                self.status = Status::Info("Sweep cancelled".into());
+            }
+            None => {}
+        }
         let mut finished = Vec::new();
         self.tasks.retain_mut(|j| match j.poll() {
             Some(r) => {
@@ -391,6 +402,7 @@ impl WarpscopeApp {
         out.extend(self.comm_job.iter().map(of));
         out.extend(self.density_job.iter().map(of));
         out.extend(self.tasks.iter().map(of));
+        out.extend(self.sweep_run.job.iter().map(of));
         out
     }
 

@@ -5,6 +5,7 @@
 mod cache;
 pub mod choice;
 pub mod file;
+pub mod grid;
 mod invalid;
 pub mod keys;
 mod presets;

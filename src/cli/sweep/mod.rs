@@ -19,10 +19,10 @@ mod slurm;
 use super::args::SweepAction;
 use super::args::{InputArgs, SweepArgs};
 use super::{options, stream};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
-use warpscope::config::SimConfig;
+use warpscope::config::{grid, SimConfig};
 use warpscope::shell::lanes;
 use warpscope::sim::{self, NoObserver, Report, Session};
 
@@ -57,7 +57,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
     }
     #[cfg(not(feature = "tables"))]
     if a.action.is_some() || a.shard.is_some() || a.plan.is_some() || a.slurm.is_some() {
-        bail!("plans, shards, Slurm and merge need the `tables` feature (polars); this build has no tables");
+        anyhow::bail!("plans, shards, Slurm and merge need the `tables` feature (polars); this build has no tables");
     }
     let mut base = options::config(&a.config)?;
     base.reuse = warpscope::config::ReuseMode::Off;
@@ -85,7 +85,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             return Ok(());
         }
         #[cfg(not(feature = "tables"))]
-        bail!(
+        anyhow::bail!(
             "-o FILE.parquet needs the `tables` feature (polars); this build writes .csv or .json"
         );
     }
@@ -158,68 +158,23 @@ impl Row {
     }
 }
 
-/// The `--vary KEY=V1,V2,...` axes, each checked against `base`.
+/// The `--vary KEY=V1,V2,...` axes, each checked against `base` (`config::grid`).
 fn axes(vary: &[String], base: &SimConfig) -> Result<Vec<(String, Vec<String>)>> {
-    let mut axes: Vec<(String, Vec<String>)> = Vec::new();
-    for v in vary {
-        let (k, vals) = v
-            .split_once('=')
-            .with_context(|| format!("--vary: expected KEY=V1,V2,..., found `{v}`"))?;
-        let vals: Vec<String> = vals
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if vals.is_empty() {
-            bail!("--vary {k}: no values");
-        }
-        if axes.iter().any(|(a, _)| a == k) {
-            bail!("--vary {k} is given twice");
-        }
-        let mut probe = base.clone();
-        options::apply(&mut probe, k, &vals[0]).map_err(|e| anyhow::anyhow!("--vary {k}: {e}"))?;
-        axes.push((k.to_string(), vals));
-    }
-    if axes.is_empty() {
-        bail!("give at least one --vary KEY=V1,V2,...");
-    }
-    Ok(axes)
+    grid::axes(vary, base).map_err(|e| anyhow::anyhow!("--vary {e}"))
 }
 
 /// The product of the axes, in order (the last axis varies fastest).
 fn grid(axes: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
-    let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
-    for (k, vals) in axes {
-        grid = grid
-            .into_iter()
-            .flat_map(|p| {
-                vals.iter().map(move |v| {
-                    let mut q = p.clone();
-                    q.push((k.clone(), v.clone()));
-                    q
-                })
-            })
-            .collect();
-    }
-    grid
+    grid::points(axes)
 }
 
 /// `base` with each point's keys set.
 fn configs(base: &SimConfig, grid: &[Vec<(String, String)>]) -> Result<Vec<SimConfig>> {
-    grid.iter()
-        .map(|params| {
-            let mut c = base.clone();
-            for (k, v) in params {
-                options::apply(&mut c, k, v).map_err(|e| anyhow::anyhow!("{k}={v}: {e}"))?;
-            }
-            Ok(c)
-        })
-        .collect()
+    grid::configs(base, grid).map_err(|e| anyhow::anyhow!(e))
 }
 
 fn describe(params: &[(String, String)]) -> String {
-    let desc: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    desc.join(" ")
+    grid::describe(params)
 }
 
 /// Simulates `input` with every configuration: streamed, or loaded whole where the timing
