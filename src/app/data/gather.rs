@@ -28,7 +28,7 @@ pub const SAMPLE_POINTS: usize = 1 << 21;
 /// Requests drawn in a preview of a streamed run still going.
 const PREVIEW_POINTS: usize = 1 << 18;
 /// When the first preview is shown, and how often the next ones are.
-const FIRST_PREVIEW: Duration = Duration::from_millis(300);
+const FIRST_PREVIEW: Duration = Duration::from_millis(100);
 const PREVIEW_EVERY: Duration = Duration::from_secs(1);
 
 /// Where a streamed run leaves its newest preview for the UI thread to take.
