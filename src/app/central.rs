@@ -159,16 +159,19 @@ impl WarpscopeApp {
             }
             ui.separator();
             if self.settings.view == View::Address {
-                let l = ui.label("Colour by");
-                egui::ComboBox::from_id_salt("colour-by")
-                    .selected_text(self.settings.colour.name())
-                    .show_ui(ui, |ui| {
-                        for c in ColourBy::ALL {
-                            ui.selectable_value(&mut self.settings.colour, c, c.name());
-                        }
-                    })
-                    .response
-                    .labelled_by(l.id);
+                // The label and its box wrap together.
+                ui.horizontal(|ui| {
+                    let l = ui.label("Colour by");
+                    egui::ComboBox::from_id_salt("colour-by")
+                        .selected_text(self.settings.colour.name())
+                        .show_ui(ui, |ui| {
+                            for c in ColourBy::ALL {
+                                ui.selectable_value(&mut self.settings.colour, c, c.name());
+                            }
+                        })
+                        .response
+                        .labelled_by(l.id);
+                });
                 ui.separator();
             }
             if ui
@@ -386,8 +389,27 @@ impl WarpscopeApp {
 
 /// What a pane's result covers, for its header: which SMs of how many were simulated, their
 /// CTAs and requests against the trace's ("SM 0 of 14: 16 of 256 CTAs, 15440 requests from
-/// 263168 of 4210688 accesses"). Only the simulated SMs' CTAs are in the views.
-fn scope(r: &crate::report::Report) -> String {
+/// 263168 of 4210688 accesses"), then whether the trace was streamed and its reuse distances
+/// sampled ("streamed, reuse distances sampled (1 in 8 lines)"). Only the simulated SMs' CTAs
+/// are in the views.
+fn scope(d: &SimData) -> String {
+    let how = match &d.report.reuse {
+        Some(u) if u.method == crate::report::ReuseMethod::Sampled && u.sampling_rate >= 1.0 => {
+            ", reuse distances sampled (every line kept: exact)".to_string()
+        }
+        Some(u) if u.method == crate::report::ReuseMethod::Sampled => format!(
+            ", reuse distances sampled (1 in {:.0} lines)",
+            1.0 / u.sampling_rate.max(1e-9)
+        ),
+        Some(_) => ", reuse distances exact".to_string(),
+        None => String::new(),
+    };
+    let read = if d.streamed { "streamed" } else { "held whole" };
+    format!("{}; {read}{how}", counts(&d.report))
+}
+
+/// [`scope`]'s counts: the SMs, CTAs, requests and accesses.
+fn counts(r: &crate::report::Report) -> String {
     let sms = r.config.gpu.sms;
     let simulated = &r.simulated_sms;
     let which = match simulated.as_slice() {
@@ -471,7 +493,7 @@ fn pane_header(
         .result
         .as_ref()
         .filter(|_| pane.error.is_none())
-        .map(|r| scope(&r.report));
+        .map(|r| scope(r));
     if note.is_some() || scope_text.is_some() {
         ui.horizontal(|ui| {
             if let Some(note) = note {

@@ -353,9 +353,8 @@ impl Table<'_> {
                             header(ui, "requests", SortBy::Requests, opts);
                             header(ui, "misses", SortBy::Misses, opts);
                             header(ui, "miss rate", SortBy::MissRate, opts);
-                            for (text, hover) in MEASURES {
-                                ui.label(RichText::new(text).strong()).on_hover_text(hover);
-                            }
+                            // The classes first (what lessons compare), so a narrow pane shows
+                            // them beside the row's name before any scrolling.
                             for (name, colour) in columns {
                                 let text = if timing {
                                     name.to_string()
@@ -369,6 +368,9 @@ impl Table<'_> {
                                     .on_hover_text(
                                         "Stores do not pass through the L1 in the timing model",
                                     );
+                            }
+                            for (text, hover) in MEASURES {
+                                ui.label(RichText::new(text).strong()).on_hover_text(hover);
                             }
                             ui.end_row();
                         }
@@ -410,15 +412,9 @@ impl Table<'_> {
                             ui.label(r.misses.to_string());
                             if r.requests == 0 {
                                 ui.label("-");
-                                ui.label("-");
-                                ui.label("-");
                             } else {
                                 ui.label(format!("{:.1}%", r.rate() * 100.0));
-                                ui.label(format!("{:.1}", r.accesses_per_request()));
-                                ui.label(format!("{:.2}", r.transactions_per_request()));
                             }
-                            ui.label(crate::app::views::comm::human(r.bytes_in));
-                            ui.label(crate::app::views::comm::human(r.bytes_out));
                             for k in 0..columns.len() {
                                 if timing {
                                     ui.label(r.classes.reads[k].to_string());
@@ -432,6 +428,15 @@ impl Table<'_> {
                             if timing {
                                 ui.label(r.bypassed.to_string());
                             }
+                            if r.requests == 0 {
+                                ui.label("-");
+                                ui.label("-");
+                            } else {
+                                ui.label(format!("{:.1}", r.accesses_per_request()));
+                                ui.label(format!("{:.2}", r.transactions_per_request()));
+                            }
+                            ui.label(crate::app::views::comm::human(r.bytes_in));
+                            ui.label(crate::app::views::comm::human(r.bytes_out));
                             ui.end_row();
                         }
                     });
