@@ -76,10 +76,7 @@ pub struct Lesson {
 /// The kernel-language file `name` of `kernels/`.
 fn kernel_source(name: &str) -> Option<&'static str> {
     let stem = name.strip_suffix(".wsk").unwrap_or(name);
-    crate::gen::source::EXAMPLES
-        .iter()
-        .find(|(n, _)| *n == stem)
-        .map(|(_, t)| *t)
+    crate::gen::source::example(stem)
 }
 
 /// Reads lesson `name` from its TOML `text`.

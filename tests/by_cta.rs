@@ -374,7 +374,7 @@ fn every_builtin_kernel_simulated_as_it_is_generated_gives_the_whole_trace_resul
     many.schedule.policy = IssuePolicy::Gto;
     many.cache.write_policy = warpscope::config::WritePolicy::Wbwa;
     for cfg in [SimConfig::default(), many] {
-        for k in warpscope::gen::KERNELS {
+        for k in warpscope::gen::BUILTINS {
             let trace = warpscope::gen::generate(k.name, &[]).unwrap();
             let mut want_events = Events::default();
             let want = warpscope::sim::run(&cfg, &trace, &mut want_events).unwrap();

@@ -26,7 +26,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn sim_json_of_every_builtin_kernel_on_fermi_16k() {
-    for k in warpscope::gen::KERNELS {
+    for k in warpscope::gen::BUILTINS {
         let v = json(&["sim", "--kernel", k.name, "--preset", "fermi-16k", "--json"]);
         for key in [
             "reads",
@@ -466,7 +466,7 @@ fn a_streamed_sweep_gives_each_configurations_sim_result() {
 /// give the result of one thread.
 #[test]
 fn sms_split_over_threads_give_the_one_thread_result() {
-    for k in warpscope::gen::KERNELS {
+    for k in warpscope::gen::BUILTINS {
         let run = |jobs: &str| {
             json(&[
                 "sim",

@@ -78,7 +78,7 @@ fn every_builtin_kernel_split_over_sms_gives_the_whole_result() {
     cfg.gpu.sms = 15;
     cfg.gpu.simulate = SmSelection::All;
     cfg.schedule.policy = IssuePolicy::Gto;
-    for k in warpscope::gen::KERNELS {
+    for k in warpscope::gen::BUILTINS {
         let trace = warpscope::gen::generate(k.name, &[]).unwrap();
         let want = sim::run(&cfg, &trace, &mut NoObserver).unwrap();
         for parts in [2, 4] {

@@ -72,23 +72,9 @@ pub const DEFAULT_COMPUTE_PER_MEMORY: f64 = 4.0;
 /// other than its global loads and stores (padding `NOP`s left out) per global load or store,
 /// a static count; the micro-benchmark of Dasgupta 2011 from its table 6.
 pub fn default_compute_per_memory(kernel: &str) -> f64 {
-    match kernel {
-        "vecadd" => 8.0,
-        "matmul" => 2.4,
-        "matmul-tiled" => 80.7,
-        "transpose" => 10.5,
-        "transpose-tiled" => 20.5,
-        "stencil2d" | "hotspot" => 5.8,
-        "stencil3d" => 6.8,
-        "column-copy" => 1.7,
-        "strided" => 24.0,
-        "reduction" => 18.0,
-        // Table 6: 4336 instructions per warp for 100 iterations without loads (0.846 ms at
-        // 1312 MHz, 32 warps, 2 rounds); each load adds itself and two instructions of index
-        // arithmetic (convert, add): (4336 + 400 x 2) / 400 = 12.8 per load.
-        "merging" => 12.8,
-        _ => DEFAULT_COMPUTE_PER_MEMORY,
-    }
+    crate::gen::builtin(kernel)
+        .and_then(|b| b.compute_per_memory)
+        .unwrap_or(DEFAULT_COMPUTE_PER_MEMORY)
 }
 
 #[derive(Debug, thiserror::Error)]

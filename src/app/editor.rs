@@ -59,10 +59,10 @@ impl Editor {
     /// settings `params` (the generator's `key=value` words) carried over, so that the first
     /// run gives the trace the generator gave; a kernel without a program opens an example.
     pub fn open_on_generator(&mut self, generator: &str, params: &str) {
-        let examples = crate::gen::source::EXAMPLES;
-        let Some(&(_, src)) = examples.iter().find(|(n, _)| *n == generator) else {
+        let Some(src) = crate::gen::source::example(generator) else {
             let note = format!("{generator} is not written in the language: an example instead");
-            return self.open_on(examples[1].1, String::new(), Some(note));
+            let matmul = crate::gen::source::example("matmul").unwrap_or_default();
+            return self.open_on(matmul, String::new(), Some(note));
         };
         let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
         let pairs = crate::gen::parse_pairs(&words).unwrap_or_default();
@@ -185,7 +185,7 @@ impl WarpscopeApp {
             egui::ComboBox::from_id_salt("examples")
                 .selected_text("a built-in kernel…")
                 .show_ui(ui, |ui| {
-                    for (name, text) in crate::gen::source::EXAMPLES {
+                    for (name, text) in crate::gen::source::examples() {
                         if ui.selectable_label(false, name).clicked() {
                             e.text = text.to_string();
                             e.params.clear();

@@ -84,7 +84,7 @@ impl WarpscopeApp {
                 egui::ComboBox::from_id_salt("generator")
                     .selected_text(self.settings.generator.as_str())
                     .show_ui(ui, |ui| {
-                        for k in crate::gen::KERNELS {
+                        for k in crate::gen::BUILTINS {
                             if ui
                                 .selectable_label(self.settings.generator == k.name, k.name)
                                 .on_hover_text(k.description)
@@ -114,9 +114,7 @@ impl WarpscopeApp {
                     self.editor
                         .open_on_generator(&s.generator, &s.generator_params);
                 }
-                let desc = crate::gen::KERNELS
-                    .iter()
-                    .find(|k| k.name == self.settings.generator);
+                let desc = crate::gen::builtin(&self.settings.generator);
                 if let Some(k) = desc {
                     ui.label(RichText::new(k.description).weak());
                 }

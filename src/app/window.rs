@@ -322,10 +322,7 @@ impl EframeApp {
             // The kernel-language editor on SpMV: host code draws the matrix, the kernel reads it.
             if first {
                 app.panes[0].address.explaining = None;
-                if let Some((_, text)) = crate::gen::source::EXAMPLES
-                    .iter()
-                    .find(|(n, _)| *n == "spmv")
-                {
+                if let Some(text) = crate::gen::source::example("spmv") {
                     app.editor.open_with(text);
                 }
             }

@@ -346,7 +346,7 @@ fn export_requests<P: sim::Observer + Clear>(
 
 fn generate(a: GenArgs) -> Result<()> {
     if a.list {
-        for k in gen::KERNELS {
+        for k in gen::BUILTINS {
             println!(
                 "{:<16} {}\n{:<16} defaults: {}",
                 k.name, k.description, "", k.params

@@ -17,111 +17,198 @@ pub use din_mix::DinMix;
 pub use params::GenError;
 
 pub use crate::trace::CtaSink;
-use crate::trace::Trace;
+use crate::trace::{Kernel, Trace};
 use params::Params;
 pub use params::{Control, GenProgress};
 
 /// A built-in kernel: name, one-line description, parameters with defaults (`params` is what
 /// the app pre-fills, so it must parse as it stands).
-#[derive(Clone, Copy, Debug)]
-pub struct KernelInfo {
+#[derive(Clone, Copy)]
+pub struct Builtin {
     pub name: &'static str,
     pub description: &'static str,
     pub params: &'static str,
+    /// The generator.
+    generate: Generate,
+    /// The same kernel in the kernel language (`kernels/NAME.wsk`): the editor's example,
+    /// giving the generator's trace exactly (tested).
+    pub source: &'static str,
+    /// Compute instructions per memory instruction in the kernel's machine code, for the
+    /// performance model (`analyze::default_compute_per_memory`), where measured.
+    pub compute_per_memory: Option<f64>,
 }
 
-pub const KERNELS: [KernelInfo; 18] = [
-    KernelInfo {
+/// How a built-in kernel is generated: one launch, or several.
+#[derive(Clone, Copy)]
+enum Generate {
+    One(fn(&mut Params) -> Result<Kernel, GenError>),
+    Launches(fn(&mut Params) -> Result<Vec<Kernel>, GenError>),
+}
+use Generate::{Launches, One};
+
+impl std::fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builtin")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+pub const BUILTINS: [Builtin; 18] = [
+    Builtin {
         name: "vecadd",
         description: "vector add c[i] = a[i] + b[i]",
         params: "n=4096 block=256",
+        generate: One(kernels::vecadd),
+        source: include_str!("../../kernels/vecadd.wsk"),
+        compute_per_memory: Some(8.0),
     },
-    KernelInfo {
+    Builtin {
         name: "matmul",
         description: "naive matrix multiplication (Crawford 2014 listing 7.1)",
         params: "n=64 block=16,16",
+        generate: One(kernels::matmul),
+        source: include_str!("../../kernels/matmul.wsk"),
+        compute_per_memory: Some(2.4),
     },
-    KernelInfo {
+    Builtin {
         name: "matmul-tiled",
         description: "tiled matrix multiplication with shared-memory tiles (global accesses only)",
         params: "n=64 tile=16",
+        generate: One(kernels::matmul_tiled),
+        source: include_str!("../../kernels/matmul-tiled.wsk"),
+        compute_per_memory: Some(80.7),
     },
-    KernelInfo {
+    Builtin {
         name: "transpose",
         description: "naive matrix transpose (Crawford 2014 listing 7.2)",
         params: "width=64 height=64 block=16,16",
+        generate: One(kernels::transpose),
+        source: include_str!("../../kernels/transpose.wsk"),
+        compute_per_memory: Some(10.5),
     },
-    KernelInfo {
+    Builtin {
         name: "transpose-tiled",
         description: "tiled transpose through a shared-memory tile",
         params: "width=64 height=64 tile=16",
+        generate: One(kernels::transpose_tiled),
+        source: include_str!("../../kernels/transpose-tiled.wsk"),
+        compute_per_memory: Some(20.5),
     },
-    KernelInfo {
+    Builtin {
         name: "stencil3d",
         description: "3-D 7-point Jacobi stencil (Crawford 2014 listing 7.3)",
         params: "nx=18 ny=18 nz=10 block=16,4,1",
+        generate: One(kernels::stencil3d),
+        source: include_str!("../../kernels/stencil3d.wsk"),
+        compute_per_memory: Some(6.8),
     },
-    KernelInfo {
+    Builtin {
         name: "stencil2d",
         description: "2-D 5-point stencil",
         params: "nx=66 ny=66 block=16,16",
+        generate: One(kernels::stencil2d),
+        source: include_str!("../../kernels/stencil2d.wsk"),
+        compute_per_memory: Some(5.8),
     },
-    KernelInfo {
+    Builtin {
         name: "column-copy",
         description: "each thread copies one row: column-wise warp accesses (Nugteren et al. 2014 fig. 3)",
         params: "threads=256 width=1024",
+        generate: One(kernels::column_copy),
+        source: include_str!("../../kernels/column-copy.wsk"),
+        compute_per_memory: Some(1.7),
     },
-    KernelInfo {
+    Builtin {
         name: "strided",
         description: "strided read a[i * stride]",
         params: "n=4096 stride=32 block=256",
+        generate: One(kernels::strided),
+        source: include_str!("../../kernels/strided.wsk"),
+        compute_per_memory: Some(24.0),
     },
-    KernelInfo {
+    Builtin {
         name: "reduction",
         description: "tree reduction in shared memory, one result per CTA",
         params: "n=8192 block=256",
+        generate: One(kernels::reduction),
+        source: include_str!("../../kernels/reduction.wsk"),
+        compute_per_memory: Some(18.0),
     },
-    KernelInfo {
+    Builtin {
         name: "histogram",
         description: "histogram with global atomic adds on seeded random data",
         params: "n=4096 bins=256 block=256 seed=1",
+        generate: One(sparse::histogram),
+        source: include_str!("../../kernels/histogram.wsk"),
+        compute_per_memory: None,
     },
-    KernelInfo {
+    Builtin {
         name: "spmv",
         description: "SpMV in CSR, one thread per row, seeded random matrix",
         params: "rows=1024 cols=1024 nnz=8 block=128 seed=1",
+        generate: One(sparse::spmv),
+        source: include_str!("../../kernels/spmv.wsk"),
+        compute_per_memory: None,
     },
-    KernelInfo {
+    Builtin {
         name: "bfs",
         description: "one BFS frontier expansion on a seeded random graph (frontier: percent of the nodes)",
         params: "nodes=2048 degree=8 frontier=25 block=128 seed=1",
+        generate: One(sparse::bfs),
+        source: include_str!("../../kernels/bfs.wsk"),
+        compute_per_memory: None,
     },
-    KernelInfo {
+    Builtin {
         name: "merging",
         description: "Dasgupta 2011's micro-benchmark: chains of dependent loads spawning one transaction size (width 32/64/128 or vector=1), warps apart (merge=0) or sharing segments (merge=1)",
         params: "width=32 merge=0 vector=0 blocks=30 block=256 iters=25 loads=4",
+        generate: One(merging::merging),
+        source: include_str!("../../kernels/merging.wsk"),
+        // Dasgupta 2011 table 6: 4336 instructions per warp for 100 iterations without
+        // loads (0.846 ms at 1312 MHz, 32 warps, 2 rounds); each load adds itself and two
+        // instructions of index arithmetic (convert, add): (4336 + 400 x 2) / 400 = 12.8.
+        compute_per_memory: Some(12.8),
     },
-    KernelInfo {
+    Builtin {
         name: "hotspot",
         description: "iterative 2-D 5-point stencil, one launch per step, ping-pong buffers (multi-launch)",
         params: "nx=64 ny=64 steps=4 block=16,16",
+        generate: Launches(multi::hotspot),
+        source: include_str!("../../kernels/hotspot.wsk"),
+        compute_per_memory: Some(5.8),
     },
-    KernelInfo {
+    Builtin {
         name: "histogram2",
         description: "two-step histogram: per-CTA partial histograms, then one merge CTA per bin (multi-launch)",
         params: "n=65536 bins=64 ctas=16 block=256",
+        generate: Launches(multi::histogram2),
+        source: include_str!("../../kernels/histogram2.wsk"),
+        compute_per_memory: None,
     },
-    KernelInfo {
+    Builtin {
         name: "nbody",
         description: "tiled n-body, alternating force and update launches (multi-launch)",
         params: "n=512 steps=3 block=64",
+        generate: Launches(multi::nbody),
+        source: include_str!("../../kernels/nbody.wsk"),
+        compute_per_memory: None,
     },
-    KernelInfo {
+    Builtin {
         name: "bfs-levels",
         description: "BFS from node 0 by levels on a seeded random graph, two launches per level, at most `levels` levels (multi-launch)",
         params: "nodes=4096 degree=4 levels=64 block=128 seed=1",
+        generate: Launches(multi::bfs_levels),
+        source: include_str!("../../kernels/bfs-levels.wsk"),
+        compute_per_memory: None,
     },
 ];
+
+/// The built-in kernel `name`.
+pub fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
 
 /// Generates kernel `name` with `key=value` parameters. Every kernel also takes `elem`
 /// (element size, default 4), `base` (first buffer address) and `align` (buffer alignment).
@@ -142,39 +229,13 @@ pub fn generate_with(
 
 /// Runs generator `name` with its parameters (and their sink, if any).
 fn run(name: &str, p: &mut Params) -> Result<Trace, GenError> {
-    let multi = match name {
-        "hotspot" => Some(multi::hotspot(p)),
-        "histogram2" => Some(multi::histogram2(p)),
-        "nbody" => Some(multi::nbody(p)),
-        "bfs-levels" => Some(multi::bfs_levels(p)),
-        _ => None,
+    let b = builtin(name).ok_or_else(|| GenError::UnknownKernel(name.into()))?;
+    let kernels = match b.generate {
+        One(f) => vec![f(p)?],
+        Launches(f) => f(p)?,
     };
-    if let Some(kernels) = multi {
-        let kernels = kernels?;
-        p.finish()?;
-        return Ok(Trace { kernels });
-    }
-    let kernel = match name {
-        "vecadd" => kernels::vecadd(p),
-        "matmul" => kernels::matmul(p),
-        "matmul-tiled" => kernels::matmul_tiled(p),
-        "transpose" => kernels::transpose(p),
-        "transpose-tiled" => kernels::transpose_tiled(p),
-        "stencil3d" => kernels::stencil3d(p),
-        "stencil2d" => kernels::stencil2d(p),
-        "column-copy" => kernels::column_copy(p),
-        "strided" => kernels::strided(p),
-        "reduction" => kernels::reduction(p),
-        "merging" => merging::merging(p),
-        "histogram" => sparse::histogram(p),
-        "spmv" => sparse::spmv(p),
-        "bfs" => sparse::bfs(p),
-        _ => return Err(GenError::UnknownKernel(name.into())),
-    }?;
     p.finish()?;
-    Ok(Trace {
-        kernels: vec![kernel],
-    })
+    Ok(Trace { kernels })
 }
 
 /// [`generate_with`], handing each CTA to `sink` as it is built instead of returning the
@@ -260,7 +321,7 @@ mod tests {
 
     #[test]
     fn every_kernel_generates_with_defaults() {
-        for k in KERNELS {
+        for k in BUILTINS {
             let t = generate(k.name, &[]).unwrap_or_else(|e| panic!("{}: {e}", k.name));
             assert!(t.kernels[0].memory_accesses() > 0, "{}", k.name);
         }
@@ -268,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_listed_defaults_parse_and_generate_as_written() {
-        for k in KERNELS {
+        for k in BUILTINS {
             let words: Vec<String> = k.params.split_whitespace().map(String::from).collect();
             let pairs = parse_pairs(&words).unwrap_or_else(|e| panic!("{}: {e}", k.name));
             let t = generate(k.name, &pairs).unwrap_or_else(|e| panic!("{}: {e}", k.name));
