@@ -2,18 +2,27 @@
 //!
 //! The pipeline, one module per stage:
 //! 1. [`trace`]: kernels of per-thread accesses in compact columns, read from files;
-//! 2. [`gen`]: built-in generators of classic kernels, so no GPU is needed;
+//! 2. [`gen`]: built-in generators of classic kernels (one list, `gen::BUILTINS`) and the
+//!    kernel language, so no GPU is needed;
 //! 3. [`schedule`]: CTAs to SMs, threads into warps, warp issue order;
 //! 4. [`coalesce`]: one warp instruction's accesses into cache requests;
 //! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
-//! 6. [`reuse`]: exact reuse distances, histograms and miss-rate curves;
+//! 6. [`reuse`]: reuse distances (exact or sampled), histograms and miss-rate curves;
 //! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
 //! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
-//! 9. [`comm`]: inter-CTA communication across kernel launches (Rieber 2017);
-//! 10. `export` (feature `tables`): per-request and summary tables as CSV or Parquet.
+//! 9. [`report`]: the report and its tables (CSV or Parquet with feature `tables`), sweep tables.
 //!
-//! The desktop app (`app`, feature `gui`) is a shell over these modules: it runs them on
-//! worker threads and draws their results; nothing in the modules above depends on it.
+//! Beside the pipeline: [`config`] (the configuration, presets, every `key=value` setting, a
+//! sweep's grid), [`explain`] (why one request hit or missed; step-through states), [`comm`]
+//! (inter-CTA communication across kernel launches, Rieber 2017), [`analyze`] (the MWP/CWP
+//! performance model of Hong and Kim 2009 as Dasgupta 2011 extends it), [`hwcheck`] (the
+//! simulation against counters measured on a GPU), [`lesson`] (ready comparisons for
+//! teaching), and the small parts they share ([`linemap`], [`rng`], [`varint`]).
+//!
+//! The shells: `shell` (features `cli` or `gui`: threads that read a file and run sessions
+//! side by side, shared by both front ends), the CLI (`src/cli`, in the binary) and the
+//! desktop app (`app`, feature `gui`), which runs these modules on worker threads and draws
+//! their results; nothing in the modules above depends on them.
 //!
 //! The library is pure and deterministic: no threads, clock or printing; randomness comes
 //! from the seed in the configuration. Reading traces and writing tables are its only I/O.

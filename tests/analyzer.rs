@@ -70,6 +70,18 @@ fn the_latency_limit_and_the_memory_bound_case_by_hand() {
     assert!(close(a.cycles, 2_048_080.0), "{}", a.cycles);
     assert!(close(a.milliseconds, 2.04808));
     assert!(a.memory_bound);
+    // The report's rows read as words: the case named, each equation as "eq. N" (the view
+    // printed `case MemoryBound` and bare numbers).
+    let rows = analyze::model_rows(&a);
+    let case = rows.iter().find(|(n, _)| *n == "case").unwrap();
+    assert!(case.1.starts_with("memory-bound"), "{}", case.1);
+    for (name, _) in &rows {
+        if let Some(i) = name.find('(') {
+            let inside = &name[i + 1..];
+            let numbered = inside.starts_with(|c: char| c.is_ascii_digit());
+            assert!(!numbered, "{name}: an equation number without `eq.`");
+        }
+    }
 }
 
 #[test]

@@ -138,6 +138,10 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
     settle(&mut h);
     step_until(&mut h, "the first step", shown_at);
     h.get_by_label_contains("Request 0 · ");
+    // Its plot says what its colours are, the address view's legend and the requests to come.
+    for entry in ["hit", "compulsory miss", "not issued yet", "this request"] {
+        assert!(h.query_all_by_label(entry).next().is_some(), "{entry}");
+    }
     click(&mut h, "Step >");
     step_until(&mut h, "request 1", shown_at);
     assert_eq!(h.state().panes[0].step.cursor, 1);

@@ -494,8 +494,10 @@ fn each_pane_says_which_sms_ctas_and_accesses_its_result_covers() {
     let sms = rep.config.gpu.sms;
     assert!(sms > 1);
     // 16 CTAs of 16x16 threads, 64x64 threads of 2x64 loads and a store each.
+    // Then how the trace was read and how the reuse distances were measured.
     let text = format!(
-        "SM 0 of {sms}: {} of 16 CTAs, {} requests from {} of {} accesses",
+        "SM 0 of {sms}: {} of 16 CTAs, {} requests from {} of {} accesses; held whole, reuse \
+         distances exact",
         rep.ctas.len(),
         rep.totals.requests,
         rep.totals.accesses,
@@ -611,6 +613,8 @@ fn a_lessons_column_never_covers_the_panes() {
                 "{w}: pane {i} {r:?} under {lesson:?}"
             );
             assert!(r.left() >= 0.0 && r.width() >= 280.0, "{w}: pane {i} {r:?}");
+            // Never squeezed below a readable height (the grid scrolls instead).
+            assert!(r.height() >= 259.0, "{w}: pane {i} {r:?}");
         }
         let narrow = w < 1280.0;
         assert_eq!(h.state().settings.side_panel, !narrow, "{w}");
@@ -641,4 +645,25 @@ fn the_status_bar_does_not_name_a_pane_that_was_closed() {
     };
     assert!(!s.contains("Pane 4"), "{s}");
     assert_eq!(s, "Closed pane 4: panes 1 to 3 left");
+}
+
+/// Opening another lesson takes the old lesson's pictures away at once: its text never sits
+/// beside the panes of the lesson before while the new kernels run.
+#[test]
+fn another_lesson_never_shows_its_text_over_the_old_lessons_panes() {
+    let mut h = harness(app("matmul", "n=32"));
+    settle(&mut h);
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().open_lesson("coalescing", now);
+    step_until(&mut h, "the first lesson", |a| {
+        a.panes.iter().all(|p| p.result.is_some() && !p.stale) && a.idle()
+    });
+    let now = h.ctx.input(|i| i.time);
+    h.state_mut().open_lesson("warp-scheduling", now);
+    assert!(h.state().panes.iter().all(|p| p.result.is_none()));
+    step_until(&mut h, "the second lesson", |a| {
+        a.panes.iter().all(|p| p.result.is_some() && !p.stale) && a.idle()
+    });
+    let label = h.state().pane_trace(0).unwrap().label.clone();
+    assert!(label.contains("column-copy"), "{label}");
 }
