@@ -7,11 +7,8 @@
 
 mod din_mix;
 mod kernels;
-mod merging;
-mod multi;
 mod params;
 pub mod source;
-mod sparse;
 
 pub use din_mix::DinMix;
 pub use params::GenError;
@@ -56,153 +53,24 @@ impl std::fmt::Debug for Builtin {
 }
 
 pub const BUILTINS: [Builtin; 18] = [
-    Builtin {
-        name: "vecadd",
-        description: "vector add c[i] = a[i] + b[i]",
-        params: "n=4096 block=256",
-        generate: One(kernels::vecadd),
-        source: include_str!("../../kernels/vecadd.wsk"),
-        compute_per_memory: Some(8.0),
-    },
-    Builtin {
-        name: "matmul",
-        description: "naive matrix multiplication (Crawford 2014 listing 7.1)",
-        params: "n=64 block=16,16",
-        generate: One(kernels::matmul),
-        source: include_str!("../../kernels/matmul.wsk"),
-        compute_per_memory: Some(2.4),
-    },
-    Builtin {
-        name: "matmul-tiled",
-        description: "tiled matrix multiplication with shared-memory tiles (global accesses only)",
-        params: "n=64 tile=16",
-        generate: One(kernels::matmul_tiled),
-        source: include_str!("../../kernels/matmul-tiled.wsk"),
-        compute_per_memory: Some(80.7),
-    },
-    Builtin {
-        name: "transpose",
-        description: "naive matrix transpose (Crawford 2014 listing 7.2)",
-        params: "width=64 height=64 block=16,16",
-        generate: One(kernels::transpose),
-        source: include_str!("../../kernels/transpose.wsk"),
-        compute_per_memory: Some(10.5),
-    },
-    Builtin {
-        name: "transpose-tiled",
-        description: "tiled transpose through a shared-memory tile",
-        params: "width=64 height=64 tile=16",
-        generate: One(kernels::transpose_tiled),
-        source: include_str!("../../kernels/transpose-tiled.wsk"),
-        compute_per_memory: Some(20.5),
-    },
-    Builtin {
-        name: "stencil3d",
-        description: "3-D 7-point Jacobi stencil (Crawford 2014 listing 7.3)",
-        params: "nx=18 ny=18 nz=10 block=16,4,1",
-        generate: One(kernels::stencil3d),
-        source: include_str!("../../kernels/stencil3d.wsk"),
-        compute_per_memory: Some(6.8),
-    },
-    Builtin {
-        name: "stencil2d",
-        description: "2-D 5-point stencil",
-        params: "nx=66 ny=66 block=16,16",
-        generate: One(kernels::stencil2d),
-        source: include_str!("../../kernels/stencil2d.wsk"),
-        compute_per_memory: Some(5.8),
-    },
-    Builtin {
-        name: "column-copy",
-        description: "each thread copies one row: column-wise warp accesses (Nugteren et al. 2014 fig. 3)",
-        params: "threads=256 width=1024",
-        generate: One(kernels::column_copy),
-        source: include_str!("../../kernels/column-copy.wsk"),
-        compute_per_memory: Some(1.7),
-    },
-    Builtin {
-        name: "strided",
-        description: "strided read a[i * stride]",
-        params: "n=4096 stride=32 block=256",
-        generate: One(kernels::strided),
-        source: include_str!("../../kernels/strided.wsk"),
-        compute_per_memory: Some(24.0),
-    },
-    Builtin {
-        name: "reduction",
-        description: "tree reduction in shared memory, one result per CTA",
-        params: "n=8192 block=256",
-        generate: One(kernels::reduction),
-        source: include_str!("../../kernels/reduction.wsk"),
-        compute_per_memory: Some(18.0),
-    },
-    Builtin {
-        name: "histogram",
-        description: "histogram with global atomic adds on seeded random data",
-        params: "n=4096 bins=256 block=256 seed=1",
-        generate: One(sparse::histogram),
-        source: include_str!("../../kernels/histogram.wsk"),
-        compute_per_memory: None,
-    },
-    Builtin {
-        name: "spmv",
-        description: "SpMV in CSR, one thread per row, seeded random matrix",
-        params: "rows=1024 cols=1024 nnz=8 block=128 seed=1",
-        generate: One(sparse::spmv),
-        source: include_str!("../../kernels/spmv.wsk"),
-        compute_per_memory: None,
-    },
-    Builtin {
-        name: "bfs",
-        description: "one BFS frontier expansion on a seeded random graph (frontier: percent of the nodes)",
-        params: "nodes=2048 degree=8 frontier=25 block=128 seed=1",
-        generate: One(sparse::bfs),
-        source: include_str!("../../kernels/bfs.wsk"),
-        compute_per_memory: None,
-    },
-    Builtin {
-        name: "merging",
-        description: "Dasgupta 2011's micro-benchmark: chains of dependent loads spawning one transaction size (width 32/64/128 or vector=1), warps apart (merge=0) or sharing segments (merge=1)",
-        params: "width=32 merge=0 vector=0 blocks=30 block=256 iters=25 loads=4",
-        generate: One(merging::merging),
-        source: include_str!("../../kernels/merging.wsk"),
-        // Dasgupta 2011 table 6: 4336 instructions per warp for 100 iterations without
-        // loads (0.846 ms at 1312 MHz, 32 warps, 2 rounds); each load adds itself and two
-        // instructions of index arithmetic (convert, add): (4336 + 400 x 2) / 400 = 12.8.
-        compute_per_memory: Some(12.8),
-    },
-    Builtin {
-        name: "hotspot",
-        description: "iterative 2-D 5-point stencil, one launch per step, ping-pong buffers (multi-launch)",
-        params: "nx=64 ny=64 steps=4 block=16,16",
-        generate: Launches(multi::hotspot),
-        source: include_str!("../../kernels/hotspot.wsk"),
-        compute_per_memory: Some(5.8),
-    },
-    Builtin {
-        name: "histogram2",
-        description: "two-step histogram: per-CTA partial histograms, then one merge CTA per bin (multi-launch)",
-        params: "n=65536 bins=64 ctas=16 block=256",
-        generate: Launches(multi::histogram2),
-        source: include_str!("../../kernels/histogram2.wsk"),
-        compute_per_memory: None,
-    },
-    Builtin {
-        name: "nbody",
-        description: "tiled n-body, alternating force and update launches (multi-launch)",
-        params: "n=512 steps=3 block=64",
-        generate: Launches(multi::nbody),
-        source: include_str!("../../kernels/nbody.wsk"),
-        compute_per_memory: None,
-    },
-    Builtin {
-        name: "bfs-levels",
-        description: "BFS from node 0 by levels on a seeded random graph, two launches per level, at most `levels` levels (multi-launch)",
-        params: "nodes=4096 degree=4 levels=64 block=128 seed=1",
-        generate: Launches(multi::bfs_levels),
-        source: include_str!("../../kernels/bfs-levels.wsk"),
-        compute_per_memory: None,
-    },
+    kernels::vecadd::BUILTIN,
+    kernels::matmul::BUILTIN,
+    kernels::matmul_tiled::BUILTIN,
+    kernels::transpose::BUILTIN,
+    kernels::transpose_tiled::BUILTIN,
+    kernels::stencil3d::BUILTIN,
+    kernels::stencil2d::BUILTIN,
+    kernels::column_copy::BUILTIN,
+    kernels::strided::BUILTIN,
+    kernels::reduction::BUILTIN,
+    kernels::histogram::BUILTIN,
+    kernels::spmv::BUILTIN,
+    kernels::bfs::BUILTIN,
+    kernels::merging::BUILTIN,
+    kernels::hotspot::BUILTIN,
+    kernels::histogram2::BUILTIN,
+    kernels::nbody::BUILTIN,
+    kernels::bfs_levels::BUILTIN,
 ];
 
 /// The built-in kernel `name`.

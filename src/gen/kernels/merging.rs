@@ -1,12 +1,8 @@
-//! The micro-benchmark of Dasgupta 2011 (appendix A, tables 2, 3, 5, 17 and 18): every thread
-//! follows a chain of dependent global loads (`index += dm_src[index]`, the array holding a
-//! constant step) with fused multiply-adds between them, from a start index whose scheme makes
-//! each request spawn one kind of GT200 transaction, and either keeps every warp on memory of
-//! its own (no merging) or lets warps request what others request (merging).
+//! The built-in kernel `merging`: Dasgupta 2011's micro-benchmark: chains of dependent loads
+//! spawning one transaction size (width 32/64/128 or vector=1), warps apart (merge=0) or sharing
+//! segments (merge=1).
 
-use super::kernels::build;
-use super::params::{GenError, Layout, Params};
-use crate::trace::{Dim3, Kernel};
+use super::*;
 
 /// `merging`: `width` 32, 64 or 128 (the transaction size its scalar requests spawn: two per
 /// request), or `vector=1` (float4 loads, two 32-byte transactions per request); `merge=1`
@@ -84,3 +80,15 @@ pub fn merging(p: &mut Params) -> Result<Kernel, GenError> {
         },
     )
 }
+
+pub const BUILTIN: Builtin = Builtin {
+    name: "merging",
+    description: "Dasgupta 2011's micro-benchmark: chains of dependent loads spawning one transaction size (width 32/64/128 or vector=1), warps apart (merge=0) or sharing segments (merge=1)",
+    params: "width=32 merge=0 vector=0 blocks=30 block=256 iters=25 loads=4",
+    generate: One(merging),
+    source: include_str!("../../../kernels/merging.wsk"),
+    // Dasgupta 2011 table 6: 4336 instructions per warp for 100 iterations without
+    // loads (0.846 ms at 1312 MHz, 32 warps, 2 rounds); each load adds itself and two
+    // instructions of index arithmetic (convert, add): (4336 + 400 x 2) / 400 = 12.8.
+    compute_per_memory: Some(12.8),
+};
