@@ -1,4 +1,4 @@
-//! The built-in kernel `strided`: strided read a[i * stride].
+//! The built-in kernel `strided`: strided read `a[i * stride]`.
 
 use super::*;
 

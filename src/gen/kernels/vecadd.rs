@@ -1,4 +1,4 @@
-//! The built-in kernel `vecadd`: vector add c[i] = a[i] + b[i].
+//! The built-in kernel `vecadd`: vector add `c[i] = a[i] + b[i]`.
 
 use super::*;
 
