@@ -241,8 +241,6 @@ impl AddressView {
         let p = &data.points;
         let n = p.len();
         let segs = &data.segments;
-        let segs_fmt = segs.clone();
-        let segs_marks = segs.clone();
         let total = data.report.totals.requests;
         let legend_note = drawn_note(data, n);
         ui.horizontal_wrapped(|ui| {
@@ -330,28 +328,11 @@ impl AddressView {
             }
         }
         let shift = ui.input(|i| i.modifiers.shift);
-        let plot = Plot::new(("address", pane))
+        let plot = address_axis(Plot::new(("address", pane)), segs)
             .allow_drag(!shift && state.select_from.is_none())
             .link_axis(cx.link, [true, true])
             .link_cursor(cx.link, [true, true])
             .x_axis_label(data.x_label())
-            .y_axis_label("address")
-            .y_axis_formatter(move |m, _| match segs_fmt.addr(m.value) {
-                Some(a) => hex(a),
-                None => String::new(),
-            })
-            // Ticks at round hexadecimal addresses (the labels are hex).
-            .y_grid_spacer(move |g| {
-                segs_marks
-                    .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
-                    .into_iter()
-                    .map(|(value, step)| egui_plot::GridMark {
-                        value,
-                        step_size: step as f64,
-                    })
-                    .collect()
-            })
-            .y_axis_min_width(80.0)
             .include_x(data.x_start())
             .include_x(data.x_end())
             .include_y(segs.separators().first().map_or(0.0, |s| s.1))

@@ -83,6 +83,28 @@ pub(super) fn at_right_edge(value: f64, range: &std::ops::RangeInclusive<f64>) -
     value > hi - (hi - lo) * 0.03
 }
 
+/// `plot`'s address axis over `segments`: hex labels where an address lies, ticks at round
+/// hexadecimal addresses (the address view and step-through share it).
+fn address_axis<'a>(
+    plot: egui_plot::Plot<'a>,
+    segments: &crate::app::data::Segments,
+) -> egui_plot::Plot<'a> {
+    let (labels, marks) = (segments.clone(), segments.clone());
+    plot.y_axis_label("address")
+        .y_axis_formatter(move |m, _| labels.addr(m.value).map_or(String::new(), hex))
+        .y_grid_spacer(move |g| {
+            marks
+                .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
+                .into_iter()
+                .map(|(value, step)| egui_plot::GridMark {
+                    value,
+                    step_size: step as f64,
+                })
+                .collect()
+        })
+        .y_axis_min_width(80.0)
+}
+
 fn hex(a: u64) -> String {
     format!("0x{a:x}")
 }

@@ -517,24 +517,10 @@ fn scatter(ui: &mut Ui, d: &SimData, cursor: usize, cx: &PaneCx) {
         theme::swatch(ui, Color32::from_gray(90), "not issued yet");
         theme::swatch(ui, strong, "this request");
     });
-    let (segs, marks) = (d.segments.clone(), d.segments.clone());
-    Plot::new(("step-scatter", cx.pane))
+    let plot = Plot::new(("step-scatter", cx.pane))
         .height(ui.available_height().max(120.0))
-        .x_axis_label(d.x_label())
-        .y_axis_label("address")
-        .y_axis_formatter(move |m, _| segs.addr(m.value).map_or(String::new(), hex))
-        // Ticks at round hexadecimal addresses, as in the address view.
-        .y_grid_spacer(move |g| {
-            marks
-                .hex_marks(g.bounds.0, g.bounds.1, g.base_step_size * 4.0)
-                .into_iter()
-                .map(|(value, step)| egui_plot::GridMark {
-                    value,
-                    step_size: step as f64,
-                })
-                .collect()
-        })
-        .y_axis_min_width(80.0)
+        .x_axis_label(d.x_label());
+    address_axis(plot, &d.segments)
         .allow_drag(false)
         .allow_zoom(false)
         .allow_scroll(false)
