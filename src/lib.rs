@@ -1,55 +1,26 @@
 //! Warpscope: how GPU kernels use the L1 cache.
 //!
-//! The pipeline, one module per stage:
-//! 1. [`trace`]: kernels of per-thread accesses in compact columns, read from files;
-//! 2. [`gen`]: built-in generators of classic kernels (one list, `gen::BUILTINS`) and the
-//!    kernel language, so no GPU is needed;
-//! 3. [`schedule`]: CTAs to SMs, threads into warps, warp issue order;
-//! 4. [`coalesce`]: one warp instruction's accesses into cache requests;
-//! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
-//! 6. [`reuse`]: reuse distances (exact or sampled), histograms and miss-rate curves;
-//! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
-//! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
-//! 9. [`report`]: the report and its tables (CSV or Parquet with feature `tables`), sweep tables.
+//! The simulation core is the crate `warpscope-core` (`crates/core`), re-exported here module
+//! by module, so `warpscope::sim` is `warpscope_core::sim`: the pipeline (trace, gen,
+//! schedule, coalesce, cache, reuse, sim, timing, report) and what sits beside it (config,
+//! explain, comm, analyze, hwcheck, lesson). Being a crate of its own, the core cannot name
+//! the shells.
 //!
-//! Beside the pipeline: [`config`] (the configuration, presets, every `key=value` setting, a
-//! sweep's grid), [`explain`] (why one request hit or missed; step-through states), [`comm`]
-//! (inter-CTA communication across kernel launches, Rieber 2017), [`analyze`] (the MWP/CWP
-//! performance model of Hong and Kim 2009 as Dasgupta 2011 extends it), [`hwcheck`] (the
-//! simulation against counters measured on a GPU), [`lesson`] (ready comparisons for
-//! teaching), and the small parts they share ([`linemap`], [`rng`], [`varint`]).
-//!
-//! The shells: `shell` (features `cli` or `gui`: threads that read a file and run sessions
-//! side by side, shared by both front ends), the CLI (`src/cli`, in the binary) and the
-//! desktop app (`app`, feature `gui`), which runs these modules on worker threads and draws
-//! their results; nothing in the modules above depends on them.
-//!
-//! The library is pure and deterministic: no threads, clock or printing; randomness comes
-//! from the seed in the configuration. Reading traces and writing tables are its only I/O.
+//! This crate adds the shells over it: [`shell`] (features `cli` or `gui`: threads that read
+//! a file and run sessions side by side, shared by both front ends), the CLI (`src/cli`, in
+//! the binary) and the desktop app (`app`, feature `gui`), which runs the core on worker
+//! threads and draws its results.
 //!
 //! The module headers link to their private parts, which are documented for the next
 //! developer: build the docs with `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub mod analyze;
+pub use warpscope_core::{
+    analyze, cache, coalesce, comm, config, explain, gen, hwcheck, lesson, linemap, report, reuse,
+    rng, schedule, sim, timing, trace, varint,
+};
+
 #[cfg(feature = "gui")]
-pub mod app;
-pub mod cache;
-pub mod coalesce;
-pub mod comm;
-pub mod config;
-pub mod explain;
-pub mod gen;
-pub mod hwcheck;
-pub mod lesson;
-pub mod linemap;
-pub mod report;
-pub mod reuse;
-pub mod rng;
-pub mod schedule;
+pub use warpscope_app as app;
 #[cfg(any(feature = "cli", feature = "gui"))]
-pub mod shell;
-pub mod sim;
-pub mod timing;
-pub mod trace;
-pub mod varint;
+pub use warpscope_shell as shell;

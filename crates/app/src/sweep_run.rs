@@ -1,0 +1,228 @@
+//! Sweeps from inside the app: axes typed as `KEY=V1,V2,...` (the CLI's `--vary`, read by
+//! `config::grid`), run on the active pane's trace and configuration as a job (progress in
+//! the status bar, Cancel, every core), the result shown in the sweep window's heatmap as the
+//! table `warpscope sweep` would have written for the same grid.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use egui::{RichText, Ui};
+use rayon::prelude::*;
+
+use super::data::TraceData;
+use super::job::{Finished, Job, JobError, Progress};
+use super::sweep_view::{Key, SweepTable};
+use warpscope_core::config::{grid, ReuseMode, SimConfig};
+use warpscope_core::report::sweep::METRICS;
+use warpscope_core::sim::{Observer, Report};
+
+/// Axis fields the form offers.
+const AXES: usize = 3;
+
+/// The sweep form: its axes as typed, and the sweep running.
+pub struct SweepRun {
+    pub axes: [String; AXES],
+    pub job: Option<Job<SweepTable>>,
+    pub error: Option<String>,
+}
+
+impl Default for SweepRun {
+    fn default() -> Self {
+        SweepRun {
+            // Nugteren et al. 2014 fig. 12's grid: cache sizes by associativity.
+            axes: [
+                "cache-size=4K,8K,16K,32K,64K".into(),
+                "ways=1,2,4,8,16".into(),
+                String::new(),
+            ],
+            job: None,
+            error: None,
+        }
+    }
+}
+
+/// Stops a run when its job is cancelled.
+struct Stop<'a>(&'a Progress);
+
+impl Observer for Stop<'_> {
+    fn progress(&mut self, _done: u64, _total: u64) -> bool {
+        !self.0.cancelled()
+    }
+    fn wants_requests(&self) -> bool {
+        false
+    }
+}
+
+/// Simulates `trace` with `base` at every point of `axes`, the points spread over the cores,
+/// and makes the table a sweep of the CLI writes: an `input` key, one key per axis, the
+/// counters of [`METRICS`]. Reuse distances are off, as in `warpscope sweep`.
+pub fn run(
+    trace: &TraceData,
+    base: &SimConfig,
+    axes: &[grid::Axis],
+    progress: &Arc<Progress>,
+) -> Finished<SweepTable> {
+    let mut base = base.clone();
+    base.reuse = ReuseMode::Off;
+    let points = grid::points(axes);
+    let configs = grid::configs(&base, &points).map_err(JobError::Failed)?;
+    progress.set_total(configs.len() as u64);
+    let done = AtomicU64::new(0);
+    let reports: Vec<Report> = configs
+        .par_iter()
+        .zip(&points)
+        .map(|(c, point)| {
+            let r =
+                warpscope_shell::timed::simulate(c, &trace.trace.kernels, &mut Stop(progress), 1);
+            progress.report(
+                done.fetch_add(1, Ordering::Relaxed) + 1,
+                configs.len() as u64,
+            );
+            r.map_err(|e| match e {
+                warpscope_core::sim::SimError::Cancelled => JobError::Cancelled,
+                e => JobError::Failed(format!(
+                    "{}: {}",
+                    grid::describe(point),
+                    super::worker::error_chain(&e)
+                )),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(table(&trace.label, axes, &points, &reports))
+}
+
+/// The sweep's table: what `SweepTable::read` gives for the CLI's file of the same sweep.
+fn table(
+    input: &str,
+    axes: &[grid::Axis],
+    points: &[grid::Point],
+    reports: &[Report],
+) -> SweepTable {
+    let n = points.len();
+    let mut keys = vec![Key {
+        name: "input".into(),
+        rows: vec![0; n],
+        distinct: vec![input.to_string()],
+    }];
+    for (a, (name, values)) in axes.iter().enumerate() {
+        let rows = points
+            .iter()
+            .map(|p| values.iter().position(|v| *v == p[a].1).unwrap_or(0) as u32)
+            .collect();
+        keys.push(Key {
+            name: name.clone(),
+            rows,
+            distinct: values.clone(),
+        });
+    }
+    let values = METRICS
+        .iter()
+        .map(|&m| {
+            let column = reports
+                .iter()
+                .map(|r| {
+                    let t = &r.totals;
+                    let c = &t.miss_classes;
+                    match m {
+                        "requests" => t.requests as f64,
+                        "hits" => t.hits as f64,
+                        "misses" => t.misses as f64,
+                        "miss_rate" => r.miss_rate,
+                        "compulsory" => c.compulsory as f64,
+                        "capacity" => c.capacity as f64,
+                        "conflict" => c.conflict as f64,
+                        "transactions" => t.transactions as f64,
+                        "bytes_from_memory" => t.bytes_from_memory as f64,
+                        "bytes_to_memory" => t.bytes_to_memory as f64,
+                        _ => t.writebacks as f64,
+                    }
+                })
+                .collect();
+            (m.to_string(), column)
+        })
+        .collect();
+    SweepTable {
+        file: format!("sweep of {input}"),
+        keys,
+        values,
+    }
+}
+
+impl super::WarpscopeApp {
+    /// The form that runs a sweep on the active pane, at the top of the sweep window.
+    pub(super) fn sweep_form(&mut self, ui: &mut Ui) {
+        let pane = self.settings.active;
+        let trace = self.pane_trace(pane);
+        egui::CollapsingHeader::new(format!("Run a sweep on pane {}", pane + 1))
+            .default_open(self.sweep.table.is_none())
+            .show(ui, |ui| {
+                ui.label(
+                    RichText::new(
+                        "Each line varies one key over its values (as warpscope sweep --vary: \
+                         cache-size, ways, line-size, replacement, set-index, schedule, ...; \
+                         docs/cli.md); every combination runs on this pane's trace and \
+                         configuration.",
+                    )
+                    .weak(),
+                );
+                for (i, a) in self.sweep_run.axes.iter_mut().enumerate() {
+                    ui.horizontal(|ui| {
+                        let l = ui.label(format!("Vary {}", i + 1));
+                        ui.add(egui::TextEdit::singleline(a).desired_width(320.0))
+                            .labelled_by(l.id);
+                    });
+                }
+                let vary: Vec<String> = self
+                    .sweep_run
+                    .axes
+                    .iter()
+                    .filter(|a| !a.trim().is_empty())
+                    .cloned()
+                    .collect();
+                let base = &self.settings.panes[pane].1;
+                let axes = grid::axes(&vary, base);
+                let points: usize = axes
+                    .as_ref()
+                    .map_or(0, |a| a.iter().map(|x| x.1.len()).product());
+                ui.horizontal(|ui| {
+                    let running = self.sweep_run.job.is_some();
+                    let ready = match (&axes, &trace) {
+                        (Err(e), _) => Err(e.clone()),
+                        (_, None) => Err("no trace yet".to_string()),
+                        (_, Some(t)) if t.streamed.is_some() => Err(
+                            "this trace is read from its file as each run goes: sweep it with \
+                             warpscope sweep --trace FILE (docs/cli.md)"
+                                .to_string(),
+                        ),
+                        (Ok(_), Some(_)) => Ok(()),
+                    };
+                    let start = ui
+                        .add_enabled(
+                            ready.is_ok() && !running,
+                            egui::Button::new(format!("Run {points} configurations")),
+                        )
+                        .on_hover_text(
+                            "On a worker, spread over the cores; Cancel in the status bar",
+                        );
+                    if let Err(e) = &ready {
+                        ui.colored_label(ui.visuals().warn_fg_color, e);
+                    }
+                    if running && ui.button("Cancel").clicked() {
+                        self.sweep_run.job = None;
+                        self.status = super::Status::Info("Sweep cancelled".into());
+                    }
+                    if let (true, Ok(axes), Some(trace)) = (start.clicked(), axes, trace) {
+                        let base = base.clone();
+                        let label = format!("Sweep: {points} configurations of pane {}", pane + 1);
+                        self.sweep_run.error = None;
+                        self.sweep_run.job = Some(Job::spawn(label, &self.wake, move |p| {
+                            run(&trace, &base, &axes, p)
+                        }));
+                    }
+                });
+                if let Some(e) = &self.sweep_run.error {
+                    ui.colored_label(ui.visuals().error_fg_color, e);
+                }
+            });
+    }
+}

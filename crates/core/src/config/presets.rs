@@ -1,0 +1,202 @@
+//! Named configurations of real GPUs and papers' settings, and the released model's compatibility mode.
+
+use super::*;
+
+/// A named configuration: a real GPU's L1 or a paper's setting. A new preset is one entry in
+/// [`PRESETS`] (and its row in `docs/model.md`'s preset table, whose sources say more).
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// Where its values come from, in short (`docs/model.md` has them in full).
+    pub sources: &'static str,
+    /// Its configuration.
+    pub config: fn() -> SimConfig,
+}
+
+/// Every preset, in the order menus and `--help` list them.
+pub const PRESETS: [Preset; 8] = [
+    Preset {
+        name: "fermi-16k",
+        description: "Fermi GTX470/480 L1, 16 KB, 4-way, 128 B lines, XOR set hash",
+        sources: "Nugteren et al. 2014 §3.2 and §5.1; CUDA programming guide G.1 (limits)",
+        config: || fermi(false),
+    },
+    Preset {
+        name: "fermi-48k",
+        description: "Fermi GTX470/480 L1, 48 KB, 6-way, 128 B lines, XOR set hash",
+        sources: "Nugteren et al. 2014 §5.1 (48 KB 6-way, 64 sets)",
+        config: || fermi(true),
+    },
+    Preset {
+        name: "gtx470-16k",
+        description: "Nugteren et al. 2014's GTX470 setting: fermi-16k on one SM running every CTA of the first 8192 threads, with the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
+        sources: "Nugteren et al. 2014 §5-6; the released model's NUM_CORES 1 and 8192-thread tracer",
+        config: || gtx470(false),
+    },
+    Preset {
+        name: "gtx470-48k",
+        description: "Nugteren et al. 2014's GTX470 setting: fermi-48k on one SM running every CTA of the first 8192 threads, with the timing model (64 MSHRs, miss latency 100 + |N(0, 5^2)|)",
+        sources: "Nugteren et al. 2014 §5-6; the released model's NUM_CORES 1 and 8192-thread tracer",
+        config: || gtx470(true),
+    },
+    Preset {
+        name: "kepler",
+        description: "Kepler GK110 L1, 16 KB, 4-way, 128 B lines",
+        sources: "NVIDIA Kepler GK110 whitepaper; Accel-Sim's TITAN configuration",
+        config: kepler,
+    },
+    Preset {
+        name: "volta",
+        description: "Volta V100 L1, 128 KB, 128 B lines with 32 B sectors",
+        sources: "NVIDIA Tesla V100 whitepaper; Accel-Sim's V100 model",
+        config: || sectored(128, 80),
+    },
+    Preset {
+        name: "ampere",
+        description: "Ampere A100 L1, 128 KB, 128 B lines with 32 B sectors",
+        sources: "NVIDIA A100 whitepaper; Accel-Sim's A100 configuration",
+        config: || sectored(128, 108),
+    },
+    Preset {
+        name: "hopper",
+        description: "Hopper H100 L1, 224 KB (measured at the default carve-out), 128 B lines with 32 B sectors",
+        sources: "measured on an H100 SXM5 (docs/hardware.md); H100 whitepaper (132 SMs)",
+        config: || sectored(224, 132),
+    },
+];
+
+/// The configuration of a named preset.
+pub fn preset(name: &str) -> Result<SimConfig, Unknown> {
+    match PRESETS.iter().find(|p| p.name == name) {
+        Some(p) => Ok((p.config)()),
+        None => Err(Unknown::Preset {
+            found: name.to_string(),
+            expected: PRESETS.iter().map(|p| p.name).collect(),
+        }),
+    }
+}
+
+/// Fermi's L1 (GTX470/480): 16 KB 4-way or 48 KB 6-way, 128 B lines, the XOR set hash, on
+/// 14 SMs of at most 8 CTAs, 1536 threads and 48 warps.
+fn fermi(big: bool) -> SimConfig {
+    SimConfig {
+        cache: CacheConfig {
+            size_bytes: if big { 48 * 1024 } else { 16 * 1024 },
+            line_bytes: 128,
+            ways: if big { 6 } else { 4 },
+            sector_bytes: 128,
+            set_index: SetIndex::FermiHash,
+            replacement: Replacement::Lru,
+            write_policy: WritePolicy::Wtna,
+        },
+        coalescing: Coalescing::Line,
+        gpu: GpuConfig {
+            sms: 14,
+            max_ctas_per_sm: 8,
+            max_threads_per_sm: 1536,
+            max_warps_per_sm: 48,
+            simulate: SmSelection::One(0),
+            thread_limit: 0,
+        },
+        ..SimConfig::default()
+    }
+}
+
+/// Nugteren et al. 2014 §5-6: Fermi's L1 on one core running every CTA of the first 8192
+/// threads; 64 MSHRs, λmin 100, σ 5, hit latency 0.
+fn gtx470(big: bool) -> SimConfig {
+    let mut c = fermi(big);
+    c.timing = Some(TimingConfig::default());
+    c.gpu.sms = 1;
+    c.gpu.thread_limit = 8192;
+    c
+}
+
+/// Kepler GK110's L1: 16 KB, 4-way, 128 B lines, on 14 SMs of at most 16 CTAs.
+fn kepler() -> SimConfig {
+    SimConfig {
+        cache: CacheConfig {
+            size_bytes: 16 * 1024,
+            line_bytes: 128,
+            ways: 4,
+            sector_bytes: 128,
+            ..CacheConfig::default()
+        },
+        coalescing: Coalescing::Line,
+        gpu: GpuConfig {
+            sms: 14,
+            max_ctas_per_sm: 16,
+            max_threads_per_sm: 2048,
+            max_warps_per_sm: 64,
+            simulate: SmSelection::One(0),
+            thread_limit: 0,
+        },
+        ..SimConfig::default()
+    }
+}
+
+/// Volta and later: `kb` KB of L1 in 4 sets of 128 B lines with 32 B sectors, sector
+/// coalescing, on `sms` SMs of at most 32 CTAs.
+fn sectored(kb: u64, sms: u32) -> SimConfig {
+    SimConfig {
+        cache: CacheConfig {
+            size_bytes: kb * 1024,
+            line_bytes: 128,
+            ways: (kb * 1024 / 128 / 4) as u32,
+            sector_bytes: 32,
+            set_index: SetIndex::Modulo,
+            replacement: Replacement::Lru,
+            write_policy: WritePolicy::Wtna,
+        },
+        coalescing: Coalescing::Sector,
+        gpu: GpuConfig {
+            sms,
+            max_ctas_per_sm: 32,
+            max_threads_per_sm: 2048,
+            max_warps_per_sm: 64,
+            simulate: SmSelection::One(0),
+            thread_limit: 0,
+        },
+        ..SimConfig::default()
+    }
+}
+
+/// The reproduction modes (`--compat NAME`).
+pub const COMPAT_MODES: [&str; 1] = ["gpu-cache-model"];
+
+/// Switches `c` to an exact reproduction of another tool. `gpu-cache-model`: the released
+/// model of Nugteren et al. (2014) with every rule of [`TimingRules::released`] and its
+/// fixed settings (one SM of at most 8 CTAs, 1536 threads and 48 warps, 32-thread warps,
+/// the Fermi hash, LRU, hit latency 0, no clipping, no per-warp MSHR limit, every thread).
+/// The cache size, line size, associativity, MSHRs and miss latency stay as configured
+/// (its `current.conf`); with no timing section yet, they are its `default16.conf`.
+pub fn compat(c: &mut SimConfig, name: &str) -> Result<(), Unknown> {
+    match name {
+        "gpu-cache-model" => {
+            let t = c.timing.get_or_insert_with(TimingConfig::default);
+            t.hit_latency = 0;
+            t.mshrs_per_warp = 0;
+            t.clip = false;
+            t.warp_delay = true;
+            t.classify = true;
+            t.rules = TimingRules::released();
+            c.cache.set_index = SetIndex::FermiHash;
+            c.cache.replacement = Replacement::Lru;
+            c.cache.sector_bytes = c.cache.line_bytes;
+            c.coalescing = Coalescing::Line;
+            c.schedule.warp_size = 32;
+            // One core, 8 CTAs and 1536 threads at a time. It has no warp limit: 64 never
+            // binds (8 CTAs of at most 192 threads, or fewer larger ones: at most 56 warps).
+            c.gpu = GpuConfig {
+                max_warps_per_sm: 64,
+                ..GpuConfig::default()
+            };
+            Ok(())
+        }
+        _ => Err(Unknown::Compat {
+            found: name.to_string(),
+            expected: COMPAT_MODES.to_vec(),
+        }),
+    }
+}
