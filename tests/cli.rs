@@ -656,7 +656,7 @@ fn export_writes_the_request_table_and_summaries() {
     let text = std::fs::read_to_string(&req).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().trim_start_matches('\u{feff}');
-    assert_eq!(header, warpscope::report::REQUEST_COLUMNS.join(","));
+    assert_eq!(header, warpscope::sim::REQUEST_COLUMNS.join(","));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len() as u64, v["requests"].as_u64().unwrap());
     let misses = rows
@@ -1016,7 +1016,7 @@ fn a_multi_launch_trace_is_simulated_a_kernel_at_a_time() {
 #[test]
 #[cfg(feature = "tables")]
 fn a_streamed_export_is_the_whole_trace_export() {
-    use warpscope::report::RequestExporter;
+    use warpscope::sim::RequestExporter;
     let dir = std::env::temp_dir().join(format!("warpscope-sexport-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_str().unwrap().to_string();

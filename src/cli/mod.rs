@@ -332,7 +332,7 @@ fn export_requests<P: sim::Observer + Clear>(
     progress: P,
     simulate: impl FnOnce(&mut dyn sim::Observer) -> Result<sim::Report>,
 ) -> Result<sim::Report> {
-    let mut exporter = warpscope::report::RequestExporter::create(path, progress)?;
+    let mut exporter = warpscope::sim::RequestExporter::create(path, progress)?;
     let result = simulate(&mut exporter);
     exporter.inner.clear();
     if let Some(e) = exporter.error() {

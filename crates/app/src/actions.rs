@@ -199,7 +199,7 @@ impl WarpscopeApp {
                 let failed =
                     |e: String| JobError::Failed(format!("exporting {}: {e}", path.display()));
                 let mut ex =
-                    warpscope_core::report::RequestExporter::create(&path, worker::Relay(progress))
+                    warpscope_core::sim::RequestExporter::create(&path, worker::Relay(progress))
                         .map_err(|e| failed(e.to_string()))?;
                 let run = warpscope_shell::timed::simulate(&cfg, &trace.trace.kernels, &mut ex, 0);
                 if let Some(e) = ex.error() {

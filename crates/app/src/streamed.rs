@@ -203,7 +203,7 @@ fn run_as(
     let watch = watching(progress);
     let (session, src) = match from.and_then(|c| Some((c.session.snapshot()?, c))) {
         Some((mut session, c)) => {
-            progress.set_total(resume_total(&path, bytes, &c.at, as_found));
+            progress.set_total(trace::bytes_to_read_on(&path, bytes, &c.at, as_found));
             gather.requests = c.requests;
             let name = path.display().to_string();
             let src =
@@ -243,55 +243,6 @@ fn run_as(
         Err(lanes::Failure::Other(e)) if lanes::must_read_again(&e) => Ok(Ran::ReadAgain),
         Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
         Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
-    }
-}
-
-/// The bytes a run read on from `at` reads (for its progress bar): a `din` or binary file
-/// from the place on; a cuda-memtrace file at most twice (the scan from its start, the second
-/// read from the copy's kernel on, whose offset only the scan finds: the bar may end short);
-/// an Accel-Sim trace's kernel files from the copy's kernel on (read once with `as_found`);
-/// an NVBit log from the place on; a file of the other formats whole, as often as its run
-/// read it. A compressed `din` file, binary file or NVBit log is read whole (its place is in
-/// the decompressed bytes).
-fn resume_total(path: &Path, bytes: u64, at: &trace::ResumePoint, as_found: bool) -> u64 {
-    let opts = trace::ReadOptions {
-        format: None,
-        allow_truncated: false,
-    };
-    let open = trace::open_trace(path, opts, &|s| s, &|s| s);
-    let compressed = open
-        .as_ref()
-        .is_ok_and(|o| o.compression != trace::source::Compression::None);
-    match at {
-        trace::ResumePoint::Din(_) | trace::ResumePoint::NvBit(_) if compressed => return bytes,
-        trace::ResumePoint::Din(at) => return bytes.saturating_sub(at.offset),
-        trace::ResumePoint::NvBit(at) => return bytes.saturating_sub(at.offset()),
-        _ => {}
-    }
-    match open {
-        Ok(open) if open.format == trace::Format::MemTrace => bytes * open.streamed_reads(false),
-        Ok(open) if open.format == trace::Format::AccelSim => {
-            let (reads, kernel) = match *at {
-                trace::ResumePoint::Cta { kernel, .. } => (open.streamed_reads(as_found), kernel),
-                _ => (1, 0),
-            };
-            let before = open.bytes_before_kernel(kernel).unwrap_or(0);
-            bytes.saturating_sub(before) * reads
-        }
-        // Read again from its start, as often as the run read it.
-        Ok(open) if open.skims_to_resume() => bytes * open.streamed_reads(false),
-        _ => {
-            let offset = std::fs::File::open(path)
-                .ok()
-                .and_then(|f| {
-                    let index =
-                        trace::binary::Index::read(&mut std::io::BufReader::new(f), "").ok()?;
-                    let (kernel, chunk) = index.place(at)?;
-                    index.resume_offset(kernel, chunk)
-                })
-                .unwrap_or(0);
-            bytes.saturating_sub(offset)
-        }
     }
 }
 
@@ -532,11 +483,11 @@ mod tests {
         let size = |p: &Path| std::fs::metadata(p).unwrap().len();
         let place = trace::ResumePoint::Din(at);
         assert_eq!(
-            resume_total(&plain, size(&plain), &place, false),
+            trace::bytes_to_read_on(&plain, size(&plain), &place, false),
             size(&plain) - at.offset
         );
         assert_eq!(
-            resume_total(&packed, size(&packed), &place, false),
+            trace::bytes_to_read_on(&packed, size(&packed), &place, false),
             size(&packed)
         );
     }

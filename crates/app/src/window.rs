@@ -389,7 +389,7 @@ impl EframeApp {
             && app
                 .trace
                 .as_ref()
-                .is_some_and(|t| t.format != Some(warpscope_core::trace::Format::Din))
+                .is_some_and(|t| t.format.is_some_and(|f| !f.is_reference_stream()))
         {
             // The same file with the timing model, its warps' streams built as it is read (not a
             // `din` file's: one thread's reference stream has no warps to time).

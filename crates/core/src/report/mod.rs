@@ -13,8 +13,6 @@ pub mod cta_table;
 pub mod export;
 pub mod json;
 #[cfg(feature = "tables")]
-pub mod requests;
-#[cfg(feature = "tables")]
 pub mod sweep;
 #[cfg(feature = "tables")]
 pub mod tables;
@@ -25,8 +23,6 @@ pub(crate) use cta_counters::CtaCounters;
 pub(crate) use cta_counters::{set_test_window, WINDOW_CTAS};
 pub use cta_table::{CtaTable, RowAt};
 pub use export::{export, export_extensions, exporter_for, exporters, ExportError, Exporter};
-#[cfg(feature = "tables")]
-pub use requests::{RequestExporter, REQUEST_COLUMNS};
 
 use crate::cache::Counters;
 use crate::config::SimConfig;

@@ -36,7 +36,7 @@ impl TableFormat {
     }
 }
 
-pub(super) enum Writer {
+pub(crate) enum Writer {
     Csv(polars::io::csv::write::BatchedWriter<File>),
     Parquet(Box<polars::io::parquet::write::BatchedWriter<File>>),
 }

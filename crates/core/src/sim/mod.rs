@@ -8,6 +8,8 @@
 
 mod generated;
 mod issued;
+#[cfg(feature = "tables")]
+mod requests;
 mod running;
 mod session;
 mod timed;
@@ -18,6 +20,8 @@ pub use crate::report::{
     ReuseReport, SmRow, SourceLineRow, TimingReport, ValueCount,
 };
 pub use generated::{run_generated, GeneratedError, ToSession};
+#[cfg(feature = "tables")]
+pub use requests::{RequestExporter, REQUEST_COLUMNS};
 pub use session::{ReuseStage, Session};
 
 use crate::cache::{CacheModel, MissClass};

@@ -422,6 +422,27 @@ fn field(s: &[u8]) -> String {
     s[..end.min(40)].escape_ascii().to_string()
 }
 
+/// The `din` reader: read whole here; a run streams it through its own reader
+/// ([`super::OpenTrace::into_reference_stream`]) and reads on from that reader's places.
+pub(crate) struct DinReader;
+
+impl super::reader::TraceReader for DinReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::KernelSink,
+    ) -> Result<(), TraceError> {
+        for k in read_sized(r, cx.file, cx.file_bytes)?.kernels {
+            out.kernel(k)?;
+        }
+        Ok(())
+    }
+    fn read_on(&self) -> super::reader::ReadOn {
+        super::reader::ReadOn::Own
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

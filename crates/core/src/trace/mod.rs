@@ -20,6 +20,7 @@ pub mod nvbit;
 #[cfg(feature = "tables")]
 pub(crate) mod parquet_check;
 mod queue;
+mod reader;
 mod sink;
 mod skip;
 pub mod source;
@@ -39,6 +40,8 @@ pub use model::{
     KernelBuilder, KernelInfo, LoadGroups, MemSpace, Order, Trace, WarpInstructions,
     LOAD_GROUPS_ATTRIBUTE,
 };
+pub use reader::bytes_to_read_on;
+use reader::ReadOn;
 pub use sink::{Assemble, CtaSink, KernelSink};
 pub use skip::{Place, SkipTo};
 pub use writer::{is_binary_path, write_file, write_file_as, TraceWriter, WriteFormat};
@@ -102,6 +105,8 @@ pub(crate) struct Ctx<'a> {
     pub file: &'a str,
     pub path: &'a Path,
     pub file_bytes: u64,
+    /// The most bytes the input can hold decompressed (a bound a corrupt header cannot pass).
+    pub bound: u64,
     pub wrap: &'a dyn Fn(source::Stream) -> source::Stream,
     pub watch: &'a dyn Fn(source::Stream) -> source::Stream,
 }
@@ -213,13 +218,13 @@ impl OpenTrace {
     /// the place ([`OpenTrace::skims_to_resume`]). A compressed file is decompressed again up
     /// to the place.
     pub fn resumable(&self) -> bool {
-        match self.format {
-            Format::Binary if self.compression != source::Compression::None => {
+        match self.format.reader().read_on() {
+            ReadOn::Own => false,
+            ReadOn::Index if self.compression != source::Compression::None => {
                 self.file_bytes > 0 && self.binary_version().is_some_and(|v| v >= 4)
             }
-            Format::Binary => self.seekable_index().is_some(),
-            Format::Din => false,
-            _ => self.file_bytes > 0,
+            ReadOn::Index => self.seekable_index().is_some(),
+            ReadOn::Skim | ReadOn::Reader => self.file_bytes > 0,
         }
     }
 
@@ -232,7 +237,7 @@ impl OpenTrace {
     /// a file of the other formats, read again from its start ([`SkipTo`]). (An uncompressed
     /// binary file goes on through its index: `shell::lanes::resumed_source`.)
     pub fn stream_from(
-        self,
+        mut self,
         at: ResumePoint,
         held: Held<'_>,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
@@ -251,98 +256,80 @@ impl OpenTrace {
             self.stream(wrap, watch, &mut skip)?;
             return skip.finish();
         }
-        let ctx = Ctx {
-            file: &self.name,
-            path: &self.path,
-            file_bytes: self.file_bytes,
-            wrap,
-            watch,
+        let resumable = self.resumable();
+        let input = self.take_input();
+        let ctx = self.ctx(wrap, watch);
+        let read_on = if resumable {
+            self.format
+                .reader()
+                .stream_from(input, &ctx, &at, held, out)
+        } else {
+            None
         };
-        match (self.format, &at) {
-            (Format::MemTrace, &ResumePoint::Issued { kernel, next_chunk }) if self.resumable() => {
-                memtrace::stream_from(self.reader, &ctx, kernel, next_chunk, out)
-            }
-            (Format::AccelSim, &ResumePoint::Cta { kernel, next_cta }) if self.resumable() => {
-                accelsim::stream_from(self.reader, &ctx, (kernel, next_cta), held, out)
-            }
-            (Format::NvBit, ResumePoint::NvBit(r)) if self.resumable() => {
-                nvbit::stream_from(&ctx, r, held.instructions, out)
-            }
-            _ => Err(TraceError::parse(
+        read_on.unwrap_or_else(|| {
+            Err(TraceError::parse(
                 &self.name,
                 Location::Byte(0),
                 format!(
                     "a run of this {} file cannot be read on from {at:?}",
                     self.format.name()
                 ),
-            )),
-        }
+            ))
+        })
     }
 
     /// The bytes on disk that [`OpenTrace::stream_from`] a kernel does not read: for an
     /// Accel-Sim kernel list, those of the files of its first `kernel` kernels; 0 for any
     /// other trace.
-    pub fn bytes_before_kernel(self, kernel: u32) -> Result<u64, TraceError> {
-        if self.format != Format::AccelSim {
-            return Ok(0);
-        }
-        let ctx = Ctx {
+    pub fn bytes_before_kernel(mut self, kernel: u32) -> Result<u64, TraceError> {
+        let input = self.take_input();
+        let ctx = self.ctx(&|s| s, &|s| s);
+        self.format
+            .reader()
+            .bytes_before_kernel(input, &ctx, kernel)
+    }
+
+    /// The file's bytes, for its reader (the trace keeps an empty stream in their place).
+    fn take_input(&mut self) -> reader::Input {
+        std::mem::replace(&mut self.reader, Box::new(std::io::empty()))
+    }
+
+    /// What the format's reader is told of this file besides its bytes.
+    fn ctx<'a>(
+        &'a self,
+        wrap: &'a dyn Fn(source::Stream) -> source::Stream,
+        watch: &'a dyn Fn(source::Stream) -> source::Stream,
+    ) -> Ctx<'a> {
+        Ctx {
             file: &self.name,
             path: &self.path,
             file_bytes: self.file_bytes,
-            wrap: &|s| s,
-            watch: &|s| s,
-        };
-        accelsim::bytes_before(self.reader, &ctx, kernel)
+            bound: self.expanded_bound(),
+            wrap,
+            watch,
+        }
     }
 
     /// Reads the trace into `out`, CTA by CTA where the format is grouped so, and with
     /// `by_cta` also where that takes a second pass over the file.
     fn pass(
-        self,
+        mut self,
         wrap: &dyn Fn(source::Stream) -> source::Stream,
         watch: &dyn Fn(source::Stream) -> source::Stream,
         out: &mut dyn CtaSink,
         by_cta: bool,
     ) -> Result<(), TraceError> {
-        let bound = self.expanded_bound();
-        let ctx = Ctx {
-            file: &self.name,
-            path: &self.path,
-            file_bytes: self.file_bytes,
-            wrap,
-            watch,
-        };
         let mut counting = sink::Counting {
             inner: out,
             kernels: 0,
         };
-        let result = match self.format {
-            Format::Binary if by_cta => {
-                binary::stream_sized(self.reader, &self.name, bound, &mut counting)
-            }
-            Format::Binary => {
-                binary::read_into_sized(self.reader, &self.name, bound, &mut counting)
-            }
-            Format::AccelSim if by_cta => accelsim::stream_into(self.reader, &ctx, &mut counting),
-            Format::MemTrace if by_cta => memtrace::stream_into(self.reader, &ctx, &mut counting),
-            Format::NvBit if by_cta => nvbit::stream_into(self.reader, &ctx, &mut counting),
-            Format::Crawford if by_cta => {
-                crawford::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
-            }
-            Format::Nugteren if by_cta => {
-                nugteren::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
-            }
-            Format::Text if by_cta => {
-                text::stream_into(self.reader, &self.name, spill::DEFAULT_CAP, &mut counting)
-            }
-            #[cfg(feature = "tables")]
-            Format::Csv if by_cta => table::stream_csv(self.reader, &ctx, &mut counting),
-            #[cfg(feature = "tables")]
-            Format::Parquet if by_cta => {
-                table::stream_parquet(&self.path, &self.name, watch, &mut counting)
-            }
-            _ => read_into(self.format, self.reader, &ctx, &mut counting),
+        let input = self.take_input();
+        let ctx = self.ctx(wrap, watch);
+        let reader = self.format.reader();
+        let result = if by_cta {
+            reader.stream(input, &ctx, &mut counting)
+        } else {
+            reader.read(input, &ctx, &mut counting)
         };
         if result.is_ok() && counting.kernels == 0 {
             return Err(TraceError::parse(
@@ -364,14 +351,10 @@ impl OpenTrace {
     /// ([`CtaSink::takes_more_instructions`]). Progress by bytes read is measured against
     /// this many times the file.
     pub fn streamed_reads(&self, as_found: bool) -> u64 {
-        match self.format {
-            _ if self.file_bytes == 0 => 1,
-            Format::NvBit | Format::AccelSim if as_found => 1,
-            Format::AccelSim | Format::MemTrace | Format::NvBit | Format::Csv | Format::Parquet => {
-                2
-            }
-            _ => 1,
+        if self.file_bytes == 0 {
+            return 1;
         }
+        self.format.reader().streamed_reads(as_found)
     }
 
     /// The most bytes the file can hold once decompressed: its size, or for compressed input
@@ -390,10 +373,7 @@ impl OpenTrace {
     /// the formats that have no faster way (our text format, Nugteren et al.'s and Crawford's,
     /// CSV and Parquet tables).
     pub fn skims_to_resume(&self) -> bool {
-        !matches!(
-            self.format,
-            Format::Din | Format::Binary | Format::MemTrace | Format::AccelSim | Format::NvBit
-        ) && self.resumable()
+        self.format.reader().read_on() == ReadOn::Skim && self.resumable()
     }
 
     /// Whether [`OpenTrace::stream`] hands this file on CTA by CTA only after an external sort
@@ -401,19 +381,28 @@ impl OpenTrace {
     /// text format and CSV and Parquet tables (unless their rows come in issue order). A
     /// receiver that would hold the whole anyway reads such a file faster whole.
     pub fn sorts_to_stream(&self) -> bool {
-        matches!(
-            self.format,
-            Format::Nugteren | Format::Crawford | Format::Text | Format::Csv | Format::Parquet
-        )
+        self.format.reader().sorts_to_stream()
     }
 
     /// Whether [`OpenTrace::stream_from`] reads this file on by walking it from its start: a
     /// compressed binary file of version 4 (an uncompressed one goes through its index:
     /// `shell::lanes::resumed_source`).
     pub fn walks_to_resume(&self) -> bool {
-        self.format == Format::Binary
+        self.format.reader().read_on() == ReadOn::Index
             && self.compression != source::Compression::None
             && self.resumable()
+    }
+
+    /// Whether the format's reader gives the places a run can read on from itself (an NVBit
+    /// log read in one pass), rather than every piece handed on being one.
+    pub fn reader_gives_places(&self) -> bool {
+        self.format.reader().gives_places()
+    }
+
+    /// Whether a run of this file reads on from a copy through the file's index (a binary file
+    /// not compressed: `shell::lanes::resumed_source`) rather than through its reader.
+    pub fn reads_on_by_index(&self) -> bool {
+        self.format.reader().read_on() == ReadOn::Index && !self.walks_to_resume()
     }
 
     /// The version of a binary file, read from its (decompressed) header; `None` if it
@@ -426,7 +415,7 @@ impl OpenTrace {
     /// The index of a binary file of version 4 that is not compressed (a file, not a pipe):
     /// then a run of it can be read on from any CTA ([`ResumePoint::Cta`]).
     pub fn seekable_index(&self) -> Option<binary::Index> {
-        if self.format != Format::Binary
+        if self.format.reader().read_on() != ReadOn::Index
             || self.compression != source::Compression::None
             || self.file_bytes == 0
         {
@@ -439,7 +428,7 @@ impl OpenTrace {
     /// The reference stream this trace is, read in chunks, if its format is one (Dinero IV
     /// `din`); else the trace back, to be read whole.
     pub fn into_reference_stream(self) -> Result<ReferenceStream, Box<OpenTrace>> {
-        if self.format != Format::Din {
+        if !self.format.is_reference_stream() {
             return Err(Box::new(self));
         }
         let header = match din::header(&self.name) {
@@ -578,49 +567,13 @@ pub fn read_bytes(format: Format, bytes: &[u8]) -> Result<Trace, TraceError> {
                 file: name,
                 path: Path::new(name),
                 file_bytes: bytes.len() as u64,
+                bound: bytes.len() as u64,
                 wrap: &|s| s,
                 watch: &|s| s,
             };
-            read_into(format, bytes, &ctx, &mut trace)?;
+            let input: reader::Input = Box::new(std::io::Cursor::new(bytes.to_vec()));
+            format.reader().read(input, &ctx, &mut trace)?;
         }
     }
     Ok(trace)
-}
-
-fn read_into<R: std::io::BufRead>(
-    format: Format,
-    r: R,
-    ctx: &Ctx<'_>,
-    trace: &mut dyn KernelSink,
-) -> Result<(), TraceError> {
-    let name = ctx.file;
-    let one = |t: Result<Trace, TraceError>, out: &mut dyn KernelSink| {
-        for k in t?.kernels {
-            out.kernel(k)?;
-        }
-        Ok(())
-    };
-    match format {
-        Format::Text => text::read_into(r, name, trace),
-        Format::Binary => binary::read_into_sized(r, name, ctx.file_bytes, trace),
-        Format::Din => one(din::read_sized(r, name, ctx.file_bytes), trace),
-        Format::Nugteren => one(nugteren::read(r, name), trace),
-        Format::AccelSim => accelsim::read_into(r, ctx, trace),
-        Format::NvBit => nvbit::read_into(r, name, trace),
-        Format::MemTrace => memtrace::read_into(r, name, trace),
-        Format::Crawford => crawford::read_into(r, name, trace),
-        #[cfg(feature = "tables")]
-        Format::Csv => table::read_csv(r, name, ctx.file_bytes, trace),
-        #[cfg(feature = "tables")]
-        Format::Parquet => table::read_parquet(ctx.path, name, ctx.watch, trace),
-        #[cfg(not(feature = "tables"))]
-        Format::Csv | Format::Parquet => {
-            let _ = r;
-            Err(TraceError::parse(
-                name,
-                Location::Byte(0),
-                "this build has no table support (the `tables` feature is off)",
-            ))
-        }
-    }
 }

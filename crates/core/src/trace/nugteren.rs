@@ -301,6 +301,35 @@ pub fn write_rows<W: Write>(cols: &Columns, w: &mut W) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Nugteren et al.'s format's reader: per-thread streams, handed on CTA by CTA after an
+/// external sort (`spill.rs`).
+pub(crate) struct NugterenReader;
+
+impl super::reader::TraceReader for NugterenReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::KernelSink,
+    ) -> Result<(), TraceError> {
+        for k in read(r, cx.file)?.kernels {
+            out.kernel(k)?;
+        }
+        Ok(())
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx.file, super::spill::DEFAULT_CAP, out)
+    }
+    fn sorts_to_stream(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

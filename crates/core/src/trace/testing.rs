@@ -121,6 +121,15 @@ fn unchanged(s: super::source::Stream) -> super::source::Stream {
     s
 }
 
+/// A file's size as the bound of what it holds, or no bound for a pipe.
+fn file_bytes_or_max(file_bytes: u64) -> u64 {
+    if file_bytes == 0 {
+        u64::MAX
+    } else {
+        file_bytes
+    }
+}
+
 /// What a reader is told of the file `path` of `file_bytes` bytes, named `file` in errors,
 /// read as it is.
 pub(crate) fn file_ctx<'a>(
@@ -132,6 +141,7 @@ pub(crate) fn file_ctx<'a>(
         file,
         path,
         file_bytes,
+        bound: file_bytes_or_max(file_bytes),
         wrap: &unchanged,
         watch: &unchanged,
     }
@@ -143,6 +153,7 @@ pub(crate) fn pipe() -> super::Ctx<'static> {
         file: "pipe",
         path: std::path::Path::new("/nonexistent"),
         file_bytes: 0,
+        bound: file_bytes_or_max(0),
         wrap: &unchanged,
         watch: &unchanged,
     }

@@ -77,8 +77,8 @@ fn file_source_marked(
                 // One kernel or CTA waits while one is simulated and the next is read.
                 source: Box::new(move |to| {
                     // An NVBit log's reader says itself where it can be read on from.
-                    if let (true, trace::Format::NvBit, Some(every)) =
-                        (resumable, open.format, copies_every)
+                    if let (true, true, Some(every)) =
+                        (resumable, open.reader_gives_places(), copies_every)
                     {
                         to.take_read_on_points(every);
                     } else if resumable {
@@ -166,7 +166,7 @@ pub fn resumed_source(
         allow_truncated: false,
     };
     let opened = trace::open_trace(&path, opts, &|s| s, &|s| s)?;
-    if opened.format != trace::Format::Binary || opened.walks_to_resume() {
+    if !opened.reads_on_by_index() {
         // The reader goes on from `at` itself: issued rows only (cuda-memtrace: the copy
         // wants no CTA's rows back), or the resident CTAs' rows first, from the kernel file
         // read again (Accel-Sim), from the compressed binary file walked from its start, or

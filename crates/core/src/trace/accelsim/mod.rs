@@ -31,6 +31,63 @@ mod header;
 mod parse;
 mod resume;
 mod stream;
+/// The Accel-Sim reader: each kernel file scanned, then handed on CTA by CTA (once, for a
+/// receiver taking instructions as found); read on from a CTA, the kernel files before the
+/// copy's not opened.
+pub(crate) struct AccelSimReader;
+
+impl super::reader::TraceReader for AccelSimReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into(r, cx, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx, out)
+    }
+    fn streamed_reads(&self, as_found: bool) -> u64 {
+        if as_found {
+            1
+        } else {
+            2
+        }
+    }
+    fn read_on(&self) -> super::reader::ReadOn {
+        super::reader::ReadOn::Reader
+    }
+    fn stream_from(
+        &self,
+        r: super::reader::Input,
+        cx: &Ctx<'_>,
+        at: &super::ResumePoint,
+        held: super::Held<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Option<Result<(), TraceError>> {
+        match *at {
+            super::ResumePoint::Cta { kernel, next_cta } => {
+                Some(stream_from(r, cx, (kernel, next_cta), held, out))
+            }
+            _ => None,
+        }
+    }
+    fn bytes_before_kernel(
+        &self,
+        r: super::reader::Input,
+        cx: &Ctx<'_>,
+        kernel: u32,
+    ) -> Result<u64, TraceError> {
+        bytes_before(r, cx, kernel)
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -500,5 +500,31 @@ fn put_info(out: &mut Vec<u8>, info: &KernelInfo) {
     }
 }
 
+/// Our binary format's reader: CTA by CTA or in issued chunks as written; read on through
+/// its index (or, compressed, by walking it from its start).
+pub(crate) struct BinaryReader;
+
+impl super::reader::TraceReader for BinaryReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into_sized(r, cx.file, cx.bound, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_sized(r, cx.file, cx.bound, out)
+    }
+    fn read_on(&self) -> super::reader::ReadOn {
+        super::reader::ReadOn::Index
+    }
+}
+
 #[cfg(test)]
 mod tests;

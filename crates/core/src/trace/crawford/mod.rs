@@ -372,5 +372,31 @@ pub fn read_into<R: BufRead>(r: R, file: &str, out: &mut dyn KernelSink) -> Resu
     walk(r, file, &mut Whole { exec: None, out })
 }
 
+/// Crawford's format's reader: per-thread streams, handed on CTA by CTA after an external
+/// sort (`spill.rs`).
+pub(crate) struct CrawfordReader;
+
+impl super::reader::TraceReader for CrawfordReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into(r, cx.file, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx.file, super::spill::DEFAULT_CAP, out)
+    }
+    fn sorts_to_stream(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -384,5 +384,49 @@ pub(crate) fn encode_later_runs(kernels: &[(&str, Vec<[u64; 3]>)], longest: u16)
     out
 }
 
+/// The cuda-memtrace reader: scanned, then handed on in issue order a kernel apart (read
+/// twice); read on from a chunk of issued rows by walking over the kernels before.
+pub(crate) struct MemTraceReader;
+
+impl super::reader::TraceReader for MemTraceReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into(r, cx.file, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx, out)
+    }
+    fn streamed_reads(&self, _as_found: bool) -> u64 {
+        2
+    }
+    fn read_on(&self) -> super::reader::ReadOn {
+        super::reader::ReadOn::Reader
+    }
+    fn stream_from(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        at: &super::ResumePoint,
+        _held: super::Held<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Option<Result<(), TraceError>> {
+        match *at {
+            super::ResumePoint::Issued { kernel, next_chunk } => {
+                Some(stream_from(r, cx, kernel, next_chunk, out))
+            }
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -506,5 +506,54 @@ pub fn size_of(opcode: &[u8]) -> u16 {
 
 #[cfg(test)]
 mod resume_tests;
+/// The NVBit reader: read once for a receiver taking instructions as found, else scanned
+/// and read (twice); read on from the places its one-pass reader gives.
+pub(crate) struct NvBitReader;
+
+impl super::reader::TraceReader for NvBitReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into(r, cx.file, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx, out)
+    }
+    fn streamed_reads(&self, as_found: bool) -> u64 {
+        if as_found {
+            1
+        } else {
+            2
+        }
+    }
+    fn read_on(&self) -> super::reader::ReadOn {
+        super::reader::ReadOn::Reader
+    }
+    fn gives_places(&self) -> bool {
+        true
+    }
+    fn stream_from(
+        &self,
+        _r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        at: &super::ResumePoint,
+        held: super::Held<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Option<Result<(), TraceError>> {
+        match at {
+            super::ResumePoint::NvBit(r) => Some(stream_from(cx, r, held.instructions, out)),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -163,6 +163,63 @@ mod stream;
 
 pub(crate) use stream::{stream_csv, stream_parquet};
 
+/// The CSV reader (polars): whole, or read twice and handed on CTA by CTA (sorted on disk,
+/// or in issue order with an `sm` column).
+pub(crate) struct CsvReader;
+
+impl super::reader::TraceReader for CsvReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_csv(r, cx.file, cx.file_bytes, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_csv(r, cx, out)
+    }
+    fn streamed_reads(&self, _as_found: bool) -> u64 {
+        2
+    }
+    fn sorts_to_stream(&self) -> bool {
+        true
+    }
+}
+
+/// The Parquet reader (polars), from the file itself (it seeks): as the CSV reader.
+pub(crate) struct ParquetReader;
+
+impl super::reader::TraceReader for ParquetReader {
+    fn read(
+        &self,
+        _r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_parquet(cx.path, cx.file, cx.watch, out)
+    }
+    fn stream(
+        &self,
+        _r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_parquet(cx.path, cx.file, cx.watch, out)
+    }
+    fn streamed_reads(&self, _as_found: bool) -> u64 {
+        2
+    }
+    fn sorts_to_stream(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -444,6 +444,32 @@ fn token(name: &str) -> String {
     }
 }
 
+/// Our text format's reader: whole, or kernel by kernel through the external sort (or in
+/// file order for an issued-order kernel, `stream.rs`).
+pub(crate) struct TextReader;
+
+impl super::reader::TraceReader for TextReader {
+    fn read(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn KernelSink,
+    ) -> Result<(), TraceError> {
+        read_into(r, cx.file, out)
+    }
+    fn stream(
+        &self,
+        r: super::reader::Input,
+        cx: &super::Ctx<'_>,
+        out: &mut dyn super::CtaSink,
+    ) -> Result<(), TraceError> {
+        stream_into(r, cx.file, super::spill::DEFAULT_CAP, out)
+    }
+    fn sorts_to_stream(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

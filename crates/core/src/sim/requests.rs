@@ -1,13 +1,14 @@
 //! The per-request table: every request of a run written as it happens, in batches, so
-//! neither the trace nor the table need fit in memory.
+//! neither the trace nor the table need fit in memory. An [`Observer`] of the run, so it
+//! lives here, above the report's table writers it uses.
 
 use std::path::Path;
 
 use polars::prelude::*;
 
-use super::export::{ExportError, PartFile};
-use super::tables::{TableFormat, Writer};
-use crate::sim::{Observer, RequestEvent};
+use super::{Observer, RequestEvent};
+use crate::report::export::{ExportError, PartFile};
+use crate::report::tables::{TableFormat, Writer};
 use crate::trace::Kernel;
 
 /// Requests buffered before a batch is written.
