@@ -17,6 +17,7 @@ pub use args::Cli;
 
 use anyhow::{Context, Result};
 use args::{Command, ConvertArgs, GenArgs, SimArgs};
+use warpscope::shell::policy;
 use warpscope::{gen, sim, trace};
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -128,45 +129,22 @@ fn streamed(a: &SimArgs, cfg: &warpscope::config::SimConfig) -> Result<Option<si
         return Ok(None);
     }
     let run = if cfg.timing.is_some() {
-        if whole_is_faster(a)? {
-            return Ok(None);
+        if let Some(path) = &a.input.trace {
+            let format = a.input.format.as_deref().map(options::format).transpose()?;
+            let timing = policy::Purpose::Report { timing: true };
+            if policy::reading(path, format, timing) == policy::Reading::Whole {
+                return Ok(None);
+            }
         }
         streamed_timed
     } else {
         streamed_as
     };
-    match run(a, cfg, true) {
-        Err(e) if warpscope::shell::lanes::must_read_again(&e) => {
-            eprintln!("note: {}", e.root_cause());
-        }
-        r => return r,
-    }
-    run(a, cfg, false)
-}
-
-/// Files of at most this many bytes that a stream would sort by CTA on the way are read
-/// whole for the timing model ([`whole_is_faster`]).
-const TIMED_WHOLE_BYTES: u64 = 1 << 30;
-
-/// Whether the timing model reads the trace file whole rather than streamed: a file of at
-/// most [`TIMED_WHOLE_BYTES`] uncompressed that is streamed only after an external sort
-/// (`trace::OpenTrace::sorts_to_stream`). The model's streams take about the memory of the
-/// trace itself, so such a file costs little more memory read whole, and the sort's time is
-/// saved (the released model's own trace of naive matmul `n=128`: 0.44 s read whole, 0.66 s
-/// streamed).
-fn whole_is_faster(a: &SimArgs) -> Result<bool> {
-    let Some(path) = &a.input.trace else {
-        return Ok(false);
-    };
-    let opts = warpscope::trace::ReadOptions {
-        format: a.input.format.as_deref().map(options::format).transpose()?,
-        allow_truncated: false,
-    };
-    let open = warpscope::trace::open_trace(path, opts, &|s| s, &|s| s)?;
-    Ok(open.sorts_to_stream()
-        && open.compression == warpscope::trace::source::Compression::None
-        && open.file_bytes > 0
-        && open.file_bytes <= TIMED_WHOLE_BYTES)
+    policy::once_else_twice(
+        |as_found| run(a, cfg, as_found),
+        warpscope::shell::lanes::must_read_again,
+        |e| eprintln!("note: {}", e.root_cause()),
+    )
 }
 
 /// [`streamed_as`] under the timing model: the warps' streams are built from the CTAs as

@@ -16,27 +16,12 @@
 
 use super::args::InputArgs;
 use anyhow::{bail, Result};
-use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use warpscope::config::SimConfig;
 use warpscope::shell::lanes;
 use warpscope::sim::{self, NoObserver, Observer, Report, Session};
 use warpscope::trace;
-
-/// Counts the bytes read from the file (compressed or not), for progress.
-struct Counted {
-    inner: trace::source::Stream,
-    read: Arc<AtomicU64>,
-}
-
-impl Read for Counted {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
 
 /// Progress by the trace files' bytes read, out of their size.
 pub struct ByBytes {
@@ -103,12 +88,12 @@ fn counting(
     read: &Arc<AtomicU64>,
 ) -> impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static {
     let read = read.clone();
-    move |s| {
-        Box::new(Counted {
-            inner: s,
-            read: read.clone(),
-        })
-    }
+    warpscope::shell::policy::counted(
+        move |n| {
+            read.fetch_add(n, Ordering::Relaxed);
+        },
+        || false,
+    )
 }
 
 /// A streamed run's input: what sends its pieces, the depth of the lanes' queues for them,

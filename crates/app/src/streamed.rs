@@ -12,7 +12,7 @@ use std::sync::Arc;
 use warpscope_core::config::SimConfig;
 use warpscope_core::sim;
 use warpscope_core::trace;
-use warpscope_shell::lanes;
+use warpscope_shell::{lanes, policy};
 
 use super::data::checkpoints::{Checkpoint, Checkpoints};
 use super::data::{Gather, Preview, SimData, TraceData};
@@ -52,19 +52,26 @@ fn run(
     gather: &mut Gather,
     from: Option<&Checkpoint>,
 ) -> Result<Option<sim::Session>, JobError> {
-    match run_as(config, trace, progress, gather, from, true)? {
-        Ran::Done(s) => Ok(s.map(|s| *s)),
-        Ran::ReadAgain => {
-            gather.start_again();
-            progress.report(0, 0);
-            match run_as(config, trace, progress, gather, from, false)? {
-                Ran::Done(s) => Ok(s.map(|s| *s)),
-                Ran::ReadAgain => Err(JobError::Failed(
-                    "the file could not be read in two passes either".into(),
-                )),
+    let ran = policy::once_else_twice(
+        |as_found| {
+            if !as_found {
+                gather.start_again();
+                progress.report(0, 0);
             }
-        }
-    }
+            match run_as(config, trace, progress, gather, from, as_found) {
+                Ok(Ran::Done(s)) => Ok(s),
+                Ok(Ran::ReadAgain) => Err(None),
+                Err(e) => Err(Some(e)),
+            }
+        },
+        Option::is_none,
+        |_| {},
+    );
+    ran.map(|s| s.map(|s| *s)).map_err(|e| {
+        e.unwrap_or_else(|| {
+            JobError::Failed("the file could not be read in two passes either".into())
+        })
+    })
 }
 
 /// A streamed trace's file and its bytes on disk.
@@ -95,54 +102,62 @@ fn run_timed(
     max_rows: u64,
 ) -> Result<Option<sim::Report>, JobError> {
     let (path, bytes) = file_of(trace)?;
-    for as_found in [true, false] {
-        let opts = trace::ReadOptions {
-            format: trace.format,
-            allow_truncated: false,
-        };
-        let watch = watching(progress);
-        let open = trace::open_trace(path, opts, &|s| s, &watch)
-            .map_err(|e| JobError::Failed(e.to_string()))?;
-        progress.set_total(bytes * open.streamed_reads(as_found));
-        let src = lanes::file_source(open, |s| s, watch, as_found);
-        let mut reading = Reading(progress);
-        let mut counted = Counted {
-            gather: &mut *gather,
-            progress,
-        };
-        let limits = (0, Some(max_rows));
-        let run = warpscope_shell::timed::run_streamed(
-            config,
-            src.source,
-            src.depth,
-            &mut reading,
-            &mut counted,
-            limits,
-        );
-        return match run {
-            Ok(report) => Ok(Some(report)),
-            Err(_) if progress.cancelled() => Err(JobError::Cancelled),
-            Err(_) if gather.past_window => Ok(None),
-            Err(lanes::Failure::Other(e)) if as_found && lanes::must_read_again(&e) => {
+    let ran = policy::once_else_twice(
+        |as_found| {
+            if !as_found {
                 gather.start_again();
                 progress.report(0, 0);
-                continue;
             }
-            Err(lanes::Failure::Session(_, e))
-                if e == warpscope_shell::timed::too_many_rows(max_rows) =>
-            {
-                Err(JobError::Failed(format!(
-                    "{}; use `warpscope sim --timing` on it",
-                    error_chain(&e)
-                )))
+            let opts = trace::ReadOptions {
+                format: trace.format,
+                allow_truncated: false,
+            };
+            let watch = watching(progress);
+            let open = trace::open_trace(path, opts, &|s| s, &watch)
+                .map_err(|e| Some(JobError::Failed(e.to_string())))?;
+            progress.set_total(bytes * open.streamed_reads(as_found));
+            let src = lanes::file_source(open, |s| s, watch, as_found);
+            let mut reading = Reading(progress);
+            let mut counted = Counted {
+                gather: &mut *gather,
+                progress,
+            };
+            let limits = (0, Some(max_rows));
+            let run = warpscope_shell::timed::run_streamed(
+                config,
+                src.source,
+                src.depth,
+                &mut reading,
+                &mut counted,
+                limits,
+            );
+            match run {
+                Ok(report) => Ok(Some(report)),
+                Err(_) if progress.cancelled() => Err(Some(JobError::Cancelled)),
+                Err(_) if gather.past_window => Ok(None),
+                Err(lanes::Failure::Other(e)) if as_found && lanes::must_read_again(&e) => {
+                    Err(None)
+                }
+                Err(lanes::Failure::Session(_, e))
+                    if e == warpscope_shell::timed::too_many_rows(max_rows) =>
+                {
+                    Err(Some(JobError::Failed(format!(
+                        "{}; use `warpscope sim --timing` on it",
+                        error_chain(&e)
+                    ))))
+                }
+                Err(lanes::Failure::Session(_, e)) => Err(Some(JobError::Failed(error_chain(&e)))),
+                Err(lanes::Failure::Other(e)) => Err(Some(JobError::Failed(format!("{e:#}")))),
             }
-            Err(lanes::Failure::Session(_, e)) => Err(JobError::Failed(error_chain(&e))),
-            Err(lanes::Failure::Other(e)) => Err(JobError::Failed(format!("{e:#}"))),
-        };
-    }
-    Err(JobError::Failed(
-        "the file could not be read in two passes either".into(),
-    ))
+        },
+        Option::is_none,
+        |_| {},
+    );
+    ran.map_err(|e| {
+        e.unwrap_or_else(|| {
+            JobError::Failed("the file could not be read in two passes either".into())
+        })
+    })
 }
 
 /// Progress while the timing model's trace is read: the bytes are counted as they are read

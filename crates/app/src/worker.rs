@@ -3,13 +3,13 @@
 //! job's [`Progress`], reports through it and stops when it is cancelled: a load fails its
 //! next read, a simulation stops at its next progress call.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use warpscope_core::config::SimConfig;
 use warpscope_core::sim::{self, Observer, RequestEvent};
 use warpscope_core::trace::{self, Trace};
+use warpscope_shell::policy;
 
 use super::data::{Points, SimData, TraceData};
 use super::job::{Finished, JobError, Progress};
@@ -70,8 +70,10 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             allow_truncated,
             whole_up_to,
         } => {
-            let held = warpscope_shell::whole_bytes(&path);
-            if (whole_up_to == 0 || held > whole_up_to) && !allow_truncated {
+            let views = policy::Purpose::Views { whole_up_to };
+            if policy::reading(&path, format, views) == policy::Reading::Streamed
+                && !allow_truncated
+            {
                 return streamed::open(&path, format, warpscope_shell::trace_bytes(&path));
             }
             load(&path, format, allow_truncated, progress)
@@ -147,28 +149,9 @@ pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::da
     }
 }
 
-/// The largest trace file the app reads whole (bytes on disk; a binary file's rows at 23
-/// bytes each: `shell::whole_bytes`); a larger one is read by each simulation as it runs,
-/// and the views draw what that run gathered (`data::Gather`). Read whole, a trace takes
-/// several times its file's size in memory.
-pub const WHOLE_UP_TO: u64 = 256 << 20;
-
-/// Counts the bytes read from the file and fails the next read once cancelled.
-pub(super) struct Watched {
-    inner: trace::source::Stream,
-    progress: Arc<Progress>,
-}
-
-impl Read for Watched {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.progress.cancelled() {
-            return Err(std::io::Error::other("cancelled"));
-        }
-        let n = self.inner.read(buf)?;
-        self.progress.add(n as u64);
-        Ok(n)
-    }
-}
+/// The largest trace file the app reads whole (the shells' one policy: a larger one is read
+/// by each simulation as it runs, and the views draw what that run gathered, `data::Gather`).
+pub const WHOLE_UP_TO: u64 = policy::VIEWS_WHOLE_UP_TO;
 
 fn load(
     path: &Path,
@@ -278,13 +261,8 @@ pub fn simulate(
 pub(super) fn watching(
     progress: &Arc<Progress>,
 ) -> impl Fn(trace::source::Stream) -> trace::source::Stream + Send + Sync + 'static {
-    let p = progress.clone();
-    move |s: trace::source::Stream| -> trace::source::Stream {
-        Box::new(Watched {
-            inner: s,
-            progress: p.clone(),
-        })
-    }
+    let (counts, asks) = (progress.clone(), progress.clone());
+    policy::counted(move |n| counts.add(n), move || asks.cancelled())
 }
 
 /// An error and its sources on one line.

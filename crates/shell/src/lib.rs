@@ -4,12 +4,15 @@
 //! - [`lanes`]: a reader thread that decodes a trace file or runs a generator, feeding
 //!   sessions side by side on other threads;
 //! - [`timed`]: the timing model's runs and SMs side by side;
+//! - [`policy`]: how a trace file is read (whole or streamed, once or twice, its bytes
+//!   counted), the same for both front ends;
 //! - [`trace_bytes`]: how much there is to read, for progress; [`whole_bytes`]: what a file
 //!   would take read whole, for the app's choice of streaming it; [`trace_stamp`]: whether a
 //!   trace's files changed since a run.
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod lanes;
+pub mod policy;
 pub mod timed;
 
 use std::path::Path;

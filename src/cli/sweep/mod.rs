@@ -204,13 +204,11 @@ fn streamed(
     jobs: usize,
     describe: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Report>> {
-    match streamed_as(a, configs, jobs, describe, true) {
-        Err(e) if lanes::must_read_again(&e) => {
-            eprintln!("note: {}", e.root_cause());
-        }
-        r => return r,
-    }
-    streamed_as(a, configs, jobs, describe, false)
+    warpscope::shell::policy::once_else_twice(
+        |as_found| streamed_as(a, configs, jobs, describe, as_found),
+        lanes::must_read_again,
+        |e| eprintln!("note: {}", e.root_cause()),
+    )
 }
 
 /// [`streamed`], taking instructions as they are found where `as_found`.
