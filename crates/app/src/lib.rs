@@ -23,6 +23,7 @@ mod lesson_panel;
 pub mod over_time;
 pub mod pane_trace;
 pub mod raster;
+mod screenshots;
 mod side;
 pub mod streamed;
 mod sweep_run;
@@ -35,7 +36,8 @@ pub mod worker;
 
 pub use actions::write_png;
 pub use central::differences;
-pub use window::{run, EframeApp, ScreenshotPlan};
+pub use screenshots::ScreenshotPlan;
+pub use window::{run, EframeApp};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
