@@ -9,6 +9,7 @@
 //! sms`. The result is the whole kernel's (tested below on random kernels cut anywhere).
 
 use super::running::{add_instructions, Running};
+use super::session::Feeding;
 use super::{Observer, Session, SimError};
 use crate::schedule::{issued_sm, Issue, ScheduleError};
 use crate::trace::{Columns, Kernel, Order, BARRIER_CODE};
@@ -175,7 +176,7 @@ impl Session {
     ) -> Result<(), SimError> {
         debug_assert_eq!(header.order, Order::Issued);
         let run = self.start_kernel(header, observer)?;
-        self.by_issue = Some(Box::new(ByIssue {
+        self.feeding = Feeding::ByIssue(Box::new(ByIssue {
             run,
             header: header.header(),
             rows: 0,
@@ -192,26 +193,26 @@ impl Session {
     /// [`Session::begin_kernel`], in issue order and cut anywhere; their threads and
     /// instructions must be the header's.
     pub fn issued(&mut self, rows: &Columns, observer: &mut dyn Observer) -> Result<(), SimError> {
-        if self.stream.is_some() {
+        if self.feeding.stream().is_some() {
             return self
                 .feed(rows, observer)
                 .then_some(())
                 .ok_or(SimError::Cancelled);
         }
-        let Some(mut b) = self.by_issue.take() else {
+        let Some(mut b) = self.feeding.take_by_issue() else {
             return Err(SimError::Config(
                 "issued rows came before an issued-order kernel began".into(),
             ));
         };
         let result = b.take(self, rows, observer);
-        self.by_issue = Some(b);
+        self.feeding = Feeding::ByIssue(b);
         result
     }
 
     /// Ends the issued-order kernel, if one is open: its last warp instruction is simulated
     /// and its rows go into the report.
     pub(super) fn end_issued(&mut self, observer: &mut dyn Observer) -> Result<(), SimError> {
-        let Some(mut b) = self.by_issue.take() else {
+        let Some(mut b) = self.feeding.take_by_issue() else {
             return Ok(());
         };
         b.issue_pending(self, observer)?;
@@ -393,7 +394,7 @@ mod tests {
         s.begin_kernel(&k.header(), &mut NoObserver).unwrap();
         let before = s.approx_bytes();
         s.issued(k.columns(), &mut NoObserver).unwrap();
-        let held = s.by_issue.as_ref().map_or(0, |b| b.run.ctas.heap_bytes());
+        let held = s.feeding.by_issue().map_or(0, |b| b.run.ctas.heap_bytes());
         assert!(held > 4000 * 100, "{held} bytes of per-CTA counters");
         let after = s.approx_bytes();
         assert!(

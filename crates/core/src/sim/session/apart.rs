@@ -18,7 +18,7 @@
 //! classifiers are away refuses one.
 
 use super::grouping::{reaching, Grouping};
-use super::{Session, SimError};
+use super::{Feeding, Session, SimError};
 use crate::cache::{Classifier, Request, SetIndexFn, Tag};
 use crate::coalesce::Coalescer;
 use crate::config::Coalescing;
@@ -147,11 +147,7 @@ impl Session {
     /// away.
     pub fn detach_reuse(&mut self) -> Option<ReuseStage> {
         let first = self.sims.first()?;
-        if self.measured_apart
-            || self.stream.is_some()
-            || self.by_cta.is_some()
-            || self.by_issue.is_some()
-        {
+        if self.measured_apart || !matches!(self.feeding, Feeding::Whole) {
             return None;
         }
         let index = first.cache.set_index().clone();

@@ -40,7 +40,7 @@ impl Session {
         }
         let run = self.start_kernel(header, observer)?;
         let header = header.header();
-        self.by_cta = Some(Box::new(ByCta {
+        self.feeding = Feeding::ByCta(Box::new(ByCta {
             sched,
             run,
             header,
@@ -79,14 +79,14 @@ impl Session {
     /// [`Session::release_rows`] after each CTA given: they are kept until then.
     pub fn recycle_cta_rows(&mut self) {
         self.recycle = true;
-        if let Some(b) = self.by_cta.as_mut() {
+        if let Some(b) = self.feeding.by_cta_mut() {
             b.sched.recycle_rows();
         }
     }
 
     /// Hands `f` the rows let go of since the last call ([`Session::recycle_cta_rows`]).
     pub fn release_rows(&mut self, f: &mut dyn FnMut(std::sync::Arc<Columns>)) {
-        if let Some(b) = self.by_cta.as_mut() {
+        if let Some(b) = self.feeding.by_cta_mut() {
             b.sched.take_released(f);
         }
     }
@@ -117,13 +117,13 @@ impl Session {
         warp_instructions: u64,
         observer: &mut dyn Observer,
     ) -> Result<bool, SimError> {
-        let Some(mut b) = self.by_cta.take() else {
+        let Some(mut b) = self.feeding.take_by_cta() else {
             return Ok(false);
         };
         let result = b
             .check_whole()
             .and_then(|()| self.run_by_cta(&mut b, warp_instructions, observer));
-        self.by_cta = Some(b);
+        self.feeding = Feeding::ByCta(b);
         result
     }
 
@@ -147,13 +147,13 @@ impl Session {
         observer: &mut dyn Observer,
         offer: impl FnOnce(&mut CtaScheduler) -> Result<(), crate::schedule::ScheduleError>,
     ) -> Result<(), SimError> {
-        let Some(mut b) = self.by_cta.take() else {
+        let Some(mut b) = self.feeding.take_by_cta() else {
             return Err(SimError::Config(
                 "a CTA came before its kernel began, or in an issued-order kernel".into(),
             ));
         };
         if let Err(e) = b.check_whole() {
-            self.by_cta = Some(b);
+            self.feeding = Feeding::ByCta(b);
             return Err(e);
         }
         let result = offer(&mut b.sched).map_err(|source| SimError::Schedule {
@@ -165,7 +165,7 @@ impl Session {
             *more = self.run_by_cta(&mut b, limit, observer)?;
             Ok(())
         });
-        self.by_cta = Some(b);
+        self.feeding = Feeding::ByCta(b);
         result
     }
 
@@ -173,11 +173,11 @@ impl Session {
     pub fn end_kernel(&mut self, observer: &mut dyn Observer) -> Result<(), SimError> {
         self.end_stream(observer);
         self.end_issued(observer)?;
-        let Some(mut b) = self.by_cta.take() else {
+        let Some(mut b) = self.feeding.take_by_cta() else {
             return Ok(());
         };
         if let Err(e) = b.check_whole() {
-            self.by_cta = Some(b);
+            self.feeding = Feeding::ByCta(b);
             return Err(e);
         }
         b.sched.close();
@@ -248,24 +248,24 @@ impl Session {
     /// The CTAs of the open kernel whose rows this copy of a session ([`Session::snapshot`])
     /// still wants before it can go on, in increasing order; empty for any other session.
     pub fn wanted_ctas(&self) -> &[u32] {
-        self.by_cta.as_ref().map_or(&[], |b| &b.wanted)
+        self.feeding.by_cta().map_or(&[], |b| &b.wanted)
     }
 
     /// The instructions of the open kernel given CTA by CTA or in issue order so far (its
     /// header's, and those that came after it: [`Session::more_instructions`]); empty for
     /// any other session.
     pub fn kernel_instructions(&self) -> &[crate::trace::Instruction] {
-        match (&self.by_cta, &self.by_issue) {
-            (Some(b), _) => &b.header.instructions,
-            (None, Some(b)) => b.instructions(),
-            (None, None) => &[],
+        match &self.feeding {
+            Feeding::ByCta(b) => &b.header.instructions,
+            Feeding::ByIssue(b) => b.instructions(),
+            Feeding::Whole | Feeding::Stream(_) => &[],
         }
     }
 
     /// Gives a copy of a session the rows of CTA `cta`, one of [`Session::wanted_ctas`], as
     /// the trace gave them (grouped by thread in increasing order).
     pub fn give_cta_rows(&mut self, cta: u32, rows: Columns) -> Result<(), SimError> {
-        let Some(b) = self.by_cta.as_mut() else {
+        let Some(b) = self.feeding.by_cta_mut() else {
             return Err(SimError::Config(
                 "no kernel is open to take CTA rows".into(),
             ));
@@ -288,7 +288,7 @@ impl Session {
 }
 
 /// A kernel read CTA by CTA ([`Session::begin_kernel`]).
-pub(super) struct ByCta {
+pub(in crate::sim) struct ByCta {
     sched: CtaScheduler,
     run: Running,
     /// The kernel without rows.
@@ -371,7 +371,7 @@ mod tests {
             rows.clear();
             rows.extend_from(k.columns(), k.cta_rows(c));
             s.cta(c, &rows, &mut NoObserver).unwrap();
-            let b = s.by_cta.as_ref().unwrap();
+            let b = s.feeding.by_cta().unwrap();
             most = most.max(b.run.ctas.held());
             most_sched = most_sched.max(b.sched.heap_bytes());
         }

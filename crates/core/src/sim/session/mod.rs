@@ -44,9 +44,8 @@ pub struct Session {
     next_kernel: u32,
     pub(super) done: u64,
     pub(super) total: u64,
-    pub(super) stream: Option<Stream>,
-    by_cta: Option<Box<by_cta::ByCta>>,
-    pub(super) by_issue: Option<Box<ByIssue>>,
+    /// What it is being fed, one kind of input at a time.
+    pub(super) feeding: Feeding,
     /// The exact reuse trackers are in a [`ReuseStage`] (`apart.rs`), which measures streams
     /// apart; scheduled kernels are refused.
     measured_apart: bool,
@@ -58,6 +57,87 @@ pub struct Session {
     /// The rows of finished CTAs given shared are kept for the caller
     /// ([`Session::recycle_cta_rows`]).
     recycle: bool,
+}
+
+/// What a session is being fed: whole kernels (or nothing open), or one of the inputs it
+/// takes piece by piece.
+#[derive(Default)]
+pub(super) enum Feeding {
+    #[default]
+    Whole,
+    /// A reference stream, in chunks of rows (`reference.rs`).
+    Stream(Box<Stream>),
+    /// A kernel given CTA by CTA (`by_cta.rs`).
+    ByCta(Box<by_cta::ByCta>),
+    /// An issued-order kernel, in chunks of rows (`issued.rs`).
+    ByIssue(Box<ByIssue>),
+}
+
+impl Feeding {
+    pub(super) fn stream(&mut self) -> Option<&mut Stream> {
+        match self {
+            Feeding::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub(super) fn by_cta(&self) -> Option<&by_cta::ByCta> {
+        match self {
+            Feeding::ByCta(b) => Some(b),
+            _ => None,
+        }
+    }
+    pub(super) fn by_cta_mut(&mut self) -> Option<&mut by_cta::ByCta> {
+        match self {
+            Feeding::ByCta(b) => Some(b),
+            _ => None,
+        }
+    }
+    pub(super) fn by_issue(&self) -> Option<&ByIssue> {
+        match self {
+            Feeding::ByIssue(b) => Some(b),
+            _ => None,
+        }
+    }
+    /// Takes the reference stream out, leaving whole kernels.
+    pub(super) fn take_stream(&mut self) -> Option<Box<Stream>> {
+        match std::mem::take(self) {
+            Feeding::Stream(s) => Some(s),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+    /// Takes the kernel given CTA by CTA out, leaving whole kernels.
+    pub(super) fn take_by_cta(&mut self) -> Option<Box<by_cta::ByCta>> {
+        match std::mem::take(self) {
+            Feeding::ByCta(b) => Some(b),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+    /// Takes the issued-order kernel out, leaving whole kernels.
+    pub(super) fn take_by_issue(&mut self) -> Option<Box<ByIssue>> {
+        match std::mem::take(self) {
+            Feeding::ByIssue(b) => Some(b),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+    /// A copy for [`Session::snapshot`] (a kernel given CTA by CTA without its rows);
+    /// `None` when whole kernels are fed, which cannot be copied between pieces.
+    fn copy(&self) -> Option<Feeding> {
+        Some(match self {
+            Feeding::Whole => return None,
+            Feeding::Stream(s) => Feeding::Stream(s.clone()),
+            Feeding::ByCta(b) => Feeding::ByCta(Box::new(b.copy_without_rows())),
+            Feeding::ByIssue(b) => Feeding::ByIssue(b.clone()),
+        })
+    }
 }
 
 /// The reference stream being streamed.
@@ -91,9 +171,7 @@ impl Session {
         if self.measured_apart {
             return None;
         }
-        if self.stream.is_none() && self.by_cta.is_none() && self.by_issue.is_none() {
-            return None;
-        }
+        let feeding = self.feeding.copy()?;
         Some(Session {
             cfg: self.cfg.clone(),
             slot_of_sm: self.slot_of_sm.clone(),
@@ -102,12 +180,7 @@ impl Session {
             next_kernel: self.next_kernel,
             done: self.done,
             total: self.total,
-            stream: self.stream.clone(),
-            by_cta: self
-                .by_cta
-                .as_ref()
-                .map(|b| Box::new(b.copy_without_rows())),
-            by_issue: self.by_issue.clone(),
+            feeding,
             measured_apart: false,
             requests_before_apart: 0,
             out_of_step: false,
@@ -132,8 +205,8 @@ impl Session {
             .iter()
             .map(|s| s.reuse.as_ref().map_or(0, |r| r.heap_bytes()) + s.cache.heap_bytes())
             .sum();
-        let kernel = self.by_cta.as_ref().map_or(0, |b| b.heap_bytes())
-            + self.by_issue.as_ref().map_or(0, |b| b.heap_bytes());
+        let kernel = self.feeding.by_cta().map_or(0, |b| b.heap_bytes())
+            + self.feeding.by_issue().map_or(0, |b| b.heap_bytes());
         // The report's per-instruction and per-CTA rows (a row is mostly its counters).
         let row = std::mem::size_of::<Counters>() + 32;
         let report = row
@@ -196,9 +269,7 @@ impl Session {
             next_kernel: 0,
             done: 0,
             total: total_accesses,
-            stream: None,
-            by_cta: None,
-            by_issue: None,
+            feeding: Feeding::Whole,
             measured_apart: false,
             requests_before_apart: 0,
             out_of_step: false,
@@ -297,18 +368,19 @@ impl Session {
         added: &[Instruction],
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
-        let ki = if let Some(s) = self.stream.as_mut() {
-            super::running::add_instructions(&mut s.instructions, &mut s.insts, added);
-            s.ki
-        } else if let Some(b) = self.by_issue.as_mut() {
-            b.more_instructions(added)
-        } else if let Some(b) = self.by_cta.as_mut() {
-            b.more_instructions(added)
-        } else {
-            return Err(SimError::Config(format!(
-                "{} instructions came when no kernel was open",
-                added.len()
-            )));
+        let ki = match &mut self.feeding {
+            Feeding::Stream(s) => {
+                super::running::add_instructions(&mut s.instructions, &mut s.insts, added);
+                s.ki
+            }
+            Feeding::ByIssue(b) => b.more_instructions(added),
+            Feeding::ByCta(b) => b.more_instructions(added),
+            Feeding::Whole => {
+                return Err(SimError::Config(format!(
+                    "{} instructions came when no kernel was open",
+                    added.len()
+                )))
+            }
         };
         observer.on_instructions(ki, added);
         Ok(())

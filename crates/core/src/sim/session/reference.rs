@@ -24,7 +24,7 @@ impl Session {
         self.end_kernel(observer)?;
         let (sm, slot) = super::apart::stream_slot(&self.slot_of_sm, self.cfg.gpu.sms, header);
         let coalescer = Coalescer::new(Coalescing::None, self.geometry(1));
-        self.stream = Some(Stream {
+        self.feeding = Feeding::Stream(Box::new(Stream {
             ki: self.next_kernel,
             name: header.name.clone(),
             instructions: header.instructions.clone(),
@@ -36,7 +36,7 @@ impl Session {
             warp_insts: 0,
             grouping: Default::default(),
             tags: self.measured_apart.then(Tags::default),
-        });
+        }));
         observer.on_kernel(self.next_kernel, header);
         self.next_kernel += 1;
         Ok(())
@@ -55,7 +55,7 @@ impl Session {
         range: std::ops::Range<usize>,
         obs: &mut dyn Observer,
     ) {
-        let Some(st) = self.stream.as_mut() else {
+        let Some(st) = self.feeding.stream() else {
             return;
         };
         st.rows += range.len() as u64;
@@ -75,7 +75,7 @@ impl Session {
     /// Takes the tags of the streamed kernel's next requests, from a classifier run apart
     /// (`apart.rs`). Fails when no stream begun after [`Session::detach_reuse`] is open.
     pub fn take_tags(&mut self, tags: &[u8]) -> Result<(), SimError> {
-        match self.stream.as_mut().and_then(|s| s.tags.as_mut()) {
+        match self.feeding.stream().and_then(|s| s.tags.as_mut()) {
             Some(t) => {
                 t.take(tags);
                 Ok(())
@@ -89,7 +89,7 @@ impl Session {
     /// Ends the streamed kernel and adds its rows to the report (its last warp instruction,
     /// which could have gone on in another chunk, is simulated now).
     pub fn end_stream(&mut self, observer: &mut dyn Observer) {
-        let Some(mut st) = self.stream.take() else {
+        let Some(mut st) = self.feeding.take_stream() else {
             return;
         };
         if let Some(slot) = st.slot {
