@@ -6,7 +6,7 @@
 //! CLI prints, and every file export behind one [`Exporter`] trait ([`export`](mod@export): text,
 //! JSON, and with the `tables` feature the summary tables as CSV or Parquet, [`tables`]),
 //! chosen by the file name's extension. The per-request table, written while a run goes,
-//! is [`requests`].
+//! is `sim::RequestExporter` (an observer of the run, so it lives in `sim`).
 
 mod cta_counters;
 pub mod cta_table;

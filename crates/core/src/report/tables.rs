@@ -1,5 +1,5 @@
 //! The report's per-instruction and per-CTA tables as CSV or Parquet through polars, and the
-//! table writer the per-request export ([`super::requests`]) shares.
+//! table writer the per-request export (`sim::RequestExporter`) shares.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
