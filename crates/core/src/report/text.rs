@@ -81,8 +81,27 @@ fn on(b: bool) -> &'static str {
     }
 }
 
-/// Writes the readable report of a run of the trace named `source`.
+/// Writes the readable report of a run of the trace named `source`: the configuration and
+/// kernels, the totals, the timing model's figures, then per SM, per instruction, per source
+/// line, the CTAs and the reuse distances.
 pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()> {
+    configuration(w, source, r)?;
+    writeln!(w, "\ntotals")?;
+    counters_block(w, &r.totals, r.config.timing.is_some())?;
+    timing(w, r)?;
+    per_sm(w, r)?;
+    per_instruction(w, r)?;
+    per_source_line(w, r)?;
+    writeln!(
+        w,
+        "\nCTAs with requests on the simulated SM(s): {}",
+        r.ctas.len()
+    )?;
+    reuse(w, r)
+}
+
+/// The trace, the cache, the schedule, the kernels and the timing model's settings.
+fn configuration(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()> {
     let c = &r.config;
     let ways = if c.cache.ways == 0 {
         "full".to_string()
@@ -132,8 +151,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             on(t.warp_delay)
         )?;
     }
-    writeln!(w, "\ntotals")?;
-    counters_block(w, &r.totals, c.timing.is_some())?;
+    Ok(())
+}
+
+/// The timing model's figures, if it ran.
+fn timing(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     if let Some(t) = &r.timing {
         writeln!(w, "\ntiming")?;
         writeln!(
@@ -156,6 +178,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
         let busiest = t.mshr_occupancy.iter().map(|s| s.used).max().unwrap_or(0);
         writeln!(w, "  peak MSHRs in use {:>12}", busiest)?;
     }
+    Ok(())
+}
+
+/// Requests and misses per simulated SM, when there are several.
+fn per_sm(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     if r.sms.len() > 1 {
         writeln!(w, "\nper SM")?;
         for s in &r.sms {
@@ -169,6 +196,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             )?;
         }
     }
+    Ok(())
+}
+
+/// Requests, misses and miss classes per instruction.
+fn per_instruction(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     writeln!(w, "\nper instruction")?;
     writeln!(
         w,
@@ -189,6 +221,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             m.conflict
         )?;
     }
+    Ok(())
+}
+
+/// Requests and misses per source line, where the trace has line info.
+fn per_source_line(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     if !r.source_lines.is_empty() {
         writeln!(w, "\nper source line (the trace's line info)")?;
         writeln!(
@@ -209,11 +246,11 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
             )?;
         }
     }
-    writeln!(
-        w,
-        "\nCTAs with requests on the simulated SM(s): {}",
-        r.ctas.len()
-    )?;
+    Ok(())
+}
+
+/// The reuse-distance histogram and the miss-rate curve, if measured.
+fn reuse(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     if let Some(reuse) = &r.reuse {
         writeln!(
             w,
