@@ -93,7 +93,18 @@ fn pct(a: u64, b: u64) -> f64 {
     }
 }
 
+/// The communication report as text: the summary, the bisection, each launch, the
+/// superstep distances and the largest CTA pairs (`top` of them) with degrees and strides.
 fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Result<()> {
+    summary(out, source, r)?;
+    bisection(out, r)?;
+    launches(out, r)?;
+    distances(out, r)?;
+    pairs(out, r, top)
+}
+
+/// What was read, written and communicated, in all.
+fn summary(out: &mut impl Write, source: &str, r: &CommReport) -> Result<()> {
     writeln!(out, "communication of {source}")?;
     writeln!(
         out,
@@ -127,6 +138,11 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
         r.transfers.len(),
         r.pairs.len()
     )?;
+    Ok(())
+}
+
+/// The bytes a cut of the CTA grid into halves would carry, along each axis.
+fn bisection(out: &mut impl Write, r: &CommReport) -> Result<()> {
     writeln!(out)?;
     writeln!(out, "bisection (cut of the CTA grid into halves)")?;
     for (d, b) in ["x", "y", "z"].iter().zip(&r.bisection) {
@@ -141,6 +157,11 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
             writeln!(out, "  {d}: one CTA wide, no cut")?;
         }
     }
+    Ok(())
+}
+
+/// One row per launch.
+fn launches(out: &mut impl Write, r: &CommReport) -> Result<()> {
     writeln!(out)?;
     writeln!(
         out,
@@ -171,6 +192,11 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
             l.out_degree_std
         )?;
     }
+    Ok(())
+}
+
+/// The superstep distances of the communicated bytes.
+fn distances(out: &mut impl Write, r: &CommReport) -> Result<()> {
     if !r.distance.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -185,6 +211,11 @@ fn table(out: &mut impl Write, source: &str, r: &CommReport, top: usize) -> Resu
             )?;
         }
     }
+    Ok(())
+}
+
+/// The largest CTA pairs, the degrees and the commonest strides.
+fn pairs(out: &mut impl Write, r: &CommReport, top: usize) -> Result<()> {
     if !r.pairs.is_empty() {
         let mut pairs = r.pairs.clone();
         pairs.sort_by(|a, b| b.2.cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
