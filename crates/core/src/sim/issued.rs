@@ -193,7 +193,7 @@ impl Session {
     /// [`Session::begin_kernel`], in issue order and cut anywhere; their threads and
     /// instructions must be the header's.
     pub fn issued(&mut self, rows: &Columns, observer: &mut dyn Observer) -> Result<(), SimError> {
-        if self.feeding.stream().is_some() {
+        if self.feeding.stream_mut().is_some() {
             return self
                 .feed(rows, observer)
                 .then_some(())

@@ -74,7 +74,7 @@ pub(super) enum Feeding {
 }
 
 impl Feeding {
-    pub(super) fn stream(&mut self) -> Option<&mut Stream> {
+    pub(super) fn stream_mut(&mut self) -> Option<&mut Stream> {
         match self {
             Feeding::Stream(s) => Some(s),
             _ => None,

@@ -55,7 +55,7 @@ impl Session {
         range: std::ops::Range<usize>,
         obs: &mut dyn Observer,
     ) {
-        let Some(st) = self.feeding.stream() else {
+        let Some(st) = self.feeding.stream_mut() else {
             return;
         };
         st.rows += range.len() as u64;
@@ -75,7 +75,7 @@ impl Session {
     /// Takes the tags of the streamed kernel's next requests, from a classifier run apart
     /// (`apart.rs`). Fails when no stream begun after [`Session::detach_reuse`] is open.
     pub fn take_tags(&mut self, tags: &[u8]) -> Result<(), SimError> {
-        match self.feeding.stream().and_then(|s| s.tags.as_mut()) {
+        match self.feeding.stream_mut().and_then(|s| s.tags.as_mut()) {
             Some(t) => {
                 t.take(tags);
                 Ok(())
