@@ -433,10 +433,7 @@ impl super::reader::TraceReader for DinReader {
         cx: &super::Ctx<'_>,
         out: &mut dyn super::KernelSink,
     ) -> Result<(), TraceError> {
-        for k in read_sized(r, cx.file, cx.file_bytes)?.kernels {
-            out.kernel(k)?;
-        }
-        Ok(())
+        super::sink::hand_on(read_sized(r, cx.file, cx.file_bytes)?, out)
     }
     fn read_on(&self) -> super::reader::ReadOn {
         super::reader::ReadOn::Own

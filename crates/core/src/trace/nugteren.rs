@@ -312,10 +312,7 @@ impl super::reader::TraceReader for NugterenReader {
         cx: &super::Ctx<'_>,
         out: &mut dyn super::KernelSink,
     ) -> Result<(), TraceError> {
-        for k in read(r, cx.file)?.kernels {
-            out.kernel(k)?;
-        }
-        Ok(())
+        super::sink::hand_on(read(r, cx.file)?, out)
     }
     fn stream(
         &self,

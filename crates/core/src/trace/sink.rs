@@ -137,6 +137,12 @@ impl CtaSink for Assemble<'_> {
 const RESERVE_CAP_ROWS: u64 = 1 << 25;
 
 /// A builder of the kernel `header` describes, to append its CTAs to.
+/// Hands every kernel of a trace read whole to `out`, in launch order (for readers that
+/// build the whole trace first).
+pub(super) fn hand_on(trace: Trace, out: &mut dyn KernelSink) -> Result<(), TraceError> {
+    trace.kernels.into_iter().try_for_each(|k| out.kernel(k))
+}
+
 pub(super) fn builder_for(header: &Kernel) -> Result<KernelBuilder, TraceError> {
     let mut b = KernelBuilder::new(&header.name, header.grid, header.block, header.order)
         .map_err(|e| out_of_order(e.to_string()))?;
