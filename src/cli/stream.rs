@@ -1,6 +1,6 @@
 //! `sim` on a trace file without loading it whole: a reader thread decodes while the
 //! simulation runs, through the core's `Session` (the pipeline `sim::run` is a loop over, so
-//! the result is the whole trace's; `tests/cli.rs` compares). With several SMs simulated,
+//! the result is the whole trace's; `tests/cli/commands.rs` compares). With several SMs simulated,
 //! their L1s are split over the cores, one session per part, fed the same pieces (`lanes`),
 //! and the parts' reports are merged (`Report::merge`).
 //! - A reference stream (Dinero IV `din`) goes over in chunks of rows and nothing of it is

@@ -163,7 +163,7 @@ impl CacheModel {
     /// Simulates one request in `set` (its [`CacheModel::set_of`]) whose line's whole-cache
     /// reuse distance is `distance` (`None`: its first use), which classifies its miss without
     /// the fully associative shadow: the same outcome as [`CacheModel::access`] when
-    /// [`CacheModel::shadow_is_a_stack`] (`tests/properties.rs` compares them), as a fully
+    /// [`CacheModel::shadow_is_a_stack`] (`tests/model/properties.rs` compares them), as a fully
     /// associative LRU cache of `n` lines hits exactly when the distance is below `n`.
     #[inline]
     pub fn access_at_distance(&mut self, r: &Request, set: u32, distance: Option<u64>) -> Outcome {

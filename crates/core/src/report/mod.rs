@@ -418,7 +418,7 @@ impl Report {
     /// Combines the reports of sessions that each simulated some of the SMs of one
     /// configuration on the same trace ([`crate::sim::Session::for_sms`], [`crate::sim::partition_sms`])
     /// into the report of one session simulating them all: equal to it field for field
-    /// (`tests/partitions.rs`). The shells run the parts on separate cores. Refused when the
+    /// (`tests/model/partitions.rs`). The shells run the parts on separate cores. Refused when the
     /// parts are of different configurations, kernels or SMs that overlap, or of the timing
     /// model (whose SMs share a clock).
     pub fn merge(parts: Vec<Report>) -> Result<Report, String> {

@@ -1,7 +1,7 @@
 //! A built-in kernel simulated while it is generated: each CTA goes to a [`Session`] as soon as
 //! it is built, and the session schedules it as it would the whole kernel
 //! ([`Session::begin_kernel`]), so memory holds the resident CTAs, never the trace. The
-//! result is [`super::run`]'s on the generated trace (`tests/by_cta.rs`, `tests/cli.rs`).
+//! result is [`super::run`]'s on the generated trace (`tests/model/by_cta.rs`, `tests/cli/commands.rs`).
 
 use super::{Observer, Report, Session, SimError};
 use crate::config::SimConfig;

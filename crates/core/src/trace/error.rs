@@ -39,7 +39,7 @@ pub enum TraceError {
     /// and why.
     #[error("{0}")]
     Stopped(String),
-    /// A read that handed instructions on as it found them ([`CtaSink::more_instructions`])
+    /// A read that handed instructions on as it found them ([`SinkHooks::more_instructions`])
     /// met what only a read in two passes takes (launches that interleave, a grid too large
     /// to size before its rows are counted). Its receiver holds part of the trace: the
     /// shell starts again with a receiver that wants whole headers.

@@ -42,7 +42,7 @@ pub use model::{
 };
 pub use reader::bytes_to_read_on;
 use reader::ReadOn;
-pub use sink::{Assemble, CtaSink, KernelSink};
+pub use sink::{Assemble, CtaSink, KernelSink, SinkHooks};
 pub use skip::{Place, SkipTo};
 pub use writer::{is_binary_path, write_file, write_file_as, TraceWriter, WriteFormat};
 
@@ -213,7 +213,7 @@ impl OpenTrace {
     /// to the place, its records before it stepped over); cuda-memtrace (walked over to the
     /// place); an Accel-Sim trace (its kernel files before the copy's are not opened; that one
     /// is read again from its start); an NVBit log read in one pass (from the places its
-    /// reader gives, [`CtaSink::read_on_point`]); any other format but `din` (which goes on
+    /// reader gives, [`SinkHooks::read_on_point`]); any other format but `din` (which goes on
     /// from its own places) read again from its start without handing on what comes before
     /// the place ([`OpenTrace::skims_to_resume`]). A compressed file is decompressed again up
     /// to the place.
@@ -233,7 +233,7 @@ impl OpenTrace {
     /// its beginning, then every later kernel. A cuda-memtrace file goes on from a chunk of
     /// issued rows ([`ResumePoint::Issued`]); an Accel-Sim trace from a CTA
     /// ([`ResumePoint::Cta`]), the rows of the copy's resident CTAs first
-    /// ([`CtaSink::resident`]), as does a compressed binary file, walked from its start, and
+    /// ([`SinkHooks::resident`]), as does a compressed binary file, walked from its start, and
     /// a file of the other formats, read again from its start ([`SkipTo`]). (An uncompressed
     /// binary file goes on through its index: `shell::lanes::resumed_source`.)
     pub fn stream_from(
@@ -348,7 +348,7 @@ impl OpenTrace {
     /// headers are known only at their ends (scanned, then read), once for a pipe or any other
     /// format, or for an NVBit log or Accel-Sim trace given to a receiver that takes
     /// instructions `as_found`
-    /// ([`CtaSink::takes_more_instructions`]). Progress by bytes read is measured against
+    /// ([`SinkHooks::takes_more_instructions`]). Progress by bytes read is measured against
     /// this many times the file.
     pub fn streamed_reads(&self, as_found: bool) -> u64 {
         if self.file_bytes == 0 {

@@ -72,7 +72,7 @@ pub(crate) trait TraceReader: Sync {
     }
 
     /// Whether the reader itself gives the places a run can read on from
-    /// ([`CtaSink::read_on_point`]), rather than every piece being one.
+    /// ([`SinkHooks::read_on_point`]), rather than every piece being one.
     fn gives_places(&self) -> bool {
         false
     }

@@ -33,17 +33,32 @@ impl KernelSink for Trace {
 /// [`CtaSink::issued`], in issue order, cut anywhere. An error stops the source, which
 /// returns it.
 ///
-/// A receiver that [takes more instructions](CtaSink::takes_more_instructions) may get a
-/// header with only the instructions found so far, and the others by
-/// [`CtaSink::more_instructions`] as they are found, each before the first row that names
-/// it. Readers that would read a file twice to learn a kernel's instructions first (NVBit,
-/// Accel-Sim) then read it once, so its first requests are simulated at once.
+/// Four pieces are all most receivers take. A receiver that takes more ([`SinkHooks`]: a
+/// hint of the rows to come, instructions found late, resident CTAs' rows, places to read on
+/// from) says so by [`CtaSink::hooks`]; a reader asks through the methods on `dyn CtaSink`
+/// of the same names, which do nothing (or refuse) for a receiver without hooks.
 pub trait CtaSink: KernelSink {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;
     /// The next rows of an issued-order kernel.
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError>;
     fn end_kernel(&mut self) -> Result<(), TraceError>;
+    /// What this receiver takes beyond the four pieces; `None`: nothing. A receiver that
+    /// passes pieces on to another passes on its hooks.
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        None
+    }
+}
+
+/// What a [`CtaSink`] may take beyond a kernel's four pieces, for the readers that can give
+/// it.
+///
+/// A receiver that [takes more instructions](SinkHooks::takes_more_instructions) may get a
+/// header with only the instructions found so far, and the others by
+/// [`SinkHooks::more_instructions`] as they are found, each before the first row that names
+/// it. Readers that would read a file twice to learn a kernel's instructions first (NVBit,
+/// Accel-Sim) then read it once, so its first requests are simulated at once.
+pub trait SinkHooks {
     /// How many rows the kernel just begun has, where the file says so before them (our
     /// binary format): a receiver that gathers them may make room for them at once. A hint
     /// only: the rows that come are checked as ever.
@@ -55,23 +70,17 @@ pub trait CtaSink: KernelSink {
     /// Instructions of the open kernel found since it began or since the last call, numbered
     /// after those given. Sent only to a receiver that takes them.
     fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
-        Err(out_of_order(format!(
-            "{} instructions came after their kernel began",
-            added.len()
-        )))
+        Err(late_instructions(added))
     }
     /// The rows of CTA `cta` of the open kernel, given as [`CtaSink::cta`] gives them, to a
     /// receiver that holds the CTA without its rows: a copy of a session read on from a CTA of
     /// a file that has no index to fetch them by (an Accel-Sim kernel file, read again from
     /// its start: [`super::OpenTrace::stream_from`]). They come before any later piece.
     fn resident(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
-        Err(out_of_order(format!(
-            "the rows of CTA {cta} ({} accesses) came for a kernel that holds none without its rows",
-            rows.len()
-        )))
+        Err(unexpected_resident(cta, rows))
     }
     /// Every how many rows of issued chunks a reader that can (an NVBit log read in one
-    /// pass) should say where the file can be read on from ([`CtaSink::read_on_point`]);
+    /// pass) should say where the file can be read on from ([`SinkHooks::read_on_point`]);
     /// `None`: it need not.
     fn read_on_every(&self) -> Option<u64> {
         None
@@ -79,6 +88,53 @@ pub trait CtaSink: KernelSink {
     /// The file can be read on from `at` ([`super::OpenTrace::stream_from`]), which is where
     /// its reader stands once the chunk of issued rows given next has been given.
     fn read_on_point(&mut self, _at: super::ResumePoint) {}
+}
+
+/// The readers' side of [`SinkHooks`]: each asks the receiver's hooks, and without them
+/// does what a receiver that takes nothing more would.
+impl dyn CtaSink + '_ {
+    pub fn expect_rows(&mut self, rows: u64) {
+        if let Some(h) = self.hooks() {
+            h.expect_rows(rows)
+        }
+    }
+    pub fn takes_more_instructions(&mut self) -> bool {
+        self.hooks().is_some_and(|h| h.takes_more_instructions())
+    }
+    pub fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
+        match self.hooks() {
+            Some(h) => h.more_instructions(added),
+            None => Err(late_instructions(added)),
+        }
+    }
+    pub fn resident(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
+        match self.hooks() {
+            Some(h) => h.resident(cta, rows),
+            None => Err(unexpected_resident(cta, rows)),
+        }
+    }
+    pub fn read_on_every(&mut self) -> Option<u64> {
+        self.hooks().and_then(|h| h.read_on_every())
+    }
+    pub fn read_on_point(&mut self, at: super::ResumePoint) {
+        if let Some(h) = self.hooks() {
+            h.read_on_point(at)
+        }
+    }
+}
+
+fn late_instructions(added: &[Instruction]) -> TraceError {
+    out_of_order(format!(
+        "{} instructions came after their kernel began",
+        added.len()
+    ))
+}
+
+fn unexpected_resident(cta: u32, rows: &Columns) -> TraceError {
+    out_of_order(format!(
+        "the rows of CTA {cta} ({} accesses) came for a kernel that holds none without its rows",
+        rows.len()
+    ))
 }
 
 /// Builds whole kernels from CTAs for a receiver of kernels (loading a trace whole).
@@ -117,13 +173,6 @@ impl CtaSink for Assemble<'_> {
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         append_cta(self.building.as_mut(), cta, rows)
     }
-    fn expect_rows(&mut self, rows: u64) {
-        // Room made at once is filled without copies as the kernel grows; past the cap (a
-        // file may declare more rows than it holds) the columns grow as they come.
-        if let Some(b) = self.building.as_mut() {
-            b.reserve(rows.min(RESERVE_CAP_ROWS) as usize);
-        }
-    }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         append_issued(self.building.as_mut(), rows)
     }
@@ -131,9 +180,22 @@ impl CtaSink for Assemble<'_> {
         let k = finish(self.building.take())?;
         self.inner.kernel(k)
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
 }
 
-/// The most rows [`CtaSink::expect_rows`] makes room for at once (23 bytes a row: 768 MiB).
+impl SinkHooks for Assemble<'_> {
+    fn expect_rows(&mut self, rows: u64) {
+        // Room made at once is filled without copies as the kernel grows; past the cap (a
+        // file may declare more rows than it holds) the columns grow as they come.
+        if let Some(b) = self.building.as_mut() {
+            b.reserve(rows.min(RESERVE_CAP_ROWS) as usize);
+        }
+    }
+}
+
+/// The most rows [`SinkHooks::expect_rows`] makes room for at once (23 bytes a row: 768 MiB).
 const RESERVE_CAP_ROWS: u64 = 1 << 25;
 
 /// A builder of the kernel `header` describes, to append its CTAs to.
@@ -291,19 +353,7 @@ impl CtaSink for Counting<'_> {
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.inner.end_kernel()
     }
-    fn expect_rows(&mut self, rows: u64) {
-        self.inner.expect_rows(rows)
-    }
-    fn takes_more_instructions(&self) -> bool {
-        self.inner.takes_more_instructions()
-    }
-    fn more_instructions(&mut self, added: &[Instruction]) -> Result<(), TraceError> {
-        self.inner.more_instructions(added)
-    }
-    fn read_on_every(&self) -> Option<u64> {
-        self.inner.read_on_every()
-    }
-    fn read_on_point(&mut self, at: super::ResumePoint) {
-        self.inner.read_on_point(at)
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        self.inner.hooks()
     }
 }

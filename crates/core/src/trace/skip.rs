@@ -4,10 +4,10 @@
 //! reader runs as it did for the run (the same kernels, CTAs and chunks in the same order),
 //! and [`SkipTo`] drops its pieces up to the place of the copy of the session, except the
 //! rows of the CTAs the copy holds without them, which it gives back
-//! ([`CtaSink::resident`]). Reading is far cheaper than simulating.
+//! ([`SinkHooks::resident`]). Reading is far cheaper than simulating.
 
 use super::model::{Columns, Kernel};
-use super::sink::{CtaSink, KernelSink};
+use super::sink::{CtaSink, KernelSink, SinkHooks};
 use super::{Location, ResumePoint, TraceError};
 
 /// Where in a kernel a run is read on from.
@@ -205,6 +205,12 @@ impl CtaSink for SkipTo<'_> {
             Stage::Past => self.out.end_kernel(),
         }
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for SkipTo<'_> {
     fn expect_rows(&mut self, rows: u64) {
         if self.stage == Stage::Past {
             self.out.expect_rows(rows);
@@ -245,6 +251,12 @@ mod tests {
             self.0.push("end".into());
             Ok(())
         }
+        fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+            Some(self)
+        }
+    }
+
+    impl SinkHooks for Told {
         fn resident(&mut self, cta: u32, _: &Columns) -> Result<(), TraceError> {
             self.0.push(format!("resident {cta}"));
             Ok(())

@@ -13,7 +13,7 @@ pub(crate) struct Pieces {
     pub issued: Vec<usize>,
     /// The CTA of each `cta` piece.
     pub ctas: Vec<u32>,
-    /// Takes instructions found after a kernel began ([`crate::trace::CtaSink::more_instructions`]),
+    /// Takes instructions found after a kernel began ([`SinkHooks::more_instructions`](crate::trace::SinkHooks::more_instructions)),
     /// and how many came so.
     pub takes_more: bool,
     pub more: usize,
@@ -47,6 +47,12 @@ impl crate::trace::CtaSink for Pieces {
         self.trace.kernels.push(k);
         Ok(())
     }
+    fn hooks(&mut self) -> Option<&mut dyn crate::trace::SinkHooks> {
+        Some(self)
+    }
+}
+
+impl crate::trace::SinkHooks for Pieces {
     fn takes_more_instructions(&self) -> bool {
         self.takes_more
     }
@@ -203,6 +209,12 @@ impl crate::trace::CtaSink for FirstBegin {
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.pieces.end_kernel()
     }
+    fn hooks(&mut self) -> Option<&mut dyn crate::trace::SinkHooks> {
+        Some(self)
+    }
+}
+
+impl crate::trace::SinkHooks for FirstBegin {
     fn takes_more_instructions(&self) -> bool {
         self.pieces.takes_more
     }

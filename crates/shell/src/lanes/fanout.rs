@@ -5,7 +5,9 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
 use super::{Batch, Piece};
-use warpscope_core::trace::{self, Columns, CtaSink, Instruction, Kernel, KernelSink, TraceError};
+use warpscope_core::trace::{
+    self, Columns, CtaSink, Instruction, Kernel, KernelSink, SinkHooks, TraceError,
+};
 
 /// A batch is sent once its pieces hold this many rows (so a chunk of a reference stream,
 /// or a CTA of this many rows, goes alone and at once)...
@@ -28,7 +30,7 @@ pub struct Fanout {
     /// The sessions take instructions found after their kernel began.
     as_found: bool,
     /// Rows between two places to read on from that the reader should give
-    /// ([`CtaSink::read_on_every`]), and the place it gave for the next chunk.
+    /// ([`SinkHooks::read_on_every`]), and the place it gave for the next chunk.
     read_on_every: Option<u64>,
     read_on: Option<trace::ResumePoint>,
 }
@@ -156,6 +158,12 @@ impl CtaSink for Fanout {
     fn end_kernel(&mut self) -> Result<(), TraceError> {
         self.send(Piece::End)
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for Fanout {
     fn takes_more_instructions(&self) -> bool {
         self.as_found
     }

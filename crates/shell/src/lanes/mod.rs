@@ -46,7 +46,7 @@ pub enum Piece {
     /// [`Fanout::take_instructions_as_found`]).
     Instructions(Vec<Instruction>),
     /// The rows of a CTA a copy of a session holds resident without them, read again from
-    /// the file (`trace::CtaSink::resident`).
+    /// the file (`trace::SinkHooks::resident`).
     Resident(u32, Columns),
     End,
     /// One thread's reference stream: its header, then its rows in chunks, each with where

@@ -136,7 +136,7 @@ fn send_rows<R: std::io::BufRead>(
 /// CTAs here, read through the file's index; one within an Accel-Sim kernel, a compressed
 /// binary file's or another format's gets them from the source, which reads the kernel's
 /// file again, walks the binary file from its start or reads the file again from its start
-/// (`trace::CtaSink::resident`, `trace::SkipTo`). `watch`
+/// (`trace::SinkHooks::resident`, `trace::SkipTo`). `watch`
 /// sees the file's bytes from there; `as_found` is [`file_source`]'s.
 pub fn resumed_source(
     path: std::path::PathBuf,

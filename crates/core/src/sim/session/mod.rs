@@ -10,7 +10,7 @@
 //! - a scheduled kernel CTA by CTA: [`Session::begin_kernel`], [`Session::cta`] for each CTA
 //!   in order, [`Session::end_kernel`]. The scheduler runs as far as the CTAs given allow
 //!   and holds only the resident ones (`schedule::CtaScheduler`); the issue order, and so the
-//!   result, is the whole kernel's (`tests/by_cta.rs`).
+//!   result, is the whole kernel's (`tests/model/by_cta.rs`).
 //!
 //! [`super::run`] is a loop over this type; the core stays free of threads, and the shells
 //! run decoding beside it.
@@ -360,7 +360,7 @@ impl Session {
     }
 
     /// Takes instructions of the open kernel found since it began or since the last call,
-    /// numbered after those it has (`trace::CtaSink::more_instructions`: a file read once
+    /// numbered after those it has (`trace::SinkHooks::more_instructions`: a file read once
     /// names a kernel's instructions as they first appear). Their counters start at zero, and
     /// the observer is told ([`Observer::on_instructions`]).
     pub fn more_instructions(

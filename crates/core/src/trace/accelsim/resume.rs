@@ -7,7 +7,7 @@
 //! from its start up to the copy's CTA. The thread blocks of the CTAs the copy is done with
 //! are only scanned (no address decoded), so that the instructions are numbered as the run
 //! numbered them; those of the CTAs it holds resident without their rows are decoded, and
-//! their rows handed back ([`CtaSink::resident`]). The rest of the file is then read once as
+//! their rows handed back ([`SinkHooks::resident`](crate::trace::SinkHooks::resident)). The rest of the file is then read once as
 //! the run read it (`stream.rs`), then every later kernel file as [`super::stream_into`]
 //! reads them.
 //!

@@ -2,7 +2,9 @@
 
 use super::super::tests::synthetic;
 use crate::trace::model::{Columns, Dim3, Instruction, Kernel};
-use crate::trace::{open_trace, CtaSink, Held, KernelSink, ReadOptions, ResumePoint, TraceError};
+use crate::trace::{
+    open_trace, CtaSink, Held, KernelSink, ReadOptions, ResumePoint, SinkHooks, TraceError,
+};
 
 /// What a source handed on, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +47,12 @@ impl CtaSink for Events {
         self.got.push(Event::End);
         Ok(())
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for Events {
     fn takes_more_instructions(&self) -> bool {
         self.takes_more
     }

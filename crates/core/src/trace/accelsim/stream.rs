@@ -13,7 +13,7 @@
 //! version below 3 whose lines mix CTAs, or a stream that cannot be read twice, such as a
 //! pipe) is read whole instead, with the same result and the memory of the kernel.
 //!
-//! A receiver that takes instructions as they are found ([`CtaSink::takes_more_instructions`]:
+//! A receiver that takes instructions as they are found ([`SinkHooks::takes_more_instructions`](crate::trace::SinkHooks::takes_more_instructions):
 //! the app, `sim`) gets each kernel file read once instead ([`stream_once`]): its first CTAs
 //! are simulated at once. The counts found at the end (each warp's instructions, the
 //! opcodes, the load groups: what the analytical model reads, which needs a trace whole) are

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::rng::Rng;
-use crate::trace::{open_trace, CtaSink, Kernel, ReadOptions, Trace, WarpInstructions};
+use crate::trace::{open_trace, CtaSink, Kernel, ReadOptions, SinkHooks, Trace, WarpInstructions};
 use proptest::prelude::*;
 
 const HEADER: &str = "-kernel name = k\n-grid dim = (2,1,1)\n-block dim = (64,1,1)\n-accelsim tracer version = 4\n\n#BEGIN_TB\nthread block = 1,0,0\nwarp = 1\n";
@@ -240,6 +240,12 @@ impl CtaSink for Recorded {
         self.trace.kernels.push(k);
         Ok(())
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for Recorded {
     fn takes_more_instructions(&self) -> bool {
         self.takes_more
     }

@@ -563,7 +563,7 @@ impl Reading {
     }
 
     /// Gives the CTA gathered so far to `out` as the rows of a resident CTA
-    /// ([`CtaSink::resident`]), and forgets it: the chunks read next go on as any other.
+    /// ([`SinkHooks::resident`](crate::trace::SinkHooks::resident)), and forgets it: the chunks read next go on as any other.
     pub(super) fn give_resident(
         &mut self,
         cta_rows: &mut Columns,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::{Access, Columns, KernelBuilder, MemSpace};
+use crate::trace::{Access, Columns, KernelBuilder, MemSpace, SinkHooks};
 use std::io::Cursor;
 
 fn sample() -> Trace {
@@ -176,6 +176,12 @@ impl CtaSink for Recorder {
         self.events.push("end".into());
         Ok(())
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for Recorder {
     fn expect_rows(&mut self, rows: u64) {
         self.said.push(rows);
     }

@@ -3,7 +3,7 @@
 //! start over the records before the place. The walk decodes nothing it need not: the kernels
 //! before the copy's are stepped over record by record, and so are the chunks of the copy's
 //! kernel before the place, except those of the CTAs resident in the copy, whose rows it
-//! gives back first ([`CtaSink::resident`]). Decompressing is far faster than simulating.
+//! gives back first ([`SinkHooks::resident`](crate::trace::SinkHooks::resident)). Decompressing is far faster than simulating.
 
 use super::chunked::{begin_kernel, read_chunk_body, read_chunk_head, skip_chunk_body, Reading};
 use super::index::{read_on, TakeCta};

@@ -1,9 +1,9 @@
 //! NVBit launches handed on in issue order in one read, for a receiver that takes
-//! instructions as they are found ([`CtaSink::takes_more_instructions`]): the app, whose first
+//! instructions as they are found ([`SinkHooks::takes_more_instructions`](crate::trace::SinkHooks::takes_more_instructions)): the app, whose first
 //! requests then show at once rather than after a scan of a file of tens of GB.
 //!
 //! A launch begins with the instructions its first access line declared and the others follow
-//! ([`CtaSink::more_instructions`]) before the chunk of rows that first names them (chunks
+//! ([`SinkHooks::more_instructions`](crate::trace::SinkHooks::more_instructions)) before the chunk of rows that first names them (chunks
 //! stay full: the rows gathered name only instructions given before), numbered
 //! as the two reads of `stream.rs` number them, so the receiver ends with the same kernels.
 //! Two things only a read in two passes takes stop this one with [`TraceError::ReadAgain`]:
@@ -11,7 +11,7 @@
 //! whole), and a launch of more than 2^20 CTAs, whose per-CTA tables are sized only once its
 //! rows are counted (`check_density`). The receiver's shell starts again.
 //!
-//! For a receiver that asks ([`CtaSink::read_on_every`]), the read says after some chunks
+//! For a receiver that asks ([`SinkHooks::read_on_every`](crate::trace::SinkHooks::read_on_every)), the read says after some chunks
 //! where it stands ([`Resume`]: the walk's state, the line that ended the chunk and its
 //! place in the file), and [`stream_from`] goes on from there as this read went on: the app
 //! reads a window of a log of tens of GB from the nearest copy of its session before it.
@@ -103,7 +103,7 @@ struct OnePass<'a> {
     rows: u64,
     chunk: IssuedChunks,
     again: Option<Again>,
-    /// Rows between two places to read on from ([`CtaSink::read_on_every`]), and rows handed
+    /// Rows between two places to read on from ([`SinkHooks::read_on_every`](crate::trace::SinkHooks::read_on_every)), and rows handed
     /// on since the last.
     every: Option<u64>,
     since: u64,

@@ -3,7 +3,9 @@
 
 use crate::trace::model::{Columns, Instruction, Kernel};
 use crate::trace::testing::scratch;
-use crate::trace::{open_trace, CtaSink, Held, KernelSink, ReadOptions, ResumePoint, TraceError};
+use crate::trace::{
+    open_trace, CtaSink, Held, KernelSink, ReadOptions, ResumePoint, SinkHooks, TraceError,
+};
 
 /// What a source handed on, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +45,12 @@ impl CtaSink for Events {
         self.got.push(Event::End);
         Ok(())
     }
+    fn hooks(&mut self) -> Option<&mut dyn SinkHooks> {
+        Some(self)
+    }
+}
+
+impl SinkHooks for Events {
     fn takes_more_instructions(&self) -> bool {
         true
     }

@@ -1,0 +1,194 @@
+//! "Why did this miss?" in the app: a request clicked in the address view is explained as the
+//! CLI explains it, and the story's links explain the requests it names.
+use egui_kittest::kittest::Queryable;
+use warpscope::app::views::View;
+
+use crate::support;
+use support::*;
+
+fn press(h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, pos: egui::Pos2) {
+    for pressed in [true, false] {
+        h.input_mut().events.push(egui::Event::PointerButton {
+            pos,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: Default::default(),
+        });
+        h.step();
+    }
+}
+
+fn answered(a: &warpscope::app::WarpscopeApp, request: Option<usize>) -> bool {
+    a.panes[0]
+        .address
+        .explaining
+        .as_ref()
+        .is_some_and(|x| x.answer.is_some() && request.is_none_or(|r| r == x.request))
+}
+
+#[test]
+fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
+    let mut a = app("matmul", "n=128");
+    a.settings.view = View::Address;
+    let mut h = harness(a);
+    settle(&mut h);
+    // Move over the plot until a request is under the pointer (its tooltip offers to explain it).
+    let mut at = None;
+    'scan: for y in (260..820).step_by(20) {
+        for x in (420..1380).step_by(20) {
+            let pos = egui::pos2(x as f32, y as f32);
+            h.input_mut().events.push(egui::Event::PointerMoved(pos));
+            h.run_steps(2);
+            if let Some((_, _, request)) = h.state().hover {
+                at = Some((pos, request));
+                break 'scan;
+            }
+        }
+    }
+    let (pos, hovered) = at.expect("a request under the pointer somewhere on the plot");
+    press(&mut h, pos);
+    step_until(&mut h, "the explanation", |a| answered(a, Some(hovered)));
+    let (request, e) = {
+        let x = h.state().panes[0].address.explaining.as_ref().unwrap();
+        let e = x.answer.clone().unwrap().expect("an explanation");
+        (x.request, e)
+    };
+    // The same explanation as the core (and so the CLI) gives for the pane's configuration.
+    let d = h.state().panes[0].result.clone().unwrap();
+    let t = h.state().trace.clone().unwrap();
+    let core =
+        warpscope::explain::explain(&d.config, &t.trace.kernels, request as u64, &mut |_, _| {
+            true
+        })
+        .unwrap();
+    assert_eq!(e, core);
+    assert_eq!(e.request.line, d.points.line[request]);
+    // The panel tells the story.
+    h.get_by_label(&e.story[0]);
+    h.get_by_label_contains(&format!("Request {request}: "));
+
+    // Follow the chain: a request of matmul n=128 whose line was evicted, then its evictor.
+    h.state_mut().panes[0]
+        .address
+        .explain(pick_evicted(&d.config, &t.trace.kernels));
+    step_until(&mut h, "the evicted request's explanation", |a| {
+        a.panes[0]
+            .address
+            .explaining
+            .as_ref()
+            .is_some_and(|x| x.answer.is_some() && x.generation != u64::MAX)
+    });
+    let e = h.state().panes[0]
+        .address
+        .explaining
+        .as_ref()
+        .unwrap()
+        .answer
+        .clone()
+        .unwrap()
+        .unwrap();
+    let evictor = e.eviction.as_ref().expect("an eviction").by.request as usize;
+    h.get_by_label("evicted by");
+    h.get_by_label(&format!("request {evictor}")).click();
+    h.run_steps(2);
+    step_until(&mut h, "the evictor's explanation", |a| {
+        answered(a, Some(evictor))
+    });
+    let x = h.state().panes[0].address.explaining.as_ref().unwrap();
+    assert_eq!(x.request, evictor);
+    // Esc closes it.
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert!(h.state().panes[0].address.explaining.is_none());
+}
+
+/// The first request that missed because its line was evicted.
+fn pick_evicted(cfg: &warpscope::config::SimConfig, k: &[warpscope::trace::Kernel]) -> usize {
+    struct First(Option<u64>, u64, std::collections::HashSet<u64>);
+    impl warpscope::sim::Observer for First {
+        fn on_request(&mut self, e: &warpscope::sim::RequestEvent) {
+            if let Some(v) = e.evicted {
+                self.2.insert(v);
+            }
+            if self.0.is_none() && !e.hit && self.2.contains(&e.line) {
+                self.0 = Some(self.1);
+            }
+            self.1 += 1;
+        }
+    }
+    let mut f = First(None, 0, Default::default());
+    warpscope::sim::run_kernels(cfg, k, &mut f).unwrap();
+    f.0.expect("an eviction in matmul n=128") as usize
+}
+
+fn shown_at(a: &warpscope::app::WarpscopeApp) -> bool {
+    let p = &a.panes[0];
+    p.result.is_some() && !p.step.waiting(p.generation)
+}
+
+#[test]
+fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
+    use warpscope::app::data::Outcome;
+    use warpscope::app::views::step::StepBy;
+    let mut a = app("matmul", "n=32");
+    a.settings.view = View::Step;
+    let mut h = harness(a);
+    settle(&mut h);
+    step_until(&mut h, "the first step", shown_at);
+    h.get_by_label_contains("Request 0 · ");
+    // Its plot says what its colours are, the address view's legend and the requests to come.
+    for entry in ["hit", "compulsory miss", "not issued yet", "this request"] {
+        assert!(h.query_all_by_label(entry).next().is_some(), "{entry}");
+    }
+    click(&mut h, "Step >");
+    step_until(&mut h, "request 1", shown_at);
+    assert_eq!(h.state().panes[0].step.cursor, 1);
+    h.get_by_label_contains("Request 1 · ");
+    // By warp instruction: the next request that starts one.
+    h.state_mut().panes[0].step.by = StepBy::WarpInstruction;
+    click(&mut h, "Step >");
+    step_until(&mut h, "the next warp instruction", shown_at);
+    let d = h.state().panes[0].result.clone().unwrap();
+    let c = h.state().panes[0].step.cursor;
+    assert!(c > 1 && d.points.starts_instruction(c));
+    assert!((2..c).all(|j| !d.points.starts_instruction(j)));
+    // Its state is the core's.
+    let t = h.state().trace.clone().unwrap();
+    let core =
+        warpscope::explain::step::snapshot(&d.config, &t.trace.kernels, c as u64, &mut |_, _| true)
+            .unwrap();
+    let shown = h.state().panes[0]
+        .step
+        .shown
+        .as_ref()
+        .unwrap()
+        .snapshot
+        .clone()
+        .unwrap();
+    assert_eq!(shown, core);
+    h.get_by_label_contains(&format!("Set {} (", core.set));
+    // And back.
+    click(&mut h, "< Step back");
+    step_until(&mut h, "back a warp instruction", shown_at);
+    let back = h.state().panes[0].step.cursor;
+    assert!(back < c && d.points.starts_instruction(back));
+    // On to the next miss.
+    click(&mut h, "Next miss");
+    step_until(&mut h, "the next miss", shown_at);
+    let m = h.state().panes[0].step.cursor;
+    assert!(m > back && d.points.outcome(m) != Outcome::Hit);
+    // Playing moves on by itself; pausing stops it.
+    h.state_mut().panes[0].step.by = StepBy::Request;
+    h.state_mut().panes[0].step.speed = 30.0;
+    click(&mut h, "Play");
+    let start = std::time::Instant::now();
+    while h.state().panes[0].step.cursor < m + 3 {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert!(start.elapsed().as_secs() < 60, "playing did not move on");
+    }
+    click(&mut h, "Pause");
+    let paused = h.state().panes[0].step.cursor;
+    h.run_steps(20);
+    assert_eq!(h.state().panes[0].step.cursor, paused);
+}

@@ -1,0 +1,12 @@
+//! End-to-end tests of the `warpscope` binary: every subcommand on the sample traces (golden
+//! JSON snapshots in `snapshots/`), every command the docs show, sweeps split in shards and run
+//! on a one-node Slurm cluster. One test binary (each file a module).
+
+mod commands;
+mod doc_commands;
+#[path = "../common/run.rs"]
+mod run;
+mod slurm;
+mod sweep_shards;
+#[path = "../common/traces.rs"]
+mod traces;
