@@ -105,7 +105,8 @@ fn timed_streamed_to_json(path: &Path, cfg: &SimConfig) -> usize {
         f.depth,
         &mut reading,
         &mut none,
-        (0, None),
+        0,
+        None,
     ) else {
         panic!("the run failed")
     };

@@ -46,6 +46,7 @@ mod memtrace_file;
 #[path = "support/nvbit_log.rs"]
 mod nvbit_log;
 use egui_kittest::Harness;
+use warpscope::app::views::AddressView;
 use warpscope::app::{Settings, Startup, WarpscopeApp};
 use warpscope::config;
 
@@ -90,9 +91,8 @@ fn settle(h: &mut Harness<'static, WarpscopeApp>, generation: u64) {
         let s = h.state();
         let p = &s.panes[0];
         let drawn = p
-            .address
-            .texture
-            .as_ref()
+            .view::<AddressView>()
+            .and_then(|a| a.texture.as_ref())
             .is_some_and(|t| t.generation == p.generation);
         if s.idle() && p.result.is_some() && p.generation > generation && !p.stale && drawn {
             return;

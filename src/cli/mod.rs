@@ -159,14 +159,8 @@ fn streamed_timed(
     let jobs = a.jobs.unwrap_or(0);
     let (source, depth, mut reading) = (input.source, input.depth, input.progress);
     let run = |o: &mut dyn sim::Observer| -> Result<sim::Report> {
-        let r = warpscope::shell::timed::run_streamed(
-            cfg,
-            source,
-            depth,
-            &mut reading,
-            o,
-            (jobs, None),
-        );
+        let r =
+            warpscope::shell::timed::run_streamed(cfg, source, depth, &mut reading, o, jobs, None);
         reading.clear();
         Ok(r?)
     };

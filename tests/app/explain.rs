@@ -1,7 +1,7 @@
 //! "Why did this miss?" in the app: a request clicked in the address view is explained as the
 //! CLI explains it, and the story's links explain the requests it names.
 use egui_kittest::kittest::Queryable;
-use warpscope::app::views::View;
+use warpscope::app::views::{AddressView, StepView, View};
 
 use crate::support;
 use support::*;
@@ -20,7 +20,8 @@ fn press(h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, p
 
 fn answered(a: &warpscope::app::WarpscopeApp, request: Option<usize>) -> bool {
     a.panes[0]
-        .address
+        .view::<AddressView>()
+        .unwrap()
         .explaining
         .as_ref()
         .is_some_and(|x| x.answer.is_some() && request.is_none_or(|r| r == x.request))
@@ -49,7 +50,12 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
     press(&mut h, pos);
     step_until(&mut h, "the explanation", |a| answered(a, Some(hovered)));
     let (request, e) = {
-        let x = h.state().panes[0].address.explaining.as_ref().unwrap();
+        let x = h.state().panes[0]
+            .view::<AddressView>()
+            .unwrap()
+            .explaining
+            .as_ref()
+            .unwrap();
         let e = x.answer.clone().unwrap().expect("an explanation");
         (x.request, e)
     };
@@ -69,17 +75,20 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
 
     // Follow the chain: a request of matmul n=128 whose line was evicted, then its evictor.
     h.state_mut().panes[0]
-        .address
+        .view_mut::<AddressView>()
+        .unwrap()
         .explain(pick_evicted(&d.config, &t.trace.kernels));
     step_until(&mut h, "the evicted request's explanation", |a| {
         a.panes[0]
-            .address
+            .view::<AddressView>()
+            .unwrap()
             .explaining
             .as_ref()
             .is_some_and(|x| x.answer.is_some() && x.generation != u64::MAX)
     });
     let e = h.state().panes[0]
-        .address
+        .view::<AddressView>()
+        .unwrap()
         .explaining
         .as_ref()
         .unwrap()
@@ -94,12 +103,21 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
     step_until(&mut h, "the evictor's explanation", |a| {
         answered(a, Some(evictor))
     });
-    let x = h.state().panes[0].address.explaining.as_ref().unwrap();
+    let x = h.state().panes[0]
+        .view::<AddressView>()
+        .unwrap()
+        .explaining
+        .as_ref()
+        .unwrap();
     assert_eq!(x.request, evictor);
     // Esc closes it.
     h.key_press(egui::Key::Escape);
     h.run_steps(2);
-    assert!(h.state().panes[0].address.explaining.is_none());
+    assert!(h.state().panes[0]
+        .view::<AddressView>()
+        .unwrap()
+        .explaining
+        .is_none());
 }
 
 /// The first request that missed because its line was evicted.
@@ -123,7 +141,7 @@ fn pick_evicted(cfg: &warpscope::config::SimConfig, k: &[warpscope::trace::Kerne
 
 fn shown_at(a: &warpscope::app::WarpscopeApp) -> bool {
     let p = &a.panes[0];
-    p.result.is_some() && !p.step.waiting(p.generation)
+    p.result.is_some() && !p.view::<StepView>().unwrap().waiting(p.generation)
 }
 
 #[test]
@@ -142,14 +160,14 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
     }
     click(&mut h, "Step >");
     step_until(&mut h, "request 1", shown_at);
-    assert_eq!(h.state().panes[0].step.cursor, 1);
+    assert_eq!(h.state().panes[0].view::<StepView>().unwrap().cursor, 1);
     h.get_by_label_contains("Request 1 · ");
     // By warp instruction: the next request that starts one.
-    h.state_mut().panes[0].step.by = StepBy::WarpInstruction;
+    h.state_mut().panes[0].view_mut::<StepView>().unwrap().by = StepBy::WarpInstruction;
     click(&mut h, "Step >");
     step_until(&mut h, "the next warp instruction", shown_at);
     let d = h.state().panes[0].result.clone().unwrap();
-    let c = h.state().panes[0].step.cursor;
+    let c = h.state().panes[0].view::<StepView>().unwrap().cursor;
     assert!(c > 1 && d.points.starts_instruction(c));
     assert!((2..c).all(|j| !d.points.starts_instruction(j)));
     // Its state is the core's.
@@ -158,7 +176,8 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
         warpscope::explain::step::snapshot(&d.config, &t.trace.kernels, c as u64, &mut |_, _| true)
             .unwrap();
     let shown = h.state().panes[0]
-        .step
+        .view::<StepView>()
+        .unwrap()
         .shown
         .as_ref()
         .unwrap()
@@ -170,25 +189,28 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
     // And back.
     click(&mut h, "< Step back");
     step_until(&mut h, "back a warp instruction", shown_at);
-    let back = h.state().panes[0].step.cursor;
+    let back = h.state().panes[0].view::<StepView>().unwrap().cursor;
     assert!(back < c && d.points.starts_instruction(back));
     // On to the next miss.
     click(&mut h, "Next miss");
     step_until(&mut h, "the next miss", shown_at);
-    let m = h.state().panes[0].step.cursor;
+    let m = h.state().panes[0].view::<StepView>().unwrap().cursor;
     assert!(m > back && d.points.outcome(m) != Outcome::Hit);
     // Playing moves on by itself; pausing stops it.
-    h.state_mut().panes[0].step.by = StepBy::Request;
-    h.state_mut().panes[0].step.speed = 30.0;
+    h.state_mut().panes[0].view_mut::<StepView>().unwrap().by = StepBy::Request;
+    h.state_mut().panes[0].view_mut::<StepView>().unwrap().speed = 30.0;
     click(&mut h, "Play");
     let start = std::time::Instant::now();
-    while h.state().panes[0].step.cursor < m + 3 {
+    while h.state().panes[0].view::<StepView>().unwrap().cursor < m + 3 {
         h.step();
         std::thread::sleep(std::time::Duration::from_millis(10));
         assert!(start.elapsed().as_secs() < 60, "playing did not move on");
     }
     click(&mut h, "Pause");
-    let paused = h.state().panes[0].step.cursor;
+    let paused = h.state().panes[0].view::<StepView>().unwrap().cursor;
     h.run_steps(20);
-    assert_eq!(h.state().panes[0].step.cursor, paused);
+    assert_eq!(
+        h.state().panes[0].view::<StepView>().unwrap().cursor,
+        paused
+    );
 }

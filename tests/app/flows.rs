@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use warpscope::app::job::{Job, JobError, Wake};
+use warpscope::app::views::AddressView;
 use warpscope::app::worker::{self, Source};
 use warpscope::app::WarpscopeApp;
 use warpscope::config;
@@ -315,7 +316,8 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
             if h.state().idle()
                 && !p.stale
                 && p.result.is_some()
-                && p.address
+                && p.view::<AddressView>()
+                    .unwrap()
                     .texture
                     .as_ref()
                     .is_some_and(|t| t.generation == p.generation)
@@ -410,7 +412,11 @@ fn a_box_selection_counts_exactly_the_requests_inside_it() {
 fn shift_drag_selects_a_box_and_esc_clears_it() {
     let mut h = harness(app("matmul", "n=32 block=8,8"));
     settle(&mut h);
-    assert!(h.state().panes[0].address.selection.is_none());
+    assert!(h.state().panes[0]
+        .view::<AddressView>()
+        .unwrap()
+        .selection
+        .is_none());
     // Drag across the middle of the plot area with Shift held.
     let area = h.state().view_rect;
     let from = area.center() - egui::vec2(200.0, 150.0);
@@ -440,7 +446,8 @@ fn shift_drag_selects_a_box_and_esc_clears_it() {
     // The box is summarized off the UI thread.
     settle(&mut h);
     let sel = h.state().panes[0]
-        .address
+        .view::<AddressView>()
+        .unwrap()
         .selection
         .as_ref()
         .map(|s| s.0.clone())
@@ -449,7 +456,11 @@ fn shift_drag_selects_a_box_and_esc_clears_it() {
     h.get_by_label_contains(&format!("Selected {} requests", sel.requests));
     h.key_press(egui::Key::Escape);
     h.run_steps(2);
-    assert!(h.state().panes[0].address.selection.is_none());
+    assert!(h.state().panes[0]
+        .view::<AddressView>()
+        .unwrap()
+        .selection
+        .is_none());
 }
 
 /// The wheel over the address plot zooms around the pointer, as docs/app.md says (it
@@ -459,7 +470,11 @@ fn the_wheel_zooms_the_address_plot() {
     let mut h = harness(app("matmul", "n=32 block=8,8"));
     settle(&mut h);
     let shown = |h: &egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>| {
-        let (x0, x1) = h.state().panes[0].address.shown_x().expect("a plot shown");
+        let (x0, x1) = h.state().panes[0]
+            .view::<AddressView>()
+            .unwrap()
+            .shown_x()
+            .expect("a plot shown");
         (x0, x1, x1 - x0)
     };
     let (a0, a1, before) = shown(&h);

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use egui_kittest::kittest::Queryable;
+use warpscope::app::views::AddressView;
 use warpscope::app::WarpscopeApp;
 use warpscope::config;
 
@@ -24,7 +25,8 @@ fn every_raster_current(a: &WarpscopeApp) -> bool {
         && a.panes.iter().all(|p| {
             !p.stale
                 && p.result.is_some()
-                && p.address
+                && p.view::<AddressView>()
+                    .unwrap()
                     .texture
                     .as_ref()
                     .is_some_and(|t| t.generation == p.generation)

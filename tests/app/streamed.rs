@@ -11,7 +11,7 @@ use std::sync::Arc;
 use egui_kittest::kittest::Queryable;
 use warpscope::app::data::{Per, SimData, TraceData, XAxis};
 use warpscope::app::job::Progress;
-use warpscope::app::views::View;
+use warpscope::app::views::{AddressView, View};
 use warpscope::app::worker::{self, Loaded, Source};
 use warpscope::app::{Settings, Startup, WarpscopeApp};
 use warpscope::config::{self, SimConfig};
@@ -795,7 +795,9 @@ fn raster_of_newest(h: &mut egui_kittest::Harness<'static, WarpscopeApp>) -> u64
     loop {
         h.step();
         let p = &h.state().panes[0];
-        if p.result.is_some() && p.address.shown_raster() == Some(p.generation) {
+        if p.result.is_some()
+            && p.view::<AddressView>().unwrap().shown_raster() == Some(p.generation)
+        {
             return p.generation;
         }
         assert!(
@@ -835,7 +837,7 @@ fn the_address_view_draws_a_streamed_run_from_each_previews_first_frame() {
     let p = &h.state().panes[0];
     assert!(p.generation > first && p.stale);
     assert_eq!(
-        p.address.shown_raster(),
+        p.view::<AddressView>().unwrap().shown_raster(),
         Some(first),
         "the earlier raster stands in"
     );
@@ -854,14 +856,17 @@ fn the_address_view_draws_a_streamed_run_from_each_previews_first_frame() {
         if p.generation != second {
             assert_eq!(p.result.as_ref().unwrap().config.cache.size_bytes, smaller);
             assert_eq!(
-                p.address.shown_raster(),
+                p.view::<AddressView>().unwrap().shown_raster(),
                 None,
                 "an earlier run's raster shown"
             );
             break;
         }
         // Until then the earlier result stays, with its own raster.
-        assert_eq!(p.address.shown_raster(), Some(second));
+        assert_eq!(
+            p.view::<AddressView>().unwrap().shown_raster(),
+            Some(second)
+        );
         assert!(start.elapsed().as_secs() < 60, "the new run gave no result");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }

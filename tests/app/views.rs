@@ -431,21 +431,32 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
     assert_eq!(draw(request(), &cancelled).err(), Some(JobError::Cancelled));
 }
 
+/// Steps `h` until `done` holds of its state (the views' jobs run on their own threads).
+fn step_until<S>(h: &mut egui_kittest::Harness<'_, S>, what: &str, done: impl Fn(&S) -> bool) {
+    let start = std::time::Instant::now();
+    while !done(h.state()) {
+        assert!(start.elapsed().as_secs() < 60, "{what}: not within 60 s");
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// A wake for views drawn outside the app (the harness steps on its own).
+fn no_wake() -> warpscope::app::job::Wake {
+    std::sync::Arc::new(|| {})
+}
+
 #[test]
-fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
+fn a_view_looks_up_a_linked_request_once_and_keeps_its_answer() {
     use warpscope::app::raster::ColourBy;
     use warpscope::app::views::{
-        linked_request, AddressView, Command, LinkedHover, PaneCx, PaneView, SetMetric,
+        linked_request, AddressView, LinkedHover, PaneCx, PaneView, Polled, SetMetric,
     };
     let t = trace("matmul", &[("n", "32")]);
     let rr = config::preset("fermi-16k").unwrap();
     let mut gto = rr.clone();
     gto.schedule.policy = config::IssuePolicy::Gto;
     let (a, b) = (simulate(t.clone(), rr), simulate(t.clone(), gto));
-    struct State {
-        view: AddressView,
-        asked: Vec<Command>,
-    }
     let (ta, tb) = (t.clone(), b.clone());
     let hovered = LinkedHover {
         pane: 0,
@@ -453,8 +464,9 @@ fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
         request: 5,
         data: a.clone(),
     };
+    let wake = no_wake();
     let mut h = egui_kittest::Harness::new_ui_state(
-        move |ui, s: &mut State| {
+        move |ui, view: &mut AddressView| {
             let cx = PaneCx {
                 pane: 1,
                 generation: 2,
@@ -467,88 +479,65 @@ fn a_view_asks_for_a_linked_lookup_once_and_waits_for_its_answer() {
                 miss: Default::default(),
                 linked_hover: Some(hovered.clone()),
                 only: None,
+                wake: &wake,
             };
-            let out = s.view.ui(ui, &cx);
-            s.asked.extend(out);
+            view.ui(ui, &cx);
+            view.poll(&Polled {
+                generation: 2,
+                run: 2,
+                data: Some(&tb),
+            });
         },
-        State {
-            view: AddressView::default(),
-            asked: Vec::new(),
-        },
+        AddressView::default(),
     );
-    h.run_steps(3);
-    let links: Vec<_> = h
-        .state()
-        .asked
-        .iter()
-        .filter_map(|c| match c {
-            Command::Link { pane, lookup } => Some((*pane, lookup.key, lookup.request)),
-            _ => None,
-        })
-        .collect();
-    // Asked once, however many frames pass before the answer.
-    assert_eq!(links, [(1, (0, 1, 5, 2), 5)]);
-    // The app's answer: the same access in the other pane's result.
+    step_until(&mut h, "the linked request", |v| v.linked().is_some());
+    // The same access in the other pane's result, found off the UI thread.
     let found = linked_request(&a, 5, &b);
     assert!(found.is_some());
-    h.state_mut().view.link_arrived((0, 1, 5, 2), found);
-    h.state_mut().asked.clear();
-    h.run_steps(2);
-    assert!(!h
-        .state()
-        .asked
-        .iter()
-        .any(|c| matches!(c, Command::Link { .. })));
+    assert_eq!(h.state().linked(), Some(((0, 1, 5, 2), found)));
+    // Not looked up again while the hover stays (once its raster is drawn, nothing runs).
+    step_until(&mut h, "the raster", |v| !v.busy());
+    h.run_steps(3);
+    assert!(!h.state().busy());
+    assert_eq!(h.state().linked(), Some(((0, 1, 5, 2), found)));
 }
 
 #[test]
 fn a_failed_communication_analysis_waits_to_be_asked_again() {
-    use warpscope::app::views::{CommView, Command};
+    use warpscope::app::views::CommView;
     let t = trace("hotspot", &[]);
-    struct State {
-        view: CommView,
-        analyze: usize,
-    }
+    let wake = no_wake();
     let mut h = egui_kittest::Harness::new_ui_state(
-        move |ui, s: &mut State| {
-            let out = s.view.ui(ui, &t, None);
-            s.analyze += out.iter().filter(|c| matches!(c, Command::Analyze)).count();
-        },
-        State {
-            view: {
-                let mut v = CommView::default();
-                v.failed = Some("the launches have too many CTAs".into());
-                v
-            },
-            analyze: 0,
+        move |ui, view: &mut CommView| view.ui(ui, &t, &wake),
+        {
+            let mut v = CommView::default();
+            v.failed = Some("the launches have too many CTAs".into());
+            v
         },
     );
     h.run_steps(3);
     // Not started again frame after frame: the failure is shown instead.
-    assert_eq!(h.state().analyze, 0);
+    assert!(!h.state().analyzing());
     h.get_by_label_contains("The communication analysis failed: the launches have too many CTAs");
     h.get_by_label("Analyze again").click();
     h.run_steps(1);
-    assert_eq!(h.state().analyze, 1);
-    assert!(h.state().view.failed.is_none());
+    assert!(h.state().analyzing());
+    assert!(h.state().failed.is_none());
 }
 
 #[test]
 fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider_moves_the_point() {
     use warpscope::app::raster::ColourBy;
     use warpscope::app::views::performance::measure;
-    use warpscope::app::views::{Command, PaneCx, PaneView, PerformanceView, SetMetric};
+    use warpscope::app::views::{PaneCx, PaneView, PerformanceView, Polled, SetMetric};
     let t = trace("vecadd", &[("n", "65536"), ("block", "128")]);
     let data = simulate(t.clone(), config::preset("fermi-16k").unwrap());
-    struct State {
-        view: PerformanceView,
-        asked: usize,
-    }
     let (tt, dd) = (t.clone(), data.clone());
+    let wake = no_wake();
     let mut h = egui_kittest::Harness::builder()
         .with_size([900.0, 900.0])
         .build_ui_state(
-            move |ui, s: &mut State| {
+            move |ui, view: &mut PerformanceView| {
                 let cx = PaneCx {
                     pane: 0,
                     generation: 1,
@@ -561,29 +550,26 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
                     miss: Default::default(),
                     linked_hover: None,
                     only: None,
+                    wake: &wake,
                 };
-                let out = s.view.ui(ui, &cx);
-                s.asked += out
-                    .iter()
-                    .filter(|c| matches!(c, Command::Measure { .. }))
-                    .count();
+                view.ui(ui, &cx);
+                view.poll(&Polled {
+                    generation: 1,
+                    run: 1,
+                    data: Some(&dd),
+                });
             },
-            State {
-                view: PerformanceView::default(),
-                asked: 0,
-            },
+            PerformanceView::default(),
         );
-    h.run_steps(3);
-    // Asked once, however many frames pass before the answer; it says it is measuring.
-    assert_eq!(h.state().asked, 1);
-    assert!(h.state().view.waiting());
+    h.run_steps(1);
+    // It says it is measuring, on its own thread.
+    assert!(h.state().waiting());
     h.get_by_label_contains("Measuring the model's inputs");
-    // The app's answer, made as its job makes it.
-    let m = measure(&t, &warpscope::analyze::gt200(), &Default::default()).unwrap();
-    let id = std::sync::Arc::as_ptr(&t) as usize;
-    h.state_mut().view.measured(id, m.clone());
+    step_until(&mut h, "the measurement", |v| !v.waiting());
+    // Measured once: nothing runs in the frames after.
     h.run_steps(2);
-    assert_eq!(h.state().asked, 1);
+    assert!(!h.state().busy() && !h.state().waiting());
+    let m = measure(&t, &warpscope::analyze::gt200(), &Default::default()).unwrap();
     let measured = m[0].1.as_ref().unwrap();
     let a = warpscope::analyze::analyze(&measured.inputs, &warpscope::analyze::gt200()).unwrap();
     let verdict = if a.memory_bound {
@@ -614,7 +600,7 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     );
     // One block per SM instead of the measured eight: a slower prediction.
     assert_eq!(measured.inputs.active_blocks_per_sm, 8);
-    h.state_mut().view.set_active_blocks(Some(1));
+    h.state_mut().set_active_blocks(Some(1));
     h.run_steps(2);
     let one = warpscope::analyze::analyze(
         &warpscope::analyze::KernelInputs {

@@ -7,7 +7,7 @@ use egui::{RichText, Ui};
 
 use super::data::TraceData;
 use super::raster::ColourBy;
-use super::views::{PaneView, View};
+use super::views::View;
 use warpscope_core::config::SimConfig;
 
 use super::*;
@@ -18,15 +18,10 @@ impl WarpscopeApp {
     pub(super) fn communication_view(&mut self, ui: &mut egui::Ui, trace: &Arc<TraceData>) {
         let id = Arc::as_ptr(trace) as usize;
         if self.comm.for_trace != Some(id) {
+            // Drops, and so cancels, the jobs of the previous trace.
             self.comm.reset(Some(id));
-            // Dropping the jobs of the previous trace cancels them.
-            self.comm_job = None;
-            self.density_job = None;
         }
-        let analysis = self.comm_job.as_ref().map(|j| j.progress().fraction());
-        for c in self.comm.ui(ui, trace, analysis) {
-            self.actions.push(Action::View(c));
-        }
+        self.comm.ui(ui, trace, &self.wake);
     }
 
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
@@ -249,8 +244,13 @@ impl WarpscopeApp {
         pane_grid(ui, n, |i, col| {
             self.pane_rects.push(col.max_rect());
             let pane = &mut self.panes[i];
-            let (preset, cfg) = &self.settings.panes[i];
-            let header = pane_header(col, pane, (i, n), (preset, cfg), i == self.settings.active);
+            let (preset, config) = &self.settings.panes[i];
+            let place = PanePlace {
+                index: i,
+                count: n,
+                active: i == self.settings.active,
+            };
+            let header = pane_header(col, pane, place, preset, config);
             activate = activate.or(header.activate.then_some(i));
             remove = remove.or(header.remove.then_some(i));
             if show_trace {
@@ -346,17 +346,12 @@ impl WarpscopeApp {
                     .only
                     .clone()
                     .filter(|_| trace_ids[i] == self.only_trace),
+                wake: &self.wake,
             };
-            commands.extend(match self.settings.view {
-                View::Address => pane.address.ui(col, &cx),
-                View::Reuse => pane.reuse.ui(col, &cx),
-                View::Misses => pane.misses.ui(col, &cx),
-                View::Sets => pane.sets.ui(col, &cx),
-                View::Performance => pane.performance.ui(col, &cx),
-                View::Step => pane.step.ui(col, &cx),
-                // Drawn once for the whole area above: it does not depend on a pane.
-                View::Communication => Vec::new(),
-            });
+            // A view of the whole area (communication) is drawn once above.
+            if let Some(view) = pane.views.get_mut(self.settings.view) {
+                commands.extend(view.ui(col, &cx));
+            }
         });
         for c in commands {
             match c {
@@ -436,16 +431,31 @@ struct HeaderClicks {
     remove: bool,
 }
 
+/// Where a pane is among the panes.
+#[derive(Clone, Copy)]
+struct PanePlace {
+    index: usize,
+    /// How many panes there are.
+    count: usize,
+    /// The side panel edits this pane's configuration.
+    active: bool,
+}
+
 /// A pane's header, two lines at any width: its number (click to edit it), its miss rate,
 /// its configuration in a few words and a close button; then what its result covers and
 /// whether it is being updated. Words that do not fit are cut, the whole on hover.
 fn pane_header(
     ui: &mut Ui,
     pane: &Pane,
-    (i, n): (usize, usize),
-    (preset, cfg): (&str, &SimConfig),
-    active: bool,
+    place: PanePlace,
+    preset: &str,
+    cfg: &SimConfig,
 ) -> HeaderClicks {
+    let PanePlace {
+        index: i,
+        count: n,
+        active,
+    } = place;
     let mut clicks = HeaderClicks {
         activate: false,
         remove: false,

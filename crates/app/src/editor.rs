@@ -118,8 +118,6 @@ impl WarpscopeApp {
                     self.trace = Some(t);
                     self.only = None;
                     self.comm.reset(None);
-                    self.comm_job = None;
-                    self.density_job = None;
                     self.invalidate_all(now);
                 }
                 Err(JobError::Failed(e)) => {

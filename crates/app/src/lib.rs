@@ -50,10 +50,7 @@ use files::{Browser, NativeDialog, Purpose};
 use job::{Job, Wake};
 use raster::ColourBy;
 use views::misses::MissOptions;
-use views::{
-    AddressView, CommView, MissesView, PerformanceView, ReuseView, SetMetric, SetsView, StepView,
-    View,
-};
+use views::{CommView, PaneView, PaneViews, SetMetric, View};
 use warpscope_core::config::{self, SimConfig};
 use worker::Loaded;
 
@@ -137,20 +134,25 @@ pub struct Pane {
     /// Time of the last change not yet submitted.
     pub dirty_since: Option<f64>,
     pub error: Option<String>,
-    /// The views of this pane's result, and the jobs they asked for.
-    pub address: AddressView,
-    pub reuse: ReuseView,
-    pub misses: MissesView,
-    pub sets: SetsView,
-    pub performance: PerformanceView,
-    pub step: StepView,
-    pub jobs: commands::PaneJobs,
+    /// The views of this pane's result (each with the jobs it started).
+    pub views: PaneViews,
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
     pub own_trace: Option<Arc<TraceData>>,
     /// Loading or generating this pane's own trace.
     pub trace_load: Option<Job<Loaded>>,
     /// The kernel and parameters being generated for this pane.
     pub trace_job: Option<(String, String)>,
+}
+
+impl Pane {
+    /// This pane's view of type `T` (`pane.view::<AddressView>()`).
+    pub fn view<T: PaneView>(&self) -> Option<&T> {
+        self.views.of()
+    }
+    /// This pane's view of type `T`, to change.
+    pub fn view_mut<T: PaneView>(&mut self) -> Option<&mut T> {
+        self.views.of_mut()
+    }
 }
 
 /// Where the status bar's message came from.
@@ -232,8 +234,6 @@ pub struct WarpscopeApp {
     /// The communication view of the loaded trace (its report and display choices).
     pub comm: CommView,
     /// The communication analysis of the loaded trace, and the density map being prepared.
-    comm_job: Option<Job<data::CommData>>,
-    density_job: Option<Job<Box<views::comm::DensityData>>>,
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
     /// Runs started or results shown apart from a run (the source of [`Pane::run`]).
@@ -324,8 +324,6 @@ impl WarpscopeApp {
             pending_png: None,
             hover: None,
             comm: CommView::default(),
-            comm_job: None,
-            density_job: None,
             results_seen: 0,
             runs_numbered: 0,
             max_generated_accesses: memory_budget_accesses(),

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::views::misses;
-use super::views::View;
+use super::views::{misses, AddressView, PerformanceView, StepView, View};
 use warpscope_core::config;
 
 use super::*;
@@ -105,10 +104,10 @@ impl ScreenshotPlan {
         let ready = (shot.ready)(app)
             && app.idle()
             && app.trace.is_some()
-            && app
-                .panes
-                .iter()
-                .all(|p| (p.result.is_some() || p.error.is_some()) && !p.address.uploading());
+            && app.panes.iter().all(|p| {
+                let uploading = p.view::<AddressView>().is_some_and(|a| a.uploading());
+                (p.result.is_some() || p.error.is_some()) && !uploading
+            });
         if !ready {
             self.wait_frames = 0;
             return;
@@ -165,10 +164,17 @@ fn shots() -> Vec<Shot> {
     shots
 }
 
+/// The first pane's address view.
+fn address(app: &mut WarpscopeApp) -> Option<&mut AddressView> {
+    app.panes.first_mut()?.view_mut()
+}
+
 /// Step-through at a conflict miss a third of the way through the run (if it has one).
 fn step_to_a_conflict(app: &mut WarpscopeApp) {
     if let Some(i) = a_third_conflict(app) {
-        app.panes[0].step.go_to(i);
+        if let Some(s) = app.panes[0].view_mut::<StepView>() {
+            s.go_to(i);
+        }
     }
 }
 
@@ -224,7 +230,9 @@ fn scenes() -> Vec<Shot> {
         // The timing model's cycle axis: the paper's setting as the released model runs it.
         Shot::new("8-timing.png").prepare(|app, _, now| {
             app.settings.dark = true;
-            app.panes[0].address.clear_selection();
+            if let Some(a) = address(app) {
+                a.clear_selection();
+            }
             if let Ok(mut c) = config::preset("gtx470-16k") {
                 if config::compat(&mut c, "gpu-cache-model").is_ok() {
                     app.set_config(0, "gtx470-16k", c, now);
@@ -243,12 +251,10 @@ fn scenes() -> Vec<Shot> {
 /// would: the view asks for its summary.
 fn select_lower_left(app: &mut WarpscopeApp) {
     if let (Some(d), Some(t)) = (app.panes[0].result.clone(), app.trace.clone()) {
-        if app.panes[0].address.boxed().is_none() {
+        if let Some(a) = address(app).filter(|a| a.boxed().is_none()) {
             let n = d.points.len() as f64;
             let h = t.segments.height();
-            app.panes[0]
-                .address
-                .select_box([0.1 * n, 0.45 * n], [0.0, 0.3 * h]);
+            a.select_box([0.1 * n, 0.45 * n], [0.0, 0.3 * h]);
         }
     }
 }
@@ -362,7 +368,10 @@ fn more_scenes() -> Vec<Shot> {
             .ready(|app| {
                 shows(&app.trace, START_KERNEL)
                     && shows(&app.panes[1].own_trace, "matmul-tiled")
-                    && !app.panes.iter().any(|p| p.performance.waiting())
+                    && !app
+                        .panes
+                        .iter()
+                        .any(|p| p.view::<PerformanceView>().is_some_and(|v| v.waiting()))
             }),
         // "Why did this miss?": a conflict miss of the naive matmul explained.
         Shot::new("16-explain.png")
@@ -374,21 +383,23 @@ fn more_scenes() -> Vec<Shot> {
                 if app.panes[0].result.is_none() {
                     return false;
                 }
-                if app.panes[0].address.explaining.is_none() {
-                    if let Some(i) = a_third_conflict(app) {
-                        app.panes[0].address.explain(i);
+                let conflict = a_third_conflict(app);
+                let Some(a) = address(app) else {
+                    return true;
+                };
+                if a.explaining.is_none() {
+                    if let Some(i) = conflict {
+                        a.explain(i);
                     }
                 }
-                app.panes[0]
-                    .address
-                    .explaining
-                    .as_ref()
-                    .is_none_or(|a| a.answer.is_some())
+                a.explaining.as_ref().is_none_or(|a| a.answer.is_some())
             }),
         // The kernel-language editor on SpMV: host code draws the matrix, the kernel reads it.
         Shot::new("17-kernel-editor.png")
             .prepare(|app, _, _| {
-                app.panes[0].address.explaining = None;
+                if let Some(a) = address(app) {
+                    a.explaining = None;
+                }
                 if let Some(text) = warpscope_core::gen::source::example("spmv") {
                     app.editor.open_with(text);
                 }

@@ -122,14 +122,14 @@ fn run_timed(
                 gather: &mut *gather,
                 progress,
             };
-            let limits = (0, Some(max_rows));
             let run = warpscope_shell::timed::run_streamed(
                 config,
                 src.source,
                 src.depth,
                 &mut reading,
                 &mut counted,
-                limits,
+                0,
+                Some(max_rows),
             );
             match run {
                 Ok(report) => Ok(Some(report)),

@@ -255,8 +255,6 @@ impl WarpscopeApp {
                 self.trace = Some(t);
                 self.only = None;
                 self.comm.reset(None);
-                self.comm_job = None;
-                self.density_job = None;
                 for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
                     p.result = None;
                     p.stale = false;
@@ -399,8 +397,7 @@ impl WarpscopeApp {
             out.extend(p.trace_load.iter().map(of));
             out.extend(p.sim.iter().map(of));
         }
-        out.extend(self.comm_job.iter().map(of));
-        out.extend(self.density_job.iter().map(of));
+        out.extend(self.comm.running());
         out.extend(self.tasks.iter().map(of));
         out.extend(self.sweep_run.job.iter().map(of));
         out
@@ -423,6 +420,6 @@ impl WarpscopeApp {
             && self
                 .panes
                 .iter()
-                .all(|p| p.dirty_since.is_none() && p.jobs.is_empty())
+                .all(|p| p.dirty_since.is_none() && !p.views.busy())
     }
 }

@@ -7,11 +7,20 @@ use egui_plot::{Plot, PlotImage, PlotPoint, PlotPoints, Points};
 use super::address_explain::{self, Asked, Explained, PanelAction};
 use super::address_hover::{request_tooltip, selection_panel};
 use super::address_streamed::{detail_buttons, drawn_note};
-use super::command::{Command, LinkKey, LinkLookup, PaneCx, PaneView};
+use super::command::{Command, LinkKey, PaneCx, PaneView, Polled};
 use super::*;
 use crate::data::{InstFilter, Selection, SimData};
+use crate::job::{take_finished, Job, JobError};
 use crate::raster::{Band, Placement, Raster, RasterRequest, View as RasterView};
 use crate::theme;
+
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Address,
+    name: "Address vs time",
+    file_stem: "address",
+    needs_trace_in_memory: false,
+    new: Some(|| Box::new(AddressView::default())),
+};
 
 /// Above this many requests in view, the address plot draws a raster instead of markers.
 pub const MARKER_LIMIT: usize = 50_000;
@@ -89,6 +98,21 @@ pub struct AddressView {
     zoomed_to: Option<(u64, usize)>,
     /// The x range shown in the last frame.
     shown_x: Option<(f64, f64)>,
+    /// The jobs this view started.
+    jobs: AddressJobs,
+}
+
+/// The address view's jobs (a newer one replaces, and so stops, an older one).
+#[derive(Default)]
+struct AddressJobs {
+    /// Drawing the raster.
+    raster: Option<Job<Raster>>,
+    /// Summarizing the box selection: the summary and the result generation it is of.
+    select: Option<Job<(Selection, u64)>>,
+    /// Finding the request linked to one hovered in another pane.
+    link: Option<Job<(LinkKey, Option<usize>)>>,
+    /// Explaining a request.
+    explain: Option<Job<Explained>>,
 }
 
 impl AddressView {
@@ -100,7 +124,7 @@ impl AddressView {
     /// A raster drawn by the job this view asked for, while the pane shows `data`, its result
     /// `generation` of run `run`. Kept if it is of that result, or of an earlier one of the same
     /// run newer than the raster shown (it stands in until the newest result's is drawn).
-    pub fn raster_arrived(&mut self, r: Raster, generation: u64, run: u64, data: Option<&SimData>) {
+    fn raster_arrived(&mut self, r: Raster, generation: u64, run: u64, data: Option<&SimData>) {
         let current = r.generation == generation;
         let newer = self
             .texture
@@ -116,13 +140,18 @@ impl AddressView {
         self.shown_raster
     }
     /// The summary of a box this view asked for (dropped if the box has changed since).
-    pub fn selection_arrived(&mut self, s: Selection, generation: u64) {
+    fn selection_arrived(&mut self, s: Selection, generation: u64) {
         if self.boxed == Some((s.x, s.y)) {
             self.selection = Some((s, generation));
         }
     }
+    /// The last linked lookup (source pane, source generation, source request, this pane's
+    /// generation) and the request it found here.
+    pub fn linked(&self) -> Option<(LinkKey, Option<usize>)> {
+        self.linked
+    }
     /// The result of a linked lookup this view asked for.
-    pub fn link_arrived(&mut self, key: LinkKey, found: Option<usize>) {
+    fn link_arrived(&mut self, key: LinkKey, found: Option<usize>) {
         self.linked = Some((key, found));
     }
     /// Asks for request `request` to be explained (as clicking it does); the view starts the
@@ -135,7 +164,7 @@ impl AddressView {
         });
     }
     /// An explanation this view asked for (dropped if another request was asked for since).
-    pub fn explained(&mut self, e: Explained) {
+    fn explained(&mut self, e: Explained) {
         if let Some(a) = &mut self.explaining {
             if (a.generation, a.request) == (e.generation, e.request) {
                 a.answer = Some(Ok(e.explanation));
@@ -143,7 +172,7 @@ impl AddressView {
         }
     }
     /// The explanation job failed.
-    pub fn explain_failed(&mut self, why: String) {
+    fn explain_failed(&mut self, why: String) {
         if let Some(a) = &mut self.explaining {
             a.answer = Some(Err(why));
         }
@@ -232,16 +261,69 @@ impl PaneView for AddressView {
         self.draw(ui, cx, &mut out);
         out
     }
+
+    fn poll(&mut self, pane: &Polled) {
+        // A summary of an older result is of no use, a raster only of an earlier preview of
+        // the same run (a failed raster keeps the markers).
+        if let Some(Ok(r)) = take_finished(&mut self.jobs.raster) {
+            self.raster_arrived(r, pane.generation, pane.run, pane.data);
+        }
+        if let Some(Ok((s, generation))) = take_finished(&mut self.jobs.select) {
+            if pane.generation == generation {
+                self.selection_arrived(s, generation);
+            }
+        }
+        if let Some(Ok((key, found))) = take_finished(&mut self.jobs.link) {
+            self.link_arrived(key, found);
+        }
+        match take_finished(&mut self.jobs.explain) {
+            Some(Ok(e)) if e.generation == pane.generation => self.explained(e),
+            Some(Err(JobError::Failed(why))) => self.explain_failed(why),
+            _ => {}
+        }
+    }
+
+    fn busy(&self) -> bool {
+        let j = &self.jobs;
+        j.raster.is_some() || j.select.is_some() || j.link.is_some() || j.explain.is_some()
+    }
 }
 
 impl AddressView {
     fn draw(&mut self, ui: &mut Ui, cx: &PaneCx, out: &mut Vec<Command>) {
-        let (pane, data, trace, generation) = (cx.pane, cx.data, cx.trace, cx.generation);
-        let state = self;
-        let p = &data.points;
-        let n = p.len();
-        let segs = &data.segments;
-        let total = data.report.totals.requests;
+        self.header(ui, cx, out);
+        if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+            if self.boxed.is_some() {
+                self.clear_selection();
+            } else {
+                self.explaining = None;
+            }
+        }
+        self.explanation(ui, cx);
+        self.selection_summary(ui, cx);
+        let shift = ui.input(|i| i.modifiers.shift);
+        let resp = self.plot(ui, cx, shift);
+        array_labels(
+            ui,
+            &resp.transform,
+            resp.response.rect,
+            &cx.data.segments,
+            ui.visuals().text_color(),
+        );
+        let b = resp.transform.bounds();
+        self.shown_x = Some((b.min()[0], b.max()[0]));
+        if let Some(want) = resp.inner {
+            self.ask_raster(ui, cx, want);
+        }
+        self.drag_box(ui, &resp.response, &resp.transform, shift);
+        self.hover(ui, cx, &resp.response, &resp.transform, shift, out);
+    }
+
+    /// The counts and the legend above the plot, a streamed run's detail buttons, the
+    /// instruction the view is limited to.
+    fn header(&mut self, ui: &mut Ui, cx: &PaneCx, out: &mut Vec<Command>) {
+        let (pane, data) = (cx.pane, cx.data);
+        let n = data.points.len();
         let legend_note = drawn_note(data, n);
         ui.horizontal_wrapped(|ui| {
             ui.label(RichText::new(format!("{n} requests{legend_note}")).weak());
@@ -250,7 +332,7 @@ impl AddressView {
                 theme::swatch(ui, colour, &text);
             }
             // The density image mixes a pixel's hits and misses: say how.
-            let dense = match state.shown_x {
+            let dense = match self.shown_x {
                 Some((a, b)) => data.visible(a, b).len() > MARKER_LIMIT,
                 None => n > MARKER_LIMIT,
             };
@@ -262,10 +344,9 @@ impl AddressView {
             }
         });
         if data.streamed {
-            let stride = data.x.stride();
-            ui.horizontal(|ui| detail_buttons(ui, state.shown_x, (data, stride, total), pane, out));
+            let (stride, total) = (data.x.stride(), data.report.totals.requests);
+            ui.horizontal(|ui| detail_buttons(ui, self.shown_x, data, stride, total, pane, out));
         }
-        let only_key = cx.only.as_ref().map(InstFilter::key);
         if let Some(f) = &cx.only {
             ui.horizontal(|ui| {
                 ui.label(
@@ -280,56 +361,72 @@ impl AddressView {
                 }
             });
         }
-        if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
-            if state.boxed.is_some() {
-                state.clear_selection();
-            } else {
-                state.explaining = None;
-            }
-        }
-        // An explanation is asked for again for each new result (a changed configuration).
-        if let Some(a) = &mut state.explaining {
+    }
+
+    /// The explanation of the request clicked, asked for again for each new result (a changed
+    /// configuration), and its panel.
+    fn explanation(&mut self, ui: &mut Ui, cx: &PaneCx) {
+        let (pane, generation) = (cx.pane, cx.generation);
+        if let Some(a) = &mut self.explaining {
             if a.generation != generation {
                 a.generation = generation;
                 a.answer = None;
-                out.push(Command::Explain {
-                    pane,
-                    generation,
-                    request: a.request,
-                    trace: trace.clone(),
-                    config: data.config.clone(),
-                });
+                let (request, trace) = (a.request, cx.trace.clone());
+                let config = cx.data.config.clone();
+                self.jobs.explain = Some(Job::spawn(
+                    format!("Explaining request {request} of pane {}", pane + 1),
+                    cx.wake,
+                    move |progress| {
+                        address_explain::explain(&trace, &config, generation, request, progress)
+                    },
+                ));
             }
         }
-        if let Some(a) = &state.explaining {
+        if let Some(a) = &self.explaining {
             match address_explain::panel(ui, a) {
-                Some(PanelAction::Close) => state.explaining = None,
-                Some(PanelAction::Explain(i)) => state.explain(i),
+                Some(PanelAction::Close) => self.explaining = None,
+                Some(PanelAction::Explain(i)) => self.explain(i),
                 None => {}
             }
         }
-        // A box is summarized off the UI thread, again for each new result.
-        if let Some((x, y)) = state.boxed {
-            let current = state.selection.as_ref().is_some_and(|s| s.1 == generation);
-            if !current && state.select_asked != Some((x, y, generation)) {
-                state.select_asked = Some((x, y, generation));
-                out.push(Command::Select {
-                    pane,
-                    generation,
-                    x,
-                    y,
-                    data: data.clone(),
-                });
+    }
+
+    /// The summary of the box selected, made off the UI thread again for each new result, and
+    /// its panel.
+    fn selection_summary(&mut self, ui: &mut Ui, cx: &PaneCx) {
+        let generation = cx.generation;
+        if let Some((x, y)) = self.boxed {
+            let current = self.selection.as_ref().is_some_and(|s| s.1 == generation);
+            if !current && self.select_asked != Some((x, y, generation)) {
+                self.select_asked = Some((x, y, generation));
+                let data = cx.data.clone();
+                self.jobs.select = Some(Job::spawn(
+                    format!("Summarizing the selection of pane {}", cx.pane + 1),
+                    cx.wake,
+                    move |_| Ok((data.select(x, y), generation)),
+                ));
             }
         }
-        if let Some((sel, _)) = &state.selection {
-            if selection_panel(ui, trace, sel) {
-                state.clear_selection();
+        if let Some((sel, _)) = &self.selection {
+            if selection_panel(ui, cx.trace, sel) {
+                self.clear_selection();
             }
         }
-        let shift = ui.input(|i| i.modifiers.shift);
-        let plot = address_axis(Plot::new(("address", pane)), segs)
-            .allow_drag(!shift && state.select_from.is_none())
+    }
+
+    /// The plot: markers, or the raster of the requests in view (its wanted view returned when
+    /// there are more than [`MARKER_LIMIT`]), the box selected and the explanation's marks.
+    fn plot(
+        &mut self,
+        ui: &mut Ui,
+        cx: &PaneCx,
+        shift: bool,
+    ) -> egui_plot::PlotResponse<Option<RasterView>> {
+        let (data, generation) = (cx.data, cx.generation);
+        let segs = &data.segments;
+        let n = data.points.len();
+        let plot = address_axis(Plot::new(("address", cx.pane)), segs)
+            .allow_drag(!shift && self.select_from.is_none())
             .link_axis(cx.link, [true, true])
             .link_cursor(cx.link, [true, true])
             .x_axis_label(data.x_label())
@@ -343,8 +440,8 @@ impl AddressView {
             .show_grid([true, false])
             .label_formatter(|_| None);
         let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
-        let plot = if state.extent != Some(extent) {
-            state.extent = Some(extent);
+        let plot = if self.extent != Some(extent) {
+            self.extent = Some(extent);
             plot.reset()
         } else {
             plot
@@ -353,7 +450,7 @@ impl AddressView {
         // earlier preview of the same run moved to this result's axis: it shows requests this
         // one holds too, with the same outcomes. One of another run would show its outcomes
         // under this result's header.
-        let texture = state.texture.as_ref().and_then(|d| {
+        let texture = self.texture.as_ref().and_then(|d| {
             let bands = if d.generation == generation {
                 vec![Band::whole(&d.view)]
             } else if d.placement.fits(cx.run, data) {
@@ -365,8 +462,7 @@ impl AddressView {
         });
         let sel_stroke = ui.visuals().selection.bg_fill;
         let sel_fill = sel_stroke.gamma_multiply(0.15);
-        let label_colour = ui.visuals().text_color();
-        let explained = state
+        let explained = self
             .explaining
             .as_ref()
             .filter(|a| a.generation == generation)
@@ -375,11 +471,14 @@ impl AddressView {
         let strong = ui.visuals().strong_text_color();
         // A new explanation brings its story into view once; the user may zoom away after.
         let zoom = explained
-            .filter(|e| state.zoomed_to != Some((generation, e.request.request as usize)))
+            .filter(|e| self.zoomed_to != Some((generation, e.request.request as usize)))
             .map(|e| {
-                state.zoomed_to = Some((generation, e.request.request as usize));
+                self.zoomed_to = Some((generation, e.request.request as usize));
                 address_explain::story_bounds(data, e, segs.height())
             });
+        let only_key = cx.only.as_ref().map(InstFilter::key);
+        let boxed = self.boxed;
+        let mut shown_raster = None;
         let resp = plot.show(ui, |pui| {
             if let Some(Some(b)) = zoom {
                 pui.set_plot_bounds(b);
@@ -396,7 +495,7 @@ impl AddressView {
                         .style(egui_plot::LineStyle::dashed_loose()),
                 );
             }
-            if let Some((x, y)) = state.boxed {
+            if let Some((x, y)) = boxed {
                 pui.polygon(
                     egui_plot::Polygon::new(
                         "selection",
@@ -424,22 +523,7 @@ impl AddressView {
                 }
                 None
             } else {
-                // The raster covers the part of the view that holds data, at screen resolution
-                // (covering more would also widen the plot's automatic bounds each frame).
-                let size = pui.response().rect.size();
-                let (y0, y1) = (b.min()[1], b.max()[1]);
-                let rx = [x0.max(data.x_start()), x1.min(data.x_end())];
-                let ry = [y0.max(0.0), y1.min(segs.height())];
-                let frac =
-                    |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
-                let want = RasterView {
-                    x: rx,
-                    y: ry,
-                    width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
-                    height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
-                    colour: cx.colour,
-                    only: only_key,
-                };
+                let want = raster_view(pui, data, cx.colour, only_key);
                 if let Some((tex, g, bands)) = &texture {
                     for &Band { uv, centre, size } in bands {
                         pui.image(
@@ -452,7 +536,7 @@ impl AddressView {
                             .uv(uv),
                         );
                     }
-                    state.shown_raster = Some(*g);
+                    shown_raster = Some(*g);
                 }
                 Some(want)
             };
@@ -461,69 +545,91 @@ impl AddressView {
             }
             drawn
         });
-        array_labels(ui, &resp.transform, resp.response.rect, segs, label_colour);
-        let b = resp.transform.bounds();
-        state.shown_x = Some((b.min()[0], b.max()[0]));
-        // Ask for a new raster when the view changed and the newest request is not this one.
-        if let Some(want) = resp.inner {
-            let current = state.texture.as_ref().map(|d| (d.view, d.generation));
-            let fresh = current == Some((want, generation));
-            if !fresh && state.requested != Some((want, generation)) {
-                state.requested = Some((want, generation));
-                out.push(Command::Raster {
-                    pane,
-                    request: RasterRequest {
-                        generation,
-                        view: want,
-                        data: data.clone(),
-                        placement: Placement::of(cx.run, data),
-                    },
-                });
-            }
-            if !fresh {
-                ui.ctx().request_repaint();
-            }
+        if shown_raster.is_some() {
+            self.shown_raster = shown_raster;
         }
-        // Box selection: Shift + drag with the primary button.
-        let r = &resp.response;
-        let t = resp.transform;
+        resp
+    }
+
+    /// Asks for a raster of `want` when the view changed and the newest request is not this
+    /// one.
+    fn ask_raster(&mut self, ui: &Ui, cx: &PaneCx, want: RasterView) {
+        let (data, generation) = (cx.data, cx.generation);
+        let current = self.texture.as_ref().map(|d| (d.view, d.generation));
+        let fresh = current == Some((want, generation));
+        if !fresh && self.requested != Some((want, generation)) {
+            self.requested = Some((want, generation));
+            let request = RasterRequest {
+                generation,
+                view: want,
+                data: data.clone(),
+                placement: Placement::of(cx.run, data),
+            };
+            self.jobs.raster = Some(Job::spawn(
+                format!("Drawing pane {}", cx.pane + 1),
+                cx.wake,
+                move |progress| crate::raster::draw(request, progress),
+            ));
+        }
+        if !fresh {
+            ui.ctx().request_repaint();
+        }
+    }
+
+    /// Box selection: Shift + drag with the primary button.
+    fn drag_box(&mut self, ui: &Ui, r: &egui::Response, t: &egui_plot::PlotTransform, shift: bool) {
         if r.drag_started_by(egui::PointerButton::Primary) && shift {
-            state.select_from = r
+            self.select_from = r
                 .interact_pointer_pos()
                 .map(|p| (t.value_from_position(p), t.value_from_position(p)));
         }
-        if let Some((from, to)) = &mut state.select_from {
-            if let Some(now) = r.interact_pointer_pos().or(r.hover_pos()) {
-                *to = t.value_from_position(now);
-            }
-            let (a, b) = (t.position_from_point(from), t.position_from_point(to));
-            ui.painter_at(r.rect).rect_stroke(
-                egui::Rect::from_two_pos(a, b),
-                0.0,
-                egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
-                egui::StrokeKind::Inside,
-            );
-            if r.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
-                let x = [from.x.min(to.x), from.x.max(to.x)];
-                let y = [from.y.min(to.y), from.y.max(to.y)];
-                if (a - b).length() >= 3.0 {
-                    state.clear_selection();
-                    state.boxed = Some((x, y));
-                    ui.ctx().request_repaint();
-                }
-                state.select_from = None;
-            }
+        let Some((from, to)) = &mut self.select_from else {
+            return;
+        };
+        if let Some(now) = r.interact_pointer_pos().or(r.hover_pos()) {
+            *to = t.value_from_position(now);
         }
-        // Hover: the nearest request within a few pixels of the pointer, or of the point hovered
-        // in a linked pane.
+        let (a, b) = (t.position_from_point(from), t.position_from_point(to));
+        ui.painter_at(r.rect).rect_stroke(
+            egui::Rect::from_two_pos(a, b),
+            0.0,
+            egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
+            egui::StrokeKind::Inside,
+        );
+        if r.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
+            let x = [from.x.min(to.x), from.x.max(to.x)];
+            let y = [from.y.min(to.y), from.y.max(to.y)];
+            if (a - b).length() >= 3.0 {
+                self.clear_selection();
+                self.boxed = Some((x, y));
+                ui.ctx().request_repaint();
+            }
+            self.select_from = None;
+        }
+    }
+
+    /// Hover: the nearest request within a few pixels of the pointer (its tooltip; a click
+    /// explains it), or else the request of this pane serving the access hovered in a linked
+    /// pane.
+    fn hover(
+        &mut self,
+        ui: &Ui,
+        cx: &PaneCx,
+        r: &egui::Response,
+        t: &egui_plot::PlotTransform,
+        shift: bool,
+        out: &mut Vec<Command>,
+    ) {
+        let (pane, data, generation) = (cx.pane, cx.data, cx.generation);
+        let only_key = cx.only.as_ref().map(InstFilter::key);
         let hovered = r
             .hover_pos()
-            .filter(|p| state.select_from.is_none() && r.rect.contains(*p))
-            .and_then(|pos| nearest(data, &t, pos, only_key));
+            .filter(|p| self.select_from.is_none() && r.rect.contains(*p))
+            .and_then(|pos| nearest(data, t, pos, only_key));
         if let Some(i) = hovered {
             // Explaining replays the trace up to the request: it needs the trace in memory.
-            if r.clicked() && !shift && trace.streamed.is_none() {
-                state.explain(i);
+            if r.clicked() && !shift && cx.trace.streamed.is_none() {
+                self.explain(i);
                 ui.ctx().request_repaint();
             }
             r.clone().on_hover_ui_at_pointer(|ui| {
@@ -541,21 +647,18 @@ impl AddressView {
             return;
         };
         let key = (h.pane, h.generation, h.request, generation);
-        let i = match state.linked {
+        let i = match self.linked {
             Some((k, found)) if k == key => found,
             _ => {
                 // Looked up off the UI thread (a scan of both results).
-                if state.link_asked != Some(key) {
-                    state.link_asked = Some(key);
-                    out.push(Command::Link {
-                        pane,
-                        lookup: LinkLookup {
-                            key,
-                            src: h.data.clone(),
-                            request: h.request,
-                            dst: data.clone(),
-                        },
-                    });
+                if self.link_asked != Some(key) {
+                    self.link_asked = Some(key);
+                    let (src, request, dst) = (h.data.clone(), h.request, data.clone());
+                    self.jobs.link = Some(Job::spawn(
+                        "Finding the linked request",
+                        cx.wake,
+                        move |_| Ok((key, linked_request(&src, request, &dst))),
+                    ));
                 }
                 None
             }
@@ -580,6 +683,31 @@ impl AddressView {
             )
             .show(|ui| request_tooltip(ui, data, i));
         }
+    }
+}
+
+/// The raster that covers the part of the plot's view that holds data, at screen resolution
+/// (covering more would also widen the plot's automatic bounds each frame).
+fn raster_view(
+    pui: &egui_plot::PlotUi<'_>,
+    data: &SimData,
+    colour: ColourBy,
+    only: Option<(u16, u32)>,
+) -> RasterView {
+    let b = pui.plot_bounds();
+    let (x0, x1) = (b.min()[0], b.max()[0]);
+    let size = pui.response().rect.size();
+    let (y0, y1) = (b.min()[1], b.max()[1]);
+    let rx = [x0.max(data.x_start()), x1.min(data.x_end())];
+    let ry = [y0.max(0.0), y1.min(data.segments.height())];
+    let frac = |lo: f64, hi: f64, span: f64| ((hi - lo) / span.max(1e-9)).clamp(0.0, 1.0);
+    RasterView {
+        x: rx,
+        y: ry,
+        width: (size.x as f64 * frac(rx[0], rx[1], x1 - x0)).max(1.0) as usize,
+        height: (size.y as f64 * frac(ry[0], ry[1], y1 - y0)).max(1.0) as usize,
+        colour,
+        only,
     }
 }
 

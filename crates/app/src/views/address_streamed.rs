@@ -53,7 +53,9 @@ pub(super) fn drawn_note(data: &SimData, n: usize) -> String {
 pub(super) fn detail_buttons(
     ui: &mut Ui,
     shown_x: Option<(f64, f64)>,
-    (data, stride, total): (&SimData, u64, u64),
+    data: &SimData,
+    stride: u64,
+    total: u64,
     pane: usize,
     out: &mut Vec<Command>,
 ) {

@@ -8,18 +8,27 @@ use std::sync::Arc;
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
 
-use super::command::Command;
 use crate::data::{CommData, TraceData};
+use crate::job::{take_finished, Job, JobError, Progress, Wake};
 use crate::theme;
 use warpscope_core::comm::{CommReport, Measure, Pair};
 use warpscope_core::trace::Dim3;
+
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Communication,
+    name: "CTA communication",
+    file_stem: "communication",
+    needs_trace_in_memory: true,
+    new: None,
+};
 
 /// The density map is drawn at most this many cells a side; larger grids are binned.
 pub const MAX_SIDE: u32 = 512;
 
 /// The communication view of the shared trace, with what it keeps between frames. The
-/// analysis and the density maps are jobs the app runs when the view asks ([`Command`]); the
-/// app hands their results back here.
+/// analysis and the density maps are jobs the view starts and takes the results of
+/// ([`CommView::poll`]); forgetting the trace ([`CommView::reset`]) drops, and so stops,
+/// them.
 #[derive(Default)]
 pub struct CommView {
     /// The trace (by identity) the report or the running analysis is for.
@@ -43,6 +52,10 @@ pub struct CommView {
     density_ready: Option<Box<DensityData>>,
     /// The selection whose map was last asked for.
     asked: Option<DensityKey>,
+    /// The analysis, while it runs.
+    analysis: Option<Job<CommData>>,
+    /// Preparing the density map of a selection (a newer one replaces, and so stops, it).
+    preparing: Option<Job<Box<DensityData>>>,
 }
 
 impl CommView {
@@ -55,15 +68,49 @@ impl CommView {
         };
     }
 
-    /// The analysis the view asked for has finished.
-    pub fn analyzed(&mut self, a: CommData) {
-        self.report = Some(a.report);
-        self.launch_pairs = a.launch_pairs;
+    /// Takes the results of the view's jobs that have finished (called every frame, the view
+    /// shown or not). Returns an error for the status bar: a failed analysis (also shown in
+    /// the view, which does not start it again until asked) or density map.
+    pub fn poll(&mut self) -> Option<String> {
+        let mut error = None;
+        match take_finished(&mut self.analysis) {
+            Some(Ok(a)) => {
+                self.report = Some(a.report);
+                self.launch_pairs = a.launch_pairs;
+            }
+            Some(Err(JobError::Cancelled)) => self.cancelled = true,
+            Some(Err(JobError::Failed(e))) => {
+                self.failed = Some(e.clone());
+                error = Some(e);
+            }
+            None => {}
+        }
+        match take_finished(&mut self.preparing) {
+            Some(Ok(d)) => self.density_ready = Some(d),
+            Some(Err(JobError::Failed(e))) => error = Some(e),
+            _ => {}
+        }
+        error
     }
 
-    /// A density map the view asked for is ready.
-    pub fn density_arrived(&mut self, d: Box<DensityData>) {
-        self.density_ready = Some(d);
+    /// The view's jobs that run, for the status bar: label and progress.
+    pub fn running(&self) -> impl Iterator<Item = (&str, &Arc<Progress>)> {
+        let analysis = self.analysis.iter().map(|j| (j.label(), j.progress()));
+        analysis.chain(self.preparing.iter().map(|j| (j.label(), j.progress())))
+    }
+
+    /// Whether the analysis runs.
+    pub fn analyzing(&self) -> bool {
+        self.analysis.is_some()
+    }
+
+    fn analyze(&mut self, trace: &Arc<TraceData>, wake: &Wake) {
+        self.cancelled = false;
+        self.failed = None;
+        let t = trace.clone();
+        self.analysis = Some(Job::spawn("Analyzing communication", wake, move |p| {
+            crate::worker::communicate(&t, p)
+        }));
     }
 
     /// The selection (launch pair, counting transfers) of the density map on screen.
@@ -71,25 +118,24 @@ impl CommView {
         self.density.as_ref().map(|d| (d.data.key.1, d.data.key.2))
     }
 
-    /// Draws the view of the shared trace: the analysis' progress while it runs
-    /// (`analysis`: its fraction done, if known), or its report.
-    pub fn ui(
-        &mut self,
-        ui: &mut Ui,
-        trace: &TraceData,
-        analysis: Option<Option<f32>>,
-    ) -> Vec<Command> {
-        let mut out = Vec::new();
+    /// Draws the view of the shared trace: the analysis' progress while it runs, or its
+    /// report. Starts the analysis the first time it is shown for the trace (and again only
+    /// when asked, after a failure or a cancel), and a density map for each new selection.
+    pub fn ui(&mut self, ui: &mut Ui, trace: &Arc<TraceData>, wake: &Wake) {
         if let Some(r) = self.report.clone() {
             if let Some(want) = self.draw(ui, &r, trace) {
-                out.push(Command::Density(want));
+                // Replaces (and so cancels) the map of an earlier selection.
+                self.preparing = Some(Job::spawn("Preparing the density map", wake, move |_| {
+                    Ok(Box::new(density(&want.report, want.launches, want.counts)))
+                }));
             }
-            return out;
+            return;
         }
         let stopped = self.cancelled || self.failed.is_some();
-        if analysis.is_none() && !stopped {
-            out.push(Command::Analyze);
+        if self.analysis.is_none() && !stopped {
+            self.analyze(trace, wake);
         }
+        let fraction = self.analysis.as_ref().and_then(|j| j.progress().fraction());
         ui.vertical_centered(|ui| {
             ui.add_space(ui.available_height() / 3.0);
             if stopped {
@@ -98,24 +144,23 @@ impl CommView {
                     None => "The communication analysis was cancelled.".to_string(),
                 });
                 if ui.button("Analyze again").clicked() {
-                    self.cancelled = false;
-                    self.failed = None;
-                    out.push(Command::Analyze);
+                    self.analyze(trace, wake);
                 }
                 return;
             }
             ui.spinner();
-            ui.label(match analysis.flatten() {
+            ui.label(match fraction {
                 Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
                 None => "Analyzing inter-CTA communication".to_string(),
             });
             if ui.button("Cancel").clicked() {
-                out.push(Command::CancelAnalysis);
+                if let Some(j) = &self.analysis {
+                    j.cancel();
+                }
             }
             ui.ctx()
                 .request_repaint_after(std::time::Duration::from_millis(100));
         });
-        out
     }
 }
 

@@ -1,14 +1,16 @@
-//! What a view asks of the app. Views draw and return [`Command`]s; the app carries them out
-//! after drawing (it starts the jobs, stores the choices), so no draw function touches a job,
-//! the worker or the app's settings. What every pane view is handed is one [`PaneCx`].
+//! What a view asks of the app, and what it is handed. Views draw and return [`Command`]s
+//! for what is the app's (its settings, the other panes); the app carries them out after
+//! drawing, so no draw function touches the app's settings. A view's own work off the UI
+//! thread is its own: it starts its jobs while drawing (with [`PaneCx::wake`]) and takes
+//! their results in [`PaneView::poll`]. What every pane view is handed is one [`PaneCx`].
 
 use std::sync::Arc;
 
-use super::comm::DensityRequest;
 use super::misses::MissOptions;
 use super::SetMetric;
 use crate::data::{InstFilter, SimData, TraceData};
-use crate::raster::{ColourBy, RasterRequest};
+use crate::job::Wake;
+use crate::raster::ColourBy;
 
 /// A view's request, applied by the app after the frame is drawn.
 pub enum Command {
@@ -30,61 +32,10 @@ pub enum Command {
         pane: usize,
         filter: Option<InstFilter>,
     },
-    /// Draw a density raster of the address view off the UI thread.
-    Raster { pane: usize, request: RasterRequest },
-    /// Summarize the requests inside a box of the address view off the UI thread.
-    Select {
-        pane: usize,
-        generation: u64,
-        x: [f64; 2],
-        y: [f64; 2],
-        data: Arc<SimData>,
-    },
-    /// Find, off the UI thread, the request of this pane's result serving the same access as
-    /// a request hovered in another pane.
-    Link { pane: usize, lookup: LinkLookup },
     /// The set view's measure.
     SetMetric(SetMetric),
     /// The miss view's table and order.
     MissOptions(MissOptions),
-    /// Start the communication analysis of the shared trace.
-    Analyze,
-    /// Stop the communication analysis.
-    CancelAnalysis,
-    /// Prepare the communication view's density map of a selection off the UI thread.
-    Density(DensityRequest),
-    /// Explain why request `request` of the pane's result `generation` hit or missed, off
-    /// the UI thread (the core's `explain` re-runs the pane's simulation).
-    Explain {
-        pane: usize,
-        generation: u64,
-        request: usize,
-        trace: Arc<TraceData>,
-        config: warpscope_core::config::SimConfig,
-    },
-    /// The step-through view's state at request `request` of the pane's result `generation`,
-    /// off the UI thread (the core's `explain::step::snapshot`).
-    Snapshot {
-        pane: usize,
-        generation: u64,
-        request: usize,
-        trace: Arc<TraceData>,
-        config: warpscope_core::config::SimConfig,
-    },
-    /// Measure the performance model's inputs of a pane's trace off the UI thread.
-    Measure {
-        pane: usize,
-        trace: Arc<TraceData>,
-        gpu: warpscope_core::analyze::GpuModel,
-    },
-}
-
-/// A linked-hover lookup: which access, and in which result to find it.
-pub struct LinkLookup {
-    pub key: LinkKey,
-    pub src: Arc<SimData>,
-    pub request: usize,
-    pub dst: Arc<SimData>,
 }
 
 /// A linked lookup's identity: source pane, source generation, source request, this pane's
@@ -118,9 +69,28 @@ pub struct PaneCx<'a> {
     pub linked_hover: Option<LinkedHover>,
     /// The instruction the address view is limited to (chosen in the miss table).
     pub only: Option<InstFilter>,
+    /// Asks the UI for a frame: what a view's jobs call when they finish.
+    pub wake: &'a Wake,
 }
 
-/// A view of one pane's result.
-pub trait PaneView {
+/// What a view's finished jobs are checked against: the pane's newest result.
+pub struct Polled<'a> {
+    /// The result's generation ([`crate::Pane::generation`]).
+    pub generation: u64,
+    /// The run it comes from ([`crate::Pane::run`]).
+    pub run: u64,
+    pub data: Option<&'a SimData>,
+}
+
+/// A view of one pane's result. A pane holds one of each ([`super::ENTRIES`]); the app
+/// reaches a view of a known type with [`crate::Pane::view`].
+pub trait PaneView: std::any::Any {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &PaneCx) -> Vec<Command>;
+    /// Takes the results of this view's finished jobs (called every frame, the view shown
+    /// or not).
+    fn poll(&mut self, _pane: &Polled) {}
+    /// Whether a job this view started still runs.
+    fn busy(&self) -> bool {
+        false
+    }
 }

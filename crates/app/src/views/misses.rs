@@ -15,6 +15,14 @@ use crate::data::{InstFilter, MissRow, MissTables, Outcome, SimData};
 use crate::theme;
 use warpscope_core::config::Stores;
 
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Misses,
+    name: "Miss categories",
+    file_stem: "misses",
+    needs_trace_in_memory: false,
+    new: Some(|| Box::new(MissesView::default())),
+};
+
 pub use crate::data::{ClassCounts, Per};
 
 /// Sort order of the miss tables.

@@ -1,9 +1,9 @@
 //! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`,
-//! `performance.rs`, `step.rs`).
-//! Each is a struct holding what it keeps between frames, with a `ui` method that draws from
-//! data made on the worker and returns [`Command`]s for the app to carry out after drawing
-//! (`command.rs`). This module holds the view list and what several views share: empty-state
-//! text, legends, axis marks.
+//! `performance.rs`, `step.rs`), each with its [`Entry`] listed once in [`ENTRIES`].
+//! Each is a struct holding what it keeps between frames and the jobs it started, with a `ui`
+//! method that draws from data made on the worker and returns [`Command`]s for the app to
+//! carry out after drawing (`command.rs`). This module holds the view list and what several
+//! views share: empty-state text, legends, axis marks.
 
 use egui::{Color32, RichText, Ui};
 use egui_plot::PlotPoint;
@@ -12,7 +12,34 @@ use super::data::{Outcome, SimData};
 use super::raster::ColourBy;
 use super::theme;
 
+/// A view as the menus, the panes and the screenshot plan know it: one entry per view file,
+/// listed once in [`ENTRIES`].
+pub struct Entry {
+    pub view: View,
+    /// Its name in the tabs and the menu.
+    pub name: &'static str,
+    /// Its screenshots' file names (`1-address.png`).
+    pub file_stem: &'static str,
+    /// Whether it replays or re-analyzes the trace, so needs it in memory (not streamed).
+    pub needs_trace_in_memory: bool,
+    /// A fresh view of one pane's result (each pane holds one of each); `None` for a view of
+    /// the whole area, drawn once (the communication view: its analysis is of the shared
+    /// trace, the same whatever the panes' configurations).
+    pub new: Option<fn() -> Box<dyn PaneView>>,
+}
+
 /// The views, in menu order (Ctrl+1..7).
+pub const ENTRIES: [Entry; 7] = [
+    address::ENTRY,
+    reuse::ENTRY,
+    misses::ENTRY,
+    sets::ENTRY,
+    comm::ENTRY,
+    performance::ENTRY,
+    step::ENTRY,
+];
+
+/// Which view is shown (kept in the settings); its [`Entry`] says the rest.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, Default,
 )]
@@ -28,40 +55,75 @@ pub enum View {
 }
 
 impl View {
-    pub const ALL: [View; 7] = [
-        View::Address,
-        View::Reuse,
-        View::Misses,
-        View::Sets,
-        View::Communication,
-        View::Performance,
-        View::Step,
-    ];
-    /// Whether it replays or re-analyzes the trace, so needs it in memory (not streamed).
+    /// Every view, in menu order.
+    pub const ALL: [View; ENTRIES.len()] = {
+        let mut all = [View::Address; ENTRIES.len()];
+        let mut i = 0;
+        while i < ENTRIES.len() {
+            all[i] = ENTRIES[i].view;
+            i += 1;
+        }
+        all
+    };
+    pub fn entry(self) -> &'static Entry {
+        // Every view has its entry (a test checks); the first stands in otherwise.
+        ENTRIES
+            .iter()
+            .find(|e| e.view == self)
+            .unwrap_or(&ENTRIES[0])
+    }
     pub fn needs_trace_in_memory(self) -> bool {
-        matches!(self, View::Communication | View::Performance | View::Step)
+        self.entry().needs_trace_in_memory
     }
     pub fn name(self) -> &'static str {
-        match self {
-            View::Address => "Address vs time",
-            View::Reuse => "Reuse distance",
-            View::Misses => "Miss categories",
-            View::Sets => "Sets",
-            View::Communication => "CTA communication",
-            View::Performance => "Performance model",
-            View::Step => "Step through",
-        }
+        self.entry().name
     }
     pub fn file_stem(self) -> &'static str {
-        match self {
-            View::Address => "address",
-            View::Reuse => "reuse",
-            View::Misses => "misses",
-            View::Sets => "sets",
-            View::Communication => "communication",
-            View::Performance => "performance",
-            View::Step => "step",
+        self.entry().file_stem
+    }
+}
+
+/// A pane's views, one of each built from [`ENTRIES`].
+pub struct PaneViews(Vec<(View, Box<dyn PaneView>)>);
+
+impl Default for PaneViews {
+    fn default() -> Self {
+        PaneViews(
+            ENTRIES
+                .iter()
+                .filter_map(|e| Some((e.view, (e.new?)())))
+                .collect(),
+        )
+    }
+}
+
+impl PaneViews {
+    /// The pane's view `view`; `None` for a view of the whole area.
+    pub fn get_mut(&mut self, view: View) -> Option<&mut dyn PaneView> {
+        let found = self.0.iter_mut().find(|(v, _)| *v == view);
+        found.map(|(_, b)| b.as_mut())
+    }
+    /// The pane's view of type `T`.
+    pub fn of<T: PaneView>(&self) -> Option<&T> {
+        self.0
+            .iter()
+            .find_map(|(_, b)| (b.as_ref() as &dyn std::any::Any).downcast_ref())
+    }
+    /// The pane's view of type `T`, to change.
+    pub fn of_mut<T: PaneView>(&mut self) -> Option<&mut T> {
+        self.0
+            .iter_mut()
+            .find_map(|(_, b)| (b.as_mut() as &mut dyn std::any::Any).downcast_mut())
+    }
+    /// Hands every view the results of its finished jobs.
+    pub fn poll(&mut self, pane: &Polled) {
+        for (_, v) in &mut self.0 {
+            v.poll(pane);
         }
+    }
+    /// Whether a job of one of the views runs.
+    pub fn busy(&self) -> bool {
+        self.0.iter().any(|(_, v)| v.busy())
     }
 }
 
@@ -235,9 +297,32 @@ pub mod step;
 pub use address::{linked_request, AddressView, MARKER_LIMIT};
 pub use address_hover::{store_note, timing_result};
 pub use comm::CommView;
-pub use command::{Command, LinkedHover, PaneCx, PaneView};
+pub use command::{Command, LinkedHover, PaneCx, PaneView, Polled};
 pub use misses::MissesView;
 pub use performance::PerformanceView;
 pub use reuse::{distance_bin_x, limit_x, ReuseView};
 pub use sets::{set_label, set_marks, SetMetric, SetsView};
 pub use step::StepView;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_view_has_one_entry_and_a_file_stem_of_its_own() {
+        for v in View::ALL {
+            assert_eq!(ENTRIES.iter().filter(|e| e.view == v).count(), 1, "{v:?}");
+        }
+        let mut stems: Vec<&str> = ENTRIES.iter().map(|e| e.file_stem).collect();
+        stems.sort();
+        stems.dedup();
+        assert_eq!(stems.len(), ENTRIES.len());
+        // The views of the whole area are the communication view only.
+        let area: Vec<View> = ENTRIES
+            .iter()
+            .filter(|e| e.new.is_none())
+            .map(|e| e.view)
+            .collect();
+        assert_eq!(area, [View::Communication]);
+    }
+}

@@ -11,12 +11,20 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Legend, Line, LineStyle, Plot, PlotPoints, Points, VLine};
 
-use super::command::{Command, PaneCx, PaneView};
+use super::command::{Command, PaneCx, PaneView, Polled};
 use super::*;
 use crate::data::TraceData;
-use crate::job::{Finished, JobError, Progress};
+use crate::job::{take_finished, Finished, Job, JobError, Progress};
 use crate::worker::Relay;
 use warpscope_core::analyze::{self, Analysis, GpuModel, KernelInputs, Measured, MwpLimit};
+
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Performance,
+    name: "Performance model",
+    file_stem: "performance",
+    needs_trace_in_memory: true,
+    new: Some(|| Box::new(PerformanceView::default())),
+};
 
 /// What a measurement job gives: one entry per kernel of the trace (a kernel without global
 /// memory, or one that does not fit, has its error instead).
@@ -54,11 +62,13 @@ pub struct PerformanceView {
     gpu: GpuModel,
     /// Active blocks per SM chosen with the slider (`None`: as measured).
     active_blocks: Option<u32>,
+    /// Measuring the trace (its `Arc`'s address, and what was measured).
+    job: Option<Job<(usize, Measurements)>>,
 }
 
 impl PerformanceView {
     /// The measurements of `trace` arrived.
-    pub fn measured(&mut self, trace: usize, m: Measurements) {
+    fn measured(&mut self, trace: usize, m: Measurements) {
         if self.for_trace == Some(trace) {
             self.measured = Some(m);
         }
@@ -86,14 +96,14 @@ impl PaneView for PerformanceView {
             };
         }
         let Some(measured) = &self.measured else {
-            let mut out = Vec::new();
             if !self.asked {
                 self.asked = true;
-                out.push(Command::Measure {
-                    pane: cx.pane,
-                    trace: cx.trace.clone(),
-                    gpu: analyze::gt200(),
-                });
+                let (trace, gpu) = (cx.trace.clone(), analyze::gt200());
+                self.job = Some(Job::spawn(
+                    format!("Measuring the model's inputs of pane {}", cx.pane + 1),
+                    cx.wake,
+                    move |p| Ok((id, measure(&trace, &gpu, p)?)),
+                ));
             }
             ui.centered_and_justified(|ui| {
                 ui.label(
@@ -101,7 +111,7 @@ impl PaneView for PerformanceView {
                         .weak(),
                 );
             });
-            return out;
+            return Vec::new();
         };
         if measured.is_empty() {
             empty(ui, "The trace has no kernel.");
@@ -150,6 +160,16 @@ impl PaneView for PerformanceView {
                 what_ifs(ui, cx.pane, &inputs, &self.gpu, &a);
             });
         Vec::new()
+    }
+
+    fn poll(&mut self, _pane: &Polled) {
+        if let Some(Ok((trace, m))) = take_finished(&mut self.job) {
+            self.measured(trace, m);
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.job.is_some()
     }
 }
 

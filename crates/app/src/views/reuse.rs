@@ -8,6 +8,14 @@ use super::*;
 use crate::data::{Outcome, SimData};
 use crate::theme;
 
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Reuse,
+    name: "Reuse distance",
+    file_stem: "reuse",
+    needs_trace_in_memory: false,
+    new: Some(|| Box::new(ReuseView)),
+};
+
 /// x of the reuse-distance bin `[lo, 2 lo)` (bin `[0, 1)` at 0): one unit per bin.
 pub fn distance_bin_x(lo: u64) -> f64 {
     if lo == 0 {
@@ -50,6 +58,45 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
     let lines = d.config.cache.lines();
     let ways = d.config.cache.ways_effective();
     let h = ui.available_height();
+    summary(ui, r, lines, ways);
+    // A distance equal to the capacity (or the associativity) misses under LRU.
+    histogram(
+        ui,
+        pane,
+        link,
+        Histogram {
+            id: "reuse",
+            height: h * 0.36,
+            x_label: "reuse distance (distinct lines, log bins)",
+            bins: &r.histogram,
+            colour: Color32::from_rgb(0x4E, 0x79, 0xA7),
+            name: "whole cache",
+            mark_x: limit_x(lines),
+            mark_label: format!("capacity: {lines} lines"),
+            mark_colour: theme::outcome(Outcome::Conflict),
+        },
+    );
+    histogram(
+        ui,
+        pane,
+        link,
+        Histogram {
+            id: "reuse-set",
+            height: h * 0.28,
+            x_label: "reuse distance within the set (log bins)",
+            bins: &r.set_histogram,
+            colour: Color32::from_rgb(0x76, 0xB7, 0xB2),
+            name: "within the set",
+            mark_x: limit_x(ways as u64),
+            mark_label: format!("associativity: {ways} ways"),
+            mark_colour: theme::outcome(Outcome::Capacity),
+        },
+    );
+    miss_rate_curve(ui, pane, d, r);
+}
+
+/// The counts above the plots, and how a sampled run's distances were measured.
+fn summary(ui: &mut Ui, r: &warpscope_core::report::ReuseReport, lines: u64, ways: u32) {
     let estimated = match r.method {
         warpscope_core::sim::ReuseMethod::Exact => "",
         warpscope_core::sim::ReuseMethod::Sampled => "about ",
@@ -78,20 +125,25 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
              recent lines are exact. Hits, misses and miss classes are exact in every mode.",
         );
     }
+}
+
+/// One histogram of reuse distances in log bins, with a marker where distances start to miss.
+struct Histogram<'a> {
+    id: &'static str,
+    height: f32,
+    x_label: &'static str,
+    bins: &'a [warpscope_core::reuse::LogBin],
+    colour: Color32,
+    name: &'static str,
+    /// Where distances start to miss (the capacity or the associativity), its legend and colour.
+    mark_x: f64,
+    mark_label: String,
+    mark_colour: Color32,
+}
+
+/// Draws `hist` for pane `pane`, its x axis linked to the pane's other plots through `link`.
+fn histogram(ui: &mut Ui, pane: usize, link: egui::Id, hist: Histogram) {
     let bin_x = distance_bin_x;
-    let bars = |bins: &[warpscope_core::reuse::LogBin], colour: Color32, name: &str| {
-        BarChart::new(
-            name,
-            bins.iter()
-                .map(|b| {
-                    Bar::new(bin_x(b.lo), b.count as f64)
-                        .width(0.9)
-                        .name(format!("{}..{}", b.lo, b.hi))
-                })
-                .collect(),
-        )
-        .color(colour)
-    };
     let fmt = |m: egui_plot::GridMark, range: &std::ops::RangeInclusive<f64>| {
         if at_right_edge(m.value, range) {
             return String::new();
@@ -106,59 +158,48 @@ fn reuse(ui: &mut Ui, pane: usize, d: &SimData, link: egui::Id) {
             format!("{}", 1u64 << (m.value as u32 - 1).min(62))
         }
     };
-    // A distance equal to the capacity (or the associativity) misses under LRU.
-    let cap = limit_x(lines);
-    let way_mark = limit_x(ways as u64);
-    let histogram = |ui: &mut Ui,
-                     id: &str,
-                     height: f32,
-                     x_label: &str,
-                     bins: &[warpscope_core::reuse::LogBin],
-                     (colour, name): (Color32, &str),
-                     (mark, mark_label, mark_colour): (f64, String, Color32)| {
-        // Room right of the last bin and the marker for the legend.
-        let right = bins.iter().map(|b| bin_x(b.lo)).fold(mark, f64::max) + 4.0;
-        Plot::new((id, pane))
-            .height(height)
-            .legend(Legend::default().follow_insertion_order(true))
-            .link_axis(link, [true, false])
-            .x_axis_label(x_label)
-            .y_axis_label("reuses")
-            .x_axis_formatter(fmt)
-            .x_grid_spacer(integer_marks)
-            .include_x(right)
-            .include_y(0.0)
-            .show(ui, |pui| {
-                pui.bar_chart(bars(bins, colour, name));
-                pui.vline(VLine::new(mark_label, mark).color(mark_colour).width(2.0));
-            });
-    };
-    histogram(
-        ui,
-        "reuse",
-        h * 0.36,
-        "reuse distance (distinct lines, log bins)",
-        &r.histogram,
-        (Color32::from_rgb(0x4E, 0x79, 0xA7), "whole cache"),
-        (
-            cap,
-            format!("capacity: {lines} lines"),
-            theme::outcome(Outcome::Conflict),
-        ),
-    );
-    histogram(
-        ui,
-        "reuse-set",
-        h * 0.28,
-        "reuse distance within the set (log bins)",
-        &r.set_histogram,
-        (Color32::from_rgb(0x76, 0xB7, 0xB2), "within the set"),
-        (
-            way_mark,
-            format!("associativity: {ways} ways"),
-            theme::outcome(Outcome::Capacity),
-        ),
-    );
+    // Room right of the last bin and the marker for the legend.
+    let right = hist
+        .bins
+        .iter()
+        .map(|b| bin_x(b.lo))
+        .fold(hist.mark_x, f64::max)
+        + 4.0;
+    let bars = BarChart::new(
+        hist.name,
+        hist.bins
+            .iter()
+            .map(|b| {
+                Bar::new(bin_x(b.lo), b.count as f64)
+                    .width(0.9)
+                    .name(format!("{}..{}", b.lo, b.hi))
+            })
+            .collect(),
+    )
+    .color(hist.colour);
+    Plot::new((hist.id, pane))
+        .height(hist.height)
+        .legend(Legend::default().follow_insertion_order(true))
+        .link_axis(link, [true, false])
+        .x_axis_label(hist.x_label)
+        .y_axis_label("reuses")
+        .x_axis_formatter(fmt)
+        .x_grid_spacer(integer_marks)
+        .include_x(right)
+        .include_y(0.0)
+        .show(ui, |pui| {
+            pui.bar_chart(bars);
+            pui.vline(
+                VLine::new(hist.mark_label, hist.mark_x)
+                    .color(hist.mark_colour)
+                    .width(2.0),
+            );
+        });
+}
+
+/// The miss rate of a fully associative LRU cache of every size, and this cache's point.
+fn miss_rate_curve(ui: &mut Ui, pane: usize, d: &SimData, r: &warpscope_core::report::ReuseReport) {
+    let lines = d.config.cache.lines();
     let curve: Vec<[f64; 2]> = r
         .miss_rate_curve
         .iter()

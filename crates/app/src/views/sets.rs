@@ -9,6 +9,14 @@ pub use crate::data::SetMetric;
 use crate::data::SimData;
 use crate::theme;
 
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Sets,
+    name: "Sets",
+    file_stem: "sets",
+    needs_trace_in_memory: false,
+    new: Some(|| Box::new(SetsView::default())),
+};
+
 /// A set-axis label: the set number at a row's centre, nothing elsewhere.
 pub fn set_label(y: f64) -> String {
     let row = y - 0.5;

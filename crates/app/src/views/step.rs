@@ -9,11 +9,20 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{MarkerShape, Plot, PlotPoints, Points, VLine};
 
-use super::command::{Command, PaneCx, PaneView};
+use super::command::{Command, PaneCx, PaneView, Polled};
 use super::*;
 use crate::data::{Outcome, Points as Requests, SimData};
+use crate::job::{take_finished, Job};
 use crate::theme;
 use warpscope_core::explain::step::Snapshot;
+
+pub const ENTRY: super::Entry = super::Entry {
+    view: super::View::Step,
+    name: "Step through",
+    file_stem: "step",
+    needs_trace_in_memory: true,
+    new: Some(|| Box::new(StepView::default())),
+};
 
 /// What one step moves by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -119,6 +128,8 @@ pub struct StepView {
     pub shown: Option<Shown>,
     /// The state last asked for: (generation, request).
     asked: Option<(u64, usize)>,
+    /// Finding the state of a step (a newer one replaces, and so stops, an older one).
+    job: Option<Job<Shown>>,
 }
 
 impl Default for StepView {
@@ -132,13 +143,14 @@ impl Default for StepView {
             miss_of: None,
             shown: None,
             asked: None,
+            job: None,
         }
     }
 }
 
 impl StepView {
     /// A step's state from its job (kept only if it is the one last asked for).
-    pub fn arrived(&mut self, s: Shown) {
+    fn arrived(&mut self, s: Shown) {
         if self.asked == Some((s.generation, s.request)) {
             self.shown = Some(s);
         }
@@ -268,13 +280,12 @@ impl StepView {
 impl PaneView for StepView {
     fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
         let d = cx.data;
-        let mut out = Vec::new();
         if d.points.is_empty() {
             empty(
                 ui,
                 "No requests reached the simulated L1: nothing to step through.",
             );
-            return out;
+            return Vec::new();
         }
         self.cursor = self.cursor.min(d.points.len() - 1);
         self.play(ui, &d.points);
@@ -283,13 +294,13 @@ impl PaneView for StepView {
         let want = (cx.generation, self.cursor);
         if self.asked != Some(want) {
             self.asked = Some(want);
-            out.push(Command::Snapshot {
-                pane: cx.pane,
-                generation: cx.generation,
-                request: self.cursor,
-                trace: cx.trace.clone(),
-                config: d.config.clone(),
-            });
+            let (generation, request) = want;
+            let (trace, config) = (cx.trace.clone(), d.config.clone());
+            self.job = Some(Job::spawn(
+                format!("Stepping to request {request} in pane {}", cx.pane + 1),
+                cx.wake,
+                move |progress| snapshot(&trace, &config, generation, request, progress),
+            ));
         }
         ui.separator();
         let current = self
@@ -310,7 +321,17 @@ impl PaneView for StepView {
         }
         ui.separator();
         scatter(ui, d, self.cursor, cx);
-        out
+        Vec::new()
+    }
+
+    fn poll(&mut self, _pane: &Polled) {
+        if let Some(Ok(s)) = take_finished(&mut self.job) {
+            self.arrived(s);
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.job.is_some()
     }
 }
 

@@ -31,19 +31,25 @@ pub struct StreamsBuilder {
 /// What the issue unit needs while building.
 enum Unit {
     /// Warp instructions of coalesced requests.
-    Warps {
-        coalescer: Box<Coalescer>,
-        drop_stores: bool,
-        rows: Vec<u32>,
-        out: Vec<Coalesced>,
-    },
+    Warps(WarpUnit),
     /// The released model's per-thread loads.
-    Threads {
-        /// By flags byte: whether the row is a load that reaches the L1.
-        l1_load: Box<[bool; 256]>,
-        line_shift: u32,
-        scratch: Box<Scratch>,
-    },
+    Threads(ThreadUnit),
+}
+
+/// What building warp instructions keeps between CTAs: the coalescer and its buffers.
+struct WarpUnit {
+    coalescer: Box<Coalescer>,
+    drop_stores: bool,
+    rows: Vec<u32>,
+    out: Vec<Coalesced>,
+}
+
+/// What building per-thread loads keeps between CTAs.
+struct ThreadUnit {
+    /// By flags byte: whether the row is a load that reaches the L1.
+    l1_load: Box<[bool; 256]>,
+    line_shift: u32,
+    scratch: Box<Scratch>,
 }
 
 impl StreamsBuilder {
@@ -87,16 +93,16 @@ impl StreamsBuilder {
             ctas: gpu.modelled_ctas(header.num_ctas(), tpb),
         };
         let unit = if threads {
-            Unit::Threads {
+            Unit::Threads(ThreadUnit {
                 l1_load: Box::new(std::array::from_fn(|f| {
                     let (kind, space) = model_flags(f as u8);
                     kind == AccessKind::Load && space.reaches_l1()
                 })),
                 line_shift: cache.line_bytes.trailing_zeros(),
                 scratch: Box::default(),
-            }
+            })
         } else {
-            Unit::Warps {
+            Unit::Warps(WarpUnit {
                 coalescer: Box::new(Coalescer::new(
                     coalescing,
                     Geometry {
@@ -109,7 +115,7 @@ impl StreamsBuilder {
                 drop_stores: rules.stores == Stores::Dropped,
                 rows: Vec::with_capacity(64),
                 out: Vec::with_capacity(64),
-            }
+            })
         };
         Ok(StreamsBuilder {
             shape,
@@ -211,36 +217,8 @@ impl StreamsBuilder {
         into.clear();
         into.rows = n_rows as u64;
         match &mut self.unit {
-            Unit::Warps {
-                coalescer,
-                drop_stores,
-                rows,
-                out,
-            } => {
-                let scratch = (&mut **coalescer, &mut *rows, &mut *out);
-                add_warps(
-                    into,
-                    shape,
-                    cols,
-                    order,
-                    cursor,
-                    &starts[1..],
-                    *drop_stores,
-                    scratch,
-                )
-            }
-            Unit::Threads {
-                l1_load,
-                line_shift,
-                scratch,
-            } => add_threads(
-                into,
-                shape,
-                n_rows,
-                (cols, starts, l1_load),
-                *line_shift,
-                scratch,
-            ),
+            Unit::Warps(unit) => add_warps(into, shape, cols, order, cursor, &starts[1..], unit),
+            Unit::Threads(unit) => add_threads(into, shape, n_rows, cols, starts, unit),
         }
     }
 }
@@ -248,7 +226,6 @@ impl StreamsBuilder {
 /// The warp-instruction streams of a CTA's warps: each instruction's coalesced load
 /// requests, its stores counted; barriers as events. `cursor`/`end`: per thread of the CTA,
 /// its next row and the end of its rows in `cols`. Built in the room of `s` (empty).
-#[allow(clippy::too_many_arguments)]
 fn add_warps(
     mut s: CtaStreams,
     shape: Shape,
@@ -256,9 +233,10 @@ fn add_warps(
     order: Order,
     cursor: &mut [u32],
     end: &[u32],
-    drop_stores: bool,
-    (coalescer, rows, out): (&mut Coalescer, &mut Vec<u32>, &mut Vec<Coalesced>),
+    unit: &mut WarpUnit,
 ) -> CtaStreams {
+    let drop_stores = unit.drop_stores;
+    let (coalescer, rows, out) = (&mut *unit.coalescer, &mut unit.rows, &mut unit.out);
     let Shape { wpc, .. } = shape;
     let flags = &cols.flags;
     for w in 0..wpc {
@@ -329,10 +307,12 @@ fn add_threads(
     mut s: CtaStreams,
     shape: Shape,
     rows: usize,
-    (cols, starts, is_l1_load): (&Columns, &[u32], &[bool; 256]),
-    line_shift: u32,
-    scratch: &mut Scratch,
+    cols: &Columns,
+    starts: &[u32],
+    unit: &mut ThreadUnit,
 ) -> CtaStreams {
+    let (is_l1_load, line_shift) = (&*unit.l1_load, unit.line_shift);
+    let scratch = &mut *unit.scratch;
     let Scratch {
         next,
         lines,

@@ -34,7 +34,7 @@ pub fn file_source(
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
     as_found: bool,
 ) -> FileSource {
-    file_source_marked(open, wrap, watch, (None, as_found))
+    file_source_marked(open, wrap, watch, None, as_found)
 }
 
 /// [`file_source`] for a run that keeps copies of its session, one about every `every`
@@ -52,14 +52,15 @@ pub fn resumable_file_source(
     as_found: bool,
     every: u64,
 ) -> FileSource {
-    file_source_marked(open, |s| s, watch, (Some(every), as_found))
+    file_source_marked(open, |s| s, watch, Some(every), as_found)
 }
 
 fn file_source_marked(
     open: trace::OpenTrace,
     wrap: fn(trace::source::Stream) -> trace::source::Stream,
     watch: impl Fn(trace::source::Stream) -> trace::source::Stream + Send + 'static,
-    (copies_every, as_found): (Option<u64>, bool),
+    copies_every: Option<u64>,
+    as_found: bool,
 ) -> FileSource {
     match open.into_reference_stream() {
         Ok(stream) => FileSource {

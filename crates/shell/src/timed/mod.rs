@@ -349,7 +349,7 @@ mod tests {
             for threads in [1, 2] {
                 let (mut seen, mut reading) = (Seen::default(), Seen::default());
                 let source = by_cta(kernels.clone(), None);
-                let got = run_streamed(&cfg, source, 1, &mut reading, &mut seen, (threads, None))
+                let got = run_streamed(&cfg, source, 1, &mut reading, &mut seen, threads, None)
                     .map_err(anyhow::Error::from)
                     .expect("run");
                 assert_eq!(json(&got), json(&want), "{threads} threads");
@@ -390,14 +390,15 @@ mod tests {
                     1,
                     &mut NoObserver,
                     &mut NoObserver,
-                    (threads, cap),
+                    threads,
+                    cap,
                 )
                 .map_err(anyhow::Error::from)
                 .expect("run");
                 assert_eq!(json(&got), json(&want), "{threads} threads");
                 let mut seen = Seen::default();
                 let source = by_cta(kernels.clone(), None);
-                let got = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, (threads, cap))
+                let got = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, threads, cap)
                     .map_err(anyhow::Error::from)
                     .expect("run with requests");
                 assert_eq!(json(&got), json(&want), "{threads} threads, requests");
@@ -413,7 +414,7 @@ mod tests {
         let cfg = &configs()[1];
         let kernels = test_kernels();
         let run = |source: lanes::Source, reading: &mut Seen| {
-            run_streamed(cfg, source, 1, reading, &mut NoObserver, (2, None))
+            run_streamed(cfg, source, 1, reading, &mut NoObserver, 2, None)
                 .map_err(anyhow::Error::from)
                 .map(|_| ())
                 .map_err(|e| format!("{e:#}"))
@@ -491,7 +492,7 @@ mod tests {
                 ..Default::default()
             };
             let source = by_cta(kernels.clone(), None);
-            let r = run_streamed(cfg, source, 1, &mut NoObserver, &mut seen, (threads, None));
+            let r = run_streamed(cfg, source, 1, &mut NoObserver, &mut seen, threads, None);
             let e = r.map(|_| ()).map_err(anyhow::Error::from);
             assert!(
                 e.as_ref()

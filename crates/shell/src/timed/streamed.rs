@@ -48,7 +48,8 @@ pub fn run_streamed(
     depth: usize,
     reading: &mut (dyn Observer + Send),
     observer: &mut dyn Observer,
-    (threads, max_rows): (usize, Option<u64>),
+    threads: usize,
+    max_rows: Option<u64>,
 ) -> Result<Report, Failure> {
     let cores = lanes::cores(threads).max(1);
     let (jobs, full_jobs) = TimedJob::count(cfg).map_err(|e| Failure::Session(0, e))?;
@@ -77,7 +78,18 @@ pub fn run_streamed(
         let builder = std::thread::Builder::new()
             .name("build".into())
             .spawn_scoped(scope, move || {
-                board.guard(|| board.build(cfg, (pieces, used), reading, (full_jobs, jobs)))
+                board.guard(|| {
+                    board.build(
+                        cfg,
+                        Pieces {
+                            batches: pieces,
+                            used,
+                        },
+                        reading,
+                        full_jobs,
+                        jobs,
+                    )
+                })
             });
         if builder.is_err() {
             board.stop();
@@ -167,6 +179,13 @@ pub fn run_streamed(
     let plan = TimedPlan::read(cfg, &launches, rows).map_err(|e| Failure::Session(0, e))?;
     plan.finish(done, observer)
         .map_err(|e| Failure::Session(0, e))
+}
+
+/// The pieces a source sends the builder, and where it gives back their rows once built
+/// from.
+struct Pieces {
+    batches: Receiver<lanes::Batch>,
+    used: Sender<Columns>,
 }
 
 /// What the builder and the jobs share.
@@ -285,11 +304,12 @@ impl Board {
     fn build(
         &self,
         cfg: &SimConfig,
-        pieces: (Receiver<lanes::Batch>, Sender<Columns>),
+        pieces: Pieces,
         reading: &mut dyn Observer,
-        jobs: (usize, usize),
+        full_jobs: usize,
+        jobs: usize,
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
-        let r = self.build_all(cfg, pieces, reading, jobs);
+        let r = self.build_all(cfg, pieces, reading, full_jobs, jobs);
         if r.is_err() {
             self.stop();
         }
@@ -301,9 +321,10 @@ impl Board {
     fn build_all(
         &self,
         cfg: &SimConfig,
-        (pieces, used): (Receiver<lanes::Batch>, Sender<Columns>),
+        Pieces { batches, used }: Pieces,
         reading: &mut dyn Observer,
-        (full_jobs, jobs): (usize, usize),
+        full_jobs: usize,
+        jobs: usize,
     ) -> Result<Vec<(Kernel, u64)>, SimError> {
         // Each CTA is run by every run of its SM (when that SM is simulated).
         let takers = (jobs / full_jobs.max(1)) as u32;
@@ -314,7 +335,7 @@ impl Board {
             kernel: k.name.clone(),
             source: e,
         };
-        for piece in pieces.iter().flatten() {
+        for piece in batches.iter().flatten() {
             if !reading.progress(0, 0) {
                 self.cancel();
             }
@@ -328,7 +349,7 @@ impl Board {
                     let starts = k.thread_starts();
                     for cta in 0..k.num_ctas() {
                         if let Some(built) = b.add_held(k, &starts, cta) {
-                            self.put((&mut b, ki), cta, built, takers)?;
+                            self.put(&mut b, ki, cta, built, takers)?;
                         }
                     }
                     self.decide(ki, k.num_ctas())?;
@@ -346,7 +367,7 @@ impl Board {
                     };
                     *n += rows.len() as u64;
                     match b.add_cta(*cta, rows).map_err(|e| failed(header, e))? {
-                        Some(built) => self.put((b, *ki), *cta, built, takers)?,
+                        Some(built) => self.put(b, *ki, *cta, built, takers)?,
                         None => self.decide(*ki, cta + 1)?,
                     }
                 }
@@ -425,7 +446,8 @@ impl Board {
     /// `b` the room of the CTAs done with.
     fn put(
         &self,
-        (b, ki): (&mut StreamsBuilder, usize),
+        b: &mut StreamsBuilder,
+        ki: usize,
         cta: u32,
         built: CtaStreams,
         takers: u32,
@@ -523,7 +545,7 @@ impl Board {
             observer.on_kernel(ki as u32, &header);
             feed.kernel = ki;
             feed.instructions = header.instructions.len();
-            job.kernel(&header, shape, feed, observer, (0, 0))?;
+            job.kernel(&header, shape, feed, observer, 0, 0)?;
         }
         Ok(())
     }

@@ -289,7 +289,8 @@ impl<'a> TimedPlan<'a> {
                 streams.shape(),
                 &mut &*streams,
                 observer,
-                (rows_before, total),
+                rows_before,
+                total,
             )?;
         }
         Ok(run.finish())
@@ -397,7 +398,8 @@ impl<'c> TimedJob<'c> {
         shape: Shape,
         feed: &mut dyn CtaFeed,
         observer: &mut dyn Observer,
-        (rows_before, total): (u64, u64),
+        rows_before: u64,
+        total: u64,
     ) -> Result<(), SimError> {
         let mut hooks = Adapter {
             observer,

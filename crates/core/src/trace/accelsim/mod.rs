@@ -73,7 +73,7 @@ impl super::reader::TraceReader for AccelSimReader {
     ) -> Option<Result<(), TraceError>> {
         match *at {
             super::ResumePoint::Cta { kernel, next_cta } => {
-                Some(stream_from(r, cx, (kernel, next_cta), held, out))
+                Some(stream_from(r, cx, kernel, next_cta, held, out))
             }
             _ => None,
         }

@@ -29,7 +29,8 @@ use super::{each_kernel_file, source, KernelFile};
 pub(crate) fn stream_from<R: BufRead>(
     r: R,
     ctx: &Ctx<'_>,
-    (kernel, next_cta): (u32, u32),
+    kernel: u32,
+    next_cta: u32,
     held: Held<'_>,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
@@ -157,7 +158,7 @@ fn resume_kernel<R: BufRead>(
         ));
     }
     let mut given = Given::new(held.instructions);
-    given.catch_up(read.instructions(), (file, line), out)?;
+    given.catch_up(read.instructions(), file, line, out)?;
     for (c, rows) in &resident {
         out.resident(*c, rows)?;
     }

@@ -209,7 +209,8 @@ impl<'a> Given<'a> {
     pub fn catch_up(
         &mut self,
         found: &[Instruction],
-        (file, line): (&str, u64),
+        file: &str,
+        line: u64,
         out: &mut dyn CtaSink,
     ) -> Result<(), TraceError> {
         let upto = found.len().min(self.held.len());
@@ -257,7 +258,7 @@ pub(super) fn read_on<R: BufRead>(
             }
             Some(c) => {
                 last = Some(c);
-                given.catch_up(read.instructions(), (file, b.line), out)?;
+                given.catch_up(read.instructions(), file, b.line, out)?;
                 rows.group_by_thread(c * tpb, tpb);
                 out.cta(c, &rows)?;
             }
@@ -273,6 +274,6 @@ pub(super) fn read_on<R: BufRead>(
     }
     let end = read.line();
     let found = read.finish()?;
-    given.catch_up(&found.instructions, (file, end), out)?;
+    given.catch_up(&found.instructions, file, end, out)?;
     out.end_kernel()
 }

@@ -303,7 +303,7 @@ pub(super) fn read_chunk_body<R: Read>(
     }
     rd.check_crc("the chunk")?;
     let tpb = enter_chunk(rd, head, k, cta_rows, out)?;
-    append_chunk(rd, (head, start), raw, tpb, k)?;
+    append_chunk(rd, head, start, raw, tpb, k)?;
     k.chunks += 1;
     k.digest.update(&chunk_entry(cta, n, at));
     k.read += n as u64;
@@ -370,7 +370,8 @@ fn enter_chunk<R: Read>(
 /// byte offset (a packed chunk's rows: the chunk's).
 fn append_chunk<R: Read>(
     rd: &Reader<'_, R>,
-    (head, start): (ChunkHead, u64),
+    head: ChunkHead,
+    start: u64,
     raw: &[u8],
     tpb: Option<u64>,
     k: &mut Reading,

@@ -348,7 +348,7 @@ impl Index {
         let mut r = BufReader::with_capacity(1 << 20, watch(Box::new(file_r)));
         let mut rd = Reader::new(&mut r, file, end).at_version(self.version);
         rd.offset = start;
-        read_on(&mut rd, current, None, (&mut raw, &mut cta_rows), out)
+        read_on(&mut rd, current, None, &mut raw, &mut cta_rows, out)
     }
 }
 
@@ -359,7 +359,8 @@ pub(super) fn read_on<R: Read>(
     rd: &mut Reader<'_, R>,
     mut current: Option<Reading>,
     mut pending: Option<(u64, u8)>,
-    (raw, cta_rows): (&mut Vec<u8>, &mut Columns),
+    raw: &mut Vec<u8>,
+    cta_rows: &mut Columns,
     out: &mut dyn CtaSink,
 ) -> Result<(), TraceError> {
     loop {

@@ -78,12 +78,13 @@ pub fn stream_from_start<R: Read>(
                 &mut rd,
                 Some(reading),
                 Some((at, tag)),
-                (&mut raw, &mut cta_rows),
+                &mut raw,
+                &mut cta_rows,
                 out,
             );
         };
         read_chunk_body(&mut rd, head, &mut reading, &mut raw, &mut cta_rows, out)?;
-        return read_on(&mut rd, Some(reading), None, (&mut raw, &mut cta_rows), out);
+        return read_on(&mut rd, Some(reading), None, &mut raw, &mut cta_rows, out);
     }
 }
 
