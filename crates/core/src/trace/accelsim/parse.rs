@@ -222,8 +222,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
             mixed: false,
             rows: 0,
         };
-        let mut cta: Option<u32> = None;
-        let mut warp: Option<u32> = None;
+        let mut at = WarpAt::default();
         let mut tb_warps: Vec<u32> = Vec::new();
         loop {
             let Some((n, line)) = self.lines.next_line().map_err(io)? else {
@@ -245,7 +244,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                     ));
                 }
                 if t.starts_with(b"#END_TB") {
-                    if let Some(c) = cta {
+                    if let Some(c) = at.cta {
                         for w in tb_warps.drain(..) {
                             check_count(&self.tb.warps, (c, w), self.fx.file, n)?;
                         }
@@ -267,7 +266,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                             lex::show(t)
                         ))
                     })?;
-                    cta = Some(grid.linear(idx) as u32);
+                    at.cta = Some(grid.linear(idx) as u32);
                     continue;
                 }
                 if let Some(v) = key_value(t, b"warp") {
@@ -280,8 +279,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
                                 lex::show(t)
                             ))
                         })? as u32;
-                    warp = Some(w);
-                    if let Some(c) = cta {
+                    at.warp = Some(w);
+                    if let Some(c) = at.cta {
                         self.tb.warps.entry((c, w)).or_default();
                         tb_warps.push(w);
                     }
@@ -291,7 +290,7 @@ impl<'f, R: BufRead> Parser<'f, R> {
                     let count = lex::dec(v).ok_or_else(|| {
                         err(format!("expected `insts = N`, found `{}`", lex::show(t)))
                     })?;
-                    let (Some(c), Some(w)) = (cta, warp) else {
+                    let (Some(c), Some(w)) = (at.cta, at.warp) else {
                         return Err(err("`insts =` before `thread block =` and `warp =`".into()));
                     };
                     self.tb.warps.entry((c, w)).or_default().announced = Some((count, n));
@@ -303,9 +302,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
                     continue;
                 }
             }
-            let at = (&mut cta, &mut warp);
-            let added = instruction(&self.fx, &mut self.tb, t, n, at, (rows, decode))?;
-            if let (Some(c), true) = (cta, added > 0) {
+            let added = instruction(&self.fx, &mut self.tb, t, n, &mut at, rows, decode)?;
+            if let (Some(c), true) = (at.cta, added > 0) {
                 block.rows += added;
                 match block.cta {
                     None if !block.mixed => block.cta = Some(c),
@@ -360,6 +358,56 @@ impl<'f, R: BufRead> Parser<'f, R> {
     }
 }
 
+/// The thread block (its linear id) and warp that the instruction lines that follow belong
+/// to, as the lines before them said.
+#[derive(Clone, Copy, Default)]
+struct WarpAt {
+    cta: Option<u32>,
+    warp: Option<u32>,
+}
+
+/// An instruction line's fields, taken in order, and its errors (which name the file and the
+/// line).
+struct Line<'t, 'f> {
+    fields: lex::Fields<'t>,
+    file: &'f str,
+    n: u64,
+}
+
+impl<'t> Line<'t, '_> {
+    fn err(&self, m: String) -> TraceError {
+        TraceError::parse(self.file, Location::Line(self.n), m)
+    }
+    fn next(&mut self, what: &str) -> Result<&'t [u8], TraceError> {
+        match self.fields.next() {
+            Some(s) => Ok(s),
+            None => Err(self.err(format!("instruction line ends early: expected {what}"))),
+        }
+    }
+    /// A number below `limit`, or an error saying what was `expected` (made only then).
+    fn number(
+        &mut self,
+        what: &str,
+        limit: u64,
+        expected: impl FnOnce() -> String,
+    ) -> Result<u64, TraceError> {
+        let s = self.next(what)?;
+        lex::dec(s)
+            .filter(|&v| v < limit)
+            .ok_or_else(|| self.err(format!("{}, found `{}`", expected(), lex::show(s))))
+    }
+    /// The end of the line: one optional immediate may follow.
+    fn end(self) -> Result<(), TraceError> {
+        let err = |m| TraceError::parse(self.file, Location::Line(self.n), m);
+        match self.fields.count() {
+            rest @ 2.. => Err(err(format!(
+                "{rest} unexpected fields at the end of the instruction line"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// One instruction line (line `n`); returns the accesses it made (appended to `rows`
 /// unless scanning, or unless `decode` leaves out its CTA). Legacy lines set the block and
 /// warp.
@@ -368,75 +416,41 @@ fn instruction(
     tb: &mut Tables,
     t: &[u8],
     n: u64,
-    (cta, warp): (&mut Option<u32>, &mut Option<u32>),
-    (rows, decode): (&mut Columns, &dyn Fn(u32) -> bool),
+    at: &mut WarpAt,
+    rows: &mut Columns,
+    decode: &dyn Fn(u32) -> bool,
 ) -> Result<u64, TraceError> {
-    let file = fx.file;
-    let err = |m: String| TraceError::parse(file, Location::Line(n), m);
-    let grid = fx.header.grid;
-    let mut f = lex::fields(t);
-    let mut next = |what: &str| {
-        f.next()
-            .ok_or_else(|| err(format!("instruction line ends early: expected {what}")))
+    let mut line = Line {
+        fields: lex::fields(t),
+        file: fx.file,
+        n,
     };
     if fx.header.legacy {
-        let mut idx = [0u32; 3];
-        for (i, v) in idx.iter_mut().enumerate() {
-            let s = next("the thread block index")?;
-            *v = lex::dec(s)
-                .and_then(|x| u32::try_from(x).ok())
-                .ok_or_else(|| {
-                    err(format!(
-                        "thread block index {i}: expected a number, found `{}`",
-                        lex::show(s)
-                    ))
-                })?;
-        }
-        let idx = Dim3::new(idx[0], idx[1], idx[2]);
-        if !grid.contains(idx) {
-            return Err(err(format!(
-                "thread block {idx} is outside the grid {grid}"
-            )));
-        }
-        let s = next("the warp id")?;
-        let w = lex::dec(s)
-            .filter(|&w| w < fx.warps_per_cta as u64)
-            .ok_or_else(|| {
-                err(format!(
-                    "warp id: expected a number below {}, found `{}`",
-                    fx.warps_per_cta,
-                    lex::show(s)
-                ))
-            })? as u32;
-        *cta = Some(grid.linear(idx) as u32);
-        *warp = Some(w);
+        let (c, w) = legacy_place(fx, &mut line)?;
+        *at = WarpAt {
+            cta: Some(c),
+            warp: Some(w),
+        };
     }
-    let (Some(c), Some(w)) = (*cta, *warp) else {
-        return Err(err(
-            "instruction before `thread block =` and `warp =`".into()
-        ));
+    let (Some(c), Some(w)) = (at.cta, at.warp) else {
+        return Err(line.err("instruction before `thread block =` and `warp =`".into()));
     };
     let src_line = if fx.header.lineinfo {
-        let s = next("the source line number")?;
-        lex::dec(s)
-            .and_then(|l| u32::try_from(l).ok())
-            .ok_or_else(|| {
-                err(format!(
-                    "source line number (the file says `-enable lineinfo = 1`): expected a number, found `{}`",
-                    lex::show(s)
-                ))
-            })?
+        let expected = || {
+            "source line number (the file says `-enable lineinfo = 1`): expected a number".into()
+        };
+        line.number("the source line number", 1 << 32, expected)? as u32
     } else {
         0
     };
-    let s = next("the PC")?;
-    let pc =
-        lex::hex(s).ok_or_else(|| err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
-    let s = next("the active mask")?;
+    let s = line.next("the PC")?;
+    let pc = lex::hex(s)
+        .ok_or_else(|| line.err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
+    let s = line.next("the active mask")?;
     let mask = lex::hex(s)
         .and_then(|m| u32::try_from(m).ok())
         .ok_or_else(|| {
-            err(format!(
+            line.err(format!(
                 "active mask: expected 32-bit hex, found `{}`",
                 lex::show(s)
             ))
@@ -456,38 +470,12 @@ fn instruction(
             return Ok(lanes);
         }
     }
-    let s = next("the destination count")?;
-    let dsts = lex::dec(s).filter(|&d| d <= 16).ok_or_else(|| {
-        err(format!(
-            "destination count: expected 0 to 16, found `{}`",
-            lex::show(s)
-        ))
-    })?;
-    let mut dst = [None; 16];
-    for d in dst.iter_mut().take(dsts as usize) {
-        *d = register(next("a destination register")?);
-    }
-    let opcode = next("the opcode")?;
-    let s = next("the source count")?;
-    let srcs = lex::dec(s).filter(|&d| d <= 16).ok_or_else(|| {
-        err(format!(
-            "source count: expected 0 to 16, found `{}`",
-            lex::show(s)
-        ))
-    })?;
-    let mut src = [None; 16];
-    for r in src.iter_mut().take(srcs as usize) {
-        *r = register(next("a source register")?);
-    }
-    let s = next("the memory width")?;
-    let width = lex::dec(s)
-        .filter(|&w| w <= u16::MAX as u64)
-        .ok_or_else(|| {
-            err(format!(
-                "memory width: expected 0 to 65535 bytes, found `{}`",
-                lex::show(s)
-            ))
-        })? as u16;
+    let dst = registers(&mut line, DESTINATIONS)?;
+    let opcode = line.next("the opcode")?;
+    let src = registers(&mut line, SOURCES)?;
+    let width = line.number("the memory width", u16::MAX as u64 + 1, || {
+        "memory width: expected 0 to 65535 bytes".into()
+    })? as u16;
     if let (true, Some(sk), 0) = (skimming, &mut tb.skim, width) {
         sk.plain.insert(pc);
     }
@@ -504,35 +492,13 @@ fn instruction(
         }
     }
     if width == 0 {
-        // One optional immediate may follow.
-        return match f.count() {
-            rest @ 2.. => Err(err(format!(
-                "{rest} unexpected fields at the end of the instruction line"
-            ))),
-            _ => Ok(0),
-        };
+        return line.end().map(|()| 0);
     }
-    // The active lanes' threads.
-    let mut threads = [0u32; WARP as usize];
-    let mut k = 0;
-    for lane in 0..WARP {
-        if mask & (1 << lane) == 0 {
-            continue;
-        }
-        let local = w * WARP + lane;
-        if local >= fx.tpb {
-            return Err(err(format!(
-                "lane {lane} of warp {w} is active but the block has only {} threads",
-                fx.tpb
-            )));
-        }
-        threads[k] = c * fx.tpb + local;
-        k += 1;
-    }
+    let (threads, lanes) = active_threads(fx, &line, (c, w), mask)?;
     let inst = match tb.pcs.get(&pc) {
         Some(&id) => id,
         None if fx.mode == Mode::Reread => {
-            return Err(err(format!(
+            return Err(line.err(format!(
                 "instruction at PC {pc:#x} was not in the file when it was first read: \
                  the file changed while it was read"
             )))
@@ -550,75 +516,15 @@ fn instruction(
     };
     if !decoded {
         // The addresses are decoded (and checked) by the pass that reads them.
-        return Ok(k as u64);
+        return Ok(lanes as u64);
     }
-    let lanes = k;
     let addrs = &mut tb.addrs;
-    let s = next("the address mode")?;
-    match lex::dec(s) {
-        Some(0) => {
-            for a in addrs.iter_mut().take(lanes) {
-                let s = next("an address (one per active lane)")?;
-                *a = lex::hex(s).ok_or_else(|| {
-                    err(format!("address: expected hex, found `{}`", lex::show(s)))
-                })?;
-            }
-        }
-        Some(m @ (1 | 2)) => {
-            let s = next("the base address")?;
-            let base = lex::hex(s).ok_or_else(|| {
-                err(format!(
-                    "base address: expected hex, found `{}`",
-                    lex::show(s)
-                ))
-            })?;
-            let stride = if m == 1 {
-                let s = next("the stride")?;
-                Some(lex::signed(s).ok_or_else(|| {
-                    err(format!(
-                        "stride: expected a signed number, found `{}`",
-                        lex::show(s)
-                    ))
-                })?)
-            } else {
-                None
-            };
-            let mut last = base;
-            for (i, a) in addrs.iter_mut().take(lanes).enumerate() {
-                if i > 0 {
-                    let d = match stride {
-                        Some(d) => d,
-                        None => {
-                            let s = next("a delta (one per active lane after the first)")?;
-                            lex::signed(s).ok_or_else(|| {
-                                err(format!(
-                                    "delta: expected a signed number, found `{}`",
-                                    lex::show(s)
-                                ))
-                            })?
-                        }
-                    };
-                    last = last.wrapping_add(d as u64);
-                }
-                *a = last;
-            }
-        }
-        _ => {
-            return Err(err(format!(
-                "address mode: expected 0 (list), 1 (base+stride) or 2 (base+deltas), found `{}`",
-                lex::show(s)
-            )))
-        }
-    }
-    // One optional immediate may follow.
-    let rest = f.count();
-    if rest > 1 {
-        return Err(err(format!(
-            "{rest} unexpected fields at the end of the instruction line"
-        )));
-    }
-    if rows.len() + lanes >= u32::MAX as usize {
-        return Err(err("more than 2^32 accesses in one kernel".into()));
+    addresses(&mut line, &mut addrs[..lanes])?;
+    let too_many = rows.len() + lanes >= u32::MAX as usize;
+    let err = line.err("more than 2^32 accesses in one kernel".into());
+    line.end()?;
+    if too_many {
+        return Err(err);
     }
     let (kind, space) = classify(opcode);
     let flags = super::super::model::pack_flags(kind, space);
@@ -630,6 +536,148 @@ fn instruction(
     rows.size.extend(std::iter::repeat_n(width, lanes));
     rows.flags.extend(std::iter::repeat_n(flags, lanes));
     Ok(lanes as u64)
+}
+
+/// A legacy line's thread block index and warp id (CTA, warp), checked against the grid.
+fn legacy_place(fx: &Fixed<'_>, line: &mut Line<'_, '_>) -> Result<(u32, u32), TraceError> {
+    let grid = fx.header.grid;
+    let mut idx = [0u32; 3];
+    for (i, v) in idx.iter_mut().enumerate() {
+        let s = line.next("the thread block index")?;
+        *v = lex::dec(s)
+            .and_then(|x| u32::try_from(x).ok())
+            .ok_or_else(|| {
+                line.err(format!(
+                    "thread block index {i}: expected a number, found `{}`",
+                    lex::show(s)
+                ))
+            })?;
+    }
+    let idx = Dim3::new(idx[0], idx[1], idx[2]);
+    if !grid.contains(idx) {
+        return Err(line.err(format!("thread block {idx} is outside the grid {grid}")));
+    }
+    let below = fx.warps_per_cta;
+    let expected = || format!("warp id: expected a number below {below}");
+    let w = line.number("the warp id", below as u64, expected)? as u32;
+    Ok((grid.linear(idx) as u32, w))
+}
+
+/// The words of a register list's errors: its count, a register, what its count must be.
+struct RegisterWords {
+    count: &'static str,
+    one: &'static str,
+    expected: &'static str,
+}
+const DESTINATIONS: RegisterWords = RegisterWords {
+    count: "the destination count",
+    one: "a destination register",
+    expected: "destination count: expected 0 to 16",
+};
+const SOURCES: RegisterWords = RegisterWords {
+    count: "the source count",
+    one: "a source register",
+    expected: "source count: expected 0 to 16",
+};
+
+/// A count (0 to 16) of registers, then the registers.
+fn registers(
+    line: &mut Line<'_, '_>,
+    words: RegisterWords,
+) -> Result<[Option<u8>; 16], TraceError> {
+    let count = line.number(words.count, 17, || words.expected.into())?;
+    let mut regs = [None; 16];
+    for r in regs.iter_mut().take(count as usize) {
+        *r = register(line.next(words.one)?);
+    }
+    Ok(regs)
+}
+
+/// The threads of the active lanes of warp `w` of CTA `c` (and how many).
+fn active_threads(
+    fx: &Fixed<'_>,
+    line: &Line<'_, '_>,
+    (c, w): (u32, u32),
+    mask: u32,
+) -> Result<([u32; WARP as usize], usize), TraceError> {
+    let mut threads = [0u32; WARP as usize];
+    let mut k = 0;
+    for lane in 0..WARP {
+        if mask & (1 << lane) == 0 {
+            continue;
+        }
+        let local = w * WARP + lane;
+        if local >= fx.tpb {
+            return Err(line.err(format!(
+                "lane {lane} of warp {w} is active but the block has only {} threads",
+                fx.tpb
+            )));
+        }
+        threads[k] = c * fx.tpb + local;
+        k += 1;
+    }
+    Ok((threads, k))
+}
+
+/// The addresses of the active lanes, in one of the three address modes: a list, base and
+/// stride, or base and deltas.
+fn addresses(line: &mut Line<'_, '_>, addrs: &mut [u64]) -> Result<(), TraceError> {
+    let s = line.next("the address mode")?;
+    match lex::dec(s) {
+        Some(0) => {
+            for a in addrs.iter_mut() {
+                let s = line.next("an address (one per active lane)")?;
+                *a = lex::hex(s).ok_or_else(|| {
+                    line.err(format!("address: expected hex, found `{}`", lex::show(s)))
+                })?;
+            }
+        }
+        Some(m @ (1 | 2)) => {
+            let s = line.next("the base address")?;
+            let base = lex::hex(s).ok_or_else(|| {
+                line.err(format!(
+                    "base address: expected hex, found `{}`",
+                    lex::show(s)
+                ))
+            })?;
+            let signed = |line: &mut Line<'_, '_>, what: &str, name: &str| {
+                let s = line.next(what)?;
+                lex::signed(s).ok_or_else(|| {
+                    line.err(format!(
+                        "{name}: expected a signed number, found `{}`",
+                        lex::show(s)
+                    ))
+                })
+            };
+            let stride = if m == 1 {
+                Some(signed(line, "the stride", "stride")?)
+            } else {
+                None
+            };
+            let mut last = base;
+            for (i, a) in addrs.iter_mut().enumerate() {
+                if i > 0 {
+                    let d = match stride {
+                        Some(d) => d,
+                        None => signed(
+                            line,
+                            "a delta (one per active lane after the first)",
+                            "delta",
+                        )?,
+                    };
+                    last = last.wrapping_add(d as u64);
+                }
+                *a = last;
+            }
+        }
+        _ => {
+            return Err(line.err(format!(
+                "address mode: expected 0 (list), 1 (base+stride) or 2 (base+deltas), found `{}`",
+                lex::show(s)
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// The register number of an `R<n>` operand (`RZ` and other files are not tracked).
