@@ -140,6 +140,46 @@ impl WarpscopeApp {
         // Nothing below may widen the area past the window: rows wrap, the table scrolls and
         // each pane is held to its cell (`pane_grid`).
         let width = ui.available_width();
+        self.view_bar(ui);
+        if self.panes.len() > 1 {
+            egui::ScrollArea::horizontal()
+                .id_salt("pane-comparison-scroll")
+                .max_width(width)
+                .show(ui, |ui| self.comparison(ui));
+        }
+        ui.separator();
+        self.view_rect = ui.available_rect_before_wrap();
+        let nothing = || {
+            RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak()
+        };
+        if self.trace.is_none() && !self.traces_differ() {
+            ui.centered_and_justified(|ui| {
+                ui.label(nothing());
+            });
+            return;
+        }
+        if self.settings.view == View::Communication {
+            // The communication view analyses the shared trace.
+            match self.trace.clone() {
+                Some(trace) if trace.streamed.is_some() => {
+                    ui.centered_and_justified(|ui| {
+                        ui.label(views::STREAMED_NOTE);
+                    });
+                }
+                Some(trace) => self.communication_view(ui, &trace),
+                None => {
+                    ui.centered_and_justified(|ui| {
+                        ui.label(nothing());
+                    });
+                }
+            }
+            return;
+        }
+        self.panes_side_by_side(ui);
+    }
+
+    /// The row above the panes: the view tabs, the address view's colouring, "+ Compare".
+    fn view_bar(&mut self, ui: &mut Ui) {
         ui.horizontal_wrapped(|ui| {
             if !self.settings.side_panel
                 && ui
@@ -177,40 +217,11 @@ impl WarpscopeApp {
                 self.actions.push(Action::AddPane);
             }
         });
-        if self.panes.len() > 1 {
-            egui::ScrollArea::horizontal()
-                .id_salt("pane-comparison-scroll")
-                .max_width(width)
-                .show(ui, |ui| self.comparison(ui));
-        }
-        ui.separator();
-        self.view_rect = ui.available_rect_before_wrap();
-        let nothing = || {
-            RichText::new("Open a trace (File > Open, Ctrl+O), drop a file on the window,\nor generate a built-in kernel in the panel on the left.").size(16.0).weak()
-        };
-        if self.trace.is_none() && !self.traces_differ() {
-            ui.centered_and_justified(|ui| {
-                ui.label(nothing());
-            });
-            return;
-        }
-        if self.settings.view == View::Communication {
-            // The communication view analyses the shared trace.
-            match self.trace.clone() {
-                Some(trace) if trace.streamed.is_some() => {
-                    ui.centered_and_justified(|ui| {
-                        ui.label(views::STREAMED_NOTE);
-                    });
-                }
-                Some(trace) => self.communication_view(ui, &trace),
-                None => {
-                    ui.centered_and_justified(|ui| {
-                        ui.label(nothing());
-                    });
-                }
-            }
-            return;
-        }
+    }
+
+    /// The panes side by side, each its header and the view chosen of its result; then what
+    /// they asked for.
+    fn panes_side_by_side(&mut self, ui: &mut Ui) {
         let n = self.panes.len();
         // Each pane's trace; panes link (hover, zoom, instruction filter) only to panes showing
         // the same trace.
@@ -223,7 +234,6 @@ impl WarpscopeApp {
         let mut share = None;
         let mut remove = None;
         let mut activate = None;
-        let mut hover = None;
         let mut commands = Vec::new();
         // The request hovered in the last frame, with its pane's result, for the other panes.
         let linked = self.hover.and_then(|(p, generation, request)| {
@@ -240,119 +250,42 @@ impl WarpscopeApp {
                 data,
             })
         });
+        let shared = Shared {
+            settings: &self.settings,
+            only: &self.only,
+            only_trace: self.only_trace,
+            wake: &self.wake,
+            linked: &linked,
+            trace_ids: &trace_ids,
+        };
         self.pane_rects.clear();
+        let panes = &mut self.panes;
+        let rects = &mut self.pane_rects;
         pane_grid(ui, n, |i, col| {
-            self.pane_rects.push(col.max_rect());
-            let pane = &mut self.panes[i];
-            let (preset, config) = &self.settings.panes[i];
+            rects.push(col.max_rect());
+            let pane = &mut panes[i];
+            let (preset, config) = &shared.settings.panes[i];
             let place = PanePlace {
                 index: i,
                 count: n,
-                active: i == self.settings.active,
+                active: i == shared.settings.active,
             };
             let header = pane_header(col, pane, place, preset, config);
             activate = activate.or(header.activate.then_some(i));
             remove = remove.or(header.remove.then_some(i));
-            if show_trace {
-                col.horizontal_wrapped(|ui| {
-                    let label = traces[i]
-                        .as_ref()
-                        .map_or("no trace yet", |t| t.label.as_str());
-                    let whose = if pane.own_trace.is_some() {
-                        "own trace"
-                    } else {
-                        "shared trace"
-                    };
-                    ui.label(RichText::new(format!("{whose}: {label}")).strong());
-                    if pane.own_trace.is_some()
-                        && ui
-                            .small_button("use the shared trace")
-                            .on_hover_text("Show the trace the other panes share")
-                            .clicked()
-                    {
-                        share = Some(i);
-                    }
-                });
+            if show_trace && trace_line(col, pane, traces[i].as_deref()) {
+                share = Some(i);
             }
-            if let Some(e) = &pane.error {
-                col.colored_label(col.visuals().error_fg_color, e);
-                if let Some(r) = &pane.result {
-                    col.colored_label(
-                        col.visuals().warn_fg_color,
-                        format!(
-                            "Below: the last valid result ({}), {:.2}% misses",
-                            short(&r.config),
-                            r.miss_percent()
-                        ),
-                    );
-                }
-            }
-            let Some(trace) = traces[i].clone() else {
+            pane_error(col, pane);
+            if let Some(trace) = &traces[i] {
+                commands.extend(pane_view(col, i, pane, trace, &shared));
+            } else {
                 col.centered_and_justified(|ui| {
                     ui.label(RichText::new("No trace yet").weak());
                 });
-                return;
-            };
-            if trace.streamed.is_some() && self.settings.view.needs_trace_in_memory() {
-                col.centered_and_justified(|ui| {
-                    ui.label(views::STREAMED_NOTE);
-                });
-                return;
-            }
-            let Some(data) = pane.result.clone() else {
-                // Nothing to show yet, or (a failed run, said above) nothing at all.
-                if pane.sim.is_some() || pane.error.is_none() {
-                    col.centered_and_justified(|ui| {
-                        ui.spinner();
-                    });
-                }
-                return;
-            };
-            if data.preview {
-                let read = pane
-                    .sim
-                    .as_ref()
-                    .and_then(|j| j.progress().fraction())
-                    .map_or(String::new(), |f| format!(" ({:.0}% read)", f * 100.0));
-                col.label(
-                    RichText::new(format!(
-                        "Preview of the run so far{read}: the file is still being read. The \
-                         tables and reuse distances come when it ends."
-                    ))
-                    .weak(),
-                );
-            }
-            let cx = views::PaneCx {
-                pane: i,
-                generation: pane.generation,
-                run: pane.run,
-                data: &data,
-                trace: &trace,
-                // Linked only to panes of the same trace on the same kind of time axis
-                // (cycles under the timing model, request numbers otherwise).
-                link: egui::Id::unique((
-                    "linked-panes",
-                    trace_ids[i],
-                    data.config.timing.is_some(),
-                )),
-                colour: self.settings.colour,
-                set_metric: self.settings.set_metric,
-                miss: self.settings.misses,
-                // Panes link (hover, zoom, instruction filter) only to panes of the same trace.
-                linked_hover: linked
-                    .clone()
-                    .filter(|l| l.pane != i && trace_ids[l.pane] == trace_ids[i]),
-                only: self
-                    .only
-                    .clone()
-                    .filter(|_| trace_ids[i] == self.only_trace),
-                wake: &self.wake,
-            };
-            // A view of the whole area (communication) is drawn once above.
-            if let Some(view) = pane.views.get_mut(self.settings.view) {
-                commands.extend(view.ui(col, &cx));
             }
         });
+        let mut hover = None;
         for c in commands {
             match c {
                 // Hovering lasts a frame: a frame without it has nothing hovered.
@@ -379,6 +312,121 @@ impl WarpscopeApp {
         if let Some(i) = remove {
             self.actions.push(Action::RemovePane(i));
         }
+    }
+}
+
+/// What every pane's view is drawn with, besides the pane's own.
+struct Shared<'a> {
+    settings: &'a Settings,
+    only: &'a Option<data::InstFilter>,
+    only_trace: Option<usize>,
+    wake: &'a job::Wake,
+    linked: &'a Option<views::LinkedHover>,
+    trace_ids: &'a [Option<usize>],
+}
+
+/// The line naming a pane's trace where the panes show different ones; whether its "use the
+/// shared trace" was clicked.
+fn trace_line(ui: &mut Ui, pane: &Pane, trace: Option<&TraceData>) -> bool {
+    let mut share = false;
+    ui.horizontal_wrapped(|ui| {
+        let label = trace.map_or("no trace yet", |t| t.label.as_str());
+        let whose = if pane.own_trace.is_some() {
+            "own trace"
+        } else {
+            "shared trace"
+        };
+        ui.label(RichText::new(format!("{whose}: {label}")).strong());
+        share = pane.own_trace.is_some()
+            && ui
+                .small_button("use the shared trace")
+                .on_hover_text("Show the trace the other panes share")
+                .clicked();
+    });
+    share
+}
+
+/// A pane's error, and which result is shown below it instead.
+fn pane_error(ui: &mut Ui, pane: &Pane) {
+    let Some(e) = &pane.error else {
+        return;
+    };
+    ui.colored_label(ui.visuals().error_fg_color, e);
+    if let Some(r) = &pane.result {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!(
+                "Below: the last valid result ({}), {:.2}% misses",
+                short(&r.config),
+                r.miss_percent()
+            ),
+        );
+    }
+}
+
+/// Pane `i`'s view of its result (or why there is none yet); returns what the view asked for.
+fn pane_view(
+    col: &mut Ui,
+    i: usize,
+    pane: &mut Pane,
+    trace: &Arc<TraceData>,
+    shared: &Shared,
+) -> Vec<views::Command> {
+    let settings = shared.settings;
+    if trace.streamed.is_some() && settings.view.needs_trace_in_memory() {
+        col.centered_and_justified(|ui| {
+            ui.label(views::STREAMED_NOTE);
+        });
+        return Vec::new();
+    }
+    let Some(data) = pane.result.clone() else {
+        // Nothing to show yet, or (a failed run, said above) nothing at all.
+        if pane.sim.is_some() || pane.error.is_none() {
+            col.centered_and_justified(|ui| {
+                ui.spinner();
+            });
+        }
+        return Vec::new();
+    };
+    if data.preview {
+        let read = pane
+            .sim
+            .as_ref()
+            .and_then(|j| j.progress().fraction())
+            .map_or(String::new(), |f| format!(" ({:.0}% read)", f * 100.0));
+        col.label(
+            RichText::new(format!(
+                "Preview of the run so far{read}: the file is still being read. The \
+                 tables and reuse distances come when it ends."
+            ))
+            .weak(),
+        );
+    }
+    let ids = shared.trace_ids;
+    let cx = views::PaneCx {
+        pane: i,
+        generation: pane.generation,
+        run: pane.run,
+        data: &data,
+        trace,
+        // Linked only to panes of the same trace on the same kind of time axis
+        // (cycles under the timing model, request numbers otherwise).
+        link: egui::Id::unique(("linked-panes", ids[i], data.config.timing.is_some())),
+        colour: settings.colour,
+        set_metric: settings.set_metric,
+        miss: settings.misses,
+        // Panes link (hover, zoom, instruction filter) only to panes of the same trace.
+        linked_hover: shared
+            .linked
+            .clone()
+            .filter(|l| l.pane != i && ids[l.pane] == ids[i]),
+        only: shared.only.clone().filter(|_| ids[i] == shared.only_trace),
+        wake: shared.wake,
+    };
+    // A view of the whole area (communication) is drawn once above.
+    match pane.views.get_mut(settings.view) {
+        Some(view) => view.ui(col, &cx),
+        None => Vec::new(),
     }
 }
 

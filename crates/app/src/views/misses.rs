@@ -123,121 +123,17 @@ impl PaneView for MissesView {
 impl MissesView {
     fn draw(&mut self, ui: &mut Ui, cx: &PaneCx, opts: &mut MissOptions, out: &mut Vec<Command>) {
         let (d, pane) = (&**cx.data, cx.pane);
-        let t = &d.report.totals;
-        let mc = &t.miss_classes;
         let columns = class_columns(d);
-        let class_values = [mc.compulsory, mc.capacity, mc.conflict, mc.latency, mc.mshr];
-        let split: Vec<String> = columns
-            .iter()
-            .zip(class_values)
-            .map(|((name, _), v)| format!("{v} {name}"))
-            .collect();
-        ui.label(format!(
-            "{} requests, {} misses ({:.2}%): {}",
-            t.requests,
-            t.misses,
-            d.miss_percent(),
-            split.join(", ")
-        ));
-        let stores = store_note(d);
-        if let Some(note) = &stores {
-            ui.label(RichText::new(note).weak());
-        }
+        let stores = summary(ui, d, &columns);
         let h = ui.available_height();
         // Each chart high enough for its legend (a row per class), however low the pane: the
         // pane grid scrolls before it makes panes lower than that.
         let legend = 20.0 + 18.0 * (columns.len() + 1) as f32;
-        // Totals: all, reads and writes.
-        let totals = &d.miss_tables.totals;
-        let bypassed = if d.config.timing.is_some() {
-            t.writes
-        } else {
-            0
-        };
-        Plot::new(("miss-totals", pane))
-            .height((h * 0.25).max(legend))
-            .legend(Legend::default().follow_insertion_order(true))
-            .y_axis_label("misses")
-            // Room on the right for the legend.
-            .include_x(-0.5)
-            .include_x(3.9)
-            .x_axis_formatter(|m, _| match m.value as i64 {
-                0 if m.value.fract() == 0.0 => "all".into(),
-                1 if m.value.fract() == 0.0 => "reads".into(),
-                2 if m.value.fract() == 0.0 => "writes".into(),
-                _ => String::new(),
-            })
-            .include_y(0.0)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .show(ui, |pui| {
-                let mut below: Vec<BarChart> = Vec::new();
-                for (k, (name, colour)) in columns.iter().enumerate() {
-                    let bars = vec![
-                        Bar::new(0.0, class_values[k] as f64).width(0.6),
-                        Bar::new(1.0, totals.reads[k] as f64).width(0.6),
-                        Bar::new(2.0, totals.writes[k] as f64).width(0.6),
-                    ];
-                    let refs: Vec<&BarChart> = below.iter().collect();
-                    below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
-                }
-                if bypassed > 0 {
-                    below.push(
-                        BarChart::new(
-                            "stores past the L1",
-                            vec![Bar::new(2.0, bypassed as f64).width(0.6)],
-                        )
-                        .color(BYPASS),
-                    );
-                }
-                // Top of the stack first, so the legend reads in the order the bars stack.
-                for c in below.into_iter().rev() {
-                    pui.bar_chart(c);
-                }
-            });
-        ui.horizontal(|ui| {
-            ui.selectable_value(&mut opts.per, Per::Instruction, "per instruction");
-            ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
-            if d.report.source_lines.is_empty() {
-                if opts.per == Per::SourceLine {
-                    opts.per = Per::Instruction;
-                }
-            } else {
-                ui.selectable_value(&mut opts.per, Per::SourceLine, "per source line")
-                    .on_hover_text(
-                        "The trace carries source line numbers (Accel-Sim TRACE_LINEINFO=1 of a \
-                     binary built with nvcc -lineinfo): each row sums the memory instructions of \
-                     one line of the kernel's source file",
-                    );
-            }
-            ui.label(RichText::new("click a column header to sort").weak());
-        });
+        totals_chart(ui, pane, d, &columns, (h * 0.25).max(legend));
+        per_choice(ui, d, opts);
         let per = opts.per;
         let tables = &*d.miss_tables;
-        let key = (cx.generation, per, opts.sort, opts.descending);
-        if self.key != Some(key) {
-            let mut order: Vec<usize> = (0..tables.len(per)).collect();
-            let counts = |i: usize| tables.counts(per, i);
-            let rate = |i: usize| {
-                let (requests, misses) = counts(i);
-                misses as f64 / requests.max(1) as f64
-            };
-            match opts.sort {
-                SortBy::Row => {}
-                SortBy::Requests => order.sort_by_cached_key(|&i| counts(i).0),
-                SortBy::Misses => order.sort_by_cached_key(|&i| counts(i).1),
-                SortBy::MissRate => {
-                    let rates: Vec<f64> = (0..order.len()).map(rate).collect();
-                    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]))
-                }
-            }
-            if opts.descending {
-                order.reverse();
-            }
-            self.order = order;
-            self.key = Some(key);
-        }
+        self.sort(tables, cx.generation, opts);
         let order = &self.order;
         // Stacked bars of the first rows in table order.
         let shown: Vec<MissRow> = order
@@ -245,43 +141,7 @@ impl MissesView {
             .take(40)
             .filter_map(|&i| tables.row(per, i).map(std::borrow::Cow::into_owned))
             .collect();
-        Plot::new(("miss-rows", pane))
-            .height((h * 0.3).max(legend))
-            .legend(Legend::default().follow_insertion_order(true))
-            .y_axis_label("misses (reads + writes)")
-            .x_axis_formatter({
-                let labels: Vec<String> = shown.iter().map(|r| r.label.clone()).collect();
-                move |m, _| {
-                    if m.value.fract() == 0.0 && m.value >= 0.0 {
-                        labels.get(m.value as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                }
-            })
-            .include_x(-0.5)
-            .include_x(shown.len() as f64 + 0.9)
-            .include_y(0.0)
-            .show(ui, |pui| {
-                let mut below: Vec<BarChart> = Vec::new();
-                for (k, (name, colour)) in columns.iter().enumerate() {
-                    let bars = shown
-                        .iter()
-                        .enumerate()
-                        .map(|(x, r)| {
-                            let c = &r.classes;
-                            Bar::new(x as f64, (c.reads[k] + c.writes[k]) as f64)
-                                .width(0.7)
-                                .name(&r.label)
-                        })
-                        .collect();
-                    let refs: Vec<&BarChart> = below.iter().collect();
-                    below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
-                }
-                for c in below.into_iter().rev() {
-                    pui.bar_chart(c);
-                }
-            });
+        rows_chart(ui, pane, &shown, &columns, (h * 0.3).max(legend));
         let table = Table {
             pane,
             per,
@@ -293,6 +153,179 @@ impl MissesView {
         };
         table.ui(ui, opts, out);
     }
+
+    /// The rows of the table chosen in the order chosen, sorted again only when the result or
+    /// the choice changed.
+    fn sort(&mut self, tables: &MissTables, generation: u64, opts: &MissOptions) {
+        let per = opts.per;
+        let key = (generation, per, opts.sort, opts.descending);
+        if self.key == Some(key) {
+            return;
+        }
+        let mut order: Vec<usize> = (0..tables.len(per)).collect();
+        let counts = |i: usize| tables.counts(per, i);
+        let rate = |i: usize| {
+            let (requests, misses) = counts(i);
+            misses as f64 / requests.max(1) as f64
+        };
+        match opts.sort {
+            SortBy::Row => {}
+            SortBy::Requests => order.sort_by_cached_key(|&i| counts(i).0),
+            SortBy::Misses => order.sort_by_cached_key(|&i| counts(i).1),
+            SortBy::MissRate => {
+                let rates: Vec<f64> = (0..order.len()).map(rate).collect();
+                order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]))
+            }
+        }
+        if opts.descending {
+            order.reverse();
+        }
+        self.order = order;
+        self.key = Some(key);
+    }
+}
+
+/// The line of totals and classes above the charts, and the note on stores (returned too).
+fn summary(ui: &mut Ui, d: &SimData, columns: &[ClassColumn]) -> Option<String> {
+    let t = &d.report.totals;
+    let split: Vec<String> = columns
+        .iter()
+        .zip(class_values(d))
+        .map(|((name, _), v)| format!("{v} {name}"))
+        .collect();
+    ui.label(format!(
+        "{} requests, {} misses ({:.2}%): {}",
+        t.requests,
+        t.misses,
+        d.miss_percent(),
+        split.join(", ")
+    ));
+    let stores = store_note(d);
+    if let Some(note) = &stores {
+        ui.label(RichText::new(note).weak());
+    }
+    stores
+}
+
+/// The run's misses of each class, in the columns' order.
+fn class_values(d: &SimData) -> [u64; 5] {
+    let mc = &d.report.totals.miss_classes;
+    [mc.compulsory, mc.capacity, mc.conflict, mc.latency, mc.mshr]
+}
+
+/// Stacked bars of the misses of all requests, of reads and of writes, by class.
+fn totals_chart(ui: &mut Ui, pane: usize, d: &SimData, columns: &[ClassColumn], height: f32) {
+    let class_values = class_values(d);
+    let totals = &d.miss_tables.totals;
+    let bypassed = if d.config.timing.is_some() {
+        d.report.totals.writes
+    } else {
+        0
+    };
+    Plot::new(("miss-totals", pane))
+        .height(height)
+        .legend(Legend::default().follow_insertion_order(true))
+        .y_axis_label("misses")
+        // Room on the right for the legend.
+        .include_x(-0.5)
+        .include_x(3.9)
+        .x_axis_formatter(|m, _| match m.value as i64 {
+            0 if m.value.fract() == 0.0 => "all".into(),
+            1 if m.value.fract() == 0.0 => "reads".into(),
+            2 if m.value.fract() == 0.0 => "writes".into(),
+            _ => String::new(),
+        })
+        .include_y(0.0)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .show(ui, |pui| {
+            let mut below: Vec<BarChart> = Vec::new();
+            for (k, (name, colour)) in columns.iter().enumerate() {
+                let bars = vec![
+                    Bar::new(0.0, class_values[k] as f64).width(0.6),
+                    Bar::new(1.0, totals.reads[k] as f64).width(0.6),
+                    Bar::new(2.0, totals.writes[k] as f64).width(0.6),
+                ];
+                let refs: Vec<&BarChart> = below.iter().collect();
+                below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
+            }
+            if bypassed > 0 {
+                below.push(
+                    BarChart::new(
+                        "stores past the L1",
+                        vec![Bar::new(2.0, bypassed as f64).width(0.6)],
+                    )
+                    .color(BYPASS),
+                );
+            }
+            // Top of the stack first, so the legend reads in the order the bars stack.
+            for c in below.into_iter().rev() {
+                pui.bar_chart(c);
+            }
+        });
+}
+
+/// Which table: per instruction, per CTA, or per source line where the trace has them.
+fn per_choice(ui: &mut Ui, d: &SimData, opts: &mut MissOptions) {
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut opts.per, Per::Instruction, "per instruction");
+        ui.selectable_value(&mut opts.per, Per::Cta, "per CTA");
+        if d.report.source_lines.is_empty() {
+            if opts.per == Per::SourceLine {
+                opts.per = Per::Instruction;
+            }
+        } else {
+            ui.selectable_value(&mut opts.per, Per::SourceLine, "per source line")
+                .on_hover_text(
+                    "The trace carries source line numbers (Accel-Sim TRACE_LINEINFO=1 of a \
+                 binary built with nvcc -lineinfo): each row sums the memory instructions of \
+                 one line of the kernel's source file",
+                );
+        }
+        ui.label(RichText::new("click a column header to sort").weak());
+    });
+}
+
+/// Stacked bars of the misses (reads and writes) of the rows shown, by class.
+fn rows_chart(ui: &mut Ui, pane: usize, shown: &[MissRow], columns: &[ClassColumn], height: f32) {
+    Plot::new(("miss-rows", pane))
+        .height(height)
+        .legend(Legend::default().follow_insertion_order(true))
+        .y_axis_label("misses (reads + writes)")
+        .x_axis_formatter({
+            let labels: Vec<String> = shown.iter().map(|r| r.label.clone()).collect();
+            move |m, _| {
+                if m.value.fract() == 0.0 && m.value >= 0.0 {
+                    labels.get(m.value as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            }
+        })
+        .include_x(-0.5)
+        .include_x(shown.len() as f64 + 0.9)
+        .include_y(0.0)
+        .show(ui, |pui| {
+            let mut below: Vec<BarChart> = Vec::new();
+            for (k, (name, colour)) in columns.iter().enumerate() {
+                let bars = shown
+                    .iter()
+                    .enumerate()
+                    .map(|(x, r)| {
+                        let c = &r.classes;
+                        Bar::new(x as f64, (c.reads[k] + c.writes[k]) as f64)
+                            .width(0.7)
+                            .name(&r.label)
+                    })
+                    .collect();
+                let refs: Vec<&BarChart> = below.iter().collect();
+                below.push(BarChart::new(*name, bars).color(*colour).stack_on(&refs));
+            }
+            for c in below.into_iter().rev() {
+                pui.bar_chart(c);
+            }
+        });
 }
 
 /// The sortable table: the rows of one table in the order shown.

@@ -2,7 +2,7 @@
 //! instruction, CTA and SM, the full run's timing statistics and the reuse histograms.
 
 use super::{Runs, TimedPlan};
-use crate::cache::Counters;
+use crate::cache::{Counters, MissClasses};
 use crate::config::Kernels;
 use crate::report::{
     Comparison, CtaRow, CtaTable, DistanceCounts, OccupancySample, TimingReport, ValueCount,
@@ -19,37 +19,92 @@ pub(super) fn report(
     full_stats: &[TimingStats],
     fa_hist: &Histogram,
 ) -> Report {
-    let (cfg, t, launches) = (plan.cfg, plan.t, plan.launches);
-    let (sms, variants) = (&plan.sms[..], &plan.variants[..]);
-    let find = |v: Variant| variants.iter().position(|&x| x == v);
-    let classes = |get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>| {
-        let counts: Vec<Vec<RunCounts>> = variants
-            .iter()
-            .map(|&v| get(&runs[find(v).unwrap_or(0)]))
-            .collect();
-        let n = counts[0].len();
-        (0..n)
-            .map(|i| {
-                if variants.len() == 4 {
-                    classify_by(
-                        &t.rules,
-                        &counts[0][i],
-                        &counts[1][i],
-                        &counts[2][i],
-                        &counts[3][i],
-                    )
-                } else {
-                    Default::default()
-                }
-            })
-            .collect::<Vec<_>>()
+    let cfg = plan.cfg;
+    let mut report = Report::new(cfg, &plan.sms);
+    add_kernels(&mut report, plan, runs);
+    let (mut timing, set_hist) = add_sms(&mut report, plan, runs, full_stats);
+    let totals = |v: Variant| {
+        variant(plan, v).map(|i| {
+            let mut t = RunCounts::default();
+            runs[i].iter().flatten().for_each(|kr| t.add(&kr.counts));
+            t
+        })
     };
-    let line_bytes = cfg.cache.line_bytes as u64;
-    let mut report = Report::new(cfg, sms);
+    timing.comparison = Comparison {
+        full: totals(Variant::Full).unwrap_or_default(),
+        fully_associative: totals(Variant::FullyAssociative),
+        zero_latency: totals(Variant::ZeroLatency),
+        unlimited_mshrs: totals(Variant::UnlimitedMshrs),
+    };
+    // Reuse: whole-cache distances from the fully associative run, set distances from the
+    // full run (both at issue, in each run's own order).
+    // The timing model's stacks give every distance exactly: its reuse is exact in every
+    // mode but off.
+    if cfg.reuse.is_on() {
+        let distinct_lines = timing
+            .comparison
+            .zero_latency
+            .map_or(timing.comparison.full.infinite, |z| z.infinite);
+        let whole = if variant(plan, Variant::FullyAssociative).is_some() {
+            Some(fa_hist)
+        } else {
+            (cfg.cache.sets() == 1).then_some(&set_hist)
+        };
+        if let Some(whole) = whole {
+            report.add_histograms(&crate::reuse::ReuseHistograms {
+                whole: whole.clone(),
+                in_set: set_hist.clone(),
+                halves: [whole.clone(), whole.clone()],
+                distinct_lines,
+            });
+        }
+    }
+    report.timing = Some(timing);
+    report.finish(cfg.cache.lines());
+    report
+}
+
+/// The index of variant `v` among the plan's runs.
+fn variant(plan: &TimedPlan, v: Variant) -> Option<usize> {
+    plan.variants.iter().position(|&x| x == v)
+}
+
+/// The miss classes of each row `get` gives of the runs (one `RunCounts` per row from each
+/// variant's runs): the four variants compared, as the rules say; none without the four.
+fn classes(
+    plan: &TimedPlan,
+    runs: &Runs,
+    get: &dyn Fn(&[Vec<KernelRun>]) -> Vec<RunCounts>,
+) -> Vec<MissClasses> {
+    let counts: Vec<Vec<RunCounts>> = plan
+        .variants
+        .iter()
+        .map(|&v| get(&runs[variant(plan, v).unwrap_or(0)]))
+        .collect();
+    let n = counts[0].len();
+    (0..n)
+        .map(|i| {
+            if plan.variants.len() == 4 {
+                classify_by(
+                    &plan.t.rules,
+                    &counts[0][i],
+                    &counts[1][i],
+                    &counts[2][i],
+                    &counts[3][i],
+                )
+            } else {
+                Default::default()
+            }
+        })
+        .collect()
+}
+
+/// Each kernel's instruction and CTA rows (summed over SMs).
+fn add_kernels(report: &mut Report, plan: &TimedPlan, runs: &Runs) {
+    let line_bytes = plan.cfg.cache.line_bytes as u64;
     let full = &runs[0];
-    // Per kernel: instruction and CTA rows (summed over SMs).
-    for (ki, k) in launches.iter().enumerate() {
-        let inst_classes = classes(&|r| sum_rows(r, ki, |kr| &kr.per_inst));
+    for (ki, k) in plan.launches.iter().enumerate() {
+        let inst_classes = classes(plan, runs, &|r| sum_rows(r, ki, |kr| &kr.per_inst));
         let per_inst = sum_rows(full, ki, |kr| &kr.per_inst);
         let mut insts = vec![Counters::default(); k.instructions.len()];
         for s in full {
@@ -76,18 +131,22 @@ pub(super) fn report(
         };
         report.add_kernel_rows(row, &k.instructions, &insts, ctas);
     }
-    // Per SM: kernels modelled cold are classified one by one, as the released model does.
-    let sm_classes = if t.rules.kernels == Kernels::Cold {
-        let mut per_sm = vec![crate::cache::MissClasses::default(); sms.len()];
-        for ki in 0..launches.len() {
-            let of_kernel = classes(&|r| r.iter().map(|s| s[ki].counts).collect());
+}
+
+/// Each simulated SM's miss classes: kernels modelled cold are classified one by one, as the
+/// released model does.
+fn sm_classes(plan: &TimedPlan, runs: &Runs) -> Vec<MissClasses> {
+    if plan.t.rules.kernels == Kernels::Cold {
+        let mut per_sm = vec![MissClasses::default(); plan.sms.len()];
+        for ki in 0..plan.launches.len() {
+            let of_kernel = classes(plan, runs, &|r| r.iter().map(|s| s[ki].counts).collect());
             for (a, b) in per_sm.iter_mut().zip(&of_kernel) {
                 a.add(b);
             }
         }
         per_sm
     } else {
-        classes(&|r| {
+        classes(plan, runs, &|r| {
             r.iter()
                 .map(|s| {
                     let mut t = RunCounts::default();
@@ -96,12 +155,23 @@ pub(super) fn report(
                 })
                 .collect()
         })
-    };
+    }
+}
+
+/// Each simulated SM's row, and the full runs' timing statistics summed over the SMs (the
+/// comparison of the variants is left to the caller); also the set distances' histogram.
+fn add_sms(
+    report: &mut Report,
+    plan: &TimedPlan,
+    runs: &Runs,
+    full_stats: &[TimingStats],
+) -> (TimingReport, Histogram) {
+    let line_bytes = plan.cfg.cache.line_bytes as u64;
+    let sm_classes = sm_classes(plan, runs);
+    let full = &runs[0];
     let mut timing = TimingReport::default();
-    let mut latency_counts: Vec<u64> = Vec::new();
-    let mut set_hist = Histogram::default();
-    let mut distance_counts: Option<std::collections::BTreeMap<u64, u64>> = None;
-    for (slot, &sm) in sms.iter().enumerate() {
+    let mut sum = StatsSum::default();
+    for (slot, &sm) in plan.sms.iter().enumerate() {
         let mut c = Counters::default();
         let mut rc = RunCounts::default();
         for kr in &full[slot] {
@@ -114,24 +184,7 @@ pub(super) fn report(
         fill(&mut c, &rc, &sm_classes[slot], line_bytes);
         report.add_sm(sm, &c, None);
         let st = &full_stats[slot];
-        timing.time_steps = timing.time_steps.max(st.time_steps);
-        timing.idle_steps += st.idle_steps;
-        timing.mshr_stalls += st.mshr_stalls;
-        timing.fills += st.fills;
-        timing.duplicate_loads += st.duplicates;
-        if latency_counts.len() < st.latency_counts.len() {
-            latency_counts.resize(st.latency_counts.len(), 0);
-        }
-        for (a, b) in latency_counts.iter_mut().zip(&st.latency_counts) {
-            *a += b;
-        }
-        let occ = &mut timing.mshr_occupancy_histogram;
-        if occ.len() < st.occupancy_counts.len() {
-            occ.resize(st.occupancy_counts.len(), 0);
-        }
-        for (a, b) in occ.iter_mut().zip(&st.occupancy_counts) {
-            *a += b;
-        }
+        sum.add(&mut timing, st);
         if slot == 0 {
             timing.mshr_occupancy = st
                 .occupancy_series
@@ -139,15 +192,8 @@ pub(super) fn report(
                 .map(|&(time, used)| OccupancySample { time, used })
                 .collect();
         }
-        set_hist.merge(&st.set_hist);
-        if let Some(dc) = &st.distance_counts {
-            let all = distance_counts.get_or_insert_with(Default::default);
-            for (&d, &n) in dc {
-                *all.entry(d).or_insert(0) += n;
-            }
-        }
     }
-    timing.set_distance_counts = distance_counts.map(|all| DistanceCounts {
+    timing.set_distance_counts = sum.distance_counts.map(|all| DistanceCounts {
         infinite: all.get(&u64::MAX).copied().unwrap_or(0),
         finite: all
             .iter()
@@ -155,14 +201,15 @@ pub(super) fn report(
             .map(|(&value, &count)| ValueCount { value, count })
             .collect(),
     });
-    let issued: u64 = latency_counts.iter().sum();
+    let issued: u64 = sum.latency_counts.iter().sum();
     let lat_sum: u64 = full_stats.iter().map(|s| s.latency_sum).sum();
     timing.mean_latency = if issued == 0 {
         0.0
     } else {
         (lat_sum as f64 / issued as f64 * 1e3).round() / 1e3
     };
-    timing.latency_histogram = latency_counts
+    timing.latency_histogram = sum
+        .latency_counts
         .iter()
         .enumerate()
         .filter(|(_, &n)| n > 0)
@@ -171,45 +218,46 @@ pub(super) fn report(
             count: n,
         })
         .collect();
-    let totals = |v: Variant| {
-        find(v).map(|i| {
-            let mut t = RunCounts::default();
-            runs[i].iter().flatten().for_each(|kr| t.add(&kr.counts));
-            t
-        })
-    };
-    timing.comparison = Comparison {
-        full: totals(Variant::Full).unwrap_or_default(),
-        fully_associative: totals(Variant::FullyAssociative),
-        zero_latency: totals(Variant::ZeroLatency),
-        unlimited_mshrs: totals(Variant::UnlimitedMshrs),
-    };
-    // Reuse: whole-cache distances from the fully associative run, set distances from the
-    // full run (both at issue, in each run's own order).
-    // The timing model's stacks give every distance exactly: its reuse is exact in every
-    // mode but off.
-    if cfg.reuse.is_on() {
-        let distinct_lines = timing
-            .comparison
-            .zero_latency
-            .map_or(timing.comparison.full.infinite, |z| z.infinite);
-        let whole = if find(Variant::FullyAssociative).is_some() {
-            Some(fa_hist)
-        } else {
-            (cfg.cache.sets() == 1).then_some(&set_hist)
-        };
-        if let Some(whole) = whole {
-            report.add_histograms(&crate::reuse::ReuseHistograms {
-                whole: whole.clone(),
-                in_set: set_hist.clone(),
-                halves: [whole.clone(), whole.clone()],
-                distinct_lines,
-            });
+    (timing, sum.set_hist)
+}
+
+/// The full runs' statistics summed over the SMs, where the report's fields do not hold them
+/// as they are summed.
+#[derive(Default)]
+struct StatsSum {
+    latency_counts: Vec<u64>,
+    set_hist: Histogram,
+    distance_counts: Option<std::collections::BTreeMap<u64, u64>>,
+}
+
+impl StatsSum {
+    /// Adds one SM's statistics (into `timing` where its fields hold the sum).
+    fn add(&mut self, timing: &mut TimingReport, st: &TimingStats) {
+        timing.time_steps = timing.time_steps.max(st.time_steps);
+        timing.idle_steps += st.idle_steps;
+        timing.mshr_stalls += st.mshr_stalls;
+        timing.fills += st.fills;
+        timing.duplicate_loads += st.duplicates;
+        add_counts(&mut self.latency_counts, &st.latency_counts);
+        add_counts(&mut timing.mshr_occupancy_histogram, &st.occupancy_counts);
+        self.set_hist.merge(&st.set_hist);
+        if let Some(dc) = &st.distance_counts {
+            let all = self.distance_counts.get_or_insert_with(Default::default);
+            for (&d, &n) in dc {
+                *all.entry(d).or_insert(0) += n;
+            }
         }
     }
-    report.timing = Some(timing);
-    report.finish(cfg.cache.lines());
-    report
+}
+
+/// Adds `b` to `a` element by element, `a` grown to `b`'s length.
+fn add_counts(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
 }
 
 /// Kernel `ki`'s per-CTA rows, from every run's tallies of its CTAs. CTA `c` ran on SM
@@ -297,7 +345,7 @@ fn sum_rows(
     out
 }
 
-fn fill(c: &mut Counters, rc: &RunCounts, classes: &crate::cache::MissClasses, line_bytes: u64) {
+fn fill(c: &mut Counters, rc: &RunCounts, classes: &MissClasses, line_bytes: u64) {
     c.requests += rc.requests;
     c.reads += rc.requests;
     c.misses += rc.misses;
