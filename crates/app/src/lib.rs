@@ -7,7 +7,8 @@
 //! what it draws or does: `chrome.rs` (menu, status bar, shortcuts), `side.rs` (trace,
 //! generator, configuration), `central.rs` (views and panes side by side), `actions.rs` (what
 //! menus and buttons ask for, run after drawing), `work.rs` (starting jobs and taking their
-//! results), `window.rs` (the eframe window and the screenshot plan).
+//! results), `commands.rs` (what the views ask of the app, and their jobs' results each
+//! frame), `window.rs` (the eframe window), `screenshots.rs` (the screenshot plan).
 #![allow(rustdoc::private_intra_doc_links)]
 
 mod actions;
@@ -16,12 +17,12 @@ mod chrome;
 mod commands;
 pub mod config_panel;
 pub mod data;
-pub mod editor;
+mod editor;
 pub mod files;
 pub mod job;
 mod lesson_panel;
-pub mod over_time;
-pub mod pane_trace;
+mod over_time;
+mod pane_trace;
 pub mod raster;
 mod screenshots;
 mod side;

@@ -494,7 +494,7 @@ fn instruction(
     if width == 0 {
         return line.end().map(|()| 0);
     }
-    let (threads, lanes) = active_threads(fx, &line, (c, w), mask)?;
+    let (threads, lanes) = active_threads(fx, &line, c, w, mask)?;
     let inst = match tb.pcs.get(&pc) {
         Some(&id) => id,
         None if fx.mode == Mode::Reread => {
@@ -597,7 +597,8 @@ fn registers(
 fn active_threads(
     fx: &Fixed<'_>,
     line: &Line<'_, '_>,
-    (c, w): (u32, u32),
+    c: u32,
+    w: u32,
     mask: u32,
 ) -> Result<([u32; WARP as usize], usize), TraceError> {
     let mut threads = [0u32; WARP as usize];
