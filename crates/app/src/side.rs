@@ -9,6 +9,29 @@ use super::*;
 
 impl WarpscopeApp {
     pub(super) fn side(&mut self, ui: &mut Ui) {
+        self.trace_section(ui);
+        egui::CollapsingHeader::new("Generate a kernel")
+            .default_open(true)
+            .show(ui, |ui| self.generator(ui));
+        ui.separator();
+        ui.heading("Configuration");
+        if self.panes.len() > 1 {
+            ui.horizontal(|ui| {
+                for i in 0..self.panes.len() {
+                    ui.selectable_value(&mut self.settings.active, i, format!("Pane {}", i + 1));
+                }
+            });
+        }
+        let a = self.settings.active;
+        let (preset, cfg) = &self.settings.panes[a];
+        if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
+            self.actions.push(Action::EditConfig(a, edit));
+        }
+    }
+
+    /// The shared trace (or why there is none), the active pane's own, and the buttons that
+    /// open one.
+    fn trace_section(&mut self, ui: &mut Ui) {
         ui.heading("Trace");
         match &self.trace {
             Some(t) => {
@@ -77,90 +100,74 @@ impl WarpscopeApp {
                 });
             }
         });
-        egui::CollapsingHeader::new("Generate a kernel")
-            .default_open(true)
-            .show(ui, |ui| {
-                let l = ui.label("Kernel");
-                egui::ComboBox::from_id_salt("generator")
-                    .selected_text(self.settings.generator.as_str())
-                    .show_ui(ui, |ui| {
-                        for k in warpscope_core::gen::BUILTINS {
-                            if ui
-                                .selectable_label(self.settings.generator == k.name, k.name)
-                                .on_hover_text(k.description)
-                                .clicked()
-                            {
-                                let was = std::mem::replace(
-                                    &mut self.settings.generator,
-                                    k.name.to_string(),
-                                );
-                                let now = &self.settings.generator_params;
-                                self.settings.generator_params =
-                                    shared_params((&was, k.name), k.params, now);
-                            }
-                        }
-                    })
-                    .response
-                    .labelled_by(l.id);
-                if ui
-                    .button("Write your own kernel…")
-                    .on_hover_text(
-                        "Open the kernel-language editor on this kernel (or on an example): \
+    }
+
+    /// The built-in kernels: which one, its parameters, and the buttons that generate it.
+    fn generator(&mut self, ui: &mut Ui) {
+        let l = ui.label("Kernel");
+        egui::ComboBox::from_id_salt("generator")
+            .selected_text(self.settings.generator.as_str())
+            .show_ui(ui, |ui| {
+                for k in warpscope_core::gen::BUILTINS {
+                    if ui
+                        .selectable_label(self.settings.generator == k.name, k.name)
+                        .on_hover_text(k.description)
+                        .clicked()
+                    {
+                        let was =
+                            std::mem::replace(&mut self.settings.generator, k.name.to_string());
+                        let now = &self.settings.generator_params;
+                        self.settings.generator_params =
+                            shared_params((&was, k.name), k.params, now);
+                    }
+                }
+            })
+            .response
+            .labelled_by(l.id);
+        if ui
+            .button("Write your own kernel…")
+            .on_hover_text(
+                "Open the kernel-language editor on this kernel (or on an example): \
                          CUDA-like indexing, simulated as you type",
+            )
+            .clicked()
+        {
+            let s = &self.settings;
+            self.editor
+                .open_on_generator(&s.generator, &s.generator_params);
+        }
+        let desc = warpscope_core::gen::builtin(&self.settings.generator);
+        if let Some(k) = desc {
+            ui.label(RichText::new(k.description).weak());
+        }
+        let l = ui.label("Parameters");
+        let field = ui
+            .text_edit_singleline(&mut self.settings.generator_params)
+            .labelled_by(l.id)
+            .on_hover_text("key=value pairs separated by spaces; Enter generates");
+        let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        ui.horizontal(|ui| {
+            if ui
+                .button("Generate")
+                .on_hover_text("The trace every pane shares (panes with their own keep it)")
+                .clicked()
+                || entered
+            {
+                self.actions.push(Action::Generate);
+            }
+            let a = self.settings.active;
+            if self.panes.len() > 1
+                && ui
+                    .button(format!("Generate for pane {} only", a + 1))
+                    .on_hover_text(
+                        "Only the active pane shows this kernel: compare different kernels \
+                                 side by side (naive and tiled matmul, say)",
                     )
                     .clicked()
-                {
-                    let s = &self.settings;
-                    self.editor
-                        .open_on_generator(&s.generator, &s.generator_params);
-                }
-                let desc = warpscope_core::gen::builtin(&self.settings.generator);
-                if let Some(k) = desc {
-                    ui.label(RichText::new(k.description).weak());
-                }
-                let l = ui.label("Parameters");
-                let field = ui
-                    .text_edit_singleline(&mut self.settings.generator_params)
-                    .labelled_by(l.id)
-                    .on_hover_text("key=value pairs separated by spaces; Enter generates");
-                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                ui.horizontal(|ui| {
-                    if ui
-                        .button("Generate")
-                        .on_hover_text("The trace every pane shares (panes with their own keep it)")
-                        .clicked()
-                        || entered
-                    {
-                        self.actions.push(Action::Generate);
-                    }
-                    let a = self.settings.active;
-                    if self.panes.len() > 1
-                        && ui
-                            .button(format!("Generate for pane {} only", a + 1))
-                            .on_hover_text(
-                                "Only the active pane shows this kernel: compare different kernels \
-                                 side by side (naive and tiled matmul, say)",
-                            )
-                            .clicked()
-                    {
-                        self.actions.push(Action::GenerateInPane(a));
-                    }
-                });
-            });
-        ui.separator();
-        ui.heading("Configuration");
-        if self.panes.len() > 1 {
-            ui.horizontal(|ui| {
-                for i in 0..self.panes.len() {
-                    ui.selectable_value(&mut self.settings.active, i, format!("Pane {}", i + 1));
-                }
-            });
-        }
-        let a = self.settings.active;
-        let (preset, cfg) = &self.settings.panes[a];
-        if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
-            self.actions.push(Action::EditConfig(a, edit));
-        }
+            {
+                self.actions.push(Action::GenerateInPane(a));
+            }
+        });
     }
 }
 

@@ -374,141 +374,151 @@ fn state(ui: &mut Ui, d: &SimData, s: &Snapshot, stale: bool) {
     } else {
         Outcome::Miss
     };
-    let n_sectors = d.config.cache.line_bytes / d.config.cache.sector_bytes.max(1);
     ui.columns(2, |cols| {
-        let ui = &mut cols[0];
-        ui.horizontal(|ui| {
-            ui.label(
-                RichText::new(format!(
-                    "Request {} · {}",
-                    r.request,
-                    if r.hit {
-                        "hit".to_string()
-                    } else {
-                        outcome.name().to_string()
-                    }
-                ))
-                .strong()
-                .size(16.0)
-                .color(theme::outcome(outcome)),
-            );
-            if stale {
-                ui.spinner();
-            }
-        });
-        ui.label(format!(
-            "{} {} of warp {} in CTA {} on SM {}{}",
-            if r.write { "store" } else { "load" },
-            r.inst_name,
-            r.warp,
-            r.cta,
-            r.sm,
-            r.time.map_or(String::new(), |t| format!(", cycle {t}"))
-        ));
-        ui.label(
-            RichText::new(format!(
-                "Its warp instruction: {} accesses into {} lines",
-                s.accesses.len(),
-                s.lines.len()
-            ))
-            .weak(),
-        );
-        egui::Grid::new("coalescing").striped(true).show(ui, |ui| {
-            ui.label(RichText::new("line").weak());
-            ui.label(RichText::new("threads").weak());
-            ui.end_row();
-            for g in s.lines.iter().take(32) {
-                let this = g.line_address / d.line_bytes.max(1) == r.line;
-                let text = format!("0x{:x}", g.line_address);
-                if this {
-                    ui.label(RichText::new(format!("> {text}")).strong());
-                } else {
-                    ui.label(text);
-                }
-                ui.label(ranges(&g.threads));
-                ui.end_row();
-            }
-        });
-        ui.add_space(6.0);
-        ui.label(RichText::new(format!("Issued before it on SM {}", r.sm)).weak());
-        ui.horizontal_wrapped(|ui| {
-            for u in &s.recent {
-                let c = if u.hit {
-                    theme::outcome(Outcome::Hit)
-                } else {
-                    theme::outcome(Outcome::Miss)
-                };
-                ui.label(
-                    RichText::new(format!("w{}·{}", u.warp, u.inst_name))
-                        .color(c)
-                        .monospace(),
-                )
-                .on_hover_text(format!(
-                    "request {}: warp {} of CTA {}, {}",
-                    u.request,
-                    u.warp,
-                    u.cta,
-                    if u.hit { "hit" } else { "miss" }
-                ));
-            }
-            ui.label(
-                RichText::new(format!("> w{}·{}", r.warp, r.inst_name))
-                    .strong()
-                    .monospace(),
-            );
-        });
+        request_column(&mut cols[0], d, s, outcome, stale);
+        set_column(&mut cols[1], d, s, outcome);
+    });
+}
 
-        let ui = &mut cols[1];
+/// The request at the step: its outcome, its warp instruction's lines and threads, and what
+/// its SM issued before it.
+fn request_column(ui: &mut Ui, d: &SimData, s: &Snapshot, outcome: Outcome, stale: bool) {
+    let r = &s.request;
+    ui.horizontal(|ui| {
         ui.label(
             RichText::new(format!(
-                "Set {} ({} ways)",
-                s.set,
-                d.config.cache.ways_effective()
+                "Request {} · {}",
+                r.request,
+                if r.hit {
+                    "hit".to_string()
+                } else {
+                    outcome.name().to_string()
+                }
             ))
-            .strong(),
+            .strong()
+            .size(16.0)
+            .color(theme::outcome(outcome)),
         );
-        egui::Grid::new("ways").striped(true).show(ui, |ui| {
-            for h in ["way", "line", "sectors", "dirty", &s.policy_meaning] {
-                ui.label(RichText::new(h).weak());
-            }
-            ui.end_row();
-            for (w, way) in s.ways.iter().enumerate().take(64) {
-                let colour = way.current.then(|| theme::outcome(outcome));
-                let cell = |ui: &mut Ui, t: String| match colour {
-                    Some(c) => ui.label(RichText::new(t).color(c).strong()),
-                    None => ui.label(t),
-                };
-                cell(ui, w.to_string());
-                cell(
-                    ui,
-                    way.line_address
-                        .map_or_else(|| "empty".into(), |a| format!("0x{a:x}")),
-                );
-                cell(ui, sectors(way.valid_sectors, n_sectors));
-                cell(ui, sectors(way.dirty_sectors, n_sectors));
-                cell(ui, way.policy.to_string());
-                ui.end_row();
-            }
-        });
-        if s.ways.len() > 64 {
-            ui.label(RichText::new(format!("and {} more ways", s.ways.len() - 64)).weak());
-        }
-        if let Some(v) = s.evicted {
-            ui.label(
-                RichText::new(format!("Its fill evicted line 0x{v:x}"))
-                    .color(Color32::from_rgb(230, 80, 80)),
-            );
-        }
-        if let Some((held, total)) = s.mshrs {
-            ui.label(format!(
-                "MSHRs held: {held}{}",
-                total.map_or(" (unlimited)".into(), |t| format!(" of {t}"))
-            ));
-            for (line, at) in s.in_flight.iter().take(16) {
-                ui.label(RichText::new(format!("0x{line:x} arrives at cycle {at}")).weak());
-            }
+        if stale {
+            ui.spinner();
         }
     });
+    ui.label(format!(
+        "{} {} of warp {} in CTA {} on SM {}{}",
+        if r.write { "store" } else { "load" },
+        r.inst_name,
+        r.warp,
+        r.cta,
+        r.sm,
+        r.time.map_or(String::new(), |t| format!(", cycle {t}"))
+    ));
+    ui.label(
+        RichText::new(format!(
+            "Its warp instruction: {} accesses into {} lines",
+            s.accesses.len(),
+            s.lines.len()
+        ))
+        .weak(),
+    );
+    egui::Grid::new("coalescing").striped(true).show(ui, |ui| {
+        ui.label(RichText::new("line").weak());
+        ui.label(RichText::new("threads").weak());
+        ui.end_row();
+        for g in s.lines.iter().take(32) {
+            let this = g.line_address / d.line_bytes.max(1) == r.line;
+            let text = format!("0x{:x}", g.line_address);
+            if this {
+                ui.label(RichText::new(format!("> {text}")).strong());
+            } else {
+                ui.label(text);
+            }
+            ui.label(ranges(&g.threads));
+            ui.end_row();
+        }
+    });
+    ui.add_space(6.0);
+    ui.label(RichText::new(format!("Issued before it on SM {}", r.sm)).weak());
+    ui.horizontal_wrapped(|ui| {
+        for u in &s.recent {
+            let c = if u.hit {
+                theme::outcome(Outcome::Hit)
+            } else {
+                theme::outcome(Outcome::Miss)
+            };
+            ui.label(
+                RichText::new(format!("w{}·{}", u.warp, u.inst_name))
+                    .color(c)
+                    .monospace(),
+            )
+            .on_hover_text(format!(
+                "request {}: warp {} of CTA {}, {}",
+                u.request,
+                u.warp,
+                u.cta,
+                if u.hit { "hit" } else { "miss" }
+            ));
+        }
+        ui.label(
+            RichText::new(format!("> w{}·{}", r.warp, r.inst_name))
+                .strong()
+                .monospace(),
+        );
+    });
+}
+
+/// The request's set after it: each way's line, sectors, dirty sectors and policy state, what
+/// its fill evicted, the MSHRs in use.
+fn set_column(ui: &mut Ui, d: &SimData, s: &Snapshot, outcome: Outcome) {
+    let n_sectors = d.config.cache.line_bytes / d.config.cache.sector_bytes.max(1);
+    ui.label(
+        RichText::new(format!(
+            "Set {} ({} ways)",
+            s.set,
+            d.config.cache.ways_effective()
+        ))
+        .strong(),
+    );
+    egui::Grid::new("ways").striped(true).show(ui, |ui| {
+        for h in ["way", "line", "sectors", "dirty", &s.policy_meaning] {
+            ui.label(RichText::new(h).weak());
+        }
+        ui.end_row();
+        for (w, way) in s.ways.iter().enumerate().take(64) {
+            let colour = way.current.then(|| theme::outcome(outcome));
+            let cell = |ui: &mut Ui, t: String| match colour {
+                Some(c) => ui.label(RichText::new(t).color(c).strong()),
+                None => ui.label(t),
+            };
+            cell(ui, w.to_string());
+            cell(
+                ui,
+                way.line_address
+                    .map_or_else(|| "empty".into(), |a| format!("0x{a:x}")),
+            );
+            cell(ui, sectors(way.valid_sectors, n_sectors));
+            cell(ui, sectors(way.dirty_sectors, n_sectors));
+            cell(ui, way.policy.to_string());
+            ui.end_row();
+        }
+    });
+    if s.ways.len() > 64 {
+        ui.label(RichText::new(format!("and {} more ways", s.ways.len() - 64)).weak());
+    }
+    if let Some(v) = s.evicted {
+        ui.label(
+            RichText::new(format!("Its fill evicted line 0x{v:x}"))
+                .color(Color32::from_rgb(230, 80, 80)),
+        );
+    }
+    if let Some((held, total)) = s.mshrs {
+        ui.label(format!(
+            "MSHRs held: {held}{}",
+            total.map_or(" (unlimited)".into(), |t| format!(" of {t}"))
+        ));
+        for (line, at) in s.in_flight.iter().take(16) {
+            ui.label(RichText::new(format!("0x{line:x} arrives at cycle {at}")).weak());
+        }
+    }
 }
 
 /// The requests around the cursor: those issued so far by outcome, the rest grey, the cursor
