@@ -545,9 +545,8 @@ impl AddressView {
             }
             drawn
         });
-        if shown_raster.is_some() {
-            self.shown_raster = shown_raster;
-        }
+        // None before drawing (`ui`): the raster shown in this frame, if any.
+        self.shown_raster = shown_raster;
         resp
     }
 

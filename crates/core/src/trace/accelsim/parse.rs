@@ -397,10 +397,9 @@ impl<'t> Line<'t, '_> {
             .ok_or_else(|| self.err(format!("{}, found `{}`", expected(), lex::show(s))))
     }
     /// The end of the line: one optional immediate may follow.
-    fn end(self) -> Result<(), TraceError> {
-        let err = |m| TraceError::parse(self.file, Location::Line(self.n), m);
-        match self.fields.count() {
-            rest @ 2.. => Err(err(format!(
+    fn end(&mut self) -> Result<(), TraceError> {
+        match self.fields.by_ref().count() {
+            rest @ 2.. => Err(self.err(format!(
                 "{rest} unexpected fields at the end of the instruction line"
             ))),
             _ => Ok(()),
@@ -520,11 +519,9 @@ fn instruction(
     }
     let addrs = &mut tb.addrs;
     addresses(&mut line, &mut addrs[..lanes])?;
-    let too_many = rows.len() + lanes >= u32::MAX as usize;
-    let err = line.err("more than 2^32 accesses in one kernel".into());
     line.end()?;
-    if too_many {
-        return Err(err);
+    if rows.len() + lanes >= u32::MAX as usize {
+        return Err(line.err("more than 2^32 accesses in one kernel".into()));
     }
     let (kind, space) = classify(opcode);
     let flags = super::super::model::pack_flags(kind, space);
