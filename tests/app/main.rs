@@ -1,17 +1,10 @@
-//! The desktop app driven through egui_kittest without a window, and the two shells (app and
-//! CLI) against each other. One test binary (each file a module).
+//! The desktop app beside the CLI, end to end and through the app's public API: the two shells
+//! report the same for the same trace and configuration, and a sweep table the CLI writes
+//! opens in the app. One test binary (each file a module). The app's own flows and views are
+//! tested inside its crate (`crates/app/src/tests`).
 #![cfg(feature = "gui")]
 
-mod editor;
-mod explain;
-mod flows;
-mod panes;
 #[path = "../common/run.rs"]
 mod run;
 mod shells;
-mod streamed;
-mod support;
 mod sweep;
-#[path = "../common/traces.rs"]
-mod traces;
-mod views;

@@ -1,16 +1,16 @@
 //! The two shells over the core give the same report for the same trace and configuration:
 //! the CLI (`warpscope sim --trace FILE --config C --json`, which streams a trace where it can) and
-//! the app (a trace loaded by its job, simulated by its pane job). The configuration comes
-//! from one file, read by each shell through `config::file`.
+//! the app (opened on the file, its report exported as JSON), both through their public faces.
+//! The configuration comes from one file, read by each shell through `config::file`.
 #![cfg(all(feature = "gui", feature = "cli"))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use warpscope::app::job::{Job, Wake};
-use warpscope::app::worker::{self, Loaded, Source};
+use egui_kittest::Harness;
+use warpscope::app::{Settings, Startup, WarpscopeApp};
 use warpscope::config::{self, SimConfig};
 
 fn sample(name: &str) -> PathBuf {
@@ -38,32 +38,44 @@ fn cli(trace: &Path, cfg: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
-/// The app's report of `trace` under the configuration file `cfg`, as its jobs make it: the
-/// file read whole, or with `streamed` read by the simulation as it runs (as the app does for
-/// large files).
+/// The app's report of `trace` under the configuration file `cfg`, as a user gets it: the app
+/// opened on the file with that configuration in its pane, the report exported as JSON once the
+/// pane shows its result. With `streamed` the app streams the file (read by the simulation as it
+/// runs, as it does for large files) instead of loading it whole.
 fn app(trace: &Path, cfg: &Path, streamed: bool) -> serde_json::Value {
-    let wake: Wake = Arc::new(|| {});
-    let source = Source::File {
-        path: trace.to_path_buf(),
-        format: None,
-        allow_truncated: false,
-        whole_up_to: if streamed { 0 } else { u64::MAX },
-    };
-    let mut load = Job::spawn("load", &wake, move |p| worker::load_source(source, p));
-    let loaded = load
-        .wait(Duration::from_secs(120))
-        .expect("loaded in time")
-        .unwrap_or_else(|e| panic!("loading {}: {e:?}", trace.display()));
-    let Loaded::Trace(data) = loaded else {
-        panic!("a file is never too large to load")
-    };
+    let mut settings = Settings::default();
     let config = config::file::load(cfg).expect("the configuration loads");
-    let mut sim = Job::spawn("sim", &wake, move |p| worker::simulate(config, &data, p));
-    let result = sim
-        .wait(Duration::from_secs(120))
-        .expect("simulated in time")
-        .unwrap_or_else(|e| panic!("simulating: {e:?}"));
-    serde_json::to_value(&result.report).expect("the report serializes")
+    settings.panes = vec![(cfg.display().to_string(), config)];
+    let startup = Startup {
+        file: Some(trace.to_path_buf()),
+        stream: streamed,
+        ..Startup::default()
+    };
+    let app = WarpscopeApp::new(settings, startup, Arc::new(|| {}));
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut WarpscopeApp| app.ui(ui), app);
+    let until = |h: &mut Harness<'static, WarpscopeApp>,
+                 what: &str,
+                 done: &dyn Fn(&WarpscopeApp) -> bool| {
+        let start = Instant::now();
+        while !done(h.state()) {
+            h.step();
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{}: {what}",
+                trace.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    until(&mut h, "the pane's result", &|a| a.settled());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.json");
+    h.state_mut().export_report(out.clone());
+    until(&mut h, "the export", &|a| a.idle());
+    let text = std::fs::read_to_string(&out).expect("the app wrote its report");
+    serde_json::from_str(&text).expect("one JSON object")
 }
 
 fn config_file(dir: &Path, name: &str, cfg: &SimConfig) -> PathBuf {

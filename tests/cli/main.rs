@@ -8,5 +8,6 @@ mod doc_commands;
 mod run;
 mod slurm;
 mod sweep_shards;
+mod sweep_tables;
 #[path = "../common/traces.rs"]
 mod traces;

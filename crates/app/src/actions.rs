@@ -46,7 +46,7 @@ impl WarpscopeApp {
     /// The folder a file dialog opens in: the last one used; for saving, the first of the
     /// last folder, the current folder, the home folder and the temporary folder that can be
     /// written (a trace's folder is often read-only).
-    pub fn start_dir(&self, purpose: Purpose) -> PathBuf {
+    pub(crate) fn start_dir(&self, purpose: Purpose) -> PathBuf {
         let last = self.settings.last_dir.clone().filter(|d| d.is_dir());
         let cwd = std::env::current_dir().ok();
         if !purpose.saves() {
@@ -188,7 +188,7 @@ impl WarpscopeApp {
     }
 
     /// Re-runs the active pane while writing every request to a table (on a worker).
-    pub fn export_requests(&mut self, path: PathBuf) {
+    pub(crate) fn export_requests(&mut self, path: PathBuf) {
         let Some(trace) = self.pane_trace(self.settings.active) else {
             return;
         };

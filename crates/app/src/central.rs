@@ -115,7 +115,8 @@ impl WarpscopeApp {
             });
     }
 
-    pub fn summary(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn summary(&self) -> String {
         let configs: Vec<&SimConfig> = self.settings.panes.iter().map(|p| &p.1).collect();
         let diffs = differences(&configs);
         self.panes

@@ -6,7 +6,7 @@
 //! owner that asked for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 
 /// Called from a job's thread when it finishes (the app asks for a repaint).
@@ -149,11 +149,12 @@ impl<T> Job<T> {
         }
     }
     /// Waits up to `timeout` for the result (tests and the screenshot mode).
+    #[cfg(any(test, feature = "bench"))]
     pub fn wait(&mut self, timeout: std::time::Duration) -> Option<Finished<T>> {
         match self.rx.recv_timeout(timeout) {
             Ok(r) => Some(r),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(Err(stopped())),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Err(stopped())),
         }
     }
 }

@@ -12,7 +12,7 @@ const LESSON_BESIDE_SIDE_PANEL: f32 = 1280.0;
 
 impl WarpscopeApp {
     /// Opens lesson `name`: its panes, their settings and kernels, and its text.
-    pub fn open_lesson(&mut self, name: &str, now: f64) {
+    pub(crate) fn open_lesson(&mut self, name: &str, now: f64) {
         let l = match warpscope_core::lesson::lesson(name) {
             Ok(l) => l,
             Err(e) => {

@@ -15,25 +15,30 @@ mod actions;
 mod central;
 mod chrome;
 mod commands;
-pub mod config_panel;
-pub mod data;
+mod config_panel;
+mod data;
 mod editor;
-pub mod files;
-pub mod job;
+mod files;
+mod job;
 mod lesson_panel;
 mod over_time;
 mod pane_trace;
-pub mod raster;
+mod raster;
 mod screenshots;
 mod side;
-pub mod streamed;
+mod streamed;
 mod sweep_run;
-pub mod sweep_view;
-pub mod theme;
-pub mod views;
+mod sweep_view;
+mod theme;
+mod views;
 mod window;
 mod work;
-pub mod worker;
+mod worker;
+
+#[cfg(feature = "bench")]
+pub mod bench;
+#[cfg(test)]
+mod tests;
 
 pub use actions::write_png;
 pub use central::differences;
@@ -74,19 +79,19 @@ pub const START_PRESET: &str = "fermi-16k";
 pub struct Settings {
     /// One configuration per pane, with the preset it started from.
     pub panes: Vec<(String, SimConfig)>,
-    pub active: usize,
-    pub view: View,
-    pub colour: ColourBy,
-    pub set_metric: SetMetric,
-    pub misses: MissOptions,
-    pub recent: Vec<PathBuf>,
-    pub dark: bool,
-    pub generator: String,
-    pub generator_params: String,
+    pub(crate) active: usize,
+    pub(crate) view: View,
+    pub(crate) colour: ColourBy,
+    pub(crate) set_metric: SetMetric,
+    pub(crate) misses: MissOptions,
+    pub(crate) recent: Vec<PathBuf>,
+    pub(crate) dark: bool,
+    pub(crate) generator: String,
+    pub(crate) generator_params: String,
     /// The last directory a file was chosen in.
-    pub last_dir: Option<PathBuf>,
+    pub(crate) last_dir: Option<PathBuf>,
     /// The side panel (trace and configuration) is shown; hidden, the panes take its room.
-    pub side_panel: bool,
+    pub(crate) side_panel: bool,
 }
 
 impl Default for Settings {
@@ -113,45 +118,45 @@ impl Default for Settings {
 
 /// A pane's live state.
 #[derive(Default)]
-pub struct Pane {
+pub(crate) struct Pane {
     /// The newest result, kept on screen (marked stale) while a new one is computed.
-    pub result: Option<Arc<SimData>>,
+    pub(crate) result: Option<Arc<SimData>>,
     /// Numbers results (unique across panes), so cached drawings know when to redraw and a
     /// raster never lands on another pane after one is closed.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// Numbers the runs whose results the pane shows (unique across panes): a streamed run's
     /// previews and its result share one, so a raster of an earlier preview can stand in
     /// until the newest one's is drawn. Set when a result of the run in `sim` comes.
-    pub run: u64,
+    pub(crate) run: u64,
     /// The run of `sim`.
-    pub sim_run: u64,
-    pub stale: bool,
+    pub(crate) sim_run: u64,
+    pub(crate) stale: bool,
     /// The running simulation whose result this pane waits for.
-    pub sim: Option<Job<Arc<SimData>>>,
+    pub(crate) sim: Option<Job<Arc<SimData>>>,
     /// Where that simulation, streaming a trace, leaves previews of its result so far.
-    pub preview: Option<data::PreviewSlot>,
+    pub(crate) preview: Option<data::PreviewSlot>,
     /// The whole run's result while the detail of a window of it is shown (or computed).
-    pub whole: Option<Arc<SimData>>,
+    pub(crate) whole: Option<Arc<SimData>>,
     /// Time of the last change not yet submitted.
-    pub dirty_since: Option<f64>,
-    pub error: Option<String>,
+    pub(crate) dirty_since: Option<f64>,
+    pub(crate) error: Option<String>,
     /// The views of this pane's result (each with the jobs it started).
-    pub views: PaneViews,
+    pub(crate) views: PaneViews,
     /// A trace of this pane's own (another kernel side by side); `None` shows the shared one.
-    pub own_trace: Option<Arc<TraceData>>,
+    pub(crate) own_trace: Option<Arc<TraceData>>,
     /// Loading or generating this pane's own trace.
-    pub trace_load: Option<Job<Loaded>>,
+    pub(crate) trace_load: Option<Job<Loaded>>,
     /// The kernel and parameters being generated for this pane.
-    pub trace_job: Option<(String, String)>,
+    pub(crate) trace_job: Option<(String, String)>,
 }
 
 impl Pane {
     /// This pane's view of type `T` (`pane.view::<AddressView>()`).
-    pub fn view<T: PaneView>(&self) -> Option<&T> {
+    pub(crate) fn view<T: PaneView>(&self) -> Option<&T> {
         self.views.of()
     }
     /// This pane's view of type `T`, to change.
-    pub fn view_mut<T: PaneView>(&mut self) -> Option<&mut T> {
+    pub(crate) fn view_mut<T: PaneView>(&mut self) -> Option<&mut T> {
         self.views.of_mut()
     }
 }
@@ -208,10 +213,10 @@ enum Action {
 }
 
 pub struct WarpscopeApp {
-    pub settings: Settings,
-    pub panes: Vec<Pane>,
-    pub trace: Option<Arc<TraceData>>,
-    pub status: Status,
+    pub(crate) settings: Settings,
+    pub(crate) panes: Vec<Pane>,
+    pub(crate) trace: Option<Arc<TraceData>>,
+    pub(crate) status: Status,
     /// Asks the UI for a repaint (from job threads).
     wake: Wake,
     /// Loading or generating the shared trace.
@@ -219,21 +224,21 @@ pub struct WarpscopeApp {
     /// Exports running, each reporting a message.
     tasks: Vec<Job<String>>,
     dialog: Option<NativeDialog>,
-    pub browser: Option<Browser>,
+    pub(crate) browser: Option<Browser>,
     /// Use the in-app browser even where a native dialog may open (tests).
-    pub in_app_dialogs: bool,
+    pub(crate) in_app_dialogs: bool,
     actions: Vec<Action>,
     /// The central area (for PNG export of the view).
-    pub view_rect: egui::Rect,
+    pub(crate) view_rect: egui::Rect,
     /// Each pane's cell in the last frame.
-    pub pane_rects: Vec<egui::Rect>,
+    pub(crate) pane_rects: Vec<egui::Rect>,
     /// A PNG export waiting for its screenshot: path.
     pending_png: Option<PathBuf>,
     /// The address-view request hovered in the last frame (pane, generation, request), for
     /// the linked panes' tooltips.
-    pub hover: Option<(usize, u64, usize)>,
+    pub(crate) hover: Option<(usize, u64, usize)>,
     /// The communication view of the loaded trace (its report and display choices).
-    pub comm: CommView,
+    pub(crate) comm: CommView,
     /// The communication analysis of the loaded trace, and the density map being prepared.
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
@@ -241,32 +246,32 @@ pub struct WarpscopeApp {
     runs_numbered: u64,
     /// Generators stop (and ask) once projected past this many accesses: what fits in the
     /// memory free at start ([`memory_budget_accesses`]); `None` = no limit.
-    pub max_generated_accesses: Option<u64>,
+    pub(crate) max_generated_accesses: Option<u64>,
     /// The kernel-language editor.
-    pub editor: editor::Editor,
+    pub(crate) editor: editor::Editor,
     /// The lesson open beside the panes.
-    pub lesson: Option<warpscope_core::lesson::Lesson>,
+    pub(crate) lesson: Option<warpscope_core::lesson::Lesson>,
     /// The sweep form and the sweep it runs.
-    pub sweep_run: sweep_run::SweepRun,
+    pub(crate) sweep_run: sweep_run::SweepRun,
     /// The window's width in points, as of the last frame (layout decisions outside `ui`).
     window_width: f32,
     /// A merged sweep table shown as a heatmap.
-    pub sweep: sweep_view::SweepView,
+    pub(crate) sweep: sweep_view::SweepView,
     /// The kernel and parameters being generated.
     load_job: Option<(String, String)>,
     /// The file being loaded.
     load_file: Option<PathBuf>,
     /// A file whose load failed, offered again keeping its complete kernels.
-    pub failed_file: Option<PathBuf>,
+    pub(crate) failed_file: Option<PathBuf>,
     /// A generator stopped because its trace would not fit: the question shown to the user.
-    pub too_large: Option<TooLarge>,
+    pub(crate) too_large: Option<TooLarge>,
     /// The instruction the address view is limited to (clicked in the miss table).
-    pub only: Option<data::InstFilter>,
+    pub(crate) only: Option<data::InstFilter>,
     /// The trace of the pane it was clicked in ([`pane_trace::trace_id`]).
     only_trace: Option<usize>,
     /// The largest trace file (bytes on disk) read whole; larger ones are streamed
     /// ([`worker::WHOLE_UP_TO`]; 0 with `--stream`).
-    pub whole_up_to: u64,
+    pub(crate) whole_up_to: u64,
 }
 
 /// A generated trace that would not fit in memory, waiting for the user's decision.

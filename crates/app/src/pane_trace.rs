@@ -21,19 +21,19 @@ pub fn trace_id(t: &Arc<TraceData>) -> usize {
 
 impl WarpscopeApp {
     /// The trace pane `i` shows: its own, else the shared one.
-    pub fn pane_trace(&self, i: usize) -> Option<Arc<TraceData>> {
+    pub(crate) fn pane_trace(&self, i: usize) -> Option<Arc<TraceData>> {
         let p = self.panes.get(i)?;
         p.own_trace.clone().or_else(|| self.trace.clone())
     }
 
     /// True when some pane shows a trace of its own.
-    pub fn traces_differ(&self) -> bool {
+    pub(crate) fn traces_differ(&self) -> bool {
         self.panes.iter().any(|p| p.own_trace.is_some())
     }
 
     /// Generates a built-in kernel's trace for pane `pane` only; like
     /// [`WarpscopeApp::generate`], one that would not fit in memory stops and asks first.
-    pub fn generate_in_pane(&mut self, pane: usize, kernel: String, params: String) {
+    pub(crate) fn generate_in_pane(&mut self, pane: usize, kernel: String, params: String) {
         let limit = self.max_generated_accesses;
         self.generate_in_pane_limited(pane, kernel, params, limit);
     }
@@ -61,7 +61,7 @@ impl WarpscopeApp {
     }
 
     /// Loads a trace file for pane `pane` only.
-    pub fn open_in_pane(&mut self, pane: usize, path: PathBuf) {
+    pub(crate) fn open_in_pane(&mut self, pane: usize, path: PathBuf) {
         let label = format!("Loading {} for pane {}", path.display(), pane + 1);
         let source = Source::File {
             whole_up_to: self.whole_up_to,
@@ -88,7 +88,7 @@ impl WarpscopeApp {
     }
 
     /// Pane `pane` goes back to the shared trace.
-    pub fn share_trace(&mut self, pane: usize, now: f64) {
+    pub(crate) fn share_trace(&mut self, pane: usize, now: f64) {
         let Some(p) = self.panes.get_mut(pane) else {
             return;
         };

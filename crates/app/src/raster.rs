@@ -89,8 +89,6 @@ pub struct Raster {
     pub generation: u64,
     pub view: View,
     pub image: ColorImage,
-    /// Requests inside the view.
-    pub in_view: u64,
     pub placement: Placement,
 }
 
@@ -202,10 +200,8 @@ impl Placement {
     }
 }
 
-/// Bins the requests of `data` inside `view` into pixels, brighter the more requests a pixel
-/// holds (log scale). Coloured by outcome, a pixel shows its miss share: from the hit colour
-/// (no misses) to the colour of its most recent miss class (all misses), so misses never
-/// vanish under hits. Otherwise a pixel takes its last request's colour.
+/// The raster of `data` inside `view` and the requests in it, drawn to the end (tests).
+#[cfg(test)]
 pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
     let drawn = rasterize_until(data, view, &|| true);
     drawn.unwrap_or_else(|| (ColorImage::new([1, 1], vec![Color32::TRANSPARENT]), 0))
@@ -213,18 +209,21 @@ pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
 
 /// Draws the raster `req` asks for as a job: a newer request drops this one, which stops it.
 pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
-    let (image, in_view) = rasterize_until(&req.data, &req.view, &|| !progress.cancelled())
+    let (image, _) = rasterize_until(&req.data, &req.view, &|| !progress.cancelled())
         .ok_or(JobError::Cancelled)?;
     Ok(Raster {
         generation: req.generation,
         view: req.view,
         image,
-        in_view,
         placement: req.placement,
     })
 }
 
-/// [`rasterize`], asking `go_on` every 2^16 requests and giving up (`None`) when it says no.
+/// Bins the requests of `data` inside `view` into pixels, brighter the more requests a pixel
+/// holds (log scale), and counts them. Coloured by outcome, a pixel shows its miss share: from
+/// the hit colour (no misses) to the colour of its most recent miss class (all misses), so
+/// misses never vanish under hits. Otherwise a pixel takes its last request's colour. Asks
+/// `go_on` every 2^16 requests and gives up (`None`) when it says no.
 fn rasterize_until(
     data: &SimData,
     view: &View,

@@ -109,6 +109,7 @@ impl SweepTable {
     }
 
     /// One cell of [`Self::grid`]: key `x`'s `xi`-th value, key `y`'s `yi`-th.
+    #[cfg(test)]
     pub fn cell(&self, s: &Selection, xi: usize, yi: usize) -> Option<f64> {
         self.grid(s).get(yi)?.get(xi).copied().flatten()
     }

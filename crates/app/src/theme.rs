@@ -18,6 +18,7 @@ pub fn outcome(o: Outcome) -> Color32 {
 
 /// What a text calls the colours above (lessons, docs): the word for each outcome, then for
 /// the timing model's latency and MSHR classes. A test holds the lessons to these words.
+#[cfg(test)]
 pub const COLOUR_NAMES: [(&str, &str); 7] = [
     ("hit", "green"),
     ("compulsory", "blue"),

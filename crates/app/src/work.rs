@@ -14,13 +14,13 @@ use super::*;
 
 impl WarpscopeApp {
     /// Starts loading a trace file.
-    pub fn open(&mut self, path: PathBuf) {
+    pub(crate) fn open(&mut self, path: PathBuf) {
         self.load(path, false);
     }
 
     /// Starts loading a trace file; with `allow_truncated`, keeps the complete kernels before
     /// an error (the CLI's `--allow-truncated`).
-    pub fn load(&mut self, path: PathBuf, allow_truncated: bool) {
+    pub(crate) fn load(&mut self, path: PathBuf, allow_truncated: bool) {
         let label = format!("Loading {}", path.display());
         self.status = Status::Info(label.clone());
         self.load_job = None;
@@ -41,7 +41,7 @@ impl WarpscopeApp {
 
     /// Starts generating a built-in kernel's trace; one projected to need more memory than
     /// the machine has free stops early and asks first ([`WarpscopeApp::too_large`]).
-    pub fn generate(&mut self, kernel: String, params: String) {
+    pub(crate) fn generate(&mut self, kernel: String, params: String) {
         let limit = self.max_generated_accesses;
         self.generate_limited(kernel, params, limit);
     }
@@ -118,7 +118,7 @@ impl WarpscopeApp {
     }
 
     /// Adds a pane (a copy of the active one) for side-by-side comparison.
-    pub fn add_pane(&mut self, now: f64) {
+    pub(crate) fn add_pane(&mut self, now: f64) {
         if self.panes.len() >= MAX_PANES {
             return;
         }
@@ -134,7 +134,7 @@ impl WarpscopeApp {
         self.settings.active = self.panes.len() - 1;
     }
 
-    pub fn remove_pane(&mut self, i: usize) {
+    pub(crate) fn remove_pane(&mut self, i: usize) {
         if self.panes.len() <= 1 || i >= self.panes.len() {
             return;
         }
@@ -150,7 +150,7 @@ impl WarpscopeApp {
     }
 
     /// Takes finished jobs and starts due simulations. Called every frame.
-    pub fn update_jobs(&mut self, now: f64) {
+    pub(crate) fn update_jobs(&mut self, now: f64) {
         if let Some(r) = take_finished(&mut self.loading) {
             self.loaded(r, now);
         }
@@ -283,7 +283,7 @@ impl WarpscopeApp {
     /// Shows every request of `window` of pane `i`'s streamed run (the file read again up to
     /// its end, as a job), or with `None` the whole run's result again. The whole run's result
     /// is kept while a detail is shown.
-    pub fn detail(&mut self, i: usize, window: Option<std::ops::Range<u64>>) {
+    pub(crate) fn detail(&mut self, i: usize, window: Option<std::ops::Range<u64>>) {
         let Some(trace) = self.pane_trace(i) else {
             return;
         };
@@ -388,7 +388,7 @@ impl WarpscopeApp {
     }
 
     /// The jobs running, for the status bar: label and progress (whose `cancel` stops it).
-    pub fn running(&self) -> Vec<(&str, &Arc<Progress>)> {
+    pub(crate) fn running(&self) -> Vec<(&str, &Arc<Progress>)> {
         fn of<T>(j: &Job<T>) -> (&str, &Arc<Progress>) {
             (j.label(), j.progress())
         }
@@ -405,7 +405,7 @@ impl WarpscopeApp {
 
     /// Sets the active pane's configuration (tests and scripts); it re-runs after the
     /// debounce.
-    pub fn set_config(&mut self, pane: usize, preset: &str, cfg: SimConfig, now: f64) {
+    pub(crate) fn set_config(&mut self, pane: usize, preset: &str, cfg: SimConfig, now: f64) {
         if let (Some(s), Some(p)) = (self.settings.panes.get_mut(pane), self.panes.get_mut(pane)) {
             *s = (preset.to_string(), cfg);
             p.dirty_since = Some(now);
@@ -421,5 +421,14 @@ impl WarpscopeApp {
                 .panes
                 .iter()
                 .all(|p| p.dirty_since.is_none() && !p.views.busy())
+    }
+
+    /// True when a trace is loaded, every pane shows a result of it under its configuration
+    /// (none stale) and nothing else runs: what a script driving the app waits for before it
+    /// exports or takes a screenshot.
+    pub fn settled(&self) -> bool {
+        self.idle()
+            && self.trace.is_some()
+            && self.panes.iter().all(|p| p.result.is_some() && !p.stale)
     }
 }

@@ -279,6 +279,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// The trace data of a loaded trace shared with jobs (a convenience for callers that hold a
 /// bare [`Trace`]).
+#[cfg(test)]
 pub fn shared(trace: Trace, label: &str) -> Arc<TraceData> {
     Arc::new(TraceData::new(trace, label.to_string(), None, None))
 }

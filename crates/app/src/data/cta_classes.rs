@@ -40,14 +40,6 @@ impl CtaClasses {
         self.len = slots;
     }
 
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Counts a request of CTA `slot` (a slot past the end is ignored). Hits and misses the
     /// model does not classify count nowhere.
     #[inline]
@@ -111,6 +103,7 @@ impl CtaClasses {
     }
 
     /// The bytes held on the heap (the map's entries at their size, without its overhead).
+    #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
         self.counts.heap_bytes() + self.spill.capacity() * std::mem::size_of::<(u64, u64)>()
     }

@@ -63,10 +63,6 @@ impl CtaRows {
         self.at.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
     /// Row `i` of the table.
     pub fn row(&self, i: usize) -> Option<MissRow> {
         let r = self.table.row_at(*self.at.get(i)?)?;
@@ -89,6 +85,7 @@ impl CtaRows {
     }
 
     /// The bytes held on the heap, the report's shared blocks as this table's share.
+    #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
         self.table.heap_bytes()
             + self.at.capacity() * std::mem::size_of::<RowAt>()

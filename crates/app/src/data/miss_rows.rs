@@ -79,6 +79,7 @@ impl MissTables {
         }
     }
     /// Every row of one table, made.
+    #[cfg(test)]
     pub fn rows(&self, per: Per) -> Vec<MissRow> {
         (0..self.len(per))
             .filter_map(|i| self.row(per, i).map(Cow::into_owned))

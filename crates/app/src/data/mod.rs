@@ -218,9 +218,11 @@ impl ClassSplit {
     pub fn get(&self, write: bool, o: Outcome) -> u64 {
         self.counts[write as usize][o as usize]
     }
+    #[cfg(test)]
     pub fn misses(&self) -> u64 {
         self.counts.iter().map(|r| r[1..].iter().sum::<u64>()).sum()
     }
+    #[cfg(test)]
     pub fn total(&self) -> u64 {
         self.counts.iter().map(|r| r.iter().sum::<u64>()).sum()
     }
@@ -319,6 +321,7 @@ impl XAxis {
         }
     }
 
+    #[cfg(test)]
     pub fn is_time(&self) -> bool {
         matches!(self, XAxis::Time { .. })
     }
@@ -441,18 +444,18 @@ impl IdCounts {
 
 pub mod checkpoints;
 mod gather;
-pub use gather::{Gather, Preview, PreviewSlot, Slots, SAMPLE_POINTS};
-pub use sim::Counted;
+#[cfg(test)]
+pub use gather::SAMPLE_POINTS;
+pub use gather::{Gather, Preview, PreviewSlot, Slots};
 mod cta_classes;
 pub use cta_classes::{Classes, CtaClasses};
 mod cta_rows;
-pub use cta_rows::CtaRows;
 mod miss_rows;
 mod set_grid;
 pub use set_grid::{SetGrid, SetMetric};
 mod points;
 mod segments;
-pub use miss_rows::{ClassCounts, MissRow, MissTables, Per};
+pub use miss_rows::{MissRow, MissTables, Per};
 pub use segments::array_labels;
 mod sim;
 

@@ -117,6 +117,7 @@ struct AddressJobs {
 
 impl AddressView {
     /// The x range (requests or cycles) the plot showed in the last frame.
+    #[cfg(test)]
     pub fn shown_x(&self) -> Option<(f64, f64)> {
         self.shown_x
     }
@@ -136,6 +137,7 @@ impl AddressView {
         }
     }
     /// The generation of the result whose raster the plot showed in the last frame.
+    #[cfg(test)]
     pub fn shown_raster(&self) -> Option<u64> {
         self.shown_raster
     }
@@ -147,6 +149,7 @@ impl AddressView {
     }
     /// The last linked lookup (source pane, source generation, source request, this pane's
     /// generation) and the request it found here.
+    #[cfg(test)]
     pub fn linked(&self) -> Option<(LinkKey, Option<usize>)> {
         self.linked
     }

@@ -100,6 +100,7 @@ impl CommView {
     }
 
     /// Whether the analysis runs.
+    #[cfg(test)]
     pub fn analyzing(&self) -> bool {
         self.analysis.is_some()
     }
@@ -335,7 +336,6 @@ pub struct DensityRequest {
     pub report: Arc<CommReport>,
     pub launches: Option<(u32, u32)>,
     pub counts: bool,
-    pub key: DensityKey,
 }
 
 impl CommView {
@@ -420,7 +420,6 @@ impl CommView {
                 report: r.clone(),
                 launches: st.launches,
                 counts: st.counts,
-                key,
             });
         }
         if !current {

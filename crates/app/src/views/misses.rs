@@ -23,7 +23,7 @@ pub const ENTRY: super::Entry = super::Entry {
     new: Some(|| Box::new(MissesView::default())),
 };
 
-pub use crate::data::{ClassCounts, Per};
+pub use crate::data::Per;
 
 /// Sort order of the miss tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -294,15 +294,20 @@ mod reuse;
 mod sets;
 pub mod step;
 
-pub use address::{linked_request, AddressView, MARKER_LIMIT};
-pub use address_hover::{store_note, timing_result};
+pub use address::AddressView;
 pub use comm::CommView;
 pub use command::{Command, LinkedHover, PaneCx, PaneView, Polled};
-pub use misses::MissesView;
 pub use performance::PerformanceView;
-pub use reuse::{distance_bin_x, limit_x, ReuseView};
-pub use sets::{set_label, set_marks, SetMetric, SetsView};
+pub use sets::SetMetric;
 pub use step::StepView;
+// What only the app's tests name from outside the views.
+#[cfg(test)]
+pub use {
+    address::{linked_request, MARKER_LIMIT},
+    address_hover::{store_note, timing_result},
+    reuse::{distance_bin_x, limit_x},
+    sets::{set_label, set_marks},
+};
 
 #[cfg(test)]
 mod tests {

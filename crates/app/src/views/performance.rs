@@ -80,6 +80,7 @@ impl PerformanceView {
     }
 
     /// Moves the occupancy slider (as a user would), for the screenshot plan and tests.
+    #[cfg(test)]
     pub fn set_active_blocks(&mut self, blocks: Option<u32>) {
         self.active_blocks = blocks;
     }

@@ -160,6 +160,7 @@ impl StepView {
         self.cursor = i;
     }
     /// Whether the state of the request shown is still to come.
+    #[cfg(test)]
     pub fn waiting(&self, generation: u64) -> bool {
         self.shown
             .as_ref()

@@ -2,7 +2,7 @@
 //! a mistake is shown at its line and column while the last good trace stays.
 use egui_kittest::kittest::Queryable;
 
-use crate::support;
+use super::support;
 use support::*;
 
 #[test]
@@ -75,7 +75,9 @@ fn a_kernel_typed_in_the_editor_is_simulated_and_a_mistake_keeps_the_last_good_t
     // The pane's result is the new trace's.
     let d = h.state().panes[0].result.clone().unwrap();
     let t = h.state().trace.clone().unwrap();
-    let direct = warpscope::sim::run(&d.config, &t.trace, &mut warpscope::sim::NoObserver).unwrap();
+    let direct =
+        warpscope_core::sim::run(&d.config, &t.trace, &mut warpscope_core::sim::NoObserver)
+            .unwrap();
     assert!(!h.state().panes[0].stale);
     assert_eq!(d.report.totals, direct.totals);
     assert_ne!(d.report.totals.accesses, 0);
@@ -143,7 +145,7 @@ fn a_lesson_opens_its_panes_with_their_kernels_and_settings_and_its_text_beside_
     let mut h = harness(app("vecadd", "n=1024"));
     settle(&mut h);
     click(&mut h, "Lessons");
-    let l = warpscope::lesson::lesson("set-conflicts").unwrap();
+    let l = warpscope_core::lesson::lesson("set-conflicts").unwrap();
     click(&mut h, &l.title);
     settle(&mut h);
     step_until(&mut h, "the lesson's panes", |a| {
@@ -160,10 +162,12 @@ fn a_lesson_opens_its_panes_with_their_kernels_and_settings_and_its_text_beside_
         let pane = &h.state().panes[i];
         assert_eq!(h.state().settings.panes[i].1, p.config);
         let words: Vec<String> = p.params.split_whitespace().map(String::from).collect();
-        let pairs = warpscope::gen::parse_pairs(&words).unwrap();
-        let t = warpscope::gen::source::generate(p.source, &p.source_name, &pairs, None).unwrap();
+        let pairs = warpscope_core::gen::parse_pairs(&words).unwrap();
+        let t =
+            warpscope_core::gen::source::generate(p.source, &p.source_name, &pairs, None).unwrap();
         assert_eq!(pane.own_trace.as_ref().unwrap().trace, t);
-        let direct = warpscope::sim::run(&p.config, &t, &mut warpscope::sim::NoObserver).unwrap();
+        let direct =
+            warpscope_core::sim::run(&p.config, &t, &mut warpscope_core::sim::NoObserver).unwrap();
         assert_eq!(pane.result.as_ref().unwrap().report.totals, direct.totals);
     }
     // The point of the lesson: the hashed index removes the conflict misses.
@@ -202,7 +206,7 @@ fn the_editor_runs_host_code_and_multi_launch_state_like_the_generator() {
 /// Waits for the editor's first run and checks its trace is built-in kernel `name`'s with
 /// its defaults; returns the number of launches.
 fn editor_gives_the_generators_trace(
-    h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>,
+    h: &mut egui_kittest::Harness<'static, crate::WarpscopeApp>,
     name: &str,
 ) -> usize {
     step_until(h, "the editor's run", |a| {
@@ -217,8 +221,8 @@ fn editor_gives_the_generators_trace(
     let words: Vec<String> = (h.state().settings.generator_params.split_whitespace())
         .map(String::from)
         .collect();
-    let pairs = warpscope::gen::parse_pairs(&words).unwrap();
-    let built_in = warpscope::gen::generate(name, &pairs).unwrap();
+    let pairs = warpscope_core::gen::parse_pairs(&words).unwrap();
+    let built_in = warpscope_core::gen::generate(name, &pairs).unwrap();
     assert_eq!(ours.trace, built_in, "{name}");
     built_in.kernels.len()
 }

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::job::Job;
+use crate::{Settings, Startup, WarpscopeApp};
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use warpscope::app::job::Job;
-use warpscope::app::{Settings, Startup, WarpscopeApp};
-use warpscope::config;
+use warpscope_core::config;
 
 pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
     let mut a = WarpscopeApp::new(
@@ -29,6 +29,13 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
     a
 }
 
+/// A sample trace of the repository's `sample-traces`.
+pub fn sample(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sample-traces")
+        .join(name)
+}
+
 pub fn trace_label(h: &Harness<'static, WarpscopeApp>) -> String {
     h.state().trace.as_ref().expect("a trace").label.clone()
 }
@@ -45,7 +52,7 @@ pub fn settle(h: &mut Harness<'static, WarpscopeApp>) {
     loop {
         h.step();
         let s = h.state();
-        if s.idle() && s.trace.is_some() && s.panes.iter().all(|p| p.result.is_some() && !p.stale) {
+        if s.settled() {
             break;
         }
         assert!(
@@ -72,21 +79,24 @@ pub fn miss_rate(h: &Harness<'static, WarpscopeApp>, pane: usize) -> f64 {
         .expect("a result")
 }
 
-pub fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<warpscope::app::data::TraceData> {
+pub fn trace(kernel: &str, params: &[(&str, &str)]) -> Arc<crate::data::TraceData> {
     let pairs: Vec<(String, String)> = params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    warpscope::app::worker::shared(warpscope::gen::generate(kernel, &pairs).unwrap(), kernel)
+    crate::worker::shared(
+        warpscope_core::gen::generate(kernel, &pairs).unwrap(),
+        kernel,
+    )
 }
 
 /// Runs one simulation as the app runs a pane's, and returns its result.
 pub fn simulate(
-    t: Arc<warpscope::app::data::TraceData>,
+    t: Arc<crate::data::TraceData>,
     cfg: config::SimConfig,
-) -> Arc<warpscope::app::data::SimData> {
+) -> Arc<crate::data::SimData> {
     let mut job = Job::spawn("sim", &(Arc::new(|| {}) as _), move |p| {
-        warpscope::app::worker::simulate(cfg, &t, p)
+        crate::worker::simulate(cfg, &t, p)
     });
     match job.wait(Duration::from_secs(120)).expect("an outcome") {
         Ok(data) => data,

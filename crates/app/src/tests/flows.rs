@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::job::{Job, JobError, Wake};
+use crate::views::AddressView;
+use crate::worker::{self, Source};
+use crate::WarpscopeApp;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
-use warpscope::app::job::{Job, JobError, Wake};
-use warpscope::app::views::AddressView;
-use warpscope::app::worker::{self, Source};
-use warpscope::app::WarpscopeApp;
-use warpscope::config;
+use warpscope_core::config;
 
-use crate::support;
+use super::support;
 use support::*;
 
 #[test]
@@ -113,11 +113,11 @@ fn views_switch_with_ctrl_and_a_digit_and_each_draws() {
     let mut h = harness(app("matmul", "n=32 block=8,8"));
     settle(&mut h);
     for (key, view) in [
-        (egui::Key::Num2, warpscope::app::views::View::Reuse),
-        (egui::Key::Num3, warpscope::app::views::View::Misses),
-        (egui::Key::Num4, warpscope::app::views::View::Sets),
-        (egui::Key::Num5, warpscope::app::views::View::Communication),
-        (egui::Key::Num1, warpscope::app::views::View::Address),
+        (egui::Key::Num2, crate::views::View::Reuse),
+        (egui::Key::Num3, crate::views::View::Misses),
+        (egui::Key::Num4, crate::views::View::Sets),
+        (egui::Key::Num5, crate::views::View::Communication),
+        (egui::Key::Num1, crate::views::View::Address),
     ] {
         h.key_press_modifiers(egui::Modifiers::COMMAND, key);
         h.step();
@@ -134,12 +134,12 @@ fn a_bad_trace_file_shows_the_file_line_and_reason_in_the_status_bar() {
     a.open(path.clone());
     let mut h = harness(a);
     let start = Instant::now();
-    while !matches!(h.state().status, warpscope::app::Status::Error(_)) {
+    while !matches!(h.state().status, crate::Status::Error(_)) {
         h.step();
         assert!(start.elapsed() < Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(5));
     }
-    let warpscope::app::Status::Error(e) = h.state().status.clone() else {
+    let crate::Status::Error(e) = h.state().status.clone() else {
         unreachable!()
     };
     assert!(
@@ -230,7 +230,7 @@ fn loading_reports_progress_and_failure_names_the_file() {
 
 #[test]
 fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
-    use warpscope::app::data::Outcome as O;
+    use crate::data::Outcome as O;
     let t = trace("matmul", &[("n", "64"), ("block", "8,8")]);
     for policy in [config::WritePolicy::Wbwa, config::WritePolicy::Wtna] {
         let mut cfg = config::preset("fermi-16k").unwrap();
@@ -268,7 +268,7 @@ fn per_instruction_and_per_cta_class_splits_add_up_to_the_report() {
             .iter()
             .filter(|c| c.counters.requests > 0 || c.counters.writes > 0)
             .collect();
-        let rows = &data.miss_tables.rows(warpscope::app::data::Per::Cta);
+        let rows = &data.miss_tables.rows(crate::data::Per::Cta);
         assert_eq!(rows.len(), ctas.len());
         let mut writes = 0;
         for (row, c) in rows.iter().zip(&ctas) {
@@ -332,10 +332,7 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
         }
     };
     let first = drawn(&mut h);
-    assert!(
-        h.state().panes[0].result.as_ref().unwrap().points.len()
-            > warpscope::app::views::MARKER_LIMIT
-    );
+    assert!(h.state().panes[0].result.as_ref().unwrap().points.len() > crate::views::MARKER_LIMIT);
     cfg.cache.ways = 2;
     let now = h.ctx.input(|i| i.time);
     h.state_mut().set_config(0, "test", cfg, now);
@@ -345,7 +342,7 @@ fn the_density_raster_is_drawn_off_the_ui_thread_and_redrawn_for_each_new_result
 
 #[test]
 fn in_the_timing_model_the_address_view_runs_on_cycles() {
-    use warpscope::app::data::XAxis;
+    use crate::data::XAxis;
     let t = trace("matmul", &[("n", "32"), ("block", "8,8")]);
     // Without timing, x is the issue order.
     let plain = simulate(t.clone(), config::preset("fermi-16k").unwrap());
@@ -394,7 +391,7 @@ fn a_box_selection_counts_exactly_the_requests_inside_it() {
     assert_eq!(s.outcomes.iter().sum::<u64>(), s.requests);
     let hits = inside
         .iter()
-        .filter(|&&i| d.points.outcome(i) == warpscope::app::data::Outcome::Hit)
+        .filter(|&&i| d.points.outcome(i) == crate::data::Outcome::Hit)
         .count();
     assert_eq!(s.outcomes[0], hits as u64);
     let mut lines: Vec<u64> = inside.iter().map(|&i| d.points.line[i]).collect();
@@ -469,7 +466,7 @@ fn shift_drag_selects_a_box_and_esc_clears_it() {
 fn the_wheel_zooms_the_address_plot() {
     let mut h = harness(app("matmul", "n=32 block=8,8"));
     settle(&mut h);
-    let shown = |h: &egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>| {
+    let shown = |h: &egui_kittest::Harness<'static, crate::WarpscopeApp>| {
         let (x0, x1) = h.state().panes[0]
             .view::<AddressView>()
             .unwrap()
@@ -481,7 +478,7 @@ fn the_wheel_zooms_the_address_plot() {
     let centre = h.state().view_rect.center();
     h.hover_at(centre);
     h.run_steps(2);
-    let wheel = |h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, dy: f32| {
+    let wheel = |h: &mut egui_kittest::Harness<'static, crate::WarpscopeApp>, dy: f32| {
         h.event(egui::Event::MouseWheel {
             unit: egui::MouseWheelUnit::Point,
             delta: egui::vec2(0.0, dy),
@@ -547,7 +544,7 @@ fn settle_density(h: &mut Harness<'static, WarpscopeApp>) {
 
 #[test]
 fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
-    use warpscope::app::views::View;
+    use crate::views::View;
     let mut h = harness(app("hotspot", "nx=64 ny=64 steps=3"));
     settle(&mut h);
     click(&mut h, "CTA communication");
@@ -597,7 +594,7 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
 #[test]
 fn the_communication_analysis_can_be_cancelled_and_run_again() {
     let t = trace("bfs-levels", &[("nodes", "200000"), ("degree", "8")]);
-    let analyze = |t: Arc<warpscope::app::data::TraceData>| {
+    let analyze = |t: Arc<crate::data::TraceData>| {
         Job::spawn("comm", &no_wake(), move |p| worker::communicate(&t, p))
     };
     let mut job = analyze(t.clone());
@@ -651,12 +648,12 @@ fn the_released_model_button_reproduces_it_and_the_app_matches_the_library() {
     click(&mut h, "in-sets");
     settle(&mut h);
     // The same trace and configuration through the library give the same numbers.
-    let trace = warpscope::gen::generate(
+    let trace = warpscope_core::gen::generate(
         "stencil2d",
-        &warpscope::gen::parse_pairs(&["nx=66".into(), "ny=66".into()]).unwrap(),
+        &warpscope_core::gen::parse_pairs(&["nx=66".into(), "ny=66".into()]).unwrap(),
     )
     .unwrap();
-    let want = warpscope::sim::run(&c, &trace, &mut warpscope::sim::NoObserver).unwrap();
+    let want = warpscope_core::sim::run(&c, &trace, &mut warpscope_core::sim::NoObserver).unwrap();
     let got = &h.state().panes[0].result.as_ref().unwrap().report;
     assert_eq!(got.totals, want.totals);
     assert_eq!(got.timing, want.timing);
@@ -671,8 +668,8 @@ fn the_released_model_button_reproduces_it_and_the_app_matches_the_library() {
 
 #[test]
 fn reuse_markers_put_a_distance_equal_to_the_capacity_on_the_miss_side() {
-    use warpscope::app::views::{distance_bin_x, limit_x};
-    use warpscope::reuse::Histogram;
+    use crate::views::{distance_bin_x, limit_x};
+    use warpscope_core::reuse::Histogram;
     // Every distance 0..4096 once, in log bins [0,1) [1,2) [2,4) ...
     let bins = Histogram {
         counts: vec![1; 4096],
@@ -727,12 +724,12 @@ fn an_empty_or_binary_file_is_an_error_that_keeps_the_current_trace() {
     for (path, expect) in [(&empty, "empty"), (&noise, "binary bytes `\\x")] {
         h.state_mut().open(path.clone());
         let start = Instant::now();
-        while !matches!(h.state().status, warpscope::app::Status::Error(_)) {
+        while !matches!(h.state().status, crate::Status::Error(_)) {
             h.step();
             assert!(start.elapsed() < Duration::from_secs(30));
             std::thread::sleep(Duration::from_millis(5));
         }
-        let warpscope::app::Status::Error(e) = h.state().status.clone() else {
+        let crate::Status::Error(e) = h.state().status.clone() else {
             unreachable!()
         };
         assert!(e.contains(expect), "{e}");
@@ -767,9 +764,9 @@ fn enter_in_the_parameters_generates_and_reverting_every_change_drops_edited() {
 
 #[test]
 fn a_store_miss_under_write_no_allocate_says_why_in_its_hover() {
-    use warpscope::app::data::Outcome;
-    use warpscope::app::views::store_note;
-    use warpscope::config::WritePolicy;
+    use crate::data::Outcome;
+    use crate::views::store_note;
+    use warpscope_core::config::WritePolicy;
     let note = store_note(true, Outcome::Capacity, WritePolicy::Wtna).unwrap();
     assert!(note.contains("never allocates"), "{note}");
     assert!(store_note(false, Outcome::Capacity, WritePolicy::Wtna).is_none());
@@ -781,12 +778,11 @@ fn a_store_miss_under_write_no_allocate_says_why_in_its_hover() {
 fn the_address_axis_and_the_access_count_cover_only_what_reaches_the_l1() {
     // The Accel-Sim matrixmul sample: 3072 global accesses (what `sim` reports) among
     // shared-memory accesses and barriers at low addresses.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/accelsim-matrixmul");
-    let loaded = warpscope::trace::load(&path, Default::default(), &|s| s).unwrap();
-    let d = warpscope::app::data::TraceData::new(loaded.trace, "m".into(), None, None);
+    let path = support::sample("accelsim-matrixmul");
+    let loaded = warpscope_core::trace::load(&path, Default::default(), &|s| s).unwrap();
+    let d = crate::data::TraceData::new(loaded.trace, "m".into(), None, None);
     let cfg = config::preset("fermi-16k").unwrap();
-    let r = warpscope::sim::run(&cfg, &d.trace, &mut warpscope::sim::NoObserver).unwrap();
+    let r = warpscope_core::sim::run(&cfg, &d.trace, &mut warpscope_core::sim::NoObserver).unwrap();
     assert_eq!(d.accesses, r.totals.accesses);
     assert_eq!(d.accesses, 3072);
     // No phantom band from address 0: every segment starts where global data does.
@@ -796,7 +792,7 @@ fn the_address_axis_and_the_access_count_cover_only_what_reaches_the_l1() {
 
 #[test]
 fn address_ticks_fall_on_round_hexadecimal_addresses() {
-    use warpscope::app::data::Segments;
+    use crate::data::Segments;
     let segs = Segments::from_addresses([0x1000_0123u64, 0x1003_4567].into_iter());
     let (lo, hi) = (0.0, segs.height());
     let marks = segs.hex_marks(lo, hi, 1000.0);
@@ -811,7 +807,7 @@ fn address_ticks_fall_on_round_hexadecimal_addresses() {
 
 #[test]
 fn the_configuration_panel_returns_an_edit_only_when_something_changed() {
-    use warpscope::app::config_panel::{show, Edit};
+    use crate::config_panel::{show, Edit};
     // State: (the configuration shown, the edits returned).
     type State = (config::SimConfig, Vec<Option<Edit>>);
     let start = config::preset("fermi-16k").unwrap();

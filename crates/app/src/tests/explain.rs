@@ -1,12 +1,12 @@
 //! "Why did this miss?" in the app: a request clicked in the address view is explained as the
 //! CLI explains it, and the story's links explain the requests it names.
+use crate::views::{AddressView, StepView, View};
 use egui_kittest::kittest::Queryable;
-use warpscope::app::views::{AddressView, StepView, View};
 
-use crate::support;
+use super::support;
 use support::*;
 
-fn press(h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, pos: egui::Pos2) {
+fn press(h: &mut egui_kittest::Harness<'static, crate::WarpscopeApp>, pos: egui::Pos2) {
     for pressed in [true, false] {
         h.input_mut().events.push(egui::Event::PointerButton {
             pos,
@@ -18,7 +18,7 @@ fn press(h: &mut egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>, p
     }
 }
 
-fn answered(a: &warpscope::app::WarpscopeApp, request: Option<usize>) -> bool {
+fn answered(a: &crate::WarpscopeApp, request: Option<usize>) -> bool {
     a.panes[0]
         .view::<AddressView>()
         .unwrap()
@@ -62,11 +62,13 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
     // The same explanation as the core (and so the CLI) gives for the pane's configuration.
     let d = h.state().panes[0].result.clone().unwrap();
     let t = h.state().trace.clone().unwrap();
-    let core =
-        warpscope::explain::explain(&d.config, &t.trace.kernels, request as u64, &mut |_, _| {
-            true
-        })
-        .unwrap();
+    let core = warpscope_core::explain::explain(
+        &d.config,
+        &t.trace.kernels,
+        request as u64,
+        &mut |_, _| true,
+    )
+    .unwrap();
     assert_eq!(e, core);
     assert_eq!(e.request.line, d.points.line[request]);
     // The panel tells the story.
@@ -121,10 +123,13 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
 }
 
 /// The first request that missed because its line was evicted.
-fn pick_evicted(cfg: &warpscope::config::SimConfig, k: &[warpscope::trace::Kernel]) -> usize {
+fn pick_evicted(
+    cfg: &warpscope_core::config::SimConfig,
+    k: &[warpscope_core::trace::Kernel],
+) -> usize {
     struct First(Option<u64>, u64, std::collections::HashSet<u64>);
-    impl warpscope::sim::Observer for First {
-        fn on_request(&mut self, e: &warpscope::sim::RequestEvent) {
+    impl warpscope_core::sim::Observer for First {
+        fn on_request(&mut self, e: &warpscope_core::sim::RequestEvent) {
             if let Some(v) = e.evicted {
                 self.2.insert(v);
             }
@@ -135,19 +140,19 @@ fn pick_evicted(cfg: &warpscope::config::SimConfig, k: &[warpscope::trace::Kerne
         }
     }
     let mut f = First(None, 0, Default::default());
-    warpscope::sim::run_kernels(cfg, k, &mut f).unwrap();
+    warpscope_core::sim::run_kernels(cfg, k, &mut f).unwrap();
     f.0.expect("an eviction in matmul n=128") as usize
 }
 
-fn shown_at(a: &warpscope::app::WarpscopeApp) -> bool {
+fn shown_at(a: &crate::WarpscopeApp) -> bool {
     let p = &a.panes[0];
     p.result.is_some() && !p.view::<StepView>().unwrap().waiting(p.generation)
 }
 
 #[test]
 fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
-    use warpscope::app::data::Outcome;
-    use warpscope::app::views::step::StepBy;
+    use crate::data::Outcome;
+    use crate::views::step::StepBy;
     let mut a = app("matmul", "n=32");
     a.settings.view = View::Step;
     let mut h = harness(a);
@@ -172,9 +177,13 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
     assert!((2..c).all(|j| !d.points.starts_instruction(j)));
     // Its state is the core's.
     let t = h.state().trace.clone().unwrap();
-    let core =
-        warpscope::explain::step::snapshot(&d.config, &t.trace.kernels, c as u64, &mut |_, _| true)
-            .unwrap();
+    let core = warpscope_core::explain::step::snapshot(
+        &d.config,
+        &t.trace.kernels,
+        c as u64,
+        &mut |_, _| true,
+    )
+    .unwrap();
     let shown = h.state().panes[0]
         .view::<StepView>()
         .unwrap()

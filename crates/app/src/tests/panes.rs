@@ -2,12 +2,12 @@
 //! its own current result, and a pane whose configuration cannot run says so.
 use std::time::{Duration, Instant};
 
+use crate::views::AddressView;
+use crate::WarpscopeApp;
 use egui_kittest::kittest::Queryable;
-use warpscope::app::views::AddressView;
-use warpscope::app::WarpscopeApp;
-use warpscope::config;
+use warpscope_core::config;
 
-use crate::support;
+use super::support;
 use support::*;
 
 /// A configuration whose address view draws a density raster (more requests than markers).
@@ -183,7 +183,7 @@ fn a_trace_that_will_not_fit_is_not_generated_until_the_user_says_so() {
 
 #[test]
 fn four_panes_at_1280x800_each_get_a_cell_of_their_own() {
-    use warpscope::app::views::View;
+    use crate::views::View;
     let mut a = app("matmul", "n=64");
     for _ in 0..3 {
         a.add_pane(0.0);
@@ -231,7 +231,7 @@ fn four_panes_at_1280x800_each_get_a_cell_of_their_own() {
 
 #[test]
 fn save_dialogs_never_start_in_a_folder_that_cannot_be_written() {
-    use warpscope::app::files::{writable, Purpose};
+    use crate::files::{writable, Purpose};
     let mut a = app("vecadd", "n=256");
     // A trace opened from a read-only place (even root cannot create files in /proc).
     let read_only = std::path::PathBuf::from("/proc");
@@ -256,7 +256,7 @@ fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
     let t = trace("hotspot", &[("nx", "32"), ("ny", "32"), ("steps", "3")]);
     assert_eq!(t.trace.kernels.len(), 3);
     let mut bytes = Vec::new();
-    warpscope::trace::binary::write(&t.trace, &mut bytes).unwrap();
+    warpscope_core::trace::binary::write(&t.trace, &mut bytes).unwrap();
     let dir = std::env::temp_dir().join(format!("warpscope-trunc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cut.wsb");
@@ -287,7 +287,7 @@ fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
 
 #[test]
 fn the_differences_of_two_set_index_functions_read_as_words() {
-    use warpscope::app::differences;
+    use crate::differences;
     let a = config::preset("fermi-16k").unwrap();
     let mut b = a.clone();
     b.cache.set_index = config::SetIndex::Modulo;
@@ -304,7 +304,7 @@ fn the_differences_of_two_set_index_functions_read_as_words() {
 
 #[test]
 fn the_timing_model_on_in_one_pane_only_is_one_difference() {
-    use warpscope::app::differences;
+    use crate::differences;
     let off = config::preset("fermi-16k").unwrap();
     let mut on = off.clone();
     on.timing = Some(config::TimingConfig::default());
@@ -392,11 +392,11 @@ fn a_pane_can_show_another_kernel_beside_the_shared_one() {
 
     // An instruction chosen in pane 1's table filters pane 1's addresses only: tiled matmul's
     // instruction of the same number is another instruction.
-    h.state_mut().settings.view = warpscope::app::views::View::Misses;
+    h.state_mut().settings.view = crate::views::View::Misses;
     h.run_steps(3);
     click(&mut h, "ld_B");
     assert!(h.state().only.is_some());
-    h.state_mut().settings.view = warpscope::app::views::View::Address;
+    h.state_mut().settings.view = crate::views::View::Address;
     h.run_steps(3);
     assert_eq!(
         h.query_all_by_label_contains("Only instruction").count(),
@@ -425,17 +425,12 @@ fn a_pane_can_show_another_kernel_beside_the_shared_one() {
     );
     h.state_mut().remove_pane(2);
     // A file for pane 2 alone; one that cannot be read leaves pane 2's trace as it was.
-    let lines = std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-traces/accelsim-lineinfo"
-    ));
+    let lines = support::sample("accelsim-lineinfo");
     h.state_mut().open_in_pane(1, lines.join("blur_rows.cu"));
     step_until(&mut h, "the bad file's error", |a| {
         a.panes[1].trace_load.is_none()
     });
-    assert!(
-        matches!(&h.state().status, warpscope::app::Status::Error(e) if e.starts_with("pane 2: "))
-    );
+    assert!(matches!(&h.state().status, crate::Status::Error(e) if e.starts_with("pane 2: ")));
     assert_eq!(
         h.state().pane_trace(1).unwrap().label,
         "matmul-tiled n=32 tile=16"
@@ -480,7 +475,7 @@ fn the_status_bar_cancels_a_generation_and_keeps_the_current_trace() {
     assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
     assert_eq!(
         h.state().status,
-        warpscope::app::Status::Info("Cancelled: the current trace stays".into())
+        crate::Status::Info("Cancelled: the current trace stays".into())
     );
 }
 
@@ -513,7 +508,7 @@ fn keeping_the_complete_kernels_is_offered_only_for_a_file_that_has_some() {
     let empty = dir.path().join("empty.wst");
     std::fs::write(&empty, "").unwrap();
     let random = dir.path().join("random.bin");
-    let mut rng = warpscope::rng::Rng::new(7);
+    let mut rng = warpscope_core::rng::Rng::new(7);
     let bytes: Vec<u8> = (0..4096).map(|_| rng.below(256) as u8).collect();
     std::fs::write(&random, bytes).unwrap();
     let mut h = harness(app("vecadd", "n=256"));
@@ -558,7 +553,7 @@ fn at_1024x700_every_tab_and_both_panes_are_on_screen() {
     h.run_steps(4);
     let screen = window(1024.0, 700.0);
     let mut seen: Vec<(String, egui::Rect)> = Vec::new();
-    let views = warpscope::app::views::View::ALL.map(|v| v.name().to_string());
+    let views = crate::views::View::ALL.map(|v| v.name().to_string());
     for label in views
         .iter()
         .map(String::as_str)
@@ -601,7 +596,7 @@ fn a_lessons_column_never_covers_the_panes() {
             a.panes.len() == 3 && a.panes.iter().all(|p| p.result.is_some() && !p.stale)
         });
         h.run_steps(4);
-        let title = warpscope::lesson::lesson("latency-and-mshrs")
+        let title = warpscope_core::lesson::lesson("latency-and-mshrs")
             .unwrap()
             .title;
         let lesson = h.get_by_label(&title).rect();
@@ -637,10 +632,10 @@ fn the_status_bar_does_not_name_a_pane_that_was_closed() {
     let mut h = harness(a);
     settle(&mut h);
     // What a job of pane 4 leaves in the status bar.
-    h.state_mut().status = warpscope::app::Status::Info("Pane 4: matmul n=16: 1 kernel(s)".into());
+    h.state_mut().status = crate::Status::Info("Pane 4: matmul n=16: 1 kernel(s)".into());
     h.state_mut().remove_pane(3);
     h.run_steps(2);
-    let warpscope::app::Status::Info(s) = h.state().status.clone() else {
+    let crate::Status::Info(s) = h.state().status.clone() else {
         panic!("an error");
     };
     assert!(!s.contains("Pane 4"), "{s}");

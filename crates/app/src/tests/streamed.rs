@@ -2,25 +2,23 @@
 //! the views draw what it gathered. Checked against the same file read whole: the same
 //! report, requests, per-instruction and per-CTA splits, set counts and address axis; the
 //! views that need the trace in memory say so; a cancel stops the read.
-use crate::support;
-use crate::traces;
+use super::support;
+use super::traces;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::data::{Per, SimData, TraceData, XAxis};
+use crate::job::Progress;
+use crate::views::{AddressView, View};
+use crate::worker::{self, Loaded, Source};
+use crate::{Settings, Startup, WarpscopeApp};
 use egui_kittest::kittest::Queryable;
-use warpscope::app::data::{Per, SimData, TraceData, XAxis};
-use warpscope::app::job::Progress;
-use warpscope::app::views::{AddressView, View};
-use warpscope::app::worker::{self, Loaded, Source};
-use warpscope::app::{Settings, Startup, WarpscopeApp};
-use warpscope::config::{self, SimConfig};
-use warpscope::trace::ResumePoint;
+use warpscope_core::config::{self, SimConfig};
+use warpscope_core::trace::ResumePoint;
 
 fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sample-traces")
-        .join(name)
+    support::sample(name)
 }
 
 fn open(path: &Path, whole_up_to: u64) -> Arc<TraceData> {
@@ -461,45 +459,48 @@ fn detail_after_change(
 ) -> String {
     let streamed = open(path, 0);
     let progress = Arc::new(Progress::default());
-    let copied = warpscope::app::streamed::simulate_keeping(
+    let copied = crate::streamed::simulate_keeping(
         cfg.clone(),
         &streamed,
         &progress,
         None,
-        warpscope::app::data::checkpoints::Checkpoints::every(every),
+        crate::data::checkpoints::Checkpoints::every(every),
     )
     .unwrap();
     change();
     let window = window(&copied);
     match worker::simulate_window(&streamed, &progress, copied, window) {
-        Err(warpscope::app::job::JobError::Failed(e)) => e,
+        Err(crate::job::JobError::Failed(e)) => e,
         Err(other) => panic!("{other:?}"),
         Ok(_) => panic!("the file changed, but a detail was made"),
     }
 }
 
 /// The launches of built-in kernels, each with its parameters, as one trace.
-fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope::trace::Trace {
-    let mut t = warpscope::trace::Trace::default();
+fn generated(kernels: &[(&str, &[(&str, &str)])]) -> warpscope_core::trace::Trace {
+    let mut t = warpscope_core::trace::Trace::default();
     for (name, params) in kernels {
         let params: Vec<(String, String)> = params
             .iter()
             .map(|(k, x)| (k.to_string(), x.to_string()))
             .collect();
-        t.kernels
-            .extend(warpscope::gen::generate(name, &params).unwrap().kernels);
+        t.kernels.extend(
+            warpscope_core::gen::generate(name, &params)
+                .unwrap()
+                .kernels,
+        );
     }
     t
 }
 
 /// Two small launches (matmul and transpose), written to `two.wsb` in `dir`.
-fn two_launches(dir: &Path) -> (PathBuf, warpscope::trace::Trace) {
+fn two_launches(dir: &Path) -> (PathBuf, warpscope_core::trace::Trace) {
     let path = dir.join("two.wsb");
     let t = generated(&[
         ("matmul", &[("n", "48")]),
         ("transpose", &[("width", "64"), ("height", "32")]),
     ]);
-    warpscope::trace::write_file(&t, &path).unwrap();
+    warpscope_core::trace::write_file(&t, &path).unwrap();
     (path, t)
 }
 
@@ -512,7 +513,7 @@ fn a_streamed_binary_trace_of_two_launches_gives_the_whole_reads_result() {
     // The same launches in our text format (each kernel through the external sort) and as a
     // CSV table with its threads' rows interleaved (read twice, then sorted).
     let text = dir.path().join("two.wst");
-    warpscope::trace::write_file(&t, &text).unwrap();
+    warpscope_core::trace::write_file(&t, &text).unwrap();
     let table = dir.path().join("two.csv");
     std::fs::write(&table, csv_table(&t, false)).unwrap();
     for path in [text, table] {
@@ -574,7 +575,7 @@ fn the_timing_model_on_a_streamed_file_gives_the_whole_reads_result() {
 /// `t` as a CSV table: each kernel's threads' rows interleaved (each thread's in order), or
 /// with an `sm` column, in an order warps could issue them (every thread's first access,
 /// then every thread's second, ...), each CTA on SM `cta % 14`.
-fn csv_table(t: &warpscope::trace::Trace, with_sm: bool) -> String {
+fn csv_table(t: &warpscope_core::trace::Trace, with_sm: bool) -> String {
     let mut csv = String::from("kernel,cta_x,cta_y,thread_x,thread_y,inst,dyn,kind,address,size");
     csv.push_str(if with_sm { ",sm\n" } else { "\n" });
     for (ki, k) in t.kernels.iter().enumerate() {
@@ -614,7 +615,7 @@ fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_f
         ("transpose", &[("width", "256"), ("height", "128")]),
     ]);
     let text = dir.path().join("two.wst");
-    warpscope::trace::write_file(&t, &text).unwrap();
+    warpscope_core::trace::write_file(&t, &text).unwrap();
     let table = dir.path().join("two.csv");
     std::fs::write(&table, csv_table(&t, false)).unwrap();
     let issued = dir.path().join("issued.csv");
@@ -636,9 +637,12 @@ fn the_detail_of_a_window_of_a_file_read_again_to_a_copys_place_equals_the_one_f
     }
     let one = generated(&[("matmul", &[("n", "64")])]);
     let nugteren = dir.path().join("one.trc");
-    let written =
-        warpscope::trace::write_file_as(&one, &nugteren, warpscope::trace::WriteFormat::Nugteren)
-            .unwrap();
+    let written = warpscope_core::trace::write_file_as(
+        &one,
+        &nugteren,
+        warpscope_core::trace::WriteFormat::Nugteren,
+    )
+    .unwrap();
     let mut cfg = config::preset("fermi-16k").unwrap();
     cfg.gpu.simulate = config::SmSelection::All;
     for (file, issued_order) in [
@@ -709,10 +713,10 @@ fn a_streamed_trace_runs_the_timing_model_in_a_pane() {
 
 #[test]
 fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
+    use crate::data::{Preview, PreviewSlot, SAMPLE_POINTS};
+    use crate::job::{Job, JobError};
     use std::io::Write;
     use std::time::{Duration, Instant};
-    use warpscope::app::data::{Preview, PreviewSlot, SAMPLE_POINTS};
-    use warpscope::app::job::{Job, JobError};
     // 3 M references: the sample thins (more than 2^21 requests) and the run outlasts the
     // first preview.
     let dir = tempfile::tempdir().unwrap();
@@ -729,7 +733,7 @@ fn a_streamed_run_shows_previews_while_it_reads_and_stops_when_cancelled() {
     let slot = PreviewSlot::default();
     let preview = Preview::new(slot.clone(), Arc::new(|| {}));
     let (t, c) = (trace.clone(), cfg.clone());
-    let wake: warpscope::app::job::Wake = Arc::new(|| {});
+    let wake: crate::job::Wake = Arc::new(|| {});
     let mut job = Job::spawn("sim", &wake, move |p| {
         worker::simulate_streamed(c, &t, p, Some(preview))
     });
@@ -813,9 +817,9 @@ fn raster_of_newest(h: &mut egui_kittest::Harness<'static, WarpscopeApp>) -> u64
 /// changed configuration) never shows the raster of an earlier run, whose outcomes differ.
 #[test]
 fn the_address_view_draws_a_streamed_run_from_each_previews_first_frame() {
+    use crate::data::PreviewSlot;
+    use crate::views::MARKER_LIMIT;
     use std::io::Write;
-    use warpscope::app::data::PreviewSlot;
-    use warpscope::app::views::MARKER_LIMIT;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.din");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
@@ -911,7 +915,7 @@ fn the_detail_of_a_window_holds_every_request_of_it_and_the_whole_runs_counts() 
         assert_eq!(d.x(1), (window.start + 1) as f64);
         let shown: Vec<usize> =
             match d.visible(window.start as f64 + 1.0, window.start as f64 + 3.0) {
-                warpscope::app::data::Visible::Range(r) => r.collect(),
+                crate::data::Visible::Range(r) => r.collect(),
                 _ => panic!("a range"),
             };
         assert_eq!(
@@ -1006,10 +1010,10 @@ fn details_from_copies_equal_details_from_the_start_with(
     every: u64,
     windows: &dyn Fn(u64) -> Vec<std::ops::Range<u64>>,
 ) -> Arc<SimData> {
-    use warpscope::app::data::checkpoints::Checkpoints;
+    use crate::data::checkpoints::Checkpoints;
     let streamed = open(path, 0);
     let progress = Arc::new(Progress::default());
-    let plain = warpscope::app::streamed::simulate_keeping(
+    let plain = crate::streamed::simulate_keeping(
         cfg.clone(),
         &streamed,
         &progress,
@@ -1019,7 +1023,7 @@ fn details_from_copies_equal_details_from_the_start_with(
     .unwrap();
     assert_eq!(plain.checkpoints.kept.len(), 0);
     // A copy every `every` accesses simulated, kept at most 16 (then thinned).
-    let copied = warpscope::app::streamed::simulate_keeping(
+    let copied = crate::streamed::simulate_keeping(
         cfg.clone(),
         &streamed,
         &progress,
@@ -1070,7 +1074,7 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
         ("matmul", &[("n", "96")]),
         ("transpose", &[("width", "512"), ("height", "256")]),
     ]);
-    warpscope::trace::write_file(&t, &path).unwrap();
+    warpscope_core::trace::write_file(&t, &path).unwrap();
     // Compressed, it has no index to seek by: it is walked from its start to the place.
     let packed = zstd_copy(&path);
     let mut cfg = config::preset("fermi-16k").unwrap();
@@ -1110,7 +1114,7 @@ fn the_detail_of_a_binary_files_window_read_on_from_a_copy_equals_the_one_from_t
     // The file replaced since the run by another trace: an error naming it.
     let change = || {
         let other = generated(&[("matmul", &[("n", "48")])]);
-        warpscope::trace::write_file(&other, &path).unwrap();
+        warpscope_core::trace::write_file(&other, &path).unwrap();
     };
     // A window after the latest copy, so that the detail reads on from it.
     let e = detail_after_change(&path, &cfg, 50_000, &change, &|run| {
@@ -1136,13 +1140,13 @@ fn the_detail_of_an_issued_order_binary_file_read_on_from_a_copy_equals_the_one_
     ]);
     // Each kernel's accesses in an order warps could issue them: every thread's first
     // access, then every thread's second, ...
-    let mut t = warpscope::trace::Trace::default();
+    let mut t = warpscope_core::trace::Trace::default();
     for k in &grouped.kernels {
-        let mut b = warpscope::trace::KernelBuilder::new(
+        let mut b = warpscope_core::trace::KernelBuilder::new(
             &k.name,
             k.grid,
             k.block,
-            warpscope::trace::Order::Issued,
+            warpscope_core::trace::Order::Issued,
         )
         .unwrap();
         for i in &k.instructions {
@@ -1155,7 +1159,7 @@ fn the_detail_of_an_issued_order_binary_file_read_on_from_a_copy_equals_the_one_
         }
         t.kernels.push(b.finish());
     }
-    warpscope::trace::write_file(&t, &path).unwrap();
+    warpscope_core::trace::write_file(&t, &path).unwrap();
     let mut cfg = config::preset("fermi-16k").unwrap();
     cfg.gpu.simulate = config::SmSelection::All;
     for file in [path.clone(), zstd_copy(&path)] {

@@ -1,13 +1,13 @@
 //! What the views draw, checked on their data and on screen: the timing model's misses and
 //! stores, legends and colour scales.
+use crate::data::Outcome;
+use crate::theme;
+use crate::views::misses::{self as miss_view, Per};
+use crate::views::{timing_result, View};
 use egui_kittest::kittest::Queryable;
-use warpscope::app::data::Outcome;
-use warpscope::app::theme;
-use warpscope::app::views::misses::{self as miss_view, Per};
-use warpscope::app::views::{timing_result, View};
-use warpscope::config;
+use warpscope_core::config;
 
-use crate::support;
+use super::support;
 use support::*;
 
 #[test]
@@ -71,7 +71,7 @@ fn the_timing_view_keeps_stores_and_gives_each_miss_its_meaning() {
 
 #[test]
 fn a_density_pixel_with_misses_is_not_drawn_as_all_hits() {
-    use warpscope::app::raster::{miss_share_colour, rasterize, ColourBy, View as RasterView};
+    use crate::raster::{miss_share_colour, rasterize, ColourBy, View as RasterView};
     let t = trace("matmul", &[("n", "32")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     let p = &d.points;
@@ -117,8 +117,8 @@ fn a_density_pixel_with_misses_is_not_drawn_as_all_hits() {
 
 #[test]
 fn every_colouring_has_a_legend_and_the_heatmaps_have_scales() {
-    use warpscope::app::raster::ColourBy;
-    use warpscope::app::views::{colour_legend, set_label, set_marks};
+    use crate::raster::ColourBy;
+    use crate::views::{colour_legend, set_label, set_marks};
     let t = trace("matmul", &[("n", "64")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     // By instruction: one swatch per instruction, named, in its colour.
@@ -160,7 +160,7 @@ fn every_colouring_has_a_legend_and_the_heatmaps_have_scales() {
 
 #[test]
 fn hovering_follows_the_same_access_across_panes() {
-    use warpscope::app::views::linked_request;
+    use crate::views::linked_request;
     let t = trace("matmul", &[("n", "32")]);
     let rr = config::preset("fermi-16k").unwrap();
     let mut gto = rr.clone();
@@ -194,7 +194,7 @@ fn hovering_follows_the_same_access_across_panes() {
 
 #[test]
 fn narrow_log_axes_keep_evenly_spaced_labels() {
-    use warpscope::app::views::integer_marks;
+    use crate::views::integer_marks;
     let marks = |lo: f64, hi: f64, base: f64| -> Vec<f64> {
         integer_marks(egui_plot::GridInput {
             bounds: (lo, hi),
@@ -250,7 +250,7 @@ fn the_instruction_table_gives_coalescing_and_traffic_per_instruction() {
 
 #[test]
 fn clicking_an_instruction_limits_the_address_view_to_it() {
-    use warpscope::app::raster::{rasterize, ColourBy, View as RasterView};
+    use crate::raster::{rasterize, ColourBy, View as RasterView};
     let mut a = app("matmul", "n=32");
     a.settings.view = View::Misses;
     let mut h = harness(a);
@@ -333,13 +333,10 @@ fn the_miss_rate_over_time_adds_up_per_instruction_and_per_sm() {
 /// without lines does not offer it.
 #[test]
 fn a_trace_with_line_info_shows_misses_per_source_line() {
-    let sample = std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-traces/accelsim-lineinfo"
-    ));
-    let mut a = warpscope::app::WarpscopeApp::new(
-        warpscope::app::Settings::default(),
-        warpscope::app::Startup {
+    let sample = crate::tests::support::sample("accelsim-lineinfo");
+    let mut a = crate::WarpscopeApp::new(
+        crate::Settings::default(),
+        crate::Startup {
             file: Some(sample),
             fresh: true,
             generator: None,
@@ -389,10 +386,8 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
 
 #[test]
 fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
-    use warpscope::app::job::{Job, JobError, Progress};
-    use warpscope::app::raster::{
-        draw, rasterize, ColourBy, Placement, RasterRequest, View as RasterView,
-    };
+    use crate::job::{Job, JobError, Progress};
+    use crate::raster::{draw, rasterize, ColourBy, Placement, RasterRequest, View as RasterView};
     let t = trace("matmul", &[("n", "32")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     let view = RasterView {
@@ -413,14 +408,14 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
             placement: Placement::of(3, &d),
         }
     };
-    let wake: warpscope::app::job::Wake = std::sync::Arc::new(|| {});
+    let wake: crate::job::Wake = std::sync::Arc::new(|| {});
     let r2 = request.clone();
     let mut job = Job::spawn("raster", &wake, move |p| draw(r2(), p));
     let r = job
         .wait(std::time::Duration::from_secs(60))
         .unwrap()
         .unwrap();
-    assert_eq!((r.image, r.in_view, r.generation), (want.0, want.1, 7));
+    assert_eq!((r.image, r.generation), (want.0, 7));
     assert_eq!(
         r.placement,
         Placement::of(3, &d),
@@ -442,14 +437,14 @@ fn step_until<S>(h: &mut egui_kittest::Harness<'_, S>, what: &str, done: impl Fn
 }
 
 /// A wake for views drawn outside the app (the harness steps on its own).
-fn no_wake() -> warpscope::app::job::Wake {
+fn no_wake() -> crate::job::Wake {
     std::sync::Arc::new(|| {})
 }
 
 #[test]
 fn a_view_looks_up_a_linked_request_once_and_keeps_its_answer() {
-    use warpscope::app::raster::ColourBy;
-    use warpscope::app::views::{
+    use crate::raster::ColourBy;
+    use crate::views::{
         linked_request, AddressView, LinkedHover, PaneCx, PaneView, Polled, SetMetric,
     };
     let t = trace("matmul", &[("n", "32")]);
@@ -504,7 +499,7 @@ fn a_view_looks_up_a_linked_request_once_and_keeps_its_answer() {
 
 #[test]
 fn a_failed_communication_analysis_waits_to_be_asked_again() {
-    use warpscope::app::views::CommView;
+    use crate::views::CommView;
     let t = trace("hotspot", &[]);
     let wake = no_wake();
     let mut h = egui_kittest::Harness::new_ui_state(
@@ -527,9 +522,9 @@ fn a_failed_communication_analysis_waits_to_be_asked_again() {
 
 #[test]
 fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider_moves_the_point() {
-    use warpscope::app::raster::ColourBy;
-    use warpscope::app::views::performance::measure;
-    use warpscope::app::views::{PaneCx, PaneView, PerformanceView, Polled, SetMetric};
+    use crate::raster::ColourBy;
+    use crate::views::performance::measure;
+    use crate::views::{PaneCx, PaneView, PerformanceView, Polled, SetMetric};
     let t = trace("vecadd", &[("n", "65536"), ("block", "128")]);
     let data = simulate(t.clone(), config::preset("fermi-16k").unwrap());
     let (tt, dd) = (t.clone(), data.clone());
@@ -569,9 +564,10 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     // Measured once: nothing runs in the frames after.
     h.run_steps(2);
     assert!(!h.state().busy() && !h.state().waiting());
-    let m = measure(&t, &warpscope::analyze::gt200(), &Default::default()).unwrap();
+    let m = measure(&t, &warpscope_core::analyze::gt200(), &Default::default()).unwrap();
     let measured = m[0].1.as_ref().unwrap();
-    let a = warpscope::analyze::analyze(&measured.inputs, &warpscope::analyze::gt200()).unwrap();
+    let a = warpscope_core::analyze::analyze(&measured.inputs, &warpscope_core::analyze::gt200())
+        .unwrap();
     let verdict = if a.memory_bound {
         "memory-bound"
     } else {
@@ -591,23 +587,23 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
     h.get_by_label_contains("twice the active blocks per SM");
     // Cancelled, the measurement stops in its timing-model run (which looks every 4096 warp
     // instructions: the column copy issues 16384 on SM 0) and says so.
-    let cancelled = warpscope::app::job::Progress::default();
+    let cancelled = crate::job::Progress::default();
     cancelled.cancel();
     let big = trace("column-copy", &[("threads", "256"), ("width", "1024")]);
     assert_eq!(
-        measure(&big, &warpscope::analyze::gt200(), &cancelled).err(),
-        Some(warpscope::app::job::JobError::Cancelled)
+        measure(&big, &warpscope_core::analyze::gt200(), &cancelled).err(),
+        Some(crate::job::JobError::Cancelled)
     );
     // One block per SM instead of the measured eight: a slower prediction.
     assert_eq!(measured.inputs.active_blocks_per_sm, 8);
     h.state_mut().set_active_blocks(Some(1));
     h.run_steps(2);
-    let one = warpscope::analyze::analyze(
-        &warpscope::analyze::KernelInputs {
+    let one = warpscope_core::analyze::analyze(
+        &warpscope_core::analyze::KernelInputs {
             active_blocks_per_sm: 1,
             ..measured.inputs.clone()
         },
-        &warpscope::analyze::gt200(),
+        &warpscope_core::analyze::gt200(),
     )
     .unwrap();
     assert!(one.milliseconds > a.milliseconds);
@@ -629,7 +625,7 @@ fn the_cta_table_on_screen_sorts_its_rows_by_a_column() {
     assert!(rows.len() >= 3, "{} rows", rows.len());
     // Shown top to bottom: the labels' places in the table (below its header).
     let header = h.get_by_label("misses").rect().bottom();
-    let shown = |h: &egui_kittest::Harness<'static, warpscope::app::WarpscopeApp>| {
+    let shown = |h: &egui_kittest::Harness<'static, crate::WarpscopeApp>| {
         let mut at: Vec<(f32, String)> = rows
             .iter()
             .map(|r| {

@@ -1,0 +1,218 @@
+//! A merged sweep result in the app: the heatmap's cells are the table's values, the axes and
+//! the value column can be changed, the other keys are chosen by selectors; a damaged table
+//! is an error in the window, not a crash. The tables are the CLI's (`tests/fixtures/sweep`,
+//! which the CLI's tests check it still writes byte for byte).
+use egui_kittest::kittest::Queryable;
+
+use super::support;
+use support::*;
+
+/// A sweep table the CLI wrote (`tests/fixtures/sweep`).
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/sweep")
+        .join(name)
+}
+
+#[test]
+fn a_merged_sweep_opens_as_a_heatmap_over_two_chosen_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // `sweep --kernel vecadd n=1024 --input "--kernel transpose width=64 height=64" --vary
+    // ways=1,4 --vary line-size=32,128 --plan D`, its one shard, then `sweep merge D`.
+    let merged = fixture("merged.csv");
+    let table = warpscope_core::report::sweep::read(&merged).unwrap();
+    // The table's misses for an input, ways and line size.
+    let misses = |input: &str, ways: &str, line: &str| -> f64 {
+        let col = |c: &str| -> Vec<String> {
+            let s = table
+                .column(c)
+                .unwrap()
+                .as_materialized_series()
+                .cast(&polars::prelude::DataType::String)
+                .unwrap();
+            s.str()
+                .unwrap()
+                .iter()
+                .map(|v| v.unwrap().to_string())
+                .collect()
+        };
+        let (i, w, l, m) = (col("input"), col("ways"), col("line-size"), col("misses"));
+        let r = (0..i.len())
+            .find(|&r| i[r].contains(input) && w[r] == ways && l[r] == line)
+            .unwrap();
+        m[r].parse().unwrap()
+    };
+
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    h.state_mut().sweep.open_file(&merged);
+    h.run_steps(3);
+    let t = h.state().sweep.table.clone().expect("the table");
+    let names: Vec<&str> = t.keys.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["input", "ways", "line-size"]);
+    // By default: the two last keys, the miss rate; the input chosen by a selector.
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(
+        (s.x, s.y, t.values[s.value].0.as_str()),
+        (2, 1, "miss_rate")
+    );
+    h.get_by_label("Columns");
+    h.get_by_label("input");
+    // The misses column: each cell is the table's value for the first input.
+    h.state_mut().sweep.selection.value = t.values.iter().position(|v| v.0 == "misses").unwrap();
+    h.run_steps(2);
+    let s = h.state().sweep.selection.clone();
+    for (wi, ways) in ["1", "4"].iter().enumerate() {
+        for (li, line) in ["32", "128"].iter().enumerate() {
+            assert_eq!(
+                t.cell(&s, li, wi),
+                Some(misses("vecadd", ways, line)),
+                "ways {ways}, line {line}"
+            );
+        }
+    }
+    // The other input, chosen in its selector.
+    h.state_mut().sweep.selection.fixed[0] = 1;
+    h.run_steps(2);
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(t.cell(&s, 1, 0), Some(misses("transpose", "1", "128")));
+    // Input along the columns instead: ways stays the rows, the line size is now selected.
+    h.state_mut().sweep.selection.x = 0;
+    h.run_steps(2);
+    h.get_by_label("line-size");
+    let s = h.state().sweep.selection.clone();
+    assert_eq!(t.cell(&s, 1, 1), Some(misses("transpose", "4", "32")));
+    // A damaged table: its error in the window, the app still running.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "id,input,ways\n1,x,2\n").unwrap();
+    h.state_mut().sweep.open_file(&bad);
+    h.run_steps(3);
+    let e = h.state().sweep.error.clone().expect("an error");
+    assert!(
+        e.contains("bad.csv") && e.contains("expected the columns"),
+        "{e}"
+    );
+}
+
+/// The table a plain `sweep -o` writes (no plan: no id or input column), as CSV, JSON or
+/// Parquet, opens as a heatmap too, each cell the value the CLI wrote; a table that is no
+/// sweep's says so in a short line, not a wall of column names.
+#[test]
+fn a_plain_sweep_table_opens_in_every_format_it_is_written_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // `sweep --kernel transpose width=64 height=64 --set-index modulo --vary ways=1,2,4
+    // --vary line-size=32,128 -o plain.EXT`.
+    let csv = fixture("plain.csv");
+    // The CLI's CSV, read back by hand: misses by (ways, line size).
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let misses_col = header.iter().position(|c| *c == "misses").unwrap();
+    let expected: Vec<(String, String, f64)> = lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let unquote = |s: &str| s.trim_matches('"').to_string();
+            (
+                unquote(cells[0]),
+                unquote(cells[1]),
+                cells[misses_col].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(expected.len(), 6);
+    assert!(
+        expected.windows(2).any(|w| w[0].2 != w[1].2),
+        "the grid's points differ in misses"
+    );
+
+    let mut h = harness(app("vecadd", "n=256"));
+    settle(&mut h);
+    for ext in ["csv", "json", "parquet"] {
+        let file = fixture(&format!("plain.{ext}"));
+        h.state_mut().sweep.open_file(&file);
+        h.run_steps(3);
+        assert_eq!(h.state().sweep.error, None, "{ext}");
+        let t = h.state().sweep.table.clone().expect("the table");
+        let mut names: Vec<&str> = t.keys.iter().map(|k| k.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["line-size", "ways"], "{ext}");
+        let ways = t.keys.iter().position(|k| k.name == "ways").unwrap();
+        let line = t.keys.iter().position(|k| k.name == "line-size").unwrap();
+        let mut s = h.state().sweep.selection.clone();
+        s.value = t.values.iter().position(|v| v.0 == "misses").unwrap();
+        s.x = line;
+        s.y = ways;
+        h.state_mut().sweep.selection = s.clone();
+        h.run_steps(2);
+        for (w, l, m) in &expected {
+            let xi = t.keys[line].distinct.iter().position(|v| v == l).unwrap();
+            let yi = t.keys[ways].distinct.iter().position(|v| v == w).unwrap();
+            assert_eq!(t.cell(&s, xi, yi), Some(*m), "{ext}: ways {w}, line {l}");
+        }
+    }
+    // A table that is not a sweep's: a short error naming the file.
+    let other = dir.join("other.csv");
+    let many: Vec<String> = (0..40).map(|i| format!("column{i}")).collect();
+    std::fs::write(&other, format!("{}\n", many.join(","))).unwrap();
+    h.state_mut().sweep.open_file(&other);
+    h.run_steps(3);
+    let e = h.state().sweep.error.clone().expect("an error");
+    assert!(
+        e.contains("other.csv") && e.contains("not a sweep table"),
+        "{e}"
+    );
+    assert!(e.len() < 400, "{} characters: {e}", e.len());
+}
+
+/// A sweep run from the app (Panes > Sweep the active pane…, two axes typed, Run) on a
+/// worker: its table is the one `warpscope sweep` writes for the same kernel, configuration
+/// and grid, cell for cell, and it opens as the heatmap; an axis that cannot be read keeps
+/// the button disabled and says why.
+#[test]
+fn a_sweep_run_in_the_app_equals_the_clis() {
+    // `sweep --kernel matmul n=32 --preset fermi-16k --set-index modulo --vary
+    // cache-size=4K,16K --vary ways=1,2,4 -o matmul.csv`.
+    let cli = crate::sweep_view::SweepTable::read(&fixture("matmul.csv")).unwrap();
+
+    let mut a = app("matmul", "n=32");
+    let mut cfg = a.settings.panes[0].1.clone();
+    cfg.cache.set_index = warpscope_core::config::SetIndex::Modulo;
+    a.set_config(0, "fermi-16k", cfg, 0.0);
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "Panes");
+    click(&mut h, "Sweep the active pane…");
+    h.run_steps(2);
+    assert!(h.state().sweep.open);
+    // A key no sweep knows: no run, and the reason beside the button.
+    h.state_mut().sweep_run.axes = ["nope=1".into(), String::new(), String::new()];
+    h.run_steps(2);
+    h.get_by_label("nope: unknown parameter `nope`");
+    h.state_mut().sweep_run.axes = [
+        "cache-size=4K,16K".into(),
+        "ways=1,2,4".into(),
+        String::new(),
+    ];
+    h.run_steps(2);
+    click(&mut h, "Run 6 configurations");
+    step_until(&mut h, "the sweep", |a| {
+        a.sweep_run.job.is_none() && a.sweep.table.is_some()
+    });
+    let app = h.state().sweep.table.clone().unwrap();
+    let names = |t: &crate::sweep_view::SweepTable| -> Vec<String> {
+        t.keys.iter().map(|k| k.name.clone()).collect()
+    };
+    assert_eq!(names(&app), ["input", "cache-size", "ways"]);
+    assert_eq!(names(&cli), ["cache-size", "ways"]);
+    for (k, key) in cli.keys.iter().enumerate() {
+        assert_eq!(key.distinct, app.keys[k + 1].distinct, "{}", key.name);
+        assert_eq!(key.rows, app.keys[k + 1].rows, "{}", key.name);
+    }
+    assert_eq!(cli.values, app.values);
+    // Its heatmap is shown: ways along the columns, cache sizes along the rows.
+    let s = h.state().sweep.selection.clone();
+    assert_eq!((s.x, s.y), (2, 1));
+    h.get_by_label("Value");
+}
