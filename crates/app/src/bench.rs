@@ -118,9 +118,7 @@ pub fn frames(c: &mut Criterion) {
 
 /// The streamed-file benchmarks (`benches/gui.rs` says what each measures).
 pub fn streamed(c: &mut Criterion) {
-    use crate::data::{Preview, PreviewSlot};
-    use crate::job::{Job, Progress, Wake};
-    use crate::worker::{self, Loaded, Source};
+    use crate::job::Wake;
     use std::io::Write;
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("10M.din");
@@ -133,43 +131,8 @@ pub fn streamed(c: &mut Criterion) {
     let wake: Wake = Arc::new(|| {});
     let mut g = c.benchmark_group("gui");
     g.sample_size(10);
-    // Opens `file` streamed, starts its pane's run and waits for its first picture, `iters`
-    // times: the first preview, or the result of a run done before one was due. The run is
-    // cancelled then.
-    let to_first_preview = |file: &std::path::Path, iters: u64| {
-        let mut total = Duration::ZERO;
-        for _ in 0..iters {
-            let start = Instant::now();
-            let source = Source::File {
-                path: file.to_path_buf(),
-                format: None,
-                allow_truncated: false,
-                whole_up_to: 0,
-            };
-            let Ok(Loaded::Trace(trace)) =
-                worker::load_source(source, &Arc::new(Progress::default()))
-            else {
-                panic!("the trace opens");
-            };
-            let slot = PreviewSlot::default();
-            let preview = Preview::new(slot.clone(), wake.clone());
-            let cfg = config::preset("fermi-16k").expect("preset");
-            let mut job = Job::spawn("sim", &wake, move |p| {
-                worker::simulate_streamed(cfg, &trace, p, Some(preview))
-            });
-            let mut done = None;
-            while done.is_none() && slot.lock().map(|s| s.is_none()).unwrap_or(true) {
-                done = job.poll();
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            total += start.elapsed();
-            if done.is_none() {
-                job.cancel();
-                let _ = job.wait(Duration::from_secs(60));
-            }
-        }
-        total
-    };
+    let to_first_preview =
+        |file: &std::path::Path, iters: u64| to_first_preview(file, iters, &wake);
     g.bench_function("streamed_open_to_first_preview_10M_din", |b| {
         b.iter_custom(|iters| to_first_preview(&path, iters))
     });
@@ -221,8 +184,24 @@ pub fn streamed(c: &mut Criterion) {
         (&accelsim, "matmul128_accelsim"),
         (&nvbit, "matmul128_nvbit"),
     ] {
+        window_at_90pc(&mut g, file, label);
+    }
+    g.finish();
+}
+
+/// Opens `file` streamed, starts its pane's run and waits for its first picture, `iters`
+/// times: the first preview, or the result of a run done before one was due. The run is
+/// cancelled then.
+fn to_first_preview(file: &std::path::Path, iters: u64, wake: &crate::job::Wake) -> Duration {
+    use crate::data::{Preview, PreviewSlot};
+    use crate::job::{Job, Progress};
+    use crate::worker::{self, Loaded, Source};
+
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let start = Instant::now();
         let source = Source::File {
-            path: file.clone(),
+            path: file.to_path_buf(),
             format: None,
             allow_truncated: false,
             whole_up_to: 0,
@@ -231,36 +210,68 @@ pub fn streamed(c: &mut Criterion) {
         else {
             panic!("the trace opens");
         };
+        let slot = PreviewSlot::default();
+        let preview = Preview::new(slot.clone(), wake.clone());
         let cfg = config::preset("fermi-16k").expect("preset");
-        let progress = Arc::new(Progress::default());
-        let with_copies =
-            worker::simulate_streamed(cfg.clone(), &trace, &progress, None).expect("the run");
-        let mut without = crate::streamed::simulate_keeping(
-            cfg,
-            &trace,
-            &progress,
-            None,
-            crate::data::checkpoints::Checkpoints::every(u64::MAX),
-        )
-        .expect("the run");
-        assert!(Arc::get_mut(&mut without).is_some() && without.checkpoints.kept.is_empty());
-        assert!(!with_copies.checkpoints.kept.is_empty());
-        let start = with_copies.report.totals.requests / 10 * 9;
-        for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
-            g.bench_function(format!("streamed_window_at_90pc_{label}_{name}"), |b| {
-                b.iter(|| {
-                    black_box(
-                        worker::simulate_window(
-                            &trace,
-                            &progress,
-                            whole.clone(),
-                            start..start + 1000,
-                        )
-                        .expect("the detail"),
-                    )
-                })
-            });
+        let mut job = Job::spawn("sim", wake, move |p| {
+            worker::simulate_streamed(cfg, &trace, p, Some(preview))
+        });
+        let mut done = None;
+        while done.is_none() && slot.lock().map(|s| s.is_none()).unwrap_or(true) {
+            done = job.poll();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        total += start.elapsed();
+        if done.is_none() {
+            job.cancel();
+            let _ = job.wait(Duration::from_secs(60));
         }
     }
-    g.finish();
+    total
+}
+
+/// The detail of 1000 requests at 90% of a streamed run of `file`, read from the file's start
+/// and read on from the latest copy the whole run kept.
+fn window_at_90pc(
+    g: &mut criterion::BenchmarkGroup<criterion::measurement::WallTime>,
+    file: &std::path::Path,
+    label: &str,
+) {
+    use crate::job::Progress;
+    use crate::worker::{self, Loaded, Source};
+    let source = Source::File {
+        path: file.to_path_buf(),
+        format: None,
+        allow_truncated: false,
+        whole_up_to: 0,
+    };
+    let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
+    else {
+        panic!("the trace opens");
+    };
+    let cfg = config::preset("fermi-16k").expect("preset");
+    let progress = Arc::new(Progress::default());
+    let with_copies =
+        worker::simulate_streamed(cfg.clone(), &trace, &progress, None).expect("the run");
+    let mut without = crate::streamed::simulate_keeping(
+        cfg,
+        &trace,
+        &progress,
+        None,
+        crate::data::checkpoints::Checkpoints::every(u64::MAX),
+    )
+    .expect("the run");
+    assert!(Arc::get_mut(&mut without).is_some() && without.checkpoints.kept.is_empty());
+    assert!(!with_copies.checkpoints.kept.is_empty());
+    let start = with_copies.report.totals.requests / 10 * 9;
+    for (name, whole) in [("from_start", &without), ("from_copy", &with_copies)] {
+        g.bench_function(format!("streamed_window_at_90pc_{label}_{name}"), |b| {
+            b.iter(|| {
+                black_box(
+                    worker::simulate_window(&trace, &progress, whole.clone(), start..start + 1000)
+                        .expect("the detail"),
+                )
+            })
+        });
+    }
 }

@@ -99,102 +99,9 @@ impl WarpscopeApp {
 
     pub(super) fn menu(&mut self, ui: &mut Ui) {
         egui::MenuBar::new().ui(ui, |ui| {
-            ui.menu_button("File", |ui| {
-                if ui
-                    .add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O"))
-                    .clicked()
-                {
-                    self.actions.push(Action::Choose(Purpose::OpenTrace));
-                }
-                ui.menu_button("Open recent", |ui| {
-                    if self.settings.recent.is_empty() {
-                        ui.label(RichText::new("No recent files").weak());
-                    }
-                    for p in self.settings.recent.clone() {
-                        if ui.button(p.display().to_string()).clicked() {
-                            self.actions.push(Action::Open(p));
-                        }
-                    }
-                });
-                if ui.button("Open sweep result…").clicked() {
-                    self.actions.push(Action::Choose(Purpose::OpenSweep));
-                }
-                ui.separator();
-                if ui.button("Load configuration…").clicked() {
-                    self.actions.push(Action::Choose(Purpose::LoadConfig));
-                }
-                if ui
-                    .add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S"))
-                    .clicked()
-                {
-                    self.actions.push(Action::Choose(Purpose::SaveConfig));
-                }
-                ui.separator();
-                if ui
-                    .add(egui::Button::new("Export report…").shortcut_text("Ctrl+E"))
-                    .clicked()
-                {
-                    self.actions.push(Action::Choose(Purpose::ExportReport));
-                }
-                if ui.button("Export request table…").clicked() {
-                    self.actions.push(Action::Choose(Purpose::ExportRequests));
-                }
-                if ui.button("Export view as PNG…").clicked() {
-                    self.actions.push(Action::Choose(Purpose::ExportView));
-                }
-                ui.separator();
-                if ui.button("Quit").clicked() {
-                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
-                }
-            });
-            ui.menu_button("View", |ui| {
-                for (i, v) in View::ALL.into_iter().enumerate() {
-                    if ui
-                        .add(egui::Button::new(v.name()).shortcut_text(format!("Ctrl+{}", i + 1)))
-                        .clicked()
-                    {
-                        self.settings.view = v;
-                    }
-                }
-                ui.separator();
-                ui.checkbox(
-                    &mut self.settings.side_panel,
-                    "Side panel (trace and configuration)",
-                );
-                ui.checkbox(&mut self.settings.dark, "Dark theme");
-            });
-            ui.menu_button("Panes", |ui| {
-                if ui
-                    .add_enabled(
-                        self.panes.len() < MAX_PANES,
-                        egui::Button::new("Add a pane"),
-                    )
-                    .on_hover_text("Compare another configuration side by side (up to 4)")
-                    .clicked()
-                {
-                    self.actions.push(Action::AddPane);
-                }
-                if ui
-                    .add_enabled(
-                        self.panes.len() > 1,
-                        egui::Button::new("Remove the active pane"),
-                    )
-                    .clicked()
-                {
-                    self.actions.push(Action::RemovePane(self.settings.active));
-                }
-                ui.separator();
-                if ui
-                    .button("Sweep the active pane…")
-                    .on_hover_text(
-                        "Run a grid of configurations (as warpscope sweep --vary) on the active \
-                         pane's trace and configuration, and see it as a heatmap",
-                    )
-                    .clicked()
-                {
-                    self.sweep.open = true;
-                }
-            });
+            ui.menu_button("File", |ui| self.file_menu(ui));
+            ui.menu_button("View", |ui| self.view_menu(ui));
+            ui.menu_button("Panes", |ui| self.panes_menu(ui));
             ui.menu_button("Lessons", |ui| {
                 for (name, _) in warpscope_core::lesson::LESSONS {
                     let title =
@@ -205,6 +112,108 @@ impl WarpscopeApp {
                 }
             });
         });
+    }
+
+    /// Open, load and save, export, quit.
+    fn file_menu(&mut self, ui: &mut Ui) {
+        if ui
+            .add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O"))
+            .clicked()
+        {
+            self.actions.push(Action::Choose(Purpose::OpenTrace));
+        }
+        ui.menu_button("Open recent", |ui| {
+            if self.settings.recent.is_empty() {
+                ui.label(RichText::new("No recent files").weak());
+            }
+            for p in self.settings.recent.clone() {
+                if ui.button(p.display().to_string()).clicked() {
+                    self.actions.push(Action::Open(p));
+                }
+            }
+        });
+        if ui.button("Open sweep result…").clicked() {
+            self.actions.push(Action::Choose(Purpose::OpenSweep));
+        }
+        ui.separator();
+        if ui.button("Load configuration…").clicked() {
+            self.actions.push(Action::Choose(Purpose::LoadConfig));
+        }
+        if ui
+            .add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S"))
+            .clicked()
+        {
+            self.actions.push(Action::Choose(Purpose::SaveConfig));
+        }
+        ui.separator();
+        if ui
+            .add(egui::Button::new("Export report…").shortcut_text("Ctrl+E"))
+            .clicked()
+        {
+            self.actions.push(Action::Choose(Purpose::ExportReport));
+        }
+        if ui.button("Export request table…").clicked() {
+            self.actions.push(Action::Choose(Purpose::ExportRequests));
+        }
+        if ui.button("Export view as PNG…").clicked() {
+            self.actions.push(Action::Choose(Purpose::ExportView));
+        }
+        ui.separator();
+        if ui.button("Quit").clicked() {
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+
+    /// The view (with its shortcut), the side panel, the theme.
+    fn view_menu(&mut self, ui: &mut Ui) {
+        for (i, v) in View::ALL.into_iter().enumerate() {
+            if ui
+                .add(egui::Button::new(v.name()).shortcut_text(format!("Ctrl+{}", i + 1)))
+                .clicked()
+            {
+                self.settings.view = v;
+            }
+        }
+        ui.separator();
+        ui.checkbox(
+            &mut self.settings.side_panel,
+            "Side panel (trace and configuration)",
+        );
+        ui.checkbox(&mut self.settings.dark, "Dark theme");
+    }
+
+    /// Panes side by side, and a sweep of the active one.
+    fn panes_menu(&mut self, ui: &mut Ui) {
+        if ui
+            .add_enabled(
+                self.panes.len() < MAX_PANES,
+                egui::Button::new("Add a pane"),
+            )
+            .on_hover_text("Compare another configuration side by side (up to 4)")
+            .clicked()
+        {
+            self.actions.push(Action::AddPane);
+        }
+        if ui
+            .add_enabled(
+                self.panes.len() > 1,
+                egui::Button::new("Remove the active pane"),
+            )
+            .clicked()
+        {
+            self.actions.push(Action::RemovePane(self.settings.active));
+        }
+        ui.separator();
+        if ui
+            .button("Sweep the active pane…")
+            .on_hover_text(
+                "Run a grid of configurations (as warpscope sweep --vary) on the active \
+                 pane's trace and configuration, and see it as a heatmap",
+            )
+            .clicked()
+        {
+            self.sweep.open = true;
+        }
     }
 
     pub(super) fn status_bar(&mut self, ui: &mut Ui) {

@@ -262,8 +262,6 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>
     let known: Vec<f64> = cells.iter().flatten().flatten().copied().collect();
     let lo = known.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = known.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let text = ui.visuals().text_color();
-    let font = FontId::proportional(13.0);
     let avail = ui.available_size();
     let left = 90.0;
     let bottom = 70.0;
@@ -275,45 +273,20 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>
     );
     let (nx, ny) = (xk.distinct.len().max(1), ys.len().max(1));
     let cw = grid.width() / nx as f32;
-    let ch = (grid.height() / ny as f32).min(cw.max(28.0));
-    let cell_rect = |xi: usize, row: usize| {
-        // Row 0 at the bottom, like a plot's y axis.
-        let top = grid.top() + (ny - 1 - row) as f32 * ch;
-        Rect::from_min_size(
-            egui::pos2(grid.left() + xi as f32 * cw, top),
-            egui::vec2(cw, ch),
-        )
+    let at = Cells {
+        grid,
+        cw,
+        ch: (grid.height() / ny as f32).min(cw.max(28.0)),
+        ny,
     };
-    let mut hovered = None;
-    for (row, line) in cells.iter().enumerate() {
-        for (xi, v) in line.iter().enumerate() {
-            let r = cell_rect(xi, row).shrink(1.0);
-            let fill = match v {
-                Some(v) if hi > lo => ramp(((v - lo) / (hi - lo)) as f32),
-                Some(_) => ramp(0.5),
-                None => ui.visuals().faint_bg_color,
-            };
-            painter.rect_filled(r, 2.0, fill);
-            if let Some(v) = v {
-                let dark = fill.r() as u32 + fill.g() as u32 + fill.b() as u32 > 380;
-                let c = if dark { Color32::BLACK } else { Color32::WHITE };
-                painter.text(
-                    r.center(),
-                    Align2::CENTER_CENTER,
-                    show(vname, *v),
-                    font.clone(),
-                    c,
-                );
-            }
-            if response.hover_pos().is_some_and(|p| r.contains(p)) {
-                hovered = Some((xi, row, *v));
-            }
-        }
-    }
+    let hover = response.hover_pos();
+    let hovered = draw_cells(ui, &painter, &at, cells, vname, Extent { lo, hi }, hover);
+    let text = ui.visuals().text_color();
+    let font = FontId::proportional(13.0);
     // Axis values and names.
-    let bottom_y = grid.top() + ny as f32 * ch;
+    let bottom_y = grid.top() + ny as f32 * at.ch;
     for (xi, name) in xk.distinct.iter().enumerate() {
-        let c = cell_rect(xi, 0).center_bottom();
+        let c = at.cell(xi, 0).center_bottom();
         painter.text(
             egui::pos2(c.x, bottom_y + 4.0),
             Align2::CENTER_TOP,
@@ -331,7 +304,7 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>
     );
     if s.x != s.y {
         for (row, &yi) in ys.iter().enumerate() {
-            let c = cell_rect(0, row).left_center();
+            let c = at.cell(0, row).left_center();
             painter.text(
                 c - egui::vec2(6.0, 0.0),
                 Align2::RIGHT_CENTER,
@@ -348,35 +321,12 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>
             text,
         );
     }
-    // The colour scale.
     if lo.is_finite() {
         let bar = Rect::from_min_size(
             egui::pos2(grid.left(), bottom_y + 46.0),
             egui::vec2(grid.width().min(300.0), 10.0),
         );
-        let steps = 40;
-        for i in 0..steps {
-            let f = i as f32 / steps as f32;
-            let r = Rect::from_min_size(
-                egui::pos2(bar.left() + f * bar.width(), bar.top()),
-                egui::vec2(bar.width() / steps as f32 + 0.5, bar.height()),
-            );
-            painter.rect_filled(r, 0.0, ramp(f));
-        }
-        painter.text(
-            bar.left_center() - egui::vec2(4.0, 0.0),
-            Align2::RIGHT_CENTER,
-            show(vname, lo),
-            font.clone(),
-            text,
-        );
-        painter.text(
-            bar.right_center() + egui::vec2(4.0, 0.0),
-            Align2::LEFT_CENTER,
-            format!("{} {vname}", show(vname, hi)),
-            font,
-            text,
-        );
+        colour_scale(&painter, bar, vname, Extent { lo, hi }, font, text);
     }
     if let Some((xi, row, v)) = hovered {
         let yname = if s.x == s.y {
@@ -391,6 +341,107 @@ fn heatmap(ui: &mut Ui, t: &SweepTable, s: &Selection, cells: &[Vec<Option<f64>>
             v.map_or("no row".to_string(), |v| show(vname, v))
         ));
     }
+}
+
+/// The lowest and highest value shown.
+#[derive(Clone, Copy)]
+struct Extent {
+    lo: f64,
+    hi: f64,
+}
+
+/// Where the heatmap's cells lie: `ny` rows of `ch` points, columns of `cw`, inside `grid`.
+struct Cells {
+    grid: Rect,
+    cw: f32,
+    ch: f32,
+    ny: usize,
+}
+
+impl Cells {
+    fn cell(&self, xi: usize, row: usize) -> Rect {
+        // Row 0 at the bottom, like a plot's y axis.
+        let top = self.grid.top() + (self.ny - 1 - row) as f32 * self.ch;
+        Rect::from_min_size(
+            egui::pos2(self.grid.left() + xi as f32 * self.cw, top),
+            egui::vec2(self.cw, self.ch),
+        )
+    }
+}
+
+/// Paints each cell in the colour of its value within `(lo, hi)`, with the value written on
+/// it; gives the cell under `hover` (column, row, value).
+fn draw_cells(
+    ui: &Ui,
+    painter: &egui::Painter,
+    at: &Cells,
+    cells: &[Vec<Option<f64>>],
+    vname: &str,
+    Extent { lo, hi }: Extent,
+    hover: Option<egui::Pos2>,
+) -> Option<(usize, usize, Option<f64>)> {
+    let font = FontId::proportional(13.0);
+    let mut hovered = None;
+    for (row, line) in cells.iter().enumerate() {
+        for (xi, v) in line.iter().enumerate() {
+            let r = at.cell(xi, row).shrink(1.0);
+            let fill = match v {
+                Some(v) if hi > lo => ramp(((v - lo) / (hi - lo)) as f32),
+                Some(_) => ramp(0.5),
+                None => ui.visuals().faint_bg_color,
+            };
+            painter.rect_filled(r, 2.0, fill);
+            if let Some(v) = v {
+                let dark = fill.r() as u32 + fill.g() as u32 + fill.b() as u32 > 380;
+                let c = if dark { Color32::BLACK } else { Color32::WHITE };
+                painter.text(
+                    r.center(),
+                    Align2::CENTER_CENTER,
+                    show(vname, *v),
+                    font.clone(),
+                    c,
+                );
+            }
+            if hover.is_some_and(|p| r.contains(p)) {
+                hovered = Some((xi, row, *v));
+            }
+        }
+    }
+    hovered
+}
+
+/// The colour scale in `bar`, from `lo` to `hi`, its ends labelled.
+fn colour_scale(
+    painter: &egui::Painter,
+    bar: Rect,
+    vname: &str,
+    Extent { lo, hi }: Extent,
+    font: FontId,
+    text: Color32,
+) {
+    let steps = 40;
+    for i in 0..steps {
+        let f = i as f32 / steps as f32;
+        let r = Rect::from_min_size(
+            egui::pos2(bar.left() + f * bar.width(), bar.top()),
+            egui::vec2(bar.width() / steps as f32 + 0.5, bar.height()),
+        );
+        painter.rect_filled(r, 0.0, ramp(f));
+    }
+    painter.text(
+        bar.left_center() - egui::vec2(4.0, 0.0),
+        Align2::RIGHT_CENTER,
+        show(vname, lo),
+        font.clone(),
+        text,
+    );
+    painter.text(
+        bar.right_center() + egui::vec2(4.0, 0.0),
+        Align2::LEFT_CENTER,
+        format!("{} {vname}", show(vname, hi)),
+        font,
+        text,
+    );
 }
 
 impl super::WarpscopeApp {

@@ -4,6 +4,8 @@
 //! writes them as one table in plan order through polars; `--print` also prints the table
 //! `sweep` prints.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{bail, Context, Result};
 use polars::prelude::*;
 use rustc_hash::FxHashMap;
@@ -32,7 +34,41 @@ fn named(ids: &[String]) -> String {
 pub fn run(m: &MergeArgs) -> Result<()> {
     let plan = Plan::read(&m.dir)?;
     let shards = m.dir.join("shards");
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&shards)
+    let files = shard_files(&shards)?;
+    // The shard count, from the files' names, to say which shard a missing point is in.
+    let count = files.iter().find_map(|f| {
+        let stem = f.file_stem()?.to_str()?;
+        stem.rsplit_once("-of-")?.1.parse::<usize>().ok()
+    });
+    let mut frames = Vec::with_capacity(files.len());
+    for f in &files {
+        frames.push(table::read(f)?);
+    }
+    let order: FxHashMap<&str, usize> = plan
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.as_str(), i))
+        .collect();
+    each_point_once(&plan, m, &files, &frames, &order, count)?;
+    let merged = table::concat(frames)?;
+    let mut merged = in_plan_order(&merged, &order)?;
+    table::write(&mut merged, &m.output)?;
+    eprintln!(
+        "merged {} points from {} shard tables into {}",
+        merged.height(),
+        files.len(),
+        m.output.display()
+    );
+    if m.print {
+        print!("{}", summary(&plan, &merged)?);
+    }
+    Ok(())
+}
+
+/// The shard tables in `shards`, by name; none is an error.
+fn shard_files(shards: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shards)
         .with_context(|| {
             format!(
                 "{}: no shard tables (run the shards first)",
@@ -49,23 +85,22 @@ pub fn run(m: &MergeArgs) -> Result<()> {
             shards.display()
         );
     }
-    // The shard count, from the files' names, to say which shard a missing point is in.
-    let count = files.iter().find_map(|f| {
-        let stem = f.file_stem()?.to_str()?;
-        stem.rsplit_once("-of-")?.1.parse::<usize>().ok()
-    });
-    let mut frames = Vec::with_capacity(files.len());
-    for f in &files {
-        frames.push(table::read(f)?);
-    }
-    let order: FxHashMap<&str, usize> = plan
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
+    Ok(files)
+}
+
+/// Every point of the plan has exactly one row among the shard tables, and every row is a
+/// point of the plan; the error names the points (and, with `count` shards, their shard).
+fn each_point_once(
+    plan: &Plan,
+    m: &MergeArgs,
+    files: &[PathBuf],
+    frames: &[DataFrame],
+    order: &FxHashMap<&str, usize>,
+    count: Option<usize>,
+) -> Result<()> {
+    let shards = m.dir.join("shards");
     let mut seen = vec![0u32; plan.points.len()];
-    for (f, df) in files.iter().zip(&frames) {
+    for (f, df) in files.iter().zip(frames) {
         let ids = df.column("id")?.as_materialized_series().clone();
         for id in ids.str()?.iter().flatten() {
             match order.get(id) {
@@ -112,7 +147,11 @@ pub fn run(m: &MergeArgs) -> Result<()> {
             named(&missing)
         );
     }
-    let merged = table::concat(frames)?;
+    Ok(())
+}
+
+/// `merged`'s rows in the plan's order.
+fn in_plan_order(merged: &DataFrame, order: &FxHashMap<&str, usize>) -> Result<DataFrame> {
     // Plan order.
     let ids = merged.column("id")?.as_materialized_series().clone();
     let rank: Vec<u32> = ids
@@ -129,18 +168,7 @@ pub fn run(m: &MergeArgs) -> Result<()> {
         "idx".into(),
         by_rank.into_iter().map(|i| i as IdxSize).collect(),
     );
-    let mut merged = merged.take(&idx)?;
-    table::write(&mut merged, &m.output)?;
-    eprintln!(
-        "merged {} points from {} shard tables into {}",
-        merged.height(),
-        files.len(),
-        m.output.display()
-    );
-    if m.print {
-        print!("{}", summary(&plan, &merged)?);
-    }
-    Ok(())
+    Ok(merged.take(&idx)?)
 }
 
 /// The table `sweep` prints, from the merged one.

@@ -5,6 +5,25 @@ use super::*;
 
 pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
     let cc = &mut c.cache;
+    size_and_line(ui, cc);
+    ways_and_sectors(ui, cc);
+    set_index(ui, cc);
+    row(
+        ui,
+        "Replacement",
+        "Which line of a full set is evicted",
+        |ui| pick_choice(ui, "replacement", &mut cc.replacement),
+    );
+    row(ui, "Writes", "What a store does to the L1", |ui| {
+        pick_choice(ui, "write-policy", &mut cc.write_policy)
+    });
+    if let Err(e) = cc.validate() {
+        ui.colored_label(ui.visuals().warn_fg_color, format!("Invalid: {e}"));
+    }
+}
+
+/// The capacity and the line size (a sector never larger than the line).
+fn size_and_line(ui: &mut Ui, cc: &mut CacheConfig) {
     let mut kib = cc.size_bytes as f64 / 1024.0;
     row(
         ui,
@@ -49,6 +68,10 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
             r
         },
     );
+}
+
+/// The associativities that fit the number of lines, and the sector size.
+fn ways_and_sectors(ui: &mut Ui, cc: &mut CacheConfig) {
     // Associativities that divide the number of lines, plus fully associative.
     let lines = cc.lines().max(1);
     let mut ways_options: Vec<u32> = (0..=24)
@@ -103,6 +126,10 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
                 .response
         },
     );
+}
+
+/// How an address picks its set; chosen bits start from those a modulo index would use.
+fn set_index(ui: &mut Ui, cc: &mut CacheConfig) {
     let was_bits = matches!(cc.set_index, SetIndex::Bits(_));
     row(ui, "Set index", "How an address picks its set: low line-address bits, Fermi's XOR hash, or chosen address bits", |ui| {
         pick_choice(ui, "set-index", &mut cc.set_index)
@@ -133,17 +160,5 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
                 r
             },
         );
-    }
-    row(
-        ui,
-        "Replacement",
-        "Which line of a full set is evicted",
-        |ui| pick_choice(ui, "replacement", &mut cc.replacement),
-    );
-    row(ui, "Writes", "What a store does to the L1", |ui| {
-        pick_choice(ui, "write-policy", &mut cc.write_policy)
-    });
-    if let Err(e) = cc.validate() {
-        ui.colored_label(ui.visuals().warn_fg_color, format!("Invalid: {e}"));
     }
 }

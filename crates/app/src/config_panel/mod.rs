@@ -5,9 +5,9 @@ use egui::{ComboBox, DragValue, Ui};
 use warpscope_core::config::choice::{self, Choice};
 
 use warpscope_core::config::{
-    self, Arrivals, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps, HitRule,
-    IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig, SmSelection,
-    Stores, TimingConfig, TimingRules, WarpReturn,
+    self, Arrivals, CacheConfig, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps,
+    HitRule, IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig,
+    SmSelection, Stores, TimingConfig, TimingRules, WarpReturn,
 };
 
 mod cache;

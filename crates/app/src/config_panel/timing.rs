@@ -17,32 +17,54 @@ pub(super) fn timing(ui: &mut Ui, c: &mut SimConfig) {
         }
     }
     if c.timing.is_some() {
-        ui.horizontal(|ui| {
-            if ui
-                .button("Released model")
-                .on_hover_text(
-                    "Reproduce the released model of Nugteren et al. (2014) exactly: its rules \
-                     and fixed settings (one SM, Fermi hash, no clipping, hit latency 0)",
-                )
-                .clicked()
-            {
-                // Only an unknown mode name fails, and this one is known.
-                let _ = config::compat(c, "gpu-cache-model");
-            }
-            if ui
-                .button("Our rules")
-                .on_hover_text("Every rule back to our model's behaviour")
-                .clicked()
-            {
-                if let Some(t) = &mut c.timing {
-                    t.rules = TimingRules::default();
-                }
-            }
-        });
+        presets(ui, c);
     }
     let Some(t) = &mut c.timing else {
         return;
     };
+    numbers(ui, t);
+    ui.checkbox(&mut t.clip, "Clip to in-flight lines")
+        .on_hover_text(
+            "A request for a line already in flight takes effect when that line arrives",
+        );
+    ui.checkbox(&mut t.warp_delay, "Warps wait for their data")
+        .on_hover_text("A warp re-enters the queue only when its requests' latency has passed");
+    ui.checkbox(&mut t.classify, "Classify misses")
+        .on_hover_text("Also run the comparison models that split misses into five classes");
+    egui::CollapsingHeader::new("Rules: ours or the released model's")
+        .id_salt(("rules", t.rules != TimingRules::default()))
+        .default_open(t.rules != TimingRules::default())
+        .show(ui, |ui| rules(ui, &mut t.rules));
+}
+
+/// The two sets of rules at a click: the released model's (and its fixed settings), or ours.
+fn presets(ui: &mut Ui, c: &mut SimConfig) {
+    ui.horizontal(|ui| {
+        if ui
+            .button("Released model")
+            .on_hover_text(
+                "Reproduce the released model of Nugteren et al. (2014) exactly: its rules \
+                 and fixed settings (one SM, Fermi hash, no clipping, hit latency 0)",
+            )
+            .clicked()
+        {
+            // Only an unknown mode name fails, and this one is known.
+            let _ = config::compat(c, "gpu-cache-model");
+        }
+        if ui
+            .button("Our rules")
+            .on_hover_text("Every rule back to our model's behaviour")
+            .clicked()
+        {
+            if let Some(t) = &mut c.timing {
+                t.rules = TimingRules::default();
+            }
+        }
+    });
+}
+
+/// The latencies and MSHR counts.
+fn numbers(ui: &mut Ui, t: &mut TimingConfig) {
     row(
         ui,
         "Hit latency",
@@ -87,73 +109,63 @@ pub(super) fn timing(ui: &mut Ui, c: &mut SimConfig) {
             ))
         },
     );
-    ui.checkbox(&mut t.clip, "Clip to in-flight lines")
-        .on_hover_text(
-            "A request for a line already in flight takes effect when that line arrives",
-        );
-    ui.checkbox(&mut t.warp_delay, "Warps wait for their data")
-        .on_hover_text("A warp re-enters the queue only when its requests' latency has passed");
-    ui.checkbox(&mut t.classify, "Classify misses")
-        .on_hover_text("Also run the comparison models that split misses into five classes");
-    egui::CollapsingHeader::new("Rules: ours or the released model's")
-        .id_salt(("rules", t.rules != TimingRules::default()))
-        .default_open(t.rules != TimingRules::default())
-        .show(ui, |ui| {
-            let r = &mut t.rules;
-            rule(
-                ui,
-                "CTA launch",
-                &mut r.cta_launch,
-                CtaLaunch::ALL,
-                CtaLaunch::name,
-            );
-            rule(
-                ui,
-                "Issue unit",
-                &mut r.issue,
-                IssueUnit::ALL,
-                IssueUnit::name,
-            );
-            rule(
-                ui,
-                "MSHR check",
-                &mut r.mshr_check,
-                MshrCheck::ALL,
-                MshrCheck::name,
-            );
-            rule(
-                ui,
-                "Arrivals",
-                &mut r.arrivals,
-                Arrivals::ALL,
-                Arrivals::name,
-            );
-            rule(
-                ui,
-                "Effect order",
-                &mut r.effect_order,
-                EffectOrder::ALL,
-                EffectOrder::name,
-            );
-            rule(
-                ui,
-                "Warp return",
-                &mut r.warp_return,
-                WarpReturn::ALL,
-                WarpReturn::name,
-            );
-            rule(
-                ui,
-                "Finished warps",
-                &mut r.finished_warps,
-                FinishedWarps::ALL,
-                FinishedWarps::name,
-            );
-            rule(ui, "Stores", &mut r.stores, Stores::ALL, Stores::name);
-            rule(ui, "Kernels", &mut r.kernels, Kernels::ALL, Kernels::name);
-            rule(ui, "Hit rule", &mut r.hit_rule, HitRule::ALL, HitRule::name);
-            rule(ui, "Classes", &mut r.classes, Classes::ALL, Classes::name);
-        });
+}
+
+/// Each rule: ours or the released model's.
+fn rules(ui: &mut Ui, r: &mut TimingRules) {
+    rule(
+        ui,
+        "CTA launch",
+        &mut r.cta_launch,
+        CtaLaunch::ALL,
+        CtaLaunch::name,
+    );
+    rule(
+        ui,
+        "Issue unit",
+        &mut r.issue,
+        IssueUnit::ALL,
+        IssueUnit::name,
+    );
+    rule(
+        ui,
+        "MSHR check",
+        &mut r.mshr_check,
+        MshrCheck::ALL,
+        MshrCheck::name,
+    );
+    rule(
+        ui,
+        "Arrivals",
+        &mut r.arrivals,
+        Arrivals::ALL,
+        Arrivals::name,
+    );
+    rule(
+        ui,
+        "Effect order",
+        &mut r.effect_order,
+        EffectOrder::ALL,
+        EffectOrder::name,
+    );
+    rule(
+        ui,
+        "Warp return",
+        &mut r.warp_return,
+        WarpReturn::ALL,
+        WarpReturn::name,
+    );
+    rule(
+        ui,
+        "Finished warps",
+        &mut r.finished_warps,
+        FinishedWarps::ALL,
+        FinishedWarps::name,
+    );
+    rule(ui, "Stores", &mut r.stores, Stores::ALL, Stores::name);
+    rule(ui, "Kernels", &mut r.kernels, Kernels::ALL, Kernels::name);
+    rule(ui, "Hit rule", &mut r.hit_rule, HitRule::ALL, HitRule::name);
+    rule(ui, "Classes", &mut r.classes, Classes::ALL, Classes::name);
 }
 
 /// One timing rule: the first value is ours, the other the released model's.

@@ -427,42 +427,8 @@ impl AddressView {
     ) -> egui_plot::PlotResponse<Option<RasterView>> {
         let (data, generation) = (cx.data, cx.generation);
         let segs = &data.segments;
-        let n = data.points.len();
-        let plot = address_axis(Plot::new(("address", cx.pane)), segs)
-            .allow_drag(!shift && self.select_from.is_none())
-            .link_axis(cx.link, [true, true])
-            .link_cursor(cx.link, [true, true])
-            .x_axis_label(data.x_label())
-            .include_x(data.x_start())
-            .include_x(data.x_end())
-            .include_y(segs.separators().first().map_or(0.0, |s| s.1))
-            .include_y(segs.height())
-            .allow_boxed_zoom(true)
-            // The wheel zooms (below), as docs/app.md says; dragging pans.
-            .allow_scroll(false)
-            .show_grid([true, false])
-            .label_formatter(|_| None);
-        let extent = (n, data.x_end().to_bits(), segs.height().to_bits());
-        let plot = if self.extent != Some(extent) {
-            self.extent = Some(extent);
-            plot.reset()
-        } else {
-            plot
-        };
-        // A raster of this result is drawn (at another zoom meanwhile if need be), or one of an
-        // earlier preview of the same run moved to this result's axis: it shows requests this
-        // one holds too, with the same outcomes. One of another run would show its outcomes
-        // under this result's header.
-        let texture = self.texture.as_ref().and_then(|d| {
-            let bands = if d.generation == generation {
-                vec![Band::whole(&d.view)]
-            } else if d.placement.fits(cx.run, data) {
-                d.placement.bands(&d.view, &data.segments)
-            } else {
-                Vec::new()
-            };
-            (!bands.is_empty()).then(|| (d.texture.id(), d.generation, bands))
-        });
+        let plot = self.plot_frame(cx, shift);
+        let texture = self.raster_bands(cx);
         let sel_stroke = ui.visuals().selection.bg_fill;
         let sel_fill = sel_stroke.gamma_multiply(0.15);
         let explained = self
@@ -499,20 +465,7 @@ impl AddressView {
                 );
             }
             if let Some((x, y)) = boxed {
-                pui.polygon(
-                    egui_plot::Polygon::new(
-                        "selection",
-                        PlotPoints::from(vec![
-                            [x[0], y[0]],
-                            [x[1], y[0]],
-                            [x[1], y[1]],
-                            [x[0], y[1]],
-                        ]),
-                    )
-                    .fill_color(sel_fill)
-                    .stroke(egui::Stroke::new(1.5, sel_stroke))
-                    .allow_hover(false),
-                );
+                selection_box(pui, x, y, sel_stroke, sel_fill);
             }
             let drawn = if visible <= MARKER_LIMIT {
                 let radius = if visible < 2000 { 2.5 } else { 1.5 };
@@ -551,6 +504,54 @@ impl AddressView {
         // None before drawing (`ui`): the raster shown in this frame, if any.
         self.shown_raster = shown_raster;
         resp
+    }
+
+    /// The plot's axes and behaviour, reset to the whole result when its extent changed.
+    fn plot_frame(&mut self, cx: &PaneCx, shift: bool) -> Plot<'static> {
+        let data = cx.data;
+        let segs = &data.segments;
+        let plot = address_axis(Plot::new(("address", cx.pane)), segs)
+            .allow_drag(!shift && self.select_from.is_none())
+            .link_axis(cx.link, [true, true])
+            .link_cursor(cx.link, [true, true])
+            .x_axis_label(data.x_label())
+            .include_x(data.x_start())
+            .include_x(data.x_end())
+            .include_y(segs.separators().first().map_or(0.0, |s| s.1))
+            .include_y(segs.height())
+            .allow_boxed_zoom(true)
+            // The wheel zooms (below), as docs/app.md says; dragging pans.
+            .allow_scroll(false)
+            .show_grid([true, false])
+            .label_formatter(|_| None);
+        let extent = (
+            data.points.len(),
+            data.x_end().to_bits(),
+            segs.height().to_bits(),
+        );
+        if self.extent != Some(extent) {
+            self.extent = Some(extent);
+            plot.reset()
+        } else {
+            plot
+        }
+    }
+
+    /// The raster to show and where: one of this result (drawn at another zoom meanwhile if
+    /// need be), or one of an earlier preview of the same run moved to this result's axis (it
+    /// shows requests this one holds too, with the same outcomes). One of another run would
+    /// show its outcomes under this result's header.
+    fn raster_bands(&self, cx: &PaneCx) -> Option<(egui::TextureId, u64, Vec<Band>)> {
+        self.texture.as_ref().and_then(|d| {
+            let bands = if d.generation == cx.generation {
+                vec![Band::whole(&d.view)]
+            } else if d.placement.fits(cx.run, cx.data) {
+                d.placement.bands(&d.view, &cx.data.segments)
+            } else {
+                Vec::new()
+            };
+            (!bands.is_empty()).then(|| (d.texture.id(), d.generation, bands))
+        })
     }
 
     /// Asks for a raster of `want` when the view changed and the newest request is not this
@@ -754,6 +755,25 @@ fn wheel_zooms(pui: &mut egui_plot::PlotUi<'_>) {
         egui::vec2(step(scroll.x), 1.0)
     };
     pui.zoom_bounds_around_hovered(factor);
+}
+
+/// The box selected, from `x[0]` to `x[1]` and `y[0]` to `y[1]`.
+fn selection_box(
+    pui: &mut egui_plot::PlotUi,
+    x: [f64; 2],
+    y: [f64; 2],
+    stroke: Color32,
+    fill: Color32,
+) {
+    pui.polygon(
+        egui_plot::Polygon::new(
+            "selection",
+            PlotPoints::from(vec![[x[0], y[0]], [x[1], y[0]], [x[1], y[1]], [x[0], y[1]]]),
+        )
+        .fill_color(fill)
+        .stroke(egui::Stroke::new(1.5, stroke))
+        .allow_hover(false),
+    );
 }
 
 #[cfg(test)]

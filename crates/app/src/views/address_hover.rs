@@ -76,22 +76,8 @@ const HOVER_VALUE_WIDTH: f32 = 300.0;
 
 pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
     let p = &d.points;
-    let k = p.kernel[i] as usize;
-    let kernel = d.kernels.get(k);
-    let inst = kernel
-        .and_then(|k| k.instructions.get(p.inst[i] as usize))
-        .map(|s| match s.line {
-            Some(l) => format!("{}, source line {l}", s.name),
-            None => s.name.clone(),
-        })
-        .unwrap_or_else(|| p.inst[i].to_string());
-    let cta = kernel
-        .map(|k| {
-            let (gx, gy) = (k.grid.x.max(1) as u64, k.grid.y.max(1) as u64);
-            let c = p.cta[i] as u64;
-            format!("({},{},{})", c % gx, c / gx % gy, c / (gx * gy))
-        })
-        .unwrap_or_else(|| p.cta[i].to_string());
+    let kernel = d.kernels.get(p.kernel[i] as usize);
+    let (inst, cta, thread) = (instruction(d, i), cta(d, i), thread(d, i));
     let timing = d.config.timing.is_some();
     let reuse = match p.reuse[i] {
         u32::MAX => "∞ (first use)".to_string(),
@@ -146,23 +132,7 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
         kv("kernel", kernel.map(|k| k.name.clone()).unwrap_or_default());
         kv("instruction", inst);
         kv("CTA", cta);
-        kv(
-            "thread",
-            match (p.thread(i), kernel) {
-                (Some(t), Some(k)) => {
-                    let (bx, by) = (k.block.x.max(1) as u64, k.block.y.max(1) as u64);
-                    let local = t as u64 % k.threads_per_cta().max(1) as u64;
-                    format!(
-                        "{t}, ({},{},{}) in its CTA",
-                        local % bx,
-                        local / bx % by,
-                        local / (bx * by)
-                    )
-                }
-                (Some(t), None) => t.to_string(),
-                (None, _) => "not tracked in the timing model".into(),
-            },
-        );
+        kv("thread", thread);
         kv("warp", p.warp[i].to_string());
         kv("SM", p.sm[i].to_string());
         kv("line", hex(line_addr));
@@ -180,6 +150,51 @@ pub(super) fn request_tooltip(ui: &mut Ui, d: &SimData, i: usize) {
                 .weak()
                 .italics(),
         );
+    }
+}
+
+/// Request `i`'s instruction: its name and source line, else its number.
+fn instruction(d: &SimData, i: usize) -> String {
+    let p = &d.points;
+    d.kernels
+        .get(p.kernel[i] as usize)
+        .and_then(|k| k.instructions.get(p.inst[i] as usize))
+        .map(|s| match s.line {
+            Some(l) => format!("{}, source line {l}", s.name),
+            None => s.name.clone(),
+        })
+        .unwrap_or_else(|| p.inst[i].to_string())
+}
+
+/// Request `i`'s CTA as (x,y,z) in its grid, else its number.
+fn cta(d: &SimData, i: usize) -> String {
+    let p = &d.points;
+    d.kernels
+        .get(p.kernel[i] as usize)
+        .map(|k| {
+            let (gx, gy) = (k.grid.x.max(1) as u64, k.grid.y.max(1) as u64);
+            let c = p.cta[i] as u64;
+            format!("({},{},{})", c % gx, c / gx % gy, c / (gx * gy))
+        })
+        .unwrap_or_else(|| p.cta[i].to_string())
+}
+
+/// Request `i`'s thread, and where it lies in its CTA.
+fn thread(d: &SimData, i: usize) -> String {
+    let p = &d.points;
+    match (p.thread(i), d.kernels.get(p.kernel[i] as usize)) {
+        (Some(t), Some(k)) => {
+            let (bx, by) = (k.block.x.max(1) as u64, k.block.y.max(1) as u64);
+            let local = t as u64 % k.threads_per_cta().max(1) as u64;
+            format!(
+                "{t}, ({},{},{}) in its CTA",
+                local % bx,
+                local / bx % by,
+                local / (bx * by)
+            )
+        }
+        (Some(t), None) => t.to_string(),
+        (None, _) => "not tracked in the timing model".into(),
     }
 }
 

@@ -351,30 +351,8 @@ impl Table<'_> {
             order,
             columns,
             timing,
-            only,
+            ..
         } = *self;
-        let header = |ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions| {
-            let arrow = match (opts.sort == key, opts.descending) {
-                (true, true) => " v",
-                (true, false) => " ^",
-                (false, _) => "",
-            };
-            if ui
-                .add(
-                    egui::Button::new(RichText::new(format!("{text}{arrow}")).strong())
-                        .frame(false),
-                )
-                .on_hover_text("Sort by this column (again to reverse)")
-                .clicked()
-            {
-                if opts.sort == key {
-                    opts.descending = !opts.descending;
-                } else {
-                    opts.sort = key;
-                    opts.descending = key != SortBy::Row;
-                }
-            }
-        };
         // Scrolls both ways: a narrow pane keeps its width (the table scrolls instead).
         egui::ScrollArea::both()
             .id_salt(("miss-table", pane))
@@ -385,102 +363,125 @@ impl Table<'_> {
                     .num_columns(8 + columns.len() + timing as usize)
                     .show(ui, |ui| {
                         if range.start == 0 {
-                            let what = match per {
-                                Per::Cta => "CTA",
-                                Per::Instruction => "instruction",
-                                Per::SourceLine => "source line",
-                            };
-                            header(ui, what, SortBy::Row, opts);
-                            header(ui, "requests", SortBy::Requests, opts);
-                            header(ui, "misses", SortBy::Misses, opts);
-                            header(ui, "miss rate", SortBy::MissRate, opts);
-                            // The classes first (what lessons compare), so a narrow pane shows
-                            // them beside the row's name before any scrolling.
-                            for (name, colour) in columns {
-                                let text = if timing {
-                                    name.to_string()
-                                } else {
-                                    format!("{name} R/W")
-                                };
-                                ui.label(RichText::new(text).color(*colour));
-                            }
-                            if timing {
-                                ui.label(RichText::new("stores past the L1").color(BYPASS))
-                                    .on_hover_text(
-                                        "Stores do not pass through the L1 in the timing model",
-                                    );
-                            }
-                            for (text, hover) in MEASURES {
-                                ui.label(RichText::new(text).strong()).on_hover_text(hover);
-                            }
-                            ui.end_row();
+                            self.header_row(ui, opts);
                         }
                         for &i in order
                             .iter()
                             .skip(range.start.saturating_sub(1))
                             .take(range.end - range.start.max(1))
                         {
-                            let Some(r) = tables.row(per, i) else {
-                                continue;
-                            };
-                            match r.inst {
-                                // An instruction: click to see only its requests in the address
-                                // view (again to see all).
-                                Some((kernel, inst)) => {
-                                    let chosen = only.is_some_and(|f| f.key() == (kernel, inst));
-                                    if ui
-                                    .selectable_label(chosen, &r.label)
-                                    .on_hover_text(
-                                        "Show only this instruction's requests in the address view",
-                                    )
-                                    .clicked()
-                                {
-                                    out.push(Command::Only {
-                                        pane,
-                                        filter: (!chosen).then(|| InstFilter {
-                                            kernel,
-                                            inst,
-                                            name: r.label.clone(),
-                                        }),
-                                    });
-                                }
-                                }
-                                None => {
-                                    ui.label(&r.label);
-                                }
+                            if let Some(r) = tables.row(per, i) {
+                                self.row(ui, &r, out);
                             }
-                            ui.label(r.requests.to_string());
-                            ui.label(r.misses.to_string());
-                            if r.requests == 0 {
-                                ui.label("-");
-                            } else {
-                                ui.label(format!("{:.1}%", r.rate() * 100.0));
-                            }
-                            for k in 0..columns.len() {
-                                if timing {
-                                    ui.label(r.classes.reads[k].to_string());
-                                } else {
-                                    ui.label(format!(
-                                        "{}/{}",
-                                        r.classes.reads[k], r.classes.writes[k]
-                                    ));
-                                }
-                            }
-                            if timing {
-                                ui.label(r.bypassed.to_string());
-                            }
-                            if r.requests == 0 {
-                                ui.label("-");
-                                ui.label("-");
-                            } else {
-                                ui.label(format!("{:.1}", r.accesses_per_request()));
-                                ui.label(format!("{:.2}", r.transactions_per_request()));
-                            }
-                            ui.label(crate::views::comm::human(r.bytes_in));
-                            ui.label(crate::views::comm::human(r.bytes_out));
-                            ui.end_row();
                         }
                     });
             });
+    }
+
+    /// The column names; a click on a sortable one sorts by it (again to reverse).
+    fn header_row(&self, ui: &mut Ui, opts: &mut MissOptions) {
+        let what = match self.per {
+            Per::Cta => "CTA",
+            Per::Instruction => "instruction",
+            Per::SourceLine => "source line",
+        };
+        sort_header(ui, what, SortBy::Row, opts);
+        sort_header(ui, "requests", SortBy::Requests, opts);
+        sort_header(ui, "misses", SortBy::Misses, opts);
+        sort_header(ui, "miss rate", SortBy::MissRate, opts);
+        // The classes first (what lessons compare), so a narrow pane shows them beside the
+        // row's name before any scrolling.
+        for (name, colour) in self.columns {
+            let text = if self.timing {
+                name.to_string()
+            } else {
+                format!("{name} R/W")
+            };
+            ui.label(RichText::new(text).color(*colour));
+        }
+        if self.timing {
+            ui.label(RichText::new("stores past the L1").color(BYPASS))
+                .on_hover_text("Stores do not pass through the L1 in the timing model");
+        }
+        for (text, hover) in MEASURES {
+            ui.label(RichText::new(text).strong()).on_hover_text(hover);
+        }
+        ui.end_row();
+    }
+
+    /// One row: an instruction's name is a button that shows only its requests in the address
+    /// view (again to see all).
+    fn row(&self, ui: &mut Ui, r: &MissRow, out: &mut Vec<Command>) {
+        let timing = self.timing;
+        match r.inst {
+            Some((kernel, inst)) => {
+                let chosen = self.only.is_some_and(|f| f.key() == (kernel, inst));
+                if ui
+                    .selectable_label(chosen, &r.label)
+                    .on_hover_text("Show only this instruction's requests in the address view")
+                    .clicked()
+                {
+                    out.push(Command::Only {
+                        pane: self.pane,
+                        filter: (!chosen).then(|| InstFilter {
+                            kernel,
+                            inst,
+                            name: r.label.clone(),
+                        }),
+                    });
+                }
+            }
+            None => {
+                ui.label(&r.label);
+            }
+        }
+        ui.label(r.requests.to_string());
+        ui.label(r.misses.to_string());
+        if r.requests == 0 {
+            ui.label("-");
+        } else {
+            ui.label(format!("{:.1}%", r.rate() * 100.0));
+        }
+        for k in 0..self.columns.len() {
+            if timing {
+                ui.label(r.classes.reads[k].to_string());
+            } else {
+                ui.label(format!("{}/{}", r.classes.reads[k], r.classes.writes[k]));
+            }
+        }
+        if timing {
+            ui.label(r.bypassed.to_string());
+        }
+        if r.requests == 0 {
+            ui.label("-");
+            ui.label("-");
+        } else {
+            ui.label(format!("{:.1}", r.accesses_per_request()));
+            ui.label(format!("{:.2}", r.transactions_per_request()));
+        }
+        ui.label(crate::views::comm::human(r.bytes_in));
+        ui.label(crate::views::comm::human(r.bytes_out));
+        ui.end_row();
+    }
+}
+
+/// A column's name as a button that sorts by `key` (again to reverse the order).
+fn sort_header(ui: &mut Ui, text: &str, key: SortBy, opts: &mut MissOptions) {
+    let arrow = match (opts.sort == key, opts.descending) {
+        (true, true) => " v",
+        (true, false) => " ^",
+        (false, _) => "",
+    };
+    if ui
+        .add(egui::Button::new(RichText::new(format!("{text}{arrow}")).strong()).frame(false))
+        .on_hover_text("Sort by this column (again to reverse)")
+        .clicked()
+    {
+        if opts.sort == key {
+            opts.descending = !opts.descending;
+        } else {
+            opts.sort = key;
+            opts.descending = key != SortBy::Row;
+        }
     }
 }

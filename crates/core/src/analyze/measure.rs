@@ -136,6 +136,53 @@ pub fn measure_with(
 ) -> Result<Measured, MeasureError> {
     let cfg = shape(g);
     let tpb = k.threads_per_cta();
+    let resident = resident_blocks(k, g)?;
+    let wpb = tpb.div_ceil(g.warp_size.max(1)).max(1);
+    let warps = (k.num_ctas() as u64 * wpb as u64).max(1) as f64;
+    let c = count_requests(k, &cfg)?;
+    let barriers = k
+        .columns()
+        .flags
+        .iter()
+        .filter(|&&f| crate::trace::model_flags(f).0 == AccessKind::Barrier)
+        .count() as f64;
+    let threads = (k.num_threads() as f64).max(1.0);
+    let requests = (c.loads + c.stores) as f64 / warps;
+    let s = sources(k, given, requests, warps, resident);
+    let raw = KernelInputs {
+        threads_per_block: tpb,
+        blocks: k.num_ctas() as u64,
+        active_blocks_per_sm: s.active_blocks.0,
+        instructions: s.instructions.0.max(requests),
+        high_latency: s.high_latency.0.min(s.instructions.0),
+        load_requests: c.loads as f64 / warps,
+        store_requests: c.stores as f64 / warps,
+        transactions: c.transactions.map(|t| t as f64 / warps),
+        sync: barriers / threads,
+        independent_loads: s.independent_loads.0,
+        duplicate_loads: 1.0,
+        vector: c.vector * 2 > c.loads + c.stores,
+    };
+    let duplicates = duplicates(k, g, &raw, observer)?;
+    let inputs = KernelInputs {
+        duplicate_loads: duplicates.ratio,
+        ..raw
+    };
+    Ok(Measured {
+        kernel: k.name.clone(),
+        inputs,
+        instructions_from: s.instructions.1,
+        high_latency_from: s.high_latency.1,
+        independent_loads_from: s.independent_loads.1,
+        active_blocks_from: s.active_blocks.1,
+        duplicates,
+    })
+}
+
+/// Blocks resident on an SM at a time: the residency limits, and no more than an SM gets of
+/// the grid. A block larger than an SM holds is an error.
+fn resident_blocks(k: &Kernel, g: &GpuModel) -> Result<u32, MeasureError> {
+    let tpb = k.threads_per_cta();
     if tpb > g.max_threads_per_sm {
         return Err(MeasureError::BlockTooLarge {
             kernel: k.name.clone(),
@@ -145,61 +192,78 @@ pub fn measure_with(
         });
     }
     let wpb = tpb.div_ceil(g.warp_size.max(1)).max(1);
-    // The residency limits, and no more blocks than an SM gets of the grid.
     let per_sm = k.num_ctas().div_ceil(g.sms.max(1)).max(1);
-    let resident = g
-        .max_blocks_per_sm
+    Ok(g.max_blocks_per_sm
         .min(g.max_threads_per_sm / tpb.max(1))
         .min(g.max_warps_per_sm / wpb)
         .min(per_sm)
-        .max(1);
-    let warps = (k.num_ctas() as u64 * wpb as u64).max(1) as f64;
+        .max(1))
+}
 
-    // Requests and transactions, through the scheduler and the GT200 coalescer.
-    let (mut loads, mut stores, mut vector) = (0u64, 0u64, 0u64);
-    let mut trans = [0u64; 3];
-    sim::each_warp_request(k, &cfg, |rows, out| {
+/// A kernel's warp requests by kind, and its transactions by segment size (32, 64, 128 B).
+struct RequestCounts {
+    loads: u64,
+    stores: u64,
+    /// Requests of 8-byte or wider accesses.
+    vector: u64,
+    transactions: [u64; 3],
+}
+
+/// Requests and transactions, through the scheduler and the GT200 coalescer; a kernel without
+/// memory requests is an error.
+fn count_requests(k: &Kernel, cfg: &SimConfig) -> Result<RequestCounts, MeasureError> {
+    let mut c = RequestCounts {
+        loads: 0,
+        stores: 0,
+        vector: 0,
+        transactions: [0; 3],
+    };
+    sim::each_warp_request(k, cfg, |rows, out| {
         let first = rows
             .iter()
             .map(|&r| k.access(r as usize))
             .find(|a| a.kind != AccessKind::Barrier && a.space.reaches_l1());
         let Some(a) = first else { return };
         if a.kind == AccessKind::Load {
-            loads += 1;
+            c.loads += 1;
         } else {
-            stores += 1;
+            c.stores += 1;
         }
         if a.size >= 8 {
-            vector += 1;
+            c.vector += 1;
         }
         // A segment's first 128-byte piece carries its transaction; segments are aligned to
         // their size, so one piece is the whole segment.
-        for c in out.iter().filter(|c| c.transactions > 0) {
-            let i = match c.request.bytes {
+        for p in out.iter().filter(|p| p.transactions > 0) {
+            let i = match p.request.bytes {
                 0..=32 => 0,
                 33..=64 => 1,
                 _ => 2,
             };
-            trans[i] += 1;
+            c.transactions[i] += 1;
         }
     })?;
-    if loads + stores == 0 {
+    if c.loads + c.stores == 0 {
         return Err(MeasureError::NoMemory {
             kernel: k.name.clone(),
         });
     }
-    let barriers = k
-        .columns()
-        .flags
-        .iter()
-        .filter(|&&f| crate::trace::model_flags(f).0 == AccessKind::Barrier)
-        .count() as f64;
-    let threads = (k.num_threads() as f64).max(1.0);
-    let requests = (loads + stores) as f64 / warps;
+    Ok(c)
+}
 
-    // Instructions: the trace's counts, else given, else the default ratio.
+/// The inputs a trace may lack, each with where it came from: per warp, instructions (the
+/// trace's counts, else given, else the default ratio to `requests`), high-latency
+/// instructions, independent loads, and the active blocks (`resident` unless given).
+struct Sourced {
+    instructions: (f64, Source),
+    high_latency: (f64, Source),
+    independent_loads: (f64, Source),
+    active_blocks: (u32, Source),
+}
+
+fn sources(k: &Kernel, given: &Given, requests: f64, warps: f64, resident: u32) -> Sourced {
     let traced: u64 = k.info.warp_instructions.iter().map(|w| w.count).sum();
-    let (instructions, instructions_from) = if let Some(i) = given.instructions {
+    let instructions = if let Some(i) = given.instructions {
         (i, Source::Given)
     } else if traced > 0 {
         (traced as f64 / warps, Source::Trace)
@@ -218,52 +282,28 @@ pub fn measure_with(
         .filter(|(op, _)| is_high_latency(op))
         .map(|(_, n)| n)
         .sum();
-    let (high_latency, high_latency_from) = if let Some(h) = given.high_latency {
+    let high_latency = if let Some(h) = given.high_latency {
         (h, Source::Given)
     } else if !k.info.opcodes.is_empty() {
         (mufu as f64 / warps, Source::Trace)
     } else {
         (0.0, Source::Default)
     };
-    let (independent_loads, independent_loads_from) =
-        match (given.independent_loads, k.info.independent_loads()) {
-            (Some(x), _) => (x, Source::Given),
-            (None, Some(x)) => (x, Source::Trace),
-            (None, None) => (1.0, Source::Default),
-        };
-    let (active_blocks, active_blocks_from) = match given.active_blocks {
+    let independent_loads = match (given.independent_loads, k.info.independent_loads()) {
+        (Some(x), _) => (x, Source::Given),
+        (None, Some(x)) => (x, Source::Trace),
+        (None, None) => (1.0, Source::Default),
+    };
+    let active_blocks = match given.active_blocks {
         Some(b) => (b, Source::Given),
         None => (resident, Source::Trace),
     };
-    let transactions = trans.map(|t| t as f64 / warps);
-    let raw = KernelInputs {
-        threads_per_block: tpb,
-        blocks: k.num_ctas() as u64,
-        active_blocks_per_sm: active_blocks,
-        instructions: instructions.max(requests),
-        high_latency: high_latency.min(instructions),
-        load_requests: loads as f64 / warps,
-        store_requests: stores as f64 / warps,
-        transactions,
-        sync: barriers / threads,
+    Sourced {
+        instructions,
+        high_latency,
         independent_loads,
-        duplicate_loads: 1.0,
-        vector: vector * 2 > loads + stores,
-    };
-    let duplicates = duplicates(k, g, &raw, observer)?;
-    let inputs = KernelInputs {
-        duplicate_loads: duplicates.ratio,
-        ..raw
-    };
-    Ok(Measured {
-        kernel: k.name.clone(),
-        inputs,
-        instructions_from,
-        high_latency_from,
-        independent_loads_from,
-        active_blocks_from,
-        duplicates,
-    })
+        active_blocks,
+    }
 }
 
 /// SFU instructions of an Accel-Sim trace (square root, reciprocal, transcendental: `MUFU.*`)

@@ -293,30 +293,14 @@ pub fn analyze(k: &KernelInputs, g: &GpuModel) -> Result<Analysis, InputError> {
     // §3.2.4: duplicate loads ride on another request's transactions; vector operations do
     // not merge (§3.2.5).
     let merge = if k.vector { 1.0 } else { k.duplicate_loads };
-    let transactions = k.transactions.map(|t| t / merge);
-    let total: f64 = transactions.iter().sum();
-    let bytes = transactions[0] * 32.0 + transactions[1] * 64.0 + transactions[2] * 128.0;
-    let per_request = |x: f64| if requests > 0.0 { x / requests } else { 0.0 };
-    let data_per_request = per_request(bytes); // (16)
-    let transactions_per_request = per_request(total); // (19)
-    let departure_delay_per_transaction = if k.vector {
-        g.departure_delay_vector
-    } else if total > 0.0 {
-        // (20-23)
-        (0..3)
-            .map(|i| g.departure_delay[i] * transactions[i] / total)
-            .sum()
-    } else {
-        0.0
-    };
-    // (24)
-    let memory_latency = if requests > 0.0 {
-        let extra = (transactions_per_request - 1.0).max(0.0);
-        g.base_latency + extra * departure_delay_per_transaction
-    } else {
-        0.0
-    };
-    let departure_delay_per_request = transactions_per_request * departure_delay_per_transaction; // (25)
+    let Memory {
+        transactions,
+        data_per_request,
+        transactions_per_request,
+        departure_delay_per_transaction,
+        memory_latency,
+        departure_delay_per_request,
+    } = memory(k, g, requests, merge);
     let (bandwidth_per_warp_gb_s, mwp_peak_bandwidth, mwp_without_bandwidth) = if requests > 0.0 {
         // (17): bytes per request each memory latency, at the SM clock.
         let bw = g.clock_mhz * 1e6 * data_per_request / memory_latency / 1e9;
@@ -357,15 +341,15 @@ pub fn analyze(k: &KernelInputs, g: &GpuModel) -> Result<Analysis, InputError> {
     // Unlike Hong and Kim's, this MWP may exceed N: independent loads let one warp have
     // several requests in flight (Dasgupta 2011 §3.2.1.3, figure 7).
     let mwp_n = mwp;
-    let (case, per_round) = if mwp_n == n && cwp == n {
-        let c = memory_cycles + compute_cycles + compute_cycles / requests * (mwp_n - 1.0);
-        (ExecCase::NotEnoughWarps, c)
-    } else if requests > 0.0 && (cwp >= mwp_n || compute_cycles > memory_cycles) {
-        let c = memory_cycles * n / mwp_n + compute_cycles / requests * (mwp_n - 1.0);
-        (ExecCase::MemoryBound, c)
-    } else {
-        (ExecCase::ComputeBound, memory_latency + compute_cycles * n)
-    };
+    let (case, per_round) = case_of(
+        n,
+        mwp_n,
+        cwp,
+        requests,
+        compute_cycles,
+        memory_cycles,
+        memory_latency,
+    );
     let exec_cycles = per_round * repetitions;
     // Hong and Kim 2009 §4.6: each barrier lets the warps' requests depart one after another.
     let sync_cycles = departure_delay_per_request
@@ -402,4 +386,72 @@ pub fn analyze(k: &KernelInputs, g: &GpuModel) -> Result<Analysis, InputError> {
         milliseconds: cycles / (g.clock_mhz * 1e3),
         memory_bound: cwp > mwp_n,
     })
+}
+
+/// The memory side of a request, equations (16) and (19)-(25).
+struct Memory {
+    /// 32-, 64- and 128-byte transactions per warp, duplicates merged.
+    transactions: [f64; 3],
+    data_per_request: f64,
+    transactions_per_request: f64,
+    departure_delay_per_transaction: f64,
+    memory_latency: f64,
+    departure_delay_per_request: f64,
+}
+
+fn memory(k: &KernelInputs, g: &GpuModel, requests: f64, merge: f64) -> Memory {
+    let transactions = k.transactions.map(|t| t / merge);
+    let total: f64 = transactions.iter().sum();
+    let bytes = transactions[0] * 32.0 + transactions[1] * 64.0 + transactions[2] * 128.0;
+    let per_request = |x: f64| if requests > 0.0 { x / requests } else { 0.0 };
+    let data_per_request = per_request(bytes); // (16)
+    let transactions_per_request = per_request(total); // (19)
+    let departure_delay_per_transaction = if k.vector {
+        g.departure_delay_vector
+    } else if total > 0.0 {
+        // (20-23)
+        (0..3)
+            .map(|i| g.departure_delay[i] * transactions[i] / total)
+            .sum()
+    } else {
+        0.0
+    };
+    // (24)
+    let memory_latency = if requests > 0.0 {
+        let extra = (transactions_per_request - 1.0).max(0.0);
+        g.base_latency + extra * departure_delay_per_transaction
+    } else {
+        0.0
+    };
+    let departure_delay_per_request = transactions_per_request * departure_delay_per_transaction; // (25)
+    Memory {
+        transactions,
+        data_per_request,
+        transactions_per_request,
+        departure_delay_per_transaction,
+        memory_latency,
+        departure_delay_per_request,
+    }
+}
+
+/// The execution case and the cycles of one round of resident blocks (Hong and Kim 2009
+/// §3.3, with `n` active warps, MWP `mwp` and CWP `cwp`).
+fn case_of(
+    n: f64,
+    mwp: f64,
+    cwp: f64,
+    requests: f64,
+    compute_cycles: f64,
+    memory_cycles: f64,
+    memory_latency: f64,
+) -> (ExecCase, f64) {
+    if mwp == n && cwp == n {
+        let c = memory_cycles + compute_cycles + compute_cycles / requests * (mwp - 1.0);
+        (ExecCase::NotEnoughWarps, c)
+    } else if requests > 0.0 && (cwp >= mwp || compute_cycles > memory_cycles) {
+        let c = memory_cycles * n / mwp + compute_cycles / requests * (mwp - 1.0);
+        (ExecCase::MemoryBound, c)
+    } else {
+        (ExecCase::ComputeBound, memory_latency + compute_cycles * n)
+    }
 }

@@ -257,57 +257,16 @@ pub fn explain(
             look.accesses
         }
     };
-    let mut counterfactuals = Vec::new();
-    let mut ask = |change: String,
-                   changed: SimConfig,
-                   counterfactuals: &mut Vec<Counterfactual>|
-     -> Result<Option<RequestEvent>, ExplainError> {
-        if changed.validate().is_err() {
-            return Ok(None);
-        }
-        let mut look = Lookup::new(key, changed.cache.line_bytes);
-        run_until(&changed, kernels, &mut look, keep_going)?;
-        counterfactuals.push(Counterfactual {
-            change,
-            hit: look.found.map(|e| e.hit),
-        });
-        Ok(look.found)
+    let mut ask = Asker {
+        kernels,
+        key,
+        keep_going,
+        counterfactuals: Vec::new(),
     };
     let why = if target.hit {
         Why::Hit
     } else if cfg.timing.is_some() {
-        // Nugteren et al. 2014 §6.1, read per request: each comparison run changes one thing.
-        let mut zero = cfg.clone();
-        let mut unlimited = cfg.clone();
-        let mut fa = cfg.clone();
-        if let Some(z) = &mut zero.timing {
-            z.hit_latency = 0;
-            z.miss_latency = 0;
-            z.miss_latency_stddev = 0.0;
-        }
-        if let Some(u) = &mut unlimited.timing {
-            u.mshrs = 0;
-            u.mshrs_per_warp = 0;
-        }
-        fa.cache.ways = 0;
-        let z = ask("no latency".into(), zero, &mut counterfactuals)?;
-        let u = ask("unlimited MSHRs".into(), unlimited, &mut counterfactuals)?;
-        let f = ask(
-            "fully associative, same size".into(),
-            fa,
-            &mut counterfactuals,
-        )?;
-        if z.is_none_or(|z| z.set_distance.is_none()) {
-            Why::Compulsory
-        } else if target.set_distance.is_none() {
-            Why::Latency
-        } else if u.is_some_and(|u| u.hit) {
-            Why::Mshr
-        } else if f.is_some_and(|f| f.hit) {
-            Why::Conflict
-        } else {
-            Why::Capacity
-        }
+        timed_why(&mut ask, &cfg, &target)?
     } else {
         match target.class {
             Some(crate::cache::MissClass::Compulsory) | None => Why::Compulsory,
@@ -327,29 +286,97 @@ pub fn explain(
         let label =
             choice::entry_of(&WritePolicy::Wbwa).map_or("write-back, allocate", |e| e.label);
         let change = format!("{label} (stores fill lines)");
-        ask(change, allocating, &mut counterfactuals)?;
+        ask.ask(change, allocating)?;
     } else if matches!(why, Why::Capacity | Why::Conflict) {
-        // More ways (and so more capacity) for the misses that more room could turn into hits.
-        for k in [2u32, 4, 8] {
-            let mut more = cfg.clone();
-            more.cache.size_bytes *= k as u64;
-            if more.cache.ways != 0 {
-                more.cache.ways *= k;
-            }
-            let change = format!(
-                "{} ways ({})",
-                more.cache.ways_effective(),
-                bytes(more.cache.size_bytes)
-            );
-            if ask(change, more, &mut counterfactuals)?.is_some_and(|e| e.hit) {
-                break;
-            }
-        }
+        more_room(&mut ask, &cfg)?;
     }
+    let counterfactuals = ask.counterfactuals;
     let mut e = follow.finish(&cfg, &names, accesses, why, counterfactuals);
     e.rule = words::rule(&e);
     e.story = words::story(&e);
     Ok(e)
+}
+
+/// Runs the request again under changed configurations, noting each answer.
+struct Asker<'a> {
+    kernels: &'a [Kernel],
+    key: Key,
+    keep_going: &'a mut dyn FnMut(u64, u64) -> bool,
+    counterfactuals: Vec<Counterfactual>,
+}
+
+impl Asker<'_> {
+    /// The request under `changed` (described by `change`), noted as a counterfactual; `None`
+    /// (and nothing noted) for a configuration that is not valid.
+    fn ask(
+        &mut self,
+        change: String,
+        changed: SimConfig,
+    ) -> Result<Option<RequestEvent>, ExplainError> {
+        if changed.validate().is_err() {
+            return Ok(None);
+        }
+        let mut look = Lookup::new(self.key, changed.cache.line_bytes);
+        run_until(&changed, self.kernels, &mut look, self.keep_going)?;
+        self.counterfactuals.push(Counterfactual {
+            change,
+            hit: look.found.map(|e| e.hit),
+        });
+        Ok(look.found)
+    }
+}
+
+/// Why a miss of the timing model missed: Nugteren et al. 2014 §6.1, read per request, each
+/// comparison run changing one thing (no latency, unlimited MSHRs, fully associative).
+fn timed_why(ask: &mut Asker, cfg: &SimConfig, target: &RequestEvent) -> Result<Why, ExplainError> {
+    let mut zero = cfg.clone();
+    let mut unlimited = cfg.clone();
+    let mut fa = cfg.clone();
+    if let Some(z) = &mut zero.timing {
+        z.hit_latency = 0;
+        z.miss_latency = 0;
+        z.miss_latency_stddev = 0.0;
+    }
+    if let Some(u) = &mut unlimited.timing {
+        u.mshrs = 0;
+        u.mshrs_per_warp = 0;
+    }
+    fa.cache.ways = 0;
+    let z = ask.ask("no latency".into(), zero)?;
+    let u = ask.ask("unlimited MSHRs".into(), unlimited)?;
+    let f = ask.ask("fully associative, same size".into(), fa)?;
+    Ok(if z.is_none_or(|z| z.set_distance.is_none()) {
+        Why::Compulsory
+    } else if target.set_distance.is_none() {
+        Why::Latency
+    } else if u.is_some_and(|u| u.hit) {
+        Why::Mshr
+    } else if f.is_some_and(|f| f.hit) {
+        Why::Conflict
+    } else {
+        Why::Capacity
+    })
+}
+
+/// More ways (and so more capacity), 2, 4 and 8 times, for the misses that more room could
+/// turn into hits; stops at the first that hits.
+fn more_room(ask: &mut Asker, cfg: &SimConfig) -> Result<(), ExplainError> {
+    for k in [2u32, 4, 8] {
+        let mut more = cfg.clone();
+        more.cache.size_bytes *= k as u64;
+        if more.cache.ways != 0 {
+            more.cache.ways *= k;
+        }
+        let change = format!(
+            "{} ways ({})",
+            more.cache.ways_effective(),
+            bytes(more.cache.size_bytes)
+        );
+        if ask.ask(change, more)?.is_some_and(|e| e.hit) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// `32 KB`, `1 MB`, or `512 B` below a kilobyte.

@@ -178,18 +178,7 @@ pub fn snapshot(
     };
     let accesses = std::mem::take(&mut step.find.accesses);
     let names = &step.find.names;
-    let mut lines: Vec<LineGroup> = Vec::new();
-    for a in &accesses {
-        let at = a.address / line_bytes.max(1) * line_bytes;
-        match lines.iter_mut().find(|g| g.line_address == at) {
-            Some(g) => g.threads.push(a.thread),
-            None => lines.push(LineGroup {
-                line_address: at,
-                threads: vec![a.thread],
-            }),
-        }
-    }
-    lines.sort_by_key(|g| g.line_address);
+    let lines = line_groups(&accesses, line_bytes);
     let recent: Vec<Use> = {
         let mine: Vec<&(u64, RequestEvent)> =
             step.recent.iter().filter(|(_, r)| r.sm == e.sm).collect();
@@ -198,21 +187,13 @@ pub fn snapshot(
             .map(|(i, r)| names.use_of(*i, r))
             .collect()
     };
-    let (ways, policy_meaning, in_flight, mshrs) = match &cfg.timing {
-        None => {
-            let (ways, meaning) = step.set.unwrap_or_default();
-            let ways = ways
-                .into_iter()
-                .map(|w| Way {
-                    line_address: w.line.map(|l| l * line_bytes),
-                    valid_sectors: w.valid,
-                    dirty_sectors: w.dirty,
-                    policy: w.policy,
-                    current: w.line == Some(e.line),
-                })
-                .collect();
-            (ways, meaning.to_string(), Vec::new(), None)
-        }
+    let SetState {
+        ways,
+        policy_meaning,
+        in_flight,
+        mshrs,
+    } = match &cfg.timing {
+        None => untimed_set(step.set.take().unwrap_or_default(), &e, line_bytes),
         Some(t) => {
             let mut set = TimedSet {
                 n,
@@ -222,32 +203,11 @@ pub fn snapshot(
                 fetches: FxHashMap::default(),
             };
             run_until(&cfg, kernels, &mut set, keep_going)?;
-            let mut stack: Vec<(u64, (u32, u64, u64))> = set.latest.into_iter().collect();
-            stack.sort_by_key(|s| std::cmp::Reverse(s.1));
-            let ways = stack
-                .iter()
-                .take(cfg.cache.ways_effective() as usize)
-                .enumerate()
-                .map(|(age, (line, _))| Way {
-                    line_address: Some(line * line_bytes),
-                    valid_sectors: 0,
-                    dirty_sectors: 0,
-                    policy: age as u64,
-                    current: *line == e.line,
-                })
-                .collect();
-            let mut flying: Vec<(u64, u64)> = set
-                .fetches
-                .iter()
-                .map(|(&l, &at)| (l * line_bytes, at))
-                .collect();
-            flying.sort_by_key(|f| (f.1, f.0));
-            let held = flying.len() as u32;
-            (
-                ways,
-                "place in the set's LRU stack (0 = most recent effect)".to_string(),
-                flying,
-                Some((held, (t.mshrs > 0).then_some(t.mshrs))),
+            timed_set(
+                set,
+                cfg.cache.ways_effective() as usize,
+                line_bytes,
+                t.mshrs,
             )
         }
     };
@@ -263,4 +223,87 @@ pub fn snapshot(
         in_flight,
         mshrs,
     })
+}
+
+/// The request's set as the step shows it: its ways, what their policy number means, the
+/// lines in flight and the MSHRs held (of how many) in the timing model.
+struct SetState {
+    ways: Vec<Way>,
+    policy_meaning: String,
+    in_flight: Vec<(u64, u64)>,
+    mshrs: Option<(u32, Option<u32>)>,
+}
+
+/// The accesses grouped by line, in address order.
+fn line_groups(accesses: &[Access], line_bytes: u64) -> Vec<LineGroup> {
+    let mut lines: Vec<LineGroup> = Vec::new();
+    for a in accesses {
+        let at = a.address / line_bytes.max(1) * line_bytes;
+        match lines.iter_mut().find(|g| g.line_address == at) {
+            Some(g) => g.threads.push(a.thread),
+            None => lines.push(LineGroup {
+                line_address: at,
+                threads: vec![a.thread],
+            }),
+        }
+    }
+    lines.sort_by_key(|g| g.line_address);
+    lines
+}
+
+/// The set of the cache model after request `e`: its ways as the model keeps them.
+fn untimed_set(
+    (ways, meaning): (Vec<crate::cache::WayState>, &'static str),
+    e: &RequestEvent,
+    line_bytes: u64,
+) -> SetState {
+    let ways = ways
+        .into_iter()
+        .map(|w| Way {
+            line_address: w.line.map(|l| l * line_bytes),
+            valid_sectors: w.valid,
+            dirty_sectors: w.dirty,
+            policy: w.policy,
+            current: w.line == Some(e.line),
+        })
+        .collect();
+    SetState {
+        ways,
+        policy_meaning: meaning.to_string(),
+        in_flight: Vec::new(),
+        mshrs: None,
+    }
+}
+
+/// The set of the timing model at the request: its LRU stack (the `ways` latest lines), the
+/// lines in flight and the MSHRs they hold (of `mshrs`, 0 = unlimited).
+fn timed_set(set: TimedSet, ways: usize, line_bytes: u64, mshrs: u32) -> SetState {
+    let line = set.target.line;
+    let mut stack: Vec<(u64, (u32, u64, u64))> = set.latest.into_iter().collect();
+    stack.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let ways = stack
+        .iter()
+        .take(ways)
+        .enumerate()
+        .map(|(age, (l, _))| Way {
+            line_address: Some(l * line_bytes),
+            valid_sectors: 0,
+            dirty_sectors: 0,
+            policy: age as u64,
+            current: *l == line,
+        })
+        .collect();
+    let mut flying: Vec<(u64, u64)> = set
+        .fetches
+        .iter()
+        .map(|(&l, &at)| (l * line_bytes, at))
+        .collect();
+    flying.sort_by_key(|f| (f.1, f.0));
+    let held = flying.len() as u32;
+    SetState {
+        ways,
+        policy_meaning: "place in the set's LRU stack (0 = most recent effect)".to_string(),
+        in_flight: flying,
+        mshrs: Some((held, (mshrs > 0).then_some(mshrs))),
+    }
 }

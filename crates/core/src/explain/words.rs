@@ -139,8 +139,66 @@ pub fn rule(e: &Explanation) -> String {
 pub fn story(e: &Explanation) -> Vec<String> {
     let r = &e.request;
     let c = &e.cache;
+    let mut out = vec![what(e)];
+    out.push(match &e.previous {
+        None => "First touch: no earlier request on this SM used this line.".into(),
+        Some(p) => format!(
+            "Its line was last used by {}, which {}.",
+            who(p),
+            if p.hit { "hit" } else { "missed" }
+        ),
+    });
+    if let Some(u) = e.reuse {
+        let stack = u.stack_distance.map_or(String::new(), |d| {
+            format!(" In the timing model its distance in the set's LRU stack was {d}.")
+        });
+        out.push(format!(
+            "Since then {} were used in the whole cache, which holds {}, and {} in its set {}, which holds {}.{stack}",
+            plural(u.lines, "other line", "other lines"),
+            plural(c.lines, "line", "lines"),
+            u.set_lines,
+            r.set,
+            plural(c.ways as u64, "line", "lines"),
+        ));
+    }
+    out.extend(why_gone(e));
+    if let Some(f) = &e.flight {
+        let t = r.time.unwrap_or(0);
+        out.push(format!(
+            "The line was still on its way: {} had missed and asked for it, and it arrives at cycle {}; this request came {} early.",
+            who(&f.fetched_by),
+            f.arrives_at,
+            plural(f.arrives_at.saturating_sub(t), "cycle", "cycles")
+        ));
+    }
+    if e.refused > 0 {
+        out.push(format!(
+            "It was refused {} because no MSHR was free; each time its warp went to the back of the queue.",
+            plural(e.refused as u64, "time", "times")
+        ));
+    }
+    out.push(format!("{}.", capitalize(&e.rule)));
+    if !e.counterfactuals.is_empty() {
+        let v: Vec<String> = e
+            .counterfactuals
+            .iter()
+            .map(|k| match k.hit {
+                Some(true) => format!("with {} it would have hit", k.change),
+                Some(false) => format!("with {} it would still have missed", k.change),
+                None => format!("with {} it would not have been issued", k.change),
+            })
+            .collect();
+        out.push(format!("{}.", capitalize(&v.join("; "))));
+    }
+    out
+}
+
+/// The story's first paragraph: the request, where it comes from, the accesses coalesced into
+/// it, its line (and sectors) and set.
+fn what(e: &Explanation) -> String {
+    let r = &e.request;
+    let c = &e.cache;
     let a = &e.asked;
-    let mut out = Vec::new();
     let coalesced: Vec<&super::Access> = a.accesses.iter().filter(|x| x.in_line).collect();
     let threads = if a.accesses.is_empty() {
         String::new()
@@ -176,7 +234,7 @@ pub fn story(e: &Explanation) -> Vec<String> {
     } else {
         String::new()
     };
-    out.push(format!(
+    format!(
         "Request {} is a {} of kernel {} on SM {}: instruction {} of warp {} in CTA {}{}.{threads} It asks for line {:#x} ({} bytes{sectors}). {}.",
         r.request,
         kind(r),
@@ -189,71 +247,29 @@ pub fn story(e: &Explanation) -> Vec<String> {
         a.line_address,
         c.line_bytes,
         capitalize(&a.set_index)
-    ));
-    out.push(match &e.previous {
-        None => "First touch: no earlier request on this SM used this line.".into(),
-        Some(p) => format!(
-            "Its line was last used by {}, which {}.",
-            who(p),
-            if p.hit { "hit" } else { "missed" }
-        ),
-    });
-    if let Some(u) = e.reuse {
-        let stack = u.stack_distance.map_or(String::new(), |d| {
-            format!(" In the timing model its distance in the set's LRU stack was {d}.")
-        });
-        out.push(format!(
-            "Since then {} were used in the whole cache, which holds {}, and {} in its set {}, which holds {}.{stack}",
-            plural(u.lines, "other line", "other lines"),
-            plural(c.lines, "line", "lines"),
-            u.set_lines,
-            r.set,
-            plural(c.ways as u64, "line", "lines"),
-        ));
-    }
+    )
+}
+
+/// Why the line was not there, if the story knows more than the distance: its eviction, a
+/// sector not fetched, or a store that did not bring it in.
+fn why_gone(e: &Explanation) -> Option<String> {
+    let (r, c) = (&e.request, &e.cache);
     if let Some(ev) = &e.eviction {
-        out.push(format!("It was evicted by {}: {}.", who(&ev.by), ev.reason));
+        Some(format!("It was evicted by {}: {}.", who(&ev.by), ev.reason))
     } else if e.sector_miss {
-        out.push("The line was still in the cache, but not every sector this request needs: only the sectors a request asks for are fetched.".into());
+        Some("The line was still in the cache, but not every sector this request needs: only the sectors a request asks for are fetched.".into())
     } else if !r.hit && !c.timing && e.previous.as_ref().is_some_and(|p| p.write) {
         use crate::config::choice::Choice;
         let policy = <crate::config::WritePolicy as Choice>::ENTRIES
             .iter()
             .find(|p| p.name == c.write_policy)
             .map_or(c.write_policy.as_str(), |p| p.label);
-        out.push(format!(
+        Some(format!(
             "The previous use was a store, and under {policy} a store does not bring its line into the cache: the line was never in it since, so no size or associativity would have kept it. Its class is the rule's below, which asks what a fully associative cache of the same size and write policy would have done."
-        ));
+        ))
+    } else {
+        None
     }
-    if let Some(f) = &e.flight {
-        let t = r.time.unwrap_or(0);
-        out.push(format!(
-            "The line was still on its way: {} had missed and asked for it, and it arrives at cycle {}; this request came {} early.",
-            who(&f.fetched_by),
-            f.arrives_at,
-            plural(f.arrives_at.saturating_sub(t), "cycle", "cycles")
-        ));
-    }
-    if e.refused > 0 {
-        out.push(format!(
-            "It was refused {} because no MSHR was free; each time its warp went to the back of the queue.",
-            plural(e.refused as u64, "time", "times")
-        ));
-    }
-    out.push(format!("{}.", capitalize(&e.rule)));
-    if !e.counterfactuals.is_empty() {
-        let v: Vec<String> = e
-            .counterfactuals
-            .iter()
-            .map(|k| match k.hit {
-                Some(true) => format!("with {} it would have hit", k.change),
-                Some(false) => format!("with {} it would still have missed", k.change),
-                None => format!("with {} it would not have been issued", k.change),
-            })
-            .collect();
-        out.push(format!("{}.", capitalize(&v.join("; "))));
-    }
-    out
 }
 
 fn capitalize(s: &str) -> String {

@@ -557,14 +557,8 @@ impl Engine {
             self.reset();
         }
         let resident_max = shape.resident_max(gpu);
-        let n_insts = k.instructions.len();
-        let mut run = KernelRun {
-            per_inst: vec![RunCounts::default(); n_insts],
-            accesses_inst: vec![0; n_insts],
-            transactions_inst: vec![0; n_insts],
-            stores_inst: vec![(0, 0); n_insts],
-            ..Default::default()
-        };
+        let mut run = KernelRun::default();
+        run.take_insts(k.instructions.len());
         let sms = gpu.sms.max(1);
         let mut my_ctas = (sm..shape.ctas).step_by(sms as usize);
         let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
@@ -586,23 +580,11 @@ impl Engine {
                 self.most_held = self.most_held.max(held);
             }
             if rules.cta_launch == CtaLaunch::AsFinished || warps.resident == 0 {
-                while warps.resident < resident_max {
-                    let Some(c) = my_ctas.next() else { break };
-                    let streams = feed.cta(c, &mut Progress(&mut *hooks, run.rows))?;
-                    run.take_insts(streams.insts as usize);
-                    // Thread portions: its loads, counted once (every one is issued or
-                    // served before the kernel ends).
-                    let mut loads = 0;
-                    for &(i, n) in &streams.inst_loads {
-                        run.accesses_inst[i as usize] += n;
-                        loads += n;
-                    }
-                    let slot = warps.launch(c, streams);
-                    run.ctas.open(slot, c);
-                    run.ctas.at(slot).accesses += loads;
-                    // A CTA without loads has finished already: its slot may go to the next.
-                    retire(&mut warps, &mut run, feed);
-                }
+                let room = Room {
+                    resident_max,
+                    ctas: &mut my_ctas,
+                };
+                launch_ctas(room, &mut warps, &mut run, feed, hooks)?;
             }
             // Warps whose latency has passed rejoin the queue.
             while let Some(&Reverse((t, _, gw))) = delayed.peek() {
@@ -675,6 +657,40 @@ impl Engine {
 
 /// Lets go of the CTAs that finished since the last call: their streams go back to the feed
 /// and their tallies are final (their slots may be taken by the next CTAs launched).
+/// The CTAs an SM may still launch and how many it may hold at once.
+struct Room<'c, I> {
+    resident_max: u32,
+    ctas: &'c mut I,
+}
+
+/// Launches the SM's next CTAs from `feed` while it has room for them.
+fn launch_ctas<I: Iterator<Item = u32>>(
+    room: Room<'_, I>,
+    warps: &mut Warps,
+    run: &mut KernelRun,
+    feed: &mut dyn CtaFeed,
+    hooks: &mut dyn Hooks,
+) -> Result<(), TimingError> {
+    while warps.resident < room.resident_max {
+        let Some(c) = room.ctas.next() else { break };
+        let streams = feed.cta(c, &mut Progress(&mut *hooks, run.rows))?;
+        run.take_insts(streams.insts as usize);
+        // Thread portions: its loads, counted once (every one is issued or served before the
+        // kernel ends).
+        let mut loads = 0;
+        for &(i, n) in &streams.inst_loads {
+            run.accesses_inst[i as usize] += n;
+            loads += n;
+        }
+        let slot = warps.launch(c, streams);
+        run.ctas.open(slot, c);
+        run.ctas.at(slot).accesses += loads;
+        // A CTA without loads has finished already: its slot may go to the next.
+        retire(warps, run, feed);
+    }
+    Ok(())
+}
+
 fn retire(warps: &mut Warps, run: &mut KernelRun, feed: &mut dyn CtaFeed) {
     for done in warps.released.drain(..) {
         feed.done(done);

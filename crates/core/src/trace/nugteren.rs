@@ -52,105 +52,86 @@ fn walk<R: BufRead>(
         if t.is_empty() {
             continue;
         }
-        if block.is_none() {
-            let dims = t.strip_prefix(b"blocksize:").ok_or_else(|| {
-                err(
-                    n,
-                    format!("expected `blocksize: X Y Z`, found `{}`", lex::show(t)),
-                )
-            })?;
-            let v: Option<Vec<u32>> = lex::fields(dims)
-                .map(|x| lex::dec(x).and_then(|v| u32::try_from(v).ok()))
-                .collect();
-            let v = v.ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "expected three whole numbers after `blocksize:`, found `{}`",
-                        lex::show(dims)
-                    ),
-                )
-            })?;
-            match v[..] {
-                [x, y, z] if x > 0 && y > 0 && z > 0 => {
-                    block = Some(Dim3 { x, y, z });
-                }
-                _ => {
-                    return Err(err(
-                        n,
-                        format!(
-                            "expected three block dimensions of at least 1, found `{}`",
-                            lex::show(dims)
-                        ),
-                    ))
-                }
-            }
+        let Some(b) = block else {
+            block = Some(block_size(t).map_err(|m| err(n, m))?);
             continue;
-        }
-        let mut f = lex::fields(t);
-        let (Some(tid), Some(dir), Some(addr), Some(bytes), None) =
-            (f.next(), f.next(), f.next(), f.next(), f.next())
-        else {
-            return Err(err(
-                n,
-                format!(
-                    "expected `tid dir addr bytes` (4 decimal fields), found {} fields",
-                    lex::fields(t).count()
-                ),
-            ));
         };
-        let tid = lex::dec(tid)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "thread id: expected a whole number, found `{}`",
-                        lex::show(tid)
-                    ),
-                )
-            })?;
-        let store = match dir {
-            b"0" => false,
-            b"1" => true,
-            d => {
-                return Err(err(
-                    n,
-                    format!(
-                        "direction: expected 0 (load) or 1 (store), found `{}`",
-                        lex::show(d)
-                    ),
-                ))
-            }
-        };
-        let addr = lex::dec(addr).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "address: expected a decimal number, found `{}`",
-                    lex::show(addr)
-                ),
-            )
-        })?;
-        let bytes = lex::dec(bytes)
-            .and_then(|v| u16::try_from(v).ok())
-            .filter(|&b| b > 0)
-            .ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "size: expected 1 to 65535 bytes, found `{}`",
-                        lex::show(bytes)
-                    ),
-                )
-            })?;
-        max_tid = max_tid.max(tid);
-        if let Some(b) = block {
-            row(b, (tid, store, addr, bytes))?;
-        }
+        let access = access_line(t).map_err(|m| err(n, m))?;
+        max_tid = max_tid.max(access.0);
+        row(b, access)?;
     }
     let block = block.ok_or_else(|| err(0, "empty file: expected `blocksize: X Y Z`".into()))?;
     Ok((block, max_tid))
+}
+
+/// The header line `blocksize: X Y Z`, or what is wrong with it.
+fn block_size(t: &[u8]) -> Result<Dim3, String> {
+    let dims = t
+        .strip_prefix(b"blocksize:")
+        .ok_or_else(|| format!("expected `blocksize: X Y Z`, found `{}`", lex::show(t)))?;
+    let v: Option<Vec<u32>> = lex::fields(dims)
+        .map(|x| lex::dec(x).and_then(|v| u32::try_from(v).ok()))
+        .collect();
+    let v = v.ok_or_else(|| {
+        format!(
+            "expected three whole numbers after `blocksize:`, found `{}`",
+            lex::show(dims)
+        )
+    })?;
+    match v[..] {
+        [x, y, z] if x > 0 && y > 0 && z > 0 => Ok(Dim3 { x, y, z }),
+        _ => Err(format!(
+            "expected three block dimensions of at least 1, found `{}`",
+            lex::show(dims)
+        )),
+    }
+}
+
+/// An access line `tid dir addr bytes`, or what is wrong with it.
+fn access_line(t: &[u8]) -> Result<Line, String> {
+    let mut f = lex::fields(t);
+    let (Some(tid), Some(dir), Some(addr), Some(bytes), None) =
+        (f.next(), f.next(), f.next(), f.next(), f.next())
+    else {
+        return Err(format!(
+            "expected `tid dir addr bytes` (4 decimal fields), found {} fields",
+            lex::fields(t).count()
+        ));
+    };
+    let tid = lex::dec(tid)
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| {
+            format!(
+                "thread id: expected a whole number, found `{}`",
+                lex::show(tid)
+            )
+        })?;
+    let store = match dir {
+        b"0" => false,
+        b"1" => true,
+        d => {
+            return Err(format!(
+                "direction: expected 0 (load) or 1 (store), found `{}`",
+                lex::show(d)
+            ))
+        }
+    };
+    let addr = lex::dec(addr).ok_or_else(|| {
+        format!(
+            "address: expected a decimal number, found `{}`",
+            lex::show(addr)
+        )
+    })?;
+    let bytes = lex::dec(bytes)
+        .and_then(|v| u16::try_from(v).ok())
+        .filter(|&b| b > 0)
+        .ok_or_else(|| {
+            format!(
+                "size: expected 1 to 65535 bytes, found `{}`",
+                lex::show(bytes)
+            )
+        })?;
+    Ok((tid, store, addr, bytes))
 }
 
 /// The kernel's header (no rows): a 1-D grid of as many blocks as thread `max_tid` needs,

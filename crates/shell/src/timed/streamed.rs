@@ -56,15 +56,7 @@ pub fn run_streamed(
     // Later SMs' full models wait for the earlier ones' when their requests are wanted.
     // The later SMs' full models keep their requests for the observer, in order.
     let in_order = observer.wants_requests() && full_jobs > 1;
-    let mut spools = Vec::with_capacity(jobs);
-    for j in 0..jobs {
-        let kept = in_order && j > 0 && j < full_jobs;
-        spools.push(
-            kept.then(Spool::new)
-                .transpose()
-                .map_err(|e| Failure::Session(0, e))?,
-        );
-    }
+    let spools = spools(in_order, jobs, full_jobs)?;
     let board = Board::new(cores, max_rows.unwrap_or(u64::MAX));
     let (mut fanout, pieces, used) = lanes::pipe(depth);
     let (built, read, results) = std::thread::scope(|scope| {
@@ -95,27 +87,7 @@ pub fn run_streamed(
             board.stop();
         }
         // The calling thread runs the full model's first job.
-        let mut others = Vec::new();
-        for (j, spool) in spools.into_iter().enumerate().skip(1) {
-            let job = std::thread::Builder::new()
-                .name(format!("job {j}"))
-                .spawn_scoped(scope, move || {
-                    let mut spool = spool;
-                    let r = match spool.as_mut() {
-                        Some(spool) => {
-                            let go_on = || !board.stopped();
-                            board.guard(|| board.job(cfg, j, &mut Spooling { spool, go_on }))
-                        }
-                        None => board.guard(|| board.job(cfg, j, &mut Quiet(board))),
-                    };
-                    (r, spool)
-                });
-            // Without every job the CTAs would wait on the board for ever: stop.
-            if job.is_err() {
-                board.stop();
-            }
-            others.push(job.ok());
-        }
+        let others = spawn_jobs(scope, board, cfg, spools);
         let mut caller = Caller {
             board,
             observer,
@@ -158,9 +130,40 @@ pub fn run_streamed(
         });
         (built, read, results)
     });
-    // A failed build stopped the reader, and a failed job everything: their errors are the
-    // ones to tell. Then the reader's, which stopped the build (so it wins over what was
-    // built before it).
+    conclude(
+        cfg,
+        &board,
+        Ended {
+            built,
+            read,
+            results,
+        },
+        observer,
+    )
+}
+
+/// Where each thread of a streamed run ended: the builder (the launches and their rows), the
+/// reader, and the jobs.
+struct Ended {
+    built: Result<Vec<(Kernel, u64)>, SimError>,
+    read: anyhow::Result<anyhow::Result<()>>,
+    results: Vec<Option<Result<JobResult, SimError>>>,
+}
+
+/// The run's report from where its threads ended, or the error to tell: a failed build
+/// stopped the reader, and a failed job everything, so their errors are the ones to tell;
+/// then the reader's, which stopped the build (so it wins over what was built before it).
+fn conclude(
+    cfg: &SimConfig,
+    board: &Board,
+    ended: Ended,
+    observer: &mut dyn Observer,
+) -> Result<Report, Failure> {
+    let Ended {
+        built,
+        read,
+        results,
+    } = ended;
     let built = match built {
         Err(SimError::Cancelled) => None,
         Err(e) => return Err(Failure::Session(0, e)),
@@ -179,6 +182,53 @@ pub fn run_streamed(
     let plan = TimedPlan::read(cfg, &launches, rows).map_err(|e| Failure::Session(0, e))?;
     plan.finish(done, observer)
         .map_err(|e| Failure::Session(0, e))
+}
+
+/// A job's result, and the spool of requests it kept for the observer.
+type JobDone = (Result<JobResult, SimError>, Option<Spool>);
+
+/// Starts every job but the first (which the calling thread runs), each with its spool; a
+/// job that cannot start stops the run (the CTAs would wait for it for ever).
+fn spawn_jobs<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    board: &'scope Board,
+    cfg: &'scope SimConfig,
+    spools: Vec<Option<Spool>>,
+) -> Vec<Option<std::thread::ScopedJoinHandle<'scope, JobDone>>> {
+    let mut others = Vec::new();
+    for (j, spool) in spools.into_iter().enumerate().skip(1) {
+        let job = std::thread::Builder::new()
+            .name(format!("job {j}"))
+            .spawn_scoped(scope, move || {
+                let mut spool = spool;
+                let r = match spool.as_mut() {
+                    Some(spool) => {
+                        let go_on = || !board.stopped();
+                        board.guard(|| board.job(cfg, j, &mut Spooling { spool, go_on }))
+                    }
+                    None => board.guard(|| board.job(cfg, j, &mut Quiet(board))),
+                };
+                (r, spool)
+            });
+        if job.is_err() {
+            board.stop();
+        }
+        others.push(job.ok());
+    }
+    others
+}
+
+/// A spool for each job whose requests wait for the earlier jobs' (`in_order`: the later SMs'
+/// full models, when the observer wants requests in order).
+fn spools(in_order: bool, jobs: usize, full_jobs: usize) -> Result<Vec<Option<Spool>>, Failure> {
+    (0..jobs)
+        .map(|j| {
+            let kept = in_order && j > 0 && j < full_jobs;
+            kept.then(Spool::new)
+                .transpose()
+                .map_err(|e| Failure::Session(0, e))
+        })
+        .collect()
 }
 
 /// The pieces a source sends the builder, and where it gives back their rows once built

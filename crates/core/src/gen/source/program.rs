@@ -178,18 +178,7 @@ pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, 
             "no kernel: write `kernel NAME { ... }`".into(),
         ));
     }
-    let mut params = FxHashMap::default();
-    for (name, e, pos) in &prog.params {
-        let default = constant(e, &params).map_err(|e| at(e.pos.max(*pos), e.message))?;
-        if default < 0 {
-            return Err(at(
-                *pos,
-                format!("param `{name}` is {default}: params are not negative"),
-            ));
-        }
-        let v = p.u64(name, default as u64)?;
-        params.insert(name.clone(), v.min(i64::MAX as u64) as i64);
-    }
+    let params = param_values(&prog, p, &at)?;
     // The program's launch shape, for the kernels without their own `<<<...>>>`.
     let shape = if prog.kernels.iter().all(|k| k.launch.is_some()) {
         None
@@ -207,19 +196,7 @@ pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, 
         .filter(|a| a.shared)
         .map(|a| a.name.clone())
         .collect();
-    let mut prepared = Vec::new();
-    for k in &mut prog.kernels {
-        unroll::unroll(&mut k.body, &params).map_err(run_err)?;
-        let mut shared_here = shared.clone();
-        local_shared(&k.body, &mut shared_here);
-        let mut sites = Sites {
-            names: Vec::new(),
-            shared: &shared_here,
-            suffix: String::new(),
-        };
-        sites.stmts(&mut k.body);
-        prepared.push((sites.names, shared_here));
-    }
+    let prepared = prepare(&mut prog.kernels, &params, &shared).map_err(run_err)?;
     // Without a `launch`, each kernel once, in order, after the host code.
     if !launches(&prog.host) {
         let end = src.len();
@@ -229,22 +206,7 @@ pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, 
                 .map(|k| Stmt::Launch(k.name.clone(), end)),
         );
     }
-    let mut mem = Memory::default();
-    let mut decls = Vec::new();
-    for a in prog.arrays.iter().filter(|a| !a.shared) {
-        if mem
-            .by_name
-            .insert(a.name.clone(), mem.arrays.len())
-            .is_some()
-        {
-            return Err(at(a.pos, format!("`{}` is declared twice", a.name)));
-        }
-        mem.arrays.push(Array {
-            growable: a.len.is_none(),
-            ..Array::default()
-        });
-        decls.push(a);
-    }
+    let (mut mem, decls) = global_arrays(&prog.arrays, &at)?;
     let mut launcher = Launches {
         p,
         kernels: prog
@@ -282,4 +244,75 @@ pub(super) fn run(src: &str, file: &str, p: &mut Params) -> Result<Vec<Kernel>, 
     }
     ran.map_err(run_err)?;
     Ok(launcher.out)
+}
+
+/// The params' values: each given one, else its default (which may use earlier params).
+fn param_values(
+    prog: &Program,
+    p: &mut Params,
+    at: &dyn Fn(usize, String) -> GenError,
+) -> Result<FxHashMap<String, i64>, GenError> {
+    let mut params = FxHashMap::default();
+    for (name, e, pos) in &prog.params {
+        let default = constant(e, &params).map_err(|e| at(e.pos.max(*pos), e.message))?;
+        if default < 0 {
+            return Err(at(
+                *pos,
+                format!("param `{name}` is {default}: params are not negative"),
+            ));
+        }
+        let v = p.u64(name, default as u64)?;
+        params.insert(name.clone(), v.min(i64::MAX as u64) as i64);
+    }
+    Ok(params)
+}
+
+/// A kernel's instruction names and its shared arrays.
+type KernelNames = (Vec<String>, FxHashSet<String>);
+
+/// Each kernel's loops unrolled and instructions named: its instruction names and its shared
+/// arrays (the program's and its own).
+fn prepare(
+    kernels: &mut [KernelDef],
+    params: &FxHashMap<String, i64>,
+    shared: &FxHashSet<String>,
+) -> Result<Vec<KernelNames>, RunError> {
+    let mut prepared = Vec::new();
+    for k in kernels {
+        unroll::unroll(&mut k.body, params)?;
+        let mut shared_here = shared.clone();
+        local_shared(&k.body, &mut shared_here);
+        let mut sites = Sites {
+            names: Vec::new(),
+            shared: &shared_here,
+            suffix: String::new(),
+        };
+        sites.stmts(&mut k.body);
+        prepared.push((sites.names, shared_here));
+    }
+    Ok(prepared)
+}
+
+/// The global arrays' memory (a name declared twice is an error) and their declarations.
+fn global_arrays<'a>(
+    arrays: &'a [ArrayDecl],
+    at: &dyn Fn(usize, String) -> GenError,
+) -> Result<(Memory, Vec<&'a ArrayDecl>), GenError> {
+    let mut mem = Memory::default();
+    let mut decls = Vec::new();
+    for a in arrays.iter().filter(|a| !a.shared) {
+        if mem
+            .by_name
+            .insert(a.name.clone(), mem.arrays.len())
+            .is_some()
+        {
+            return Err(at(a.pos, format!("`{}` is declared twice", a.name)));
+        }
+        mem.arrays.push(Array {
+            growable: a.len.is_none(),
+            ..Array::default()
+        });
+        decls.push(a);
+    }
+    Ok((mem, decls))
 }

@@ -194,27 +194,8 @@ impl<'f, R: BufRead> Parser<'f, R> {
         decode: &dyn Fn(u32) -> bool,
     ) -> Result<Option<Block>, TraceError> {
         let io = |e| TraceError::io(self.fx.file, e);
-        // Up to the block's #BEGIN_TB.
-        let start = if std::mem::take(&mut self.begun) {
-            self.lines.line
-        } else {
-            loop {
-                let Some((n, line)) = self.lines.next_line().map_err(io)? else {
-                    return Ok(None);
-                };
-                let t = line.trim_ascii();
-                if t.starts_with(b"#BEGIN_TB") {
-                    break n;
-                }
-                if t.starts_with(b"#END_TB") {
-                    return Err(self.err(n, "#END_TB without #BEGIN_TB"));
-                }
-                if t.is_empty() || t[0] == b'#' {
-                    continue;
-                }
-                let m = format!("expected #BEGIN_TB, found `{}`", lex::show(t));
-                return Err(self.err(n, m));
-            }
+        let Some(start) = self.begin_block()? else {
+            return Ok(None);
         };
         let mut block = Block {
             line: start,
@@ -253,54 +234,13 @@ impl<'f, R: BufRead> Parser<'f, R> {
                 }
                 continue;
             }
-            let (grid, file) = (self.fx.header.grid, self.fx.file);
-            let err = |m: String| TraceError::parse(file, Location::Line(n), m);
             // Instruction lines start with a hex digit (the PC, or the line or block index);
             // the other lines start with a key. Lines starting with a decimal digit skip the
             // key checks.
-            if !t[0].is_ascii_digit() {
-                if let Some(v) = key_value(t, b"thread block") {
-                    let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
-                        err(format!(
-                            "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
-                            lex::show(t)
-                        ))
-                    })?;
-                    at.cta = Some(grid.linear(idx) as u32);
-                    continue;
-                }
-                if let Some(v) = key_value(t, b"warp") {
-                    let w = lex::dec(v)
-                        .filter(|&w| w < self.fx.warps_per_cta as u64)
-                        .ok_or_else(|| {
-                            err(format!(
-                                "expected `warp = W` with W below {}, found `{}`",
-                                self.fx.warps_per_cta,
-                                lex::show(t)
-                            ))
-                        })? as u32;
-                    at.warp = Some(w);
-                    if let Some(c) = at.cta {
-                        self.tb.warps.entry((c, w)).or_default();
-                        tb_warps.push(w);
-                    }
-                    continue;
-                }
-                if let Some(v) = key_value(t, b"insts") {
-                    let count = lex::dec(v).ok_or_else(|| {
-                        err(format!("expected `insts = N`, found `{}`", lex::show(t)))
-                    })?;
-                    let (Some(c), Some(w)) = (at.cta, at.warp) else {
-                        return Err(err("`insts =` before `thread block =` and `warp =`".into()));
-                    };
-                    self.tb.warps.entry((c, w)).or_default().announced = Some((count, n));
-                    continue;
-                }
-                if t.contains(&b'=') {
-                    // Lines of later tracer versions that carry nothing for the cache (e.g.
-                    // cluster ids).
-                    continue;
-                }
+            if !t[0].is_ascii_digit()
+                && key_line(&self.fx, &mut self.tb, t, n, &mut at, &mut tb_warps)?
+            {
+                continue;
             }
             let added = instruction(&self.fx, &mut self.tb, t, n, &mut at, rows, decode)?;
             if let (Some(c), true) = (at.cta, added > 0) {
@@ -314,6 +254,32 @@ impl<'f, R: BufRead> Parser<'f, R> {
                     _ => {}
                 }
             }
+        }
+    }
+
+    /// Reads up to the next block's `#BEGIN_TB` (already read if [`Parser::skim`] stopped
+    /// there) and gives its line; `None` at the end of the file.
+    fn begin_block(&mut self) -> Result<Option<u64>, TraceError> {
+        if std::mem::take(&mut self.begun) {
+            return Ok(Some(self.lines.line));
+        }
+        let io = |e| TraceError::io(self.fx.file, e);
+        loop {
+            let Some((n, line)) = self.lines.next_line().map_err(io)? else {
+                return Ok(None);
+            };
+            let t = line.trim_ascii();
+            if t.starts_with(b"#BEGIN_TB") {
+                return Ok(Some(n));
+            }
+            if t.starts_with(b"#END_TB") {
+                return Err(self.err(n, "#END_TB without #BEGIN_TB"));
+            }
+            if t.is_empty() || t[0] == b'#' {
+                continue;
+            }
+            let m = format!("expected #BEGIN_TB, found `{}`", lex::show(t));
+            return Err(self.err(n, m));
         }
     }
 
@@ -407,6 +373,103 @@ impl<'t> Line<'t, '_> {
     }
 }
 
+/// Takes line `t` (line `n`) if it is a `key = value` line inside a block (`thread block`,
+/// `warp`, `insts`, or one later tracers add that carries nothing for the cache), noting
+/// where the warp lines that follow belong; `false` for an instruction line.
+fn key_line(
+    fx: &Fixed<'_>,
+    tb: &mut Tables,
+    t: &[u8],
+    n: u64,
+    at: &mut WarpAt,
+    tb_warps: &mut Vec<u32>,
+) -> Result<bool, TraceError> {
+    let (grid, file) = (fx.header.grid, fx.file);
+    let err = |m: String| TraceError::parse(file, Location::Line(n), m);
+    if let Some(v) = key_value(t, b"thread block") {
+        let idx = lex::dim3(v).filter(|i| grid.contains(*i)).ok_or_else(|| {
+            err(format!(
+                "expected `thread block = x,y,z` inside the grid {grid}, found `{}`",
+                lex::show(t)
+            ))
+        })?;
+        at.cta = Some(grid.linear(idx) as u32);
+        return Ok(true);
+    }
+    if let Some(v) = key_value(t, b"warp") {
+        let w = lex::dec(v)
+            .filter(|&w| w < fx.warps_per_cta as u64)
+            .ok_or_else(|| {
+                err(format!(
+                    "expected `warp = W` with W below {}, found `{}`",
+                    fx.warps_per_cta,
+                    lex::show(t)
+                ))
+            })? as u32;
+        at.warp = Some(w);
+        if let Some(c) = at.cta {
+            tb.warps.entry((c, w)).or_default();
+            tb_warps.push(w);
+        }
+        return Ok(true);
+    }
+    if let Some(v) = key_value(t, b"insts") {
+        let count = lex::dec(v)
+            .ok_or_else(|| err(format!("expected `insts = N`, found `{}`", lex::show(t))))?;
+        let (Some(c), Some(w)) = (at.cta, at.warp) else {
+            return Err(err("`insts =` before `thread block =` and `warp =`".into()));
+        };
+        tb.warps.entry((c, w)).or_default().announced = Some((count, n));
+        return Ok(true);
+    }
+    // Lines of later tracer versions that carry nothing for the cache (e.g. cluster ids).
+    Ok(t.contains(&b'='))
+}
+
+/// An instruction line's PC and active mask.
+#[inline]
+fn pc_and_mask(line: &mut Line) -> Result<(u64, u32), TraceError> {
+    let s = line.next("the PC")?;
+    let pc = lex::hex(s)
+        .ok_or_else(|| line.err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
+    let s = line.next("the active mask")?;
+    let mask = lex::hex(s)
+        .and_then(|m| u32::try_from(m).ok())
+        .ok_or_else(|| {
+            line.err(format!(
+                "active mask: expected 32-bit hex, found `{}`",
+                lex::show(s)
+            ))
+        })?;
+    Ok((pc, mask))
+}
+
+/// The id of a PC met for the first time: a new instruction, named by its opcode and PC (a
+/// second read of the file must not meet one).
+fn new_instruction(
+    fx: &Fixed<'_>,
+    tb: &mut Tables,
+    line: &Line,
+    pc: u64,
+    opcode: &[u8],
+    src_line: u32,
+) -> Result<u32, TraceError> {
+    if fx.mode == Mode::Reread {
+        return Err(line.err(format!(
+            "instruction at PC {pc:#x} was not in the file when it was first read: \
+             the file changed while it was read"
+        )));
+    }
+    let id = tb.instructions.len() as u32;
+    tb.instructions.push(Instruction {
+        name: format!("{}@{pc:04x}", String::from_utf8_lossy(opcode)),
+        pc: Some(pc),
+        line: (src_line != 0).then_some(src_line),
+    });
+    tb.pcs.insert(pc, id);
+    Ok(id)
+}
+
 /// One instruction line (line `n`); returns the accesses it made (appended to `rows`
 /// unless scanning, or unless `decode` leaves out its CTA). Legacy lines set the block and
 /// warp.
@@ -442,18 +505,7 @@ fn instruction(
     } else {
         0
     };
-    let s = line.next("the PC")?;
-    let pc = lex::hex(s)
-        .ok_or_else(|| line.err(format!("PC: expected hex, found `{}`", lex::show(s))))?;
-    let s = line.next("the active mask")?;
-    let mask = lex::hex(s)
-        .and_then(|m| u32::try_from(m).ok())
-        .ok_or_else(|| {
-            line.err(format!(
-                "active mask: expected 32-bit hex, found `{}`",
-                lex::show(s)
-            ))
-        })?;
+    let (pc, mask) = pc_and_mask(&mut line)?;
     // A CTA read only to number the instructions, by a read that skims (`Skim`): a line at
     // a PC that cannot name a new instruction is counted and stepped over.
     let decoded = fx.mode != Mode::Scan && decode(c);
@@ -496,22 +548,7 @@ fn instruction(
     let (threads, lanes) = active_threads(fx, &line, c, w, mask)?;
     let inst = match tb.pcs.get(&pc) {
         Some(&id) => id,
-        None if fx.mode == Mode::Reread => {
-            return Err(line.err(format!(
-                "instruction at PC {pc:#x} was not in the file when it was first read: \
-                 the file changed while it was read"
-            )))
-        }
-        None => {
-            let id = tb.instructions.len() as u32;
-            tb.instructions.push(Instruction {
-                name: format!("{}@{pc:04x}", String::from_utf8_lossy(opcode)),
-                pc: Some(pc),
-                line: (src_line != 0).then_some(src_line),
-            });
-            tb.pcs.insert(pc, id);
-            id
-        }
+        None => new_instruction(fx, tb, &line, pc, opcode, src_line)?,
     };
     if !decoded {
         // The addresses are decoded (and checked) by the pass that reads them.

@@ -21,7 +21,7 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 
 use super::chunks::{Chunks, CsvChunks, ParquetChunks, CHUNK_BYTES};
-use super::decode::Chunk;
+use super::decode::{Chunk, Row};
 use super::rows::Plan;
 use super::*;
 use crate::trace::model::{pack_flags, Columns};
@@ -92,6 +92,45 @@ fn changed(file: &str, at: Location) -> TraceError {
 }
 
 impl Stream<'_> {
+    /// Ends the kernel before and begins the next planned one, which must be the one `key`
+    /// names (else the file `changed`); `false` when `may_wait` and none is planned yet.
+    fn begin(
+        &mut self,
+        key: &str,
+        may_wait: bool,
+        changed: impl Fn() -> TraceError,
+    ) -> Result<bool, TraceError> {
+        self.end_kernel()?;
+        if may_wait && self.plans.is_empty() {
+            return Ok(false);
+        }
+        let plan = self.plans.pop_front().ok_or_else(&changed)?;
+        if plan.key != key {
+            return Err(changed());
+        }
+        self.out.begin_kernel(&plan.header)?;
+        let way = if plan.header.order == Order::Issued {
+            Way::Issued {
+                rows: IssuedChunks::default(),
+                counts: FxHashMap::default(),
+            }
+        } else if plan.grouped {
+            Way::Grouped {
+                rows: Columns::default(),
+                cta: None,
+                numbering: Numbering::default(),
+            }
+        } else {
+            Way::Sorted(spill::Sort::new(self.cap))
+        };
+        self.current = Some(Current {
+            plan,
+            given: 0,
+            way,
+        });
+        Ok(true)
+    }
+
     /// Places the rows of a chunk. With `may_wait`, it stops at the first row of a kernel not
     /// planned yet (the scan has not met its end), ending the kernel before it, and returns
     /// that row; else such a row is an error (the file changed).
@@ -110,34 +149,9 @@ impl Stream<'_> {
         while start < chunk.len() {
             let (key, end) = chunk.run_at(start);
             if self.current.as_ref().is_none_or(|c| c.plan.key != key) {
-                self.end_kernel()?;
-                if may_wait && self.plans.is_empty() {
+                if !self.begin(key, may_wait, || changed(start))? {
                     return Ok(Some(start));
                 }
-                let plan = self.plans.pop_front().ok_or_else(|| changed(start))?;
-                if plan.key != key {
-                    return Err(changed(start));
-                }
-                self.out.begin_kernel(&plan.header)?;
-                let way = if plan.header.order == Order::Issued {
-                    Way::Issued {
-                        rows: IssuedChunks::default(),
-                        counts: FxHashMap::default(),
-                    }
-                } else if plan.grouped {
-                    Way::Grouped {
-                        rows: Columns::default(),
-                        cta: None,
-                        numbering: Numbering::default(),
-                    }
-                } else {
-                    Way::Sorted(spill::Sort::new(self.cap))
-                };
-                self.current = Some(Current {
-                    plan,
-                    given: 0,
-                    way,
-                });
                 inst_ids.fill(None);
             }
             let Some(c) = self.current.as_mut() else {
@@ -163,20 +177,7 @@ impl Stream<'_> {
                 let inst = if r.is_barrier() {
                     0
                 } else {
-                    let found = match r.inst {
-                        Some(code) => *inst_ids[code as usize].get_or_insert_with(|| {
-                            c.plan
-                                .insts
-                                .get(chunk.inst_name(r.inst))
-                                .copied()
-                                .unwrap_or(u32::MAX)
-                        }),
-                        None => c.plan.insts.get("access").copied().unwrap_or(u32::MAX),
-                    };
-                    if found == u32::MAX {
-                        return Err(changed(i));
-                    }
-                    found
+                    inst_id(&r, &chunk, &c.plan, &mut inst_ids).ok_or_else(|| changed(i))?
                 };
                 let local = block.linear(r.thread) as u32;
                 let thread = (cta * block.count()) as u32 + local;
@@ -447,3 +448,19 @@ fn lock_step(
 
 #[cfg(test)]
 mod tests;
+
+/// The kernel's id of row `r`'s instruction (`None`: the first read did not see it), each
+/// distinct name of the chunk looked up once (`ids`).
+#[inline]
+fn inst_id(r: &Row, chunk: &Chunk, plan: &Plan, ids: &mut [Option<u32>]) -> Option<u32> {
+    let found = match r.inst {
+        Some(code) => *ids[code as usize].get_or_insert_with(|| {
+            plan.insts
+                .get(chunk.inst_name(r.inst))
+                .copied()
+                .unwrap_or(u32::MAX)
+        }),
+        None => plan.insts.get("access").copied().unwrap_or(u32::MAX),
+    };
+    (found != u32::MAX).then_some(found)
+}
