@@ -3,6 +3,7 @@
 //! preset. The app's tests (`crates/app/src/tests/sweep.rs`) open those same files, so the
 //! app's heatmap and its own sweep run are checked against what the CLI writes.
 //! After a deliberate change to the tables, write them again with the commands below.
+#![cfg(feature = "tables")]
 
 use std::path::{Path, PathBuf};
 
