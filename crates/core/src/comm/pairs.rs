@@ -2,43 +2,25 @@
 //! transfers in (writer launch, reader launch, writer, reader) order: the transfers are taken
 //! grouped by writer CTA and summed per reader with stamps instead of a map.
 
-use std::ops::Range;
-
 use super::report::{LaunchComm, Pair, Transfer};
 use super::sort::stable_order;
-use super::tuning::{PAIR_WALK_PER_TRANSFER, PAIR_WALK_SLACK, READERS_BY_STAMPS};
 use crate::trace::memory;
 
 /// The pairs (transfers summed over launch pairs, sorted by writer, then reader) and each
 /// launch's out-degrees. `transfers`: in (writer launch, reader launch, writer, reader)
 /// order; `ctas`: more than any CTA id.
 ///
-/// [`Pairs`] takes the transfers grouped by writer CTA, within a writer by writer launch.
-/// The simple way there is a stable sort by writer CTA ([`stable_order`]); with few launch
-/// pairs, walking each launch pair's block of transfers writer by writer gives the same
-/// order in a few sequential streams, without the sort.
+/// [`Pairs`] takes the transfers grouped by writer CTA, within a writer by writer launch: a
+/// stable sort by writer CTA ([`stable_order`]) gives that order. (Walking each launch
+/// pair's block of transfers writer by writer gives it too, without the sort's index; it
+/// was within noise of the sort on both benchmarks, so there is one way.)
 pub(super) fn pairs_and_out_degrees(
     transfers: &[Transfer],
     ctas: usize,
     per_launch: &mut [LaunchComm],
 ) -> Vec<Pair> {
     let mut pairs = Pairs::new(ctas, transfers.len());
-    let mut blocks = launch_pair_blocks(transfers);
-    if blocks.len().saturating_mul(ctas)
-        <= PAIR_WALK_PER_TRANSFER * transfers.len() + PAIR_WALK_SLACK
-    {
-        for w in 0..ctas as u32 {
-            for block in blocks.iter_mut() {
-                while let Some(t) = transfers
-                    .get(block.start)
-                    .filter(|t| block.start < block.end && t.writer_cta == w)
-                {
-                    pairs.add(t, per_launch);
-                    block.start += 1;
-                }
-            }
-        }
-    } else if let Some(order) = stable_order(transfers, |t| t.writer_cta) {
+    if let Some(order) = stable_order(transfers, |t| t.writer_cta) {
         for &i in &order {
             pairs.add(&transfers[i as usize], per_launch);
         }
@@ -51,19 +33,6 @@ pub(super) fn pairs_and_out_degrees(
         }
     }
     pairs.finish(per_launch)
-}
-
-/// Where the transfers of each launch pair lie in `transfers`.
-fn launch_pair_blocks(transfers: &[Transfer]) -> Vec<Range<usize>> {
-    let mut blocks = Vec::new();
-    let mut at = 0;
-    for b in transfers
-        .chunk_by(|a, b| (a.writer_launch, a.reader_launch) == (b.writer_launch, b.reader_launch))
-    {
-        blocks.push(at..at + b.len());
-        at += b.len();
-    }
-    blocks
 }
 
 /// Pairs and out-degrees from transfers that come grouped by writer CTA, within a writer by
@@ -163,17 +132,10 @@ impl Pairs {
         let Some(w) = self.writer else {
             return;
         };
+        // (Listing many readers again from their stamps, a pass over every CTA, was within
+        // noise of sorting them on both benchmarks, so they are always sorted.)
         let readers = &mut self.readers[..self.readers_seen.min(self.bytes.len())];
-        if readers.len() * READERS_BY_STAMPS >= self.bytes.len() {
-            // Many readers: listed again in order from their stamps instead of sorted.
-            let seen = self.pair_seen.iter().enumerate();
-            let now = seen.filter(|(_, &s)| s == self.pair_stamp);
-            for (slot, (reader, _)) in readers.iter_mut().zip(now) {
-                *slot = reader as u32;
-            }
-        } else {
-            readers.sort_unstable();
-        }
+        readers.sort_unstable();
         for &reader in readers.iter() {
             if let Some(b) = self.bytes.get_mut(reader as usize) {
                 self.pairs.push(Pair(w, reader, *b));

@@ -30,22 +30,6 @@ pub(super) const COUNTING_SPAN_SLACK: usize = 1024;
 /// cache.
 pub(super) const LAUNCH_BLOCKS: u32 = 1 << 16;
 
-/// Pairs are summed by walking each launch pair's transfers writer by writer when
-/// `launch pairs * CTAs <= PAIR_WALK_PER_TRANSFER * transfers + PAIR_WALK_SLACK` (few launch
-/// pairs: a few sequential streams); otherwise through a counting order of the transfers by
-/// writer CTA (random access into them, and a 4-byte index per transfer). The walk touches
-/// every (launch pair, CTA) once, so it loses when launch pairs times CTAs far exceeds the
-/// transfers. Never walking was within noise on both benchmarks.
-pub(super) const PAIR_WALK_PER_TRANSFER: usize = 4;
-pub(super) const PAIR_WALK_SLACK: usize = 1 << 16;
-
-/// A writer's readers are listed again from their stamps (one pass over all CTAs) instead of
-/// sorted when `readers * READERS_BY_STAMPS >= CTAs`: a pass over `n` stamps costs about as
-/// much as sorting `n / 16` readers. Always sorting and always walking the stamps were both
-/// within noise on the benchmarks, whose writers have few readers; the rule keeps a writer
-/// read by every CTA of a huge grid (all-to-all) from sorting them.
-pub(super) const READERS_BY_STAMPS: usize = 16;
-
 /// How many of the current reader's latest pieces a new piece may extend. 1 costs `hotspot`
 /// 20% (a piece no longer finds its writer's latest piece among other writers'); 8 costs 6%
 /// and 9% (more comparisons per read, no more joins).
