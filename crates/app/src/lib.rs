@@ -40,10 +40,9 @@ pub mod bench;
 #[cfg(test)]
 mod tests;
 
-pub use actions::write_png;
-pub use central::differences;
-pub use screenshots::ScreenshotPlan;
-pub use window::{run, EframeApp};
+use actions::write_png;
+use screenshots::ScreenshotPlan;
+pub use window::run;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,16 +61,16 @@ use worker::Loaded;
 
 /// Seconds a configuration must stay unchanged before it is re-run (dragging a value gives
 /// many changes; each new run also cancels the stale one).
-pub const DEBOUNCE: f64 = 0.025;
+pub(crate) const DEBOUNCE: f64 = 0.025;
 /// Most panes side by side.
-pub const MAX_PANES: usize = 4;
+pub(crate) const MAX_PANES: usize = 4;
 /// Recent files remembered.
 const RECENT: usize = 10;
 
 /// The built-in kernel shown at start.
-pub const START_KERNEL: &str = "matmul";
-pub const START_PARAMS: &str = "n=128 block=16,16";
-pub const START_PRESET: &str = "fermi-16k";
+pub(crate) const START_KERNEL: &str = "matmul";
+pub(crate) const START_PARAMS: &str = "n=128 block=16,16";
+pub(crate) const START_PRESET: &str = "fermi-16k";
 
 /// What persists across restarts (window size and position persist through eframe).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -163,7 +162,7 @@ impl Pane {
 
 /// Where the status bar's message came from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Status {
+pub(crate) enum Status {
     Info(String),
     Error(String),
 }
@@ -276,7 +275,7 @@ pub struct WarpscopeApp {
 
 /// A generated trace that would not fit in memory, waiting for the user's decision.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     pub kernel: String,
     pub params: String,
     /// Accesses the trace would hold.
@@ -286,11 +285,11 @@ pub struct TooLarge {
 }
 
 /// Memory one access takes in the app: its trace columns and its share of a pane's result.
-pub const BYTES_PER_ACCESS: u64 = 48;
+pub(crate) const BYTES_PER_ACCESS: u64 = 48;
 
 /// How many accesses a generated trace may hold: what fits in half the memory available now
 /// (Linux's MemAvailable), or `None` where that is unknown.
-pub fn memory_budget_accesses() -> Option<u64> {
+pub(crate) fn memory_budget_accesses() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = info
         .lines()

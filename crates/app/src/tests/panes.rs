@@ -287,7 +287,7 @@ fn a_truncated_file_can_be_opened_keeping_its_complete_kernels() {
 
 #[test]
 fn the_differences_of_two_set_index_functions_read_as_words() {
-    use crate::differences;
+    use crate::central::differences;
     let a = config::preset("fermi-16k").unwrap();
     let mut b = a.clone();
     b.cache.set_index = config::SetIndex::Modulo;
@@ -304,7 +304,7 @@ fn the_differences_of_two_set_index_functions_read_as_words() {
 
 #[test]
 fn the_timing_model_on_in_one_pane_only_is_one_difference() {
-    use crate::differences;
+    use crate::central::differences;
     let off = config::preset("fermi-16k").unwrap();
     let mut on = off.clone();
     on.timing = Some(config::TimingConfig::default());
