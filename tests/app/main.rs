@@ -8,3 +8,5 @@
 mod run;
 mod shells;
 mod sweep;
+#[path = "../common/sweeps.rs"]
+mod sweeps;

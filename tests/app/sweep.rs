@@ -3,7 +3,7 @@
 //! damaged table is an error in the window naming the file, and the app keeps running. The
 //! heatmap's cells against the table's values, and a sweep run in the app against the CLI's,
 //! are tested inside the app's crate on tables the CLI wrote (`tests/fixtures/sweep`).
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use warpscope::app::{Settings, Startup, WarpscopeApp};
 
-use crate::run;
+use crate::sweeps;
 
 /// The app started on a small built-in kernel with the sweep table `table` open, once settled.
 fn app_with_sweep(table: &Path) -> Harness<'static, WarpscopeApp> {
@@ -38,33 +38,10 @@ fn app_with_sweep(table: &Path) -> Harness<'static, WarpscopeApp> {
     h
 }
 
-fn merged_sweep(dir: &Path) -> PathBuf {
-    let plan = dir.join("plan");
-    let plan = plan.to_str().unwrap();
-    run::ok(&[
-        "sweep",
-        "--kernel",
-        "vecadd",
-        "n=1024",
-        "--input",
-        "--kernel transpose width=64 height=64",
-        "--vary",
-        "ways=1,4",
-        "--vary",
-        "line-size=32,128",
-        "--plan",
-        plan,
-    ]);
-    run::ok(&["sweep", "--plan", plan, "--shard", "0/1"]);
-    let merged = dir.join("merged.csv");
-    run::ok(&["sweep", "merge", plan, "-o", merged.to_str().unwrap()]);
-    merged
-}
-
 #[test]
 fn a_merged_sweep_from_the_cli_opens_in_the_app() {
     let dir = tempfile::tempdir().unwrap();
-    let h = app_with_sweep(&merged_sweep(dir.path()));
+    let h = app_with_sweep(&sweeps::merged_two_inputs(dir.path()));
     h.get_by_label("Sweep");
     h.get_by_label("Columns");
     h.get_by_label("Value");

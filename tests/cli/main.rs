@@ -9,5 +9,7 @@ mod run;
 mod slurm;
 mod sweep_shards;
 mod sweep_tables;
+#[path = "../common/sweeps.rs"]
+mod sweeps;
 #[path = "../common/traces.rs"]
 mod traces;

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::run;
+use crate::{run, sweeps};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,23 +31,8 @@ fn same_as_fixture(written: &Path, name: &str) {
 fn the_cli_writes_the_sweep_tables_the_app_tests_open() {
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    run::ok(&[
-        "sweep",
-        "--kernel",
-        "vecadd",
-        "n=1024",
-        "--input",
-        "--kernel transpose width=64 height=64",
-        "--vary",
-        "ways=1,4",
-        "--vary",
-        "line-size=32,128",
-        "--plan",
-        &d("plan"),
-    ]);
-    run::ok(&["sweep", "--plan", &d("plan"), "--shard", "0/1"]);
-    run::ok(&["sweep", "merge", &d("plan"), "-o", &d("merged.csv")]);
-    same_as_fixture(&dir.path().join("merged.csv"), "merged.csv");
+    let merged = sweeps::merged_two_inputs(dir.path());
+    same_as_fixture(&merged, "merged.csv");
     for ext in ["csv", "json", "parquet"] {
         let name = format!("plain.{ext}");
         run::ok(&[

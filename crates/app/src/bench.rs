@@ -189,27 +189,35 @@ pub fn streamed(c: &mut Criterion) {
     g.finish();
 }
 
+/// `file` opened as the app opens a file it streams (read by each run as it goes).
+fn open_streamed(file: &std::path::Path) -> Arc<crate::data::TraceData> {
+    use crate::job::Progress;
+    use crate::worker::{self, Loaded, Source};
+    let source = Source::File {
+        path: file.to_path_buf(),
+        format: None,
+        allow_truncated: false,
+        whole_up_to: 0,
+    };
+    let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
+    else {
+        panic!("the trace opens");
+    };
+    trace
+}
+
 /// Opens `file` streamed, starts its pane's run and waits for its first picture, `iters`
 /// times: the first preview, or the result of a run done before one was due. The run is
 /// cancelled then.
 fn to_first_preview(file: &std::path::Path, iters: u64, wake: &crate::job::Wake) -> Duration {
     use crate::data::{Preview, PreviewSlot};
-    use crate::job::{Job, Progress};
-    use crate::worker::{self, Loaded, Source};
+    use crate::job::Job;
+    use crate::worker;
 
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let start = Instant::now();
-        let source = Source::File {
-            path: file.to_path_buf(),
-            format: None,
-            allow_truncated: false,
-            whole_up_to: 0,
-        };
-        let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
-        else {
-            panic!("the trace opens");
-        };
+        let trace = open_streamed(file);
         let slot = PreviewSlot::default();
         let preview = Preview::new(slot.clone(), wake.clone());
         let cfg = config::preset("fermi-16k").expect("preset");
@@ -238,17 +246,8 @@ fn window_at_90pc(
     label: &str,
 ) {
     use crate::job::Progress;
-    use crate::worker::{self, Loaded, Source};
-    let source = Source::File {
-        path: file.to_path_buf(),
-        format: None,
-        allow_truncated: false,
-        whole_up_to: 0,
-    };
-    let Ok(Loaded::Trace(trace)) = worker::load_source(source, &Arc::new(Progress::default()))
-    else {
-        panic!("the trace opens");
-    };
+    use crate::worker;
+    let trace = open_streamed(file);
     let cfg = config::preset("fermi-16k").expect("preset");
     let progress = Arc::new(Progress::default());
     let with_copies =
