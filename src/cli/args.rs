@@ -229,7 +229,7 @@ pub struct ConfigArgs {
     pub compat: Option<String>,
     /// Timing: set one behaviour where our model and the released one differ, KEY=VALUE
     /// (cta-launch, issue, mshr-check, arrivals, effect-order, warp-return, finished-warps,
-    /// stores, kernels, hit-rule, classes; see docs/model.md). Repeatable.
+    /// stores, kernels, hit-rule, classes, merging; see docs/model.md). Repeatable.
     #[arg(long, value_name = "KEY=VALUE")]
     pub rule: Vec<String>,
 }

@@ -121,6 +121,36 @@ fn issue_threads_of_8_byte_loads_go_in_half_warps_that_see_each_others_hits() {
 }
 
 #[test]
+fn merging_a_wider_load_turns_a_lane_merged_before_back_on_in_the_released_coalescer() {
+    // One warp, one load per thread (16-byte lines): thread 0 at 0, threads 1-15 each on a
+    // line of its own, thread 16 at 4 (line 0, 4 bytes: served by thread 0 across the warp),
+    // thread 17 at 8 (line 0, 8 bytes: its half-warp starts at 16, so thread 16 serves it).
+    let mut src = String::from("kernel k grid=1 block=32\n0 0 a 0 ld 0 4\n");
+    for t in 1..16 {
+        src += &format!("0 {t} a 0 ld {} 4\n", 4096 * t);
+    }
+    src += "0 16 a 0 ld 4 4\n0 17 a 0 ld 8 8\n";
+    let t = trace(&src);
+    let mut ours = cfg(64, 32, 0, Some(("issue", "thread-portions")));
+    let released = {
+        let mut c = ours.clone();
+        c.timing.as_mut().unwrap().rules.merging = warpscope::config::Merging::WidthBump;
+        c
+    };
+    // Ours: threads 0-15 request their lines; 16 and 17 are served.
+    assert_eq!(run(&ours, &t).totals.requests, 16);
+    // Released: thread 17 bumps the width of thread 16 (another address on its line), which
+    // had been merged into thread 0: thread 16 requests line 0 again.
+    assert_eq!(run(&released, &t).totals.requests, 17);
+    // Under the warp issue unit the rule changes nothing: the warp's coalescer decides.
+    ours.timing.as_mut().unwrap().rules = TimingRules {
+        merging: warpscope::config::Merging::WidthBump,
+        ..TimingRules::default()
+    };
+    assert_eq!(run(&ours, &t).totals.requests, 16);
+}
+
+#[test]
 fn mshr_check_every_new_line_waits_the_released_model_only_stalls_a_warp_s_first_thread() {
     // One MSHR; one warp of two threads loading two lines.
     let k = kernel("kernel k grid=1 block=2\n0 0 i 0 ld 0 4\n0 1 i 0 ld 16 4\n");

@@ -6,7 +6,7 @@ use warpscope_core::config::choice::{self, Choice};
 
 use warpscope_core::config::{
     self, Arrivals, CacheConfig, Classes, Coalescing, CtaLaunch, EffectOrder, FinishedWarps,
-    HitRule, IssuePolicy, IssueUnit, Kernels, MshrCheck, Replacement, SetIndex, SimConfig,
+    HitRule, IssuePolicy, IssueUnit, Kernels, Merging, MshrCheck, Replacement, SetIndex, SimConfig,
     SmSelection, Stores, TimingConfig, TimingRules, WarpReturn,
 };
 

@@ -166,6 +166,7 @@ fn rules(ui: &mut Ui, r: &mut TimingRules) {
     rule(ui, "Kernels", &mut r.kernels, Kernels::ALL, Kernels::name);
     rule(ui, "Hit rule", &mut r.hit_rule, HitRule::ALL, HitRule::name);
     rule(ui, "Classes", &mut r.classes, Classes::ALL, Classes::name);
+    rule(ui, "Merging", &mut r.merging, Merging::ALL, Merging::name);
 }
 
 /// One timing rule: the first value is ours, the other the released model's.

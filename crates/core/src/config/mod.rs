@@ -23,7 +23,7 @@ pub use schedule::{Coalescing, GpuConfig, IssuePolicy, ScheduleConfig, SmSelecti
 pub use unknown::Unknown;
 
 pub use rules::{
-    Arrivals, Classes, CtaLaunch, EffectOrder, FinishedWarps, HitRule, IssueUnit, Kernels,
+    Arrivals, Classes, CtaLaunch, EffectOrder, FinishedWarps, HitRule, IssueUnit, Kernels, Merging,
     MshrCheck, Stores, TimingRules, WarpReturn,
 };
 use serde::{Deserialize, Serialize};

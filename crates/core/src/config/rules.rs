@@ -58,6 +58,20 @@ rule!(
 );
 
 rule!(
+    /// Which lanes of a warp make requests under thread portions (the warp issue unit
+    /// coalesces by its own coalescer).
+    Merging {
+        /// A lane requests its line when no earlier lane of its group (warp, half-warp or
+        /// quarter-warp by its access size) loads the same line at that position.
+        FirstLane = "first-lane",
+        /// The released coalescer's: also the first earlier lane of a lane's group with the same
+        /// line at another address requests, even one that had itself merged into an earlier
+        /// lane of its own, shorter group (its `width++` turns that access back on).
+        WidthBump = "width-bump",
+    }
+);
+
+rule!(
     /// When a miss cannot be issued for want of an MSHR.
     MshrCheck {
         /// Any miss that needs a new MSHR while all are busy (or the warp's share is used).
@@ -166,11 +180,12 @@ pub struct TimingRules {
     pub kernels: Kernels,
     pub hit_rule: HitRule,
     pub classes: Classes,
+    pub merging: Merging,
 }
 
 impl TimingRules {
     /// The rule keys, as `--rule KEY=VALUE` and `sweep --vary rule.KEY=...` take them.
-    pub const KEYS: [&'static str; 11] = [
+    pub const KEYS: [&'static str; 12] = [
         "cta-launch",
         "issue",
         "mshr-check",
@@ -182,6 +197,7 @@ impl TimingRules {
         "kernels",
         "hit-rule",
         "classes",
+        "merging",
     ];
 
     /// The released model of Nugteren et al. (2014), rule by rule.
@@ -198,6 +214,7 @@ impl TimingRules {
             kernels: Kernels::Cold,
             hit_rule: HitRule::AtMostWays,
             classes: Classes::Released,
+            merging: Merging::WidthBump,
         }
     }
 
@@ -214,6 +231,7 @@ impl TimingRules {
             "kernels" => self.kernels = Kernels::parse("kernels", v)?,
             "hit-rule" => self.hit_rule = HitRule::parse("hit-rule", v)?,
             "classes" => self.classes = Classes::parse("classes", v)?,
+            "merging" => self.merging = Merging::parse("merging", v)?,
             _ => {
                 return Err(super::Unknown::Rule {
                     found: key.to_string(),
@@ -225,7 +243,7 @@ impl TimingRules {
     }
 
     /// `(key, value)` of every rule, in [`TimingRules::KEYS`] order.
-    pub fn values(&self) -> [(&'static str, &'static str); 11] {
+    pub fn values(&self) -> [(&'static str, &'static str); 12] {
         let v = [
             self.cta_launch.name(),
             self.issue.name(),
@@ -238,6 +256,7 @@ impl TimingRules {
             self.kernels.name(),
             self.hit_rule.name(),
             self.classes.name(),
+            self.merging.name(),
         ];
         std::array::from_fn(|i| (Self::KEYS[i], v[i]))
     }

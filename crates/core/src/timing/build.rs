@@ -7,7 +7,7 @@ use super::streams::{
     CtaStreams, Event, Firsts, Lanes, Position, Shape, ThreadLoad, MAX_PORTION_LANES,
 };
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
-use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Stores, TimingRules};
+use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Merging, Stores, TimingRules};
 use crate::schedule::{WarpThreads, BARRIER, HW_WARP, READY};
 use crate::trace::{model_flags, AccessKind, Columns, Kernel, Order};
 
@@ -49,6 +49,8 @@ struct ThreadUnit {
     /// By flags byte: whether the row is a load that reaches the L1.
     l1_load: Box<[bool; 256]>,
     line_shift: u32,
+    /// The width-bump rule of the released coalescer ([`Merging::WidthBump`]).
+    width_bump: bool,
     scratch: Box<Scratch>,
 }
 
@@ -99,6 +101,7 @@ impl StreamsBuilder {
                     kind == AccessKind::Load && space.reaches_l1()
                 })),
                 line_shift: cache.line_bytes.trailing_zeros(),
+                width_bump: rules.merging == Merging::WidthBump,
                 scratch: Box::default(),
             })
         } else {
@@ -316,6 +319,7 @@ fn add_threads(
     let Scratch {
         next,
         lines,
+        addrs,
         bytes,
         insts,
         firsts,
@@ -329,6 +333,8 @@ fn add_threads(
         next.extend(threads.clone().map(|l| starts[l] as usize));
         lines.clear();
         lines.resize(lanes, 0);
+        addrs.clear();
+        addrs.resize(lanes, 0);
         bytes.clear();
         bytes.resize(lanes, 0);
         insts.clear();
@@ -348,6 +354,7 @@ fn add_threads(
                 if r < end {
                     at.loads |= 1 << lane;
                     lines[lane] = cols.addr[r] >> line_shift;
+                    addrs[lane] = cols.addr[r];
                     bytes[lane] = cols.size[r];
                     let i = cols.inst[r];
                     insts[lane] = i;
@@ -365,6 +372,7 @@ fn add_threads(
             let here = Position {
                 loads: at.loads,
                 lines,
+                addrs: unit.width_bump.then_some(&addrs[..]),
                 bytes,
                 ws: shape.warp_size,
             };
@@ -399,6 +407,8 @@ struct Scratch {
     next: Vec<usize>,
     /// Per lane: its load at the position being built.
     lines: Vec<u64>,
+    /// Per lane: the address of that load (for [`Merging::WidthBump`]).
+    addrs: Vec<u64>,
     bytes: Vec<u16>,
     insts: Vec<u32>,
     firsts: Firsts,

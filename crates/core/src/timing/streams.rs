@@ -258,6 +258,9 @@ impl WarpStreams {
 pub(super) struct Position<'a> {
     pub loads: u64,
     pub lines: &'a [u64],
+    /// Each lane's address there, under the released coalescer's width bump
+    /// ([`crate::config::Merging::WidthBump`]); `None` for our rule.
+    pub addrs: Option<&'a [u64]>,
     pub bytes: &'a [u16],
     pub ws: u32,
 }
@@ -284,6 +287,9 @@ impl Position<'_> {
     /// one of the quarters from the group's first to the lane's own: a few comparisons per
     /// lane instead of one per earlier lane.
     pub(super) fn leaders(&self, firsts: &mut Firsts) -> u64 {
+        if let Some(addrs) = self.addrs {
+            return self.leaders_bumped(addrs);
+        }
         if self.ws % 4 != 0 {
             return self.leaders_plain();
         }
@@ -311,6 +317,26 @@ impl Position<'_> {
             // whose group starts after an earlier one find.
             if !firsts.0[mine].contains(&line) {
                 firsts.0[mine].push(line);
+            }
+        }
+        leaders
+    }
+
+    /// The lanes that request their line under the released coalescer: a lane served by the
+    /// first earlier lane of its group with a load of the same line does not, and when their
+    /// addresses differ that earlier lane does, even if it had been served itself (the
+    /// released program's `width++` on an access whose width was 0).
+    fn leaders_bumped(&self, addrs: &[u64]) -> u64 {
+        let has = |l: usize| self.loads >> l & 1 != 0;
+        let mut leaders = 0;
+        for lane in (0..64).filter(|&l| has(l)) {
+            let group = self.group(lane);
+            let first = (group * (lane / group)..lane)
+                .find(|&o| has(o) && self.lines[o] == self.lines[lane]);
+            match first {
+                None => leaders |= 1 << lane,
+                Some(o) if addrs[o] != addrs[lane] => leaders |= 1 << o,
+                Some(_) => {}
             }
         }
         leaders
@@ -402,7 +428,7 @@ mod tests {
                 .fold(0u64, |m, (l, a)| m | (a.is_some() as u64) << l);
             let lines: Vec<u64> = lanes.iter().map(|a| a.map_or(0, |a| a.0)).collect();
             let bytes: Vec<u16> = lanes.iter().map(|a| a.map_or(0, |a| a.1)).collect();
-            let at = Position { loads, lines: &lines, bytes: &bytes, ws };
+            let at = Position { loads, lines: &lines, addrs: None, bytes: &bytes, ws };
             prop_assert_eq!(at.leaders(&mut Firsts::default()), at.leaders_plain());
         }
     }
