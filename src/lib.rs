@@ -16,8 +16,8 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub use warpscope_core::{
-    analyze, cache, coalesce, comm, config, explain, gen, hwcheck, lesson, linemap, report, reuse,
-    rng, schedule, sim, timing, trace, varint,
+    analyze, cache, coalesce, comm, config, explain, gen, hwcheck, l2, lesson, linemap, report,
+    reuse, rng, schedule, sim, timing, trace, varint,
 };
 
 #[cfg(feature = "gui")]

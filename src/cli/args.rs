@@ -227,6 +227,16 @@ pub struct ConfigArgs {
     /// al. 2014; keeps the cache size, line size, ways, MSHRs and miss latency given).
     #[arg(long, value_name = "MODE")]
     pub compat: Option<String>,
+    /// The shared L2 behind the L1s, simulated with --all-sms: `on` (the preset's, or Fermi
+    /// GTX480's), `off`, or KEY=VALUE to change it: channels, slices-per-channel, slice-hash
+    /// (linear, xor, ipoly), address-map, slice-size, ways, line-size, sector-size,
+    /// set-index, replacement (docs/model.md, "The L2"). Repeatable.
+    #[arg(long, value_name = "on|off|KEY=VALUE")]
+    pub l2: Vec<String>,
+    /// Read the SMs, the L1 and the L2 from an Accel-Sim / GPGPU-Sim configuration file
+    /// (gpgpusim.config); flags given as well change it.
+    #[arg(long, value_name = "FILE")]
+    pub accelsim_config: Option<PathBuf>,
     /// Timing: set one behaviour where our model and the released one differ, KEY=VALUE
     /// (cta-launch, issue, mshr-check, arrivals, effect-order, warp-return, finished-warps,
     /// stores, kernels, hit-rule, classes, merging; see docs/model.md). Repeatable.

@@ -126,6 +126,13 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         (None, Some(path)) => config::file::read(path)?,
         (None, None) => SimConfig::default(),
     };
+    if let Some(path) = &a.accelsim_config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the Accel-Sim configuration {}", path.display()))?;
+        for note in config::accelsim::read(&text, &path.display().to_string(), &mut c)? {
+            eprintln!("{}: {note}", path.display());
+        }
+    }
     if a.timing && c.timing.is_none() {
         c.timing = Some(TimingConfig::default());
     }
@@ -169,6 +176,9 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     }
     for r in &a.rule {
         apply(&mut c, "rule", r).map_err(|e| anyhow::anyhow!("--rule: {e}"))?;
+    }
+    for v in &a.l2 {
+        apply(&mut c, "l2", v).map_err(|e| anyhow::anyhow!("--l2: {e}"))?;
     }
     if a.all_sms {
         c.gpu.simulate = SmSelection::All;

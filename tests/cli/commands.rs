@@ -51,6 +51,28 @@ fn sim_json_of_every_builtin_kernel_on_fermi_16k() {
     }
 }
 
+/// The Fermi preset's shared L2 behind all 14 SMs: its counters, slices, instructions and
+/// reuse distances as the JSON gives them. The traffic between the levels is the L1s'; with
+/// one SM simulated there is no `l2`.
+#[test]
+fn sim_json_with_the_l2_behind_every_sm() {
+    let args = |all: bool| {
+        let mut a = vec!["sim", "--kernel", "transpose", "width=128", "height=128"];
+        a.extend(["--preset", "fermi-16k", "--json"]);
+        if all {
+            a.push("--all-sms");
+        }
+        json(&a)
+    };
+    let v = args(true);
+    let l2 = &v["l2"];
+    assert_eq!(l2["bytes_l2_to_l1"], v["bytes_from_memory"]);
+    assert_eq!(l2["bytes_l1_to_l2"], v["bytes_to_memory"]);
+    assert_eq!(l2["per_slice"].as_array().map(Vec::len), Some(12));
+    insta::assert_json_snapshot!("sim_fermi16k_transpose_l2", l2);
+    assert!(args(false).get("l2").is_none());
+}
+
 /// Reports go to standard output through a buffer: a failed write must still fail the
 /// command (a buffer dropped without a flush would swallow the error and exit 0).
 #[cfg(target_os = "linux")]

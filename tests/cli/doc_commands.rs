@@ -58,6 +58,8 @@ const STAND_INS: &[(&str, &str)] = &[
     ("TRACE", "sample-traces/accelsim-matrixmul"),
     // hw/run.sh's output folder (docs/hardware.md): the H100's.
     ("OUT_DIR/", "hw/h100/"),
+    // An Accel-Sim GPU configuration: the QV100's options we read.
+    ("gpgpusim.config", "stand-in/gpgpusim.config"),
 ];
 
 /// Slurm's `sbatch` as this test stands it in: each task of the script's `--array=A-B` in
@@ -83,6 +85,11 @@ fn write_stand_ins(dir: &Path, warpscope: &Path) {
     }
     let s = dir.join("stand-in");
     std::fs::create_dir_all(&s).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accelsim/qv100.config"),
+        s.join("gpgpusim.config"),
+    )
+    .unwrap();
     let gen = Command::new(warpscope)
         .args(["gen", "matmul", "n=32", "--to", "nugteren", "-o"])
         .arg(s.join("kernel.trc"))

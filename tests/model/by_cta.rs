@@ -183,10 +183,16 @@ proptest! {
         max_ctas in 1u32..4,
         reuse in any::<bool>(),
         cut in 0u32..9,
+        l2 in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let mut cfg = small_config(warp_size, policy, sms, max_ctas, reuse, seed);
         cfg.gpu.simulate = SmSelection::All;
+        // A shared L2 of 2 KB slices goes on from the copy too.
+        cfg.l2 = l2.then(|| warpscope::config::L2Config {
+            slice: warpscope::config::slice_cache(4, 4, warpscope::config::SetIndex::Ipoly),
+            ..Default::default()
+        });
         let k = kernel("a", ctas, tpb, warp_order, &a);
         let k2 = kernel("b", ctas, tpb, !warp_order, &a);
         let cut = cut % ctas;

@@ -8,6 +8,7 @@ mod explain;
 mod fuzz_regressions;
 mod hardware;
 mod importers;
+mod l2;
 mod paper_examples;
 mod partitions;
 mod properties;

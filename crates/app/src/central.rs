@@ -42,6 +42,11 @@ impl WarpscopeApp {
             .iter()
             .any(|p| p.result.as_ref().is_some_and(|r| r.config.timing.is_some()));
         let classes = if timing { 5 } else { 3 };
+        // The L2's miss rate and DRAM traffic where a pane simulated one.
+        let l2 = self
+            .panes
+            .iter()
+            .any(|p| p.result.as_ref().is_some_and(|r| r.report.l2.is_some()));
         let class_names = ["compulsory", "capacity", "conflict", "latency", "MSHR"];
         egui::Grid::new("pane-comparison")
             .striped(true)
@@ -56,6 +61,11 @@ impl WarpscopeApp {
                 }
                 for h in ["bytes from memory", "bytes to memory"] {
                     ui.label(RichText::new(h).weak());
+                }
+                if l2 {
+                    for h in ["L2 miss rate", "DRAM bytes read"] {
+                        ui.label(RichText::new(h).weak());
+                    }
                 }
                 if show_trace {
                     ui.label(RichText::new("trace").weak());
@@ -83,9 +93,21 @@ impl WarpscopeApp {
                             }
                             ui.label(cell(t.bytes_from_memory, base.map(|b| b.bytes_from_memory)));
                             ui.label(cell(t.bytes_to_memory, base.map(|b| b.bytes_to_memory)));
+                            if l2 {
+                                match &r.report.l2 {
+                                    Some(l) => {
+                                        ui.label(format!("{:.2}%", 100.0 * l.miss_rate));
+                                        ui.label(l.totals.bytes_from_dram.to_string());
+                                    }
+                                    None => {
+                                        ui.label("-");
+                                        ui.label("-");
+                                    }
+                                }
+                            }
                         }
                         None => {
-                            for _ in 0..5 + classes {
+                            for _ in 0..5 + classes + 2 * l2 as usize {
                                 ui.label("…");
                             }
                         }

@@ -72,6 +72,7 @@ impl WarpscopeApp {
                 Key::Num5,
                 Key::Num6,
                 Key::Num7,
+                Key::Num8,
             ]
             .into_iter()
             .zip(View::ALL)

@@ -138,11 +138,12 @@ fn take(ctx: &egui::Context, path: PathBuf) -> std::sync::mpsc::Receiver<()> {
 }
 
 /// The plan, in order: one shot per view with one pane on the start kernel (the
-/// communication view comes later, on multi-launch kernels), then the scenes of [`scenes`].
+/// communication view comes later, on multi-launch kernels; the L2's needs every SM
+/// simulated), then the scenes of [`scenes`].
 fn shots() -> Vec<Shot> {
     let views: Vec<View> = View::ALL
         .into_iter()
-        .filter(|v| *v != View::Communication)
+        .filter(|v| !matches!(v, View::Communication | View::L2))
         .collect();
     let mut shots: Vec<Shot> = views
         .iter()
@@ -418,6 +419,29 @@ fn more_scenes() -> Vec<Shot> {
                         .panes
                         .iter()
                         .all(|p| p.own_trace.is_some() && p.trace_load.is_none())
+            }),
+        // The shared L2 of the start kernel with every SM simulated: its slices over time and
+        // where the DRAM bytes come from.
+        Shot::new("23-l2.png")
+            .prepare(|app, _, now| {
+                app.lesson = None;
+                while app.panes.len() > 1 {
+                    app.remove_pane(app.panes.len() - 1);
+                }
+                app.share_trace(0, now);
+                start_kernel(app);
+                if let Ok(mut c) = config::preset("fermi-16k") {
+                    c.gpu.simulate = config::SmSelection::All;
+                    app.set_config(0, "fermi-16k (edited)", c, now);
+                }
+            })
+            .ready(|app| {
+                app.settings.view = View::L2;
+                shows(&app.trace, START_KERNEL)
+                    && app.panes[0]
+                        .result
+                        .as_ref()
+                        .is_some_and(|d| d.report.l2.is_some())
             }),
         // A merged sweep (`--sweep FILE`, which take.sh makes): miss rate over two keys.
         Shot::new("19-sweep-heatmap.png")

@@ -7,6 +7,7 @@
 //! 3. [`schedule`]: CTAs to SMs, threads into warps, warp issue order;
 //! 4. [`coalesce`]: one warp instruction's accesses into cache requests;
 //! 5. [`cache`]: the set-associative cache, replacement and write policies, miss classes;
+//!    [`l2`]: the shared L2 behind every SM's L1, in slices;
 //! 6. [`reuse`]: reuse distances (exact or sampled), histograms and miss-rate curves;
 //! 7. [`sim`]: the whole pipeline, `run(config, trace, observer) -> Report`;
 //! 8. [`timing`]: the GPU timing model (latencies, MSHRs, warp queue, five miss classes);
@@ -36,6 +37,7 @@ pub mod config;
 pub mod explain;
 pub mod gen;
 pub mod hwcheck;
+pub mod l2;
 pub mod lesson;
 pub mod linemap;
 pub mod report;

@@ -12,10 +12,12 @@ use warpscope_core::config::{
 
 mod cache;
 mod issue;
+mod l2;
 mod timing;
 
 use cache::cache;
 use issue::{coalescing, gpu, schedule};
+use l2::l2;
 use timing::timing;
 
 /// A pane's configuration as the panel's editors left it.
@@ -81,6 +83,9 @@ fn edit(ui: &mut Ui, id: usize, preset: &mut String, c: &mut SimConfig) {
         egui::CollapsingHeader::new("GPU")
             .default_open(false)
             .show(ui, |ui| gpu(ui, c));
+        egui::CollapsingHeader::new("L2 cache")
+            .default_open(false)
+            .show(ui, |ui| l2(ui, c));
         // A fresh header state when timing is switched on, so that it opens.
         egui::CollapsingHeader::new("Timing model")
             .id_salt(("timing", c.timing.is_some()))

@@ -479,10 +479,7 @@ fn density_plot(ui: &mut Ui, shown: &Density) {
         .show_grid(false)
         .allow_double_click_reset(true)
         .label_formatter(move |h| {
-            let p = match h {
-                egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
-                egui_plot::HoverPosition::Elsewhere { position } => position,
-            };
+            let p = super::hovered(h);
             if p.x < 0.0 || p.y < 0.0 || p.x >= n || p.y >= n {
                 return None;
             }

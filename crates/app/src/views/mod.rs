@@ -1,5 +1,5 @@
 //! The views, one file each (`address.rs`, `reuse.rs`, `misses.rs`, `sets.rs`, `comm.rs`,
-//! `performance.rs`, `step.rs`), each with its [`Entry`] listed once in [`ENTRIES`].
+//! `performance.rs`, `step.rs`, `l2.rs`), each with its [`Entry`] listed once in [`ENTRIES`].
 //! Each is a struct holding what it keeps between frames and the jobs it started, with a `ui`
 //! method that draws from data made on the worker and returns [`Command`]s for the app to
 //! carry out after drawing (`command.rs`). This module holds the view list and what several
@@ -28,8 +28,8 @@ pub struct Entry {
     pub new: Option<fn() -> Box<dyn PaneView>>,
 }
 
-/// The views, in menu order (Ctrl+1..7).
-pub const ENTRIES: [Entry; 7] = [
+/// The views, in menu order (Ctrl+1..8).
+pub const ENTRIES: [Entry; 8] = [
     address::ENTRY,
     reuse::ENTRY,
     misses::ENTRY,
@@ -37,6 +37,7 @@ pub const ENTRIES: [Entry; 7] = [
     comm::ENTRY,
     performance::ENTRY,
     step::ENTRY,
+    l2::ENTRY,
 ];
 
 /// Which view is shown (kept in the settings); its [`Entry`] says the rest.
@@ -52,6 +53,7 @@ pub enum View {
     Communication,
     Performance,
     Step,
+    L2,
 }
 
 impl View {
@@ -124,6 +126,15 @@ impl PaneViews {
     /// Whether a job of one of the views runs.
     pub fn busy(&self) -> bool {
         self.0.iter().any(|(_, v)| v.busy())
+    }
+}
+
+/// Where the pointer is in a plot's coordinates, near a data point or not (for the heat
+/// maps' hover labels).
+pub(super) fn hovered(h: &egui_plot::HoverPosition) -> PlotPoint {
+    match h {
+        egui_plot::HoverPosition::NearDataPoint { position, .. } => *position,
+        egui_plot::HoverPosition::Elsewhere { position } => *position,
     }
 }
 
@@ -288,6 +299,7 @@ mod address_hover;
 mod address_streamed;
 pub mod comm;
 pub mod command;
+mod l2;
 pub mod misses;
 pub mod performance;
 mod reuse;

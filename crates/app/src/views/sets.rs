@@ -135,10 +135,7 @@ impl SetsView {
             })
             .show_grid(false)
             .label_formatter(move |h| {
-                let p = match h {
-                    egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
-                    egui_plot::HoverPosition::Elsewhere { position } => position,
-                };
+                let p = super::hovered(h);
                 if p.x < 0.0 || p.y < 0.0 || p.y >= sets_n {
                     return None;
                 }

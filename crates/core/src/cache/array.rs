@@ -20,9 +20,11 @@ pub struct ArrayOutcome {
     pub hit: bool,
     /// The line was present (some sectors may have been invalid).
     pub line_hit: bool,
-    /// Sectors of an evicted dirty line that must be written back (0 if none).
+    /// Sectors of an evicted dirty line that must be written back (bit i = sector i; 0 if
+    /// none).
     pub writeback_sectors: u32,
-    /// Requested sectors that were not present (all of them when the line missed).
+    /// Requested sectors that were not present (all of them when the line missed; bit i =
+    /// sector i).
     pub missing_sectors: u32,
     /// The line given up to make room for this one (its replacement policy's victim).
     pub evicted: Option<u64>,
@@ -54,6 +56,9 @@ pub struct CacheArray {
     policy: Policy,
     /// line -> slot for wide sets.
     index: Option<WayIndex>,
+    /// Sectors written in part and never read since (lazy fetch-on-read,
+    /// [`CacheArray::access_lazy`]): valid for writes, fetched when read. Empty until used.
+    unreadable: Vec<u32>,
 }
 
 impl CacheArray {
@@ -67,6 +72,7 @@ impl CacheArray {
             fill: vec![0; sets],
             policy: Policy::new(replacement, sets, ways, seed),
             index: (ways > SCAN_WAYS).then(|| WayIndex::new(sets * ways)),
+            unreadable: Vec::new(),
         }
     }
 
@@ -110,6 +116,11 @@ impl CacheArray {
     /// Writes back every dirty line (Dinero IV's copy-back of the whole cache at the end of a
     /// run): returns the lines and sectors written and leaves every line clean.
     pub fn flush(&mut self) -> (u64, u64) {
+        self.flush_each(|_, _| {})
+    }
+
+    /// [`CacheArray::flush`], telling `f` each dirty line and its dirty sectors.
+    pub fn flush_each(&mut self, mut f: impl FnMut(u64, u32)) -> (u64, u64) {
         let (mut lines, mut sectors) = (0, 0);
         for set in 0..self.sets {
             let base = set * self.ways;
@@ -118,11 +129,23 @@ impl CacheArray {
                 if d != 0 {
                     lines += 1;
                     sectors += d.count_ones() as u64;
+                    f(self.tags[slot] - 1, d);
                 }
                 self.dirty[slot] = 0;
             }
         }
         (lines, sectors)
+    }
+
+    /// The dirty sectors' count, without cleaning them.
+    pub fn dirty_sectors(&self) -> u64 {
+        (0..self.sets)
+            .flat_map(|set| {
+                let base = set * self.ways;
+                base..base + self.fill[set] as usize
+            })
+            .map(|slot| (self.valid[slot] & self.dirty[slot]).count_ones() as u64)
+            .sum()
     }
 
     #[inline]
@@ -134,6 +157,71 @@ impl CacheArray {
         let n = self.fill[set] as usize;
         let tag = line + 1;
         self.tags[base..base + n].iter().position(|&t| t == tag)
+    }
+
+    /// One access under lazy fetch-on-read, GPGPU-Sim's L2 write allocation (`L`): a write
+    /// allocates its sectors and dirties them without fetching anything; of those, the ones
+    /// it covers only in `partial` stay unreadable until a read fetches them. A read misses
+    /// on a sector that is absent or unreadable, and fetches it (`missing_sectors`).
+    #[inline]
+    pub fn access_lazy(
+        &mut self,
+        set: usize,
+        line: u64,
+        sectors: u32,
+        write: bool,
+        partial: u32,
+    ) -> ArrayOutcome {
+        if self.unreadable.is_empty() {
+            self.unreadable = vec![0; self.sets * self.ways];
+        }
+        let base = set * self.ways;
+        let found = self.find(set, line);
+        let slot = match found {
+            Some(way) => base + way,
+            // Allocate as a read would: the replacement policy's victim makes room.
+            None => {
+                let out = self.access(set, line, 0, true, false);
+                let way = self.find(set, line).unwrap_or(0);
+                let slot = base + way;
+                self.unreadable[slot] = 0;
+                return self.fill_lazy(slot, sectors, write, partial, out);
+            }
+        };
+        self.policy.touch(set, found.unwrap_or(0));
+        let out = ArrayOutcome {
+            line_hit: true,
+            ..ArrayOutcome::default()
+        };
+        self.fill_lazy(slot, sectors, write, partial, out)
+    }
+
+    /// The sector bits of a lazy access to the line in `slot` (present now, maybe empty).
+    #[inline]
+    fn fill_lazy(
+        &mut self,
+        slot: usize,
+        sectors: u32,
+        write: bool,
+        partial: u32,
+        mut out: ArrayOutcome,
+    ) -> ArrayOutcome {
+        let valid = self.valid[slot];
+        let unreadable = self.unreadable[slot];
+        if write {
+            out.missing_sectors = sectors & !valid;
+            // A sector written whole becomes readable; one written in part stays as it was
+            // if it was readable, else unreadable.
+            self.unreadable[slot] =
+                (unreadable & !(sectors & !partial)) | (partial & sectors & !valid);
+            self.dirty[slot] |= sectors;
+        } else {
+            out.missing_sectors = sectors & (!valid | unreadable);
+            self.unreadable[slot] = unreadable & !sectors;
+        }
+        self.valid[slot] = valid | sectors;
+        out.hit = out.missing_sectors == 0;
+        out
     }
 
     /// One access. `allocate` says whether a missing line is brought in (false only for a
@@ -149,14 +237,14 @@ impl CacheArray {
     ) -> ArrayOutcome {
         let base = set * self.ways;
         let mut out = ArrayOutcome {
-            missing_sectors: sectors.count_ones(),
+            missing_sectors: sectors,
             ..ArrayOutcome::default()
         };
         match self.find(set, line) {
             Some(way) => {
                 let slot = base + way;
                 out.line_hit = true;
-                out.missing_sectors = (sectors & !self.valid[slot]).count_ones();
+                out.missing_sectors = sectors & !self.valid[slot];
                 out.hit = out.missing_sectors == 0;
                 self.policy.touch(set, way);
                 self.valid[slot] |= sectors;
@@ -173,7 +261,7 @@ impl CacheArray {
                     let v = self.policy.victim(set);
                     let slot = base + v;
                     let d = self.valid[slot] & self.dirty[slot];
-                    out.writeback_sectors = d.count_ones();
+                    out.writeback_sectors = d;
                     out.evicted = Some(self.tags[slot] - 1);
                     if let Some(index) = &mut self.index {
                         index.remove(self.tags[slot] - 1);

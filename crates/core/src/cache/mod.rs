@@ -50,6 +50,13 @@ pub struct Outcome {
     pub writeback: bool,
     /// The line this request's fill evicted from the cache.
     pub evicted: Option<u64>,
+    /// The requested sectors that were not in the cache (bit i = sector i).
+    pub missing: u32,
+    /// The sectors fetched from the level below (`missing` where the request fetched them:
+    /// a read, or a partial write with allocation; else 0).
+    pub fetched: u32,
+    /// The dirty sectors of `evicted` written back to the level below (0 if none).
+    pub written_back: u32,
 }
 
 /// A cache with its classifier (its fully associative shadow and the record of every sector
@@ -120,7 +127,13 @@ impl CacheModel {
     /// lines and bytes in `flush_writebacks` and `flush_bytes_to_memory`, and the bytes in
     /// `bytes_to_memory` too (so that it matches Dinero's "Bytes To Memory").
     pub fn flush(&mut self, into: &mut Counters) {
-        let (lines, sectors) = self.main.flush();
+        self.flush_each(into, |_, _| {});
+    }
+
+    /// [`CacheModel::flush`], telling `f` each dirty line written back and its sectors (for
+    /// the level below).
+    pub fn flush_each(&mut self, into: &mut Counters, f: impl FnMut(u64, u32)) {
+        let (lines, sectors) = self.main.flush_each(f);
         let bytes = sectors * self.sector_bytes;
         into.flush_writebacks += lines;
         into.flush_bytes_to_memory += bytes;
@@ -150,6 +163,39 @@ impl CacheModel {
     pub fn access(&mut self, r: &Request) -> Outcome {
         let set = self.index.set(r.line);
         self.access_in(r, set, ClassFrom::Classifier)
+    }
+
+    /// Simulates one request in `set`, which the caller computed (an L2 slice indexes its sets
+    /// by the address within the slice), under lazy fetch-on-read ([`CacheArray::access_lazy`],
+    /// GPGPU-Sim's L2): a write fetches nothing, and the sectors it covers only in `partial`
+    /// are fetched by the first read that needs them. For a write-back cache.
+    #[inline]
+    pub fn access_lazy_in_set(&mut self, r: &Request, set: u32, partial: u32) -> Outcome {
+        let m = self
+            .main
+            .access_lazy(set as usize, r.line, r.sectors, r.write, partial);
+        let class = match &mut self.classes {
+            Some(c) => c.classify(r, m.hit),
+            None => None,
+        };
+        let fetched = if r.write { 0 } else { m.missing_sectors };
+        Outcome {
+            set,
+            hit: m.hit,
+            class,
+            bytes_from_memory: fetched.count_ones() as u64 * self.sector_bytes,
+            bytes_to_memory: m.writeback_sectors.count_ones() as u64 * self.sector_bytes,
+            writeback: m.writeback_sectors > 0,
+            evicted: m.evicted,
+            missing: m.missing_sectors,
+            fetched,
+            written_back: m.writeback_sectors,
+        }
+    }
+
+    /// Bytes of dirty sectors in the cache now.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.main.dirty_sectors() * self.sector_bytes
     }
 
     /// Simulates one request whose tag a classifier running apart gave (the same classifier
@@ -191,12 +237,13 @@ impl CacheModel {
         // cover its sectors whole; a write without allocation goes to memory. (As
         // arithmetic on 0 and 1, with no branch on the request: reads and writes, hits and
         // misses follow no pattern the processor could predict on a trace of many misses.)
-        let fetch_bytes = m.missing_sectors as u64 * self.sector_bytes;
+        let fetch_bytes = m.missing_sectors.count_ones() as u64 * self.sector_bytes;
         let request_bytes = r.sectors.count_ones() as u64 * self.sector_bytes;
         let (write, allocate) = (r.write as u64, self.write_allocate as u64);
         let partial = (r.bytes as u64 != request_bytes) as u64;
-        let from = fetch_bytes * ((1 - write) + write * allocate * partial);
-        let to = m.writeback_sectors as u64 * self.sector_bytes
+        let fetches = (1 - write) + write * allocate * partial;
+        let from = fetch_bytes * fetches;
+        let to = m.writeback_sectors.count_ones() as u64 * self.sector_bytes
             + write * (1 - allocate) * r.bytes as u64;
         Outcome {
             set,
@@ -206,6 +253,9 @@ impl CacheModel {
             bytes_to_memory: to,
             writeback: m.writeback_sectors > 0,
             evicted: m.evicted,
+            missing: m.missing_sectors,
+            fetched: m.missing_sectors * fetches as u32,
+            written_back: m.writeback_sectors,
         }
     }
 }

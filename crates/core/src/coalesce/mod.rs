@@ -121,6 +121,36 @@ impl Coalescer {
         used
     }
 
+    /// The bytes of its line request `i` of the last [`Coalescer::coalesce`] touches (bit b =
+    /// byte b), where this coalescer keeps them: line and sector coalescing of lines of at
+    /// most 128 bytes.
+    pub fn byte_mask(&self, i: usize) -> Option<u128> {
+        match self.mode {
+            Coalescing::Line | Coalescing::Sector if self.g.line_bytes <= 128 => {
+                self.bytes.get(i).copied()
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes of its line one request of [`Coalescer::split`] of `[addr, addr+size)`
+    /// touches (bit b = byte b), for lines of at most 128 bytes.
+    pub fn split_mask(&self, addr: u64, size: u64, line: u64) -> Option<u128> {
+        if self.g.line_bytes > 128 {
+            return None;
+        }
+        let base = line << self.line_shift;
+        let lo = addr.max(base);
+        let hi = (addr + size.max(1)).min(base + self.g.line_bytes as u64);
+        let width = hi.saturating_sub(lo);
+        let ones = if width >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << width) - 1
+        };
+        Some(ones << (lo - base))
+    }
+
     /// Splits `[addr, addr+size)` at line boundaries into one request per line.
     #[inline]
     pub(crate) fn split(&self, addr: u64, size: u64, write: bool, mut emit: impl FnMut(Coalesced)) {

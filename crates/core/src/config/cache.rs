@@ -16,6 +16,12 @@ pub enum SetIndex {
     FermiHash,
     /// Set index bit `i` is byte-address bit `bits[i]`.
     Bits(Vec<u8>),
+    /// The line address modulo an irreducible polynomial over GF(2) (GPGPU-Sim's IPOLY,
+    /// its L2's `P`): power-of-two sets, at most 2^16.
+    Ipoly,
+    /// The line address's low bits XOR the bits above them (GPGPU-Sim's `X`): power-of-two
+    /// sets.
+    Xor,
 }
 
 impl SetIndex {
@@ -172,6 +178,15 @@ impl CacheConfig {
                 let offset_bits = line.trailing_zeros() as u8;
                 if let Some(&bit) = bits.iter().find(|&&b| b < offset_bits) {
                     return Err(Invalid::SetIndexBitInOffset { bit, offset_bits });
+                }
+            }
+            SetIndex::Ipoly | SetIndex::Xor => {
+                let most = 1u64 << crate::cache::set_index::ipoly::MAX_DEGREE;
+                if !sets.is_power_of_two() || sets > most {
+                    return Err(Invalid::HashSets {
+                        hash: self.set_index.name(),
+                        sets,
+                    });
                 }
             }
         }

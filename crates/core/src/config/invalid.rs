@@ -20,6 +20,8 @@ pub enum Invalid {
     Ways { ways: u32, lines: u64 },
     #[error("the Fermi set hash gives at most 64 sets (this cache has {sets}); --set-index modulo indexes any number")]
     FermiHashSets { sets: u64 },
+    #[error("the {hash} set index needs a power-of-two number of sets up to 65536 (this cache has {sets}); --set-index modulo indexes any number")]
+    HashSets { hash: String, sets: u64 },
     #[error("{bits} set-index bits give {} sets but the cache has {sets}", sets_of(*bits))]
     SetIndexBits { bits: usize, sets: u64 },
     #[error("set-index bit {bit} lies inside the line offset (bits 0-{})", offset_bits - 1)]
@@ -40,6 +42,18 @@ pub enum Invalid {
     NoSuchSm { sm: u32, sms: u32 },
     #[error("cannot sample {sample} of {sms} SMs")]
     SmSample { sample: u32, sms: u32 },
+    #[error("the L2 needs 1 to 1024 memory channels, not {channels}")]
+    L2Channels { channels: u32 },
+    #[error("the L2's slices per channel must be a power of two up to 64, not {per}")]
+    L2SlicesPerChannel { per: u32 },
+    #[error("the L2's xor slice hash needs a power-of-two number of channels, not {channels} (linear or ipoly take any)")]
+    L2XorChannels { channels: u32 },
+    #[error("the L2's address map `{map}`: {why}")]
+    L2AddressMap { map: String, why: String },
+    #[error("the L2 writes back (write-policy wbwa): its writes allocate without a fetch, as GPU L2s do")]
+    L2WriteBack,
+    #[error("the L2's slice: {0}")]
+    L2Slice(Box<Invalid>),
 }
 
 /// `2^bits` written out, or as a power where it does not fit 64 bits.

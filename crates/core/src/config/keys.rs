@@ -92,9 +92,26 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
                 .ok_or_else(|| format!("rule: expected KEY=VALUE, found `{v}`"))?;
             timing(c).rules.set(k, v)?
         }
-        _ => match key.strip_prefix("rule.") {
-            Some(rule) => timing(c).rules.set(rule, v)?,
-            None => return Err(format!("unknown parameter `{key}`")),
+        "l2" => match v {
+            "off" | "none" => c.l2 = None,
+            "on" => {
+                c.l2.get_or_insert_with(config::L2Config::default);
+            }
+            _ => {
+                let (k, v) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("l2: expected on, off or KEY=VALUE, found `{v}`"))?;
+                c.l2.get_or_insert_with(config::L2Config::default)
+                    .set(k, v)?
+            }
+        },
+        _ => match (key.strip_prefix("rule."), key.strip_prefix("l2.")) {
+            (Some(rule), _) => timing(c).rules.set(rule, v)?,
+            (_, Some(k)) => {
+                c.l2.get_or_insert_with(config::L2Config::default)
+                    .set(k, v)?
+            }
+            _ => return Err(format!("unknown parameter `{key}`")),
         },
     }
     Ok(())

@@ -2,12 +2,14 @@
 //! and the named presets of real L1 caches (sources in `docs/model.md`, "Presets"), and the reproduction
 //! modes of other tools (`compat`).
 
+pub mod accelsim;
 mod cache;
 pub mod choice;
 pub mod file;
 pub mod grid;
 mod invalid;
 pub mod keys;
+mod l2;
 mod presets;
 mod reuse;
 mod rules;
@@ -17,6 +19,7 @@ mod unknown;
 pub use cache::{CacheConfig, Replacement, SetIndex, WritePolicy};
 pub use file::{ConfigFileError, ConfigFormat};
 pub use invalid::Invalid;
+pub use l2::{slice_cache, L2Config, SliceHash, VOLTA_ADDRESS_MAP};
 pub use presets::{compat, preset, Preset, COMPAT_MODES, PRESETS};
 pub use reuse::ReuseMode;
 pub use schedule::{Coalescing, GpuConfig, IssuePolicy, ScheduleConfig, SmSelection};
@@ -95,6 +98,10 @@ pub struct SimConfig {
     pub reuse: ReuseMode,
     /// The timing model (`None`: requests take effect in issue order, no latencies).
     pub timing: Option<TimingConfig>,
+    /// The shared L2 behind the L1s, simulated when every SM is (`None`: misses go to
+    /// memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2Config>,
 }
 
 impl Default for SimConfig {
@@ -107,11 +114,18 @@ impl Default for SimConfig {
             seed: 1,
             reuse: ReuseMode::Auto,
             timing: None,
+            l2: None,
         }
     }
 }
 
 impl SimConfig {
+    /// Whether the L2 is simulated: configured, and every SM simulated (it sees every SM's
+    /// traffic or none).
+    pub fn l2_simulated(&self) -> bool {
+        self.l2.is_some() && self.gpu.simulate == SmSelection::All
+    }
+
     /// Checks that the model can simulate this configuration.
     pub fn validate(&self) -> Result<(), Invalid> {
         self.cache.validate()?;
@@ -120,6 +134,9 @@ impl SimConfig {
             if self.cache.replacement != Replacement::Lru {
                 return Err(Invalid::TimingNeedsLru);
             }
+        }
+        if let Some(l2) = &self.l2 {
+            l2.validate()?;
         }
         if self.schedule.warp_size == 0 {
             return Err(Invalid::WarpSize);

@@ -18,14 +18,14 @@ pub struct Preset {
 pub const PRESETS: [Preset; 8] = [
     Preset {
         name: "fermi-16k",
-        description: "Fermi GTX470/480 L1, 16 KB, 4-way, 128 B lines, XOR set hash",
-        sources: "Nugteren et al. 2014 §3.2 and §5.1; CUDA programming guide G.1 (limits)",
+        description: "Fermi GTX470/480 L1, 16 KB, 4-way, 128 B lines, XOR set hash; L2 768 KB in 12 slices",
+        sources: "Nugteren et al. 2014 §3.2 and §5.1; CUDA programming guide G.1 (limits); Accel-Sim's GTX480 configuration (L2)",
         config: || fermi(false),
     },
     Preset {
         name: "fermi-48k",
-        description: "Fermi GTX470/480 L1, 48 KB, 6-way, 128 B lines, XOR set hash",
-        sources: "Nugteren et al. 2014 §5.1 (48 KB 6-way, 64 sets)",
+        description: "Fermi GTX470/480 L1, 48 KB, 6-way, 128 B lines, XOR set hash; L2 768 KB in 12 slices",
+        sources: "Nugteren et al. 2014 §5.1 (48 KB 6-way, 64 sets); Accel-Sim's GTX480 configuration (L2)",
         config: || fermi(true),
     },
     Preset {
@@ -42,27 +42,27 @@ pub const PRESETS: [Preset; 8] = [
     },
     Preset {
         name: "kepler",
-        description: "Kepler GK110 L1, 16 KB, 4-way, 128 B lines",
-        sources: "NVIDIA Kepler GK110 whitepaper; Accel-Sim's TITAN configuration",
+        description: "Kepler GK110 L1, 16 KB, 4-way, 128 B lines; L2 1.5 MB in 24 slices",
+        sources: "NVIDIA Kepler GK110 whitepaper; Accel-Sim's TITAN configuration (L2)",
         config: kepler,
     },
     Preset {
         name: "volta",
-        description: "Volta V100 L1, 128 KB, 128 B lines with 32 B sectors",
-        sources: "NVIDIA Tesla V100 whitepaper; Accel-Sim's V100 model",
-        config: || sectored(128, 80),
+        description: "Volta V100 L1, 128 KB, 128 B lines with 32 B sectors; L2 6 MB in 64 slices, IPOLY",
+        sources: "NVIDIA Tesla V100 whitepaper; Accel-Sim's QV100 configuration (L2)",
+        config: || with_l2(sectored(128, 80), volta_l2()),
     },
     Preset {
         name: "ampere",
-        description: "Ampere A100 L1, 128 KB, 128 B lines with 32 B sectors",
-        sources: "NVIDIA A100 whitepaper; Accel-Sim's A100 configuration",
-        config: || sectored(128, 108),
+        description: "Ampere A100 L1, 128 KB, 128 B lines with 32 B sectors; L2 40 MB in 160 slices",
+        sources: "NVIDIA A100 whitepaper; Accel-Sim's A100 configuration (L2)",
+        config: || with_l2(sectored(128, 108), a100_l2()),
     },
     Preset {
         name: "hopper",
-        description: "Hopper H100 L1, 224 KB (measured at the default carve-out), 128 B lines with 32 B sectors",
-        sources: "measured on an H100 SXM5 (docs/hardware.md); H100 whitepaper (132 SMs)",
-        config: || sectored(224, 132),
+        description: "Hopper H100 L1, 224 KB (measured at the default carve-out), 128 B lines with 32 B sectors; L2 50 MB in 160 slices, IPOLY",
+        sources: "measured on an H100 SXM5 (docs/hardware.md); H100 whitepaper (132 SMs, 50 MB L2); Accel-Sim's H100 configuration (L2)",
+        config: || with_l2(sectored(224, 132), h100_l2()),
     },
 ];
 
@@ -99,14 +99,16 @@ fn fermi(big: bool) -> SimConfig {
             simulate: SmSelection::One(0),
             thread_limit: 0,
         },
+        l2: Some(L2Config::default()),
         ..SimConfig::default()
     }
 }
 
 /// Nugteren et al. 2014 §5-6: Fermi's L1 on one core running every CTA of the first 8192
-/// threads; 64 MSHRs, λmin 100, σ 5, hit latency 0.
+/// threads; 64 MSHRs, λmin 100, σ 5, hit latency 0; no L2 (the paper models the L1 alone).
 fn gtx470(big: bool) -> SimConfig {
     let mut c = fermi(big);
+    c.l2 = None;
     c.timing = Some(TimingConfig::default());
     c.gpu.sms = 1;
     c.gpu.thread_limit = 8192;
@@ -132,6 +134,13 @@ fn kepler() -> SimConfig {
             simulate: SmSelection::One(0),
             thread_limit: 0,
         },
+        l2: Some(L2Config {
+            channels: 12,
+            slices_per_channel: 2,
+            slice_hash: SliceHash::Linear,
+            address_map: AMPERE_ADDRESS_MAP.into(),
+            slice: slice_cache(32, 16, SetIndex::Ipoly),
+        }),
         ..SimConfig::default()
     }
 }
@@ -159,6 +168,53 @@ fn sectored(kb: u64, sms: u32) -> SimConfig {
             thread_limit: 0,
         },
         ..SimConfig::default()
+    }
+}
+
+/// `c` with `l2` behind its L1s.
+fn with_l2(mut c: SimConfig, l2: L2Config) -> SimConfig {
+    c.l2 = Some(l2);
+    c
+}
+
+/// The address map of Accel-Sim's Kepler TITAN, RTX 3070 and A100 configurations: a DRAM
+/// bank bit at bit 7, so the two 128-byte halves of a 256-byte chunk go to different slices.
+const AMPERE_ADDRESS_MAP: &str =
+    "dramid@8;00000000.00000000.00000000.00000000.0000RRRR.RRRRRRRR.RBBBCCCC.BCCSSSSS";
+
+/// Accel-Sim's QV100 L2: 32 channels of 2 slices of 32 sets x 24 ways (96 KB; 6 MB in all),
+/// IPOLY set index and slices.
+fn volta_l2() -> L2Config {
+    L2Config {
+        channels: 32,
+        slices_per_channel: 2,
+        slice_hash: SliceHash::Ipoly,
+        address_map: VOLTA_ADDRESS_MAP.into(),
+        slice: slice_cache(32, 24, SetIndex::Ipoly),
+    }
+}
+
+/// Accel-Sim's A100 L2: 40 channels of 4 slices of 128 sets x 16 ways (256 KB; 40 MB in
+/// all), XOR set index, linear slices (40 channels: the channel is a remainder).
+fn a100_l2() -> L2Config {
+    L2Config {
+        channels: 40,
+        slices_per_channel: 4,
+        slice_hash: SliceHash::Linear,
+        address_map: AMPERE_ADDRESS_MAP.into(),
+        slice: slice_cache(128, 16, SetIndex::Xor),
+    }
+}
+
+/// Accel-Sim's H100 L2: 80 channels of 2 slices of 64 sets x 40 ways (320 KB; 50 MB in all),
+/// IPOLY set index and slices.
+fn h100_l2() -> L2Config {
+    L2Config {
+        channels: 80,
+        slices_per_channel: 2,
+        slice_hash: SliceHash::Ipoly,
+        address_map: VOLTA_ADDRESS_MAP.into(),
+        slice: slice_cache(64, 40, SetIndex::Ipoly),
     }
 }
 

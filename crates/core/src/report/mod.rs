@@ -17,6 +17,7 @@ pub mod sweep;
 #[cfg(feature = "tables")]
 pub mod tables;
 pub mod text;
+mod text_l2;
 
 pub(crate) use cta_counters::CtaCounters;
 #[cfg(test)]
@@ -53,6 +54,9 @@ pub struct Report {
     pub reuse: Option<ReuseReport>,
     /// Present in timing mode.
     pub timing: Option<TimingReport>,
+    /// The shared L2, when it was simulated (`SimConfig::l2_simulated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2: Option<crate::l2::L2Report>,
     #[serde(skip)]
     whole: Histogram,
     #[serde(skip)]
@@ -238,6 +242,55 @@ pub struct CurvePoint {
     pub miss_rate: f64,
 }
 
+/// The reuse report of histograms `h` for a cache of `cache_lines` lines: the log2 bins, the
+/// miss-rate curve at every power of two up to the longest distance and at the cache's size,
+/// the method and, when sampled, the expected error (half the mean gap between the curves of
+/// the two halves of the sample).
+pub(crate) fn reuse_report(h: &ReuseHistograms, cache_lines: u64) -> ReuseReport {
+    let whole = &h.whole;
+    let mut caps: Vec<u64> = std::iter::successors(Some(1u64), |c| Some(c * 2))
+        .take_while(|&c| c <= whole.span())
+        .collect();
+    caps.push(cache_lines);
+    caps.sort_unstable();
+    caps.dedup();
+    let sampled = whole.is_sampled();
+    let expected_error = if sampled {
+        let [a, b] = &h.halves;
+        let gap: f64 = caps
+            .iter()
+            .map(|&c| (miss_rate_at(a, c) - miss_rate_at(b, c)).abs())
+            .sum();
+        (gap / (2 * caps.len()) as f64 * 1e6).round() / 1e6
+    } else {
+        0.0
+    };
+    ReuseReport {
+        method: if sampled {
+            ReuseMethod::Sampled
+        } else {
+            ReuseMethod::Exact
+        },
+        sampling_rate: match sampled {
+            true => 1.0 / (1u64 << whole.far_bits) as f64,
+            false => 1.0,
+        },
+        expected_error,
+        histogram: whole.log2_bins(),
+        set_histogram: h.in_set.log2_bins(),
+        infinite: whole.infinite,
+        distinct_lines: h.distinct_lines,
+        miss_rate_curve: caps
+            .into_iter()
+            .map(|lines| CurvePoint {
+                lines,
+                misses: whole.misses_at(lines),
+                miss_rate: (miss_rate_at(whole, lines) * 1e6).round() / 1e6,
+            })
+            .collect(),
+    }
+}
+
 fn rate(c: &Counters) -> f64 {
     (c.miss_rate() * 1e6).round() / 1e6
 }
@@ -257,6 +310,7 @@ impl Report {
             ctas: CtaTable::default(),
             reuse: None,
             timing: None,
+            l2: None,
             whole: Histogram::default(),
             in_set: Histogram::default(),
             halves: Default::default(),
@@ -375,43 +429,16 @@ impl Report {
         self.miss_rate = rate(&self.totals);
         self.source_lines = source_lines(&self.kernels, &self.instructions);
         if let Some(rep) = &mut self.reuse {
-            rep.histogram = self.whole.log2_bins();
-            rep.set_histogram = self.in_set.log2_bins();
-            rep.infinite = self.whole.infinite;
-            let mut caps: Vec<u64> = std::iter::successors(Some(1u64), |c| Some(c * 2))
-                .take_while(|&c| c <= self.whole.span())
-                .collect();
-            caps.push(cache_lines);
-            caps.sort_unstable();
-            caps.dedup();
-            let sampled = self.whole.is_sampled();
-            rep.method = if sampled {
-                ReuseMethod::Sampled
-            } else {
-                ReuseMethod::Exact
+            let h = ReuseHistograms {
+                whole: std::mem::take(&mut self.whole),
+                in_set: std::mem::take(&mut self.in_set),
+                halves: std::mem::take(&mut self.halves),
+                distinct_lines: rep.distinct_lines,
             };
-            rep.sampling_rate = match sampled {
-                true => 1.0 / (1u64 << self.whole.far_bits) as f64,
-                false => 1.0,
-            };
-            rep.expected_error = if sampled {
-                let [a, b] = &self.halves;
-                let gap: f64 = caps
-                    .iter()
-                    .map(|&c| (miss_rate_at(a, c) - miss_rate_at(b, c)).abs())
-                    .sum();
-                (gap / (2 * caps.len()) as f64 * 1e6).round() / 1e6
-            } else {
-                0.0
-            };
-            rep.miss_rate_curve = caps
-                .into_iter()
-                .map(|lines| CurvePoint {
-                    lines,
-                    misses: self.whole.misses_at(lines),
-                    miss_rate: (miss_rate_at(&self.whole, lines) * 1e6).round() / 1e6,
-                })
-                .collect();
+            *rep = reuse_report(&h, cache_lines);
+            self.whole = h.whole;
+            self.in_set = h.in_set;
+            self.halves = h.halves;
         }
     }
 
@@ -463,6 +490,9 @@ impl Report {
             .find(|s| self.simulated_sms.contains(s))
         {
             return Err(format!("SM {sm} was simulated in two parts"));
+        }
+        if self.l2.is_some() || p.l2.is_some() {
+            return Err("the L2 sees every SM: its run cannot be split".into());
         }
         self.simulated_sms.extend(&p.simulated_sms);
         self.totals.add(&p.totals);

@@ -1,5 +1,5 @@
 //! The readable report: what the CLI prints without `--json`, and what the app writes for a
-//! `.txt` export. Totals, timing, per SM, per instruction, per source line, reuse distances
+//! `.txt` export. Totals, timing, per SM, per instruction, per source line, the L2 (`text_l2.rs`), reuse distances
 //! and the miss-rate curve, in fixed-width columns.
 
 use std::io::Write;
@@ -9,7 +9,8 @@ use super::export::{write_whole, ExportError, Exporter};
 use super::{short_name, Report};
 use crate::cache::Counters;
 
-fn pct(a: u64, b: u64) -> String {
+/// `a` of `b` as a percentage with two decimals (`-` of nothing).
+pub(super) fn pct(a: u64, b: u64) -> String {
     if b == 0 {
         "-".into()
     } else {
@@ -92,6 +93,7 @@ pub fn write(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result<()>
     per_sm(w, r)?;
     per_instruction(w, r)?;
     per_source_line(w, r)?;
+    super::text_l2::write(w, r)?;
     writeln!(
         w,
         "\nCTAs with requests on the simulated SM(s): {}",

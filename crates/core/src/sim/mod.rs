@@ -207,8 +207,11 @@ pub fn selected_sms(cfg: &SimConfig) -> Vec<u32> {
 /// side by side ([`Session::for_sms`], [`Report::merge`]). They are dealt in turn, so that
 /// each part gets SMs from every stretch of the GPU: CTAs go to SMs in order, and so the
 /// parts get about equal shares of the work.
+///
+/// With a simulated L2 there is one part: the L2 sees every SM's requests in issue order.
 pub fn partition_sms(cfg: &SimConfig, parts: usize) -> Vec<Vec<u32>> {
     let sms = selected_sms(cfg);
+    let parts = if cfg.l2_simulated() { 1 } else { parts };
     let n = parts.clamp(1, sms.len().max(1));
     let mut out = vec![Vec::new(); n];
     for (i, sm) in sms.into_iter().enumerate() {

@@ -92,6 +92,10 @@ impl Running {
         for (ci, c) in reqs.iter().enumerate() {
             let (o, reuse_distance) = s.access(&c.request);
             local.record(c.request.write, &o);
+            if let Some(l2) = &mut session.l2 {
+                let written = self.coalescer.byte_mask(ci);
+                l2.below_l1(&c.request, &o, self.ki, inst, written);
+            }
             local.transactions += c.transactions as u64;
             if self.events {
                 // The k-th request to a line belongs to the k-th access starting in it (one

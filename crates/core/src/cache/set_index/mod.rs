@@ -1,4 +1,5 @@
-//! Set index functions: which set a line maps to (modulo, Fermi's XOR hash, chosen bits).
+//! Set index functions: which set a line maps to (modulo, Fermi's XOR hash, chosen bits,
+//! GPGPU-Sim's IPOLY and XOR hashes).
 //!
 //! This is the *indexing* policy (gem5's split): it picks the candidate set; replacement then
 //! picks the victim inside it.
@@ -8,7 +9,9 @@
 
 mod bits;
 mod fermi;
+pub mod ipoly;
 mod modulo;
+mod xor;
 
 use crate::config::choice::{Choice, Entry};
 use crate::config::SetIndex;
@@ -16,7 +19,13 @@ pub use fermi::{fermi_line_set, fermi_set};
 
 impl Choice for SetIndex {
     const WHAT: &'static str = "set index";
-    const ENTRIES: &'static [Entry<SetIndex>] = &[modulo::ENTRY, fermi::ENTRY, bits::ENTRY];
+    const ENTRIES: &'static [Entry<SetIndex>] = &[
+        modulo::ENTRY,
+        fermi::ENTRY,
+        bits::ENTRY,
+        ipoly::ENTRY,
+        xor::ENTRY,
+    ];
 }
 
 /// A compiled set index function.
@@ -26,6 +35,8 @@ pub enum SetIndexFn {
     Modulo { sets: u64 },
     Fermi { sets: u64 },
     Bits { line_shift: u32, bits: Vec<u8> },
+    Ipoly { log2_sets: u32 },
+    Xor { log2_sets: u32 },
 }
 
 impl SetIndexFn {
@@ -43,6 +54,12 @@ impl SetIndexFn {
                 line_shift,
                 bits: bits.clone(),
             },
+            SetIndex::Ipoly => SetIndexFn::Ipoly {
+                log2_sets: sets.max(1).trailing_zeros(),
+            },
+            SetIndex::Xor => SetIndexFn::Xor {
+                log2_sets: sets.max(1).trailing_zeros(),
+            },
         }
     }
 
@@ -54,6 +71,8 @@ impl SetIndexFn {
             SetIndexFn::Modulo { sets } => (line % sets) as u32,
             SetIndexFn::Fermi { sets } => fermi_line_set(line, *sets),
             SetIndexFn::Bits { line_shift, bits } => bits::set(*line_shift, bits, line),
+            SetIndexFn::Ipoly { log2_sets } => ipoly::ipoly(line, *log2_sets),
+            SetIndexFn::Xor { log2_sets } => xor::set(line, *log2_sets),
         }
     }
 }
@@ -113,6 +132,21 @@ impl SetIndexFn {
                     .collect();
                 format!("{}; set = {set}", parts.join(", "))
             }
+            SetIndexFn::Ipoly { log2_sets } => format!(
+                "IPOLY hash: address bits {}-{} ({:#0w$b}) XOR the remainder of the bits above \
+                 them modulo a polynomial of degree {log2_sets} = {set}",
+                shift,
+                shift + log2_sets.max(&1) - 1,
+                line & ((1u64 << log2_sets) - 1),
+                w = *log2_sets as usize + 2
+            ),
+            SetIndexFn::Xor { log2_sets } => format!(
+                "XOR hash: address bits {}-{} XOR bits {}-{} = {set}",
+                shift,
+                shift + log2_sets.max(&1) - 1,
+                shift + log2_sets,
+                shift + 2 * log2_sets.max(&1) - 1
+            ),
         };
         head + &body
     }

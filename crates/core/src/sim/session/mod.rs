@@ -26,6 +26,7 @@ use super::{selected_sms, Observer, RequestEvent, SimError, SmSim};
 use crate::cache::{CacheModel, Counters};
 use crate::coalesce::{Coalescer, Geometry};
 use crate::config::{Coalescing, SimConfig};
+use crate::l2::L2Model;
 use crate::report::{KernelRow, Report};
 use crate::reuse::ReuseMeter;
 use crate::rng::Rng;
@@ -40,6 +41,8 @@ pub struct Session {
     pub(super) cfg: SimConfig,
     pub(super) slot_of_sm: Vec<usize>,
     pub(super) sims: Vec<SmSim>,
+    /// The shared L2, when the configuration has one and every SM is simulated here.
+    pub(super) l2: Option<Box<L2Model>>,
     pub(super) report: Report,
     next_kernel: u32,
     pub(super) done: u64,
@@ -176,6 +179,7 @@ impl Session {
             cfg: self.cfg.clone(),
             slot_of_sm: self.slot_of_sm.clone(),
             sims: self.sims.clone(),
+            l2: self.l2.clone(),
             report: self.report.clone(),
             next_kernel: self.next_kernel,
             done: self.done,
@@ -205,6 +209,7 @@ impl Session {
             .iter()
             .map(|s| s.reuse.as_ref().map_or(0, |r| r.heap_bytes()) + s.cache.heap_bytes())
             .sum();
+        let trackers = trackers + self.l2.as_ref().map_or(0, |l| l.heap_bytes());
         let kernel = self.feeding.by_cta().map_or(0, |b| b.heap_bytes())
             + self.feeding.by_issue().map_or(0, |b| b.heap_bytes());
         // The report's per-instruction and per-CTA rows (a row is mostly its counters).
@@ -261,10 +266,18 @@ impl Session {
                 order: 0,
             })
             .collect();
+        let l2 = match &cfg.l2 {
+            Some(l2) if cfg.l2_simulated() && sms.len() == cfg.gpu.sms as usize => Some(Box::new(
+                L2Model::new(l2, &cfg.cache, cfg.reuse.resolve(false), cfg.seed)
+                    .map_err(SimError::Config)?,
+            )),
+            _ => None,
+        };
         Ok(Session {
             cfg: cfg.clone(),
             slot_of_sm,
             sims,
+            l2,
             report: Report::new(cfg, &sms),
             next_kernel: 0,
             done: 0,
@@ -286,6 +299,9 @@ impl Session {
             let c = &self.cfg.cache;
             for s in &mut self.sims {
                 s.reuse = ReuseMeter::new(mode, c.sets() as usize, c.lines() as usize);
+            }
+            if let Some(l2) = &mut self.l2 {
+                l2.set_reuse(mode);
             }
         }
         self
@@ -328,11 +344,27 @@ impl Session {
         let _ = self.end_kernel(observer);
         observer.progress(self.total.max(self.done), self.total.max(self.done));
         for s in &mut self.sims {
-            // Dirty lines left at the end are written back, as Dinero IV does.
-            s.cache.flush(&mut s.counters);
+            // Dirty lines left at the end are written back, as Dinero IV does (to the L2
+            // when there is one).
+            match &mut self.l2 {
+                Some(l2) => s
+                    .cache
+                    .flush_each(&mut s.counters, |line, sectors| l2.l1_flush(line, sectors)),
+                None => s.cache.flush(&mut s.counters),
+            }
             self.report.add_sm(s.sm, &s.counters, s.reuse.as_ref());
         }
         self.report.finish(self.cfg.cache.lines());
+        if let Some(l2) = &self.l2 {
+            let names: Vec<String> = self.report.kernels.iter().map(|k| k.name.clone()).collect();
+            let rows = &self.report.instructions;
+            self.report.l2 = Some(l2.report(&names, |k, i| {
+                rows.iter()
+                    .find(|r| r.kernel == k && r.inst == i)
+                    .map(|r| r.name.clone())
+                    .unwrap_or_default()
+            }));
+        }
         self.report
     }
 

@@ -64,10 +64,11 @@ impl Session {
             return;
         };
         let sim = &mut self.sims[slot];
+        let l2 = &mut self.l2;
         let events = obs.wants_requests();
         let mut grouping = std::mem::take(&mut st.grouping);
         grouping.feed(cols, range, |c, r| {
-            st.warp_instruction(sim, c, r, events, obs)
+            st.warp_instruction(sim, l2, c, r, events, obs)
         });
         st.grouping = grouping;
     }
@@ -94,9 +95,10 @@ impl Session {
         };
         if let Some(slot) = st.slot {
             let sim = &mut self.sims[slot];
+            let l2 = &mut self.l2;
             let events = observer.wants_requests();
             let mut grouping = std::mem::take(&mut st.grouping);
-            grouping.end(|c, r| st.warp_instruction(sim, c, r, events, observer));
+            grouping.end(|c, r| st.warp_instruction(sim, l2, c, r, events, observer));
         }
         if st.tags.as_ref().is_some_and(|t| !t.in_step()) {
             self.out_of_step = true;
@@ -128,11 +130,13 @@ impl Session {
 }
 
 impl Stream {
-    /// Simulates rows `range` of `cols`, one warp instruction of the streamed kernel's thread.
+    /// Simulates rows `range` of `cols`, one warp instruction of the streamed kernel's thread
+    /// (and what its L1 sends on to `l2`, when there is one).
     #[inline]
     fn warp_instruction(
         &mut self,
         sim: &mut SmSim,
+        l2: &mut Option<Box<L2Model>>,
         cols: &Columns,
         range: std::ops::Range<usize>,
         events: bool,
@@ -158,43 +162,48 @@ impl Stream {
             if !crate::trace::model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
             }
-            self.coalescer
-                .split(cols.addr[r], cols.size[r] as u64, write, |c| {
-                    let (o, reuse_distance) = match &mut self.tags {
-                        Some(t) => (sim.cache.access_tagged(&c.request, t.next()), None),
-                        None => sim.access(&c.request),
+            let (addr, size) = (cols.addr[r], cols.size[r] as u64);
+            let coalescer = &self.coalescer;
+            coalescer.split(addr, size, write, |c| {
+                let (o, reuse_distance) = match &mut self.tags {
+                    Some(t) => (sim.cache.access_tagged(&c.request, t.next()), None),
+                    None => sim.access(&c.request),
+                };
+                ic.record(write, &o);
+                ic.transactions += 1;
+                if let Some(l2) = l2 {
+                    let written = coalescer.split_mask(addr, size, c.request.line);
+                    l2.below_l1(&c.request, &o, ki, inst, written);
+                }
+                if events {
+                    let event = RequestEvent {
+                        order: sim.order,
+                        sm: sim.sm,
+                        kernel: ki,
+                        cta: 0,
+                        warp: 0,
+                        inst,
+                        line: c.request.line,
+                        set: o.set,
+                        write,
+                        hit: o.hit,
+                        class: o.class,
+                        reuse_distance,
+                        time: None,
+                        thread: Some(0),
+                        in_flight: false,
+                        set_distance: None,
+                        sectors: c.request.sectors,
+                        evicted: o.evicted,
+                        effect_at: None,
+                        refused: 0,
+                        first: std::mem::take(&mut first),
                     };
-                    ic.record(write, &o);
-                    ic.transactions += 1;
-                    if events {
-                        let event = RequestEvent {
-                            order: sim.order,
-                            sm: sim.sm,
-                            kernel: ki,
-                            cta: 0,
-                            warp: 0,
-                            inst,
-                            line: c.request.line,
-                            set: o.set,
-                            write,
-                            hit: o.hit,
-                            class: o.class,
-                            reuse_distance,
-                            time: None,
-                            thread: Some(0),
-                            in_flight: false,
-                            set_distance: None,
-                            sectors: c.request.sectors,
-                            evicted: o.evicted,
-                            effect_at: None,
-                            refused: 0,
-                            first: std::mem::take(&mut first),
-                        };
-                        obs.on_request(&event);
-                        obs.after_request(&event, &sim.cache);
-                    }
-                    sim.order += 1;
-                });
+                    obs.on_request(&event);
+                    obs.after_request(&event, &sim.cache);
+                }
+                sim.order += 1;
+            });
         }
     }
 }
