@@ -439,7 +439,18 @@ pub struct CommArgs {
 #[derive(Args, Debug)]
 pub struct HwcheckArgs {
     /// The counters.csv that hw/run.sh wrote (a committed one: hw/h100/counters.csv).
-    pub csv: PathBuf,
+    #[arg(required_unless_present = "ncu", conflicts_with = "ncu")]
+    pub csv: Option<PathBuf>,
+    /// Your own kernels instead: Nsight Compute's raw CSV of them (`ncu --csv --page raw`),
+    /// beside --trace, the trace of the same launches (docs/hardware.md, "Your own kernels").
+    #[arg(long, value_name = "REPORT", requires = "trace")]
+    pub ncu: Option<PathBuf>,
+    /// The trace of the launches of --ncu's report (any format `sim` reads).
+    #[arg(long, value_name = "TRACE", requires = "ncu")]
+    pub trace: Option<PathBuf>,
+    /// The trace's format (detected when omitted).
+    #[arg(long, requires = "trace")]
+    pub format: Option<String>,
     /// The configuration to simulate with (default: --preset hopper); every SM is simulated.
     #[command(flatten)]
     pub config: ConfigArgs,

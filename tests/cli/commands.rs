@@ -1732,6 +1732,64 @@ fn hwcheck_agrees_with_the_committed_h100_counters_and_fails_on_a_difference() {
     );
 }
 
+/// A user's own kernel against Nsight Compute's raw CSV of it (the worked example of
+/// docs/hardware.md): equal requests and sectors, equal load hits and L2 reads; a report
+/// whose launches do not match the trace's kernels is an error naming why.
+#[test]
+fn hwcheck_of_your_own_kernel_against_ncus_raw_csv() {
+    let dir = "sample-traces/h100-matmul";
+    let (report, trace) = (format!("{dir}/ncu.csv"), format!("{dir}/matmul.wsb"));
+    let args = ["hwcheck", "--ncu", &report, "--trace", &trace];
+    let v = json(&[&args[..], &["--json"]].concat());
+    assert_eq!(v["agree"], true);
+    let l = &v["launches"][0];
+    for op in ["load", "store"] {
+        for count in ["requests", "sectors"] {
+            assert_eq!(
+                l["measured"][op][count], l["simulated"][op][count],
+                "{op} {count}"
+            );
+        }
+    }
+    assert_eq!(l["measured"]["load"]["sector_hits"], 28672);
+    assert_eq!(l["simulated"]["load"]["sector_hits"], 28672);
+    assert_eq!(l["l1_fill_sectors"]["measured"], 4096);
+    assert_eq!(l["l1_fill_sectors"]["simulated"], 4096);
+    assert!(l["l2"]["measured"].is_null() && l["l2"]["simulated"]["sectors"].is_u64());
+    // Two launches in the report, one kernel in the trace.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&report).unwrap();
+    let last = text.lines().last().unwrap().to_string();
+    let two = tmp.path().join("two.csv");
+    std::fs::write(
+        &two,
+        format!("{text}{}\n", last.replacen("\"2\"", "\"3\"", 1)),
+    )
+    .unwrap();
+    let out = warpscope(&["hwcheck", "--ncu", two.to_str().unwrap(), "--trace", &trace]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("the report has 2 launches and the trace 1 kernels"),
+        "{err}"
+    );
+    // Another block size than the trace's kernel: named with the report's line.
+    let other = tmp.path().join("other.csv");
+    std::fs::write(&other, text.replacen("\"(16, 16, 1)\"", "\"(8, 8, 1)\"", 1)).unwrap();
+    let out = warpscope(&[
+        "hwcheck",
+        "--ncu",
+        other.to_str().unwrap(),
+        "--trace",
+        &trace,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("launch 0 (line 3 of the report): its block is (8,8,1) there and (16,16,1)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn analyze_json_of_a_sample_accel_sim_trace_and_the_merging_micro_benchmark() {
     // Instructions, the opcode mix and independent loads from the Accel-Sim trace's

@@ -58,6 +58,9 @@ const STAND_INS: &[(&str, &str)] = &[
     ("TRACE", "sample-traces/accelsim-matrixmul"),
     // hw/run.sh's output folder (docs/hardware.md): the H100's.
     ("OUT_DIR/", "hw/h100/"),
+    // docs/hardware.md's own kernel: Nsight Compute's report of it and its trace.
+    ("report.csv", "sample-traces/h100-matmul/ncu.csv"),
+    ("app.trace", "sample-traces/h100-matmul/matmul.wsb"),
     // An Accel-Sim GPU configuration: the QV100's options we read.
     ("gpgpusim.config", "stand-in/gpgpusim.config"),
 ];

@@ -118,7 +118,7 @@ pub fn read(path: &Path) -> Result<Vec<(String, CaseCounts)>, CountersError> {
 }
 
 /// A count as ncu prints it: digits, maybe with thousands separators or a `.0`.
-fn number(text: &str) -> Option<u64> {
+pub(super) fn number(text: &str) -> Option<u64> {
     let t: String = text.chars().filter(|c| *c != ',').collect();
     let t = t.strip_suffix(".0").unwrap_or(&t);
     t.parse().ok()

@@ -10,10 +10,19 @@
 //! - load sector hits depend on the scheduling, the replacement policy and the capacity, so
 //!   their difference is reported, not required to be zero.
 //!
-//! Reading the CSV is in [`counters`] (feature `tables`); everything here is pure.
+//! A user's own kernels are checked the same way (`trace_check.rs`): their trace beside
+//! Nsight Compute's raw CSV of the same launches ([`ncu`]), launch by launch, with the
+//! sectors the L1 read from the L2 and, where the report has them, the L2's sectors and hits.
+//!
+//! Reading the CSVs is in [`counters`] and [`ncu`] (feature `tables`); everything else is pure.
 
 #[cfg(feature = "tables")]
 pub mod counters;
+#[cfg(feature = "tables")]
+pub mod ncu;
+mod trace_check;
+
+pub use trace_check::{check_trace, FillCounts, L2Check, L2Counts, LaunchCheck, MeasuredLaunch};
 
 use crate::config::{Coalescing, SimConfig, SmSelection};
 use crate::sim::{self, NoObserver, SimError};
@@ -161,7 +170,11 @@ pub fn simulate_case(case: &str, cfg: &SimConfig) -> Result<CaseCounts, CheckErr
 
 /// Adds the warp instructions of `k` and the sectors they touch, through the scheduler and
 /// the coalescer of `cfg` (one request per instruction, whatever its lines).
-fn coalesced_counts(k: &Kernel, cfg: &SimConfig, counts: &mut CaseCounts) -> Result<(), SimError> {
+pub(crate) fn coalesced_counts(
+    k: &Kernel,
+    cfg: &SimConfig,
+    counts: &mut CaseCounts,
+) -> Result<(), SimError> {
     sim::each_warp_request(k, cfg, |rows, out| {
         let first = rows
             .iter()

@@ -1,6 +1,7 @@
 //! `warpscope hwcheck CSV`: the counters measured on a GPU beside the simulation of the same
-//! kernels (the core's `hwcheck`), as a table or one JSON object. Fails when a case's
-//! requests or sectors differ.
+//! kernels (the core's `hwcheck`), as a table or one JSON object; with `--ncu REPORT --trace
+//! TRACE`, a user's own kernels (`launches.rs`). Fails when a case's requests or sectors
+//! differ.
 
 use anyhow::{bail, Result};
 use std::io::Write;
@@ -13,11 +14,14 @@ pub fn run(mut a: HwcheckArgs) -> Result<()> {
         a.config.preset = Some("hopper".into());
     }
     let cfg = hwcheck::for_check(super::options::config(&a.config)?);
+    if let (Some(report), Some(trace)) = (&a.ncu, &a.trace) {
+        return launches::run(&a, report, trace, &cfg);
+    }
     let checks = check(&a, &cfg)?;
     let mut out = super::output::stdout();
     if a.json {
         let v = serde_json::json!({
-            "csv": a.csv.display().to_string(),
+            "csv": a.csv.as_ref().map(|p| p.display().to_string()),
             "preset": a.config.preset,
             "cases": checks,
             "agree": checks.iter().all(CaseCheck::counts_agree),
@@ -40,13 +44,27 @@ pub fn run(mut a: HwcheckArgs) -> Result<()> {
 
 #[cfg(feature = "tables")]
 fn check(a: &HwcheckArgs, cfg: &warpscope::config::SimConfig) -> Result<Vec<CaseCheck>> {
-    let measured = hwcheck::counters::read(&a.csv)?;
+    let Some(csv) = &a.csv else {
+        bail!("give hw/run.sh's counters.csv, or --ncu REPORT --trace TRACE");
+    };
+    let measured = hwcheck::counters::read(csv)?;
     Ok(hwcheck::check(&measured, cfg)?)
 }
 
 #[cfg(not(feature = "tables"))]
 fn check(_: &HwcheckArgs, _: &warpscope::config::SimConfig) -> Result<Vec<CaseCheck>> {
     bail!("this build reads no CSV (the `tables` feature is off)")
+}
+
+mod launches;
+
+/// `m = s` or `m ≠ s`.
+fn pair(m: u64, s: u64) -> String {
+    if m == s {
+        format!("{m} = {s}")
+    } else {
+        format!("{m} ≠ {s}")
+    }
 }
 
 fn table(out: &mut impl Write, checks: &[CaseCheck]) -> Result<()> {
@@ -70,13 +88,6 @@ fn table(out: &mut impl Write, checks: &[CaseCheck]) -> Result<()> {
         "measured / sim",
         "measured / sim"
     )?;
-    let pair = |m: u64, s: u64| {
-        if m == s {
-            format!("{m} = {s}")
-        } else {
-            format!("{m} ≠ {s}")
-        }
-    };
     let rate = |o: &OpCounts| o.hit_rate_pct().map_or("-".into(), |r| format!("{r:.1}"));
     for c in checks {
         let (m, s) = (&c.measured, &c.simulated);
