@@ -174,7 +174,9 @@ impl L2Model {
             self.request(base, sectors, write, p, at);
             return;
         }
-        // Different geometries: gather the L2 sectors per L2 line, in address order.
+        // Different geometries: gather the L2 sectors per L2 line, in address order. An L1
+        // sector smaller than the L2's writes only part of it.
+        let part = |s: u32| if partial || s2 > s1 { s } else { 0 };
         let mut current: Option<(u64, u32)> = None;
         let mut m = sectors;
         while m != 0 {
@@ -188,8 +190,7 @@ impl L2Model {
                     Some((l, s)) if *l == line => *s |= bit,
                     _ => {
                         if let Some((l, s)) = current.replace((line, bit)) {
-                            let p = if partial { s } else { 0 };
-                            self.request(l * self.l2_line_bytes, s, write, p, at);
+                            self.request(l * self.l2_line_bytes, s, write, part(s), at);
                         }
                     }
                 }
@@ -197,8 +198,7 @@ impl L2Model {
             }
         }
         if let Some((l, s)) = current {
-            let p = if partial || s2 > s1 { s } else { 0 };
-            self.request(l * self.l2_line_bytes, s, write, p, at);
+            self.request(l * self.l2_line_bytes, s, write, part(s), at);
         }
     }
 
