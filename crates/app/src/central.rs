@@ -693,6 +693,11 @@ pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
             if let Ok(v) = serde_json::to_value(c) {
                 flatten("", &v, &mut out);
             }
+            // A configuration without an L2 leaves it out of its JSON: it reads as one
+            // difference, "L2 off", as the timing model's `null` does.
+            if !out.iter().any(|(k, _)| k.starts_with("l2.")) {
+                out.push(("l2".into(), "null".into()));
+            }
             out
         })
         .collect();
@@ -719,7 +724,15 @@ pub fn differences(configs: &[&SimConfig]) -> Vec<Vec<String>> {
         .iter()
         .filter(|k| flat.iter().any(|f| value(f, k) != value(&flat[0], k)))
         .collect();
-    let words = |k: &str| k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+    // The L2's settings say so ("L2 ways 16"), beside the L1's of the same names.
+    let words = |k: &str| {
+        let w = k.rsplit('.').next().unwrap_or(k).replace('_', " ");
+        match k {
+            "l2" => "L2".to_string(),
+            _ if k.starts_with("l2.") => format!("L2 {w}"),
+            _ => w,
+        }
+    };
     // A group of settings some configurations leave out (`null`: the timing model off) is one
     // difference, "timing on" against "timing off", not each of its settings against "null";
     // its settings are named only where the configurations that have it differ in them.

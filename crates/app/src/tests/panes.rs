@@ -326,6 +326,23 @@ fn the_timing_model_on_in_one_pane_only_is_one_difference() {
 }
 
 #[test]
+fn an_l2_in_one_pane_only_is_one_difference_and_its_settings_say_l2() {
+    use crate::central::differences;
+    let with = config::preset("fermi-16k").unwrap();
+    let mut without = with.clone();
+    without.l2 = None;
+    let d = differences(&[&with, &without]);
+    assert_eq!(d[0], ["L2 on"], "{d:?}");
+    assert_eq!(d[1], ["L2 off"], "{d:?}");
+    let mut wide = with.clone();
+    if let Some(l2) = &mut wide.l2 {
+        l2.slice.ways = 16;
+    }
+    let d = differences(&[&with, &wide]);
+    assert_eq!(d[1], ["L2 ways 16"], "{d:?}");
+}
+
+#[test]
 fn side_by_side_panes_show_their_traffic_and_its_difference() {
     let mut h = harness(app("matmul", "n=64"));
     settle(&mut h);
