@@ -1736,6 +1736,7 @@ fn hwcheck_agrees_with_the_committed_h100_counters_and_fails_on_a_difference() {
 /// docs/hardware.md): equal requests and sectors, equal load hits and L2 reads; a report
 /// whose launches do not match the trace's kernels is an error naming why.
 #[test]
+#[cfg(feature = "tables")]
 fn hwcheck_of_your_own_kernel_against_ncus_raw_csv() {
     let dir = "sample-traces/h100-matmul";
     let (report, trace) = (format!("{dir}/ncu.csv"), format!("{dir}/matmul.wsb"));
