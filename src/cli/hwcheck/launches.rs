@@ -2,7 +2,7 @@
 //! Nsight Compute's raw CSV of the same launches, launch by launch (the core's
 //! `hwcheck::check_trace`), as a table or one JSON object.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 use warpscope::config::SimConfig;
@@ -15,29 +15,18 @@ pub fn run(a: &HwcheckArgs, report: &Path, trace: &Path, cfg: &SimConfig) -> Res
     let measured = read(report)?;
     let t = crate::cli::options::read_trace(trace, a.format.as_deref(), false)?;
     let checks = hwcheck::check_trace(&measured, &t, cfg)?;
-    let mut out = crate::cli::output::stdout();
-    if a.json {
-        let v = serde_json::json!({
+    let v = || {
+        serde_json::json!({
             "report": report.display().to_string(),
             "trace": trace.display().to_string(),
             "preset": a.config.preset,
             "launches": checks,
             "agree": checks.iter().all(LaunchCheck::counts_agree),
-        });
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-    } else {
-        table(&mut out, &checks)?;
-    }
-    out.flush()?;
+        })
+    };
     let differ = checks.iter().filter(|c| !c.counts_agree()).count();
-    if differ > 0 {
-        bail!(
-            "{differ} of {} launches differ in requests or sectors",
-            checks.len()
-        );
-    }
-    Ok(())
+    let counts = (differ, checks.len(), "launches");
+    super::print(a.json, v, |out| table(out, &checks), counts)
 }
 
 #[cfg(feature = "tables")]
@@ -47,10 +36,10 @@ fn read(report: &Path) -> Result<Vec<hwcheck::MeasuredLaunch>> {
 
 #[cfg(not(feature = "tables"))]
 fn read(_: &Path) -> Result<Vec<hwcheck::MeasuredLaunch>> {
-    bail!("this build reads no CSV (the `tables` feature is off)")
+    anyhow::bail!("this build reads no CSV (the `tables` feature is off)")
 }
 
-fn table(out: &mut impl Write, checks: &[LaunchCheck]) -> Result<()> {
+fn table(out: &mut dyn Write, checks: &[LaunchCheck]) -> Result<()> {
     let rate = |o: &OpCounts| o.hit_rate_pct().map_or("-".into(), |r| format!("{r:.1}"));
     for c in checks {
         let (m, s) = (&c.measured, &c.simulated);

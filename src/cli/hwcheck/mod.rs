@@ -18,26 +18,37 @@ pub fn run(mut a: HwcheckArgs) -> Result<()> {
         return launches::run(&a, report, trace, &cfg);
     }
     let checks = check(&a, &cfg)?;
-    let mut out = super::output::stdout();
-    if a.json {
-        let v = serde_json::json!({
+    let v = || {
+        serde_json::json!({
             "csv": a.csv.as_ref().map(|p| p.display().to_string()),
             "preset": a.config.preset,
             "cases": checks,
             "agree": checks.iter().all(CaseCheck::counts_agree),
-        });
-        serde_json::to_writer_pretty(&mut out, &v)?;
+        })
+    };
+    let differ = checks.iter().filter(|c| !c.counts_agree()).count();
+    let counts = (differ, checks.len(), "cases");
+    print(a.json, v, |out| table(out, &checks), counts)
+}
+
+/// Prints the JSON of `v` (with `--json`) or the table, then fails when `differ` of `all`
+/// cases or launches (`what`) differ in requests or sectors.
+fn print(
+    json: bool,
+    v: impl FnOnce() -> serde_json::Value,
+    table: impl FnOnce(&mut dyn Write) -> Result<()>,
+    (differ, all, what): (usize, usize, &str),
+) -> Result<()> {
+    let mut out = super::output::stdout();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &v())?;
         writeln!(out)?;
     } else {
-        table(&mut out, &checks)?;
+        table(&mut out)?;
     }
     out.flush()?;
-    let differ = checks.iter().filter(|c| !c.counts_agree()).count();
     if differ > 0 {
-        bail!(
-            "{differ} of {} cases differ in requests or sectors",
-            checks.len()
-        );
+        bail!("{differ} of {all} {what} differ in requests or sectors");
     }
     Ok(())
 }
@@ -67,7 +78,7 @@ fn pair(m: u64, s: u64) -> String {
     }
 }
 
-fn table(out: &mut impl Write, checks: &[CaseCheck]) -> Result<()> {
+fn table(out: &mut dyn Write, checks: &[CaseCheck]) -> Result<()> {
     writeln!(
         out,
         "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
