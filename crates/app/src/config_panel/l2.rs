@@ -61,7 +61,7 @@ pub(super) fn l2(ui: &mut Ui, c: &mut SimConfig) {
     ui.label(
         egui::RichText::new(format!(
             "{} in {} slices of {} sets x {} ways",
-            size_text(l2.size_bytes()),
+            crate::views::bytes_text(l2.size_bytes()),
             l2.slices(),
             l2.slice.sets(),
             l2.slice.ways_effective()
@@ -111,14 +111,5 @@ fn slices(ui: &mut Ui, l2: &mut L2Config) {
         if hash == SliceHash::Xor && !l2.channels.is_power_of_two() {
             l2.channels = l2.channels.next_power_of_two();
         }
-    }
-}
-
-/// `bytes` as KB or MB.
-fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
-        format!("{} MB", bytes >> 20)
-    } else {
-        format!("{} KB", bytes / 1024)
     }
 }

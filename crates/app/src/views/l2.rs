@@ -92,13 +92,7 @@ fn summary(ui: &mut Ui, l2: &L2Report) {
     ));
 }
 
-fn bytes(b: u64) -> String {
-    match b {
-        b if b >= 10 << 20 => format!("{} MB", b >> 20),
-        b if b >= 10 << 10 => format!("{} KB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
+use super::bytes_text as bytes;
 
 impl L2View {
     /// The slices-by-time heat map.

@@ -138,6 +138,17 @@ pub(super) fn hovered(h: &egui_plot::HoverPosition) -> PlotPoint {
     }
 }
 
+/// A size or an amount of traffic in words: whole megabytes as such, else MB from 10 MB,
+/// KB from 10 KB, bytes below (the L2's view and its configuration).
+pub fn bytes_text(b: u64) -> String {
+    match b {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MB", b >> 20),
+        b if b >= 10 << 20 => format!("{} MB", b >> 20),
+        b if b >= 10 << 10 => format!("{} KB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
 /// A centred, muted message filling the area.
 pub fn empty_text(ui: &mut Ui, text: &str) {
     empty(ui, text);
