@@ -153,6 +153,10 @@ pub struct ConfigArgs {
     pub write_policy: Option<String>,
     #[arg(long, help = choices::<SetIndex>("Set index function"))]
     pub set_index: Option<String>,
+    /// on: global loads and stores skip the L1 and go to the L2 (GPGPU-Sim's
+    /// -gpgpu_gmem_skip_L1D, nvcc -Xptxas -dlcm=cg); off (default): the L1 caches them.
+    #[arg(long, value_name = "on|off")]
+    pub l1_bypass: Option<String>,
     #[arg(long, help = choices::<Coalescing>("How a warp instruction becomes requests"))]
     pub coalescing: Option<String>,
     #[arg(long, help = choices::<IssuePolicy>("Warp issue policy"))]

@@ -139,7 +139,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     if let Some(mode) = &a.compat {
         apply(&mut c, "compat", mode).map_err(|e| anyhow::anyhow!("--compat: {e}"))?;
     }
-    let flags: [(&str, &Option<String>); 28] = [
+    let flags: [(&str, &Option<String>); 29] = [
         ("cache-size", &a.cache_size),
         ("line-size", &a.line_size),
         ("ways", &a.ways),
@@ -147,6 +147,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         ("replacement", &a.replacement),
         ("write-policy", &a.write_policy),
         ("set-index", &a.set_index),
+        ("l1-bypass", &a.l1_bypass),
         ("coalescing", &a.coalescing),
         ("schedule", &a.schedule),
         ("warp-size", &a.warp_size),

@@ -1884,6 +1884,101 @@ fn explain_tells_why_a_dinero_reference_missed() {
 }
 
 #[test]
+fn explain_follows_a_missed_line_into_its_l2_slice() {
+    // Fermi's 14 SMs and its L2: request 200 (SM 2's first use of a line of A) misses in its
+    // L1 and hits in the L2, where SM 0's request 196 brought the line in.
+    let args = [
+        "explain",
+        "--kernel",
+        "matmul",
+        "n=64",
+        "--preset",
+        "fermi-16k",
+        "--all-sms",
+        "--request",
+        "200",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    assert_eq!(v["why"], "compulsory");
+    let l2 = &v["l2"];
+    assert_eq!(
+        (l2["slice"].as_u64(), l2["hit"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(l2["brought_in_by"]["request"], 196);
+    assert_eq!(l2["brought_in_by"]["sm"], 0);
+    assert_eq!(l2["brought_in_as"], "fetch");
+    let out = warpscope(&args);
+    let text = String::from_utf8(out.stdout).unwrap().replace('\n', " ");
+    assert!(
+        text.contains("It went on to L2 slice 1, set 44, where it hit: request 196"),
+        "{text}"
+    );
+    // With one SM simulated the L2 is not, and explain says nothing of it.
+    let one = json(&[
+        "explain",
+        "--kernel",
+        "matmul",
+        "n=64",
+        "--preset",
+        "fermi-16k",
+        "--request",
+        "3",
+        "--json",
+    ]);
+    assert!(one.get("l2").is_none());
+}
+
+#[test]
+fn a_bypassed_l1_misses_every_request_and_sends_it_to_the_l2() {
+    // --l1-bypass on: the L1 holds nothing; with an L2 of one slice every reference reaches
+    // it as it was asked (tests/model/l2.rs and tools/compare-oracles check what it does).
+    let trace = ["--trace", "sample-traces/dinero-small.din"];
+    let l2 = [
+        "--all-sms",
+        "--l2",
+        "channels=1",
+        "--l2",
+        "slices-per-channel=1",
+        "--line-size",
+        "32",
+        "--sector-size",
+        "32",
+    ];
+    let bypassed = json(&[&["sim"], &trace[..], &l2, &["--l1-bypass", "on", "--json"]].concat());
+    let t = &bypassed;
+    assert_eq!(t["hits"], 0);
+    assert_eq!(t["misses"], t["requests"]);
+    assert_eq!(
+        t["miss_classes"]["conflict"], 0,
+        "nothing can conflict in no lines"
+    );
+    assert_eq!(bypassed["l2"]["requests"], t["requests"]);
+    assert_eq!(bypassed["config"]["cache"]["bypass"], true);
+    // The text says so, and explain calls each miss bypassed, with what caching would do.
+    let out = warpscope(&[&["sim"], &trace[..], &["--l1-bypass", "on"]].concat());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("L1 bypassed (l1-bypass on)"), "{text}");
+    let v = json(
+        &[
+            &["explain"],
+            &trace[..],
+            &["--l1-bypass", "on", "--request", "3", "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["why"], "bypassed");
+    assert_eq!(
+        v["counterfactuals"][0]["change"],
+        "the L1 caching global data (l1-bypass off)"
+    );
+    // The timing model times the L1: it refuses a bypassed one.
+    let out = warpscope(&[&["sim"], &trace[..], &["--l1-bypass", "on", "--timing"]].concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("l1-bypass off"));
+}
+
+#[test]
 fn a_kernel_source_simulates_and_generates_as_its_built_in_twin() {
     // sim --source gives the built-in kernel's report; gen --source writes the same file.
     let ours = json(&["sim", "--source", "kernels/matmul.wsk", "n=32", "--json"]);

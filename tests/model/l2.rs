@@ -1,8 +1,8 @@
 //! The shared L2 against a deliberately simple model of it: every SM's L1 and the L2's slices
 //! as lists of lines with sector bits and use stamps, fed the requests the pipeline reports
 //! in issue order. The counts per slice, the traffic on each side and what is left dirty
-//! must be equal on random kernels over several SMs, with both L1 write policies and the
-//! three slice hashes (the address map itself is tested against hand-worked addresses in
+//! must be equal on random kernels over several SMs, with both L1 write policies, a bypassed
+//! L1 and the three slice hashes (the address map itself is tested against hand-worked addresses in
 //! `l2/address_map.rs`).
 
 use proptest::prelude::*;
@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use warpscope::config::{
     slice_cache, Coalescing, L2Config, SetIndex, SimConfig, SliceHash, SmSelection, WritePolicy,
 };
+use warpscope::explain;
 use warpscope::l2::{AddressMap, L2Counters};
 use warpscope::sim::{self, Observer, RequestEvent};
 
@@ -40,11 +41,16 @@ struct Simple {
 }
 
 /// What one access did.
+#[derive(Clone, Copy)]
 struct Done {
     hit: bool,
+    /// The line was there (a `wtwa` store's hit).
+    line_hit: bool,
     missing: u32,
     /// The evicted line and its dirty sectors.
     written_back: Option<(u64, u32)>,
+    /// The line given up to make room.
+    evicted: Option<u64>,
 }
 
 impl Simple {
@@ -71,14 +77,18 @@ impl Simple {
             s.used = self.clock;
             return Done {
                 hit: missing == 0,
+                line_hit: true,
                 missing,
                 written_back: None,
+                evicted: None,
             };
         }
         let mut done = Done {
             hit: false,
+            line_hit: false,
             missing: sectors,
             written_back: None,
+            evicted: None,
         };
         if allocate {
             let new = Slot {
@@ -92,6 +102,7 @@ impl Simple {
             } else {
                 let victim = (0..slots.len()).min_by_key(|&i| slots[i].used).unwrap();
                 let old = slots[victim];
+                done.evicted = Some(old.line);
                 if old.dirty != 0 {
                     done.written_back = Some((old.line, old.dirty));
                 }
@@ -110,11 +121,15 @@ struct SimpleL2 {
     counts: Vec<L2Counters>,
     to_l1: u64,
     from_l1: u64,
+    /// Every L2 request: the L1 request's number, the line, its slice and set, whether it
+    /// was the request's own line (a fetch or a write-through; not a write-back), what it did.
+    log: Vec<(usize, u64, u32, u64, bool, Done)>,
 }
 
 impl SimpleL2 {
-    /// One request of L1 line `line` (128 B lines, 32 B sectors on both levels).
-    fn request(&mut self, line: u64, sectors: u32, write: bool) {
+    /// One request of L1 line `line` (128 B lines, 32 B sectors on both levels): its slice
+    /// and what it did there.
+    fn request(&mut self, line: u64, sectors: u32, write: bool) -> (u32, Done) {
         let (slice, local) = self.map.slice_of(line * 128);
         let set = ((local / 128) % self.sets) as usize;
         let d = self.slices[slice as usize].access(set, line, sectors, true, write);
@@ -133,7 +148,121 @@ impl SimpleL2 {
             c.writebacks += 1;
             c.bytes_to_dram += dirty.count_ones() as u64 * 32;
         }
+        (slice, d)
     }
+}
+
+/// The configuration of a random case: `l1_mode` 0 write-through, 1 write-back, 2 and 3
+/// bypassed (l1-bypass: it holds nothing and writes through, whichever its write policy),
+/// 4 write-through with allocation (`wtwa`: a store allocates without a fetch and hits on
+/// the line's tag).
+#[allow(clippy::too_many_arguments)]
+fn case_config(
+    sms: u32,
+    l1_mode: u8,
+    channels: u32,
+    hash: usize,
+    ways: u32,
+    l2_sets: u64,
+    seed: u64,
+) -> (SimConfig, L2Config) {
+    let mut cfg = small_config(32, 0, sms, 2, false, seed);
+    cfg.gpu.simulate = SmSelection::All;
+    cfg.cache.sector_bytes = 32;
+    cfg.cache.size_bytes = 1024;
+    cfg.coalescing = Coalescing::Sector;
+    cfg.cache.write_policy = match l1_mode {
+        4 => WritePolicy::Wtwa,
+        m if m % 2 == 1 => WritePolicy::Wbwa,
+        _ => WritePolicy::Wtna,
+    };
+    cfg.cache.bypass = (2..4).contains(&l1_mode);
+    let hash = [SliceHash::Linear, SliceHash::Xor, SliceHash::Ipoly][hash];
+    let hash = if hash == SliceHash::Xor && channels == 3 {
+        SliceHash::Linear
+    } else {
+        hash
+    };
+    let l2 = L2Config {
+        channels,
+        slices_per_channel: 2,
+        slice_hash: hash,
+        slice: slice_cache(l2_sets, ways, SetIndex::Modulo),
+        ..L2Config::default()
+    };
+    cfg.l2 = Some(l2.clone());
+    (cfg, l2)
+}
+
+/// The simple model fed the requests the pipeline reported (`seen`, in issue order), then the
+/// L1s' final write-back; an error names the first request its L1 disagrees on.
+fn feed_simple(cfg: &SimConfig, l2: &L2Config, seen: &[RequestEvent]) -> Result<SimpleL2, String> {
+    let write_back = cfg.cache.write_policy == WritePolicy::Wbwa && !cfg.cache.bypass;
+    let wtwa = cfg.cache.write_policy == WritePolicy::Wtwa && !cfg.cache.bypass;
+    let l1_sets = cfg.cache.sets() as usize;
+    let mut l1s: BTreeMap<u32, Simple> = (0..cfg.gpu.sms)
+        .map(|s| (s, Simple::new(l1_sets, cfg.cache.ways as usize)))
+        .collect();
+    let (l2_sets, ways) = (l2.slice.sets() as u64, l2.slice.ways as usize);
+    let mut want = SimpleL2 {
+        map: AddressMap::new(l2).unwrap(),
+        slices: (0..l2.slices())
+            .map(|_| Simple::new(l2_sets as usize, ways))
+            .collect(),
+        sets: l2_sets,
+        counts: vec![L2Counters::default(); l2.slices() as usize],
+        to_l1: 0,
+        from_l1: 0,
+        log: Vec::new(),
+    };
+    let send = |want: &mut SimpleL2, i: usize, line: u64, sectors: u32, write: bool, own: bool| {
+        let (slice, d) = want.request(line, sectors, write);
+        let (_, local) = want.map.slice_of(line * 128);
+        want.log
+            .push((i, line, slice, (local / 128) % want.sets, own, d));
+    };
+    for (i, e) in seen.iter().enumerate() {
+        let l1 = l1s.get_mut(&e.sm).unwrap();
+        let set = (e.line % l1_sets as u64) as usize;
+        let allocate = !e.write || write_back || wtwa;
+        let d = if cfg.cache.bypass {
+            Done {
+                hit: false,
+                line_hit: false,
+                missing: e.sectors,
+                written_back: None,
+                evicted: None,
+            }
+        } else {
+            l1.access(set, e.line, e.sectors, allocate, e.write && write_back)
+        };
+        let hit = if e.write && wtwa { d.line_hit } else { d.hit };
+        if hit != e.hit {
+            return Err(format!("the simple L1 disagrees at request {i}: {e:?}"));
+        }
+        if !e.write && d.missing != 0 {
+            want.to_l1 += d.missing.count_ones() as u64 * 32;
+            send(&mut want, i, e.line, d.missing, false, true);
+        }
+        if e.write && !write_back {
+            want.from_l1 += e.sectors.count_ones() as u64 * 32;
+            send(&mut want, i, e.line, e.sectors, true, true);
+        }
+        if let Some((line, dirty)) = d.written_back {
+            want.from_l1 += dirty.count_ones() as u64 * 32;
+            send(&mut want, i, line, dirty, true, false);
+        }
+    }
+    // The L1s' final write-back, SM by SM, set by set, way by way.
+    for l1 in l1s.values() {
+        for set in &l1.sets {
+            for s in set.iter().filter(|s| s.dirty != 0) {
+                want.from_l1 += s.dirty.count_ones() as u64 * 32;
+                send(&mut want, seen.len(), s.line, s.dirty, true, false);
+            }
+        }
+    }
+    Ok(want)
 }
 
 /// Rows whose accesses are whole 32-byte sectors (so no write is partial).
@@ -155,73 +284,20 @@ proptest! {
         ctas in 1u32..12,
         tpb in 1u32..70,
         sms in 1u32..5,
-        write_back in any::<bool>(),
+        l1_mode in 0u8..5,
         channels in prop_oneof![Just(1u32), Just(2), Just(3), Just(4)],
         hash in 0usize..3,
         ways in 1u32..3,
         l2_sets in prop_oneof![Just(2u64), Just(4), Just(8)],
         seed in any::<u64>(),
     ) {
-        let mut cfg = small_config(32, 0, sms, 2, false, seed);
-        cfg.gpu.simulate = SmSelection::All;
-        cfg.cache.sector_bytes = 32;
-        cfg.cache.size_bytes = 1024;
-        cfg.coalescing = Coalescing::Sector;
-        cfg.cache.write_policy = if write_back { WritePolicy::Wbwa } else { WritePolicy::Wtna };
-        let hash = [SliceHash::Linear, SliceHash::Xor, SliceHash::Ipoly][hash];
-        let hash = if hash == SliceHash::Xor && channels == 3 { SliceHash::Linear } else { hash };
-        let l2 = L2Config {
-            channels,
-            slices_per_channel: 2,
-            slice_hash: hash,
-            slice: slice_cache(l2_sets, ways, SetIndex::Modulo),
-            ..L2Config::default()
-        };
-        cfg.l2 = Some(l2.clone());
+        let (cfg, l2) = case_config(sms, l1_mode, channels, hash, ways, l2_sets, seed);
         let k = kernel("k", ctas, tpb, false, &rows);
         let mut seen = Requests::default();
         let report = sim::run_kernels(&cfg, std::slice::from_ref(&k), &mut seen).unwrap();
         let got = report.l2.clone().unwrap();
-
         // The simple model, fed the same requests.
-        let l1_sets = cfg.cache.sets() as usize;
-        let mut l1s: BTreeMap<u32, Simple> = (0..sms).map(|s| (s, Simple::new(l1_sets, cfg.cache.ways as usize))).collect();
-        let mut want = SimpleL2 {
-            map: AddressMap::new(&l2).unwrap(),
-            slices: (0..l2.slices()).map(|_| Simple::new(l2_sets as usize, ways as usize)).collect(),
-            sets: l2_sets,
-            counts: vec![L2Counters::default(); l2.slices() as usize],
-            to_l1: 0,
-            from_l1: 0,
-        };
-        for e in &seen.0 {
-            let l1 = l1s.get_mut(&e.sm).unwrap();
-            let set = (e.line % l1_sets as u64) as usize;
-            let allocate = !e.write || write_back;
-            let d = l1.access(set, e.line, e.sectors, allocate, e.write && write_back);
-            prop_assert_eq!(d.hit, e.hit, "the simple L1 disagrees at request {:?}", e);
-            if !e.write && d.missing != 0 {
-                want.to_l1 += d.missing.count_ones() as u64 * 32;
-                want.request(e.line, d.missing, false);
-            }
-            if e.write && !write_back {
-                want.from_l1 += e.sectors.count_ones() as u64 * 32;
-                want.request(e.line, e.sectors, true);
-            }
-            if let Some((line, dirty)) = d.written_back {
-                want.from_l1 += dirty.count_ones() as u64 * 32;
-                want.request(line, dirty, true);
-            }
-        }
-        // The L1s' final write-back, SM by SM, set by set, way by way.
-        for l1 in l1s.values() {
-            for set in &l1.sets {
-                for s in set.iter().filter(|s| s.dirty != 0) {
-                    want.from_l1 += s.dirty.count_ones() as u64 * 32;
-                    want.request(s.line, s.dirty, true);
-                }
-            }
-        }
+        let want = feed_simple(&cfg, &l2, &seen.0).map_err(TestCaseError::fail)?;
         for (slice, (g, w)) in got.per_slice.iter().zip(&want.counts).enumerate() {
             let mut g = g.counters;
             g.read_misses = 0;
@@ -239,6 +315,59 @@ proptest! {
         // What the L1s sent down is what they counted as traffic to and from memory.
         prop_assert_eq!(got.bytes_l1_to_l2, report.totals.bytes_to_memory);
         prop_assert_eq!(got.bytes_l2_to_l1, report.totals.bytes_from_memory);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    /// Explain's L2 paragraph: the slice and set the request went to, whether it hit there,
+    /// the last request (on any SM) that brought the line into the slice, the L2 requests
+    /// since, and the eviction after it, as the simple model has them.
+    #[test]
+    fn explain_names_the_request_that_brought_the_line_into_its_slice(
+        rows in sector_rows(),
+        ctas in 1u32..12,
+        tpb in 1u32..70,
+        sms in 1u32..5,
+        l1_mode in 0u8..5,
+        channels in prop_oneof![Just(1u32), Just(2), Just(3), Just(4)],
+        hash in 0usize..3,
+        ways in 1u32..3,
+        l2_sets in prop_oneof![Just(2u64), Just(4), Just(8)],
+        seed in any::<u64>(),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let (cfg, l2) = case_config(sms, l1_mode, channels, hash, ways, l2_sets, seed);
+        let k = kernel("k", ctas, tpb, false, &rows);
+        let mut seen = Requests::default();
+        sim::run_kernels(&cfg, std::slice::from_ref(&k), &mut seen).unwrap();
+        let want = feed_simple(&cfg, &l2, &seen.0).map_err(TestCaseError::fail)?;
+        let own: Vec<usize> = want.log.iter().filter(|x| x.4).map(|x| x.0).collect();
+        prop_assume!(!own.is_empty());
+        let n = own[pick.index(own.len())];
+        let e = explain::explain(&cfg, std::slice::from_ref(&k), n as u64, &mut |_, _| true).unwrap();
+        let got = e.l2.clone().unwrap();
+        let line = seen.0[n].line;
+        let (_, _, slice, set, _, d) = *want.log.iter().find(|x| x.0 == n && x.4).unwrap();
+        prop_assert_eq!((got.slice, got.set as u64, got.hit), (slice, set, d.hit));
+        let (mut brought, mut uses, mut evicted) = (None, 0, None);
+        for x in want.log.iter().filter(|x| x.0 < n) {
+            if x.5.evicted == Some(line) {
+                evicted = Some(x.0);
+            }
+            if x.1 == line {
+                if x.5.missing != 0 {
+                    (brought, uses, evicted) = (Some(x.0), 0, None);
+                } else {
+                    uses += 1;
+                }
+            }
+        }
+        prop_assert_eq!(got.brought_in_by.map(|u| u.request as usize), brought);
+        prop_assert_eq!(got.uses_since, uses);
+        prop_assert_eq!(got.evicted_by.map(|u| u.request as usize), evicted);
+        let story = e.story.join(" ");
+        prop_assert!(story.contains(&format!("L2 slice {slice}, set {set}")), "{}", story);
     }
 }
 
@@ -290,6 +419,17 @@ fn a_partial_store_is_fetched_when_it_is_read() {
     );
     assert_eq!(whole.totals.bytes_from_dram, 0);
     assert_eq!(whole.dirty_bytes_at_end, 32);
+    // Two 16-byte stores make the sector whole between them (the bytes written since the line
+    // came in, GPGPU-Sim's byte mask): the load after them hits without reading DRAM.
+    let halves = run(
+        &cfg,
+        &[(0x1000, 16, Store), (0x1010, 16, Store), (0x1000, 4, Load)],
+    );
+    assert_eq!((halves.totals.misses, halves.totals.hits), (1, 2));
+    assert_eq!(halves.totals.bytes_from_dram, 0);
+    // One 16-byte store leaves it in part: the load fetches it.
+    let half = run(&cfg, &[(0x1000, 16, Store), (0x1000, 4, Load)]);
+    assert_eq!((half.totals.misses, half.totals.bytes_from_dram), (2, 32));
     // An unsectored L1 (Fermi's): a 4-byte store writes one L2 sector, in part; a 64-byte
     // store at 32 writes two whole sectors and dirties 64 bytes.
     cfg.cache.sector_bytes = 128;

@@ -18,6 +18,7 @@ fn cfg(sets: u32, ways: u32, repl: Replacement, wp: WritePolicy) -> CacheConfig 
         set_index: SetIndex::Modulo,
         replacement: repl,
         write_policy: wp,
+        bypass: false,
     }
 }
 

@@ -59,6 +59,10 @@ fn table(out: &mut dyn Write, checks: &[LaunchCheck]) -> Result<()> {
                 format!("{} / {}", rate(&m.load), rate(&s.load)),
             ),
             (
+                "store sector hit %",
+                format!("{} / {}", rate(&m.store), rate(&s.store)),
+            ),
+            (
                 "L1 sectors read from the L2",
                 match c.l1_fill_sectors.measured {
                     Some(v) => pair(v, c.l1_fill_sectors.simulated),

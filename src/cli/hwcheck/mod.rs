@@ -81,18 +81,20 @@ fn pair(m: u64, s: u64) -> String {
 fn table(out: &mut dyn Write, checks: &[CaseCheck]) -> Result<()> {
     writeln!(
         out,
-        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22} {:>22}",
         "case",
         "load requests",
         "load sectors",
         "store requests",
         "store sectors",
-        "load hit % (diff)"
+        "load hit % (diff)",
+        "store hit % (diff)"
     )?;
     writeln!(
         out,
-        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+        "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22} {:>22}",
         "",
+        "measured / sim",
         "measured / sim",
         "measured / sim",
         "measured / sim",
@@ -102,18 +104,27 @@ fn table(out: &mut dyn Write, checks: &[CaseCheck]) -> Result<()> {
     let rate = |o: &OpCounts| o.hit_rate_pct().map_or("-".into(), |r| format!("{r:.1}"));
     for c in checks {
         let (m, s) = (&c.measured, &c.simulated);
-        let diff = c
-            .load_hit_rate_difference()
-            .map_or(String::new(), |d| format!(" ({d:+.1})"));
+        let diff = |d: Option<f64>| d.map_or(String::new(), |d| format!(" ({d:+.1})"));
         writeln!(
             out,
-            "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22}",
+            "{:<44} {:>17} {:>19} {:>15} {:>17} {:>22} {:>22}",
             c.case,
             pair(m.load.requests, s.load.requests),
             pair(m.load.sectors, s.load.sectors),
             pair(m.store.requests, s.store.requests),
             pair(m.store.sectors, s.store.sectors),
-            format!("{} / {}{diff}", rate(&m.load), rate(&s.load)),
+            format!(
+                "{} / {}{}",
+                rate(&m.load),
+                rate(&s.load),
+                diff(c.load_hit_rate_difference())
+            ),
+            format!(
+                "{} / {}{}",
+                rate(&m.store),
+                rate(&s.store),
+                diff(c.store_hit_rate_difference())
+            ),
         )?;
     }
     let agree = checks.iter().filter(|c| c.counts_agree()).count();
@@ -122,9 +133,14 @@ fn table(out: &mut dyn Write, checks: &[CaseCheck]) -> Result<()> {
         .filter_map(CaseCheck::load_hit_rate_difference)
         .collect();
     let mean_abs = diffs.iter().map(|d| d.abs()).sum::<f64>() / diffs.len().max(1) as f64;
+    let stores: Vec<f64> = checks
+        .iter()
+        .filter_map(CaseCheck::store_hit_rate_difference)
+        .collect();
+    let stores_abs = stores.iter().map(|d| d.abs()).sum::<f64>() / stores.len().max(1) as f64;
     writeln!(
         out,
-        "\n{agree} of {} cases have equal requests and sectors; load sector hit rate: mean |sim - measured| {mean_abs:.1} points",
+        "\n{agree} of {} cases have equal requests and sectors; sector hit rate, mean |sim - measured|: loads {mean_abs:.1} points, stores {stores_abs:.1} points",
         checks.len()
     )?;
     Ok(())

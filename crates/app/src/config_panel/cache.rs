@@ -1,5 +1,5 @@
 //! The cache section of the configuration panel: size, line, ways, sectors, set index,
-//! replacement and writes.
+//! replacement, writes and whether global data bypasses the L1.
 
 use super::*;
 
@@ -17,6 +17,12 @@ pub(super) fn cache(ui: &mut Ui, c: &mut SimConfig) {
     row(ui, "Writes", "What a store does to the L1", |ui| {
         pick_choice(ui, "write-policy", &mut cc.write_policy)
     });
+    row(
+        ui,
+        "Global data",
+        "Ticked: global loads and stores skip the L1 and go to the L2 (nvcc -Xptxas -dlcm=cg, Kepler's default; GPGPU-Sim's -gpgpu_gmem_skip_L1D)",
+        |ui| ui.checkbox(&mut cc.bypass, "bypass the L1"),
+    );
     if let Err(e) = cc.validate() {
         ui.colored_label(ui.visuals().warn_fg_color, format!("Invalid: {e}"));
     }

@@ -66,7 +66,7 @@ pub fn why_colour(w: Why) -> Color32 {
         Why::Compulsory => Outcome::Compulsory,
         Why::Capacity => Outcome::Capacity,
         Why::Conflict => Outcome::Conflict,
-        Why::Latency | Why::Mshr => Outcome::Miss,
+        Why::Latency | Why::Mshr | Why::Bypassed => Outcome::Miss,
     })
 }
 

@@ -30,6 +30,38 @@ pub struct ArrayOutcome {
     pub evicted: Option<u64>,
 }
 
+/// What a write under lazy fetch-on-read ([`CacheArray::access_lazy`]) covers of its sectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The sectors it covers only in part (bit i = sector i).
+    Partial(u32),
+    /// The bytes of the line it writes (bit b = byte b; lines of at most 128 bytes) and the
+    /// sector size: a sector becomes readable once every byte of it has been written since
+    /// its line came in, over as many writes as it takes (GPGPU-Sim's byte mask).
+    Bytes { mask: u128, sector_bytes: u32 },
+}
+
+/// The sectors of `sectors` whose bytes `bytes` (bit b = byte b of the line) all hold.
+#[inline]
+fn whole_sectors(bytes: u128, sectors: u32, sector_bytes: u32) -> u32 {
+    let sb = sector_bytes.clamp(1, 128);
+    let ones = if sb >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << sb) - 1
+    };
+    let (mut whole, mut m) = (0, sectors);
+    while m != 0 {
+        let s = m.trailing_zeros();
+        m &= m - 1;
+        let shift = s * sb;
+        if shift < 128 && (bytes >> shift) & ones == ones {
+            whole |= 1 << s;
+        }
+    }
+    whole
+}
+
 /// One way of a set as it is now, for the step-through view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct WayState {
@@ -59,6 +91,9 @@ pub struct CacheArray {
     /// Sectors written in part and never read since (lazy fetch-on-read,
     /// [`CacheArray::access_lazy`]): valid for writes, fetched when read. Empty until used.
     unreadable: Vec<u32>,
+    /// The bytes written since each slot's line came in ([`Written::Bytes`]). Empty until
+    /// used.
+    written: Vec<u128>,
 }
 
 impl CacheArray {
@@ -73,6 +108,7 @@ impl CacheArray {
             policy: Policy::new(replacement, sets, ways, seed),
             index: (ways > SCAN_WAYS).then(|| WayIndex::new(sets * ways)),
             unreadable: Vec::new(),
+            written: Vec::new(),
         }
     }
 
@@ -159,10 +195,11 @@ impl CacheArray {
         self.tags[base..base + n].iter().position(|&t| t == tag)
     }
 
-    /// One access under lazy fetch-on-read, GPGPU-Sim's L2 write allocation (`L`): a write
-    /// allocates its sectors and dirties them without fetching anything; of those, the ones
-    /// it covers only in `partial` stay unreadable until a read fetches them. A read misses
-    /// on a sector that is absent or unreadable, and fetches it (`missing_sectors`).
+    /// One access under lazy fetch-on-read, GPGPU-Sim's write allocation `L` (its L2's, and
+    /// the H100's L1 stores): a write allocates its sectors without fetching anything, and
+    /// dirties them if `dirty` (write-back); of those, the ones it does not cover whole
+    /// (`written`) stay unreadable until a read fetches them. A read misses on a sector that
+    /// is absent or unreadable, and fetches it (`missing_sectors`).
     #[inline]
     pub fn access_lazy(
         &mut self,
@@ -170,7 +207,8 @@ impl CacheArray {
         line: u64,
         sectors: u32,
         write: bool,
-        partial: u32,
+        written: Written,
+        dirty: bool,
     ) -> ArrayOutcome {
         if self.unreadable.is_empty() {
             self.unreadable = vec![0; self.sets * self.ways];
@@ -185,7 +223,10 @@ impl CacheArray {
                 let way = self.find(set, line).unwrap_or(0);
                 let slot = base + way;
                 self.unreadable[slot] = 0;
-                return self.fill_lazy(slot, sectors, write, partial, out);
+                if let Some(w) = self.written.get_mut(slot) {
+                    *w = 0;
+                }
+                return self.fill_lazy(slot, sectors, (write, written, dirty), out);
             }
         };
         self.policy.touch(set, found.unwrap_or(0));
@@ -193,7 +234,7 @@ impl CacheArray {
             line_hit: true,
             ..ArrayOutcome::default()
         };
-        self.fill_lazy(slot, sectors, write, partial, out)
+        self.fill_lazy(slot, sectors, (write, written, dirty), out)
     }
 
     /// The sector bits of a lazy access to the line in `slot` (present now, maybe empty).
@@ -202,19 +243,31 @@ impl CacheArray {
         &mut self,
         slot: usize,
         sectors: u32,
-        write: bool,
-        partial: u32,
+        (write, written, dirty): (bool, Written, bool),
         mut out: ArrayOutcome,
     ) -> ArrayOutcome {
         let valid = self.valid[slot];
         let unreadable = self.unreadable[slot];
         if write {
+            let partial = match written {
+                Written::Partial(p) => p,
+                Written::Bytes { mask, sector_bytes } => {
+                    if self.written.is_empty() {
+                        self.written = vec![0; self.sets * self.ways];
+                    }
+                    let bytes = self.written[slot] | mask;
+                    self.written[slot] = bytes;
+                    sectors & !whole_sectors(bytes, sectors, sector_bytes)
+                }
+            };
             out.missing_sectors = sectors & !valid;
             // A sector written whole becomes readable; one written in part stays as it was
             // if it was readable, else unreadable.
             self.unreadable[slot] =
                 (unreadable & !(sectors & !partial)) | (partial & sectors & !valid);
-            self.dirty[slot] |= sectors;
+            if dirty {
+                self.dirty[slot] |= sectors;
+            }
         } else {
             out.missing_sectors = sectors & (!valid | unreadable);
             self.unreadable[slot] = unreadable & !sectors;

@@ -11,7 +11,7 @@
 //! distance tells the same as the shadow: below the capacity is a hit, none is a first use
 //! ([`Classifier::tag_at_distance`]).
 
-use super::{CacheArray, LruStack, MissClass, Request, Seen};
+use super::{CacheArray, LruStack, MissClass, Request, Seen, Written};
 use crate::config::{CacheConfig, Replacement, WritePolicy};
 
 /// What the shadow and the record of sectors seen say of a request: the class its miss
@@ -46,6 +46,9 @@ enum Shadow {
     Stack(LruStack),
     /// Any replacement policy and write policy, sectored lines: an array of one set.
     Array(CacheArray),
+    /// A bypassed cache holds nothing ([`CacheConfig::bypass`]): neither does its shadow, so
+    /// its misses are compulsory or capacity.
+    Empty,
 }
 
 /// A cache's shadow and the record of the sectors it was ever asked for.
@@ -54,6 +57,8 @@ pub struct Classifier {
     shadow: Shadow,
     seen: Seen,
     write_allocate: bool,
+    /// A store hits on its line's tag, whatever its sectors (`wtwa`).
+    write_hits_on_tag: bool,
     /// Lines the shadow holds.
     capacity: u64,
 }
@@ -62,20 +67,43 @@ impl Classifier {
     /// The classifier of a cache of configuration `cfg` (valid), its random replacement (if
     /// any) seeded from `seed`.
     pub fn new(cfg: &CacheConfig, seed: u64) -> Self {
-        let lines = (cfg.sets() * cfg.ways_effective()) as usize;
-        let stack = cfg.replacement == Replacement::Lru
+        let lines = if cfg.bypass {
+            0
+        } else {
+            (cfg.sets() * cfg.ways_effective()) as usize
+        };
+        let stack = !cfg.bypass
+            && cfg.replacement == Replacement::Lru
             && cfg.write_policy == WritePolicy::Wbwa
             && cfg.sector_bytes >= cfg.line_bytes;
         Classifier {
-            shadow: if stack {
+            shadow: if cfg.bypass {
+                Shadow::Empty
+            } else if stack {
                 Shadow::Stack(LruStack::new(lines as u32))
             } else {
                 Shadow::Array(CacheArray::new(1, lines, cfg.replacement, seed ^ 0xFA))
             },
             seen: Seen::new((cfg.line_bytes / cfg.sector_bytes).trailing_zeros()),
             write_allocate: cfg.write_policy == WritePolicy::Wbwa,
+            write_hits_on_tag: cfg.write_policy == WritePolicy::Wtwa,
             capacity: lines as u64,
         }
+    }
+
+    /// The classifier of a cache under lazy fetch-on-read (an L2 slice,
+    /// [`Classifier::classify_lazy`]): its shadow an array, which can be lazy too.
+    pub fn new_lazy(cfg: &CacheConfig, seed: u64) -> Self {
+        let mut c = Classifier::new(cfg, seed);
+        if c.shadow_is_a_stack() {
+            c.shadow = Shadow::Array(CacheArray::new(
+                1,
+                c.capacity as usize,
+                cfg.replacement,
+                seed ^ 0xFA,
+            ));
+        }
+        c
     }
 
     /// Whether the shadow is an LRU stack (LRU, write-allocate, unsectored lines): a fully
@@ -101,6 +129,7 @@ impl Classifier {
                 let allocate = !r.write || self.write_allocate;
                 lines.access(0, r.line, r.sectors, allocate, false).hit
             }
+            Shadow::Empty => false,
         }
     }
 
@@ -110,6 +139,38 @@ impl Classifier {
     #[inline]
     pub fn classify(&mut self, r: &Request, cache_hit: bool) -> Option<MissClass> {
         let shadow_hit = self.shadow(r);
+        if cache_hit {
+            None
+        } else if shadow_hit {
+            Some(MissClass::Conflict)
+        } else {
+            Some(self.unheld(r).class())
+        }
+    }
+
+    /// [`Classifier::classify`] for a cache under lazy fetch-on-read
+    /// ([`CacheArray::access_lazy`]; an L2 slice built by [`Classifier::new_lazy`], or a `wtwa`
+    /// L1): the shadow is lazy too, so a read of a sector that a store wrote only in part
+    /// (`written`) misses in both, as it would in a fully associative cache of the same size:
+    /// not a conflict. Under `wtwa` a store hits the shadow on its line's tag, as the cache.
+    #[inline]
+    pub fn classify_lazy(
+        &mut self,
+        r: &Request,
+        written: Written,
+        cache_hit: bool,
+    ) -> Option<MissClass> {
+        let shadow_hit = match &mut self.shadow {
+            Shadow::Array(lines) => {
+                let m = lines.access_lazy(0, r.line, r.sectors, r.write, written, false);
+                if r.write && self.write_hits_on_tag {
+                    m.line_hit
+                } else {
+                    m.hit
+                }
+            }
+            _ => self.shadow(r),
+        };
         if cache_hit {
             None
         } else if shadow_hit {

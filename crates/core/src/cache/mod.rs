@@ -17,7 +17,7 @@ pub mod set_index;
 mod stats;
 mod way_index;
 
-pub use array::{ArrayOutcome, CacheArray, WayState};
+pub use array::{ArrayOutcome, CacheArray, WayState, Written};
 pub use classes::{Classifier, Tag};
 pub use lru_stack::LruStack;
 pub use seen::Seen;
@@ -69,6 +69,11 @@ pub struct CacheModel {
     classes: Option<Classifier>,
     shadow_is_a_stack: bool,
     write_allocate: bool,
+    /// It caches nothing ([`CacheConfig::bypass`]).
+    bypass: bool,
+    /// Stores allocate without fetching and go through (`wtwa`, the H100's L1).
+    lazy_writes: bool,
+    line_bytes: u64,
     sector_bytes: u64,
 }
 
@@ -94,9 +99,21 @@ impl CacheModel {
             main: CacheArray::new(sets, ways, cfg.replacement, seed),
             shadow_is_a_stack: classes.shadow_is_a_stack(),
             classes: Some(classes),
-            write_allocate: cfg.write_policy == WritePolicy::Wbwa,
+            write_allocate: cfg.write_policy == WritePolicy::Wbwa && !cfg.bypass,
+            bypass: cfg.bypass,
+            lazy_writes: cfg.write_policy == WritePolicy::Wtwa && !cfg.bypass,
+            line_bytes: cfg.line_bytes as u64,
             sector_bytes: cfg.sector_bytes as u64,
         }
+    }
+
+    /// Builds the model of a cache accessed under lazy fetch-on-read
+    /// ([`CacheModel::access_lazy_in_set`]: an L2 slice), its classifier's shadow lazy too.
+    pub fn new_lazy(cfg: &CacheConfig, seed: u64) -> Self {
+        let mut c = CacheModel::new(cfg, seed);
+        c.classes = Some(Classifier::new_lazy(cfg, seed));
+        c.shadow_is_a_stack = false;
+        c
     }
 
     /// About the bytes it holds beyond the two arrays' own size: the record of every sector
@@ -161,21 +178,86 @@ impl CacheModel {
     /// Simulates one request.
     #[inline]
     pub fn access(&mut self, r: &Request) -> Outcome {
+        self.access_written(r, None)
+    }
+
+    /// Simulates one request; a store's `written` bytes of its line (bit b = byte b, where the
+    /// coalescer knows them: lines of at most 128 bytes) tell a `wtwa` cache which sectors it
+    /// covers whole (without them, a store that writes fewer bytes than its sectors hold
+    /// covers none whole).
+    #[inline]
+    pub fn access_written(&mut self, r: &Request, written: Option<u128>) -> Outcome {
         let set = self.index.set(r.line);
+        if self.lazy_writes {
+            return self.access_through_lazily(r, set, written);
+        }
         self.access_in(r, set, ClassFrom::Classifier)
+    }
+
+    /// Whether a store's bytes change what it does ([`CacheModel::access_written`]: `wtwa`).
+    #[inline]
+    pub fn wants_written(&self) -> bool {
+        self.lazy_writes
+    }
+
+    /// Whether the classifier may run apart ([`CacheModel::access_tagged`]): not for `wtwa`,
+    /// whose shadow needs the bytes each store writes.
+    pub fn classifies_apart(&self) -> bool {
+        !self.lazy_writes
+    }
+
+    /// `wtwa`: a store looks its line up by tag (a hit when the line is there, whatever its
+    /// sectors), allocates it on a miss without fetching, and goes through whole to the level
+    /// below; a sector it covers only in part is fetched by the first load that needs it
+    /// (GPGPU-Sim's `T` with `L`, lazy fetch-on-read, the sectors made whole by the bytes
+    /// written since the line came in). A load is as under any policy.
+    #[inline]
+    fn access_through_lazily(&mut self, r: &Request, set: u32, written: Option<u128>) -> Outcome {
+        let sb = self.sector_bytes;
+        let w = match written {
+            Some(mask) if self.line_bytes <= 128 => Written::Bytes {
+                mask,
+                sector_bytes: sb as u32,
+            },
+            _ if r.bytes as u64 == r.sectors.count_ones() as u64 * sb => Written::Partial(0),
+            _ => Written::Partial(r.sectors),
+        };
+        let m = self
+            .main
+            .access_lazy(set as usize, r.line, r.sectors, r.write, w, false);
+        let hit = if r.write { m.line_hit } else { m.hit };
+        let class = match &mut self.classes {
+            Some(c) => c.classify_lazy(r, w, hit),
+            None => None,
+        };
+        let fetched = if r.write { 0 } else { m.missing_sectors };
+        Outcome {
+            set,
+            hit,
+            class,
+            bytes_from_memory: fetched.count_ones() as u64 * sb,
+            bytes_to_memory: if r.write { r.bytes as u64 } else { 0 },
+            writeback: false,
+            evicted: m.evicted,
+            missing: m.missing_sectors,
+            fetched,
+            written_back: 0,
+        }
     }
 
     /// Simulates one request in `set`, which the caller computed (an L2 slice indexes its sets
     /// by the address within the slice), under lazy fetch-on-read ([`CacheArray::access_lazy`],
-    /// GPGPU-Sim's L2): a write fetches nothing, and the sectors it covers only in `partial`
-    /// are fetched by the first read that needs them. For a write-back cache.
+    /// GPGPU-Sim's L2): a write fetches nothing, and the sectors it does not cover whole
+    /// (`w`: in part, or by the bytes written since the line came in) are fetched by the first
+    /// read that needs them. For a write-back cache built by
+    /// [`CacheModel::new_lazy`].
     #[inline]
-    pub fn access_lazy_in_set(&mut self, r: &Request, set: u32, partial: u32) -> Outcome {
+    pub fn access_lazy_in_set(&mut self, r: &Request, set: u32, w: Written) -> Outcome {
         let m = self
             .main
-            .access_lazy(set as usize, r.line, r.sectors, r.write, partial);
+            .access_lazy(set as usize, r.line, r.sectors, r.write, w, true);
         let class = match &mut self.classes {
-            Some(c) => c.classify(r, m.hit),
+            Some(c) => c.classify_lazy(r, w, m.hit),
             None => None,
         };
         let fetched = if r.write { 0 } else { m.missing_sectors };
@@ -221,9 +303,16 @@ impl CacheModel {
     fn access_in(&mut self, r: &Request, set: u32, from: ClassFrom) -> Outcome {
         let allocate = !r.write || self.write_allocate;
         let dirty = r.write && self.write_allocate;
-        let m = self
-            .main
-            .access(set as usize, r.line, r.sectors, allocate, dirty);
+        let m = if self.bypass {
+            // Nothing is held: every sector is missing, nothing is allocated or evicted.
+            ArrayOutcome {
+                missing_sectors: r.sectors,
+                ..ArrayOutcome::default()
+            }
+        } else {
+            self.main
+                .access(set as usize, r.line, r.sectors, allocate, dirty)
+        };
         let class = match (from, &mut self.classes) {
             (ClassFrom::Classifier, Some(c)) => c.classify(r, m.hit),
             (ClassFrom::Distance(d), Some(c)) => (!m.hit).then(|| c.tag_at_distance(d).class()),
@@ -274,6 +363,7 @@ mod tests {
             set_index: SetIndex::Modulo,
             replacement: Replacement::Lru,
             write_policy: WritePolicy::Wtna,
+            bypass: false,
         }
     }
     fn read(line: u64) -> Request {
@@ -305,6 +395,102 @@ mod tests {
                 None,
                 Some(Capacity)
             ]
+        );
+    }
+
+    #[test]
+    fn wtwa_stores_allocate_without_a_fetch_and_hit_on_the_tag() {
+        // Two lines of 32 bytes in four 8-byte sectors, in one set.
+        let cfg = CacheConfig {
+            size_bytes: 64,
+            line_bytes: 32,
+            ways: 2,
+            sector_bytes: 8,
+            write_policy: WritePolicy::Wtwa,
+            ..CacheConfig::default()
+        };
+        let mut c = CacheModel::new(&cfg, 1);
+        let store = |sector: u32, bytes: u32| Request {
+            line: 0,
+            sectors: 1 << sector,
+            write: true,
+            bytes,
+        };
+        let load = |sectors: u32| Request {
+            line: 0,
+            sectors,
+            write: false,
+            bytes: 8 * sectors.count_ones(),
+        };
+        // A 4-byte store to sector 0: a miss that allocates the line, fetches nothing and
+        // goes through whole.
+        let o = c.access_written(&store(0, 4), Some(0xF));
+        assert_eq!(
+            (o.hit, o.fetched, o.bytes_from_memory, o.bytes_to_memory),
+            (false, 0, 0, 4)
+        );
+        // A store to another sector of the line hits on the tag.
+        let o = c.access_written(&store(1, 8), Some(0xFF << 8));
+        assert!(o.hit, "a store hits on its line's tag");
+        assert_eq!(o.missing, 0b10, "its sector was not there");
+        // Sector 1 was written whole: a load of it hits. Sector 0 only in part: fetched.
+        assert!(c.access(&load(0b10)).hit);
+        let o = c.access(&load(0b01));
+        assert_eq!((o.hit, o.fetched), (false, 0b01));
+        assert!(c.access(&load(0b01)).hit, "fetched once, then readable");
+        // Two 4-byte stores make sector 2 whole between them (the bytes written since the
+        // line came in): a load of it hits without a fetch.
+        c.access_written(&store(2, 4), Some(0xF << 16));
+        c.access_written(&store(2, 4), Some(0xF << 20));
+        let o = c.access(&load(0b100));
+        assert_eq!((o.hit, o.fetched), (true, 0));
+        // Nothing is ever dirty: the stores went through.
+        let mut flushed = Counters::default();
+        c.flush(&mut flushed);
+        assert_eq!(flushed.flush_writebacks, 0);
+    }
+
+    #[test]
+    fn a_bypassed_cache_holds_nothing() {
+        // l1-bypass: every request misses, the first use of a line is compulsory and every
+        // later one capacity (a cache of no lines), reads fetch, stores go through whole.
+        let mut c = CacheModel::new(
+            &CacheConfig {
+                bypass: true,
+                write_policy: WritePolicy::Wbwa,
+                ..cfg(2, 0)
+            },
+            1,
+        );
+        use MissClass::*;
+        let got: Vec<_> = [read(0), read(0), read(1), read(0)]
+            .iter()
+            .map(|r| {
+                let o = c.access(r);
+                (o.hit, o.class, o.fetched, o.bytes_from_memory, o.evicted)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (false, Some(Compulsory), 1, 4, None),
+                (false, Some(Capacity), 1, 4, None),
+                (false, Some(Compulsory), 1, 4, None),
+                (false, Some(Capacity), 1, 4, None),
+            ]
+        );
+        let store = Request {
+            write: true,
+            bytes: 2,
+            ..read(0)
+        };
+        let o = c.access(&store);
+        assert_eq!((o.hit, o.fetched, o.bytes_to_memory), (false, 0, 2));
+        let mut flushed = Counters::default();
+        c.flush(&mut flushed);
+        assert_eq!(
+            flushed.flush_writebacks, 0,
+            "nothing was held, so nothing is dirty"
         );
     }
 

@@ -30,6 +30,8 @@ struct CacheSpec {
     ways: u32,
     replacement: Replacement,
     write_back: bool,
+    /// Its write-allocate policy (`N`, `W`, `F`, `L`).
+    write_allocate: char,
     set_index: SetIndex,
 }
 
@@ -77,6 +79,15 @@ fn parse_cache(v: &str) -> Result<CacheSpec, String> {
             ))
         }
     };
+    let write_allocate = match policy.get(3).copied() {
+        None => 'N',
+        Some(a @ ("N" | "W" | "F" | "L")) => a.chars().next().unwrap_or('N'),
+        Some(other) => {
+            return Err(format!(
+                "write-allocate policy `{other}`: expected N (none), W (write-allocate), F (fetch on write) or L (lazy fetch on read)"
+            ))
+        }
+    };
     let set_index = match policy.get(4).copied() {
         None | Some("L") => SetIndex::Modulo,
         Some("H") => SetIndex::FermiHash,
@@ -95,6 +106,7 @@ fn parse_cache(v: &str) -> Result<CacheSpec, String> {
         ways: ways as u32,
         replacement,
         write_back,
+        write_allocate,
         set_index,
     })
 }
@@ -113,11 +125,12 @@ impl CacheSpec {
             },
             set_index: self.set_index.clone(),
             replacement: self.replacement,
-            write_policy: if self.write_back {
-                WritePolicy::Wbwa
-            } else {
-                WritePolicy::Wtna
+            write_policy: match (self.write_back, self.write_allocate) {
+                (true, _) => WritePolicy::Wbwa,
+                (false, 'N') => WritePolicy::Wtna,
+                (false, _) => WritePolicy::Wtwa,
             },
+            bypass: false,
         }
     }
 }
@@ -192,6 +205,10 @@ pub fn read(text: &str, file: &str, c: &mut SimConfig) -> Result<Vec<String>, Ac
         }
         if spec.write_back {
             notes.push("the L1 writes back: write-back with write-allocate".into());
+        } else if matches!(spec.write_allocate, 'W' | 'F') {
+            notes.push(
+                "the L1 writes through and fetches on a write miss: read as wtwa, which allocates without the fetch".into(),
+            );
         }
         c.coalescing = if spec.sectored {
             super::Coalescing::Sector
@@ -199,6 +216,13 @@ pub fn read(text: &str, file: &str, c: &mut SimConfig) -> Result<Vec<String>, Ac
             super::Coalescing::Line
         };
         c.cache = l1;
+    }
+    if let Some(o) = get("gpgpu_gmem_skip_L1D") {
+        c.cache.bypass = match o.2 {
+            "1" => true,
+            "0" => false,
+            v => return Err(err(o, format!("expected 0 or 1, found `{v}`"))),
+        };
     }
     let Some(dl2) = get("gpgpu_cache:dl2") else {
         return Ok(notes);
@@ -300,5 +324,18 @@ mod tests {
         let text = QV100.replace("RBBBCCCB", "RBBBCCCX");
         let e = read(&text, "v.config", &mut c).unwrap_err();
         assert!(e.message.contains("`X` is not an address bit"), "{e}");
+        let text = format!("{QV100}-gpgpu_gmem_skip_L1D yes\n");
+        let e = read(&text, "v.config", &mut c).unwrap_err();
+        assert_eq!((e.line, e.option.as_str()), (14, "-gpgpu_gmem_skip_L1D"));
+    }
+
+    #[test]
+    fn kepler_skips_the_l1_for_global_data() {
+        // SM3_KEPLER_TITAN: "-gpgpu_gmem_skip_L1D 1" (global loads are not cached in L1).
+        let mut c = SimConfig::default();
+        read(&format!("{QV100}-gpgpu_gmem_skip_L1D 1\n"), "k", &mut c).unwrap();
+        assert!(c.cache.bypass);
+        read(&format!("{QV100}-gpgpu_gmem_skip_L1D 0\n"), "k", &mut c).unwrap();
+        assert!(!c.cache.bypass);
     }
 }

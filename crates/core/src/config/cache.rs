@@ -60,6 +60,11 @@ pub enum WritePolicy {
     Wtna,
     /// Write-back with write-allocate: stores fill lines and mark them dirty.
     Wbwa,
+    /// Write-through with allocation and no fetch (the H100's L1, GPGPU-Sim's `T` with `L`):
+    /// a store hits on its line's tag, allocates the line on a miss without reading memory,
+    /// and goes through to the level below; a sector it covers only in part is fetched by
+    /// the first load that needs it.
+    Wtwa,
 }
 
 impl WritePolicy {
@@ -85,6 +90,13 @@ impl Choice for WritePolicy {
             description: "stores dirty the line; a store miss fills it; evictions write back",
             form: Form::Plain(WritePolicy::Wbwa),
         },
+        Entry {
+            name: "wtwa",
+            aliases: &[],
+            label: "write-through, allocate",
+            description: "stores go to memory and allocate their line without fetching; a store hits on the line's tag (H100 L1)",
+            form: Form::Plain(WritePolicy::Wtwa),
+        },
     ];
 }
 
@@ -101,6 +113,11 @@ pub struct CacheConfig {
     pub set_index: SetIndex,
     pub replacement: Replacement,
     pub write_policy: WritePolicy,
+    /// Global loads and stores skip the L1 (GPGPU-Sim's `-gpgpu_gmem_skip_L1D`, what
+    /// `nvcc -Xptxas -dlcm=cg` compiles to, Kepler's default): every request misses without
+    /// allocating, a store goes on to the level below, and the requests' sectors go to the L2.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bypass: bool,
 }
 
 impl Default for CacheConfig {
@@ -113,6 +130,7 @@ impl Default for CacheConfig {
             set_index: SetIndex::Modulo,
             replacement: Replacement::Lru,
             write_policy: WritePolicy::Wtna,
+            bypass: false,
         }
     }
 }

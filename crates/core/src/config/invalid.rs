@@ -52,6 +52,10 @@ pub enum Invalid {
     L2AddressMap { map: String, why: String },
     #[error("the L2 writes back (write-policy wbwa): its writes allocate without a fetch, as GPU L2s do")]
     L2WriteBack,
+    #[error("the L2 caches what reaches it: its slice cannot be bypassed")]
+    L2Bypass,
+    #[error("the timing model times the L1's hits and misses: it needs an L1 that caches global data (l1-bypass off)")]
+    TimingBypass,
     #[error("the L2's slice: {0}")]
     L2Slice(Box<Invalid>),
 }

@@ -52,6 +52,7 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         "replacement" => c.cache.replacement = choice::parse(v)?,
         "write-policy" => c.cache.write_policy = choice::parse(v)?,
         "set-index" => c.cache.set_index = choice::parse(v)?,
+        "l1-bypass" => c.cache.bypass = on_off(key, v)?,
         "coalescing" => c.coalescing = choice::parse(v)?,
         "schedule" => c.schedule.policy = choice::parse(v)?,
         "reuse" => c.reuse = choice::parse(v)?,

@@ -113,6 +113,7 @@ pub fn slice_cache(sets: u64, ways: u32, set_index: SetIndex) -> CacheConfig {
         set_index,
         replacement: Replacement::Lru,
         write_policy: WritePolicy::Wbwa,
+        bypass: false,
     }
 }
 
@@ -147,6 +148,12 @@ impl L2Config {
             map: self.address_map.clone(),
             why,
         })?;
+        if self.slice.write_policy != WritePolicy::Wbwa {
+            return Err(Invalid::L2WriteBack);
+        }
+        if self.slice.bypass {
+            return Err(Invalid::L2Bypass);
+        }
         self.slice
             .validate()
             .map_err(|e| Invalid::L2Slice(Box::new(e)))

@@ -134,6 +134,9 @@ impl SimConfig {
             if self.cache.replacement != Replacement::Lru {
                 return Err(Invalid::TimingNeedsLru);
             }
+            if self.cache.bypass {
+                return Err(Invalid::TimingBypass);
+            }
         }
         if let Some(l2) = &self.l2 {
             l2.validate()?;

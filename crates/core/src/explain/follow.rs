@@ -3,6 +3,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::l2::L2Follow;
 use super::{
     shape, Access, Asked, Counterfactual, Eviction, Explanation, Flight, Resident, Reuse, Why,
 };
@@ -38,6 +39,9 @@ impl<O: Stops> Observer for Relay<'_, O> {
     }
     fn after_request(&mut self, event: &RequestEvent, cache: &crate::cache::CacheModel) {
         self.inner.after_request(event, cache);
+    }
+    fn on_l2(&mut self, event: &crate::l2::L2Event) {
+        self.inner.on_l2(event);
     }
     fn progress(&mut self, done: u64, total: u64) -> bool {
         if !(self.keep_going)(done, total) {
@@ -281,10 +285,14 @@ pub(super) struct Follow {
     since_lines: FxHashSet<u64>,
     /// The last request that started a fetch of the line (timing model).
     fetch: Option<(u64, RequestEvent)>,
+    /// The request seen last, on any SM (the L2 requests that follow are its).
+    current: Option<(u64, RequestEvent)>,
+    /// The target's line in the L2, when it is simulated.
+    l2: Option<L2Follow>,
 }
 
 impl Follow {
-    pub fn new(n: u64, target: RequestEvent, allocate_writes: bool) -> Self {
+    pub fn new(n: u64, target: RequestEvent, allocate_writes: bool, l2: Option<L2Follow>) -> Self {
         Follow {
             n,
             seen: 0,
@@ -298,6 +306,8 @@ impl Follow {
             since: Vec::new(),
             since_lines: FxHashSet::default(),
             fetch: None,
+            current: None,
+            l2,
         }
     }
 
@@ -450,6 +460,7 @@ impl Follow {
             why,
             rule: String::new(),
             counterfactuals,
+            l2: self.l2.and_then(|f| f.finish(names)),
             story: Vec::new(),
         }
     }
@@ -459,8 +470,16 @@ impl Observer for Follow {
     fn on_request(&mut self, e: &RequestEvent) {
         let i = self.seen;
         self.seen += 1;
+        if self.l2.is_some() {
+            self.current = Some((i, *e));
+        }
         if i < self.n && e.sm == self.target.sm {
             self.step(i, e);
+        }
+    }
+    fn on_l2(&mut self, e: &crate::l2::L2Event) {
+        if let (Some(f), Some((i, by))) = (&mut self.l2, &self.current) {
+            f.step(*i, by, self.n, e);
         }
     }
 }

@@ -14,6 +14,7 @@
 //! request (`docs/explain.md`).
 
 mod follow;
+mod l2;
 pub mod step;
 mod words;
 
@@ -23,6 +24,7 @@ use crate::config::{choice, SimConfig, WritePolicy};
 use crate::sim::{self, RequestEvent, SimError};
 use crate::trace::Kernel;
 use follow::{Find, Follow, Key, Lookup, Names};
+pub use l2::InL2;
 
 /// Why a request hit or missed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -39,6 +41,8 @@ pub enum Why {
     Latency,
     /// Timing model: with unlimited MSHRs it would have hit.
     Mshr,
+    /// The L1 caches no global data (`l1-bypass`): every request goes on to the level below.
+    Bypassed,
 }
 
 impl Why {
@@ -50,6 +54,7 @@ impl Why {
             Why::Conflict => "conflict miss",
             Why::Latency => "latency miss",
             Why::Mshr => "MSHR miss",
+            Why::Bypassed => "bypassed",
         }
     }
 }
@@ -185,6 +190,9 @@ pub struct Explanation {
     /// The rule that gave the class, with its evidence.
     pub rule: String,
     pub counterfactuals: Vec<Counterfactual>,
+    /// What its line met in the L2, when the L2 is simulated and the request went there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2: Option<InL2>,
     /// The whole story in plain words, one paragraph per entry.
     pub story: Vec<String>,
 }
@@ -243,7 +251,18 @@ pub fn explain(
         });
     };
     let names = find.names;
-    let mut follow = Follow::new(request, target, allocates_writes(&cfg));
+    let l2 = cfg
+        .l2
+        .as_ref()
+        .filter(|_| cfg.l2_simulated() && cfg.timing.is_none())
+        .map(|l2| {
+            l2::L2Follow::new(
+                target.line,
+                cfg.cache.line_bytes as u64,
+                l2.slice.line_bytes as u64,
+            )
+        });
+    let mut follow = Follow::new(request, target, allocates_writes(&cfg), l2);
     run_until(&cfg, kernels, &mut follow, keep_going)?;
     let key = Key::of(&target, follow.nth);
     // The accesses: the timing model reports none, so look the request up without it.
@@ -265,6 +284,8 @@ pub fn explain(
     };
     let why = if target.hit {
         Why::Hit
+    } else if cfg.cache.bypass {
+        Why::Bypassed
     } else if cfg.timing.is_some() {
         timed_why(&mut ask, &cfg, &target)?
     } else {
@@ -280,7 +301,11 @@ pub fn explain(
         && cfg.timing.is_none()
         && !allocates_writes(&cfg)
         && follow.previous_was_store();
-    if not_brought_in {
+    if why == Why::Bypassed {
+        let mut caching = cfg.clone();
+        caching.cache.bypass = false;
+        ask.ask("the L1 caching global data (l1-bypass off)".into(), caching)?;
+    } else if not_brought_in {
         let mut allocating = cfg.clone();
         allocating.cache.write_policy = WritePolicy::Wbwa;
         let label =
@@ -370,7 +395,7 @@ fn more_room(ask: &mut Asker, cfg: &SimConfig) -> Result<(), ExplainError> {
         let change = format!(
             "{} ways ({})",
             more.cache.ways_effective(),
-            bytes(more.cache.size_bytes)
+            crate::report::text::size_words(more.cache.size_bytes)
         );
         if ask.ask(change, more)?.is_some_and(|e| e.hit) {
             break;
@@ -379,18 +404,10 @@ fn more_room(ask: &mut Asker, cfg: &SimConfig) -> Result<(), ExplainError> {
     Ok(())
 }
 
-/// `32 KB`, `1 MB`, or `512 B` below a kilobyte.
-fn bytes(n: u64) -> String {
-    match n {
-        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MB", n >> 20),
-        n if n >= 1024 && n % 1024 == 0 => format!("{} KB", n >> 10),
-        n => format!("{n} B"),
-    }
-}
-
-/// Whether a write that misses brings its line in.
+/// Whether a write that misses brings its line in (`wbwa` fetching it, `wtwa` without a
+/// fetch).
 fn allocates_writes(cfg: &SimConfig) -> bool {
-    cfg.cache.write_policy == WritePolicy::Wbwa
+    cfg.cache.write_policy != WritePolicy::Wtna && !cfg.cache.bypass
 }
 
 fn shape(cfg: &SimConfig) -> Shape {

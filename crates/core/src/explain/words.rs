@@ -131,6 +131,7 @@ pub fn rule(e: &Explanation) -> String {
         // latencies but is without them; a first use can be one, as the warps' order changes.
         Why::Latency => "latency: with no latency the warps run in another order and an earlier request would already have brought the line into the set's stack; with latencies this request was the first to ask for it".into(),
         Why::Mshr => "MSHR: with unlimited MSHRs it would have hit; waiting for a free MSHR changed the order of the requests".into(),
+        Why::Bypassed => "bypassed: the L1 caches no global data (l1-bypass on, as GPGPU-Sim's -gpgpu_gmem_skip_L1D or nvcc -Xptxas -dlcm=cg), so every request goes on to the level below and none can hit".into(),
     }
 }
 
@@ -178,6 +179,9 @@ pub fn story(e: &Explanation) -> Vec<String> {
         ));
     }
     out.push(format!("{}.", capitalize(&e.rule)));
+    if let Some(l2) = &e.l2 {
+        out.push(super::l2::words(l2));
+    }
     if !e.counterfactuals.is_empty() {
         let v: Vec<String> = e
             .counterfactuals

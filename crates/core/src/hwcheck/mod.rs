@@ -25,7 +25,7 @@ mod trace_check;
 pub use trace_check::{check_trace, FillCounts, L2Check, L2Counts, LaunchCheck, MeasuredLaunch};
 
 use crate::config::{Coalescing, SimConfig, SmSelection};
-use crate::sim::{self, NoObserver, SimError};
+use crate::sim::{self, SimError};
 use crate::trace::{AccessKind, Kernel};
 use serde::Serialize;
 
@@ -89,6 +89,11 @@ impl CaseCheck {
     /// Simulated minus measured load sector hit rate, in percentage points.
     pub fn load_hit_rate_difference(&self) -> Option<f64> {
         Some(self.simulated.load.hit_rate_pct()? - self.measured.load.hit_rate_pct()?)
+    }
+
+    /// Simulated minus measured store sector hit rate, in points (`None` without stores).
+    pub fn store_hit_rate_difference(&self) -> Option<f64> {
+        Some(self.simulated.store.hit_rate_pct()? - self.measured.store.hit_rate_pct()?)
     }
 }
 
@@ -154,7 +159,8 @@ pub fn simulate_case(case: &str, cfg: &SimConfig) -> Result<CaseCounts, CheckErr
     for k in &trace.kernels {
         coalesced_counts(k, cfg, &mut counts).map_err(sim_err)?;
     }
-    let report = sim::run(cfg, &trace, &mut NoObserver).map_err(sim_err)?;
+    let mut stores = StoreHits::default();
+    let report = sim::run(cfg, &trace, &mut stores).map_err(sim_err)?;
     // A read fetches only the sectors it asked for that were missing (`bytes_from_memory`);
     // every other sector it asked for was a hit. Each instruction of the generated kernels is
     // all loads or all stores.
@@ -165,7 +171,32 @@ pub fn simulate_case(case: &str, cfg: &SimConfig) -> Result<CaseCounts, CheckErr
         fetched += row.counters.bytes_from_memory / sector_bytes;
     }
     counts.load.sector_hits = Some(sectors.saturating_sub(fetched));
+    counts.store.sector_hits = Some(stores.0.iter().sum());
     Ok(counts)
+}
+
+/// The sectors of the store requests that hit, per kernel, as the counters count a store
+/// lookup: under `wtwa` a store hits on its line's tag, and each of its sectors is then a hit.
+#[derive(Default)]
+pub(crate) struct StoreHits(pub Vec<u64>);
+
+impl StoreHits {
+    /// Kernel `k`'s store sector hits.
+    pub fn of(&self, k: usize) -> u64 {
+        self.0.get(k).copied().unwrap_or(0)
+    }
+}
+
+impl sim::Observer for StoreHits {
+    fn on_request(&mut self, e: &sim::RequestEvent) {
+        if e.write && e.hit {
+            let k = e.kernel as usize;
+            if self.0.len() <= k {
+                self.0.resize(k + 1, 0);
+            }
+            self.0[k] += e.sectors.count_ones() as u64;
+        }
+    }
 }
 
 /// Adds the warp instructions of `k` and the sectors they touch, through the scheduler and

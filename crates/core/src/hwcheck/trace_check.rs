@@ -5,7 +5,7 @@
 
 use super::{coalesced_counts, CaseCounts, CheckError, SECTOR_BYTES};
 use crate::config::{Coalescing, SimConfig};
-use crate::sim::{self, NoObserver};
+use crate::sim;
 use crate::trace::{Dim3, Trace};
 use serde::Serialize;
 
@@ -117,7 +117,8 @@ pub fn check_trace(
         case: "the trace".into(),
         source,
     };
-    let report = sim::run(cfg, trace, &mut NoObserver).map_err(sim_err)?;
+    let mut stores = super::StoreHits::default();
+    let report = sim::run(cfg, trace, &mut stores).map_err(sim_err)?;
     let sector = cfg.cache.sector_bytes.max(1) as u64;
     let mut out = Vec::with_capacity(measured.len());
     for (i, (m, k)) in measured.iter().zip(&trace.kernels).enumerate() {
@@ -134,6 +135,7 @@ pub fn check_trace(
             fetched += row.counters.bytes_from_memory / sector;
         }
         counts.load.sector_hits = Some(sectors.saturating_sub(fetched));
+        counts.store.sector_hits = Some(stores.of(i));
         let l2 = report.l2.as_ref().map(|l2| {
             let c = l2
                 .kernels

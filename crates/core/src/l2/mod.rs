@@ -14,14 +14,16 @@
 //! every SM's traffic or none.
 
 mod address_map;
+mod event;
 mod heat;
 mod report;
 
 pub use address_map::AddressMap;
+pub use event::{L2Cause, L2Event};
 pub use heat::{SliceHeat, MAX_BINS};
 pub use report::{L2Counters, L2InstRow, L2KernelRow, L2Report, L2SliceRow};
 
-use crate::cache::{CacheModel, Outcome, Request, SetIndexFn};
+use crate::cache::{CacheModel, Outcome, Request, SetIndexFn, Written};
 use crate::config::{CacheConfig, L2Config, ReuseMode};
 use crate::reuse::ReuseMeter;
 use crate::rng::Rng;
@@ -49,6 +51,11 @@ pub struct L2Model {
     bytes_l2_to_l1: u64,
     reuse: Option<ReuseMeter>,
     heat: SliceHeat,
+    /// The requests made since the last [`L2Model::drain_events`], when kept
+    /// ([`L2Model::keep_events`]).
+    events: Option<Vec<L2Event>>,
+    /// Why the requests being made now are made.
+    cause: L2Cause,
 }
 
 impl L2Model {
@@ -69,9 +76,11 @@ impl L2Model {
             map,
             index: SetIndexFn::new(&slice.set_index, slice.sets(), slice.line_bytes),
             slices: (0..n)
-                .map(|i| CacheModel::new(slice, Rng::fork(seed, 0x4C32_0000 + i as u64).next_u64()))
+                .map(|i| {
+                    CacheModel::new_lazy(slice, Rng::fork(seed, 0x4C32_0000 + i as u64).next_u64())
+                })
                 .collect(),
-            l1_write_through: l1.write_policy == crate::config::WritePolicy::Wtna,
+            l1_write_through: l1.write_policy != crate::config::WritePolicy::Wbwa || l1.bypass,
             l1_line_bytes: l1.line_bytes.max(1) as u64,
             l1_sector_bytes: l1.sector_bytes.max(1) as u64,
             l2_line_bytes: slice.line_bytes.max(1) as u64,
@@ -83,7 +92,30 @@ impl L2Model {
             bytes_l2_to_l1: 0,
             reuse: ReuseMeter::new(reuse, sets * n, slice.lines() as usize * n),
             heat: SliceHeat::new(n),
+            events: None,
+            cause: L2Cause::Fetch,
         })
+    }
+
+    /// Keeps every request it makes as an [`L2Event`] until [`L2Model::drain_events`] (for an
+    /// observer: explain, the app); `false` stops and forgets them.
+    #[inline]
+    pub fn keep_events(&mut self, keep: bool) {
+        match keep {
+            true => {
+                self.events.get_or_insert_with(Vec::new);
+            }
+            false => self.events = None,
+        }
+    }
+
+    /// Hands `f` the requests made since the last call, oldest first (none when not kept).
+    #[inline]
+    pub fn drain_events(&mut self, mut f: impl FnMut(&L2Event)) {
+        if let Some(events) = &mut self.events {
+            events.iter().for_each(&mut f);
+            events.clear();
+        }
     }
 
     /// Its reuse meter anew for `mode` (a session made streamed before anything ran).
@@ -129,12 +161,14 @@ impl L2Model {
         let at = Some((kernel, inst));
         if o.fetched != 0 {
             self.bytes_l2_to_l1 += o.fetched.count_ones() as u64 * self.l1_sector_bytes;
+            self.cause = L2Cause::Fetch;
             self.send_sectors(r.line, o.fetched, false, false, at);
         }
         // Under write-through a store goes on to the L2; under write-back what leaves is the
         // dirty line its fill evicted.
         if r.write && self.l1_write_through {
             self.bytes_l1_to_l2 += r.bytes as u64;
+            self.cause = L2Cause::WriteThrough;
             match written {
                 Some(mask) if self.l1_line_bytes <= 128 => self.send_bytes(r.line, mask, at),
                 _ => {
@@ -146,6 +180,7 @@ impl L2Model {
         }
         if let (Some(line), true) = (o.evicted, o.written_back != 0) {
             self.bytes_l1_to_l2 += o.written_back.count_ones() as u64 * self.l1_sector_bytes;
+            self.cause = L2Cause::WriteBack;
             self.send_sectors(line, o.written_back, true, false, at);
         }
     }
@@ -153,6 +188,7 @@ impl L2Model {
     /// An L1's dirty line written back at the end of the run (Dinero IV's final copy-back).
     pub fn l1_flush(&mut self, line: u64, sectors: u32) {
         self.bytes_l1_to_l2 += sectors.count_ones() as u64 * self.l1_sector_bytes;
+        self.cause = L2Cause::Flush;
         self.send_sectors(line, sectors, true, false, None);
     }
 
@@ -171,7 +207,7 @@ impl L2Model {
         let (s1, s2) = (self.l1_sector_bytes, self.l2_sector_bytes);
         if self.l1_line_bytes == self.l2_line_bytes && s1 == s2 {
             let p = if partial { sectors } else { 0 };
-            self.request(base, sectors, write, p, at);
+            self.request(base, sectors, write, Written::Partial(p), at);
             return;
         }
         // Different geometries: gather the L2 sectors per L2 line, in address order. An L1
@@ -190,7 +226,8 @@ impl L2Model {
                     Some((l, s)) if *l == line => *s |= bit,
                     _ => {
                         if let Some((l, s)) = current.replace((line, bit)) {
-                            self.request(l * self.l2_line_bytes, s, write, part(s), at);
+                            let w = Written::Partial(part(s));
+                            self.request(l * self.l2_line_bytes, s, write, w, at);
                         }
                     }
                 }
@@ -198,17 +235,26 @@ impl L2Model {
             }
         }
         if let Some((l, s)) = current {
-            self.request(l * self.l2_line_bytes, s, write, part(s), at);
+            self.request(
+                l * self.l2_line_bytes,
+                s,
+                write,
+                Written::Partial(part(s)),
+                at,
+            );
         }
     }
 
     /// Sends a store of the bytes `mask` of L1 line `l1_line` (at most 128 bytes) to the L2:
-    /// the L2 sectors it touches, those it does not cover whole written in part.
+    /// the L2 sectors it touches, with the bytes it writes of each L2 line (where the L2's
+    /// lines are of at most 128 bytes; else the sectors it does not cover whole, in part).
     fn send_bytes(&mut self, l1_line: u64, mask: u128, at: Option<(u32, u32)>) {
         let l1 = self.l1_line_bytes;
         let base = l1_line * l1;
-        let s2 = self.l2_sector_bytes;
-        let mut current: Option<(u64, u32, u32)> = None;
+        let (s2, l2) = (self.l2_sector_bytes, self.l2_line_bytes);
+        let by_bytes = l2 <= 128;
+        // The L2 line, its sectors, those written in part, the bytes written of it.
+        let mut current: Option<(u64, u32, u32, u128)> = None;
         let mut a = base - base % s2;
         while a < base + l1 {
             let (lo, hi) = (a.max(base), (a + s2).min(base + l1));
@@ -220,37 +266,62 @@ impl L2Model {
             };
             let bits = (mask >> (lo - base)) & ones;
             if bits != 0 {
-                let line = a / self.l2_line_bytes;
-                let bit = 1u32 << ((a % self.l2_line_bytes) / s2);
+                let line = a / l2;
+                let bit = 1u32 << ((a % l2) / s2);
                 let part = if bits == ones && width == s2 { 0 } else { bit };
+                let shift = lo - line * l2;
+                let bytes = if by_bytes && shift < 128 {
+                    bits << shift
+                } else {
+                    0
+                };
                 match &mut current {
-                    Some((l, s, p)) if *l == line => {
+                    Some((l, s, p, b)) if *l == line => {
                         *s |= bit;
                         *p |= part;
+                        *b |= bytes;
                     }
                     _ => {
-                        if let Some((l, s, p)) = current.replace((line, bit, part)) {
-                            self.request(l * self.l2_line_bytes, s, true, p, at);
+                        if let Some(prev) = current.replace((line, bit, part, bytes)) {
+                            self.send_written(prev, by_bytes, at);
                         }
                     }
                 }
             }
             a += s2;
         }
-        if let Some((l, s, p)) = current {
-            self.request(l * self.l2_line_bytes, s, true, p, at);
+        if let Some(prev) = current {
+            self.send_written(prev, by_bytes, at);
         }
     }
 
-    /// One L2 request: the line at byte address `addr`, its `sectors` (L2 sectors).
+    /// One store's request of an L2 line: `(line, sectors, written in part, bytes written)`.
+    fn send_written(
+        &mut self,
+        (line, s, p, b): (u64, u32, u32, u128),
+        by_bytes: bool,
+        at: Option<(u32, u32)>,
+    ) {
+        let w = if by_bytes {
+            Written::Bytes {
+                mask: b,
+                sector_bytes: self.l2_sector_bytes as u32,
+            }
+        } else {
+            Written::Partial(p)
+        };
+        self.request(line * self.l2_line_bytes, s, true, w, at);
+    }
+
+    /// One L2 request: the line at byte address `addr`, its `sectors` (L2 sectors);
+    /// `written`: what a write covers of them.
     #[inline]
-    /// `partial`: the sectors a write covers only in part.
     fn request(
         &mut self,
         addr: u64,
         sectors: u32,
         write: bool,
-        partial: u32,
+        written: Written,
         at: Option<(u32, u32)>,
     ) {
         let (slice, local) = self.map.slice_of(addr);
@@ -262,12 +333,25 @@ impl L2Model {
             write,
             bytes: sectors.count_ones() * self.l2_sector_bytes as u32,
         };
-        let o = self.slices[slice as usize].access_lazy_in_set(&r, set, partial);
+        let o = self.slices[slice as usize].access_lazy_in_set(&r, set, written);
         let sets = self.cfg.slice.sets();
         if let Some(m) = &mut self.reuse {
             m.access(line, slice * sets + set);
         }
         self.heat.add(slice, !o.hit);
+        if let Some(events) = &mut self.events {
+            events.push(L2Event {
+                slice,
+                line,
+                set,
+                write,
+                hit: o.hit,
+                missing: o.missing,
+                class: o.class,
+                evicted: o.evicted,
+                cause: self.cause,
+            });
+        }
         let add = |c: &mut L2Counters| c.record(&r, &o);
         add(&mut self.per_slice[slice as usize]);
         match at {

@@ -10,6 +10,15 @@ use super::{short_name, Report};
 use crate::cache::Counters;
 
 /// `a` of `b` as a percentage with two decimals (`-` of nothing).
+/// `32 KB`, `1 MB`, or `512 B` where it is not a whole number of kilobytes.
+pub(crate) fn size_words(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MB", n >> 20),
+        n if n >= 1024 && n % 1024 == 0 => format!("{} KB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
+
 pub(super) fn pct(a: u64, b: u64) -> String {
     if b == 0 {
         "-".into()
@@ -123,6 +132,12 @@ fn configuration(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result
         c.cache.write_policy.name(),
         c.coalescing.name()
     )?;
+    if c.cache.bypass {
+        writeln!(
+            w,
+            "L1 bypassed (l1-bypass on): global loads and stores skip it, every request is a miss that allocates nothing"
+        )?;
+    }
     let policy = if c.timing.is_some() {
         "FIFO warp queue (timing model)"
     } else {

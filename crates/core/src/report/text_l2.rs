@@ -14,8 +14,8 @@ pub(super) fn write(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
     let s = &cfg.slice;
     writeln!(
         w,
-        "\nL2 {} KB in {} slices ({} channels x {}), each {} sets x {}-way of {} B lines, {} B sectors ({} sets, {}), {} slices",
-        cfg.size_bytes() / 1024,
+        "\nL2 {} in {} slices ({} channels x {}), each {} sets x {}-way of {} B lines, {} B sectors ({} sets, {}), {} slices",
+        super::text::size_words(cfg.size_bytes()),
         cfg.slices(),
         cfg.channels,
         cfg.slices_per_channel,

@@ -93,6 +93,11 @@ pub trait Observer {
     /// Called right after [`Observer::on_request`] with the L1 of the request's SM as the
     /// request left it (for the step-through view). Not called in the timing model.
     fn after_request(&mut self, _event: &RequestEvent, _cache: &CacheModel) {}
+    /// Called (when [`Observer::wants_requests`] and the L2 is simulated) after
+    /// [`Observer::on_request`] and [`Observer::after_request`] with each L2 request that
+    /// request made, in order (none for an L1 hit that writes nothing), and at the end of a
+    /// run with those of the L1s' final write-back. Not called in the timing model.
+    fn on_l2(&mut self, _event: &crate::l2::L2Event) {}
     /// Whether [`Observer::on_request`] does anything: when not, the pipeline does not
     /// build the events (the thread search behind [`RequestEvent::thread`] costs time).
     fn wants_requests(&self) -> bool {
@@ -166,8 +171,13 @@ impl SmSim {
     /// distance (where measured). Where the exact distance classifies the miss by itself
     /// (LRU, write-allocate, one sector a line: `CacheModel::shadow_is_a_stack`), the fully
     /// associative shadow is not kept; the outcome is the same.
+    /// `written`: a store's bytes of its line, where the coalescer knows them (for `wtwa`).
     #[inline]
-    fn access(&mut self, r: &crate::cache::Request) -> (crate::cache::Outcome, Option<u64>) {
+    fn access(
+        &mut self,
+        r: &crate::cache::Request,
+        written: Option<u128>,
+    ) -> (crate::cache::Outcome, Option<u64>) {
         match &mut self.reuse {
             Some(ReuseMeter::Exact(t)) if self.cache.shadow_is_a_stack() => {
                 let set = self.cache.set_of(r.line);
@@ -175,11 +185,11 @@ impl SmSim {
                 (self.cache.access_at_distance(r, set, d), d)
             }
             Some(m) => {
-                let o = self.cache.access(r);
+                let o = self.cache.access_written(r, written);
                 let d = m.access(r.line, o.set).and_then(|d| d.whole);
                 (o, d)
             }
-            None => (self.cache.access(r), None),
+            None => (self.cache.access_written(r, written), None),
         }
     }
 }

@@ -187,6 +187,9 @@ impl<O: Observer> Observer for RequestExporter<O> {
             names.extend(added.iter().map(|i| i.name.clone()));
         }
     }
+    fn on_l2(&mut self, e: &crate::l2::L2Event) {
+        self.inner.on_l2(e);
+    }
     fn on_request(&mut self, e: &RequestEvent) {
         self.inner.on_request(e);
         let c = &mut self.cols;

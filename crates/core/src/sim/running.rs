@@ -90,10 +90,15 @@ impl Running {
             ..Default::default()
         };
         for (ci, c) in reqs.iter().enumerate() {
-            let (o, reuse_distance) = s.access(&c.request);
+            let written = if c.request.write && (session.l2.is_some() || s.cache.wants_written()) {
+                self.coalescer.byte_mask(ci)
+            } else {
+                None
+            };
+            let (o, reuse_distance) = s.access(&c.request, written);
             local.record(c.request.write, &o);
             if let Some(l2) = &mut session.l2 {
-                let written = self.coalescer.byte_mask(ci);
+                l2.keep_events(self.events);
                 l2.below_l1(&c.request, &o, self.ki, inst, written);
             }
             local.transactions += c.transactions as u64;
@@ -142,6 +147,9 @@ impl Running {
                 };
                 observer.on_request(&event);
                 observer.after_request(&event, &s.cache);
+                if let Some(l2) = &mut session.l2 {
+                    l2.drain_events(|e| observer.on_l2(e));
+                }
             }
             s.order += 1;
         }

@@ -143,11 +143,14 @@ impl Session {
     }
 
     /// Moves the classifiers and reuse meters out into a stage that measures reference
-    /// streams (see the module's text). `None` while a kernel is open or they are already
-    /// away.
+    /// streams (see the module's text). `None` while a kernel is open, when they are already
+    /// away, or when the cache cannot be classified apart (`wtwa`).
     pub fn detach_reuse(&mut self) -> Option<ReuseStage> {
         let first = self.sims.first()?;
-        if self.measured_apart || !matches!(self.feeding, Feeding::Whole) {
+        if self.measured_apart
+            || !matches!(self.feeding, Feeding::Whole)
+            || !first.cache.classifies_apart()
+        {
             return None;
         }
         let index = first.cache.set_index().clone();

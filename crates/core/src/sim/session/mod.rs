@@ -354,6 +354,9 @@ impl Session {
             }
             self.report.add_sm(s.sm, &s.counters, s.reuse.as_ref());
         }
+        if let Some(l2) = &mut self.l2 {
+            l2.drain_events(|e| observer.on_l2(e));
+        }
         self.report.finish(self.cfg.cache.lines());
         if let Some(l2) = &self.l2 {
             let names: Vec<String> = self.report.kernels.iter().map(|k| k.name.clone()).collect();

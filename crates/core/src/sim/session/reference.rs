@@ -165,14 +165,19 @@ impl Stream {
             let (addr, size) = (cols.addr[r], cols.size[r] as u64);
             let coalescer = &self.coalescer;
             coalescer.split(addr, size, write, |c| {
+                let written = if write && (l2.is_some() || sim.cache.wants_written()) {
+                    coalescer.split_mask(addr, size, c.request.line)
+                } else {
+                    None
+                };
                 let (o, reuse_distance) = match &mut self.tags {
                     Some(t) => (sim.cache.access_tagged(&c.request, t.next()), None),
-                    None => sim.access(&c.request),
+                    None => sim.access(&c.request, written),
                 };
                 ic.record(write, &o);
                 ic.transactions += 1;
                 if let Some(l2) = l2 {
-                    let written = coalescer.split_mask(addr, size, c.request.line);
+                    l2.keep_events(events);
                     l2.below_l1(&c.request, &o, ki, inst, written);
                 }
                 if events {
@@ -201,6 +206,9 @@ impl Stream {
                     };
                     obs.on_request(&event);
                     obs.after_request(&event, &sim.cache);
+                    if let Some(l2) = l2 {
+                        l2.drain_events(|e| obs.on_l2(e));
+                    }
                 }
                 sim.order += 1;
             });
