@@ -223,3 +223,39 @@ fn stepping_through_forwards_backwards_by_instruction_to_a_miss_and_playing() {
         paused
     );
 }
+
+#[test]
+fn a_request_explained_with_every_sm_follows_its_line_into_the_l2() {
+    // Fermi's 14 SMs and its L2: the explanation ends with the slice the line went to and who
+    // brought it there, as the core says.
+    let mut a = app("matmul", "n=64");
+    let mut cfg = warpscope_core::config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = warpscope_core::config::SmSelection::All;
+    a.set_config(0, "test", cfg, 0.0);
+    a.settings.view = View::Address;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.state_mut().panes[0]
+        .view_mut::<AddressView>()
+        .unwrap()
+        .explain(200);
+    step_until(&mut h, "the explanation", |a| answered(a, Some(200)));
+    let e = h.state().panes[0]
+        .view::<AddressView>()
+        .unwrap()
+        .explaining
+        .as_ref()
+        .unwrap()
+        .answer
+        .clone()
+        .unwrap()
+        .unwrap();
+    let l2 = e.l2.as_ref().expect("the request went to the L2");
+    assert!(l2.hit);
+    let paragraph = e
+        .story
+        .iter()
+        .find(|p| p.starts_with("It went on to L2 slice"))
+        .unwrap();
+    h.get_by_label(paragraph);
+}
