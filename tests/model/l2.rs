@@ -13,6 +13,7 @@ use warpscope::config::{
 use warpscope::explain;
 use warpscope::l2::{AddressMap, L2Counters};
 use warpscope::sim::{self, Observer, RequestEvent};
+use warpscope::trace::Kernel;
 
 use crate::random_kernels::{kernel, small_config, Row};
 
@@ -152,46 +153,51 @@ impl SimpleL2 {
     }
 }
 
-/// The configuration of a random case: `l1_mode` 0 write-through, 1 write-back, 2 and 3
-/// bypassed (l1-bypass: it holds nothing and writes through, whichever its write policy),
-/// 4 write-through with allocation (`wtwa`: a store allocates without a fetch and hits on
-/// the line's tag).
-#[allow(clippy::too_many_arguments)]
-fn case_config(
-    sms: u32,
-    l1_mode: u8,
-    channels: u32,
-    hash: usize,
-    ways: u32,
-    l2_sets: u64,
-    seed: u64,
-) -> (SimConfig, L2Config) {
-    let mut cfg = small_config(32, 0, sms, 2, false, seed);
-    cfg.gpu.simulate = SmSelection::All;
-    cfg.cache.sector_bytes = 32;
-    cfg.cache.size_bytes = 1024;
-    cfg.coalescing = Coalescing::Sector;
-    cfg.cache.write_policy = match l1_mode {
-        4 => WritePolicy::Wtwa,
-        m if m % 2 == 1 => WritePolicy::Wbwa,
-        _ => WritePolicy::Wtna,
-    };
-    cfg.cache.bypass = (2..4).contains(&l1_mode);
-    let hash = [SliceHash::Linear, SliceHash::Xor, SliceHash::Ipoly][hash];
-    let hash = if hash == SliceHash::Xor && channels == 3 {
-        SliceHash::Linear
-    } else {
-        hash
-    };
-    let l2 = L2Config {
-        channels,
-        slices_per_channel: 2,
-        slice_hash: hash,
-        slice: slice_cache(l2_sets, ways, SetIndex::Modulo),
-        ..L2Config::default()
-    };
-    cfg.l2 = Some(l2.clone());
-    (cfg, l2)
+prop_compose! {
+    /// A random kernel over 1-4 SMs and its configuration: `l1_mode` 0 write-through, 1
+    /// write-back, 2 and 3 bypassed (l1-bypass: it holds nothing and writes through, whichever
+    /// its write policy), 4 write-through with allocation (`wtwa`: a store allocates without a
+    /// fetch and hits on the line's tag); 1-4 channels (3: the gap mode), the three slice
+    /// hashes, 2-8 sets of 1-2 ways a slice.
+    fn l2_case()(
+        rows in sector_rows(),
+        ctas in 1u32..12,
+        tpb in 1u32..70,
+        sms in 1u32..5,
+        l1_mode in 0u8..5,
+        channels in prop_oneof![Just(1u32), Just(2), Just(3), Just(4)],
+        hash in 0usize..3,
+        ways in 1u32..3,
+        l2_sets in prop_oneof![Just(2u64), Just(4), Just(8)],
+        seed in any::<u64>(),
+    ) -> (Kernel, SimConfig, L2Config) {
+        let mut cfg = small_config(32, 0, sms, 2, false, seed);
+        cfg.gpu.simulate = SmSelection::All;
+        cfg.cache.sector_bytes = 32;
+        cfg.cache.size_bytes = 1024;
+        cfg.coalescing = Coalescing::Sector;
+        cfg.cache.write_policy = match l1_mode {
+            4 => WritePolicy::Wtwa,
+            m if m % 2 == 1 => WritePolicy::Wbwa,
+            _ => WritePolicy::Wtna,
+        };
+        cfg.cache.bypass = (2..4).contains(&l1_mode);
+        let hash = [SliceHash::Linear, SliceHash::Xor, SliceHash::Ipoly][hash];
+        let hash = if hash == SliceHash::Xor && channels == 3 {
+            SliceHash::Linear
+        } else {
+            hash
+        };
+        let l2 = L2Config {
+            channels,
+            slices_per_channel: 2,
+            slice_hash: hash,
+            slice: slice_cache(l2_sets, ways, SetIndex::Modulo),
+            ..L2Config::default()
+        };
+        cfg.l2 = Some(l2.clone());
+        (kernel("k", ctas, tpb, false, &rows), cfg, l2)
+    }
 }
 
 /// The simple model fed the requests the pipeline reported (`seen`, in issue order), then the
@@ -279,20 +285,7 @@ fn sector_rows() -> impl Strategy<Value = Vec<Row>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(150))]
     #[test]
-    fn the_l2_counts_what_a_simple_model_of_it_counts(
-        rows in sector_rows(),
-        ctas in 1u32..12,
-        tpb in 1u32..70,
-        sms in 1u32..5,
-        l1_mode in 0u8..5,
-        channels in prop_oneof![Just(1u32), Just(2), Just(3), Just(4)],
-        hash in 0usize..3,
-        ways in 1u32..3,
-        l2_sets in prop_oneof![Just(2u64), Just(4), Just(8)],
-        seed in any::<u64>(),
-    ) {
-        let (cfg, l2) = case_config(sms, l1_mode, channels, hash, ways, l2_sets, seed);
-        let k = kernel("k", ctas, tpb, false, &rows);
+    fn the_l2_counts_what_a_simple_model_of_it_counts((k, cfg, l2) in l2_case()) {
         let mut seen = Requests::default();
         let report = sim::run_kernels(&cfg, std::slice::from_ref(&k), &mut seen).unwrap();
         let got = report.l2.clone().unwrap();
@@ -325,20 +318,9 @@ proptest! {
     /// since, and the eviction after it, as the simple model has them.
     #[test]
     fn explain_names_the_request_that_brought_the_line_into_its_slice(
-        rows in sector_rows(),
-        ctas in 1u32..12,
-        tpb in 1u32..70,
-        sms in 1u32..5,
-        l1_mode in 0u8..5,
-        channels in prop_oneof![Just(1u32), Just(2), Just(3), Just(4)],
-        hash in 0usize..3,
-        ways in 1u32..3,
-        l2_sets in prop_oneof![Just(2u64), Just(4), Just(8)],
-        seed in any::<u64>(),
+        (k, cfg, l2) in l2_case(),
         pick in any::<prop::sample::Index>(),
     ) {
-        let (cfg, l2) = case_config(sms, l1_mode, channels, hash, ways, l2_sets, seed);
-        let k = kernel("k", ctas, tpb, false, &rows);
         let mut seen = Requests::default();
         sim::run_kernels(&cfg, std::slice::from_ref(&k), &mut seen).unwrap();
         let want = feed_simple(&cfg, &l2, &seen.0).map_err(TestCaseError::fail)?;

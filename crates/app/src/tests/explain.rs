@@ -18,6 +18,20 @@ fn press(h: &mut egui_kittest::Harness<'static, crate::WarpscopeApp>, pos: egui:
     }
 }
 
+/// The first pane's explanation, answered.
+fn explanation(
+    h: &egui_kittest::Harness<'static, crate::WarpscopeApp>,
+) -> warpscope_core::explain::Explanation {
+    let x = h.state().panes[0].view::<AddressView>().unwrap();
+    x.explaining
+        .as_ref()
+        .unwrap()
+        .answer
+        .clone()
+        .unwrap()
+        .unwrap()
+}
+
 fn answered(a: &crate::WarpscopeApp, request: Option<usize>) -> bool {
     a.panes[0]
         .view::<AddressView>()
@@ -88,16 +102,7 @@ fn clicking_a_request_explains_it_and_its_links_follow_the_story() {
             .as_ref()
             .is_some_and(|x| x.answer.is_some() && x.generation != u64::MAX)
     });
-    let e = h.state().panes[0]
-        .view::<AddressView>()
-        .unwrap()
-        .explaining
-        .as_ref()
-        .unwrap()
-        .answer
-        .clone()
-        .unwrap()
-        .unwrap();
+    let e = explanation(&h);
     let evictor = e.eviction.as_ref().expect("an eviction").by.request as usize;
     h.get_by_label("evicted by");
     h.get_by_label(&format!("request {evictor}")).click();
@@ -240,16 +245,7 @@ fn a_request_explained_with_every_sm_follows_its_line_into_the_l2() {
         .unwrap()
         .explain(200);
     step_until(&mut h, "the explanation", |a| answered(a, Some(200)));
-    let e = h.state().panes[0]
-        .view::<AddressView>()
-        .unwrap()
-        .explaining
-        .as_ref()
-        .unwrap()
-        .answer
-        .clone()
-        .unwrap()
-        .unwrap();
+    let e = explanation(&h);
     let l2 = e.l2.as_ref().expect("the request went to the L2");
     assert!(l2.hit);
     let paragraph = e
