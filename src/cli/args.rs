@@ -206,9 +206,12 @@ pub struct ConfigArgs {
     /// Timing: steps from issue to effect for a hit.
     #[arg(long)]
     pub hit_latency: Option<String>,
-    /// Timing: minimum miss latency λmin.
+    /// Timing: minimum miss latency λmin (with a simulated L2: of a fill the L2 misses).
     #[arg(long)]
     pub miss_latency: Option<String>,
+    /// Timing: minimum latency of a fill the simulated L2 hits.
+    #[arg(long)]
+    pub l2_latency: Option<String>,
     /// Timing: σ of the half-normal part of the miss latency (0 = fixed latency).
     #[arg(long)]
     pub miss_latency_stddev: Option<String>,

@@ -139,7 +139,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
     if let Some(mode) = &a.compat {
         apply(&mut c, "compat", mode).map_err(|e| anyhow::anyhow!("--compat: {e}"))?;
     }
-    let flags: [(&str, &Option<String>); 29] = [
+    let flags: [(&str, &Option<String>); 30] = [
         ("cache-size", &a.cache_size),
         ("line-size", &a.line_size),
         ("ways", &a.ways),
@@ -163,6 +163,7 @@ pub fn config(a: &ConfigArgs) -> Result<SimConfig> {
         ("reuse", &a.reuse),
         ("hit-latency", &a.hit_latency),
         ("miss-latency", &a.miss_latency),
+        ("l2-latency", &a.l2_latency),
         ("miss-latency-stddev", &a.miss_latency_stddev),
         ("mshrs", &a.mshrs),
         ("mshrs-per-warp", &a.mshrs_per_warp),

@@ -285,6 +285,7 @@ fn table3() -> (Vec<Kernel>, SimConfig) {
         timing: Some(TimingConfig {
             hit_latency: 2,
             miss_latency: 2,
+            l2_latency: 2,
             miss_latency_stddev: 0.0,
             mshrs: 0,
             mshrs_per_warp: 0,

@@ -16,4 +16,5 @@ mod random_kernels;
 mod released_rules;
 mod sampled_reuse;
 mod timing_cta_rows;
+mod timing_l2;
 mod timing_tables;

@@ -55,6 +55,7 @@ proptest! {
         let mut t = TimingConfig {
             hit_latency: 0,
             miss_latency: 6,
+            l2_latency: 6,
             miss_latency_stddev: 0.0,
             mshrs,
             mshrs_per_warp: 0,

@@ -31,6 +31,7 @@ fn cfg(lines: u64, hit: u32, miss: u32, mshrs: u32) -> SimConfig {
         timing: Some(TimingConfig {
             hit_latency: hit,
             miss_latency: miss,
+            l2_latency: miss,
             miss_latency_stddev: 0.0,
             mshrs,
             mshrs_per_warp: 0,

@@ -104,6 +104,7 @@ impl WarpscopeApp {
                 None => self.generate_limited(q.kernel, q.params, None),
             },
             Action::EditConfig(i, edit) => {
+                let edit = *edit;
                 let changed = edit.changed;
                 self.settings.panes[i] = (edit.preset, edit.config);
                 if changed {

@@ -202,7 +202,7 @@ enum Action {
     RemovePane(usize),
     Chosen(Purpose, PathBuf),
     /// The configuration panel changed pane `.0`'s preset or configuration.
-    EditConfig(usize, config_panel::Edit),
+    EditConfig(usize, Box<config_panel::Edit>),
     /// What a view asked for.
     View(views::Command),
     /// Stop the job with this progress (the status bar's Cancel).

@@ -25,7 +25,7 @@ impl WarpscopeApp {
         let a = self.settings.active;
         let (preset, cfg) = &self.settings.panes[a];
         if let Some(edit) = config_panel::show(ui, a, preset, cfg) {
-            self.actions.push(Action::EditConfig(a, edit));
+            self.actions.push(Action::EditConfig(a, Box::new(edit)));
         }
     }
 

@@ -74,8 +74,14 @@ fn numbers(ui: &mut Ui, t: &mut TimingConfig) {
     row(
         ui,
         "Miss latency",
-        "Minimum miss latency (time steps)",
+        "Minimum miss latency (time steps); with the L2 simulated, of a fill it misses (DRAM)",
         |ui| ui.add(DragValue::new(&mut t.miss_latency).range(0..=100_000)),
+    );
+    row(
+        ui,
+        "L2 latency",
+        "Minimum latency of a fill the simulated L2 hits (time steps; unused with no L2)",
+        |ui| ui.add(DragValue::new(&mut t.l2_latency).range(0..=100_000)),
     );
     row(
         ui,

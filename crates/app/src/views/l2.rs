@@ -63,8 +63,6 @@ fn why_none(d: &SimData) -> String {
         "This configuration has no L2. Switch it on in the configuration's L2 section, or pick \
          a preset that has one (every preset but gtx470-*)."
             .into()
-    } else if c.timing.is_some() {
-        "The timing model does not model the L2 yet: switch the timing model off to see it.".into()
     } else {
         "The L2 sees every SM's misses, so it is simulated only when every SM is: \
          GPU > Simulate > all SMs (or the button in the configuration's L2 section)."

@@ -69,7 +69,7 @@ pub struct Coalescer {
 
 impl Coalescer {
     pub fn new(mode: Coalescing, g: Geometry) -> Self {
-        let per_line = g.line_bytes / g.sector_bytes;
+        let per_line = g.line_bytes / g.sector_bytes.max(1);
         Coalescer {
             mode,
             g,

@@ -149,6 +149,15 @@ impl CacheConfig {
     pub fn sets(&self) -> u32 {
         (self.lines() / self.ways_effective().max(1) as u64) as u32
     }
+    /// Every sector of a line, as a mask (bit s = sector s).
+    pub fn sector_mask(&self) -> u32 {
+        let per_line = self.line_bytes / self.sector_bytes.max(1);
+        if per_line >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << per_line) - 1
+        }
+    }
     /// Checks the geometry; the message says what is wrong and what is expected.
     pub fn validate(&self) -> Result<(), Invalid> {
         let pow2 = |v: u64| v != 0 && v.is_power_of_two();

@@ -75,6 +75,7 @@ pub fn apply(c: &mut SimConfig, key: &str, v: &str) -> Result<(), String> {
         "timing" => c.timing = on_off(key, v)?.then(TimingConfig::default),
         "hit-latency" => timing(c).hit_latency = number(key, v)?,
         "miss-latency" => timing(c).miss_latency = number(key, v)?,
+        "l2-latency" => timing(c).l2_latency = number(key, v)?,
         "miss-latency-stddev" => {
             timing(c).miss_latency_stddev = v
                 .parse::<f64>()

@@ -37,8 +37,10 @@ use serde::{Deserialize, Serialize};
 pub struct TimingConfig {
     /// Time steps from issue to effect for a hit (the pipeline latency).
     pub hit_latency: u32,
-    /// Minimum miss latency λmin.
+    /// Minimum miss latency λmin: with a simulated L2, that of a fill the L2 misses (DRAM).
     pub miss_latency: u32,
+    /// Minimum latency of a fill the simulated L2 hits (with no L2, unused).
+    pub l2_latency: u32,
     /// σ of the half-normal part of the miss latency: λmin + |N(0, σ²)|, rounded.
     pub miss_latency_stddev: f64,
     /// MSHRs per SM (lines in flight); 0 = unlimited.
@@ -62,6 +64,7 @@ impl Default for TimingConfig {
         TimingConfig {
             hit_latency: 0,
             miss_latency: 100,
+            l2_latency: 55,
             miss_latency_stddev: 5.0,
             mshrs: 64,
             mshrs_per_warp: 0,

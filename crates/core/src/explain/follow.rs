@@ -478,8 +478,8 @@ impl Observer for Follow {
         }
     }
     fn on_l2(&mut self, e: &crate::l2::L2Event) {
-        if let (Some(f), Some((i, by))) = (&mut self.l2, &self.current) {
-            f.step(*i, by, self.n, e);
+        if let Some(f) = &mut self.l2 {
+            f.step(self.current.as_ref().map(|(i, by)| (*i, by)), self.n, e);
         }
     }
 }

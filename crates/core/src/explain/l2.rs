@@ -23,7 +23,8 @@ pub struct InL2 {
     /// Why the L1 sent it (a fetch or a store written through).
     pub cause: L2Cause,
     /// The request, on any SM, whose L2 request last brought the line (or sectors of it)
-    /// into the slice before this one.
+    /// into the slice before this one (none for a store of the timing model, which is no
+    /// L1 request: then `brought_in_as` says so).
     pub brought_in_by: Option<Use>,
     /// Why that request went to the L2.
     pub brought_in_as: Option<L2Cause>,
@@ -31,15 +32,20 @@ pub struct InL2 {
     pub uses_since: u64,
     /// The request whose L2 request evicted the line from the slice after it was brought in.
     pub evicted_by: Option<Use>,
+    /// A store of the timing model (no L1 request) evicted it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub evicted_by_store: bool,
 }
 
 /// Follows the target's L2 line(s) over every SM's L2 requests up to the target.
 pub(super) struct L2Follow {
     /// The target's L2 lines (an L1 line may span several smaller L2 lines).
     lines: std::ops::RangeInclusive<u64>,
-    brought_in: Option<(u64, RequestEvent, L2Cause)>,
+    /// The last L2 request that brought the target's line in: after which request, by
+    /// which (none for a store of the timing model, [`L2Cause::Store`]), and why.
+    brought_in: Option<(u64, Option<RequestEvent>, L2Cause)>,
     uses_since: u64,
-    evicted: Option<(u64, RequestEvent)>,
+    evicted: Option<(u64, Option<RequestEvent>)>,
     /// The target's own L2 requests.
     target: Vec<L2Event>,
 }
@@ -57,26 +63,32 @@ impl L2Follow {
         }
     }
 
-    /// An L2 request made by request `i` (`by`); `n` is the target's number.
-    pub fn step(&mut self, i: u64, by: &RequestEvent, n: u64, e: &L2Event) {
-        if e.cause == L2Cause::Flush || i > n {
+    /// An L2 request made by request `i` (`by`: `(i, request)`), or after it by a store of
+    /// the timing model ([`L2Cause::Store`], which may come before any request: `by` none);
+    /// `n` is the target's number.
+    pub fn step(&mut self, by: Option<(u64, &RequestEvent)>, n: u64, e: &L2Event) {
+        let i = by.map_or(0, |b| b.0);
+        let store = e.cause == L2Cause::Store;
+        if e.cause == L2Cause::Flush || i > n || (by.is_none() && !store) {
             return;
         }
         let ours = self.lines.contains(&e.line);
-        if i == n {
-            if ours && e.cause != L2Cause::WriteBack {
+        if by.is_some() && i == n {
+            // The target's own requests (a store after it comes later).
+            if ours && e.cause != L2Cause::WriteBack && !store {
                 self.target.push(*e);
             }
             return;
         }
+        let who = by.filter(|_| !store).map(|b| *b.1);
         if e.evicted.is_some_and(|l| self.lines.contains(&l)) {
-            self.evicted = Some((i, *by));
+            self.evicted = Some((i, who));
         }
         if !ours {
             return;
         }
         if e.missing != 0 {
-            self.brought_in = Some((i, *by, e.cause));
+            self.brought_in = Some((i, who, e.cause));
             self.uses_since = 0;
             self.evicted = None;
         } else {
@@ -94,10 +106,13 @@ impl L2Follow {
             hit,
             class: self.target.iter().find_map(|e| e.class),
             cause: first.cause,
-            brought_in_by: self.brought_in.map(|(i, by, _)| names.use_of(i, &by)),
+            brought_in_by: self
+                .brought_in
+                .and_then(|(i, by, _)| Some(names.use_of(i, &by?))),
             brought_in_as: self.brought_in.map(|(_, _, how)| how),
             uses_since: self.uses_since,
-            evicted_by: self.evicted.map(|(i, by)| names.use_of(i, &by)),
+            evicted_by: self.evicted.and_then(|(i, by)| Some(names.use_of(i, &by?))),
+            evicted_by_store: self.evicted.is_some_and(|(_, by)| by.is_none()),
         })
     }
 }
@@ -116,7 +131,19 @@ pub(super) fn words(l2: &InL2) -> String {
             ""
         }
     );
-    let brought = |u: &Use| {
+    // A store of the timing model is no L1 request: it has no number to name.
+    let a_store = "a store of a warp (no L1 request: the timing model's L1 takes loads only)";
+    let brought_by = match (&l2.brought_in_by, l2.brought_in_as) {
+        (Some(u), _) => Some(on(u)),
+        (None, Some(L2Cause::Store)) => Some(a_store.to_string()),
+        _ => None,
+    };
+    let evicted_by = match &l2.evicted_by {
+        Some(u) => Some(on(u)),
+        None if l2.evicted_by_store => Some(a_store.to_string()),
+        None => None,
+    };
+    let brought = |by: &str| {
         let how = l2.brought_in_as.unwrap_or(L2Cause::Fetch);
         let since = match l2.uses_since {
             0 => String::new(),
@@ -124,8 +151,7 @@ pub(super) fn words(l2: &InL2) -> String {
             n => format!(", and {n} other L2 requests used it since"),
         };
         format!(
-            "{} brought the line into that slice ({}){since}",
-            on(u),
+            "{by} brought the line into that slice ({}){since}",
             how.words()
         )
     };
@@ -137,13 +163,10 @@ pub(super) fn words(l2: &InL2) -> String {
     } else {
         format!("where it missed{class} and read DRAM")
     };
-    match (&l2.brought_in_by, &l2.evicted_by) {
+    match (&brought_by, &evicted_by) {
         (Some(b), _) if l2.hit => format!("{went}, where it hit: {}.", brought(b)),
         _ if l2.hit => format!("{went}, where it hit."),
-        (_, Some(ev)) => format!(
-            "{went}, {missed}: {} had evicted the line from the slice.",
-            on(ev)
-        ),
+        (_, Some(ev)) => format!("{went}, {missed}: {ev} had evicted the line from the slice."),
         (Some(b), None) => format!(
             "{went}, {missed}, though {}: a sector it needs was not there, or only written in part.",
             brought(b)

@@ -251,17 +251,13 @@ pub fn explain(
         });
     };
     let names = find.names;
-    let l2 = cfg
-        .l2
-        .as_ref()
-        .filter(|_| cfg.l2_simulated() && cfg.timing.is_none())
-        .map(|l2| {
-            l2::L2Follow::new(
-                target.line,
-                cfg.cache.line_bytes as u64,
-                l2.slice.line_bytes as u64,
-            )
-        });
+    let l2 = cfg.l2.as_ref().filter(|_| cfg.l2_simulated()).map(|l2| {
+        l2::L2Follow::new(
+            target.line,
+            cfg.cache.line_bytes as u64,
+            l2.slice.line_bytes as u64,
+        )
+    });
     let mut follow = Follow::new(request, target, allocates_writes(&cfg), l2);
     run_until(&cfg, kernels, &mut follow, keep_going)?;
     let key = Key::of(&target, follow.nth);
@@ -360,6 +356,7 @@ fn timed_why(ask: &mut Asker, cfg: &SimConfig, target: &RequestEvent) -> Result<
     if let Some(z) = &mut zero.timing {
         z.hit_latency = 0;
         z.miss_latency = 0;
+        z.l2_latency = 0;
         z.miss_latency_stddev = 0.0;
     }
     if let Some(u) = &mut unlimited.timing {

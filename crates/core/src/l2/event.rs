@@ -18,6 +18,9 @@ pub enum L2Cause {
     WriteBack,
     /// An L1's dirty line written back at the end of the run.
     Flush,
+    /// A store of the timing model, whose L1 takes loads only: it goes on to the L2 without
+    /// being an L1 request (an observer is told of no request for it).
+    Store,
 }
 
 impl L2Cause {
@@ -28,6 +31,7 @@ impl L2Cause {
             L2Cause::WriteThrough => "a store written through",
             L2Cause::WriteBack => "the write-back of a line its fill evicted from the L1",
             L2Cause::Flush => "the L1's final write-back",
+            L2Cause::Store => "a store, which the L1 of the timing model passes on",
         }
     }
 }

@@ -158,30 +158,56 @@ impl L2Model {
         inst: u32,
         written: Option<u128>,
     ) {
-        let at = Some((kernel, inst));
         if o.fetched != 0 {
-            self.bytes_l2_to_l1 += o.fetched.count_ones() as u64 * self.l1_sector_bytes;
-            self.cause = L2Cause::Fetch;
-            self.send_sectors(r.line, o.fetched, false, false, at);
+            self.fetch(r.line, o.fetched, kernel, inst);
         }
         // Under write-through a store goes on to the L2; under write-back what leaves is the
         // dirty line its fill evicted.
         if r.write && self.l1_write_through {
-            self.bytes_l1_to_l2 += r.bytes as u64;
-            self.cause = L2Cause::WriteThrough;
-            match written {
-                Some(mask) if self.l1_line_bytes <= 128 => self.send_bytes(r.line, mask, at),
-                _ => {
-                    let whole =
-                        r.bytes as u64 == r.sectors.count_ones() as u64 * self.l1_sector_bytes;
-                    self.send_sectors(r.line, r.sectors, true, !whole, at)
-                }
-            }
+            self.write_through(r, kernel, inst, written);
         }
         if let (Some(line), true) = (o.evicted, o.written_back != 0) {
             self.bytes_l1_to_l2 += o.written_back.count_ones() as u64 * self.l1_sector_bytes;
             self.cause = L2Cause::WriteBack;
-            self.send_sectors(line, o.written_back, true, false, at);
+            self.send_sectors(line, o.written_back, true, false, Some((kernel, inst)));
+        }
+    }
+
+    /// An L1 fill of L1 line `l1_line`'s `sectors` (L1 sectors) for kernel `kernel`'s
+    /// instruction `inst`: whether every L2 request it made hit (the timing model's fill
+    /// latency).
+    #[inline]
+    pub fn fetch(&mut self, l1_line: u64, sectors: u32, kernel: u32, inst: u32) -> bool {
+        self.bytes_l2_to_l1 += sectors.count_ones() as u64 * self.l1_sector_bytes;
+        self.cause = L2Cause::Fetch;
+        self.send_sectors(l1_line, sectors, false, false, Some((kernel, inst)))
+    }
+
+    /// A store `r` (an L1 request) written through to the L2 for kernel `kernel`'s
+    /// instruction `inst`; `written` as in [`L2Model::below_l1`].
+    #[inline]
+    pub fn write_through(&mut self, r: &Request, kernel: u32, inst: u32, written: Option<u128>) {
+        self.cause = L2Cause::WriteThrough;
+        self.pass_on(r, (kernel, inst), written);
+    }
+
+    /// A store `r` of the timing model, whose L1 takes loads only ([`L2Cause::Store`]), for
+    /// kernel `kernel`'s instruction `inst`; `written` as in [`L2Model::below_l1`].
+    pub fn store(&mut self, r: &Request, kernel: u32, inst: u32, written: Option<u128>) {
+        self.cause = L2Cause::Store;
+        self.pass_on(r, (kernel, inst), written);
+    }
+
+    /// Sends store `r`'s bytes on to the L2 (of `at`: kernel, instruction).
+    fn pass_on(&mut self, r: &Request, at: (u32, u32), written: Option<u128>) {
+        let at = Some(at);
+        self.bytes_l1_to_l2 += r.bytes as u64;
+        match written {
+            Some(mask) if self.l1_line_bytes <= 128 => self.send_bytes(r.line, mask, at),
+            _ => {
+                let whole = r.bytes as u64 == r.sectors.count_ones() as u64 * self.l1_sector_bytes;
+                self.send_sectors(r.line, r.sectors, true, !whole, at);
+            }
         }
     }
 
@@ -194,7 +220,7 @@ impl L2Model {
 
     /// Sends the L1 line `l1_line`'s `sectors` (L1 sectors) to the L2: one request per L2
     /// line they touch, each of the L2 sectors they cover; `partial`: every one of those is
-    /// written only in part.
+    /// written only in part. Whether every request hit.
     fn send_sectors(
         &mut self,
         l1_line: u64,
@@ -202,18 +228,18 @@ impl L2Model {
         write: bool,
         partial: bool,
         at: Option<(u32, u32)>,
-    ) {
+    ) -> bool {
         let base = l1_line * self.l1_line_bytes;
         let (s1, s2) = (self.l1_sector_bytes, self.l2_sector_bytes);
         if self.l1_line_bytes == self.l2_line_bytes && s1 == s2 {
             let p = if partial { sectors } else { 0 };
-            self.request(base, sectors, write, Written::Partial(p), at);
-            return;
+            return self.request(base, sectors, write, Written::Partial(p), at);
         }
         // Different geometries: gather the L2 sectors per L2 line, in address order. An L1
         // sector smaller than the L2's writes only part of it.
         let part = |s: u32| if partial || s2 > s1 { s } else { 0 };
         let mut current: Option<(u64, u32)> = None;
+        let mut all_hit = true;
         let mut m = sectors;
         while m != 0 {
             let start = base + m.trailing_zeros() as u64 * s1;
@@ -227,7 +253,7 @@ impl L2Model {
                     _ => {
                         if let Some((l, s)) = current.replace((line, bit)) {
                             let w = Written::Partial(part(s));
-                            self.request(l * self.l2_line_bytes, s, write, w, at);
+                            all_hit &= self.request(l * self.l2_line_bytes, s, write, w, at);
                         }
                     }
                 }
@@ -235,14 +261,10 @@ impl L2Model {
             }
         }
         if let Some((l, s)) = current {
-            self.request(
-                l * self.l2_line_bytes,
-                s,
-                write,
-                Written::Partial(part(s)),
-                at,
-            );
+            let w = Written::Partial(part(s));
+            all_hit &= self.request(l * self.l2_line_bytes, s, write, w, at);
         }
+        all_hit
     }
 
     /// Sends a store of the bytes `mask` of L1 line `l1_line` (at most 128 bytes) to the L2:
@@ -314,7 +336,7 @@ impl L2Model {
     }
 
     /// One L2 request: the line at byte address `addr`, its `sectors` (L2 sectors);
-    /// `written`: what a write covers of them.
+    /// `written`: what a write covers of them. Whether it hit.
     #[inline]
     fn request(
         &mut self,
@@ -323,7 +345,7 @@ impl L2Model {
         write: bool,
         written: Written,
         at: Option<(u32, u32)>,
-    ) {
+    ) -> bool {
         let (slice, local) = self.map.slice_of(addr);
         let line = addr / self.l2_line_bytes;
         let set = self.index.set(local / self.l2_line_bytes);
@@ -368,6 +390,7 @@ impl L2Model {
             }
             None => add(&mut self.flush),
         }
+        o.hit
     }
 
     /// The report: totals, per slice, per kernel (`names[k]` is kernel `k`'s name), per

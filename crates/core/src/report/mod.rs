@@ -539,6 +539,19 @@ impl Report {
     pub fn reuse_histogram(&self) -> &Histogram {
         &self.whole
     }
+
+    /// The L2's report, its kernels and instructions named as this report's (once
+    /// finished).
+    pub fn add_l2(&mut self, l2: &crate::l2::L2Model) {
+        let names: Vec<String> = self.kernels.iter().map(|k| k.name.clone()).collect();
+        let rows = &self.instructions;
+        self.l2 = Some(l2.report(&names, |k, i| {
+            rows.iter()
+                .find(|r| r.kernel == k && r.inst == i)
+                .map(|r| r.name.clone())
+                .unwrap_or_default()
+        }));
+    }
 }
 
 /// `name` cut to `max_chars` characters, the last one an ellipsis (mangled C++ kernel names

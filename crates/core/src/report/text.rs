@@ -156,9 +156,14 @@ fn configuration(w: &mut dyn Write, source: &str, r: &Report) -> std::io::Result
         )?;
     }
     if let Some(t) = &c.timing {
+        let l2 = if c.l2_simulated() {
+            format!(" (an L2 hit {})", t.l2_latency)
+        } else {
+            String::new()
+        };
         writeln!(
             w,
-            "timing: hit latency {}, miss latency {} + |N(0, {}^2)|, MSHRs {} (per warp {}), clip {}, warp delay {}",
+            "timing: hit latency {}, miss latency {}{l2} + |N(0, {}^2)|, MSHRs {} (per warp {}), clip {}, warp delay {}",
             t.hit_latency,
             t.miss_latency,
             t.miss_latency_stddev,

@@ -28,11 +28,7 @@ pub(super) fn write(w: &mut dyn Write, r: &Report) -> std::io::Result<()> {
         cfg.slice_hash.name()
     )?;
     let Some(l2) = &r.l2 else {
-        let why = if r.config.timing.is_some() {
-            "the timing model does not model it"
-        } else {
-            "it sees every SM's misses, so it needs every SM simulated: --all-sms"
-        };
+        let why = "it sees every SM's misses, so it needs every SM simulated: --all-sms";
         return writeln!(w, "  not simulated: {why}");
     };
     let c = &l2.totals;

@@ -4,7 +4,7 @@
 
 use super::engine::TimingError;
 use super::streams::{
-    CtaStreams, Event, Firsts, Lanes, Position, Shape, ThreadLoad, MAX_PORTION_LANES,
+    CtaStreams, Event, Firsts, Lanes, Position, Shape, StoreReq, ThreadLoad, MAX_PORTION_LANES,
 };
 use crate::coalesce::{Coalesced, Coalescer, Geometry};
 use crate::config::{CacheConfig, Coalescing, GpuConfig, IssueUnit, Merging, Stores, TimingRules};
@@ -40,6 +40,8 @@ enum Unit {
 struct WarpUnit {
     coalescer: Box<Coalescer>,
     drop_stores: bool,
+    /// Keep each store request (for a simulated L2), not only their counts.
+    keep_stores: bool,
     rows: Vec<u32>,
     out: Vec<Coalesced>,
 }
@@ -116,6 +118,7 @@ impl StreamsBuilder {
                     },
                 )),
                 drop_stores: rules.stores == Stores::Dropped,
+                keep_stores: false,
                 rows: Vec::with_capacity(64),
                 out: Vec::with_capacity(64),
             })
@@ -130,6 +133,16 @@ impl StreamsBuilder {
             starts: Vec::new(),
             spare: Vec::new(),
         })
+    }
+
+    /// Keeps each warp instruction's store requests in the streams (for a simulated L2, which
+    /// they go on to), not only their counts. The released model's issue unit (thread
+    /// portions) has no stores to keep.
+    pub fn keep_stores(mut self, keep: bool) -> Self {
+        if let Unit::Warps(unit) = &mut self.unit {
+            unit.keep_stores = keep;
+        }
+        self
     }
 
     /// Gives the builder a CTA's streams that no run needs any more: a later CTA's are
@@ -238,7 +251,7 @@ fn add_warps(
     end: &[u32],
     unit: &mut WarpUnit,
 ) -> CtaStreams {
-    let drop_stores = unit.drop_stores;
+    let (drop_stores, keep_stores) = (unit.drop_stores, unit.keep_stores);
     let (coalescer, rows, out) = (&mut *unit.coalescer, &mut unit.rows, &mut unit.out);
     let Shape { wpc, .. } = shape;
     let flags = &cols.flags;
@@ -265,20 +278,30 @@ fn add_warps(
                     let mut e = Event {
                         inst: rows.first().map_or(0, |&r| cols.inst[r as usize]),
                         req_start: s.reqs.len() as u32,
+                        store_start: s.store_reqs.len() as u32,
                         accesses: used,
                         ..Default::default()
                     };
                     s.insts = s.insts.max(e.inst + 1);
-                    for c in out.iter() {
+                    for (ci, c) in out.iter().enumerate() {
                         if c.request.write {
                             e.stores += 1;
                             e.store_bytes += c.request.bytes as u64;
+                            if keep_stores {
+                                s.store_reqs.push(StoreReq {
+                                    line: c.request.line,
+                                    sectors: c.request.sectors,
+                                    bytes: c.request.bytes,
+                                    written: coalescer.byte_mask(ci).unwrap_or(0),
+                                });
+                            }
                         } else {
                             s.reqs.push(c.request.line);
                             e.transactions += c.transactions;
                         }
                     }
                     e.req_end = s.reqs.len() as u32;
+                    e.store_end = s.store_reqs.len() as u32;
                     s.events.push(e);
                 }
                 BARRIER => {

@@ -8,17 +8,14 @@ use std::collections::BinaryHeap;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::cta_results::CtaResults;
-use super::streams::{CtaFeed, Shape};
-use super::warps::Warps;
 use crate::cache::set_index::SetIndexFn;
 use crate::config::{
-    Arrivals, CacheConfig, CtaLaunch, EffectOrder, FinishedWarps, GpuConfig, HitRule, IssueUnit,
-    Kernels, MshrCheck, TimingConfig, TimingRules, WarpReturn,
+    Arrivals, CacheConfig, EffectOrder, HitRule, MshrCheck, TimingConfig, TimingRules,
 };
+use crate::l2::L2Model;
 use crate::linemap::LineMap;
 use crate::reuse::{Histogram, Marks};
 use crate::rng::Rng;
-use crate::trace::Kernel;
 
 /// How one issue attempt of a request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +83,9 @@ pub trait Hooks {
     /// Instructions of the kernel found since it began (a streamed kernel, as its CTAs are
     /// read), told before any request of theirs ([`super::CtaFeed`]).
     fn more_instructions(&mut self, _added: &[crate::trace::Instruction]) {}
+    /// Every request the L2 was sent (with a simulated L2), after the L1 request that sent
+    /// it.
+    fn l2(&mut self, _event: &crate::l2::L2Event) {}
 }
 
 /// What one run of one kernel on one SM produced.
@@ -112,18 +112,6 @@ impl KernelRun {
             self.transactions_inst.resize(n, 0);
             self.stores_inst.resize(n, (0, 0));
         }
-    }
-}
-
-/// The hooks of a run while its feed waits for a CTA: progress stays at the run's rows.
-struct Progress<'h>(&'h mut dyn Hooks, u64);
-
-impl Hooks for Progress<'_> {
-    fn progress(&mut self, _rows: u64) -> bool {
-        self.0.progress(self.1)
-    }
-    fn more_instructions(&mut self, added: &[crate::trace::Instruction]) {
-        self.0.more_instructions(added);
     }
 }
 
@@ -161,6 +149,8 @@ pub(super) const MAX_LATENCY_BIN: usize = 1 << 16;
 pub struct Params {
     pub hit_latency: u64,
     pub miss_latency: u64,
+    /// A fill the simulated L2 hits.
+    pub l2_latency: u64,
     pub stddev: f64,
     pub mshrs: u32,
     pub mshrs_per_warp: u32,
@@ -175,6 +165,7 @@ impl Params {
         Params {
             hit_latency: t.hit_latency as u64,
             miss_latency: t.miss_latency as u64,
+            l2_latency: t.l2_latency as u64,
             stddev: t.miss_latency_stddev,
             mshrs: unlimited(t.mshrs),
             mshrs_per_warp: unlimited(t.mshrs_per_warp),
@@ -231,11 +222,12 @@ pub struct Engine {
     seq: u64,
     /// [`MshrCheck::FirstThread`]: lines with a miss whose effect is pending, and their count
     /// at the start of the step.
-    pending: FxHashSet<u64>,
-    pending_at_step: usize,
-    /// Line -> arrival time of its latest fill and the warp whose miss started it (those
-    /// that arrived before the current step are let go once the map doubles).
-    in_flight: FxHashMap<u64, (u64, u32)>,
+    pub(super) pending: FxHashSet<u64>,
+    pub(super) pending_at_step: usize,
+    /// Line -> arrival time of its latest fill, the warp whose miss started it and whether
+    /// the L2 had the line (those that arrived before the current step are let go once the
+    /// map doubles).
+    in_flight: FxHashMap<u64, (u64, u32, bool)>,
     /// How many lines `in_flight` may hold before it lets go of those arrived, and the least
     /// that is ([`PRUNE_MIN`]; the tests let go at every fill, or never).
     pub(super) prune_at: usize,
@@ -246,6 +238,13 @@ pub struct Engine {
     warp_mshrs: FxHashMap<u32, u32>,
     pub(super) now: u64,
     rng: Rng,
+    /// The shared L2 that fills come from, while this SM holds it (`sim::timed` hands it
+    /// from SM to SM as their turns come); `None`: every fill takes the miss latency.
+    pub l2: Option<Box<L2Model>>,
+    /// The kernel running (counted from 0 over the engine's kernels), for the L2's tables.
+    pub(super) kernel_index: u32,
+    /// Every sector of a line: what a fill fetches from the L2.
+    line_sectors: u32,
     pub stats: TimingStats,
     /// Record every issue attempt (tests and views of small traces).
     pub log: Option<Vec<TimedRequest>>,
@@ -322,6 +321,9 @@ impl Engine {
             warp_mshrs: FxHashMap::default(),
             now: 0,
             rng: Rng::new(seed),
+            l2: None,
+            kernel_index: 0,
+            line_sectors: cache.sector_mask(),
             stats: TimingStats {
                 sample_every: 1,
                 distance_counts: (p.rules.classes == crate::config::Classes::Released)
@@ -339,12 +341,42 @@ impl Engine {
         }
     }
 
-    fn miss_latency(&mut self) -> u64 {
+    /// The latency of a fill: λmin (or the L2's latency, where the L2 had the line) plus
+    /// the half-normal part.
+    fn miss_latency(&mut self, l2_hit: bool) -> u64 {
+        let least = if l2_hit {
+            self.p.l2_latency
+        } else {
+            self.p.miss_latency
+        };
         if self.p.stddev == 0.0 {
-            return self.p.miss_latency;
+            return least;
         }
         let extra = (self.rng.normal() * self.p.stddev).round().abs();
-        self.p.miss_latency + extra.min(1e12) as u64
+        least + extra.min(1e12) as u64
+    }
+
+    /// A new fill of `line` for instruction `inst`: asks the L2, where there is one, whether
+    /// it has the line.
+    fn fill_from_l2(&mut self, line: u64, inst: u32) -> bool {
+        match &mut self.l2 {
+            Some(l2) => l2.fetch(line, self.line_sectors, self.kernel_index, inst),
+            None => false,
+        }
+    }
+
+    /// The SM's clock (time steps).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Moves the clock on to `t`, idle until then (an SM waiting for the others to finish a
+    /// kernel before the next starts); a clock past `t` stays.
+    pub fn wait_until(&mut self, t: u64) {
+        if t > self.now {
+            self.stats.idle_steps += t - self.now;
+            self.now = t;
+        }
     }
 
     /// Frees the MSHRs whose line has arrived by `now`.
@@ -385,8 +417,8 @@ impl Engine {
         self.seq += 1;
     }
 
-    /// Forgets everything (a kernel under [`Kernels::Cold`]).
-    fn reset(&mut self) {
+    /// Forgets everything (a kernel under [`crate::config::Kernels::Cold`]).
+    pub(super) fn reset(&mut self) {
         self.stacks = Stacks {
             sets: (0..self.sets).map(|_| Marks::new()).collect(),
             pos: LineMap::default(),
@@ -408,9 +440,14 @@ impl Engine {
         }
     }
 
-    /// One request of warp `gw` at the current time; `first`: the warp's first request of
-    /// this issue (the one [`MshrCheck::FirstThread`] may stall).
-    pub(super) fn request(&mut self, line: u64, gw: u32, first: bool) -> (Status, TimedRequest) {
+    /// One request of warp `gw`'s instruction `inst` at the current time; `first`: the
+    /// warp's first request of this issue (the one [`MshrCheck::FirstThread`] may stall).
+    pub(super) fn request(
+        &mut self,
+        line: u64,
+        (gw, inst): (u32, u32),
+        first: bool,
+    ) -> (Status, TimedRequest) {
         self.release();
         self.apply_effects(self.now);
         let set = self.set_of.set(line);
@@ -455,12 +492,12 @@ impl Engine {
             rec.status = Status::Cancelled;
             return (Status::Cancelled, rec);
         }
-        let at = if let Some(f) = fill.filter(|_| in_flight) {
+        let at = if let Some((f, by, l2_hit)) = flight.filter(|_| in_flight) {
             // Shares the line's MSHR entry.
-            if flight.is_some_and(|(_, by)| by != gw) {
+            if by != gw {
                 self.stats.duplicates += 1;
             }
-            let own = now + self.miss_latency();
+            let own = now + self.miss_latency(l2_hit);
             if self.p.clip {
                 own.min(f)
             } else {
@@ -472,15 +509,16 @@ impl Engine {
                 rec.status = Status::Cancelled;
                 return (Status::Cancelled, rec);
             }
-            let at = now + self.miss_latency();
+            let l2_hit = self.fill_from_l2(line, inst);
+            let at = now + self.miss_latency(l2_hit);
             self.mshrs_used += 1;
             *self.warp_mshrs.entry(gw).or_insert(0) += 1;
             self.releases.push(Reverse((at, gw)));
-            self.in_flight.insert(line, (at, gw));
+            self.in_flight.insert(line, (at, gw, l2_hit));
             if self.in_flight.len() >= self.prune_at {
                 // Fills that arrived before this step are never looked at again: a kernel's
                 // map holds the lines in flight, not every line it missed.
-                self.in_flight.retain(|_, &mut (fill, _)| fill >= now);
+                self.in_flight.retain(|_, &mut (fill, _, _)| fill >= now);
                 self.prune_at = (2 * self.in_flight.len()).max(self.prune_min);
             }
             self.stats.fills += 1;
@@ -498,7 +536,7 @@ impl Engine {
     }
 
     /// Lets every pending request take effect (between kernels).
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         let last_effect = self
             .effects
             .iter()
@@ -513,7 +551,7 @@ impl Engine {
         self.in_flight.clear();
     }
 
-    fn sample_occupancy(&mut self) {
+    pub(super) fn sample_occupancy(&mut self) {
         let used = self.mshrs_used as usize;
         let oc = &mut self.stats.occupancy_counts;
         if oc.len() <= used {
@@ -537,165 +575,5 @@ impl Engine {
                 self.stats.sample_every *= 2;
             }
         }
-    }
-
-    /// Runs one kernel's CTAs `sm, sm + sms, ...` on this SM, from the warps' streams
-    /// (of the kernel's `shape`) that `feed` gives as each CTA is launched. `k`: the
-    /// kernel's header (its rows are not read).
-    #[allow(clippy::too_many_arguments)]
-    pub fn run_kernel(
-        &mut self,
-        k: &Kernel,
-        shape: Shape,
-        feed: &mut dyn CtaFeed,
-        sm: u32,
-        gpu: &GpuConfig,
-        hooks: &mut dyn Hooks,
-    ) -> Result<KernelRun, TimingError> {
-        let rules = self.p.rules;
-        if rules.kernels == Kernels::Cold {
-            self.reset();
-        }
-        let resident_max = shape.resident_max(gpu);
-        let mut run = KernelRun::default();
-        run.take_insts(k.instructions.len());
-        let sms = gpu.sms.max(1);
-        let mut my_ctas = (sm..shape.ctas).step_by(sms as usize);
-        let take_a_step = rules.finished_warps == FinishedWarps::TakeAStep;
-        let threads = rules.issue == IssueUnit::ThreadPortions;
-        let mut warps = Warps::new(shape, threads, take_a_step, self.lane_by_lane);
-        // A warp whose instruction was cut short by an MSHR stall: (instruction, next request).
-        let mut replay: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
-        // Warps waiting for their requests: (step they rejoin, tie-break, warp).
-        let mut delayed: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
-        let mut dseq = 0u64;
-        let mut since_progress = 0u32;
-        loop {
-            // Start CTAs: whenever one finished, or a whole set when the last one did.
-            warps.finished = false;
-            retire(&mut warps, &mut run, feed);
-            #[cfg(test)]
-            {
-                let held = warps.slot_span().max(run.ctas.waiting());
-                self.most_held = self.most_held.max(held);
-            }
-            if rules.cta_launch == CtaLaunch::AsFinished || warps.resident == 0 {
-                let room = Room {
-                    resident_max,
-                    ctas: &mut my_ctas,
-                };
-                launch_ctas(room, &mut warps, &mut run, feed, hooks)?;
-            }
-            // Warps whose latency has passed rejoin the queue.
-            while let Some(&Reverse((t, _, gw))) = delayed.peek() {
-                if t > self.now {
-                    break;
-                }
-                delayed.pop();
-                warps.rejoin(gw);
-            }
-            if warps.finished {
-                continue;
-            }
-            let Some(gw) = warps.fifo.pop_front() else {
-                match delayed.peek() {
-                    Some(&Reverse((t, _, _))) => {
-                        self.stats.idle_steps += t - self.now;
-                        self.now = t;
-                        continue;
-                    }
-                    None => break,
-                }
-            };
-            if rules.mshr_check == MshrCheck::FirstThread {
-                // Lines arriving in this step still hold their MSHR at its start.
-                self.apply_effects(self.now);
-                self.pending_at_step = self.pending.len();
-            }
-            if warps.is_last_step(gw) {
-                warps.leave(gw);
-                self.now += 1;
-                continue;
-            }
-            let ready_at = if rules.issue == IssueUnit::ThreadPortions {
-                self.issue_portions(gw, &mut warps, &mut run, hooks)
-            } else {
-                self.issue_warp(gw, &mut warps, &mut replay, &mut run, hooks)
-            };
-            since_progress += 1;
-            if since_progress >= 4096 {
-                since_progress = 0;
-                if !hooks.progress(run.rows) {
-                    return Err(TimingError::Cancelled);
-                }
-            }
-            match ready_at {
-                None => warps.fifo.push_back(gw),
-                Some(at) if self.p.warp_delay && at > self.now => {
-                    let (due, tie) = match rules.warp_return {
-                        WarpReturn::OnArrival => (at, dseq),
-                        WarpReturn::StepAfterByWarpId => (at + 1, gw as u64),
-                    };
-                    delayed.push(Reverse((due, tie, gw)));
-                    dseq += 1;
-                }
-                Some(_) => warps.rejoin(gw),
-            }
-            self.sample_occupancy();
-            self.now += 1;
-        }
-        #[cfg(test)]
-        {
-            self.most_slots = self.most_slots.max(warps.slots());
-        }
-        retire(&mut warps, &mut run, feed);
-        self.stats.time_steps = self.now;
-        self.drain();
-        Ok(run)
-    }
-}
-
-/// Lets go of the CTAs that finished since the last call: their streams go back to the feed
-/// and their tallies are final (their slots may be taken by the next CTAs launched).
-/// The CTAs an SM may still launch and how many it may hold at once.
-struct Room<'c, I> {
-    resident_max: u32,
-    ctas: &'c mut I,
-}
-
-/// Launches the SM's next CTAs from `feed` while it has room for them.
-fn launch_ctas<I: Iterator<Item = u32>>(
-    room: Room<'_, I>,
-    warps: &mut Warps,
-    run: &mut KernelRun,
-    feed: &mut dyn CtaFeed,
-    hooks: &mut dyn Hooks,
-) -> Result<(), TimingError> {
-    while warps.resident < room.resident_max {
-        let Some(c) = room.ctas.next() else { break };
-        let streams = feed.cta(c, &mut Progress(&mut *hooks, run.rows))?;
-        run.take_insts(streams.insts as usize);
-        // Thread portions: its loads, counted once (every one is issued or served before the
-        // kernel ends).
-        let mut loads = 0;
-        for &(i, n) in &streams.inst_loads {
-            run.accesses_inst[i as usize] += n;
-            loads += n;
-        }
-        let slot = warps.launch(c, streams);
-        run.ctas.open(slot, c);
-        run.ctas.at(slot).accesses += loads;
-        // A CTA without loads has finished already: its slot may go to the next.
-        retire(warps, run, feed);
-    }
-    Ok(())
-}
-
-fn retire(warps: &mut Warps, run: &mut KernelRun, feed: &mut dyn CtaFeed) {
-    for done in warps.released.drain(..) {
-        feed.done(done);
-    }
-    for slot in warps.retired.drain(..) {
-        run.ctas.close(slot as usize);
     }
 }

@@ -5,8 +5,9 @@
 use rustc_hash::FxHashMap;
 
 use super::engine::{Engine, Hooks, KernelRun, Status, TimedRequest, MAX_LATENCY_BIN};
-use super::streams::{lane_mask, ThreadLoad};
+use super::streams::{lane_mask, Event, StoreReq, ThreadLoad};
 use super::warps::{has_load, Warps};
+use crate::cache::Request;
 use crate::config::Arrivals;
 
 impl Engine {
@@ -42,6 +43,9 @@ impl Engine {
         hooks.request(rec);
         if let Some(log) = self.log.as_mut() {
             log.push(*rec);
+        }
+        if let Some(l2) = &mut self.l2 {
+            l2.drain_events(|e| hooks.l2(e));
         }
     }
 
@@ -83,7 +87,7 @@ impl Engine {
         let start = warps.current(gw).req_start;
         for i in first..end {
             let line = warps.cta(cta).reqs[i as usize];
-            let (status, mut rec) = self.request(line, gw, i == first);
+            let (status, mut rec) = self.request(line, (gw, inst), i == first);
             rec.cta = cta;
             rec.warp = w;
             rec.inst = inst;
@@ -97,10 +101,34 @@ impl Engine {
             ready_at = ready_at.max(rec.effect_at);
             self.count(run, &rec, slot);
         }
+        if self.l2.is_some() {
+            let e = *warps.current(gw);
+            self.write_through(&warps.cta(cta).store_reqs, e, hooks);
+        }
         if self.p.rules.arrivals == Arrivals::AfterGroup {
             self.apply_effects(self.now + 1);
         }
         Some(ready_at)
+    }
+
+    /// Sends the store requests of instruction `e` (once its loads have all issued) on to
+    /// the L2: the L1 of the timing model holds loads only, so every store goes through.
+    fn write_through(&mut self, stores: &[StoreReq], e: Event, hooks: &mut dyn Hooks) {
+        let Some(l2) = &mut self.l2 else { return };
+        let mine = stores
+            .get(e.store_start as usize..e.store_end as usize)
+            .unwrap_or(&[]);
+        for s in mine {
+            let r = Request {
+                line: s.line,
+                sectors: s.sectors,
+                write: true,
+                bytes: s.bytes,
+            };
+            let written = (s.written != 0).then_some(s.written);
+            l2.store(&r, self.kernel_index, e.inst, written);
+        }
+        l2.drain_events(|ev| hooks.l2(ev));
     }
 
     /// Issues warp `gw` the released model's way: its threads in groups by the first
@@ -137,7 +165,7 @@ impl Engine {
         run: &mut KernelRun,
         hooks: &mut dyn Hooks,
     ) -> Option<u64> {
-        let (status, mut rec) = self.request(a.line, gw, first);
+        let (status, mut rec) = self.request(a.line, (gw, a.inst), first);
         rec.cta = cta;
         rec.warp = w;
         rec.inst = a.inst;

@@ -25,6 +25,7 @@ mod build;
 mod cta_results;
 mod engine;
 mod issue;
+mod kernel;
 mod streams;
 mod warps;
 
@@ -33,6 +34,7 @@ pub use cta_results::{CtaResults, CtaTally, Written};
 pub use engine::{
     Engine, Hooks, KernelRun, Params, RunCounts, Status, TimedRequest, TimingError, TimingStats,
 };
+pub use kernel::{KernelState, Turn};
 pub use streams::{CtaFeed, CtaStreams, Shape, WarpStreams};
 
 use crate::cache::MissClasses;

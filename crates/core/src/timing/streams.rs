@@ -24,6 +24,21 @@ pub(super) struct Event {
     pub transactions: u32,
     pub stores: u32,
     pub store_bytes: u64,
+    /// Its store requests, `store_reqs[store_start..store_end]` (kept only for a simulated
+    /// L2, [`super::StreamsBuilder::keep_stores`]).
+    pub store_start: u32,
+    pub store_end: u32,
+}
+
+/// One coalesced store request of a warp instruction, for the L2 it goes on to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct StoreReq {
+    pub line: u64,
+    pub sectors: u32,
+    pub bytes: u32,
+    /// The bytes of its line it writes (bit b = byte b), for lines of at most 128 bytes
+    /// (0: not known).
+    pub written: u128,
 }
 
 /// One load of one thread, for the thread-portions issue unit.
@@ -100,6 +115,8 @@ pub struct CtaStreams {
     pub(super) events: Vec<Event>,
     /// Line addresses of the load requests.
     pub(super) reqs: Vec<u64>,
+    /// The store requests, where they are kept ([`Event::store_start`]).
+    pub(super) store_reqs: Vec<StoreReq>,
     /// Thread portions: per warp its range of `positions`, one per load of its longest
     /// lane.
     pub(super) warp_positions: Vec<(u32, u32)>,
@@ -121,6 +138,7 @@ pub(super) static NO_ROWS: CtaStreams = CtaStreams {
     warp_events: Vec::new(),
     events: Vec::new(),
     reqs: Vec::new(),
+    store_reqs: Vec::new(),
     warp_positions: Vec::new(),
     positions: Vec::new(),
     leader_loads: Vec::new(),
@@ -135,6 +153,7 @@ impl CtaStreams {
         self.warp_events.clear();
         self.events.clear();
         self.reqs.clear();
+        self.store_reqs.clear();
         self.warp_positions.clear();
         self.positions.clear();
         self.leader_loads.clear();
@@ -211,7 +230,12 @@ impl WarpStreams {
         gpu: &GpuConfig,
         rules: &TimingRules,
     ) -> Result<Self, TimingError> {
-        let mut b = StreamsBuilder::new(k, warp_size, coalescing, cache, gpu, rules, None)?;
+        let b = StreamsBuilder::new(k, warp_size, coalescing, cache, gpu, rules, None)?;
+        Ok(Self::build_with(b, k, ctas))
+    }
+
+    /// [`WarpStreams::build`] with the builder `b` (made for `k`, as a caller sets it up).
+    pub fn build_with(mut b: StreamsBuilder, k: &Kernel, ctas: impl Iterator<Item = u32>) -> Self {
         let starts = k.thread_starts();
         let mut all = WarpStreams {
             shape: b.shape(),
@@ -222,7 +246,7 @@ impl WarpStreams {
                 all.ctas[cta as usize] = Some(std::sync::Arc::new(built));
             }
         }
-        Ok(all)
+        all
     }
 
     /// The streams of a kernel from those [`WarpStreams::build`] gave for sets of its CTAs

@@ -195,6 +195,11 @@ impl Observer for Counted<'_, '_> {
             o.on_request(event);
         }
     }
+    fn on_l2(&mut self, event: &warpscope_core::l2::L2Event) {
+        if let Some(o) = self.caller.as_deref_mut() {
+            o.on_l2(event);
+        }
+    }
     fn wants_requests(&self) -> bool {
         self.caller.as_deref().is_some_and(|o| o.wants_requests())
     }
@@ -255,6 +260,8 @@ mod tests {
     #[derive(Default)]
     struct Seen {
         requests: Vec<RequestEvent>,
+        /// The L2's requests, each after the number of L1 requests seen before it.
+        l2: Vec<(usize, warpscope_core::l2::L2Event)>,
         kernels: Vec<u32>,
         last_progress: (u64, u64),
         /// Cancel at this progress call.
@@ -268,6 +275,9 @@ mod tests {
         }
         fn on_request(&mut self, event: &RequestEvent) {
             self.requests.push(*event);
+        }
+        fn on_l2(&mut self, event: &warpscope_core::l2::L2Event) {
+            self.l2.push((self.requests.len(), *event));
         }
         fn progress(&mut self, done: u64, total: u64) -> bool {
             assert!(done <= total, "progress {done} of {total}");
@@ -290,7 +300,15 @@ mod tests {
         }
         random.gpu.sms = 2;
         random.gpu.simulate = SmSelection::All;
-        vec![all_sms, released, random]
+        // Every SM at once behind a shared L2: one job a run.
+        let mut l2 = all_sms.clone();
+        l2.l2 = Some(warpscope_core::config::L2Config::default());
+        if let Some(t) = l2.timing.as_mut() {
+            t.miss_latency_stddev = 7.0;
+        }
+        let mut released_l2 = random.clone();
+        released_l2.l2 = l2.l2.clone();
+        vec![all_sms, released, random, l2, released_l2]
     }
 
     fn json(r: &Report) -> serde_json::Value {
@@ -312,6 +330,7 @@ mod tests {
                 assert_eq!(seen.kernels, one.kernels);
                 assert_eq!(seen.requests.len(), one.requests.len(), "{threads} threads");
                 assert!(seen.requests == one.requests, "{threads} threads: order");
+                assert!(seen.l2 == one.l2, "{threads} threads: L2 requests");
                 assert_eq!(seen.last_progress, one.last_progress);
             }
         }
@@ -354,6 +373,7 @@ mod tests {
                     .expect("run");
                 assert_eq!(json(&got), json(&want), "{threads} threads");
                 assert!(seen.requests == one.requests, "{threads} threads: requests");
+                assert!(seen.l2 == one.l2, "{threads} threads: L2 requests");
                 assert_eq!(seen.kernels, one.kernels);
                 assert_eq!(seen.last_progress, one.last_progress);
                 // Every piece was told of while the trace was read.
@@ -378,7 +398,7 @@ mod tests {
         let rows: u64 = kernels.iter().map(|k| k.len() as u64).sum();
         let cap = Some(rows / 3);
         let mut several = 0;
-        for cfg in configs() {
+        for (ci, cfg) in configs().into_iter().enumerate() {
             let mut one = Seen::default();
             let want = warpscope_core::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");
             several += (warpscope_core::sim::selected_sms(&cfg).len() > 1) as usize;
@@ -394,19 +414,57 @@ mod tests {
                     cap,
                 )
                 .map_err(anyhow::Error::from)
-                .expect("run");
+                .unwrap_or_else(|e| panic!("config {ci}, {threads} threads, no requests: {e}"));
                 assert_eq!(json(&got), json(&want), "{threads} threads");
                 let mut seen = Seen::default();
                 let source = by_cta(kernels.clone(), None);
                 let got = run_streamed(&cfg, source, 1, &mut NoObserver, &mut seen, threads, cap)
                     .map_err(anyhow::Error::from)
-                    .expect("run with requests");
+                    .unwrap_or_else(|e| panic!("config {ci}, {threads} threads: {e}"));
                 assert_eq!(json(&got), json(&want), "{threads} threads, requests");
                 assert!(seen.requests == one.requests, "{threads} threads: requests");
                 assert_eq!(seen.last_progress, one.last_progress);
             }
         }
         assert!(several > 0, "a setting simulates several SMs");
+    }
+
+    /// With a shared L2 one job runs every SM, taking their CTAs in the order of their clocks:
+    /// where one SM's CTAs are long and the others' short, the others need CTAs far past
+    /// those the slow SM has yet to take. The run must not wait for ever on the board, and
+    /// gives the whole read's report.
+    #[test]
+    fn a_streamed_trace_whose_sms_go_at_different_speeds_behind_an_l2_runs_to_its_end() {
+        let mut src = String::from("kernel skew grid=240 block=4\n");
+        for c in 0..240u64 {
+            let loads = if c % 3 == 0 { 40 } else { 1 };
+            for t in 0..4u64 {
+                for i in 0..loads {
+                    let addr = (c * 4 + t) * 4096 + i * 128;
+                    src += &format!("{c} {t} ld_a 0 ld {addr} 4\n");
+                }
+            }
+        }
+        let k = warpscope_core::trace::text::read(src.as_bytes(), "skew.wst")
+            .expect("kernel")
+            .kernels;
+        let cfg = &configs()[3];
+        assert!(cfg.l2_simulated());
+        let want = warpscope_core::sim::run_kernels(cfg, &k, &mut NoObserver).expect("run");
+        for threads in [1, 2, 4] {
+            let got = run_streamed(
+                cfg,
+                by_cta(k.clone(), None),
+                1,
+                &mut NoObserver,
+                &mut NoObserver,
+                threads,
+                None,
+            )
+            .map_err(anyhow::Error::from)
+            .expect("run");
+            assert_eq!(json(&got), json(&want), "{threads} threads");
+        }
     }
 
     #[test]

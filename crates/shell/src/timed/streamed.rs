@@ -57,7 +57,7 @@ pub fn run_streamed(
     // The later SMs' full models keep their requests for the observer, in order.
     let in_order = observer.wants_requests() && full_jobs > 1;
     let spools = spools(in_order, jobs, full_jobs)?;
-    let board = Board::new(cores, max_rows.unwrap_or(u64::MAX));
+    let board = Board::new(cores, max_rows.unwrap_or(u64::MAX), jobs);
     let (mut fanout, pieces, used) = lanes::pipe(depth);
     let (built, read, results) = std::thread::scope(|scope| {
         let reader = std::thread::Builder::new()
@@ -263,6 +263,14 @@ struct State {
     held_rows: u64,
     /// Jobs running (not waiting on the board).
     running: usize,
+    /// Jobs not finished, and the CTAs (kernel, CTA) that those of them waiting for a CTA
+    /// not yet on the board wait for: when every job waits so, the builder puts CTAs past
+    /// the window up to the one waited for (a job that runs every SM at once may need a CTA
+    /// past the window before it takes those on the board, which wait for its other SMs).
+    jobs_left: usize,
+    starving: Vec<(usize, u32)>,
+    /// The builder waits for room on the board (only then does a job that starves wake it).
+    builder_waits: bool,
     /// Streams of CTAs every job has finished, for the builder to build in.
     spare: Vec<CtaStreams>,
 }
@@ -281,9 +289,12 @@ struct Posted {
 }
 
 impl Board {
-    fn new(cores: usize, max_rows: u64) -> Self {
+    fn new(cores: usize, max_rows: u64, jobs: usize) -> Self {
         Board {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                jobs_left: jobs,
+                ..State::default()
+            }),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
@@ -509,10 +520,15 @@ impl Board {
         }
         loop {
             let window = st.kernels.get(ki).map_or(0, |k| k.window);
-            if st.held < window {
+            let starved = st.jobs_left > 0
+                && st.starving.len() >= st.jobs_left
+                && st.starving.iter().any(|&(k, c)| k == ki && cta <= c);
+            if st.held < window || starved {
                 break;
             }
+            st.builder_waits = true;
             st = self.wait(st)?;
+            st.builder_waits = false;
         }
         if st.held_rows + rows > self.max_rows {
             return Err(super::too_many_rows(self.max_rows));
@@ -558,6 +574,10 @@ impl Board {
         };
         let r = self.job_kernels(&mut job, &mut feed, &mut counting);
         feed.give_turn();
+        if let Ok(mut st) = self.state.lock() {
+            st.jobs_left = st.jobs_left.saturating_sub(1);
+            self.changed.notify_all();
+        }
         if r.is_err() {
             self.stop();
         }
@@ -664,12 +684,22 @@ impl CtaFeed for Feed<'_> {
                 _ => {}
             }
             self.give_turn_locked(&mut st);
+            let want = (self.kernel, cta);
+            st.starving.push(want);
+            if st.builder_waits && st.starving.len() >= st.jobs_left {
+                // Every job waits, and so does the builder: it must go past the window.
+                board.changed.notify_all();
+            }
             st = board.wait(st).map_err(stopped)?;
             drop(st);
-            if !hooks.progress(0) {
+            let go_on = hooks.progress(0);
+            st = board.lock().map_err(stopped)?;
+            if let Some(i) = st.starving.iter().position(|&w| w == want) {
+                st.starving.swap_remove(i);
+            }
+            if !go_on {
                 return Err(TimingError::Cancelled);
             }
-            st = board.lock().map_err(stopped)?;
         };
         // Instructions found since, before the CTA's requests.
         let added = match st.kernels.get(self.kernel) {
@@ -733,6 +763,9 @@ impl Observer for Counting<'_, '_> {
     fn on_request(&mut self, event: &warpscope_core::sim::RequestEvent) {
         self.observer.on_request(event);
     }
+    fn on_l2(&mut self, event: &warpscope_core::l2::L2Event) {
+        self.observer.on_l2(event);
+    }
     fn wants_requests(&self) -> bool {
         self.observer.wants_requests()
     }
@@ -785,6 +818,9 @@ impl Observer for Caller<'_, '_> {
     }
     fn on_request(&mut self, event: &warpscope_core::sim::RequestEvent) {
         self.observer.on_request(event);
+    }
+    fn on_l2(&mut self, event: &warpscope_core::l2::L2Event) {
+        self.observer.on_l2(event);
     }
     fn wants_requests(&self) -> bool {
         self.observer.wants_requests()

@@ -359,14 +359,7 @@ impl Session {
         }
         self.report.finish(self.cfg.cache.lines());
         if let Some(l2) = &self.l2 {
-            let names: Vec<String> = self.report.kernels.iter().map(|k| k.name.clone()).collect();
-            let rows = &self.report.instructions;
-            self.report.l2 = Some(l2.report(&names, |k, i| {
-                rows.iter()
-                    .find(|r| r.kernel == k && r.inst == i)
-                    .map(|r| r.name.clone())
-                    .unwrap_or_default()
-            }));
+            self.report.add_l2(l2);
         }
         self.report
     }

@@ -1,16 +1,15 @@
 //! The pipeline in timing mode: every simulated SM through the timing model, once per run
 //! (the full model and its comparison runs), then the five miss classes (`report.rs`).
 
+mod job;
 mod report;
+
+pub use job::{JobResult, TimedJob};
 
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
 use crate::config::{SimConfig, TimingConfig};
 use crate::reuse::Histogram;
-use crate::rng::Rng;
-use crate::timing::{
-    CtaFeed, Engine, Hooks, KernelRun, Shape, Status, StreamsBuilder, TimedRequest, TimingStats,
-    Variant, WarpStreams,
-};
+use crate::timing::{Hooks, KernelRun, Status, StreamsBuilder, TimedRequest, Variant, WarpStreams};
 use crate::trace::Kernel;
 
 struct Adapter<'a> {
@@ -20,6 +19,9 @@ struct Adapter<'a> {
     kernel: u32,
     order: &'a mut u64,
     rows_before: u64,
+    /// Rows each SM of the job has issued in this kernel, as last told, and the SM issuing.
+    sm_rows: Vec<u64>,
+    current: usize,
     total: u64,
     /// Refused attempts (no free MSHR) per (CTA, warp, line), until the request issues.
     refused: rustc_hash::FxHashMap<(u32, u32, u64), u32>,
@@ -27,7 +29,16 @@ struct Adapter<'a> {
 
 impl Hooks for Adapter<'_> {
     fn progress(&mut self, rows: u64) -> bool {
-        self.observer.progress(self.rows_before + rows, self.total)
+        if let Some(r) = self.sm_rows.get_mut(self.current) {
+            *r = rows;
+        }
+        let all: u64 = self.sm_rows.iter().sum();
+        self.observer.progress(self.rows_before + all, self.total)
+    }
+    fn l2(&mut self, event: &crate::l2::L2Event) {
+        if self.full {
+            self.observer.on_l2(event);
+        }
     }
     fn more_instructions(&mut self, added: &[crate::trace::Instruction]) {
         if self.full {
@@ -95,20 +106,6 @@ pub struct TimedPlan<'a> {
     total: u64,
 }
 
-/// What one job left: its run of every kernel on its SM, and the engine's statistics where
-/// the report needs them (the full model's, and the fully associative run's histogram).
-pub struct JobResult {
-    kernels: Vec<KernelRun>,
-    stats: Option<TimingStats>,
-}
-
-impl JobResult {
-    /// Rows the job issued.
-    pub fn rows(&self) -> u64 {
-        self.kernels.iter().map(|k| k.rows).sum()
-    }
-}
-
 /// A piece of the work of building a plan ([`TimedPlan::new_with`]): the warps' streams of
 /// some of a kernel's CTAs.
 pub type StreamsWork<'w> = Box<dyn FnOnce() -> Result<WarpStreams, SimError> + Send + 'w>;
@@ -146,16 +143,19 @@ impl<'a> TimedPlan<'a> {
                 let ctas = (n as u64 * p as u64 / pieces as u64) as u32
                     ..(n as u64 * (p as u64 + 1) / pieces as u64) as u32;
                 works.push(Box::new(move || {
-                    WarpStreams::build(
+                    let b = StreamsBuilder::new(
                         k,
-                        ctas.filter(|c| simulated[(c % n_sms) as usize]),
                         cfg.schedule.warp_size,
                         cfg.coalescing,
                         &cfg.cache,
                         &cfg.gpu,
                         &t.rules,
+                        None,
                     )
-                    .map_err(|e| timing_err(k, e))
+                    .map_err(|e| timing_err(k, e))?
+                    .keep_stores(cfg.l2_simulated());
+                    let ctas = ctas.filter(|c| simulated[(c % n_sms) as usize]);
+                    Ok(WarpStreams::build_with(b, k, ctas))
                 }));
             }
         }
@@ -227,6 +227,7 @@ impl<'a> TimedPlan<'a> {
             &t.rules,
             Some(simulated),
         )
+        .map(|b| b.keep_stores(cfg.l2_simulated()))
         .map_err(|e| timing_err(header, e))
     }
 
@@ -248,12 +249,17 @@ impl<'a> TimedPlan<'a> {
 
     /// How many jobs there are: runs times simulated SMs.
     pub fn jobs(&self) -> usize {
-        self.variants.len() * self.sms.len()
+        self.variants.len() * self.full_jobs()
     }
 
-    /// How many of the first jobs are the full model's (one per simulated SM).
+    /// How many of the first jobs are the full model's: one per simulated SM, or one for
+    /// them all with a simulated L2 ([`TimedJob`]).
     pub fn full_jobs(&self) -> usize {
-        self.sms.len()
+        if self.cfg.l2_simulated() {
+            1
+        } else {
+            self.sms.len()
+        }
     }
 
     /// Rows of every job together (what [`Observer::progress`] counts to).
@@ -304,10 +310,13 @@ impl<'a> TimedPlan<'a> {
     ) -> Result<Report, SimError> {
         observer.progress(self.total, self.total);
         let n = self.sms.len();
+        let per_run = self.full_jobs();
         let mut results = results;
         for r in &mut results {
-            for (kr, k) in r.kernels.iter_mut().zip(self.launches) {
-                kr.take_insts(k.instructions.len());
+            for sm in &mut r.sms {
+                for (kr, k) in sm.kernels.iter_mut().zip(self.launches) {
+                    kr.take_insts(k.instructions.len());
+                }
             }
         }
         if results.len() != self.jobs() {
@@ -322,110 +331,33 @@ impl<'a> TimedPlan<'a> {
             .collect();
         let mut stats = Vec::with_capacity(n);
         let mut fa_hist = Histogram::default();
+        let mut l2 = None;
         for (j, r) in results.into_iter().enumerate() {
-            let v = j / n;
-            match (self.variants[v], r.stats) {
-                (Variant::Full, Some(s)) => stats.push(s),
-                (Variant::FullyAssociative, Some(s)) => fa_hist.merge(&s.set_hist),
-                _ => {}
+            let v = j / per_run.max(1);
+            if self.variants[v] == Variant::Full && r.l2.is_some() {
+                l2 = r.l2;
             }
-            runs[v].push(r.kernels);
+            for sm in r.sms {
+                match (self.variants[v], sm.stats) {
+                    (Variant::Full, Some(s)) => stats.push(s),
+                    (Variant::FullyAssociative, Some(s)) => fa_hist.merge(&s.set_hist),
+                    _ => {}
+                }
+                runs[v].push(sm.kernels);
+            }
         }
-        Ok(report::report(&self, &runs, &stats, &fa_hist))
-    }
-}
-
-/// One job of the timing model (one run on one SM), run kernel by kernel as each kernel's
-/// CTAs' streams come ([`TimedJob::kernel`]): what a shell runs when the trace is read while
-/// the model runs (`shell::timed`). [`TimedPlan::run_job`] is one over every kernel.
-pub struct TimedJob<'c> {
-    cfg: &'c SimConfig,
-    full: bool,
-    keep_stats: bool,
-    sm: u32,
-    engine: Engine,
-    /// Requests told of so far.
-    order: u64,
-    rows: u64,
-    kernels: Vec<KernelRun>,
-}
-
-impl<'c> TimedJob<'c> {
-    /// How many jobs `cfg` asks for: runs times simulated SMs (the full model's first, one
-    /// per simulated SM in order, as in [`TimedPlan`]).
-    pub fn count(cfg: &SimConfig) -> Result<(usize, usize), SimError> {
-        let (t, sms, _) = TimedPlan::setting(cfg)?;
-        Ok((Variant::all(t).len() * sms.len(), sms.len()))
-    }
-
-    /// Job number `job` of `cfg`.
-    pub fn new(cfg: &'c SimConfig, job: usize) -> Result<Self, SimError> {
-        let (t, sms, _) = TimedPlan::setting(cfg)?;
-        let variants = Variant::all(t);
-        let (Some(&v), Some(&sm)) = (
-            variants.get(job / sms.len().max(1)),
-            sms.get(job % sms.len().max(1)),
-        ) else {
-            return Err(SimError::Config(format!(
-                "the timing model has no job {job}"
-            )));
-        };
-        let (p, fa) = v.params(t);
-        let seed = Rng::fork(cfg.seed, sm as u64).next_u64();
-        Ok(TimedJob {
-            cfg,
-            full: v == Variant::Full,
-            keep_stats: matches!(v, Variant::Full | Variant::FullyAssociative),
-            sm,
-            engine: Engine::new(&cfg.cache, p, fa, seed),
-            order: 0,
-            rows: 0,
-            kernels: Vec::new(),
-        })
-    }
-
-    /// The SM the job simulates.
-    pub fn sm(&self) -> u32 {
-        self.sm
-    }
-
-    /// Runs the next kernel (`k`: its header) on CTAs' streams of `shape` from `feed`.
-    /// `observer` sees the requests of a full model's job, and progress counted from
-    /// `rows_before` of `total` (`progress.0`, `.1`).
-    pub fn kernel(
-        &mut self,
-        k: &Kernel,
-        shape: Shape,
-        feed: &mut dyn CtaFeed,
-        observer: &mut dyn Observer,
-        rows_before: u64,
-        total: u64,
-    ) -> Result<(), SimError> {
-        let mut hooks = Adapter {
-            observer,
-            full: self.full,
-            sm: self.sm,
-            kernel: self.kernels.len() as u32,
-            order: &mut self.order,
-            rows_before: rows_before + self.rows,
-            total,
-            refused: Default::default(),
-        };
-        let kr = self
-            .engine
-            .run_kernel(k, shape, feed, self.sm, &self.cfg.gpu, &mut hooks)
-            .map_err(|err| timing_err(k, err))?;
-        self.rows += kr.rows;
-        self.kernels.push(kr);
-        Ok(())
-    }
-
-    /// What the job left.
-    pub fn finish(self) -> JobResult {
-        JobResult {
-            kernels: self.kernels,
-            stats: self.keep_stats.then_some(self.engine.stats),
+        if runs.iter().any(|r| r.len() != n) {
+            return Err(SimError::Config(
+                "the timing model's jobs did not report every SM".into(),
+            ));
         }
+        Ok(report::report(
+            &self,
+            &runs,
+            &stats,
+            &fa_hist,
+            l2.as_deref(),
+        ))
     }
 }
 

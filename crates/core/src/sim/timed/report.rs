@@ -18,6 +18,7 @@ pub(super) fn report(
     runs: &Runs,
     full_stats: &[TimingStats],
     fa_hist: &Histogram,
+    l2: Option<&crate::l2::L2Model>,
 ) -> Report {
     let cfg = plan.cfg;
     let mut report = Report::new(cfg, &plan.sms);
@@ -61,6 +62,9 @@ pub(super) fn report(
     }
     report.timing = Some(timing);
     report.finish(cfg.cache.lines());
+    if let Some(l2) = l2 {
+        report.add_l2(l2);
+    }
     report
 }
 
