@@ -70,3 +70,70 @@ fn the_cli_writes_the_sweep_tables_the_app_tests_open() {
     ]);
     same_as_fixture(&dir.path().join("matmul.csv"), "matmul.csv");
 }
+
+/// A sweep whose points simulate an L2 has the L2's columns after the L1's, equal to what
+/// `sim` reports for the point, and empty where a point has none; planned, run in a shard
+/// and merged, its table is the plain sweep's.
+#[test]
+fn a_sweep_with_an_l2_has_its_columns_empty_where_a_point_has_none() {
+    use warpscope::report::sweep::{read_any, L2_METRICS};
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let grid = [
+        "sweep",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--preset",
+        "fermi-16k",
+        "--all-sms",
+        "--vary",
+        "l2=on,off",
+    ];
+    let out = d("l2.csv");
+    run::ok(&[&grid[..], &["-o", &out]].concat());
+    same_as_fixture(Path::new(&out), "l2.csv");
+    let (json, _) = run::ok(&[
+        "sim",
+        "--kernel",
+        "matmul",
+        "n=32",
+        "--preset",
+        "fermi-16k",
+        "--all-sms",
+        "--json",
+    ]);
+    let sim: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let l2 = &sim["l2"];
+    let table = read_any(Path::new(&out)).unwrap();
+    let column = |name: &str| table.column(name).unwrap().as_materialized_series().clone();
+    for (name, key) in [
+        ("l2_requests", "requests"),
+        ("l2_hits", "hits"),
+        ("l2_misses", "misses"),
+        ("bytes_from_dram", "bytes_from_dram"),
+        ("bytes_to_dram", "bytes_to_dram"),
+    ] {
+        let cells: Vec<Option<u64>> = column(name).u64().unwrap().iter().collect();
+        assert_eq!(cells, [l2[key].as_u64(), None], "{name}");
+    }
+    let rate: Vec<Option<f64>> = column("l2_miss_rate").f64().unwrap().iter().collect();
+    assert_eq!(rate, [l2["miss_rate"].as_f64(), None]);
+    // The same points planned, run in one shard and merged.
+    let plan = d("plan");
+    run::ok(&[&grid[..], &["--plan", &plan]].concat());
+    run::ok(&["sweep", "--plan", &plan, "--shard", "0/1"]);
+    let merged = d("merged.csv");
+    let (stdout, stderr) = run::ok(&["sweep", "merge", &plan, "-o", &merged, "--print"]);
+    let summary = stdout + &stderr;
+    let merged = read_any(Path::new(&merged)).unwrap();
+    for name in L2_METRICS {
+        let got = merged
+            .column(name)
+            .unwrap()
+            .as_materialized_series()
+            .clone();
+        assert!(got.equals_missing(&column(name)), "{name}: {got:?}");
+    }
+    assert!(summary.contains("l2_requests"), "{summary}");
+}

@@ -13,7 +13,7 @@ use super::data::TraceData;
 use super::job::{Finished, Job, JobError, Progress};
 use super::sweep_view::{Key, SweepTable};
 use warpscope_core::config::{grid, ReuseMode, SimConfig};
-use warpscope_core::report::sweep::METRICS;
+use warpscope_core::report::sweep::{L2_METRICS, METRICS};
 use warpscope_core::sim::{Observer, Report};
 
 /// Axis fields the form offers.
@@ -55,7 +55,8 @@ impl Observer for Stop<'_> {
 
 /// Simulates `trace` with `base` at every point of `axes`, the points spread over the cores,
 /// and makes the table a sweep of the CLI writes: an `input` key, one key per axis, the
-/// counters of [`METRICS`]. Reuse distances are off, as in `warpscope sweep`.
+/// counters of [`METRICS`] (and of [`L2_METRICS`] where a point simulates an L2). Reuse
+/// distances are off, as in `warpscope sweep`.
 pub fn run(
     trace: &TraceData,
     base: &SimConfig,
@@ -115,8 +116,11 @@ fn table(
             distinct: values.clone(),
         });
     }
+    let l2 = reports.iter().any(|r| r.l2.is_some());
+    let l2_metrics = if l2 { &L2_METRICS[..] } else { &[] };
     let values = METRICS
         .iter()
+        .chain(l2_metrics)
         .map(|&m| {
             let column = reports
                 .iter()
@@ -134,7 +138,19 @@ fn table(
                         "transactions" => t.transactions as f64,
                         "bytes_from_memory" => t.bytes_from_memory as f64,
                         "bytes_to_memory" => t.bytes_to_memory as f64,
-                        _ => t.writebacks as f64,
+                        "writebacks" => t.writebacks as f64,
+                        // The L2's, NaN (no value) where the point simulated none.
+                        l2_metric => r.l2.as_ref().map_or(f64::NAN, |l2| {
+                            let c = &l2.totals;
+                            match l2_metric {
+                                "l2_requests" => c.requests as f64,
+                                "l2_hits" => c.hits as f64,
+                                "l2_misses" => c.misses as f64,
+                                "l2_miss_rate" => l2.miss_rate,
+                                "bytes_from_dram" => c.bytes_from_dram as f64,
+                                _ => c.bytes_to_dram as f64,
+                            }
+                        }),
                     }
                 })
                 .collect();

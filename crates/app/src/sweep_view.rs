@@ -8,7 +8,7 @@ use std::path::Path;
 use egui::{Align2, Color32, FontId, Rect, Sense, Ui};
 
 use super::theme::ramp;
-use warpscope_core::report::sweep::METRICS;
+use warpscope_core::report::sweep::is_metric;
 
 /// A key column: its distinct values in the order they first come (plan order: the order
 /// the user gave them in `--vary`), and each row's value as an index into them.
@@ -42,13 +42,14 @@ impl SweepTable {
             if name == "id" {
                 continue;
             }
-            if METRICS.contains(&name.as_str()) {
+            if is_metric(&name) {
                 let f = s.cast(&polars::prelude::DataType::Float64).map_err(err)?;
+                // An empty cell (the L2's, for a point without one) is no value: NaN.
                 let v: Vec<f64> = f
                     .f64()
                     .map_err(err)?
                     .iter()
-                    .map(|x| x.unwrap_or(0.0))
+                    .map(|x| x.unwrap_or(f64::NAN))
                     .collect();
                 values.push((name, v));
             } else {
@@ -102,7 +103,7 @@ impl SweepTable {
             });
             if others {
                 let y = if s.x == s.y { 0 } else { yk.rows[r] as usize };
-                grid[y][xk.rows[r] as usize] = Some(*v);
+                grid[y][xk.rows[r] as usize] = (!v.is_nan()).then_some(*v);
             }
         }
         grid

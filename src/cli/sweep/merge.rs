@@ -192,6 +192,7 @@ fn summary(plan: &Plan, df: &DataFrame) -> Result<String> {
         .collect::<Result<_>>()?;
     let rate = df.column("miss_rate")?.as_materialized_series().clone();
     let rate: Vec<f64> = rate.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect();
+    let l2 = super::l2_cells(df)?;
     let rows: Vec<Row> = (0..df.height())
         .map(|i| {
             let params = plan
@@ -199,11 +200,13 @@ fn summary(plan: &Plan, df: &DataFrame) -> Result<String> {
                 .iter()
                 .zip(&keys)
                 .map(|(k, v)| (k.clone(), v[i].clone()));
-            Row::from_counts(
+            let mut row = Row::from_counts(
                 params.collect(),
                 std::array::from_fn(|c| counts[c][i]),
                 rate[i],
-            )
+            );
+            row.l2 = l2.get(i).copied().flatten();
+            row
         })
         .collect();
     let axes: Vec<(String, Vec<String>)> =

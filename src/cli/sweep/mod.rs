@@ -23,6 +23,7 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 use warpscope::config::{grid, SimConfig};
+use warpscope::report::sweep_columns::{L2_METRICS, METRICS};
 use warpscope::shell::lanes;
 use warpscope::sim::{self, NoObserver, Report, Session};
 
@@ -40,6 +41,46 @@ struct Row {
     bytes_from_memory: u64,
     bytes_to_memory: u64,
     writebacks: u64,
+    /// The L2's counters, where the point simulated one (`L2_METRICS`' columns).
+    #[serde(flatten)]
+    l2: Option<L2Cells>,
+}
+
+/// A sweep row's L2 counters, in the order of `report::sweep::L2_METRICS`.
+#[derive(Clone, Copy, Serialize)]
+struct L2Cells {
+    l2_requests: u64,
+    l2_hits: u64,
+    l2_misses: u64,
+    l2_miss_rate: f64,
+    bytes_from_dram: u64,
+    bytes_to_dram: u64,
+}
+
+impl L2Cells {
+    fn of(r: &Report) -> Option<Self> {
+        let t = &r.l2.as_ref()?.totals;
+        Some(L2Cells {
+            l2_requests: t.requests,
+            l2_hits: t.hits,
+            l2_misses: t.misses,
+            l2_miss_rate: r.l2.as_ref()?.miss_rate,
+            bytes_from_dram: t.bytes_from_dram,
+            bytes_to_dram: t.bytes_to_dram,
+        })
+    }
+
+    /// Its cells as text, the miss rate fourth (as the CSV writes them).
+    fn texts(&self) -> [String; 6] {
+        [
+            self.l2_requests.to_string(),
+            self.l2_hits.to_string(),
+            self.l2_misses.to_string(),
+            self.l2_miss_rate.to_string(),
+            self.bytes_from_dram.to_string(),
+            self.bytes_to_dram.to_string(),
+        ]
+    }
 }
 
 pub fn run(a: SweepArgs) -> Result<()> {
@@ -136,6 +177,7 @@ impl Row {
             bytes_from_memory: c[7],
             bytes_to_memory: c[8],
             writebacks: c[9],
+            l2: None,
         }
     }
 
@@ -154,8 +196,60 @@ impl Row {
             bytes_from_memory: t.bytes_from_memory,
             bytes_to_memory: t.bytes_to_memory,
             writebacks: t.writebacks,
+            l2: L2Cells::of(r),
         }
     }
+}
+
+/// The L2's columns of `rows` (`L2_METRICS`), empty (null) where a row has none.
+#[cfg(feature = "tables")]
+fn l2_columns(rows: &[Row]) -> Vec<polars::prelude::Column> {
+    use polars::prelude::Column;
+    let count = |f: fn(&L2Cells) -> u64| -> Vec<Option<u64>> {
+        rows.iter().map(|r| r.l2.as_ref().map(f)).collect()
+    };
+    let rate: Vec<Option<f64>> = rows
+        .iter()
+        .map(|r| r.l2.as_ref().map(|c| c.l2_miss_rate))
+        .collect();
+    vec![
+        Column::new(L2_METRICS[0].into(), count(|c| c.l2_requests)),
+        Column::new(L2_METRICS[1].into(), count(|c| c.l2_hits)),
+        Column::new(L2_METRICS[2].into(), count(|c| c.l2_misses)),
+        Column::new(L2_METRICS[3].into(), rate),
+        Column::new(L2_METRICS[4].into(), count(|c| c.bytes_from_dram)),
+        Column::new(L2_METRICS[5].into(), count(|c| c.bytes_to_dram)),
+    ]
+}
+
+/// The L2's cells of each row of a sweep table (none where the table has no L2 columns or
+/// the row's are empty).
+#[cfg(feature = "tables")]
+fn l2_cells(df: &polars::prelude::DataFrame) -> Result<Vec<Option<L2Cells>>> {
+    if df.column(L2_METRICS[0]).is_err() {
+        return Ok(vec![None; df.height()]);
+    }
+    let count = |c: &str| -> Result<Vec<Option<u64>>> {
+        let s = df.column(c)?.as_materialized_series().clone();
+        Ok(s.u64()?.iter().collect())
+    };
+    let [requests, hits, misses] = [0, 1, 2].map(|i| count(L2_METRICS[i]));
+    let (requests, hits, misses) = (requests?, hits?, misses?);
+    let (from, to) = (count(L2_METRICS[4])?, count(L2_METRICS[5])?);
+    let rate = df.column(L2_METRICS[3])?.as_materialized_series().clone();
+    let rate: Vec<Option<f64>> = rate.f64()?.iter().collect();
+    Ok((0..df.height())
+        .map(|i| {
+            Some(L2Cells {
+                l2_requests: requests[i]?,
+                l2_hits: hits[i]?,
+                l2_misses: misses[i]?,
+                l2_miss_rate: rate[i]?,
+                bytes_from_dram: from[i]?,
+                bytes_to_dram: to[i]?,
+            })
+        })
+        .collect())
 }
 
 /// The `--vary KEY=V1,V2,...` axes, each checked against `base` (`config::grid`).
@@ -290,18 +384,31 @@ fn csv(axes: &[(String, Vec<String>)], rows: &[Row]) -> String {
         s.push_str(k);
         s.push(',');
     }
-    s.push_str("requests,hits,misses,miss_rate,compulsory,capacity,conflict,transactions,bytes_from_memory,bytes_to_memory,writebacks\n");
+    s.push_str(&METRICS.join(","));
+    let l2 = rows.iter().any(|r| r.l2.is_some());
+    if l2 {
+        s.push(',');
+        s.push_str(&L2_METRICS.join(","));
+    }
+    s.push('\n');
     for r in rows {
         for (_, v) in &r.params {
             s.push_str(&format!("\"{}\",", v.replace('"', "'")));
         }
         let c = r.counts().map(|v| v.to_string());
         s.push_str(&format!(
-            "{},{},{}\n",
+            "{},{},{}",
             c[..3].join(","),
             r.miss_rate,
             c[3..].join(",")
         ));
+        if l2 {
+            // Empty cells for a point that simulated no L2.
+            let cells = r.l2.map(|c| c.texts()).unwrap_or_default();
+            s.push(',');
+            s.push_str(&cells.join(","));
+        }
+        s.push('\n');
     }
     s
 }

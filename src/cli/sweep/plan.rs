@@ -230,8 +230,9 @@ impl Plan {
     }
 }
 
-/// One point's row as a one-row table: id, input, the keys, the counters.
-pub fn row_frame(p: &Point, r: &Row) -> Result<DataFrame> {
+/// One point's row as a one-row table: id, input, the keys, the counters, and with `l2`
+/// (the plan simulates an L2 somewhere) the L2's, empty where this point has none.
+pub fn row_frame(p: &Point, r: &Row, l2: bool) -> Result<DataFrame> {
     let mut cols = vec![
         Column::new("id".into(), [p.id.clone()]),
         Column::new("input".into(), [p.input.join(" ")]),
@@ -246,6 +247,9 @@ pub fn row_frame(p: &Point, r: &Row) -> Result<DataFrame> {
         } else {
             Column::new(name.into(), [counts.next().unwrap_or(0)])
         });
+    }
+    if l2 {
+        cols.extend(super::l2_columns(std::slice::from_ref(r)));
     }
     Ok(DataFrame::new(1, cols)?)
 }
@@ -272,6 +276,9 @@ pub fn plain_frame(axes: &[(String, Vec<String>)], rows: &[Row]) -> Result<DataF
             c += 1;
             Column::new(name.into(), v)
         });
+    }
+    if rows.iter().any(|r| r.l2.is_some()) {
+        cols.extend(super::l2_columns(rows));
     }
     Ok(DataFrame::new(rows.len(), cols)?)
 }

@@ -57,6 +57,11 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     };
     let (k, n) = parse_shard(spec)?;
     let plan = Plan::read(dir)?;
+    // Every row of a plan has the L2's columns where any of its points simulates an L2.
+    let all: Vec<Vec<(String, String)>> = plan.points.iter().map(|p| p.params.clone()).collect();
+    let l2 = super::configs(&plan.base, &all)?
+        .iter()
+        .any(|c| c.l2_simulated());
     let mine = plan.shard(k, n);
     let rows = dir.join("rows");
     std::fs::create_dir_all(&rows).with_context(|| format!("creating {}", rows.display()))?;
@@ -81,7 +86,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         let describe = |i: usize| super::describe(&grid[i]);
         let reports = super::simulate(&input, &configs, a.jobs.unwrap_or(0), &describe)?;
         for (p, r) in points.iter().zip(&reports) {
-            let mut df = row_frame(p, &Row::new(r, &p.params))?;
+            let mut df = row_frame(p, &Row::new(r, &p.params), l2)?;
             table::write(&mut df, &row_path(dir, p))?;
         }
     }

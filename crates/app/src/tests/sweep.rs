@@ -216,3 +216,53 @@ fn a_sweep_run_in_the_app_equals_the_clis() {
     assert_eq!((s.x, s.y), (2, 1));
     h.get_by_label("Value");
 }
+
+/// A sweep over the L2 (`sweep --kernel matmul n=32 --preset fermi-16k --all-sms --vary
+/// l2=on,off -o l2.csv`): the L2's columns are values to draw, and a point without an L2 is
+/// an empty cell, not 0. The app's own run of that sweep gives the same table.
+#[test]
+fn a_sweep_over_the_l2_draws_its_columns_and_leaves_a_point_without_one_empty() {
+    let cli = crate::sweep_view::SweepTable::read(&fixture("l2.csv")).unwrap();
+    let names: Vec<&str> = cli.values.iter().map(|v| v.0.as_str()).collect();
+    for m in warpscope_core::report::sweep::L2_METRICS {
+        assert!(names.contains(&m), "{m} in {names:?}");
+    }
+    let value = names.iter().position(|n| *n == "l2_requests").unwrap();
+    let s = crate::sweep_view::Selection {
+        value,
+        ..Default::default()
+    };
+    // One key, l2 = on, off: the first has the L2's requests, the second none.
+    let on = cli.cell(&s, 0, 0).expect("the point with an L2");
+    assert!(on > 0.0);
+    assert_eq!(cli.cell(&s, 1, 0), None);
+
+    let mut a = app("matmul", "n=32");
+    let mut cfg = warpscope_core::config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = warpscope_core::config::SmSelection::All;
+    a.set_config(0, "fermi-16k", cfg, 0.0);
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "Panes");
+    click(&mut h, "Sweep the active pane…");
+    h.run_steps(2);
+    h.state_mut().sweep_run.axes = ["l2=on,off".into(), String::new(), String::new()];
+    h.run_steps(2);
+    click(&mut h, "Run 2 configurations");
+    step_until(&mut h, "the sweep", |a| {
+        a.sweep_run.job.is_none() && a.sweep.table.is_some()
+    });
+    let app = h.state().sweep.table.clone().unwrap();
+    // Cell for cell, an empty one (NaN) the same as the CLI's.
+    let same = |a: &[f64], b: &[f64]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+    };
+    assert_eq!(app.values.len(), cli.values.len());
+    for ((an, av), (cn, cv)) in app.values.iter().zip(&cli.values) {
+        assert_eq!(an, cn);
+        assert!(same(av, cv), "{an}: {av:?} vs {cv:?}");
+    }
+}

@@ -14,6 +14,7 @@ pub mod export;
 pub mod json;
 #[cfg(feature = "tables")]
 pub mod sweep;
+pub mod sweep_columns;
 #[cfg(feature = "tables")]
 pub mod tables;
 pub mod text;

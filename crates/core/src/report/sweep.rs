@@ -1,5 +1,6 @@
 //! Sweep result tables, one row per point of a sweep plan (its id, its input, the value of
-//! each varied key, then the counters of [`METRICS`]), as CSV or Parquet through polars. A
+//! each varied key, then the counters of [`METRICS`], and those of [`L2_METRICS`] where the
+//! sweep simulates an L2), as CSV or Parquet through polars. A
 //! table is read back whole and checked: a truncated or damaged file, or a row with a missing
 //! cell, is an error naming the file (and the row), never a shorter table. `warpscope sweep`
 //! writes its shards with [`write()`], `sweep merge` concatenates them, and the app reads
@@ -13,23 +14,7 @@ use polars::prelude::*;
 use super::export::ExportError;
 use super::tables::TableFormat;
 
-/// The counters of a sweep row, after its keys, in this order.
-pub const METRICS: [&str; 11] = [
-    "requests",
-    "hits",
-    "misses",
-    "miss_rate",
-    "compulsory",
-    "capacity",
-    "conflict",
-    "transactions",
-    "bytes_from_memory",
-    "bytes_to_memory",
-    "writebacks",
-];
-
-/// The columns every sweep row starts with: the point's id and its input.
-pub const KEYS: [&str; 2] = ["id", "input"];
+pub use super::sweep_columns::{is_metric, KEYS, L2_METRICS, METRICS};
 
 fn read_err(path: &Path, message: impl Into<String>) -> ExportError {
     ExportError::Read {
@@ -38,8 +23,9 @@ fn read_err(path: &Path, message: impl Into<String>) -> ExportError {
     }
 }
 
-/// Reads a sweep table: every key column as text, the counters as `UInt64` (`miss_rate` as
-/// `Float64`). Errors name the file, and the row of a missing or malformed cell.
+/// Reads a sweep table: every key column as text, the counters as `UInt64` (the miss rates
+/// as `Float64`; the L2's may be empty). Errors name the file, and the row of a missing or
+/// malformed cell.
 pub fn read(path: &Path) -> Result<DataFrame, ExportError> {
     typed(raw(path)?, path, Shape::Plan)
 }
@@ -78,12 +64,11 @@ fn from_json(path: &Path) -> Result<DataFrame, ExportError> {
         return Err(read_err(path, "the table has no rows"));
     };
     // The varied keys (in the file's order), then the counters in the table's order.
-    let mut names: Vec<String> = first
-        .keys()
-        .filter(|k| !METRICS.contains(&k.as_str()))
-        .cloned()
-        .collect();
+    let mut names: Vec<String> = first.keys().filter(|k| !is_metric(k)).cloned().collect();
     names.extend(METRICS.iter().map(|m| m.to_string()));
+    if rows.iter().any(|r| r.contains_key(L2_METRICS[0])) {
+        names.extend(L2_METRICS.iter().map(|m| m.to_string()));
+    }
     let mut columns = Vec::with_capacity(names.len());
     for name in &names {
         let mut cells: Vec<Option<String>> = Vec::with_capacity(rows.len());
@@ -144,9 +129,11 @@ fn typed(df: DataFrame, path: &Path, shape: Shape) -> Result<DataFrame, ExportEr
         .map(|n| n.to_string())
         .collect();
     let planned = names.len() >= KEYS.len() && names[..KEYS.len()] == KEYS;
-    let keys = names.len().saturating_sub(METRICS.len());
-    if names.len() < METRICS.len()
-        || names[keys..] != METRICS
+    let l2 = names.ends_with(&L2_METRICS.map(String::from));
+    let counters = names.len() - if l2 { L2_METRICS.len() } else { 0 };
+    let keys = counters.saturating_sub(METRICS.len());
+    if counters < METRICS.len()
+        || names[keys..counters] != METRICS
         || !(planned || shape == Shape::Any && keys > 0)
     {
         let expected = match shape {
@@ -162,7 +149,7 @@ fn typed(df: DataFrame, path: &Path, shape: Shape) -> Result<DataFrame, ExportEr
         return Err(read_err(
             path,
             format!(
-                "not a sweep table: expected the columns {expected}, then the counters {}; found {}{}",
+                "not a sweep table: expected the columns {expected}, then the counters {} (and l2_* with an L2); found {}{}",
                 METRICS.join(", "),
                 found.join(", "),
                 if more > 0 { format!(" and {more} more") } else { String::new() }
@@ -177,8 +164,8 @@ fn typed(df: DataFrame, path: &Path, shape: Shape) -> Result<DataFrame, ExportEr
             .as_materialized_series()
             .clone();
         let target = match name.as_str() {
-            "miss_rate" => DataType::Float64,
-            n if METRICS.contains(&n) => DataType::UInt64,
+            "miss_rate" | "l2_miss_rate" => DataType::Float64,
+            n if is_metric(n) => DataType::UInt64,
             _ => DataType::String,
         };
         let cast = if target == DataType::String {
@@ -192,7 +179,10 @@ fn typed(df: DataFrame, path: &Path, shape: Shape) -> Result<DataFrame, ExportEr
                 format!("column `{name}`: expected {target} values in every row"),
             )
         })?;
-        if let Some(row) = (0..cast.len()).find(|&i| cast.get(i).is_ok_and(|v| v.is_null())) {
+        // The L2's cells are empty for a point that simulates no L2.
+        let may_be_empty = L2_METRICS.contains(&name.as_str());
+        let empty = |i: usize| cast.get(i).is_ok_and(|v| v.is_null());
+        if let Some(row) = (0..cast.len()).find(|&i| !may_be_empty && empty(i)) {
             return Err(read_err(
                 path,
                 format!(
