@@ -118,6 +118,16 @@ impl L2Model {
         }
     }
 
+    /// Lets go of what only its report needs (each slice's classifier, the reuse meter):
+    /// an L2 that gives the timing model's comparison runs their latencies, and is never
+    /// reported, holds its slices' arrays only.
+    pub fn for_latency_only(&mut self) {
+        for s in &mut self.slices {
+            drop(s.take_classifier());
+        }
+        self.reuse = None;
+    }
+
     /// Its reuse meter anew for `mode` (a session made streamed before anything ran).
     pub fn set_reuse(&mut self, mode: ReuseMode) {
         let n = self.slices.len();

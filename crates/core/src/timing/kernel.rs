@@ -42,6 +42,13 @@ pub enum Turn {
     Done,
 }
 
+impl KernelState {
+    /// Rows (thread accesses) issued so far.
+    pub fn rows(&self) -> u64 {
+        self.run.rows
+    }
+}
+
 impl Engine {
     /// Starts kernel `k` (its header: its rows are not read) of `shape` on SM `sm`: its CTAs
     /// `sm, sm + sms, ...`.

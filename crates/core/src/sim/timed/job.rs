@@ -97,8 +97,11 @@ impl<'c> TimedJob<'c> {
                     Variant::Full => cfg.reuse.resolve(false),
                     _ => ReuseMode::Off,
                 };
-                let model =
+                let mut model =
                     L2Model::new(l2, &cfg.cache, reuse, cfg.seed).map_err(SimError::Config)?;
+                if v != Variant::Full {
+                    model.for_latency_only();
+                }
                 Some(Box::new(model))
             }
             _ => None,
@@ -212,7 +215,20 @@ fn lockstep(
         states.push(Some(engine.start_kernel(k, shape, *sm, gpu)));
         turns.push(Reverse((engine.now(), i)));
     }
+    let mut since_progress = 0u32;
     while let Some(Reverse((_, i))) = turns.pop() {
+        since_progress += 1;
+        if since_progress >= 4096 {
+            // Each SM tells its progress every 4096 of its own turns: with many SMs, that
+            // is seldom; tell the rows of them all.
+            since_progress = 0;
+            for (r, st) in hooks.sm_rows.iter_mut().zip(&states) {
+                *r = st.as_ref().map_or(*r, KernelState::rows);
+            }
+            if !hooks.go_on() {
+                return Err(crate::timing::TimingError::Cancelled);
+            }
+        }
         let (sm, engine, _) = &mut sms[i];
         let Some(st) = states[i].as_mut() else {
             continue;

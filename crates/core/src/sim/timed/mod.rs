@@ -12,6 +12,14 @@ use crate::reuse::Histogram;
 use crate::timing::{Hooks, KernelRun, Status, StreamsBuilder, TimedRequest, Variant, WarpStreams};
 use crate::trace::Kernel;
 
+impl Adapter<'_> {
+    /// Tells the observer the rows of every SM of the job as last known; whether to go on.
+    fn go_on(&mut self) -> bool {
+        let all: u64 = self.sm_rows.iter().sum();
+        self.observer.progress(self.rows_before + all, self.total)
+    }
+}
+
 struct Adapter<'a> {
     observer: &'a mut dyn Observer,
     full: bool,
@@ -32,8 +40,7 @@ impl Hooks for Adapter<'_> {
         if let Some(r) = self.sm_rows.get_mut(self.current) {
             *r = rows;
         }
-        let all: u64 = self.sm_rows.iter().sum();
-        self.observer.progress(self.rows_before + all, self.total)
+        self.go_on()
     }
     fn l2(&mut self, event: &crate::l2::L2Event) {
         if self.full {
