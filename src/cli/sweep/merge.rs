@@ -192,7 +192,7 @@ fn summary(plan: &Plan, df: &DataFrame) -> Result<String> {
         .collect::<Result<_>>()?;
     let rate = df.column("miss_rate")?.as_materialized_series().clone();
     let rate: Vec<f64> = rate.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect();
-    let l2 = super::l2_cells(df)?;
+    let l2 = super::l2_cells::l2_cells(df)?;
     let rows: Vec<Row> = (0..df.height())
         .map(|i| {
             let params = plan

@@ -249,7 +249,7 @@ pub fn row_frame(p: &Point, r: &Row, l2: bool) -> Result<DataFrame> {
         });
     }
     if l2 {
-        cols.extend(super::l2_columns(std::slice::from_ref(r)));
+        cols.extend(super::l2_cells::l2_columns(std::slice::from_ref(r)));
     }
     Ok(DataFrame::new(1, cols)?)
 }
@@ -278,7 +278,7 @@ pub fn plain_frame(axes: &[(String, Vec<String>)], rows: &[Row]) -> Result<DataF
         });
     }
     if rows.iter().any(|r| r.l2.is_some()) {
-        cols.extend(super::l2_columns(rows));
+        cols.extend(super::l2_cells::l2_columns(rows));
     }
     Ok(DataFrame::new(rows.len(), cols)?)
 }
