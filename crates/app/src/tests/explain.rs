@@ -255,3 +255,45 @@ fn a_request_explained_with_every_sm_follows_its_line_into_the_l2() {
         .unwrap();
     h.get_by_label(paragraph);
 }
+
+#[test]
+fn with_the_timing_model_the_l2_gives_fills_their_latency_and_explain_follows_it() {
+    // Fermi's SMs, its L2 and the timing model: the pane's report has the L2 (the core's,
+    // run the same way), its view shows it, and an explanation follows the line into it.
+    let mut a = app("matmul", "n=64");
+    let mut cfg = warpscope_core::config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = warpscope_core::config::SmSelection::All;
+    cfg.timing = Some(warpscope_core::config::TimingConfig::default());
+    a.set_config(0, "test", cfg.clone(), 0.0);
+    a.settings.view = View::Address;
+    let mut h = harness(a);
+    settle(&mut h);
+    let d = h.state().panes[0].result.clone().unwrap();
+    let l2 = d.report.l2.as_ref().expect("the timing model's L2");
+    let k = warpscope_core::gen::generate("matmul", &[("n".into(), "64".into())])
+        .unwrap()
+        .kernels;
+    #[derive(Default)]
+    struct Fills(Vec<bool>);
+    impl warpscope_core::sim::Observer for Fills {
+        fn on_request(&mut self, e: &warpscope_core::sim::RequestEvent) {
+            self.0.push(!e.hit && !e.in_flight);
+        }
+    }
+    let mut fills = Fills::default();
+    let want = warpscope_core::sim::run_kernels(&cfg, &k, &mut fills).unwrap();
+    assert_eq!(Some(l2), want.l2.as_ref());
+    assert!(l2.totals.hits > 0);
+    // A request past the first few that fetched its line: it went to the L2.
+    let n = (100..fills.0.len()).find(|&i| fills.0[i]).unwrap();
+    h.state_mut().panes[0]
+        .view_mut::<AddressView>()
+        .unwrap()
+        .explain(n);
+    step_until(&mut h, "the explanation", |a| answered(a, Some(n)));
+    let e = explanation(&h);
+    assert!(e.l2.is_some(), "{:?}", e.story);
+    h.state_mut().settings.view = View::L2;
+    h.run_steps(3);
+    h.get_by_label_contains("12 slices");
+}
