@@ -275,6 +275,27 @@ struct State {
     spare: Vec<CtaStreams>,
 }
 
+impl State {
+    /// The CTAs waited for that are not yet decided (a job woken for one that has come may
+    /// not have taken it yet: it no longer starves).
+    fn starving_now(&self) -> impl Iterator<Item = &(usize, u32)> {
+        self.starving
+            .iter()
+            .filter(|&&(k, c)| self.kernels.get(k).is_none_or(|p| c >= p.decided))
+    }
+
+    /// Every job not finished waits for a CTA not yet decided.
+    fn all_starve(&self) -> bool {
+        self.jobs_left > 0 && self.starving_now().count() >= self.jobs_left
+    }
+
+    /// Every job waits for a CTA not yet decided, one of them for kernel `ki`'s CTA `cta` or
+    /// a later one: the builder must put `cta` even past the window, or wait for ever.
+    fn starved_for(&self, ki: usize, cta: u32) -> bool {
+        self.all_starve() && self.starving_now().any(|&(k, c)| k == ki && cta <= c)
+    }
+}
+
 /// One kernel as posted: its header (instructions found as it is read are added), its
 /// warps' shape, and its CTAs' streams until every job that runs them has taken them.
 struct Posted {
@@ -520,10 +541,7 @@ impl Board {
         }
         loop {
             let window = st.kernels.get(ki).map_or(0, |k| k.window);
-            let starved = st.jobs_left > 0
-                && st.starving.len() >= st.jobs_left
-                && st.starving.iter().any(|&(k, c)| k == ki && cta <= c);
-            if st.held < window || starved {
+            if st.held < window || st.starved_for(ki, cta) {
                 break;
             }
             st.builder_waits = true;
@@ -686,7 +704,7 @@ impl CtaFeed for Feed<'_> {
             self.give_turn_locked(&mut st);
             let want = (self.kernel, cta);
             st.starving.push(want);
-            if st.builder_waits && st.starving.len() >= st.jobs_left {
+            if st.builder_waits && st.all_starve() {
                 // Every job waits, and so does the builder: it must go past the window.
                 board.changed.notify_all();
             }
