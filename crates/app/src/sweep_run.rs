@@ -122,45 +122,47 @@ fn table(
         .iter()
         .chain(l2_metrics)
         .map(|&m| {
-            let column = reports
-                .iter()
-                .map(|r| {
-                    let t = &r.totals;
-                    let c = &t.miss_classes;
-                    match m {
-                        "requests" => t.requests as f64,
-                        "hits" => t.hits as f64,
-                        "misses" => t.misses as f64,
-                        "miss_rate" => r.miss_rate,
-                        "compulsory" => c.compulsory as f64,
-                        "capacity" => c.capacity as f64,
-                        "conflict" => c.conflict as f64,
-                        "transactions" => t.transactions as f64,
-                        "bytes_from_memory" => t.bytes_from_memory as f64,
-                        "bytes_to_memory" => t.bytes_to_memory as f64,
-                        "writebacks" => t.writebacks as f64,
-                        // The L2's, NaN (no value) where the point simulated none.
-                        l2_metric => r.l2.as_ref().map_or(f64::NAN, |l2| {
-                            let c = &l2.totals;
-                            match l2_metric {
-                                "l2_requests" => c.requests as f64,
-                                "l2_hits" => c.hits as f64,
-                                "l2_misses" => c.misses as f64,
-                                "l2_miss_rate" => l2.miss_rate,
-                                "bytes_from_dram" => c.bytes_from_dram as f64,
-                                _ => c.bytes_to_dram as f64,
-                            }
-                        }),
-                    }
-                })
-                .collect();
-            (m.to_string(), column)
+            (
+                m.to_string(),
+                reports.iter().map(|r| metric(r, m)).collect(),
+            )
         })
         .collect();
     SweepTable {
         file: format!("sweep of {input}"),
         keys,
         values,
+    }
+}
+
+/// Sweep column `m` of a point's report (`METRICS`, `L2_METRICS`); NaN (no value) for the
+/// L2's where the point simulated none.
+fn metric(r: &Report, m: &str) -> f64 {
+    let t = &r.totals;
+    let c = &t.miss_classes;
+    match m {
+        "requests" => t.requests as f64,
+        "hits" => t.hits as f64,
+        "misses" => t.misses as f64,
+        "miss_rate" => r.miss_rate,
+        "compulsory" => c.compulsory as f64,
+        "capacity" => c.capacity as f64,
+        "conflict" => c.conflict as f64,
+        "transactions" => t.transactions as f64,
+        "bytes_from_memory" => t.bytes_from_memory as f64,
+        "bytes_to_memory" => t.bytes_to_memory as f64,
+        "writebacks" => t.writebacks as f64,
+        l2_metric => r.l2.as_ref().map_or(f64::NAN, |l2| {
+            let c = &l2.totals;
+            match l2_metric {
+                "l2_requests" => c.requests as f64,
+                "l2_hits" => c.hits as f64,
+                "l2_misses" => c.misses as f64,
+                "l2_miss_rate" => l2.miss_rate,
+                "bytes_from_dram" => c.bytes_from_dram as f64,
+                _ => c.bytes_to_dram as f64,
+            }
+        }),
     }
 }
 

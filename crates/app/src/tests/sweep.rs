@@ -14,6 +14,25 @@ fn fixture(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// The app `a` with its sweep form open (Panes > Sweep the active pane…).
+fn sweep_form(a: crate::WarpscopeApp) -> egui_kittest::Harness<'static, crate::WarpscopeApp> {
+    let mut h = harness(a);
+    settle(&mut h);
+    click(&mut h, "Panes");
+    click(&mut h, "Sweep the active pane…");
+    h.run_steps(2);
+    h
+}
+
+/// Runs the sweep of the form's axes (`button`: the run button's label) to its table.
+fn run_sweep(h: &mut egui_kittest::Harness<'static, crate::WarpscopeApp>, button: &str) {
+    h.run_steps(2);
+    click(h, button);
+    step_until(h, "the sweep", |a| {
+        a.sweep_run.job.is_none() && a.sweep.table.is_some()
+    });
+}
+
 #[test]
 fn a_merged_sweep_opens_as_a_heatmap_over_two_chosen_keys() {
     let dir = tempfile::tempdir().unwrap();
@@ -180,11 +199,7 @@ fn a_sweep_run_in_the_app_equals_the_clis() {
     let mut cfg = a.settings.panes[0].1.clone();
     cfg.cache.set_index = warpscope_core::config::SetIndex::Modulo;
     a.set_config(0, "fermi-16k", cfg, 0.0);
-    let mut h = harness(a);
-    settle(&mut h);
-    click(&mut h, "Panes");
-    click(&mut h, "Sweep the active pane…");
-    h.run_steps(2);
+    let mut h = sweep_form(a);
     assert!(h.state().sweep.open);
     // A key no sweep knows: no run, and the reason beside the button.
     h.state_mut().sweep_run.axes = ["nope=1".into(), String::new(), String::new()];
@@ -195,11 +210,7 @@ fn a_sweep_run_in_the_app_equals_the_clis() {
         "ways=1,2,4".into(),
         String::new(),
     ];
-    h.run_steps(2);
-    click(&mut h, "Run 6 configurations");
-    step_until(&mut h, "the sweep", |a| {
-        a.sweep_run.job.is_none() && a.sweep.table.is_some()
-    });
+    run_sweep(&mut h, "Run 6 configurations");
     let app = h.state().sweep.table.clone().unwrap();
     let names = |t: &crate::sweep_view::SweepTable| -> Vec<String> {
         t.keys.iter().map(|k| k.name.clone()).collect()
@@ -241,17 +252,9 @@ fn a_sweep_over_the_l2_draws_its_columns_and_leaves_a_point_without_one_empty() 
     let mut cfg = warpscope_core::config::preset("fermi-16k").unwrap();
     cfg.gpu.simulate = warpscope_core::config::SmSelection::All;
     a.set_config(0, "fermi-16k", cfg, 0.0);
-    let mut h = harness(a);
-    settle(&mut h);
-    click(&mut h, "Panes");
-    click(&mut h, "Sweep the active pane…");
-    h.run_steps(2);
+    let mut h = sweep_form(a);
     h.state_mut().sweep_run.axes = ["l2=on,off".into(), String::new(), String::new()];
-    h.run_steps(2);
-    click(&mut h, "Run 2 configurations");
-    step_until(&mut h, "the sweep", |a| {
-        a.sweep_run.job.is_none() && a.sweep.table.is_some()
-    });
+    run_sweep(&mut h, "Run 2 configurations");
     let app = h.state().sweep.table.clone().unwrap();
     // Cell for cell, an empty one (NaN) the same as the CLI's.
     let same = |a: &[f64], b: &[f64]| {

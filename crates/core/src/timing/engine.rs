@@ -240,7 +240,7 @@ pub struct Engine {
     rng: Rng,
     /// The shared L2 that fills come from, while this SM holds it (`sim::timed` hands it
     /// from SM to SM as their turns come); `None`: every fill takes the miss latency.
-    pub l2: Option<Box<L2Model>>,
+    pub(crate) l2: Option<Box<L2Model>>,
     /// The kernel running (counted from 0 over the engine's kernels), for the L2's tables.
     pub(super) kernel_index: u32,
     /// Every sector of a line: what a fill fetches from the L2.
