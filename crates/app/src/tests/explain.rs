@@ -296,4 +296,17 @@ fn with_the_timing_model_the_l2_gives_fills_their_latency_and_explain_follows_it
     h.state_mut().settings.view = View::L2;
     h.run_steps(3);
     h.get_by_label_contains("12 slices");
+    // Per instruction, its L1 requests beside its L2 requests.
+    for row in &l2.instructions {
+        let l1 = d.report.instructions.iter();
+        let l1 = l1
+            .filter(|r| (r.kernel, r.inst) == (row.kernel, row.inst))
+            .map(|r| r.counters.requests)
+            .next()
+            .unwrap_or(0);
+        for n in [l1, row.counters.requests] {
+            let label = n.to_string();
+            assert!(h.query_all_by_label(&label).next().is_some(), "{label}");
+        }
+    }
 }

@@ -204,6 +204,13 @@ impl L2View {
 /// Per instruction: L1 requests and hits, L2 requests and hits, DRAM bytes and their share.
 fn per_instruction(ui: &mut Ui, pane: usize, d: &SimData, l2: &L2Report) {
     ui.label(RichText::new("Per instruction: where the DRAM bytes come from").strong());
+    // Each instruction's L1 row, found once a frame (not searched for per row).
+    let l1_rows: rustc_hash::FxHashMap<(u32, u32), &warpscope_core::report::InstRow> = d
+        .report
+        .instructions
+        .iter()
+        .map(|r| ((r.kernel, r.inst), r))
+        .collect();
     let dram_total: u64 = l2
         .instructions
         .iter()
@@ -230,11 +237,7 @@ fn per_instruction(ui: &mut Ui, pane: usize, d: &SimData, l2: &L2Report) {
                     }
                     ui.end_row();
                     for row in &l2.instructions {
-                        let l1 = d
-                            .report
-                            .instructions
-                            .iter()
-                            .find(|r| r.kernel == row.kernel && r.inst == row.inst);
+                        let l1 = l1_rows.get(&(row.kernel, row.inst));
                         let c = &row.counters;
                         ui.label(&row.name);
                         ui.label(l1.map_or(0, |r| r.counters.requests).to_string());
