@@ -103,7 +103,7 @@ impl Engine {
         }
         if self.l2.is_some() {
             let e = *warps.current(gw);
-            self.write_through(&warps.cta(cta).store_reqs, e, hooks);
+            self.send_stores(&warps.cta(cta).store_reqs, e, hooks);
         }
         if self.p.rules.arrivals == Arrivals::AfterGroup {
             self.apply_effects(self.now + 1);
@@ -113,7 +113,7 @@ impl Engine {
 
     /// Sends the store requests of instruction `e` (once its loads have all issued) on to
     /// the L2: the L1 of the timing model holds loads only, so every store goes through.
-    fn write_through(&mut self, stores: &[StoreReq], e: Event, hooks: &mut dyn Hooks) {
+    fn send_stores(&mut self, stores: &[StoreReq], e: Event, hooks: &mut dyn Hooks) {
         let Some(l2) = &mut self.l2 else { return };
         let mine = stores
             .get(e.store_start as usize..e.store_end as usize)

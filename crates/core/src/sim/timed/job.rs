@@ -151,30 +151,15 @@ impl<'c> TimedJob<'c> {
         if let Some(l2) = &mut self.l2 {
             l2.keep_events(self.full && hooks.observer.wants_requests());
         }
-        let mut runs = match (self.sms.len(), self.l2.take()) {
-            (1, None) => {
-                let mut runs = Vec::with_capacity(self.sms.len());
-                for (i, (sm, engine, _)) in self.sms.iter_mut().enumerate() {
-                    hooks.sm = *sm;
-                    hooks.current = i;
-                    let kr = engine.run_kernel(k, shape, feed, *sm, gpu, &mut hooks);
-                    runs.push(kr.map_err(|err| timing_err(k, err))?);
-                }
-                runs
-            }
-            (_, l2) => {
-                let mut shared = l2;
-                let r = lockstep(
-                    &mut self.sms,
-                    &mut shared,
-                    (k, shape, feed, gpu),
-                    &mut hooks,
-                );
-                self.l2 = shared;
-                r.map_err(|err| timing_err(k, err))?
-            }
+        // One SM and no L2 runs alone; several, or an L2, take their turns together.
+        let runs = match (&mut self.sms[..], self.l2.is_none()) {
+            ([(sm, engine, _)], true) => vec![engine
+                .run_kernel(k, shape, feed, *sm, gpu, &mut hooks)
+                .map_err(|err| timing_err(k, err))?],
+            (sms, _) => lockstep(sms, &mut self.l2, (k, shape, feed, gpu), &mut hooks)
+                .map_err(|err| timing_err(k, err))?,
         };
-        for ((_, _, kernels), kr) in self.sms.iter_mut().zip(runs.drain(..)) {
+        for ((_, _, kernels), kr) in self.sms.iter_mut().zip(runs) {
             self.rows += kr.rows;
             kernels.push(kr);
         }
