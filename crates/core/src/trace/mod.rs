@@ -193,8 +193,9 @@ impl OpenTrace {
     /// Accel-Sim traces (each kernel file is read twice, a scan and the read: see
     /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
     /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
-    /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s and Crawford's
-    /// per-thread formats after an external sort (`spill.rs`), from CSV and Parquet tables
+    /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s per-thread format
+    /// (read twice, sorted by thread a CTA at a time where its CTAs come in order:
+    /// `nugteren/stream.rs`), and from Crawford's after an external sort (`spill.rs`), from CSV and Parquet tables
     /// (read twice, sorted the same way, or in issue order with an `sm` column:
     /// `table/stream.rs`), and from our text format (through the same sort, or in file order
     /// for an issued-order kernel: `text/stream.rs`).
@@ -377,7 +378,7 @@ impl OpenTrace {
     }
 
     /// Whether [`OpenTrace::stream`] hands this file on CTA by CTA only after an external sort
-    /// of its rows (`spill.rs`): Nugteren et al.'s and Crawford's per-thread formats, our
+    /// of its rows (`spill.rs`): Crawford's per-thread format, our
     /// text format and CSV and Parquet tables (unless their rows come in issue order). A
     /// receiver that would hold the whole anyway reads such a file faster whole.
     pub fn sorts_to_stream(&self) -> bool {

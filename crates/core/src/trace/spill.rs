@@ -1,6 +1,7 @@
 //! An external sort of a kernel's rows by CTA and thread, for the formats whose rows come
-//! in no useful order (Nugteren et al.'s and Crawford's per-thread streams, interleaved as the
-//! tracer met them), so that they too can be handed on a CTA at a time in bounded memory.
+//! in no useful order (Crawford's per-thread streams, interleaved as the tracer met them, and
+//! Nugteren et al.'s when their CTAs are out of order), so that they too can be handed on a
+//! CTA at a time in bounded memory.
 //!
 //! Rows are gathered in a buffer of at most `cap` rows. A full buffer is sorted (stably, so
 //! each thread keeps its rows' order) and written to a temporary file as a run; at the end

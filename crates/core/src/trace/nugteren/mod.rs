@@ -16,11 +16,15 @@
 
 use std::io::{BufRead, Write};
 
-use super::lex::{self, Lines};
 use super::model::{
-    Access, AccessKind, BuildError, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
+    Access, AccessKind, Columns, Dim3, Kernel, KernelBuilder, MemSpace, Order, Trace,
 };
-use super::{spill, CtaSink, Location, TraceError};
+use super::{Location, TraceError};
+
+mod stream;
+mod walk;
+
+use walk::{walk, Line};
 
 use crate::config::choice::{Entry, Form};
 
@@ -32,107 +36,6 @@ pub const ENTRY: Entry<super::Format> = Entry {
     description: "Nugteren et al.'s (2014) .trc format (blocksize: X Y Z, then tid dir addr bytes)",
     form: Form::Plain(super::Format::Nugteren),
 };
-
-/// One access line: flat thread id, store (else load), address, bytes.
-type Line = (u32, bool, u64, u16);
-
-/// Walks a file: checks the header and every line, handing each access to `row` in file
-/// order with the block size; returns the block size and the largest thread id.
-fn walk<R: BufRead>(
-    r: R,
-    file: &str,
-    mut row: impl FnMut(Dim3, Line) -> Result<(), TraceError>,
-) -> Result<(Dim3, u32), TraceError> {
-    let err = |line: u64, msg: String| TraceError::parse(file, Location::Line(line), msg);
-    let mut lines = Lines::new(r);
-    let mut block: Option<Dim3> = None;
-    let mut max_tid = 0u32;
-    while let Some((n, line)) = lines.next_line().map_err(|e| TraceError::io(file, e))? {
-        let t = line.trim_ascii();
-        if t.is_empty() {
-            continue;
-        }
-        let Some(b) = block else {
-            block = Some(block_size(t).map_err(|m| err(n, m))?);
-            continue;
-        };
-        let access = access_line(t).map_err(|m| err(n, m))?;
-        max_tid = max_tid.max(access.0);
-        row(b, access)?;
-    }
-    let block = block.ok_or_else(|| err(0, "empty file: expected `blocksize: X Y Z`".into()))?;
-    Ok((block, max_tid))
-}
-
-/// The header line `blocksize: X Y Z`, or what is wrong with it.
-fn block_size(t: &[u8]) -> Result<Dim3, String> {
-    let dims = t
-        .strip_prefix(b"blocksize:")
-        .ok_or_else(|| format!("expected `blocksize: X Y Z`, found `{}`", lex::show(t)))?;
-    let v: Option<Vec<u32>> = lex::fields(dims)
-        .map(|x| lex::dec(x).and_then(|v| u32::try_from(v).ok()))
-        .collect();
-    let v = v.ok_or_else(|| {
-        format!(
-            "expected three whole numbers after `blocksize:`, found `{}`",
-            lex::show(dims)
-        )
-    })?;
-    match v[..] {
-        [x, y, z] if x > 0 && y > 0 && z > 0 => Ok(Dim3 { x, y, z }),
-        _ => Err(format!(
-            "expected three block dimensions of at least 1, found `{}`",
-            lex::show(dims)
-        )),
-    }
-}
-
-/// An access line `tid dir addr bytes`, or what is wrong with it.
-fn access_line(t: &[u8]) -> Result<Line, String> {
-    let mut f = lex::fields(t);
-    let (Some(tid), Some(dir), Some(addr), Some(bytes), None) =
-        (f.next(), f.next(), f.next(), f.next(), f.next())
-    else {
-        return Err(format!(
-            "expected `tid dir addr bytes` (4 decimal fields), found {} fields",
-            lex::fields(t).count()
-        ));
-    };
-    let tid = lex::dec(tid)
-        .and_then(|v| u32::try_from(v).ok())
-        .ok_or_else(|| {
-            format!(
-                "thread id: expected a whole number, found `{}`",
-                lex::show(tid)
-            )
-        })?;
-    let store = match dir {
-        b"0" => false,
-        b"1" => true,
-        d => {
-            return Err(format!(
-                "direction: expected 0 (load) or 1 (store), found `{}`",
-                lex::show(d)
-            ))
-        }
-    };
-    let addr = lex::dec(addr).ok_or_else(|| {
-        format!(
-            "address: expected a decimal number, found `{}`",
-            lex::show(addr)
-        )
-    })?;
-    let bytes = lex::dec(bytes)
-        .and_then(|v| u16::try_from(v).ok())
-        .filter(|&b| b > 0)
-        .ok_or_else(|| {
-            format!(
-                "size: expected 1 to 65535 bytes, found `{}`",
-                lex::show(bytes)
-            )
-        })?;
-    Ok((tid, store, addr, bytes))
-}
 
 /// The kernel's header (no rows): a 1-D grid of as many blocks as thread `max_tid` needs,
 /// and the instructions `load` (0) and `store` (1). `rows` must not be too many for it.
@@ -177,11 +80,11 @@ fn access(thread: u32, store: bool, addr: u64, size: u16, counts: &mut (u32, u32
 pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     let err = |msg: String| TraceError::parse(file, Location::Line(0), msg);
     let mut rows: Vec<Line> = Vec::new();
-    let (block, max_tid) = walk(r, file, |_, l| {
+    let walked = walk(r, file, |_, l| {
         rows.push(l);
         Ok(())
     })?;
-    let mut b = header(block, max_tid, rows.len() as u64, file)?;
+    let mut b = header(walked.block, walked.max_tid, rows.len() as u64, file)?;
     b.reserve(rows.len());
     // Per-thread counts of loads and stores.
     let mut counts = vec![(0u32, 0u32); b.threads() as usize];
@@ -192,61 +95,6 @@ pub fn read<R: BufRead>(r: R, file: &str) -> Result<Trace, TraceError> {
     Ok(Trace {
         kernels: vec![b.finish_checked().map_err(|e| err(e.to_string()))?],
     })
-}
-
-/// Reads the file into `out` a CTA at a time, in the memory of an external sort's buffer
-/// (`cap` rows; `trace/spill.rs`): the lines are sorted by thread, keeping each thread's
-/// order, and handed on CTA by CTA. The kernel is the one [`read`] gives.
-pub(crate) fn stream_into<R: BufRead>(
-    r: R,
-    file: &str,
-    cap: usize,
-    out: &mut dyn CtaSink,
-) -> Result<(), TraceError> {
-    let io = |e| TraceError::io(file, e);
-    let mut sort = spill::Sort::new(cap);
-    let (block, max_tid) = walk(r, file, |block, (tid, store, addr, size)| {
-        let tpb = block.count();
-        sort.push(spill::Row {
-            cta: tid as u64 / tpb,
-            local: (tid as u64 % tpb) as u32,
-            inst: store as u32,
-            addr,
-            aux: 0,
-            size,
-            flags: 0,
-        })
-        .map_err(io)
-    })?;
-    let b = header(block, max_tid, sort.len(), file)?;
-    if sort.len() > u32::MAX as u64 {
-        return Err(TraceError::parse(
-            file,
-            Location::Line(0),
-            BuildError::TooManyRows.to_string(),
-        ));
-    }
-    out.begin_kernel(&b.header())?;
-    let tpb = block.count() as u32;
-    // The loads and stores of the thread whose rows are being handed on.
-    let mut counts = (0u32, 0u32);
-    let mut last = None;
-    let sorted = sort.sorted().map_err(io)?;
-    spill::hand_on_by_cta(
-        sorted,
-        file,
-        tpb,
-        out,
-        |c| c as u32,
-        |r, tid| {
-            if last != Some(tid) {
-                counts = (0, 0);
-                last = Some(tid);
-            }
-            access(tid, r.inst == 1, r.addr, r.size, &mut counts)
-        },
-    )?;
-    out.end_kernel()
 }
 
 /// Writes one kernel in this format, so that the released model can read it: global and local
@@ -282,8 +130,9 @@ pub fn write_rows<W: Write>(cols: &Columns, w: &mut W) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Nugteren et al.'s format's reader: per-thread streams, handed on CTA by CTA after an
-/// external sort (`spill.rs`).
+/// Nugteren et al.'s format's reader: per-thread streams, handed on CTA by CTA as the file is
+/// read a second time, or after an external sort where its CTAs are out of order
+/// (`stream.rs`).
 pub(crate) struct NugterenReader;
 
 impl super::reader::TraceReader for NugterenReader {
@@ -301,10 +150,13 @@ impl super::reader::TraceReader for NugterenReader {
         cx: &super::Ctx<'_>,
         out: &mut dyn super::CtaSink,
     ) -> Result<(), TraceError> {
-        stream_into(r, cx.file, super::spill::DEFAULT_CAP, out)
+        let again = || Ok(super::source::open(cx.path, cx.wrap, cx.watch)?.reader);
+        let again: Option<&dyn Fn() -> Result<super::reader::Input, TraceError>> =
+            (cx.file_bytes > 0).then_some(&again);
+        stream::stream(r, cx.file, super::spill::DEFAULT_CAP, again, out)
     }
-    fn sorts_to_stream(&self) -> bool {
-        true
+    fn streamed_reads(&self, _as_found: bool) -> u64 {
+        2
     }
 }
 
@@ -360,27 +212,47 @@ mod tests {
         }
     }
 
-    /// Reads `text` whole and streamed through a sort of `cap` rows a run.
-    fn both(text: &str, cap: usize) -> (Result<Trace, String>, Result<Pieces, String>) {
+    /// Reads `text` whole, streamed through a sort of `cap` rows a run (a pipe, read once),
+    /// and streamed reading it twice (a file).
+    fn both<'t>(text: &'t str, cap: usize) -> (Result<Trace, String>, [Result<Pieces, String>; 2]) {
         let whole = read(text.as_bytes(), "n.trc").map_err(|e| e.to_string());
+        let streamed = |twice: bool| {
+            let mut p = Pieces::default();
+            let again = || Ok(text.as_bytes());
+            let again: Option<&dyn Fn() -> Result<&'t [u8], TraceError>> = twice.then_some(&again);
+            stream::stream(text.as_bytes(), "n.trc", cap, again, &mut p)
+                .map(|()| p)
+                .map_err(|e| e.to_string())
+        };
+        (whole, [streamed(false), streamed(true)])
+    }
+
+    /// Streams `first`, then `second` as the file read again.
+    fn changed(first: &str, second: &str) -> Result<Pieces, String> {
         let mut p = Pieces::default();
-        let streamed = stream_into(text.as_bytes(), "n.trc", cap, &mut p)
+        let again = || Ok(second.as_bytes());
+        stream::stream(first.as_bytes(), "n.trc", 8, Some(&again), &mut p)
             .map(|()| p)
-            .map_err(|e| e.to_string());
-        (whole, streamed)
+            .map_err(|e| e.to_string())
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(150))]
-        /// Sorted in runs of any size and handed on CTA by CTA, a file gives the kernel read
-        /// whole, and a failing one its error.
+        /// Sorted in runs of any size and handed on CTA by CTA, or read twice and handed on
+        /// as its CTAs come, a file gives the kernel read whole, and a failing one its error.
         #[test]
-        fn streamed_through_an_external_sort_equals_read_whole(
-            rows in proptest::collection::vec((0u32..40, proptest::bool::ANY, 0u64..4096, 1u16..9), 0..120),
+        fn streamed_equals_read_whole(
+            mut rows in proptest::collection::vec((0u32..40, proptest::bool::ANY, 0u64..4096, 1u16..9), 0..120),
             block in (1u32..5, 1u32..3),
             cap in 1usize..50,
             bad in proptest::option::weighted(0.1, 0usize..120),
+            cta_order in proptest::bool::ANY,
         ) {
+            if cta_order {
+                // As the released model's tracer writes: CTA by CTA, threads interleaved.
+                let tpb = block.0 * block.1;
+                rows.sort_by_key(|r| r.0 / tpb);
+            }
             let mut text = format!("blocksize: {} {} 1\n", block.0, block.1);
             for (i, (tid, store, addr, size)) in rows.iter().enumerate() {
                 if bad == Some(i) {
@@ -388,15 +260,18 @@ mod tests {
                 }
                 text.push_str(&format!("{tid} {} {addr} {size}\n", *store as u8));
             }
-            match both(&text, cap) {
-                (Ok(w), Ok(s)) => {
-                    proptest::prop_assert_eq!(&s.trace, &w);
-                    proptest::prop_assert_eq!(s.whole, 0);
-                    // CTAs come once each, in increasing order.
-                    proptest::prop_assert!(s.ctas.windows(2).all(|c| c[0] < c[1]));
+            let (whole, streamed) = both(&text, cap);
+            for s in streamed {
+                match (&whole, s) {
+                    (Ok(w), Ok(s)) => {
+                        proptest::prop_assert_eq!(&s.trace, w);
+                        proptest::prop_assert_eq!(s.whole, 0);
+                        // CTAs come once each, in increasing order.
+                        proptest::prop_assert!(s.ctas.windows(2).all(|c| c[0] < c[1]));
+                    }
+                    (Err(w), Err(s)) => proptest::prop_assert_eq!(&s, w),
+                    (w, s) => proptest::prop_assert!(false, "whole {:?}, streamed {:?}", w.as_ref().map(|_| ()), s.map(|_| ())),
                 }
-                (Err(w), Err(s)) => proptest::prop_assert_eq!(s, w),
-                (w, s) => proptest::prop_assert!(false, "whole {:?}, streamed {:?}", w.map(|_| ()), s.map(|_| ())),
             }
         }
     }
@@ -404,8 +279,26 @@ mod tests {
     #[test]
     fn errors_at_the_end_are_the_whole_reads() {
         for text in ["", "blocksize: 1 1 1\n4000000000 0 0 4\n"] {
-            let (w, s) = both(text, 4);
-            assert_eq!(s.map(|_| ()), w.map(|_| ()));
+            let (w, streamed) = both(text, 4);
+            for s in streamed {
+                assert_eq!(s.map(|_| ()), w.clone().map(|_| ()));
+            }
         }
+    }
+
+    #[test]
+    fn a_file_that_changes_between_its_reads_is_an_error() {
+        let first = "blocksize: 2 1 1\n0 0 100 4\n1 0 200 4\n2 0 300 4\n";
+        for second in [
+            // A line fewer, a line more, CTAs out of order, a thread past the grid.
+            "blocksize: 2 1 1\n0 0 100 4\n1 0 200 4\n",
+            "blocksize: 2 1 1\n0 0 100 4\n1 0 200 4\n2 0 300 4\n3 0 300 4\n",
+            "blocksize: 2 1 1\n2 0 300 4\n0 0 100 4\n1 0 200 4\n",
+            "blocksize: 2 1 1\n0 0 100 4\n1 0 200 4\n9 0 300 4\n",
+        ] {
+            let e = changed(first, second).map(|_| ()).unwrap_err();
+            assert!(e.contains("changed while it was read"), "{e}");
+        }
+        assert!(changed(first, first).is_ok());
     }
 }

@@ -1,0 +1,195 @@
+//! Handing a `.trc` file on CTA by CTA without holding it.
+//!
+//! The kernel's header needs the grid, which only the largest thread id gives, so the file is
+//! walked twice. The first walk checks every line and learns whether the CTAs come in order
+//! (each CTA's lines together, CTAs ascending): the released model's tracer writes them so
+//! (Ocelot emulates one CTA after another; within a CTA the threads' lines interleave, a
+//! warp instruction at a time), and so does our writer. Then the second walk hands each CTA
+//! on as soon as the next one starts, its lines sorted by thread (stably, keeping each
+//! thread's order), while the receiver simulates: no sort of the file, nothing on disk, one
+//! CTA's rows in memory. A file whose CTAs are out of order, or a pipe (which cannot be read
+//! twice), goes through an external sort instead (`spill.rs`). Both give the kernel that
+//! reading the file whole gives, and the same error for a bad file.
+
+use std::io::BufRead;
+
+use super::super::model::{BuildError, Columns, Dim3};
+use super::super::{spill, CtaSink, Location, TraceError};
+use super::walk::{walk, Line};
+use super::{access, header};
+
+/// Streams the file (`r`, its first read) into `out`. `again` opens it once more from its
+/// start for the second walk; `None` where it cannot be (a pipe): the lines are then sorted
+/// in an external sort of `cap` rows a run.
+pub(crate) fn stream<R: BufRead, A: BufRead>(
+    r: R,
+    file: &str,
+    cap: usize,
+    again: Option<&dyn Fn() -> Result<A, TraceError>>,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let Some(again) = again else {
+        return sorted(r, file, cap, out);
+    };
+    let mut ordered = Ordered::default();
+    let walked = walk(r, file, |b, l| {
+        ordered.see(b, l.0);
+        Ok(())
+    })?;
+    if !ordered.ordered {
+        return sorted(again()?, file, cap, out);
+    }
+    let b = header(walked.block, walked.max_tid, walked.rows, file)?;
+    too_many(walked.rows, file)?;
+    out.begin_kernel(&b.header())?;
+    out.expect_rows(walked.rows);
+    let mut cta = CtaRows::default();
+    let tpb = walked.block.count();
+    let last_cta = walked.max_tid as u64 / tpb;
+    let second = walk(again()?, file, |_, l| {
+        let c = l.0 as u64 / tpb;
+        if cta.of != Some(c) {
+            if cta.of.is_some_and(|now| c < now) || c > last_cta {
+                return Err(changed(file));
+            }
+            cta.hand_on(out)?;
+            cta.of = Some(c);
+        }
+        cta.lines.push(l);
+        Ok(())
+    })?;
+    cta.hand_on(out)?;
+    if second != walked {
+        return Err(changed(file));
+    }
+    out.end_kernel()
+}
+
+/// The error for a file that changed between its two walks.
+fn changed(file: &str) -> TraceError {
+    TraceError::parse(
+        file,
+        Location::Line(0),
+        "the file changed while it was read: its second read differs from its first",
+    )
+}
+
+/// The error for a kernel of more rows than a kernel may have.
+fn too_many(rows: u64, file: &str) -> Result<(), TraceError> {
+    if rows > u32::MAX as u64 {
+        return Err(TraceError::parse(
+            file,
+            Location::Line(0),
+            BuildError::TooManyRows.to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the lines seen so far come CTA by CTA in ascending order.
+struct Ordered {
+    ordered: bool,
+    last: Option<u64>,
+}
+
+impl Default for Ordered {
+    fn default() -> Self {
+        Ordered {
+            ordered: true,
+            last: None,
+        }
+    }
+}
+
+impl Ordered {
+    #[inline]
+    fn see(&mut self, block: Dim3, tid: u32) {
+        let c = tid as u64 / block.count();
+        if self.last.is_some_and(|l| c < l) {
+            self.ordered = false;
+        }
+        self.last = Some(c);
+    }
+}
+
+/// The lines of the CTA being gathered.
+#[derive(Default)]
+struct CtaRows {
+    of: Option<u64>,
+    lines: Vec<Line>,
+    rows: Columns,
+}
+
+impl CtaRows {
+    /// Hands the CTA gathered on (its lines sorted by thread, each thread's in file order)
+    /// and starts the next empty.
+    fn hand_on(&mut self, out: &mut dyn CtaSink) -> Result<(), TraceError> {
+        let Some(c) = self.of else {
+            return Ok(());
+        };
+        if !self.lines.is_sorted_by_key(|l| l.0) {
+            self.lines.sort_by_key(|l| l.0);
+        }
+        self.rows.clear();
+        let mut counts = (0u32, 0u32);
+        let mut last = None;
+        for &(tid, store, addr, size) in &self.lines {
+            if last != Some(tid) {
+                counts = (0, 0);
+                last = Some(tid);
+            }
+            self.rows.push(&access(tid, store, addr, size, &mut counts));
+        }
+        self.lines.clear();
+        // `c` is below the grid's CTAs, which the header checked fit in a u32.
+        out.cta(c as u32, &self.rows)
+    }
+}
+
+/// Streams the file through an external sort (`cap` rows a run: `trace/spill.rs`): its
+/// lines sorted by thread, keeping each thread's order, handed on CTA by CTA.
+pub(crate) fn sorted<R: BufRead>(
+    r: R,
+    file: &str,
+    cap: usize,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let io = |e| TraceError::io(file, e);
+    let mut sort = spill::Sort::new(cap);
+    let walked = walk(r, file, |block, (tid, store, addr, size)| {
+        let tpb = block.count();
+        sort.push(spill::Row {
+            cta: tid as u64 / tpb,
+            local: (tid as u64 % tpb) as u32,
+            inst: store as u32,
+            addr,
+            aux: 0,
+            size,
+            flags: 0,
+        })
+        .map_err(io)
+    })?;
+    let b = header(walked.block, walked.max_tid, sort.len(), file)?;
+    too_many(sort.len(), file)?;
+    out.begin_kernel(&b.header())?;
+    let tpb = walked.block.count() as u32;
+    // The loads and stores of the thread whose rows are being handed on.
+    let mut counts = (0u32, 0u32);
+    let mut last = None;
+    let sorted = sort.sorted().map_err(io)?;
+    spill::hand_on_by_cta(
+        sorted,
+        file,
+        tpb,
+        out,
+        |c| c as u32,
+        |r, tid| {
+            if last != Some(tid) {
+                counts = (0, 0);
+                last = Some(tid);
+            }
+            access(tid, r.inst == 1, r.addr, r.size, &mut counts)
+        },
+    )?;
+    out.end_kernel()
+}
