@@ -1,5 +1,5 @@
-//! The central area: the view tabs, the panes side by side with their headers and the
-//! comparison table, and the communication view of the loaded trace.
+//! The central area: the view tabs, and the panes side by side with their headers, their
+//! views and the comparison table.
 
 use std::sync::Arc;
 
@@ -13,17 +13,6 @@ use warpscope_core::config::SimConfig;
 use super::*;
 
 impl WarpscopeApp {
-    /// The communication view: one analysis of the loaded trace, started the first time the
-    /// view is shown for it.
-    pub(super) fn communication_view(&mut self, ui: &mut egui::Ui, trace: &Arc<TraceData>) {
-        let id = Arc::as_ptr(trace) as usize;
-        if self.comm.for_trace != Some(id) {
-            // Drops, and so cancels, the jobs of the previous trace.
-            self.comm.reset(Some(id));
-        }
-        self.comm.ui(ui, trace, &self.wake);
-    }
-
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
     /// The panes' absolute traffic side by side (a miss rate alone misleads when the panes
     /// make different numbers of requests), each later pane's difference from pane 1 in
@@ -179,23 +168,6 @@ impl WarpscopeApp {
             ui.centered_and_justified(|ui| {
                 ui.label(nothing());
             });
-            return;
-        }
-        if self.settings.view == View::Communication {
-            // The communication view analyses the shared trace.
-            match self.trace.clone() {
-                Some(trace) if trace.streamed.is_some() => {
-                    ui.centered_and_justified(|ui| {
-                        ui.label(views::STREAMED_NOTE);
-                    });
-                }
-                Some(trace) => self.communication_view(ui, &trace),
-                None => {
-                    ui.centered_and_justified(|ui| {
-                        ui.label(nothing());
-                    });
-                }
-            }
             return;
         }
         self.panes_side_by_side(ui);
@@ -446,7 +418,6 @@ fn pane_view(
         only: shared.only.clone().filter(|_| ids[i] == shared.only_trace),
         wake: shared.wake,
     };
-    // A view of the whole area (communication) is drawn once above.
     match pane.views.get_mut(settings.view) {
         Some(view) => view.ui(col, &cx),
         None => Vec::new(),

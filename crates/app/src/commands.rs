@@ -22,16 +22,18 @@ impl WarpscopeApp {
 
     /// Hands the views the results of the jobs they asked for. Called every frame.
     pub(super) fn view_jobs(&mut self) {
-        if let Some(e) = self.comm.poll() {
-            self.status = Status::Error(e);
-        }
-        for p in self.panes.iter_mut() {
+        for i in 0..self.panes.len() {
+            let trace = self.pane_trace(i).as_ref().map(pane_trace::trace_id);
+            let p = &mut self.panes[i];
             let pane = views::Polled {
                 generation: p.generation,
                 run: p.run,
                 data: p.result.as_deref(),
+                trace,
             };
-            p.views.poll(&pane);
+            if let Some(e) = p.views.poll(&pane) {
+                self.status = Status::Error(e);
+            }
         }
     }
 }

@@ -117,7 +117,6 @@ impl WarpscopeApp {
                     // ones come.
                     self.trace = Some(t);
                     self.only = None;
-                    self.comm.reset(None);
                     self.invalidate_all(now);
                 }
                 Err(JobError::Failed(e)) => {

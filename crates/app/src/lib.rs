@@ -55,7 +55,7 @@ use files::{Browser, NativeDialog, Purpose};
 use job::{Job, Wake};
 use raster::ColourBy;
 use views::misses::MissOptions;
-use views::{CommView, PaneView, PaneViews, SetMetric, View};
+use views::{PaneView, PaneViews, SetMetric, View};
 use warpscope_core::config::{self, SimConfig};
 use worker::Loaded;
 
@@ -236,8 +236,6 @@ pub struct WarpscopeApp {
     /// The address-view request hovered in the last frame (pane, generation, request), for
     /// the linked panes' tooltips.
     pub(crate) hover: Option<(usize, u64, usize)>,
-    /// The communication view of the loaded trace (its report and display choices).
-    pub(crate) comm: CommView,
     /// The communication analysis of the loaded trace, and the density map being prepared.
     /// Results received so far (the source of [`Pane::generation`]).
     results_seen: u64,
@@ -328,7 +326,6 @@ impl WarpscopeApp {
             pane_rects: Vec::new(),
             pending_png: None,
             hover: None,
-            comm: CommView::default(),
             results_seen: 0,
             runs_numbered: 0,
             max_generated_accesses: memory_budget_accesses(),

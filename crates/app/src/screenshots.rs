@@ -275,7 +275,9 @@ fn communication() -> Vec<Shot> {
             })
             // The report, and its density map (prepared on the worker) unless it has none.
             .ready(|app| {
-                let c = &app.comm;
+                let Some(c) = app.panes[0].view::<views::CommView>() else {
+                    return false;
+                };
                 c.report.as_ref().is_some_and(|r| {
                     r.transfers.is_empty() || c.shown() == Some((c.launches, c.counts))
                 })

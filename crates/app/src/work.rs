@@ -254,7 +254,6 @@ impl WarpscopeApp {
                 ));
                 self.trace = Some(t);
                 self.only = None;
-                self.comm.reset(None);
                 for p in self.panes.iter_mut().filter(|p| p.own_trace.is_none()) {
                     p.result = None;
                     p.stale = false;
@@ -396,8 +395,8 @@ impl WarpscopeApp {
         for p in &self.panes {
             out.extend(p.trace_load.iter().map(of));
             out.extend(p.sim.iter().map(of));
+            out.extend(p.views.running());
         }
-        out.extend(self.comm.running());
         out.extend(self.tasks.iter().map(of));
         out.extend(self.sweep_run.job.iter().map(of));
         out

@@ -527,10 +527,17 @@ fn each_request_knows_the_lowest_thread_whose_access_starts_in_its_line() {
     assert!(d.points.thread.is_empty() && d.points.thread(0).is_none());
 }
 
-/// Steps the UI until the communication view has its report.
+/// Pane `i`'s communication view.
+fn comm(a: &WarpscopeApp, i: usize) -> &crate::views::CommView {
+    a.panes[i]
+        .view()
+        .expect("every pane has a communication view")
+}
+
+/// Steps the UI until the first pane's communication view has its report.
 fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
     step_until(h, "the communication analysis did not finish", |a| {
-        a.comm.report.is_some()
+        comm(a, 0).report.is_some()
     });
 }
 
@@ -538,7 +545,8 @@ fn settle_comm(h: &mut Harness<'static, WarpscopeApp>) {
 /// on the worker).
 fn settle_density(h: &mut Harness<'static, WarpscopeApp>) {
     step_until(h, "the density map was not prepared", |a| {
-        a.comm.shown() == Some((a.comm.launches, a.comm.counts))
+        let c = comm(a, 0);
+        c.shown() == Some((c.launches, c.counts))
     });
 }
 
@@ -550,10 +558,10 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     click(&mut h, "CTA communication");
     assert_eq!(h.state().settings.view, View::Communication);
     settle_comm(&mut h);
-    let r = h.state().comm.report.clone().expect("a report");
+    let r = comm(h.state(), 0).report.clone().expect("a report");
     assert_eq!(r.per_launch.len(), 3);
     settle_density(&mut h);
-    assert_eq!(h.state().comm.shown(), Some((None, false)));
+    assert_eq!(comm(h.state(), 0).shown(), Some((None, false)));
     // The summary, the launch selector, the map's colour scale and the side plots are drawn.
     h.get_by_label("Launches");
     h.get_by_label("bytes per CTA pair (log scale)");
@@ -564,16 +572,16 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     // Pick the second launch pair: the same pattern, half the transfers.
     click(&mut h, "Launches");
     click(&mut h, "launch 1 hotspot -> launch 2 hotspot");
-    assert_eq!(h.state().comm.launches, Some((1, 2)));
+    assert_eq!(comm(h.state(), 0).launches, Some((1, 2)));
     // The map of the old selection stays until the new one is ready.
     h.run_steps(1);
     settle_density(&mut h);
-    assert_eq!(h.state().comm.shown(), Some((Some((1, 2)), false)));
+    assert_eq!(comm(h.state(), 0).shown(), Some((Some((1, 2)), false)));
     // Counting transfers instead of bytes.
     click(&mut h, "transfers");
-    assert!(h.state().comm.counts);
+    assert!(comm(h.state(), 0).counts);
     settle_density(&mut h);
-    assert_eq!(h.state().comm.shown(), Some((Some((1, 2)), true)));
+    assert_eq!(comm(h.state(), 0).shown(), Some((Some((1, 2)), true)));
 
     // A new trace replaces the report; a one-launch trace says why there is nothing to see.
     h.state_mut()
@@ -581,14 +589,62 @@ fn the_communication_view_analyzes_the_trace_and_selects_a_launch_pair() {
     settle(&mut h);
     settle_comm(&mut h);
     assert_eq!(
-        h.state().comm.report.as_ref().map(|r| r.per_launch.len()),
+        comm(h.state(), 0)
+            .report
+            .as_ref()
+            .map(|r| r.per_launch.len()),
         Some(1)
     );
-    assert_eq!(h.state().comm.launches, None);
+    assert_eq!(comm(h.state(), 0).launches, None);
     assert!(h
         .query_all_by_label_contains("communication needs a later launch")
         .next()
         .is_some());
+}
+
+/// The communication view is a pane's view like the others: panes of different traces
+/// each analyze their own, side by side, and a pane whose trace changes drops the old report.
+#[test]
+fn panes_of_different_traces_show_their_own_communication() {
+    use crate::views::View;
+    let mut h = harness(app("hotspot", "nx=64 ny=64 steps=3"));
+    settle(&mut h);
+    h.state_mut().add_pane(0.0);
+    settle(&mut h);
+    h.state_mut().generate_in_pane(
+        1,
+        "bfs-levels".into(),
+        "nodes=1024 degree=4 block=64".into(),
+    );
+    step_until(&mut h, "pane 2's own trace", |a| {
+        a.panes[1].own_trace.is_some()
+    });
+    settle(&mut h);
+    click(&mut h, "CTA communication");
+    assert_eq!(h.state().settings.view, View::Communication);
+    step_until(&mut h, "both panes' analyses", |a| {
+        comm(a, 0).report.is_some() && comm(a, 1).report.is_some()
+    });
+    let launches = |h: &Harness<'static, WarpscopeApp>, i| {
+        comm(h.state(), i)
+            .report
+            .as_ref()
+            .map(|r| r.per_launch.len())
+    };
+    // Each pane's report is of its own trace: hotspot's 3 launches, BFS's levels.
+    assert_eq!(launches(&h, 0), Some(3));
+    let bfs = launches(&h, 1).expect("pane 2's report");
+    assert!(bfs > 1 && bfs != 3, "{bfs} launches");
+    // Both are drawn, each with its own selector.
+    assert_eq!(h.query_all_by_label("Launches").count(), 2);
+    // Pane 2 back on the shared trace: its old report goes, and the shared trace's comes.
+    h.state_mut().panes[1].own_trace = None;
+    step_until(&mut h, "pane 2 on the shared trace", |a| {
+        comm(a, 1)
+            .report
+            .as_ref()
+            .is_some_and(|r| r.per_launch.len() == 3)
+    });
 }
 
 #[test]

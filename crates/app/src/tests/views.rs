@@ -481,6 +481,7 @@ fn a_view_looks_up_a_linked_request_once_and_keeps_its_answer() {
                 generation: 2,
                 run: 2,
                 data: Some(&tb),
+                trace: None,
             });
         },
         AddressView::default(),
@@ -501,11 +502,13 @@ fn a_view_looks_up_a_linked_request_once_and_keeps_its_answer() {
 fn a_failed_communication_analysis_waits_to_be_asked_again() {
     use crate::views::CommView;
     let t = trace("hotspot", &[]);
+    let id = crate::pane_trace::trace_id(&t);
     let wake = no_wake();
     let mut h = egui_kittest::Harness::new_ui_state(
-        move |ui, view: &mut CommView| view.ui(ui, &t, &wake),
+        move |ui, view: &mut CommView| view.show(ui, &t, &wake),
         {
             let mut v = CommView::default();
+            v.for_trace = Some(id);
             v.failed = Some("the launches have too many CTAs".into());
             v
         },
@@ -552,6 +555,7 @@ fn the_performance_view_measures_once_shows_the_verdict_and_its_occupancy_slider
                     generation: 1,
                     run: 1,
                     data: Some(&dd),
+                    trace: None,
                 });
             },
             PerformanceView::default(),

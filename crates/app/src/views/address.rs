@@ -19,7 +19,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Address vs time",
     file_stem: "address",
     needs_trace_in_memory: false,
-    new: Some(|| Box::new(AddressView::default())),
+    new: || Box::new(AddressView::default()),
 };
 
 /// Above this many requests in view, the address plot draws a raster instead of markers.
@@ -265,7 +265,7 @@ impl PaneView for AddressView {
         out
     }
 
-    fn poll(&mut self, pane: &Polled) {
+    fn poll(&mut self, pane: &Polled) -> Option<String> {
         // A summary of an older result is of no use, a raster only of an earlier preview of
         // the same run (a failed raster keeps the markers).
         if let Some(Ok(r)) = take_finished(&mut self.jobs.raster) {
@@ -284,6 +284,7 @@ impl PaneView for AddressView {
             Some(Err(JobError::Failed(why))) => self.explain_failed(why),
             _ => {}
         }
+        None
     }
 
     fn busy(&self) -> bool {

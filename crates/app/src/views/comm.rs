@@ -1,13 +1,15 @@
 //! The CTA communication view: a zoomable writer x reader density map, the transfer-size
-//! CDF, degree histograms and the per-launch evolution, drawn from [`warpscope_core::comm`]'s report of
-//! the loaded trace (computed once per trace as a job; it does not depend on the panes'
-//! cache configurations).
+//! CDF, degree histograms and the per-launch evolution, drawn from [`warpscope_core::comm`]'s
+//! report of the pane's trace. A view like the others: each pane holds one, which analyzes
+//! the pane's trace once (a job of its own) whatever the pane's cache configuration, so panes
+//! of different traces compare their communication side by side.
 
 use std::sync::Arc;
 
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotImage, PlotPoint, PlotPoints};
 
+use super::{Command, PaneCx, PaneView, Polled};
 use crate::data::{CommData, TraceData};
 use crate::job::{take_finished, Job, JobError, Progress, Wake};
 use crate::theme;
@@ -19,16 +21,16 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "CTA communication",
     file_stem: "communication",
     needs_trace_in_memory: true,
-    new: None,
+    new: || Box::new(CommView::default()),
 };
 
 /// The density map is drawn at most this many cells a side; larger grids are binned.
 pub const MAX_SIDE: u32 = 512;
 
-/// The communication view of the shared trace, with what it keeps between frames. The
+/// The communication view of a pane's trace, with what it keeps between frames. The
 /// analysis and the density maps are jobs the view starts and takes the results of
-/// ([`CommView::poll`]); forgetting the trace ([`CommView::reset`]) drops, and so stops,
-/// them.
+/// ([`PaneView::poll`]); forgetting the trace ([`CommView::reset`], when the pane's trace
+/// changes) drops, and so stops, them.
 #[derive(Default)]
 pub struct CommView {
     /// The trace (by identity) the report or the running analysis is for.
@@ -68,10 +70,10 @@ impl CommView {
         };
     }
 
-    /// Takes the results of the view's jobs that have finished (called every frame, the view
-    /// shown or not). Returns an error for the status bar: a failed analysis (also shown in
-    /// the view, which does not start it again until asked) or density map.
-    pub fn poll(&mut self) -> Option<String> {
+    /// Takes the results of the view's jobs that have finished. Returns an error for the
+    /// status bar: a failed analysis (also shown in the view, which does not start it again
+    /// until asked) or density map.
+    fn take_finished(&mut self) -> Option<String> {
         let mut error = None;
         match take_finished(&mut self.analysis) {
             Some(Ok(a)) => {
@@ -91,12 +93,6 @@ impl CommView {
             _ => {}
         }
         error
-    }
-
-    /// The view's jobs that run, for the status bar: label and progress.
-    pub fn running(&self) -> impl Iterator<Item = (&str, &Arc<Progress>)> {
-        let analysis = self.analysis.iter().map(|j| (j.label(), j.progress()));
-        analysis.chain(self.preparing.iter().map(|j| (j.label(), j.progress())))
     }
 
     /// Whether the analysis runs.
@@ -119,10 +115,15 @@ impl CommView {
         self.density.as_ref().map(|d| (d.data.key.1, d.data.key.2))
     }
 
-    /// Draws the view of the shared trace: the analysis' progress while it runs, or its
-    /// report. Starts the analysis the first time it is shown for the trace (and again only
-    /// when asked, after a failure or a cancel), and a density map for each new selection.
-    pub fn ui(&mut self, ui: &mut Ui, trace: &Arc<TraceData>, wake: &Wake) {
+    /// Draws the view of `trace`: the analysis' progress while it runs, or its report. Starts
+    /// the analysis the first time it is shown for the trace (and again only when asked,
+    /// after a failure or a cancel), and a density map for each new selection.
+    pub fn show(&mut self, ui: &mut Ui, trace: &Arc<TraceData>, wake: &Wake) {
+        let id = crate::pane_trace::trace_id(trace);
+        if self.for_trace != Some(id) {
+            // Drops, and so cancels, the jobs of the previous trace.
+            self.reset(Some(id));
+        }
         if let Some(r) = self.report.clone() {
             if let Some(want) = self.draw(ui, &r, trace) {
                 // Replaces (and so cancels) the map of an earlier selection.
@@ -162,6 +163,33 @@ impl CommView {
             ui.ctx()
                 .request_repaint_after(std::time::Duration::from_millis(100));
         });
+    }
+}
+
+impl PaneView for CommView {
+    fn ui(&mut self, ui: &mut Ui, cx: &PaneCx) -> Vec<Command> {
+        // Each pane's plots and selector keep their own state.
+        ui.push_id(("comm", cx.pane), |ui| self.show(ui, cx.trace, cx.wake));
+        Vec::new()
+    }
+
+    fn poll(&mut self, pane: &Polled) -> Option<String> {
+        if self.for_trace.is_some() && pane.trace != self.for_trace {
+            // The pane shows another trace: the report and jobs of the old one go.
+            self.reset(None);
+        }
+        self.take_finished()
+    }
+
+    fn busy(&self) -> bool {
+        self.analysis.is_some() || self.preparing.is_some()
+    }
+
+    fn running(&self) -> Vec<(&str, &Arc<Progress>)> {
+        let analysis = self.analysis.iter().map(|j| (j.label(), j.progress()));
+        analysis
+            .chain(self.preparing.iter().map(|j| (j.label(), j.progress())))
+            .collect()
     }
 }
 

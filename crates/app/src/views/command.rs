@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::misses::MissOptions;
 use super::SetMetric;
 use crate::data::{InstFilter, SimData, TraceData};
-use crate::job::Wake;
+use crate::job::{Progress, Wake};
 use crate::raster::ColourBy;
 
 /// A view's request, applied by the app after the frame is drawn.
@@ -73,13 +73,15 @@ pub struct PaneCx<'a> {
     pub wake: &'a Wake,
 }
 
-/// What a view's finished jobs are checked against: the pane's newest result.
+/// What a view's finished jobs are checked against: the pane's newest result and its trace.
 pub struct Polled<'a> {
     /// The result's generation ([`crate::Pane::generation`]).
     pub generation: u64,
     /// The run it comes from ([`crate::Pane::run`]).
     pub run: u64,
     pub data: Option<&'a SimData>,
+    /// The pane's trace, by identity ([`crate::pane_trace::trace_id`]); `None` before one.
+    pub trace: Option<usize>,
 }
 
 /// A view of one pane's result. A pane holds one of each ([`super::ENTRIES`]); the app
@@ -87,10 +89,17 @@ pub struct Polled<'a> {
 pub trait PaneView: std::any::Any {
     fn ui(&mut self, ui: &mut egui::Ui, cx: &PaneCx) -> Vec<Command>;
     /// Takes the results of this view's finished jobs (called every frame, the view shown
-    /// or not).
-    fn poll(&mut self, _pane: &Polled) {}
+    /// or not); returns an error for the status bar, if one failed.
+    fn poll(&mut self, _pane: &Polled) -> Option<String> {
+        None
+    }
     /// Whether a job this view started still runs.
     fn busy(&self) -> bool {
         false
+    }
+    /// The jobs of this view that the status bar shows while they run (label and progress,
+    /// whose `cancel` stops it): the long ones.
+    fn running(&self) -> Vec<(&str, &Arc<Progress>)> {
+        Vec::new()
     }
 }

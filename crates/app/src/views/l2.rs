@@ -17,7 +17,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "L2",
     file_stem: "l2",
     needs_trace_in_memory: false,
-    new: Some(|| Box::new(L2View::default())),
+    new: || Box::new(L2View::default()),
 };
 
 /// What the heat map shows per slice and time bin.

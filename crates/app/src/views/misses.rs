@@ -20,7 +20,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Miss categories",
     file_stem: "misses",
     needs_trace_in_memory: false,
-    new: Some(|| Box::new(MissesView::default())),
+    new: || Box::new(MissesView::default()),
 };
 
 pub use crate::data::Per;

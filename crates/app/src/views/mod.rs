@@ -22,10 +22,8 @@ pub struct Entry {
     pub file_stem: &'static str,
     /// Whether it replays or re-analyzes the trace, so needs it in memory (not streamed).
     pub needs_trace_in_memory: bool,
-    /// A fresh view of one pane's result (each pane holds one of each); `None` for a view of
-    /// the whole area, drawn once (the communication view: its analysis is of the shared
-    /// trace, the same whatever the panes' configurations).
-    pub new: Option<fn() -> Box<dyn PaneView>>,
+    /// A fresh view of one pane's result (each pane holds one of each).
+    pub new: fn() -> Box<dyn PaneView>,
 }
 
 /// The views, in menu order (Ctrl+1..8).
@@ -90,17 +88,13 @@ pub struct PaneViews(Vec<(View, Box<dyn PaneView>)>);
 
 impl Default for PaneViews {
     fn default() -> Self {
-        PaneViews(
-            ENTRIES
-                .iter()
-                .filter_map(|e| Some((e.view, (e.new?)())))
-                .collect(),
-        )
+        PaneViews(ENTRIES.iter().map(|e| (e.view, (e.new)())).collect())
     }
 }
 
 impl PaneViews {
-    /// The pane's view `view`; `None` for a view of the whole area.
+    /// The pane's view `view` (every view has one: `None` only were it left out of
+    /// [`ENTRIES`]).
     pub fn get_mut(&mut self, view: View) -> Option<&mut dyn PaneView> {
         let found = self.0.iter_mut().find(|(v, _)| *v == view);
         found.map(|(_, b)| b.as_mut())
@@ -117,15 +111,22 @@ impl PaneViews {
             .iter_mut()
             .find_map(|(_, b)| (b.as_mut() as &mut dyn std::any::Any).downcast_mut())
     }
-    /// Hands every view the results of its finished jobs.
-    pub fn poll(&mut self, pane: &Polled) {
+    /// Hands every view the results of its finished jobs; returns the last error of one
+    /// that failed, for the status bar.
+    pub fn poll(&mut self, pane: &Polled) -> Option<String> {
+        let mut error = None;
         for (_, v) in &mut self.0 {
-            v.poll(pane);
+            error = v.poll(pane).or(error);
         }
+        error
     }
     /// Whether a job of one of the views runs.
     pub fn busy(&self) -> bool {
         self.0.iter().any(|(_, v)| v.busy())
+    }
+    /// The views' jobs the status bar shows while they run.
+    pub fn running(&self) -> impl Iterator<Item = (&str, &std::sync::Arc<crate::job::Progress>)> {
+        self.0.iter().flat_map(|(_, v)| v.running())
     }
 }
 
@@ -345,12 +346,11 @@ mod tests {
         stems.sort();
         stems.dedup();
         assert_eq!(stems.len(), ENTRIES.len());
-        // The views of the whole area are the communication view only.
-        let area: Vec<View> = ENTRIES
-            .iter()
-            .filter(|e| e.new.is_none())
-            .map(|e| e.view)
-            .collect();
-        assert_eq!(area, [View::Communication]);
+        // Every view is a pane's, built from its entry.
+        let views = PaneViews::default();
+        assert_eq!(views.0.len(), ENTRIES.len());
+        for v in View::ALL {
+            assert!(views.0.iter().any(|(w, _)| *w == v), "{v:?}");
+        }
     }
 }

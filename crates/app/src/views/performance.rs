@@ -23,7 +23,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Performance model",
     file_stem: "performance",
     needs_trace_in_memory: true,
-    new: Some(|| Box::new(PerformanceView::default())),
+    new: || Box::new(PerformanceView::default()),
 };
 
 /// What a measurement job gives: one entry per kernel of the trace (a kernel without global
@@ -163,10 +163,11 @@ impl PaneView for PerformanceView {
         Vec::new()
     }
 
-    fn poll(&mut self, _pane: &Polled) {
+    fn poll(&mut self, _pane: &Polled) -> Option<String> {
         if let Some(Ok((trace, m))) = take_finished(&mut self.job) {
             self.measured(trace, m);
         }
+        None
     }
 
     fn busy(&self) -> bool {

@@ -13,7 +13,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Reuse distance",
     file_stem: "reuse",
     needs_trace_in_memory: false,
-    new: Some(|| Box::new(ReuseView)),
+    new: || Box::new(ReuseView),
 };
 
 /// x of the reuse-distance bin `[lo, 2 lo)` (bin `[0, 1)` at 0): one unit per bin.

@@ -14,7 +14,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Sets",
     file_stem: "sets",
     needs_trace_in_memory: false,
-    new: Some(|| Box::new(SetsView::default())),
+    new: || Box::new(SetsView::default()),
 };
 
 /// A set-axis label: the set number at a row's centre, nothing elsewhere.

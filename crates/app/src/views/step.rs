@@ -21,7 +21,7 @@ pub const ENTRY: super::Entry = super::Entry {
     name: "Step through",
     file_stem: "step",
     needs_trace_in_memory: true,
-    new: Some(|| Box::new(StepView::default())),
+    new: || Box::new(StepView::default()),
 };
 
 /// What one step moves by.
@@ -325,10 +325,11 @@ impl PaneView for StepView {
         Vec::new()
     }
 
-    fn poll(&mut self, _pane: &Polled) {
+    fn poll(&mut self, _pane: &Polled) -> Option<String> {
         if let Some(Ok(s)) = take_finished(&mut self.job) {
             self.arrived(s);
         }
+        None
     }
 
     fn busy(&self) -> bool {
