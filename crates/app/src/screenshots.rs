@@ -452,6 +452,32 @@ fn more_scenes() -> Vec<Shot> {
                 app.lesson = None;
                 app.sweep.open = true;
             }),
+        // Two kernels' communication side by side: hotspot's stencil and BFS's levels.
+        Shot::new("24-communication-side-by-side.png")
+            .prepare(|app, _, now| {
+                // Pane 1 keeps its configuration (the streamed shots after this use it).
+                app.sweep.open = false;
+                app.settings.view = View::Communication;
+                app.generate("hotspot".into(), "nx=128 ny=128 steps=6 block=16,16".into());
+                app.add_pane(now);
+                app.generate_in_pane(
+                    1,
+                    "bfs-levels".into(),
+                    "nodes=8192 degree=4 block=64".into(),
+                );
+            })
+            .ready(|app| {
+                app.panes.len() == 2
+                    && shows(&app.trace, "hotspot")
+                    && shows(&app.panes[1].own_trace, "bfs-levels")
+                    && app.panes.iter().all(|p| {
+                        p.view::<views::CommView>().is_some_and(|c| {
+                            c.report.as_ref().is_some_and(|r| {
+                                r.per_launch.len() > 1 && c.shown() == Some((c.launches, c.counts))
+                            })
+                        })
+                    })
+            }),
     ]
 }
 

@@ -403,7 +403,8 @@ impl CommView {
             );
             return None;
         }
-        ui.horizontal(|ui| {
+        // Wrapped: a pane beside others may be narrower than the row.
+        ui.horizontal_wrapped(|ui| {
             let l = ui.label("Launches");
             let selected = st
                 .launches
