@@ -1254,6 +1254,74 @@ fn assert_streamed_run_equals_whole(trace: &str) {
     }
 }
 
+/// A Nugteren et al. file streams CTA by CTA: read once (the grid from its last line) where
+/// its CTAs come in order, threads interleaved within each, as the released model's tracer
+/// writes them; read again in two walks, with a note, where they do not; compressed, through
+/// the external sort. Each gives the result of the file read whole, with and without the
+/// timing model.
+#[test]
+fn a_nugteren_file_streams_once_or_again_in_two_walks() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let out = warpscope(&[
+        "gen",
+        "matmul",
+        "n=32",
+        "block=8,8",
+        "--to",
+        "nugteren",
+        "-o",
+        &p("m.trc"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(p("m.trc")).unwrap();
+    let (head, body) = text.split_once('\n').unwrap();
+    let lines: Vec<&str> = body.lines().collect();
+    let cta = |l: &&str| l.split(' ').next().unwrap().parse::<u32>().unwrap() / 64;
+    // Threads interleaved within each CTA (a warp instruction at a time, as Ocelot emulates).
+    let mut interleaved = lines.clone();
+    interleaved.sort_by_key(|l| {
+        (
+            cta(l),
+            l.split(' ').next().unwrap().parse::<u32>().unwrap() % 7,
+        )
+    });
+    // The first CTA moved to the end.
+    let (first, rest): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| cta(l) == 0);
+    let write = |name: &str, rows: &[&str]| {
+        std::fs::write(p(name), format!("{head}\n{}\n", rows.join("\n"))).unwrap();
+    };
+    write("inter.trc", &interleaved);
+    write("late.trc", &[rest, first].concat());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+    std::fs::write(p("m.trc.gz"), gz.finish().unwrap()).unwrap();
+    let note = |t: &str, extra: &[&str]| {
+        let out = warpscope(&[&["sim", "--json", "--trace", t][..], extra].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (String::from_utf8_lossy(&out.stderr).into_owned(), report)
+    };
+    let timed = ["--compat", "gpu-cache-model"];
+    let (_, want) = note(&p("m.trc"), &timed);
+    for t in ["m.trc", "inter.trc", "late.trc", "m.trc.gz"] {
+        assert_streamed_run_equals_whole(&p(t));
+        let (stderr, got) = note(&p(t), &timed);
+        assert_eq!(got["kernels"], want["kernels"], "{t}");
+        assert_eq!(got["totals"], want["totals"], "{t}");
+        let again = stderr.contains("CTAs are not in order; it is read again, in two passes");
+        assert_eq!(again, t == "late.trc", "{t}: {stderr}");
+    }
+}
+
 /// A cuda-memtrace file streams in issue order, a chunk at a time: `sim` gives the result of
 /// the file read whole, and `convert` writes a `.wsb` that simulates the same.
 #[test]

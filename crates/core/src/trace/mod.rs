@@ -194,8 +194,8 @@ impl OpenTrace {
     /// `accelsim/stream.rs`), chunks in issue order from our binary format, cuda-memtrace
     /// (read twice: `memtrace/stream.rs`) and NVBit logs whose launches do not interleave
     /// (read twice: `nvbit/stream.rs`), CTA by CTA from Nugteren et al.'s per-thread format
-    /// (read twice, sorted by thread a CTA at a time where its CTAs come in order:
-    /// `nugteren/stream.rs`), and from Crawford's after an external sort (`spill.rs`), from CSV and Parquet tables
+    /// (sorted by thread a CTA at a time where its CTAs come in order, read once by a
+    /// receiver that takes instructions `as_found`, else twice: `nugteren/stream.rs`), and from Crawford's after an external sort (`spill.rs`), from CSV and Parquet tables
     /// (read twice, sorted the same way, or in issue order with an `sm` column:
     /// `table/stream.rs`), and from our text format (through the same sort, or in file order
     /// for an issued-order kernel: `text/stream.rs`).
@@ -347,8 +347,8 @@ impl OpenTrace {
 
     /// How many times [`OpenTrace::stream`] reads the file: twice for formats whose kernels'
     /// headers are known only at their ends (scanned, then read), once for a pipe or any other
-    /// format, or for an NVBit log or Accel-Sim trace given to a receiver that takes
-    /// instructions `as_found`
+    /// format, or for an NVBit log, Accel-Sim trace or Nugteren et al. file given to a
+    /// receiver that takes instructions `as_found`
     /// ([`SinkHooks::takes_more_instructions`]). Progress by bytes read is measured against
     /// this many times the file.
     pub fn streamed_reads(&self, as_found: bool) -> u64 {

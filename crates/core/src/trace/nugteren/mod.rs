@@ -131,7 +131,8 @@ pub fn write_rows<W: Write>(cols: &Columns, w: &mut W) -> std::io::Result<()> {
 }
 
 /// Nugteren et al.'s format's reader: per-thread streams, handed on CTA by CTA as the file is
-/// read a second time, or after an external sort where its CTAs are out of order
+/// read (once, the grid from its last line, for a receiver that can have it read again;
+/// else a second time), or after an external sort where its CTAs are out of order
 /// (`stream.rs`).
 pub(crate) struct NugterenReader;
 
@@ -150,13 +151,26 @@ impl super::reader::TraceReader for NugterenReader {
         cx: &super::Ctx<'_>,
         out: &mut dyn super::CtaSink,
     ) -> Result<(), TraceError> {
+        let cap = super::spill::DEFAULT_CAP;
+        if out.takes_more_instructions() {
+            // A receiver that can have the file read again: one walk, the grid from the
+            // last line; a compressed file (no last line without reading it all) is sorted.
+            return match stream::last_thread(cx.path) {
+                Some(last) => stream::once(r, cx.file, last, cx.file_bytes / 8, out),
+                None => stream::sorted(r, cx.file, cap, out),
+            };
+        }
         let again = || Ok(super::source::open(cx.path, cx.wrap, cx.watch)?.reader);
         let again: Option<&dyn Fn() -> Result<super::reader::Input, TraceError>> =
             (cx.file_bytes > 0).then_some(&again);
-        stream::stream(r, cx.file, super::spill::DEFAULT_CAP, again, out)
+        stream::stream(r, cx.file, cap, again, out)
     }
-    fn streamed_reads(&self, _as_found: bool) -> u64 {
-        2
+    fn streamed_reads(&self, as_found: bool) -> u64 {
+        if as_found {
+            1
+        } else {
+            2
+        }
     }
 }
 
@@ -213,8 +227,9 @@ mod tests {
     }
 
     /// Reads `text` whole, streamed through a sort of `cap` rows a run (a pipe, read once),
-    /// and streamed reading it twice (a file).
-    fn both<'t>(text: &'t str, cap: usize) -> (Result<Trace, String>, [Result<Pieces, String>; 2]) {
+    /// streamed reading it twice (a file), and streamed in one walk with the grid of its last
+    /// line, read again in two walks where that walk says so (as the shells do).
+    fn both<'t>(text: &'t str, cap: usize) -> (Result<Trace, String>, [Result<Pieces, String>; 3]) {
         let whole = read(text.as_bytes(), "n.trc").map_err(|e| e.to_string());
         let streamed = |twice: bool| {
             let mut p = Pieces::default();
@@ -224,7 +239,19 @@ mod tests {
                 .map(|()| p)
                 .map_err(|e| e.to_string())
         };
-        (whole, [streamed(false), streamed(true)])
+        let once = match stream::last_line_thread(text.as_bytes(), true) {
+            Some(last) => {
+                let mut p = Pieces::default();
+                let max_rows = text.len() as u64 / 8;
+                match stream::once(text.as_bytes(), "n.trc", last, max_rows, &mut p) {
+                    Ok(()) => Ok(p),
+                    Err(e) if e.must_read_again() => streamed(true),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            None => streamed(false),
+        };
+        (whole, [streamed(false), streamed(true), once])
     }
 
     /// Streams `first`, then `second` as the file read again.
@@ -284,6 +311,60 @@ mod tests {
                 assert_eq!(s.map(|_| ()), w.clone().map(|_| ()));
             }
         }
+    }
+
+    #[test]
+    fn one_walk_takes_the_grid_from_the_last_line_and_asks_for_two_where_ctas_are_out_of_order() {
+        let once = |text: &str| {
+            let last = stream::last_line_thread(text.as_bytes(), true).expect("a last line");
+            let mut p = Pieces::default();
+            stream::once(text.as_bytes(), "n.trc", last, 100, &mut p).map(|()| p)
+        };
+        // In CTA order, threads interleaved within a CTA: one walk gives the whole read.
+        let ordered = "blocksize: 2 1 1\n1 0 8 4\n0 0 0 4\n2 0 16 4\n3 1 24 4\n";
+        let p = once(ordered).unwrap();
+        assert_eq!(p.trace, read(ordered.as_bytes(), "n.trc").unwrap());
+        // A CTA after a later one, or past the last line's, asks for the read in two walks.
+        for (text, why) in [
+            (
+                "blocksize: 2 1 1\n2 0 16 4\n0 0 0 4\n3 0 24 4\n",
+                "comes again after CTA 1",
+            ),
+            (
+                "blocksize: 2 1 1\n4 0 16 4\n0 0 0 4\n",
+                "is past the last line's CTA 0",
+            ),
+        ] {
+            let e = once(text).map(|_| ()).unwrap_err();
+            assert!(e.must_read_again(), "{e}");
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        // The last line: trailing blank lines and a missing line end are fine; a file of
+        // only its header, or a tail that does not reach a line's start, has none.
+        assert_eq!(
+            stream::last_line_thread(b"blocksize: 1 1 1\n7 0 0 4\n\n \n", true),
+            Some(7)
+        );
+        assert_eq!(
+            stream::last_line_thread(b"blocksize: 1 1 1\n7 0 0 4", true),
+            Some(7)
+        );
+        assert_eq!(stream::last_line_thread(b"blocksize: 1 1 1\n", true), None);
+        assert_eq!(stream::last_line_thread(b"7 0 0 4", false), None);
+        // From a file: its end; a compressed one gives none.
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("a.trc");
+        let mut text = String::from("blocksize: 4 1 1\n");
+        for t in 0..2000 {
+            text.push_str(&format!("{t} 0 {} 4\n", 4 * t));
+        }
+        std::fs::write(&plain, &text).unwrap();
+        assert_eq!(stream::last_thread(&plain), Some(1999));
+        let packed = dir.path().join("a.trc.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+        std::fs::write(&packed, gz.finish().unwrap()).unwrap();
+        assert_eq!(stream::last_thread(&packed), None);
     }
 
     #[test]

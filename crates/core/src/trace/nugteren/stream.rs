@@ -1,7 +1,11 @@
 //! Handing a `.trc` file on CTA by CTA without holding it.
 //!
-//! The kernel's header needs the grid, which only the largest thread id gives, so the file is
-//! walked twice. The first walk checks every line and learns whether the CTAs come in order
+//! The kernel's header needs the grid, which only the largest thread id gives. Where the
+//! receiver can have the file read again ([`TraceError::ReadAgain`]: it takes what a read
+//! finds as it goes) and the file is a plain one, the grid is taken from its last line, which
+//! holds the last CTA when the CTAs come in order, and the file is walked once ([`once`]):
+//! each CTA goes on as the next starts, and a CTA out of order or past the last line's ends
+//! that read, to be read again the way below. Otherwise the file is walked twice. The first walk checks every line and learns whether the CTAs come in order
 //! (each CTA's lines together, CTAs ascending): the released model's tracer writes them so
 //! (Ocelot emulates one CTA after another; within a CTA the threads' lines interleave, a
 //! warp instruction at a time), and so does our writer. Then the second walk hands each CTA
@@ -63,6 +67,91 @@ pub(crate) fn stream<R: BufRead, A: BufRead>(
         return Err(changed(file));
     }
     out.end_kernel()
+}
+
+/// Streams the file (`r`) into `out` in one walk, the grid being that of thread `last_tid`
+/// (the thread of the file's last line); `max_rows` bounds the rows (the file's size over
+/// the shortest line's) for the header's checks before they are counted. CTAs that do not
+/// come in order end the read with [`TraceError::ReadAgain`].
+pub(crate) fn once<R: BufRead>(
+    r: R,
+    file: &str,
+    last_tid: u32,
+    max_rows: u64,
+    out: &mut dyn CtaSink,
+) -> Result<(), TraceError> {
+    let mut cta = CtaRows::default();
+    let mut state = Once::Before;
+    let mut row = 0u64;
+    let walked = walk(r, file, |b, l| {
+        let tpb = b.count();
+        row += 1;
+        if state == Once::Before {
+            // Checked for the most rows the file can hold: where even that fails, the file
+            // is only checked on, so the error is the one of the rows counted (after any
+            // line's), as a whole read gives.
+            state = match header(b, last_tid, max_rows, file) {
+                Ok(h) => {
+                    out.begin_kernel(&h.header())?;
+                    Once::Begun(last_tid as u64 / tpb)
+                }
+                Err(_) => Once::Checking,
+            };
+        }
+        let Once::Begun(last) = state else {
+            return Ok(());
+        };
+        let c = l.0 as u64 / tpb;
+        if cta.of != Some(c) {
+            let again = |why: String| TraceError::read_again(file, Location::Row(row - 1), why);
+            match cta.of {
+                Some(now) if c < now => {
+                    return Err(again(format!(
+                        "CTA {c} comes again after CTA {now}: the CTAs are not in order"
+                    )))
+                }
+                _ if c > last => {
+                    return Err(again(format!(
+                        "CTA {c} is past the last line's CTA {last}: the CTAs are not in order"
+                    )))
+                }
+                _ => {}
+            }
+            cta.hand_on(out)?;
+            cta.of = Some(c);
+        }
+        cta.lines.push(l);
+        Ok(())
+    })?;
+    // The checks of a read in two walks, on what was counted.
+    let b = header(walked.block, walked.max_tid, walked.rows, file)?;
+    too_many(walked.rows, file)?;
+    match state {
+        Once::Begun(_) => cta.hand_on(out)?,
+        // A file of no access line: the kernel of one empty CTA, as read whole.
+        Once::Before => out.begin_kernel(&b.header())?,
+        // Passed with the rows counted where it failed with more: cannot be, but the
+        // kernel was not handed on.
+        Once::Checking => {
+            return Err(TraceError::read_again(
+                file,
+                Location::Row(0),
+                "the kernel's size was not known before its rows",
+            ))
+        }
+    }
+    out.end_kernel()
+}
+
+/// Where a read in one walk stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Once {
+    /// Before the first access line.
+    Before,
+    /// The kernel begun, its last CTA.
+    Begun(u64),
+    /// Its header failed its checks: the file is checked on, nothing handed on.
+    Checking,
 }
 
 /// The error for a file that changed between its two walks.
@@ -192,4 +281,39 @@ pub(crate) fn sorted<R: BufRead>(
         },
     )?;
     out.end_kernel()
+}
+
+/// The thread of the last access line of the plain (uncompressed) file at `path`, read from
+/// its end; `None` for a compressed file, one whose last line is not an access line, or one
+/// that cannot be read so (the file is then walked as a whole).
+pub(crate) fn last_thread(path: &std::path::Path) -> Option<u32> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = [0u8; 8];
+    let n = f.read(&mut head).ok()?;
+    if super::super::source::Compression::from_magic(&head[..n])
+        != super::super::source::Compression::None
+    {
+        return None;
+    }
+    let len = f.seek(SeekFrom::End(0)).ok()?;
+    let from = len.saturating_sub(4096);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut tail = Vec::with_capacity((len - from) as usize);
+    f.read_to_end(&mut tail).ok()?;
+    last_line_thread(&tail, from == 0)
+}
+
+/// The thread of the last access line of `tail`, the end of a file (`whole`: all of it).
+pub(crate) fn last_line_thread(tail: &[u8], whole: bool) -> Option<u32> {
+    let tail = tail.trim_ascii_end();
+    // The last line, whole: after a line end, or the file's start.
+    let start = match memchr::memrchr(b'\n', tail) {
+        Some(i) => i + 1,
+        None if whole => 0,
+        None => return None,
+    };
+    super::walk::access_line(tail[start..].trim_ascii())
+        .ok()
+        .map(|l| l.0)
 }

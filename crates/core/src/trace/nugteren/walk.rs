@@ -140,7 +140,7 @@ fn block_size(t: &[u8]) -> Result<Dim3, String> {
 }
 
 /// An access line `tid dir addr bytes`, or what is wrong with it.
-fn access_line(t: &[u8]) -> Result<Line, String> {
+pub(super) fn access_line(t: &[u8]) -> Result<Line, String> {
     let mut f = lex::fields(t);
     let (Some(tid), Some(dir), Some(addr), Some(bytes), None) =
         (f.next(), f.next(), f.next(), f.next(), f.next())
