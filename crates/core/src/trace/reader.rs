@@ -121,8 +121,8 @@ pub fn bytes_to_read_on(path: &Path, bytes: u64, at: &ResumePoint, as_found: boo
             let before = open.bytes_before_kernel(kernel).unwrap_or(0);
             bytes.saturating_sub(before) * reads
         }
-        // Read again from its start, as often as the run read it.
-        Ok(open) if open.skims_to_resume() => bytes * open.streamed_reads(false),
+        // Read again from its start, as often as the run reads it.
+        Ok(open) if open.skims_to_resume() => bytes * open.streamed_reads(as_found),
         _ => {
             let offset = std::fs::File::open(path)
                 .ok()

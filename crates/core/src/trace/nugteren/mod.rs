@@ -367,6 +367,28 @@ mod tests {
         assert_eq!(stream::last_thread(&packed), None);
     }
 
+    /// Progress reading on from a copy counts the file as often as the run reads it: once
+    /// for a receiver that can have it read again, twice otherwise.
+    #[test]
+    fn reading_on_counts_the_walks_the_run_makes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.trc");
+        std::fs::write(&path, "blocksize: 2 1 1\n0 0 0 4\n1 0 4 4\n2 0 8 4\n").unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let at = crate::trace::ResumePoint::Cta {
+            kernel: 0,
+            next_cta: 1,
+        };
+        assert_eq!(
+            crate::trace::bytes_to_read_on(&path, bytes, &at, true),
+            bytes
+        );
+        assert_eq!(
+            crate::trace::bytes_to_read_on(&path, bytes, &at, false),
+            2 * bytes
+        );
+    }
+
     #[test]
     fn a_file_that_changes_between_its_reads_is_an_error() {
         let first = "blocksize: 2 1 1\n0 0 100 4\n1 0 200 4\n2 0 300 4\n";
