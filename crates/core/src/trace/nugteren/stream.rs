@@ -17,7 +17,7 @@
 
 use std::io::BufRead;
 
-use super::super::model::{BuildError, Columns, Dim3};
+use super::super::model::{BuildError, Columns};
 use super::super::{spill, CtaSink, Location, TraceError};
 use super::walk::{walk, Line};
 use super::{access, header};
@@ -35,12 +35,15 @@ pub(crate) fn stream<R: BufRead, A: BufRead>(
     let Some(again) = again else {
         return sorted(r, file, cap, out);
     };
-    let mut ordered = Ordered::default();
+    // Whether each line's CTA is at least the one of the line before.
+    let (mut ordered, mut last) = (true, 0u64);
     let walked = walk(r, file, |b, l| {
-        ordered.see(b, l.0);
+        let c = l.0 as u64 / b.count();
+        ordered &= c >= last;
+        last = c;
         Ok(())
     })?;
-    if !ordered.ordered {
+    if !ordered {
         return sorted(again()?, file, cap, out);
     }
     let b = header(walked.block, walked.max_tid, walked.rows, file)?;
@@ -173,32 +176,6 @@ fn too_many(rows: u64, file: &str) -> Result<(), TraceError> {
         ));
     }
     Ok(())
-}
-
-/// Whether the lines seen so far come CTA by CTA in ascending order.
-struct Ordered {
-    ordered: bool,
-    last: Option<u64>,
-}
-
-impl Default for Ordered {
-    fn default() -> Self {
-        Ordered {
-            ordered: true,
-            last: None,
-        }
-    }
-}
-
-impl Ordered {
-    #[inline]
-    fn see(&mut self, block: Dim3, tid: u32) {
-        let c = tid as u64 / block.count();
-        if self.last.is_some_and(|l| c < l) {
-            self.ordered = false;
-        }
-        self.last = Some(c);
-    }
 }
 
 /// The lines of the CTA being gathered.
