@@ -21,6 +21,11 @@ impl WarpscopeApp {
                     self.dialog = None;
                     self.actions.push(Action::Chosen(purpose, p));
                 }
+                DialogPoll::Picked { name, bytes } => {
+                    let purpose = d.purpose;
+                    self.dialog = None;
+                    self.actions.push(Action::Picked(purpose, name, bytes));
+                }
                 DialogPoll::Cancelled => self.dialog = None,
                 DialogPoll::Unavailable => {
                     let purpose = d.purpose;
@@ -63,7 +68,13 @@ impl WarpscopeApp {
     pub(super) fn act(&mut self, a: Action, ctx: &egui::Context, now: f64) {
         match a {
             Action::Choose(purpose) => {
-                if self.in_app_dialogs {
+                if let Some(why) = purpose.unavailable() {
+                    self.status = Status::Error(format!("{}: {why}", purpose.title()));
+                } else if cfg!(target_arch = "wasm32") {
+                    // The browser's picker may be left open without an answer: a new
+                    // choice replaces it.
+                    self.dialog = Some(NativeDialog::open(purpose, None));
+                } else if self.in_app_dialogs {
                     self.browser = Some(Browser::new(purpose, self.start_dir(purpose)));
                 } else if self.dialog.is_none() {
                     self.dialog = Some(NativeDialog::open(purpose, Some(&self.start_dir(purpose))));
@@ -97,6 +108,7 @@ impl WarpscopeApp {
                 }
                 self.chosen(purpose, path, ctx, now);
             }
+            Action::Picked(purpose, name, bytes) => self.picked(purpose, name, bytes, now),
             Action::View(c) => self.view_command(c),
             Action::Cancel(p) => p.cancel(),
             Action::GenerateAnyway(q) => match q.pane {
@@ -148,6 +160,34 @@ impl WarpscopeApp {
         }
     }
 
+    /// A file the browser handed over (the web build): a trace to open, or a configuration.
+    fn picked(&mut self, purpose: Purpose, name: String, bytes: Arc<[u8]>, now: f64) {
+        let a = self.settings.active;
+        match purpose {
+            Purpose::OpenTrace => self.open_bytes(name, bytes),
+            Purpose::OpenPaneTrace(i) => {
+                let label = format!("Loading {name} for pane {}", i + 1);
+                if self.start_pane_job(i, label, worker::Source::Bytes { name, bytes }) {
+                    self.panes[i].trace_job = None;
+                }
+            }
+            Purpose::LoadConfig => {
+                let text = String::from_utf8_lossy(&bytes);
+                match config::file::load_text(&text, Path::new(&name)) {
+                    Ok(c) => {
+                        self.settings.panes[a] = (name.clone(), c);
+                        self.panes[a].dirty_since = Some(now - DEBOUNCE);
+                        self.status = Status::Info(format!("Loaded {name}"));
+                    }
+                    Err(e) => self.status = Status::Error(e.to_string()),
+                }
+            }
+            _ => {
+                self.status = Status::Error(format!("{}: not from a file's bytes", purpose.title()))
+            }
+        }
+    }
+
     /// Asks the backend for a screenshot and writes the view area of it to the pending path.
     pub(super) fn request_png(&mut self, ctx: &egui::Context) {
         let Some(path) = self.pending_png.take() else {
@@ -188,7 +228,15 @@ impl WarpscopeApp {
         }));
     }
 
+    /// The request table is written through polars, which this build leaves out.
+    #[cfg(not(feature = "desktop"))]
+    pub(crate) fn export_requests(&mut self, _path: PathBuf) {
+        let why = Purpose::ExportRequests.unavailable().unwrap_or_default();
+        self.status = Status::Error(why.to_string());
+    }
+
     /// Re-runs the active pane while writing every request to a table (on a worker).
+    #[cfg(feature = "desktop")]
     pub(crate) fn export_requests(&mut self, path: PathBuf) {
         let Some(trace) = self.pane_trace(self.settings.active) else {
             return;

@@ -85,6 +85,12 @@ impl WarpscopeApp {
     }
 
     pub(super) fn handle_drops(&mut self, ctx: &egui::Context) {
+        // A page's dropped file has its name for a path and its bytes still to read.
+        #[cfg(target_arch = "wasm32")]
+        if let Some(f) = ctx.input(|i| i.raw.dropped_files.first().cloned()) {
+            self.dialog = Some(files::NativeDialog::dropped(f));
+            return;
+        }
         let dropped: Vec<PathBuf> = ctx.input(|i| {
             i.raw
                 .dropped_files
@@ -117,51 +123,57 @@ impl WarpscopeApp {
 
     /// Open, load and save, export, quit.
     fn file_menu(&mut self, ui: &mut Ui) {
-        if ui
-            .add(egui::Button::new("Open trace…").shortcut_text("Ctrl+O"))
-            .clicked()
-        {
-            self.actions.push(Action::Choose(Purpose::OpenTrace));
-        }
-        ui.menu_button("Open recent", |ui| {
-            if self.settings.recent.is_empty() {
-                ui.label(RichText::new("No recent files").weak());
-            }
-            for p in self.settings.recent.clone() {
-                if ui.button(p.display().to_string()).clicked() {
-                    self.actions.push(Action::Open(p));
+        self.choose_button(ui, "Open trace…", Some("Ctrl+O"), Purpose::OpenTrace);
+        // A page has no paths to open again, and no window to quit.
+        let desktop = !cfg!(target_arch = "wasm32");
+        if desktop {
+            ui.menu_button("Open recent", |ui| {
+                if self.settings.recent.is_empty() {
+                    ui.label(RichText::new("No recent files").weak());
                 }
+                for p in self.settings.recent.clone() {
+                    if ui.button(p.display().to_string()).clicked() {
+                        self.actions.push(Action::Open(p));
+                    }
+                }
+            });
+        }
+        self.choose_button(ui, "Open sweep result…", None, Purpose::OpenSweep);
+        ui.separator();
+        self.choose_button(ui, "Load configuration…", None, Purpose::LoadConfig);
+        self.choose_button(
+            ui,
+            "Save configuration…",
+            Some("Ctrl+S"),
+            Purpose::SaveConfig,
+        );
+        ui.separator();
+        self.choose_button(ui, "Export report…", Some("Ctrl+E"), Purpose::ExportReport);
+        self.choose_button(ui, "Export request table…", None, Purpose::ExportRequests);
+        self.choose_button(ui, "Export view as PNG…", None, Purpose::ExportView);
+        if desktop {
+            ui.separator();
+            if ui.button("Quit").clicked() {
+                ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
             }
-        });
-        if ui.button("Open sweep result…").clicked() {
-            self.actions.push(Action::Choose(Purpose::OpenSweep));
         }
-        ui.separator();
-        if ui.button("Load configuration…").clicked() {
-            self.actions.push(Action::Choose(Purpose::LoadConfig));
+    }
+
+    /// A menu entry that asks for a file for `purpose`; greyed out, with the reason on hover,
+    /// where this build cannot do it ([`Purpose::unavailable`]).
+    fn choose_button(&mut self, ui: &mut Ui, text: &str, shortcut: Option<&str>, purpose: Purpose) {
+        let mut button = egui::Button::new(text);
+        if let Some(s) = shortcut {
+            button = button.shortcut_text(s);
         }
-        if ui
-            .add(egui::Button::new("Save configuration…").shortcut_text("Ctrl+S"))
-            .clicked()
-        {
-            self.actions.push(Action::Choose(Purpose::SaveConfig));
-        }
-        ui.separator();
-        if ui
-            .add(egui::Button::new("Export report…").shortcut_text("Ctrl+E"))
-            .clicked()
-        {
-            self.actions.push(Action::Choose(Purpose::ExportReport));
-        }
-        if ui.button("Export request table…").clicked() {
-            self.actions.push(Action::Choose(Purpose::ExportRequests));
-        }
-        if ui.button("Export view as PNG…").clicked() {
-            self.actions.push(Action::Choose(Purpose::ExportView));
-        }
-        ui.separator();
-        if ui.button("Quit").clicked() {
-            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        let why = purpose.unavailable();
+        let r = ui.add_enabled(why.is_none(), button);
+        let r = match why {
+            Some(why) => r.on_disabled_hover_text(why),
+            None => r,
+        };
+        if r.clicked() {
+            self.actions.push(Action::Choose(purpose));
         }
     }
 

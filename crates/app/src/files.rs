@@ -1,10 +1,13 @@
 //! Choosing files: the native dialog (rfd, through the desktop portal) on a thread, so the UI
 //! never waits for it, and an in-app browser where no native dialog can open (no desktop
-//! portal, as on a headless machine) or the user prefers it.
+//! portal, as on a headless machine) or the user prefers it. In the web build the browser's
+//! own file picker (rfd's) hands over the chosen file's name and bytes.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
+use web_time::Instant;
 
 /// What a chosen path is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +52,23 @@ impl Purpose {
             Purpose::ExportRequests => "Export the per-request table",
         }
     }
+    /// Why this build cannot do it, where it cannot (the web page leaves out polars, and
+    /// writes no files yet): the menus say so instead of failing.
+    pub fn unavailable(self) -> Option<&'static str> {
+        const POLARS: &str = "CSV and Parquet tables are read and written through polars, \
+             which the web page leaves out: use the desktop app";
+        match self {
+            Purpose::OpenSweep | Purpose::ExportRequests if !cfg!(feature = "desktop") => {
+                Some(POLARS)
+            }
+            Purpose::SaveConfig | Purpose::ExportView | Purpose::ExportReport
+                if cfg!(target_arch = "wasm32") =>
+            {
+                Some("the web page saves no files yet: use the desktop app")
+            }
+            _ => None,
+        }
+    }
     pub fn saves(self) -> bool {
         !matches!(
             self,
@@ -82,17 +102,30 @@ impl Purpose {
     }
 }
 
-/// A native dialog running on its own thread.
+/// A native dialog running on its own thread (in the web build, the browser's picker).
 pub struct NativeDialog {
     pub purpose: Purpose,
-    rx: Receiver<Option<PathBuf>>,
+    rx: Receiver<Option<Picked>>,
     started: Instant,
+}
+
+/// What a dialog chose: a path, or (the browser's picker) a file's name and bytes.
+pub enum Picked {
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Path(PathBuf),
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    Bytes { name: String, bytes: Arc<[u8]> },
 }
 
 /// What polling a native dialog gave.
 pub enum DialogPoll {
     Waiting,
     Chosen(PathBuf),
+    /// The browser's picker handed over a file.
+    Picked {
+        name: String,
+        bytes: Arc<[u8]>,
+    },
     /// Closed without a choice.
     Cancelled,
     /// It closed at once without a choice: most likely no dialog could open.
@@ -108,6 +141,7 @@ pub fn native_available() -> bool {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl NativeDialog {
     pub fn open(purpose: Purpose, start_dir: Option<&Path>) -> NativeDialog {
         let (tx, rx) = channel();
@@ -126,7 +160,7 @@ impl NativeDialog {
             .name("warpscope-dialog".into())
             .spawn(move || {
                 let r = if saves { d.save_file() } else { d.pick_file() };
-                let _ = tx.send(r);
+                let _ = tx.send(r.map(Picked::Path));
             });
         drop(spawned);
         NativeDialog {
@@ -135,9 +169,63 @@ impl NativeDialog {
             started: Instant::now(),
         }
     }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl NativeDialog {
+    /// The browser's file picker (rfd's, over the page); only for opening files
+    /// ([`Purpose::unavailable`] keeps saving from asking).
+    pub fn open(purpose: Purpose, _start_dir: Option<&Path>) -> NativeDialog {
+        let (tx, rx) = channel();
+        let mut d = rfd::AsyncFileDialog::new().set_title(purpose.title());
+        for (name, exts) in purpose.filters() {
+            d = d.add_filter(name, &exts);
+        }
+        wasm_bindgen_futures::spawn_local(async move {
+            let picked = match d.pick_file().await {
+                Some(f) => Some(Picked::Bytes {
+                    name: f.file_name(),
+                    bytes: f.read().await.into(),
+                }),
+                None => None,
+            };
+            let _ = tx.send(picked);
+        });
+        NativeDialog {
+            purpose,
+            rx,
+            started: Instant::now(),
+        }
+    }
+
+    /// A file dropped on the page, its bytes read as a picked file's are.
+    pub fn dropped(file: egui::DroppedFileHandle) -> NativeDialog {
+        let (tx, rx) = channel();
+        wasm_bindgen_futures::spawn_local(async move {
+            let name = file.path().display().to_string();
+            let _ = tx.send(match file.bytes_async().await {
+                Ok(bytes) => Some(Picked::Bytes {
+                    name,
+                    bytes: bytes.into(),
+                }),
+                Err(_) => None,
+            });
+        });
+        NativeDialog {
+            purpose: Purpose::OpenTrace,
+            rx,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl NativeDialog {
     pub fn poll(&self) -> DialogPoll {
         match self.rx.try_recv() {
-            Ok(Some(p)) => DialogPoll::Chosen(p),
+            Ok(Some(Picked::Path(p))) => DialogPoll::Chosen(p),
+            Ok(Some(Picked::Bytes { name, bytes })) => DialogPoll::Picked { name, bytes },
+            // The browser's picker has no way to fail at once.
+            Ok(None) if cfg!(target_arch = "wasm32") => DialogPoll::Cancelled,
             Ok(None) if self.started.elapsed() < Duration::from_millis(300) => {
                 DialogPoll::Unavailable
             }

@@ -3,7 +3,8 @@
 //! each frame whether it is done ([`Job::poll`]). The work reports progress and checks for
 //! cancellation through one [`Progress`]; dropping the handle cancels the work, so replacing
 //! an owner's job with a newer one cancels the older one, and a result can only reach the
-//! owner that asked for it.
+//! owner that asked for it. A browser page starts no threads: there (the web build) the work
+//! runs on the UI thread at the job's first poll ([`Job::on_poll`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -68,6 +69,8 @@ pub struct Job<T> {
     label: String,
     progress: Arc<Progress>,
     rx: Receiver<Finished<T>>,
+    /// The work of a [`Job::on_poll`] job (the web build's), waiting for its first poll.
+    deferred: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl<T: Send + 'static> Job<T> {
@@ -78,22 +81,14 @@ impl<T: Send + 'static> Job<T> {
         wake: &Wake,
         work: impl FnOnce(&Arc<Progress>) -> Finished<T> + Send + 'static,
     ) -> Self {
-        let label = label.into();
-        let progress = Arc::new(Progress::default());
-        let (tx, rx) = channel();
-        let p = progress.clone();
-        let wake = wake.clone();
+        // A browser page has no threads to start (the web build).
+        if cfg!(target_arch = "wasm32") {
+            return Job::on_poll(label, wake, work);
+        }
+        let (label, progress, rx, run) = Job::parts(label, wake, work);
         let spawned = std::thread::Builder::new()
             .name(format!("warpscope: {label}"))
-            .spawn(move || {
-                let result = match work(&p) {
-                    Err(JobError::Failed(_)) if p.cancelled() => Err(JobError::Cancelled),
-                    r => r,
-                };
-                // The handle is gone when the job was dropped: nobody wants the result.
-                let _ = tx.send(result);
-                wake();
-            });
+            .spawn(run);
         if let Err(e) = spawned {
             let (tx, failed) = channel();
             let _ = tx.send(Err(JobError::Failed(format!(
@@ -103,13 +98,63 @@ impl<T: Send + 'static> Job<T> {
                 label,
                 progress,
                 rx: failed,
+                deferred: None,
             };
         }
         Job {
             label,
             progress,
             rx,
+            deferred: None,
         }
+    }
+}
+
+impl<T: Send + 'static> Job<T> {
+    /// [`Job::spawn`] without a thread: the work runs on the caller's thread when the job is
+    /// first polled, a frame after the one that started it (so that frame shows the job in the
+    /// status bar); a job cancelled or dropped before then never runs it. The web build's
+    /// jobs, until they run in a Web Worker.
+    pub fn on_poll(
+        label: impl Into<String>,
+        wake: &Wake,
+        work: impl FnOnce(&Arc<Progress>) -> Finished<T> + Send + 'static,
+    ) -> Self {
+        let (label, progress, rx, run) = Job::parts(label, wake, work);
+        Job {
+            label,
+            progress,
+            rx,
+            deferred: Some(Box::new(run)),
+        }
+    }
+
+    /// A job's label, progress and receiver, and its work wrapped to send its result.
+    #[allow(clippy::type_complexity)]
+    fn parts(
+        label: impl Into<String>,
+        wake: &Wake,
+        work: impl FnOnce(&Arc<Progress>) -> Finished<T> + Send + 'static,
+    ) -> (
+        String,
+        Arc<Progress>,
+        Receiver<Finished<T>>,
+        impl FnOnce() + Send + 'static,
+    ) {
+        let progress = Arc::new(Progress::default());
+        let (tx, rx) = channel();
+        let p = progress.clone();
+        let wake = wake.clone();
+        let run = move || {
+            let result = match work(&p) {
+                Err(JobError::Failed(_)) if p.cancelled() => Err(JobError::Cancelled),
+                r => r,
+            };
+            // The handle is gone when the job was dropped: nobody wants the result.
+            let _ = tx.send(result);
+            wake();
+        };
+        (label.into(), progress, rx, run)
     }
 }
 
@@ -122,6 +167,7 @@ impl<T> Job<T> {
             label: label.into(),
             progress: Arc::new(Progress::default()),
             rx,
+            deferred: None,
         };
         let done = Completion {
             tx,
@@ -142,6 +188,7 @@ impl<T> Job<T> {
     }
     /// The result, once the job has finished (given once; `None` while it runs).
     pub fn poll(&mut self) -> Option<Finished<T>> {
+        self.run_deferred();
         match self.rx.try_recv() {
             Ok(r) => Some(r),
             Err(TryRecvError::Empty) => None,
@@ -151,10 +198,29 @@ impl<T> Job<T> {
     /// Waits up to `timeout` for the result (tests and the screenshot mode).
     #[cfg(any(test, feature = "bench"))]
     pub fn wait(&mut self, timeout: std::time::Duration) -> Option<Finished<T>> {
+        self.run_deferred();
         match self.rx.recv_timeout(timeout) {
             Ok(r) => Some(r),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Err(stopped())),
+        }
+    }
+}
+
+impl<T> Job<T> {
+    /// Runs the work of a [`Job::on_poll`] job, unless it was cancelled first.
+    fn run_deferred(&mut self) {
+        if let Some(run) = self.deferred.take() {
+            if self.progress.cancelled() {
+                // Dropping the work drops its sender: the result is the cancellation.
+                self.rx = {
+                    let (tx, rx) = channel();
+                    let _ = tx.send(Err(JobError::Cancelled));
+                    rx
+                };
+            } else {
+                run();
+            }
         }
     }
 }
@@ -199,6 +265,29 @@ mod tests {
 
     fn wake() -> Wake {
         Arc::new(|| {})
+    }
+
+    #[test]
+    fn a_job_run_on_poll_runs_at_its_first_poll_and_not_once_cancelled() {
+        let ran = Arc::new(AtomicU64::new(0));
+        let r = ran.clone();
+        let mut j = Job::on_poll("later", &wake(), move |p| {
+            r.fetch_add(1, Ordering::Relaxed);
+            p.report(3, 3);
+            Ok(7)
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 0, "ran before it was polled");
+        assert_eq!(j.poll(), Some(Ok(7)));
+        assert_eq!(j.progress().fraction(), Some(1.0));
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+        let r = ran.clone();
+        let mut j: Job<u32> = Job::on_poll("dropped", &wake(), move |_| {
+            r.fetch_add(1, Ordering::Relaxed);
+            Ok(1)
+        });
+        j.cancel();
+        assert_eq!(j.poll(), Some(Err(JobError::Cancelled)));
+        assert_eq!(ran.load(Ordering::Relaxed), 1, "a cancelled job's work ran");
     }
 
     #[test]

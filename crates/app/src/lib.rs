@@ -42,7 +42,10 @@ mod tests;
 
 use actions::write_png;
 use screenshots::ScreenshotPlan;
+#[cfg(not(target_arch = "wasm32"))]
 pub use window::run;
+#[cfg(target_arch = "wasm32")]
+pub use window::run_web;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -201,6 +204,8 @@ enum Action {
     Lesson(String),
     RemovePane(usize),
     Chosen(Purpose, PathBuf),
+    /// The browser's picker (or a drop on the page) handed over a file: its name and bytes.
+    Picked(Purpose, String, Arc<[u8]>),
     /// The configuration panel changed pane `.0`'s preset or configuration.
     EditConfig(usize, Box<config_panel::Edit>),
     /// What a view asked for.

@@ -13,7 +13,7 @@ use super::data::TraceData;
 use super::job::{Finished, Job, JobError, Progress};
 use super::sweep_view::{Key, SweepTable};
 use warpscope_core::config::{grid, ReuseMode, SimConfig};
-use warpscope_core::report::sweep::{L2_METRICS, METRICS};
+use warpscope_core::report::sweep_columns::{L2_METRICS, METRICS};
 use warpscope_core::sim::{Observer, Report};
 
 /// Axis fields the form offers.

@@ -8,7 +8,8 @@ use std::path::Path;
 use egui::{Align2, Color32, FontId, Rect, Sense, Ui};
 
 use super::theme::ramp;
-use warpscope_core::report::sweep::is_metric;
+#[cfg(feature = "desktop")]
+use warpscope_core::report::sweep_columns::is_metric;
 
 /// A key column: its distinct values in the order they first come (plan order: the order
 /// the user gave them in `--vary`), and each row's value as an index into them.
@@ -30,7 +31,20 @@ pub struct SweepTable {
 }
 
 impl SweepTable {
+    /// A build without polars (the web page) reads no sweep table, and says so.
+    #[cfg(not(feature = "desktop"))]
+    pub fn read(path: &Path) -> Result<SweepTable, String> {
+        Err(format!(
+            "{}: {}",
+            path.display(),
+            crate::files::Purpose::OpenSweep
+                .unavailable()
+                .unwrap_or_default()
+        ))
+    }
+
     /// Reads a merged sweep table (CSV or Parquet); the error names the file.
+    #[cfg(feature = "desktop")]
     pub fn read(path: &Path) -> Result<SweepTable, String> {
         let df = warpscope_core::report::sweep::read_any(path).map_err(|e| e.to_string())?;
         let err = |e: polars::prelude::PolarsError| format!("{}: {e}", path.display());

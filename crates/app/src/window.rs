@@ -1,5 +1,6 @@
 //! The eframe window around the app: persisted settings, the screenshot plan of
-//! `--screenshots` (`screenshots.rs`) run frame by frame, and [`run`].
+//! `--screenshots` (`screenshots.rs`) run frame by frame, and [`run`] (in the web build,
+//! `run_web`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +13,9 @@ use super::*;
 pub struct EframeApp {
     pub app: WarpscopeApp,
     shots: Option<ScreenshotPlan>,
+    /// The page's title as last set (the web build names the open trace there).
+    #[cfg(target_arch = "wasm32")]
+    title: String,
 }
 
 impl EframeApp {
@@ -46,6 +50,8 @@ impl EframeApp {
                 plan.streamed = streamed;
                 plan
             }),
+            #[cfg(target_arch = "wasm32")]
+            title: String::new(),
         }
     }
 
@@ -62,6 +68,8 @@ impl eframe::App for EframeApp {
         self.app.ui(ui);
         let ctx = ui.ctx().clone();
         self.screenshots(&ctx);
+        #[cfg(target_arch = "wasm32")]
+        self.page_title();
     }
     fn persist_egui_memory(&self) -> bool {
         self.shots.is_none()
@@ -74,6 +82,7 @@ impl eframe::App for EframeApp {
 }
 
 /// Opens the window (glow renderer: much faster than wgpu on software renderers).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn run(startup: Startup, shots: Option<PathBuf>) -> Result<(), String> {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
@@ -92,4 +101,45 @@ pub fn run(startup: Startup, shots: Option<PathBuf>) -> Result<(), String> {
         Box::new(move |cc| Ok(Box::new(EframeApp::new(cc, startup, shots)))),
     )
     .map_err(|e| e.to_string())
+}
+
+#[cfg(target_arch = "wasm32")]
+impl EframeApp {
+    /// Names the active pane's trace in the page's title (the browser's tab), as a window's
+    /// title would.
+    fn page_title(&mut self) {
+        let title = match &self.app.pane_trace(self.app.settings.active) {
+            Some(t) => format!("{} — Warpscope", t.label),
+            None => "Warpscope".to_string(),
+        };
+        if title != self.title {
+            if let Some(d) = web_sys::window().and_then(|w| w.document()) {
+                d.set_title(&title);
+            }
+            self.title = title;
+        }
+    }
+}
+
+/// Starts the app in the page's canvas `canvas` (the web build, `crates/web`): the built-in
+/// example, as `cargo run` opens it, with settings kept in the browser's local storage.
+#[cfg(target_arch = "wasm32")]
+pub async fn run_web(canvas: web_sys::HtmlCanvasElement) -> Result<(), String> {
+    let startup = Startup {
+        file: None,
+        fresh: false,
+        generator: None,
+        window: None,
+        sweep: None,
+        stream: false,
+        shot_streamed: None,
+    };
+    eframe::WebRunner::new()
+        .start(
+            canvas,
+            eframe::WebOptions::default(),
+            Box::new(move |cc| Ok(Box::new(EframeApp::new(cc, startup, None)))),
+        )
+        .await
+        .map_err(|e| format!("{e:?}"))
 }

@@ -39,6 +39,20 @@ impl WarpscopeApp {
         }));
     }
 
+    /// Starts reading a trace file's bytes (the web build's picker, or a file dropped on the
+    /// page).
+    pub(crate) fn open_bytes(&mut self, name: String, bytes: Arc<[u8]>) {
+        let label = format!("Loading {name}");
+        self.status = Status::Info(label.clone());
+        self.load_job = None;
+        self.failed_file = None;
+        self.load_file = None;
+        let source = Source::Bytes { name, bytes };
+        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
+            worker::load_source(source, p)
+        }));
+    }
+
     /// Starts generating a built-in kernel's trace; one projected to need more memory than
     /// the machine has free stops early and asks first ([`WarpscopeApp::too_large`]).
     pub(crate) fn generate(&mut self, kernel: String, params: String) {

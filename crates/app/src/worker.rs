@@ -44,6 +44,9 @@ pub enum Source {
         /// `--stream` says otherwise); a larger one is read by each simulation as it runs.
         whole_up_to: u64,
     },
+    /// A file's bytes handed over whole (the web build's file picker, or a file dropped on
+    /// the page); `name` gives its extension and names it in errors.
+    Bytes { name: String, bytes: Arc<[u8]> },
     /// Run a built-in generator; stop (with [`Loaded::TooLarge`]) as soon as the trace is
     /// projected to hold more accesses than `max_accesses`.
     Generator {
@@ -78,6 +81,7 @@ pub fn load_source(source: Source, progress: &Arc<Progress>) -> Finished<Loaded>
             }
             load(&path, format, allow_truncated, progress)
         }
+        Source::Bytes { name, bytes } => load_bytes(name, bytes, progress),
         Source::Generator {
             kernel,
             params,
@@ -201,6 +205,26 @@ fn load(
             t.truncated = loaded.truncated.map(|e| e.to_string());
             Ok(Loaded::Trace(Arc::new(t)))
         }
+        Err(_) if progress.cancelled() => Err(JobError::Cancelled),
+        Err(e) => Err(JobError::Failed(e.to_string())),
+    }
+}
+
+/// Reads a file's bytes whole. A file with an error is refused whole: the picker's bytes are
+/// not kept to offer its complete kernels.
+fn load_bytes(name: String, bytes: Arc<[u8]>, progress: &Arc<Progress>) -> Finished<Loaded> {
+    progress.set_total(bytes.len() as u64);
+    let opts = trace::ReadOptions {
+        format: None,
+        allow_truncated: false,
+    };
+    match trace::load_bytes(&name, bytes, opts, &watching(progress)) {
+        Ok(loaded) => Ok(Loaded::Trace(Arc::new(TraceData::new(
+            loaded.trace,
+            name,
+            None,
+            Some(loaded.format),
+        )))),
         Err(_) if progress.cancelled() => Err(JobError::Cancelled),
         Err(e) => Err(JobError::Failed(e.to_string())),
     }

@@ -11,7 +11,8 @@
 //!   every address).
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use web_time::Instant;
 
 use rustc_hash::FxHashSet;
 

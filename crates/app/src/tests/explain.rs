@@ -310,3 +310,39 @@ fn with_the_timing_model_the_l2_gives_fills_their_latency_and_explain_follows_it
         }
     }
 }
+
+#[test]
+fn an_explanation_is_dropped_when_its_pane_shows_another_trace() {
+    // Request 4000 of matmul does not exist in vecadd n=64: the pane forgets it rather than
+    // ask for it in the new trace (and show the error of a request that is not there).
+    let mut a = app("matmul", "n=64");
+    a.settings.view = View::Address;
+    let mut h = harness(a);
+    settle(&mut h);
+    h.state_mut().panes[0]
+        .view_mut::<AddressView>()
+        .unwrap()
+        .explain(4000);
+    step_until(&mut h, "the explanation", |a| answered(a, Some(4000)));
+    h.state_mut()
+        .generate("vecadd".to_string(), "n=64".to_string());
+    settle(&mut h);
+    assert!(trace_label(&h).starts_with("vecadd"));
+    h.run_steps(3);
+    let x = h.state().panes[0].view::<AddressView>().unwrap();
+    assert!(
+        x.explaining.is_none(),
+        "the explanation of the old trace stayed"
+    );
+    // A configuration change keeps it (the same trace, the request asked for again).
+    h.state_mut().panes[0]
+        .view_mut::<AddressView>()
+        .unwrap()
+        .explain(10);
+    step_until(&mut h, "the explanation", |a| answered(a, Some(10)));
+    let mut cfg = h.state().settings.panes[0].1.clone();
+    cfg.cache.ways *= 2;
+    h.state_mut().set_config(0, "test", cfg, 0.0);
+    settle(&mut h);
+    step_until(&mut h, "the explanation again", |a| answered(a, Some(10)));
+}

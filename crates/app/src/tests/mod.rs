@@ -13,3 +13,4 @@ mod sweep;
 #[path = "../../../../tests/common/traces.rs"]
 mod traces;
 mod views;
+mod web;

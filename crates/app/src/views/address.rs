@@ -163,6 +163,7 @@ impl AddressView {
         self.explaining = Some(Asked {
             generation: u64::MAX,
             request,
+            trace: None,
             answer: None,
         });
     }
@@ -371,6 +372,14 @@ impl AddressView {
     /// configuration), and its panel.
     fn explanation(&mut self, ui: &mut Ui, cx: &PaneCx) {
         let (pane, generation) = (cx.pane, cx.generation);
+        let trace = crate::pane_trace::trace_id(cx.trace);
+        if let Some(a) = &mut self.explaining {
+            if *a.trace.get_or_insert(trace) != trace {
+                // The pane shows another trace now (a file opened, a lesson's kernel).
+                self.explaining = None;
+                self.jobs.explain = None;
+            }
+        }
         if let Some(a) = &mut self.explaining {
             if a.generation != generation {
                 a.generation = generation;

@@ -24,6 +24,9 @@ pub struct Explained {
 pub struct Asked {
     pub generation: u64,
     pub request: usize,
+    /// The trace the request is of, by identity ([`crate::pane_trace::trace_id`]); `None`
+    /// until the view's next frame. A request of another trace means nothing: it is dropped.
+    pub trace: Option<usize>,
     /// `None` while the job runs; `Err` with the reason when it failed.
     pub answer: Option<Result<Explanation, String>>,
 }

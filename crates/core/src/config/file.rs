@@ -73,7 +73,16 @@ fn at(line: Option<usize>, column: Option<usize>) -> String {
 
 /// Reads and validates the configuration in `path` ([`ConfigFormat::of`] its name).
 pub fn load(path: &Path) -> Result<SimConfig, ConfigFileError> {
-    let cfg = read(path)?;
+    valid(read(path)?, path)
+}
+
+/// Parses and validates the configuration `text` of the file `path` ([`ConfigFormat::of`]
+/// its name): [`load`] for a file's text handed over (the web build's file picker).
+pub fn load_text(text: &str, path: &Path) -> Result<SimConfig, ConfigFileError> {
+    valid(parse(text, ConfigFormat::of(path), path)?, path)
+}
+
+fn valid(cfg: SimConfig, path: &Path) -> Result<SimConfig, ConfigFileError> {
     cfg.validate().map_err(|reason| ConfigFileError::Invalid {
         path: path.to_path_buf(),
         reason,

@@ -7,6 +7,7 @@
 //! program computes; elsewhere it does nothing.
 
 /// Columns smaller than this keep the default pages.
+#[cfg(target_os = "linux")]
 const MIN_BYTES: usize = 4 << 20;
 
 /// Asks the kernel to back the 2 MiB-aligned interior of `v`'s allocation with huge pages.

@@ -7,6 +7,9 @@
 
 pub mod accelsim;
 pub mod binary;
+#[cfg(test)]
+mod bytes_tests;
+mod codec;
 pub mod crawford;
 pub mod din;
 mod error;
@@ -139,6 +142,16 @@ pub fn load_watched(
     watch: &dyn Fn(source::Stream) -> source::Stream,
 ) -> Result<Loaded, TraceError> {
     let open = open_trace(path, opts, wrap, watch)?;
+    read_opened(open, opts, wrap, watch)
+}
+
+/// Reads every kernel of an opened file ([`load_watched`]).
+fn read_opened(
+    open: OpenTrace,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Loaded, TraceError> {
     let (format, detected, compression) = (open.format, open.detected, open.compression);
     let mut trace = Trace::default();
     let truncated = match open.read(wrap, watch, &mut trace) {
@@ -464,6 +477,46 @@ pub fn open_trace(
     };
     let name = path.display().to_string();
     let opened = source::open(&path, wrap, watch)?;
+    finish_open(name, path, opened, opts, dir_format)
+}
+
+/// [`open_trace`] for a file's bytes handed over whole (the web build's file picker and drag
+/// and drop): `name` is the file's name, which gives its extension. A multi-file format
+/// (Accel-Sim's `kernelslist.g`) cannot open its other files from here: open one `.traceg`.
+pub fn open_trace_bytes<B: AsRef<[u8]> + Send + 'static>(
+    name: &str,
+    bytes: B,
+    opts: ReadOptions,
+    wrap: &dyn Fn(source::Stream) -> source::Stream,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<OpenTrace, TraceError> {
+    let path = std::path::PathBuf::from(name);
+    let n = bytes.as_ref().len() as u64;
+    let raw = Box::new(std::io::Cursor::new(bytes));
+    let opened = source::open_stream(name, &path, raw, n, wrap, watch)?;
+    finish_open(name.to_string(), path, opened, opts, None)
+}
+
+/// Reads a whole trace from a file's bytes, as [`load_watched`] reads a file
+/// ([`open_trace_bytes`] says what `name` is for).
+pub fn load_bytes<B: AsRef<[u8]> + Send + 'static>(
+    name: &str,
+    bytes: B,
+    opts: ReadOptions,
+    watch: &dyn Fn(source::Stream) -> source::Stream,
+) -> Result<Loaded, TraceError> {
+    let open = open_trace_bytes(name, bytes, opts, &|s| s, watch)?;
+    read_opened(open, opts, &|s| s, watch)
+}
+
+/// The format of an opened file (given, or from its head and name), checked to be a trace.
+fn finish_open(
+    name: String,
+    path: std::path::PathBuf,
+    opened: source::Opened,
+    opts: ReadOptions,
+    dir_format: Option<Format>,
+) -> Result<OpenTrace, TraceError> {
     let compression = opened.compression;
     let (head, reader) = source::peek(opened.reader, 8192).map_err(|e| TraceError::io(&name, e))?;
     let detected = opts.format.is_none();

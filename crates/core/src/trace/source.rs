@@ -138,13 +138,27 @@ pub fn open(
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e))?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut raw = BufReader::with_capacity(1 << 16, watch(Box::new(file)));
-    let head = raw.fill_buf().map_err(|e| TraceError::io(&name, e))?;
+    open_stream(&name, path, Box::new(file), file_bytes, wrap, watch)
+}
+
+/// [`open`] for a file's bytes that come from elsewhere than a path (the web build's file
+/// picker): `raw` holds the file named `name` (errors) at `path` (its extension is checked
+/// against the magic bytes), `file_bytes` long.
+pub fn open_stream(
+    name: &str,
+    path: &Path,
+    raw: Stream,
+    file_bytes: u64,
+    wrap: &dyn Fn(Stream) -> Stream,
+    watch: &dyn Fn(Stream) -> Stream,
+) -> Result<Opened, TraceError> {
+    let mut raw = BufReader::with_capacity(1 << 16, watch(raw));
+    let head = raw.fill_buf().map_err(|e| TraceError::io(name, e))?;
     let by_magic = Compression::from_magic(head);
     let by_ext = Compression::from_extension(path);
     if by_ext != Compression::None && by_magic != by_ext {
         return Err(TraceError::parse(
-            &name,
+            name,
             super::Location::Byte(0),
             format!(
                 "the extension says {} but the file does not start with {} magic bytes",
@@ -156,10 +170,12 @@ pub fn open(
     let stream: Stream = match by_magic {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-        Compression::Zstd => Box::new(
-            zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| TraceError::io(&name, e))?,
-        ),
-        Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(raw)),
+        Compression::Zstd => {
+            super::codec::zstd_reader(Box::new(raw)).map_err(|e| TraceError::io(name, e))?
+        }
+        Compression::Xz => {
+            super::codec::xz_reader(Box::new(raw)).map_err(|e| TraceError::io(name, e))?
+        }
     };
     let stream = if by_magic == Compression::None {
         stream

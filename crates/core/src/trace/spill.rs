@@ -296,6 +296,13 @@ fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// No file on this target has any place to read (a browser gives none): the sort never
+/// spills there, since creating its temporary file fails first.
+#[cfg(not(any(unix, windows)))]
+fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// The sorted rows ([`Sorted::next`]).
 pub(crate) struct Sorted(Source);
 

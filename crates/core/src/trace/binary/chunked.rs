@@ -260,7 +260,7 @@ pub(super) fn read_chunk_head<R: Read>(
 
 /// The most bytes `n` rows can pack into (zstd's bound on what it compresses them to).
 fn max_packed(n: u32) -> u64 {
-    zstd::zstd_safe::compress_bound(packed::max_unpacked(n as usize)) as u64
+    crate::trace::codec::zstd_bound(packed::max_unpacked(n as usize)) as u64
 }
 
 /// Steps over the rows and checksum of a chunk whose head was read (not checked: a read

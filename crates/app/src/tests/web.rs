@@ -1,0 +1,122 @@
+//! What the web build does differently, checked on the desktop: files handed over as their
+//! name and bytes (the browser's picker, a file dropped on the page) and the menus' word on
+//! what a build cannot do.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::support::{self, app, harness, miss_rate, settle, trace_label};
+use crate::files::Purpose;
+use crate::{Action, Status, WarpscopeApp};
+use egui_kittest::Harness;
+
+fn picked(h: &mut Harness<'static, WarpscopeApp>, purpose: Purpose, name: &str, bytes: &[u8]) {
+    let bytes: Arc<[u8]> = bytes.into();
+    h.state_mut()
+        .actions
+        .push(Action::Picked(purpose, name.to_string(), bytes));
+}
+
+fn wait_for_error(h: &mut Harness<'static, WarpscopeApp>) -> String {
+    let start = Instant::now();
+    loop {
+        if let Status::Error(e) = &h.state().status {
+            return e.clone();
+        }
+        h.step();
+        assert!(start.elapsed() < Duration::from_secs(30), "no error came");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_picked_trace_loads_from_its_bytes_as_its_file_does() {
+    let path = support::sample("dinero-small.din");
+    let mut from_file = harness(app("vecadd", "n=64"));
+    from_file.state_mut().open(path.clone());
+    settle(&mut from_file);
+    let mut h = harness(app("vecadd", "n=64"));
+    settle(&mut h);
+    picked(
+        &mut h,
+        Purpose::OpenTrace,
+        "dinero-small.din",
+        &std::fs::read(&path).unwrap(),
+    );
+    settle(&mut h);
+    assert_eq!(trace_label(&h), "dinero-small.din");
+    assert_eq!(miss_rate(&h, 0), miss_rate(&from_file, 0));
+    // A file for the second pane only.
+    h.state_mut().add_pane(0.0);
+    settle(&mut h);
+    let wst = support::sample("table2.wst");
+    picked(
+        &mut h,
+        Purpose::OpenPaneTrace(1),
+        "table2.wst",
+        &std::fs::read(&wst).unwrap(),
+    );
+    settle(&mut h);
+    let own = h.state().panes[1]
+        .own_trace
+        .clone()
+        .expect("pane 2 has its own trace");
+    assert_eq!(own.label, "table2.wst");
+    assert_eq!(
+        trace_label(&h),
+        "dinero-small.din",
+        "the shared trace changed"
+    );
+}
+
+#[test]
+fn a_bad_picked_file_is_an_error_naming_it_and_the_trace_stays() {
+    let mut h = harness(app("vecadd", "n=64"));
+    settle(&mut h);
+    picked(&mut h, Purpose::OpenTrace, "bad.din", b"0 1000\n7 zz\n");
+    let e = wait_for_error(&mut h);
+    assert!(e.contains("bad.din") && e.contains("line 2"), "{e}");
+    assert!(trace_label(&h).starts_with("vecadd"), "{}", trace_label(&h));
+}
+
+#[test]
+fn a_picked_configuration_is_loaded_and_a_bad_one_is_an_error_naming_it() {
+    let mut h = harness(app("vecadd", "n=64"));
+    settle(&mut h);
+    let mut cfg = h.state().settings.panes[0].1.clone();
+    cfg.cache.ways *= 2;
+    let text = serde_json::to_string(&cfg).unwrap();
+    picked(&mut h, Purpose::LoadConfig, "mine.json", text.as_bytes());
+    settle(&mut h);
+    assert_eq!(h.state().settings.panes[0].0, "mine.json");
+    assert_eq!(h.state().settings.panes[0].1, cfg);
+    picked(
+        &mut h,
+        Purpose::LoadConfig,
+        "broken.toml",
+        b"[cache\nways = 2\n",
+    );
+    let e = wait_for_error(&mut h);
+    assert!(e.contains("broken.toml") && e.contains("line 1"), "{e}");
+    assert_eq!(
+        h.state().settings.panes[0].1,
+        cfg,
+        "a bad file changed the configuration"
+    );
+}
+
+#[test]
+fn the_desktop_build_can_do_everything_its_menus_offer() {
+    for p in [
+        Purpose::OpenTrace,
+        Purpose::OpenPaneTrace(1),
+        Purpose::OpenSweep,
+        Purpose::LoadConfig,
+        Purpose::SaveConfig,
+        Purpose::ExportView,
+        Purpose::ExportReport,
+        Purpose::ExportRequests,
+    ] {
+        assert_eq!(p.unavailable(), None, "{p:?}");
+    }
+}

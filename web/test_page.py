@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Drives Warpscope's web page (web/build.sh) in headless Chromium, as a student would use it.
+
+    web/test_page.py DIST [--shots DIR] [--budget-s 3]
+
+Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed at Debian's
+Chromium: Playwright's own browser download is not reachable here) and checks, from
+screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn,
+then that the browser's file picker opens a trace (the page's title names it). Prints the
+time to the first picture. Exits non-zero on any failure, or on an error in the page's
+console.
+"""
+
+import argparse
+import functools
+import http.server
+import io
+import os
+import shutil
+import sys
+import threading
+import time
+
+from PIL import Image
+from playwright.sync_api import sync_playwright
+
+WIDTH, HEIGHT = 1280, 800
+
+
+def chromium():
+    """Debian's Chromium (headless shell or full), or the one $CHROMIUM names."""
+    if os.environ.get("CHROMIUM"):
+        return os.environ["CHROMIUM"]
+    for name in ("chromium-headless-shell", "chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("test_page.py: no Chromium found (apt-get install chromium-headless-shell)")
+
+
+def serve(root):
+    """A static server of `root` on a free local port, in a thread; its URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                          ".wasm": "application/wasm"}
+
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=root)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/index.html"
+
+
+def shot(page):
+    return Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+
+
+def coloured(img, box):
+    """Pixels in `box` (left, top, right, bottom) of strong colour: a plot's points, not the
+    grey of panels and text."""
+    return sum(1 for r, g, b in img.crop(box).get_flattened_data()
+               if max(r, g, b) - min(r, g, b) > 90)
+
+
+def changed(a, b, box):
+    """The fraction of pixels in `box` that differ between two screenshots."""
+    pa, pb = a.crop(box).get_flattened_data(), b.crop(box).get_flattened_data()
+    return sum(1 for x, y in zip(pa, pb) if x != y) / len(pa)
+
+
+def wait(page, what, ok, timeout_s=60):
+    """Screenshots until `ok(img)` holds; the last one, or exit saying what did not come."""
+    start = time.monotonic()
+    while True:
+        img = shot(page)
+        if ok(img):
+            return img
+        if time.monotonic() - start > timeout_s:
+            img.save("/tmp/warpscope-web-failed.png")
+            sys.exit(f"test_page.py: {what} did not come within {timeout_s} s "
+                     "(the page as it was: /tmp/warpscope-web-failed.png)")
+        time.sleep(0.1)
+
+
+def plot_box():
+    """Where the plot is at 1280x800: right of the side panel, below the menu and header."""
+    return (420, 120, WIDTH - 20, HEIGHT - 60)
+
+
+# Where things are at 1280x800 (the page's layout is the desktop app's).
+WAYS_COMBO = (110, 429)
+EIGHT_WAY = (96, 525)
+FOUR_WAY = (96, 502)
+MISS_RATE_BOX = (305, 88, 400, 108)
+REQUEST = (700, 680)
+EXPLAIN_BOX = (310, 160, 1270, 400)
+LESSONS_MENU = (150, 12)
+FIRST_LESSON = (200, 40)
+LESSON_BOX = (945, 30, 1275, 400)
+OPEN_BUTTON = (37, 97)
+OTHER_SIZES = [(1024, 700), (1600, 1000)]
+
+
+def pick(page, path):
+    """Clicks Open… and chooses `path`: in the browser's own file chooser, or in rfd's dialog
+    over the page, which rfd shows instead when the click's user activation has lapsed (the
+    page was busy for seconds)."""
+    chosen = []
+
+    def on_chooser(chooser):
+        chooser.set_files(path)
+        chosen.append("the browser's file chooser")
+
+    page.on("filechooser", on_chooser)
+    page.mouse.click(*OPEN_BUTTON)
+    start = time.monotonic()
+    while not chosen and time.monotonic() - start < 20:
+        if page.is_visible("#rfd-input"):
+            page.set_input_files("#rfd-input", path)
+            page.get_by_text("Ok", exact=True).click()
+            chosen.append("rfd's dialog")
+        time.sleep(0.1)
+    page.remove_listener("filechooser", on_chooser)
+    if not chosen:
+        shot(page).save("/tmp/warpscope-web-failed.png")
+        sys.exit("test_page.py: Open… showed no file picker "
+                 "(the page as it was: /tmp/warpscope-web-failed.png)")
+    print(f"picked {os.path.basename(path)} in {chosen[0]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dist")
+    ap.add_argument("--shots", help="write the page's screenshots here")
+    ap.add_argument("--budget-s", type=float, help="fail if the first picture takes longer")
+    ap.add_argument("--change-budget-s", type=float,
+                    help="fail if a parameter change takes longer to show")
+    ap.add_argument("--trace", default="sample-traces/accelsim-matrixmul/kernel-1.traceg.xz",
+                    help="the file opened through the picker")
+    args = ap.parse_args()
+    url = serve(args.dist)
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            args=["--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+                  "--ignore-gpu-blocklist"],
+        )
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+
+        start = time.monotonic()
+        page.goto(url)
+        first = None
+        while time.monotonic() - start < 60:
+            img = shot(page)
+            if coloured(img, plot_box()) > 2000:  # the default example's requests
+                first = time.monotonic() - start
+                break
+            time.sleep(0.05)
+        if first is None:
+            img.save("/tmp/warpscope-web-failed.png")
+            sys.exit("test_page.py: no plot within 60 s (see /tmp/warpscope-web-failed.png); "
+                     + "; ".join(errors))
+        print(f"first picture: {first:.2f} s after opening the page")
+
+        def keep(img, name):
+            if args.shots:
+                os.makedirs(args.shots, exist_ok=True)
+                img.save(os.path.join(args.shots, name))
+
+        # Let the picture settle (the rest of the first frames), then keep it.
+        time.sleep(1)
+        start_img = shot(page)
+        keep(start_img, "web-1-start.png")
+        if args.budget_s is not None and first > args.budget_s:
+            sys.exit(f"test_page.py: the first picture took {first:.2f} s (budget {args.budget_s} s)")
+        title = page.title()
+        if not title.startswith("matmul"):
+            sys.exit(f"test_page.py: the page's title names no matmul trace: {title!r}")
+
+        # A parameter change (Ways: 4-way to 8-way) re-runs the simulation: the pane's
+        # header (its miss rate) shows the new result.
+        page.mouse.click(*WAYS_COMBO)
+        time.sleep(0.5)
+        before = shot(page)
+        changed_at = time.monotonic()
+        page.mouse.click(*EIGHT_WAY)
+        eight = wait(page, "the result of a parameter change",
+                      lambda img: changed(before, img, MISS_RATE_BOX) > 0.05, timeout_s=30)
+        change = time.monotonic() - changed_at
+        print(f"parameter change: {change:.2f} s to the new picture")
+        keep(eight, "web-1-8-way.png")
+        if args.change_budget_s is not None and change > args.change_budget_s:
+            sys.exit(f"test_page.py: the parameter change took {change:.2f} s "
+                     f"(budget {args.change_budget_s} s)")
+        page.mouse.click(*WAYS_COMBO)
+        time.sleep(0.5)
+        page.mouse.click(*FOUR_WAY)
+        start_img = wait(page, "the 4-way result again",
+                         lambda img: changed(start_img, img, MISS_RATE_BOX) == 0, timeout_s=30)
+
+        # A click on a request (an ld_A row of the address plot) explains it above the plot.
+        page.mouse.click(*REQUEST)
+        explained = wait(page, "the explanation of a clicked request",
+                         lambda img: changed(start_img, img, EXPLAIN_BOX) > 0.3)
+        keep(explained, "web-2-explain.png")
+
+        # The browser's file picker (opened by rfd from the click) opens a trace file.
+        pick(page, args.trace)
+        name = os.path.basename(args.trace)
+        page.wait_for_function(f"document.title.startsWith({name!r})", timeout=30_000)
+        opened = wait(page, f"the picture of {name}",
+                      lambda img: coloured(img, plot_box()) > 300)
+        keep(opened, "web-3-opened.png")
+        print(f"opened through the picker: {page.title()}")
+
+        # The Lessons menu opens a lesson: its panel on the right, its kernel loaded.
+        page.mouse.click(*LESSONS_MENU)
+        time.sleep(0.5)
+        page.mouse.click(*FIRST_LESSON)
+        lesson = wait(page, "a lesson",
+                      lambda img: not page.title().startswith(name)
+                      and changed(opened, img, LESSON_BOX) > 0.3
+                      and coloured(img, plot_box()) > 500)
+        keep(lesson, "web-4-lesson.png")
+        print(f"lesson opened: {page.title()}")
+
+        # The first picture at the other window sizes the app is laid out for.
+        for w, h in OTHER_SIZES:
+            # A context of its own: a fresh local storage, so the settings the page above saved
+            # do not carry over.
+            other = browser.new_context(viewport={"width": w, "height": h}).new_page()
+            other.goto(url)
+            box = (420, 120, w - 20, h - 60)
+            img = wait(other, f"the first picture at {w}x{h}",
+                       lambda img: coloured(img, box) > 2000)
+            time.sleep(1)
+            keep(shot(other), f"web-start-{w}x{h}.png")
+            other.close()
+        if errors:
+            sys.exit("test_page.py: " + "; ".join(errors))
+        browser.close()
+    print("test_page.py: passed")
+
+
+if __name__ == "__main__":
+    main()
