@@ -26,6 +26,10 @@ impl WarpscopeApp {
                     self.dialog = None;
                     self.actions.push(Action::Picked(purpose, name, bytes));
                 }
+                DialogPoll::Refused(why) => {
+                    self.dialog = None;
+                    self.status = Status::Error(why);
+                }
                 DialogPoll::Cancelled => self.dialog = None,
                 DialogPoll::Unavailable => {
                     let purpose = d.purpose;
@@ -71,9 +75,8 @@ impl WarpscopeApp {
                 if let Some(why) = purpose.unavailable() {
                     self.status = Status::Error(format!("{}: {why}", purpose.title()));
                 } else if cfg!(target_arch = "wasm32") {
-                    // The browser's picker may be left open without an answer: a new
-                    // choice replaces it.
-                    self.dialog = Some(NativeDialog::open(purpose, None));
+                    #[cfg(target_arch = "wasm32")]
+                    self.choose_in_page(purpose, ctx);
                 } else if self.in_app_dialogs {
                     self.browser = Some(Browser::new(purpose, self.start_dir(purpose)));
                 } else if self.dialog.is_none() {
@@ -199,8 +202,21 @@ impl WarpscopeApp {
         self.tasks.push(job);
         ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
             egui::ScreenshotCallback::new(move |img: Arc<egui::ColorImage>| {
-                done.finish(match write_png(&path, &img, rect, ppp) {
-                    Ok(()) => Ok(format!("Wrote {}", path.display())),
+                let png = png_bytes(&img, rect, ppp);
+                // The web build offers the file as a download named as the path.
+                #[cfg(target_arch = "wasm32")]
+                let written = png.and_then(|b| {
+                    super::download::offer(&path.display().to_string(), &b, "image/png")
+                });
+                #[cfg(not(target_arch = "wasm32"))]
+                let written = png.and_then(|b| std::fs::write(&path, b).map_err(|e| e.to_string()));
+                let wrote = if cfg!(target_arch = "wasm32") {
+                    "Downloaded"
+                } else {
+                    "Wrote"
+                };
+                done.finish(match written {
+                    Ok(()) => Ok(format!("{wrote} {}", path.display())),
                     Err(e) => Err(JobError::Failed(format!("{}: {e}", path.display()))),
                 });
             }),
@@ -273,6 +289,13 @@ pub fn write_png(
     rect: egui::Rect,
     ppp: f32,
 ) -> Result<(), String> {
+    let png = png_bytes(img, rect, ppp)?;
+    std::fs::write(path, png).map_err(|e| e.to_string())
+}
+
+/// The part of a screenshot inside `rect` (points; all of it when `rect` is empty or not
+/// finite), `ppp` pixels a point, encoded as a PNG.
+pub fn png_bytes(img: &egui::ColorImage, rect: egui::Rect, ppp: f32) -> Result<Vec<u8>, String> {
     let [w, h] = img.size;
     let r = if rect.is_finite() && rect.width() > 0.0 {
         egui::Rect::from_min_max(
@@ -295,15 +318,12 @@ pub fn write_png(
             rgba.extend_from_slice(&img.pixels[y * w + x].to_array());
         }
     }
-    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    let mut enc = png::Encoder::new(
-        std::io::BufWriter::new(file),
-        (x1 - x0) as u32,
-        (y1 - y0) as u32,
-    );
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, (x1 - x0) as u32, (y1 - y0) as u32);
     enc.set_color(png::ColorType::Rgba);
     enc.set_depth(png::BitDepth::Eight);
     let mut w = enc.write_header().map_err(|e| e.to_string())?;
     w.write_image_data(&rgba).map_err(|e| e.to_string())?;
-    w.finish().map_err(|e| e.to_string())
+    w.finish().map_err(|e| e.to_string())?;
+    Ok(out)
 }

@@ -12,6 +12,9 @@ use warpscope_core::config::SimConfig;
 
 use super::*;
 
+/// The width of the address view's "Colour by" label and box, in points.
+const COLOUR_BY_WIDTH: f32 = 210.0;
+
 impl WarpscopeApp {
     /// The one-line summary of the panes' differences ("gto 34.1% misses, round-robin 41.0%").
     /// The panes' absolute traffic side by side (a miss rate alone misleads when the panes
@@ -189,7 +192,11 @@ impl WarpscopeApp {
             }
             ui.separator();
             if self.settings.view == View::Address {
-                // The label and its box wrap together.
+                // The label and its box wrap together: a row without room for both (a nested
+                // row is not wrapped, it would run off the window) ends before them.
+                if ui.available_size_before_wrap().x < COLOUR_BY_WIDTH {
+                    ui.end_row();
+                }
                 ui.horizontal(|ui| {
                     let l = ui.label("Colour by");
                     egui::ComboBox::from_id_salt("colour-by")

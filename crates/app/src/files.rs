@@ -52,19 +52,14 @@ impl Purpose {
             Purpose::ExportRequests => "Export the per-request table",
         }
     }
-    /// Why this build cannot do it, where it cannot (the web page leaves out polars, and
-    /// writes no files yet): the menus say so instead of failing.
+    /// Why this build cannot do it, where it cannot (the web page leaves out polars): the
+    /// menus say so instead of failing.
     pub fn unavailable(self) -> Option<&'static str> {
         const POLARS: &str = "CSV and Parquet tables are read and written through polars, \
              which the web page leaves out: use the desktop app";
         match self {
             Purpose::OpenSweep | Purpose::ExportRequests if !cfg!(feature = "desktop") => {
                 Some(POLARS)
-            }
-            Purpose::SaveConfig | Purpose::ExportView | Purpose::ExportReport
-                if cfg!(target_arch = "wasm32") =>
-            {
-                Some("the web page saves no files yet: use the desktop app")
             }
             _ => None,
         }
@@ -115,6 +110,26 @@ pub enum Picked {
     Path(PathBuf),
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     Bytes { name: String, bytes: Arc<[u8]> },
+    /// A file the page would not read (too large for it): why.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    Refused(String),
+}
+
+/// The largest file the web page reads (its bytes and the trace read from them share the
+/// page's 4 GiB of WebAssembly memory).
+pub const PAGE_FILE_BYTES: u64 = 512 << 20;
+
+/// Why the page does not read a file of `bytes` bytes, if it does not.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub fn too_large_for_the_page(name: &str, bytes: u64) -> Option<String> {
+    (bytes > PAGE_FILE_BYTES).then(|| {
+        format!(
+            "{name}: {} MiB is more than the web page can hold ({} MiB): open it in the \
+             desktop app, which streams a file of any size from disk",
+            bytes >> 20,
+            PAGE_FILE_BYTES >> 20
+        )
+    })
 }
 
 /// What polling a native dialog gave.
@@ -126,6 +141,8 @@ pub enum DialogPoll {
         name: String,
         bytes: Arc<[u8]>,
     },
+    /// The page refused the file chosen: why.
+    Refused(String),
     /// Closed without a choice.
     Cancelled,
     /// It closed at once without a choice: most likely no dialog could open.
@@ -183,10 +200,15 @@ impl NativeDialog {
         }
         wasm_bindgen_futures::spawn_local(async move {
             let picked = match d.pick_file().await {
-                Some(f) => Some(Picked::Bytes {
-                    name: f.file_name(),
-                    bytes: f.read().await.into(),
-                }),
+                Some(f) => Some(
+                    match too_large_for_the_page(&f.file_name(), f.inner().size() as u64) {
+                        Some(why) => Picked::Refused(why),
+                        None => Picked::Bytes {
+                            name: f.file_name(),
+                            bytes: f.read().await.into(),
+                        },
+                    },
+                ),
                 None => None,
             };
             let _ = tx.send(picked);
@@ -203,13 +225,16 @@ impl NativeDialog {
         let (tx, rx) = channel();
         wasm_bindgen_futures::spawn_local(async move {
             let name = file.path().display().to_string();
-            let _ = tx.send(match file.bytes_async().await {
-                Ok(bytes) => Some(Picked::Bytes {
-                    name,
-                    bytes: bytes.into(),
-                }),
-                Err(_) => None,
-            });
+            let _ = tx.send(Some(match file.bytes_async().await {
+                Ok(bytes) => match too_large_for_the_page(&name, bytes.len() as u64) {
+                    Some(why) => Picked::Refused(why),
+                    None => Picked::Bytes {
+                        name,
+                        bytes: bytes.into(),
+                    },
+                },
+                Err(e) => Picked::Refused(format!("{name}: the browser could not read it: {e}")),
+            }));
         });
         NativeDialog {
             purpose: Purpose::OpenTrace,
@@ -224,6 +249,7 @@ impl NativeDialog {
         match self.rx.try_recv() {
             Ok(Some(Picked::Path(p))) => DialogPoll::Chosen(p),
             Ok(Some(Picked::Bytes { name, bytes })) => DialogPoll::Picked { name, bytes },
+            Ok(Some(Picked::Refused(why))) => DialogPoll::Refused(why),
             // The browser's picker has no way to fail at once.
             Ok(None) if cfg!(target_arch = "wasm32") => DialogPoll::Cancelled,
             Ok(None) if self.started.elapsed() < Duration::from_millis(300) => {

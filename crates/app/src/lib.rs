@@ -17,6 +17,8 @@ mod chrome;
 mod commands;
 mod config_panel;
 mod data;
+#[cfg(target_arch = "wasm32")]
+mod download;
 mod editor;
 mod files;
 mod job;
@@ -290,8 +292,18 @@ pub(crate) struct TooLarge {
 /// Memory one access takes in the app: its trace columns and its share of a pane's result.
 pub(crate) const BYTES_PER_ACCESS: u64 = 48;
 
+/// How many accesses a generated trace may hold in the web page: what fits in half of what
+/// its WebAssembly memory (4 GiB at most) has not grown into yet.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn memory_budget_accesses() -> Option<u64> {
+    const MAX_BYTES: u64 = 4 << 30;
+    let grown = core::arch::wasm32::memory_size(0) as u64 * 65536;
+    Some(MAX_BYTES.saturating_sub(grown) / 2 / BYTES_PER_ACCESS)
+}
+
 /// How many accesses a generated trace may hold: what fits in half the memory available now
 /// (Linux's MemAvailable), or `None` where that is unknown.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn memory_budget_accesses() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = info

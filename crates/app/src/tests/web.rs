@@ -120,3 +120,14 @@ fn the_desktop_build_can_do_everything_its_menus_offer() {
         assert_eq!(p.unavailable(), None, "{p:?}");
     }
 }
+
+#[test]
+fn the_page_refuses_a_file_too_large_to_hold_and_says_where_to_open_it() {
+    use crate::files::{too_large_for_the_page, PAGE_FILE_BYTES};
+    assert_eq!(too_large_for_the_page("a.wsb", PAGE_FILE_BYTES), None);
+    let why = too_large_for_the_page("big.trc", PAGE_FILE_BYTES + (1 << 20)).unwrap();
+    assert!(
+        why.contains("big.trc: 513 MiB") && why.contains("desktop app"),
+        "{why}"
+    );
+}

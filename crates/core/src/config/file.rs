@@ -148,8 +148,8 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// The text of `cfg` in `format` (the serializer's message if it cannot be written, which
-/// [`save`] reports as [`ConfigFileError::Write`]).
-fn to_text(cfg: &SimConfig, format: ConfigFormat) -> Result<String, String> {
+/// [`save`] reports as [`ConfigFileError::Write`]); the web build offers it as a download.
+pub fn to_text(cfg: &SimConfig, format: ConfigFormat) -> Result<String, String> {
     match format {
         ConfigFormat::Toml => toml::to_string_pretty(cfg).map_err(|e| e.to_string()),
         ConfigFormat::Json => serde_json::to_string_pretty(cfg).map_err(|e| e.to_string()),
