@@ -5,9 +5,11 @@
 
 Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed at Debian's
 Chromium: Playwright's own browser download is not reachable here) and checks, from
-screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn,
-then that the browser's file picker opens a trace (the page's title names it). Prints the
-time to the first picture. Exits non-zero on any failure, or on an error in the page's
+screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
+parameter change shows its result, saving offers downloads, a clicked request is explained,
+every view draws, the timing model runs, the browser's file picker opens a trace (the page's
+title names it) and a lesson opens (docs/web.md). Prints the time to the first picture and to
+a parameter change's picture. Exits non-zero on any failure, or on an error in the page's
 console.
 """
 
@@ -111,6 +113,15 @@ EIGHT_WAY = (96, 525)
 FOUR_WAY = (96, 502)
 MISS_RATE_BOX = (305, 88, 400, 108)
 REQUEST = (700, 680)
+ADDRESS_TAB = (360, 43)
+VIEW_TABS = [("reuse distance", (474, 43)), ("miss categories", (585, 43)), ("sets", (666, 43)),
+             ("communication", (760, 43)), ("performance model", (900, 43)),
+             ("step through", (1019, 43)), ("L2", (1088, 43))]
+VIEW_BOX = (305, 80, 1275, 770)
+PRESET_COMBO = (100, 337)
+GTX470_16K = (100, 410)
+FERMI_16K = (100, 364)
+X_AXIS_BOX = (600, 745, 1100, 765)
 EXPLAIN_BOX = (310, 160, 1270, 400)
 LESSONS_MENU = (150, 12)
 FIRST_LESSON = (200, 40)
@@ -263,6 +274,29 @@ def main():
         explained = wait(page, "the explanation of a clicked request",
                          lambda img: changed(start_img, img, EXPLAIN_BOX) > 0.3)
         keep(explained, "web-2-explain.png")
+
+        # Every view draws (each tab changes the picture), then the timing model runs (the
+        # gtx470 preset: the address view's x axis becomes the issue cycle).
+        last = explained
+        for name, tab in VIEW_TABS:
+            page.mouse.click(*tab)
+            last = wait(page, f"the {name} view",
+                        lambda img: changed(last, img, VIEW_BOX) > 0.2)
+        print(f"views drawn: {', '.join(name for name, _ in VIEW_TABS)}")
+        page.mouse.click(*ADDRESS_TAB)
+        time.sleep(1)
+        address = shot(page)
+        page.mouse.click(*PRESET_COMBO)
+        time.sleep(0.5)
+        page.mouse.click(*GTX470_16K)
+        timing = wait(page, "the timing model's picture",
+                      lambda img: changed(address, img, X_AXIS_BOX) > 0.1)
+        keep(timing, "web-5-timing.png")
+        page.mouse.click(*PRESET_COMBO)
+        time.sleep(0.5)
+        page.mouse.click(*FERMI_16K)
+        wait(page, "the Fermi picture again", lambda img: changed(timing, img, X_AXIS_BOX) > 0.1)
+        time.sleep(1)
 
         # The browser's file picker (opened by rfd from the click) opens a trace file.
         pick(page, args.trace)
