@@ -7,7 +7,8 @@ Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed
 Chromium: Playwright's own browser download is not reachable here) and checks, from
 screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
 parameter change shows its result, saving offers downloads, a clicked request is explained,
-every view draws, the timing model runs, the browser's file picker opens a trace (the page's
+every view draws, the timing model runs, the kernel editor runs a kernel as it is typed,
+the browser's file picker opens a trace (the page's
 title names it) and a lesson opens (docs/web.md). Prints the time to the first picture and to
 a parameter change's picture. Exits non-zero on any failure, or on an error in the page's
 console.
@@ -127,6 +128,9 @@ LESSONS_MENU = (150, 12)
 FIRST_LESSON = (200, 40)
 LESSON_BOX = (945, 30, 1275, 400)
 OPEN_BUTTON = (37, 97)
+EDITOR_BUTTON = (104, 184)
+EDITOR_PARAMS = (1100, 121)
+EDITOR_CLOSE = (1222, 87)
 OTHER_SIZES = [(1024, 700), (1600, 1000)]
 
 
@@ -297,6 +301,21 @@ def main():
         page.mouse.click(*FERMI_16K)
         wait(page, "the Fermi picture again", lambda img: changed(timing, img, X_AXIS_BOX) > 0.1)
         time.sleep(1)
+
+        # The kernel editor: it opens on the built-in kernel's source, which runs as written;
+        # a new parameter runs it again (the title names the run).
+        page.mouse.click(*EDITOR_BUTTON)
+        page.wait_for_function("document.title.startsWith('matmul (kernel source) n=128')",
+                               timeout=30_000)
+        page.mouse.click(*EDITOR_PARAMS)
+        page.keyboard.press("Control+A")
+        page.keyboard.type("n=64 bx=16 by=16")
+        page.wait_for_function("document.title.startsWith('matmul (kernel source) n=64')",
+                               timeout=30_000)
+        keep(shot(page), "web-6-editor.png")
+        print(f"kernel editor ran: {page.title()}")
+        page.mouse.click(*EDITOR_CLOSE)
+        time.sleep(0.5)
 
         # The browser's file picker (opened by rfd from the click) opens a trace file.
         pick(page, args.trace)
