@@ -104,6 +104,16 @@ WATCH_FRAMES = """() => {
     }).observe({ type: "longtask" });
 }"""
 
+# Drops a file (its text and name) on the page's canvas.
+DROP = """([text, name]) => {
+    const data = new DataTransfer();
+    data.items.add(new File([text], name));
+    const canvas = document.getElementById("warpscope");
+    for (const type of ["dragenter", "dragover", "drop"]) {
+        canvas.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
+    }
+}"""
+
 # Where things are at 1280x800 (the page's layout is the desktop app's).
 FILE_MENU = (19, 12)
 SAVE_CONFIG = (75, 117)
@@ -325,6 +335,15 @@ def main():
                       lambda img: coloured(img, plot_box()) > 300)
         keep(opened, "web-3-opened.png")
         print(f"opened through the picker: {page.title()}")
+
+        # A file dropped on the page opens too (a drop of the din sample, as the browser
+        # delivers one: drag events on the canvas with the file in their data).
+        dropped = "sample-traces/dinero-small.din"
+        with open(dropped, encoding="utf-8") as f:
+            page.evaluate(DROP, [f.read(), os.path.basename(dropped)])
+        page.wait_for_function("document.title.startsWith('dinero-small.din')", timeout=30_000)
+        print(f"opened by a drop: {page.title()}")
+        name = os.path.basename(dropped)
 
         # The Lessons menu opens a lesson: its panel on the right, its kernel loaded.
         page.mouse.click(*LESSONS_MENU)
