@@ -190,8 +190,8 @@ impl NativeDialog {
 
 #[cfg(target_arch = "wasm32")]
 impl NativeDialog {
-    /// The browser's file picker (rfd's, over the page); only for opening files
-    /// ([`Purpose::unavailable`] keeps saving from asking).
+    /// The browser's file picker (opened by rfd); only for opening files (saving offers a
+    /// download instead: `download.rs`). A file too large for the page is refused unread.
     pub fn open(purpose: Purpose, _start_dir: Option<&Path>) -> NativeDialog {
         let (tx, rx) = channel();
         let mut d = rfd::AsyncFileDialog::new().set_title(purpose.title());

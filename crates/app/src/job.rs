@@ -108,9 +108,7 @@ impl<T: Send + 'static> Job<T> {
             deferred: None,
         }
     }
-}
 
-impl<T: Send + 'static> Job<T> {
     /// [`Job::spawn`] without a thread: the work runs on the caller's thread when the job is
     /// first polled, a frame after the one that started it (so that frame shows the job in the
     /// status bar); a job cancelled or dropped before then never runs it. The web build's
