@@ -71,7 +71,18 @@ pub struct Job<T> {
     rx: Receiver<Finished<T>>,
     /// The work of a [`Job::on_poll`] job (the web build's), waiting for its first poll.
     deferred: Option<Box<dyn FnOnce() + Send>>,
+    /// The work of a [`Job::stepped`] job, a slice each poll, and who to wake for the next.
+    steps: Option<(Box<dyn Step<T>>, Wake)>,
 }
+
+/// Work done a slice at a time on the caller's thread ([`Job::stepped`]): each call does
+/// some, until about `until`, and returns the result once there is one.
+pub trait Step<T>: Send {
+    fn step(&mut self, progress: &Progress, until: web_time::Instant) -> Option<Finished<T>>;
+}
+
+/// How long a stepped job's slice runs: what a frame leaves of a 60 Hz display's 16 ms.
+const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl<T: Send + 'static> Job<T> {
     /// Starts `work` on a thread of its own; `label` is what the status bar shows while it
@@ -99,6 +110,7 @@ impl<T: Send + 'static> Job<T> {
                 progress,
                 rx: failed,
                 deferred: None,
+                steps: None,
             };
         }
         Job {
@@ -106,6 +118,22 @@ impl<T: Send + 'static> Job<T> {
             progress,
             rx,
             deferred: None,
+            steps: None,
+        }
+    }
+
+    /// A job done in slices between frames on the caller's thread: each poll runs `work` for
+    /// a slice ([`SLICE`]) and asks for the next frame, so the UI draws (and its progress bar
+    /// and Cancel work) while it runs. The web build's pane simulations, which cannot run on
+    /// a thread there.
+    pub fn stepped(label: impl Into<String>, wake: &Wake, work: impl Step<T> + 'static) -> Self {
+        let (_tx, rx) = channel();
+        Job {
+            label: label.into(),
+            progress: Arc::new(Progress::default()),
+            rx,
+            deferred: None,
+            steps: Some((Box::new(work), wake.clone())),
         }
     }
 
@@ -124,6 +152,7 @@ impl<T: Send + 'static> Job<T> {
             progress,
             rx,
             deferred: Some(Box::new(run)),
+            steps: None,
         }
     }
 
@@ -166,6 +195,7 @@ impl<T> Job<T> {
             progress: Arc::new(Progress::default()),
             rx,
             deferred: None,
+            steps: None,
         };
         let done = Completion {
             tx,
@@ -186,6 +216,19 @@ impl<T> Job<T> {
     }
     /// The result, once the job has finished (given once; `None` while it runs).
     pub fn poll(&mut self) -> Option<Finished<T>> {
+        if let Some((work, wake)) = &mut self.steps {
+            let done = if self.progress.cancelled() {
+                Some(Err(JobError::Cancelled))
+            } else {
+                work.step(&self.progress, web_time::Instant::now() + SLICE)
+            };
+            if done.is_some() {
+                self.steps = None;
+            } else {
+                wake();
+            }
+            return done;
+        }
         self.run_deferred();
         match self.rx.try_recv() {
             Ok(r) => Some(r),
@@ -196,6 +239,15 @@ impl<T> Job<T> {
     /// Waits up to `timeout` for the result (tests and the screenshot mode).
     #[cfg(any(test, feature = "bench"))]
     pub fn wait(&mut self, timeout: std::time::Duration) -> Option<Finished<T>> {
+        if self.steps.is_some() {
+            let until = web_time::Instant::now() + timeout;
+            while web_time::Instant::now() < until {
+                if let Some(r) = self.poll() {
+                    return Some(r);
+                }
+            }
+            return None;
+        }
         self.run_deferred();
         match self.rx.recv_timeout(timeout) {
             Ok(r) => Some(r),

@@ -28,6 +28,7 @@ mod pane_trace;
 mod raster;
 mod screenshots;
 mod side;
+mod sliced;
 mod streamed;
 mod sweep_run;
 mod sweep_view;

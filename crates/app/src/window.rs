@@ -121,6 +121,15 @@ impl EframeApp {
     }
 }
 
+/// Marks `name` on the page's performance timeline (`performance.mark`), where the browser's
+/// profiler and the page's test (`web/test_page.py`) see when it happened.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn mark(name: &str) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = p.mark(name);
+    }
+}
+
 /// Starts the app in the page's canvas `canvas` (the web build, `crates/web`): the built-in
 /// example, as `cargo run` opens it, with settings kept in the browser's local storage.
 #[cfg(target_arch = "wasm32")]

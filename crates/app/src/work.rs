@@ -174,6 +174,9 @@ impl WarpscopeApp {
             }
             if let Some(r) = take_finished(&mut self.panes[i].sim) {
                 self.panes[i].preview = None;
+                // The page's timeline marks each result (its test times a change by it).
+                #[cfg(target_arch = "wasm32")]
+                window::mark("warpscope: pane result");
                 self.simulated(i, r);
             } else {
                 self.previewed(i);
@@ -247,9 +250,14 @@ impl WarpscopeApp {
                 }));
             } else {
                 pane.preview = None;
-                pane.sim = Some(Job::spawn(label, &self.wake, move |p| {
-                    worker::simulate(config, &trace, p)
-                }));
+                pane.sim = Some(if cfg!(target_arch = "wasm32") && config.timing.is_none() {
+                    // A page runs it between frames: it draws and answers Cancel meanwhile.
+                    Job::stepped(label, &self.wake, sliced::Sliced::new(config, trace))
+                } else {
+                    Job::spawn(label, &self.wake, move |p| {
+                        worker::simulate(config, &trace, p)
+                    })
+                });
             }
         }
     }

@@ -131,3 +131,104 @@ fn the_page_refuses_a_file_too_large_to_hold_and_says_where_to_open_it() {
         "{why}"
     );
 }
+
+/// The web build's pane simulation, run a slice at a time between frames, gives what the
+/// desktop's worker thread gives: the report and every request the views draw.
+#[test]
+fn a_simulation_run_in_slices_gives_the_whole_runs_result() {
+    use crate::job::{Progress, Step};
+    use warpscope_core::config::{preset, SmSelection};
+    let file = |name: &str| {
+        let t = warpscope_core::trace::read_file(&support::sample(name), None)
+            .unwrap()
+            .0;
+        crate::worker::shared(t, name)
+    };
+    let traces = [
+        support::trace("matmul", &[("n", "48")]),
+        support::trace("spmv", &[]),
+        file("dinero-small.din"),
+        file("accelsim-matrixmul"),
+        file("table2.wst"),
+    ];
+    let fermi = preset("fermi-16k").unwrap();
+    let mut every_sm = fermi.clone();
+    every_sm.gpu.simulate = SmSelection::All;
+    let mut write_back = preset("volta").unwrap();
+    write_back.seed = 7;
+    for t in &traces {
+        for (c, cfg) in [&fermi, &every_sm, &write_back].into_iter().enumerate() {
+            let whole = support::simulate(t.clone(), cfg.clone());
+            let mut run = crate::sliced::Sliced::new(cfg.clone(), t.clone());
+            let progress = Progress::default();
+            let mut slices = 0;
+            let sliced = loop {
+                slices += 1;
+                // No time at all: one piece a slice, the most slices a run can take.
+                if let Some(r) = run.step(&progress, web_time::Instant::now()) {
+                    break r.unwrap();
+                }
+            };
+            let what = format!("{} under configuration {c}", t.label);
+            assert!(slices > 2, "{what}: {slices} slices");
+            assert_eq!(
+                serde_json::to_value(&sliced.report).unwrap(),
+                serde_json::to_value(&whole.report).unwrap(),
+                "{what}"
+            );
+            let (a, b) = (&sliced.points, &whole.points);
+            assert!(!a.is_empty(), "{what}");
+            assert_eq!(a.line, b.line, "{what}");
+            let ids = |p: &crate::data::Points| (p.cta.clone(), p.warp.clone(), p.inst.clone());
+            assert_eq!(ids(a), ids(b), "{what}");
+            let places = |p: &crate::data::Points| (p.kernel.clone(), p.sm.clone(), p.set.clone());
+            assert_eq!(places(a), places(b), "{what}");
+            assert_eq!((&a.outcome, &a.reuse), (&b.outcome, &b.reuse), "{what}");
+            assert_eq!((&a.thread, a.dropped), (&b.thread, b.dropped), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_simulation_in_slices_reports_progress_and_stops_when_cancelled() {
+    use crate::job::{Job, JobError};
+    let t = support::trace("matmul", &[("n", "128")]);
+    let mut cfg = warpscope_core::config::preset("fermi-16k").unwrap();
+    cfg.gpu.simulate = warpscope_core::config::SmSelection::All;
+    let wake: crate::job::Wake = Arc::new(|| {});
+    let mut job = Job::stepped(
+        "sim",
+        &wake,
+        crate::sliced::Sliced::new(cfg.clone(), t.clone()),
+    );
+    // Slices of 10 ms until the progress moves (the session takes CTAs in before it issues).
+    let mut done = 0.0;
+    for _ in 0..10_000 {
+        assert!(
+            job.poll().is_none(),
+            "the run ended before its progress moved"
+        );
+        done = job.progress().fraction().unwrap_or(0.0);
+        if done > 0.0 {
+            break;
+        }
+    }
+    assert!(done > 0.0 && done < 1.0, "{done}");
+    job.cancel();
+    assert_eq!(
+        job.poll().map(|r| r.map(|_| ())),
+        Some(Err(JobError::Cancelled))
+    );
+    // Run to its end, it is the desktop's result.
+    let mut job = Job::stepped(
+        "sim",
+        &wake,
+        crate::sliced::Sliced::new(cfg.clone(), t.clone()),
+    );
+    let data = job.wait(Duration::from_secs(60)).unwrap().unwrap();
+    let whole = support::simulate(t, cfg);
+    assert_eq!(
+        serde_json::to_value(&data.report).unwrap(),
+        serde_json::to_value(&whole.report).unwrap()
+    );
+}
