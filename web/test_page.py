@@ -144,31 +144,39 @@ EDITOR_CLOSE = (1222, 87)
 OTHER_SIZES = [(1024, 700), (1600, 1000)]
 
 
-def pick(page, path):
-    """Clicks Open… and chooses `path`: in the browser's own file chooser, or in rfd's dialog
-    over the page, which rfd shows instead when the click's user activation has lapsed (the
-    page was busy for seconds)."""
-    chosen = []
-
-    def on_chooser(chooser):
-        chooser.set_files(path)
-        chosen.append("the browser's file chooser")
-
-    page.on("filechooser", on_chooser)
+def pick(page, chooser, path):
+    """Clicks Open… and chooses `path`: in the browser's own file chooser (`chooser` answers
+    it: its listener is on the page from the start, since Playwright intercepts choosers only
+    while one is), or in rfd's dialog over the page, which rfd shows instead when the click's
+    user activation has lapsed (the page was busy for seconds)."""
+    chooser["path"] = path
+    chooser["chosen"] = None
     page.mouse.click(*OPEN_BUTTON)
     start = time.monotonic()
-    while not chosen and time.monotonic() - start < 20:
+    while not chooser["chosen"] and time.monotonic() - start < 20:
         if page.is_visible("#rfd-input"):
             page.set_input_files("#rfd-input", path)
             page.get_by_text("Ok", exact=True).click()
-            chosen.append("rfd's dialog")
+            chooser["chosen"] = "rfd's dialog"
         time.sleep(0.1)
-    page.remove_listener("filechooser", on_chooser)
-    if not chosen:
+    if not chooser["chosen"]:
         shot(page).save("/tmp/warpscope-web-failed.png")
         sys.exit("test_page.py: Open… showed no file picker "
                  "(the page as it was: /tmp/warpscope-web-failed.png)")
-    print(f"picked {os.path.basename(path)} in {chosen[0]}")
+    print(f"picked {os.path.basename(path)} in {chooser['chosen']}")
+
+
+def answer_choosers(page):
+    """Answers the page's file choosers with the path `pick` sets; returns that state."""
+    chooser = {"path": None, "chosen": None}
+
+    def on_chooser(c):
+        if chooser["path"]:
+            c.set_files(chooser["path"])
+            chooser["chosen"] = "the browser's file chooser"
+
+    page.on("filechooser", on_chooser)
+    return chooser
 
 
 def main():
@@ -190,6 +198,7 @@ def main():
                   "--ignore-gpu-blocklist"],
         )
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        chooser = answer_choosers(page)
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
 
@@ -334,7 +343,7 @@ def main():
         time.sleep(0.5)
 
         # The browser's file picker (opened by rfd from the click) opens a trace file.
-        pick(page, args.trace)
+        pick(page, chooser, args.trace)
         name = os.path.basename(args.trace)
         page.wait_for_function(f"document.title.startsWith({name!r})", timeout=30_000)
         opened = wait(page, f"the picture of {name}",

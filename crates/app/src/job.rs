@@ -81,8 +81,10 @@ pub trait Step<T>: Send {
     fn step(&mut self, progress: &Progress, until: web_time::Instant) -> Option<Finished<T>>;
 }
 
-/// How long a stepped job's slice runs: what a frame leaves of a 60 Hz display's 16 ms.
-const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long a stepped job's slice runs: half a 30 Hz frame, so the page keeps drawing at
+/// 30 frames a second or more while it runs (and stays under the 50 ms a browser counts as a
+/// long task).
+const SLICE: std::time::Duration = std::time::Duration::from_millis(16);
 
 impl<T: Send + 'static> Job<T> {
     /// Starts `work` on a thread of its own; `label` is what the status bar shows while it

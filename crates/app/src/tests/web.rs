@@ -201,7 +201,7 @@ fn a_simulation_in_slices_reports_progress_and_stops_when_cancelled() {
         &wake,
         crate::sliced::Sliced::new(cfg.clone(), t.clone()),
     );
-    // Slices of 10 ms until the progress moves (the session takes CTAs in before it issues).
+    // Slices until the progress moves (the session takes CTAs in before it issues).
     let mut done = 0.0;
     for _ in 0..10_000 {
         assert!(
