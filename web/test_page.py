@@ -6,7 +6,8 @@
 Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed at Debian's
 Chromium: Playwright's own browser download is not reachable here) and checks, from
 screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
-parameter change shows its result, saving offers downloads, a clicked request is explained,
+parameter change shows its result, saving offers downloads, a configuration loads through the
+file picker, a clicked request is explained,
 every view draws, the timing model runs, the kernel editor runs a kernel as it is typed,
 the browser's file picker opens a trace (the page's
 title names it) and a lesson opens (docs/web.md). Prints the time to the first picture and to
@@ -22,6 +23,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import time
 
@@ -116,6 +118,7 @@ DROP = """([text, name]) => {
 
 # Where things are at 1280x800 (the page's layout is the desktop app's).
 FILE_MENU = (19, 12)
+LOAD_CONFIG = (75, 95)
 SAVE_CONFIG = (75, 117)
 EXPORT_REPORT = (60, 150)
 EXPORT_VIEW = (75, 195)
@@ -144,14 +147,14 @@ EDITOR_CLOSE = (1222, 87)
 OTHER_SIZES = [(1024, 700), (1600, 1000)]
 
 
-def pick(page, chooser, path):
-    """Clicks Open… and chooses `path`: in the browser's own file chooser (`chooser` answers
+def pick(page, chooser, path, button=None):
+    """Clicks Open… (or `button`) and chooses `path`: in the browser's own file chooser (`chooser` answers
     it: its listener is on the page from the start, since Playwright intercepts choosers only
     while one is), or in rfd's dialog over the page, which rfd shows instead when the click's
     user activation has lapsed (the page was busy for seconds)."""
     chooser["path"] = path
     chooser["chosen"] = None
-    page.mouse.click(*OPEN_BUTTON)
+    page.mouse.click(*(button or OPEN_BUTTON))
     start = time.monotonic()
     while not chooser["chosen"] and time.monotonic() - start < 20:
         if page.is_visible("#rfd-input"):
@@ -293,10 +296,34 @@ def main():
                 sys.exit(f"test_page.py: the download {d.suggested_filename!r} "
                          f"({len(data)} bytes) is not the {name} expected")
             print(f"downloaded {name} ({len(data)} bytes)")
+            if name.endswith(".toml"):
+                saved_config = data
             if args.shots and name.endswith(".png"):
                 with open(os.path.join(args.shots, "web-view-export.png"), "wb") as f:
                     f.write(data)
         time.sleep(0.5)
+
+        # Load configuration… reads a file through the picker: the saved configuration with 8
+        # ways changes the result, the saved one itself brings it back.
+        scratch = tempfile.mkdtemp()
+        eight_ways = os.path.join(scratch, "eight-ways.toml")
+        with open(eight_ways, "wb") as f:
+            f.write(saved_config.replace(b"ways = 4", b"ways = 8"))
+        four_ways = os.path.join(scratch, "four-ways.toml")
+        with open(four_ways, "wb") as f:
+            f.write(saved_config)
+        page.mouse.click(*FILE_MENU)
+        time.sleep(0.5)
+        pick(page, chooser, eight_ways, LOAD_CONFIG)
+        wait(page, "the result of the loaded configuration",
+             lambda img: changed(start_img, img, MISS_RATE_BOX) > 0.05, timeout_s=30)
+        page.mouse.click(*FILE_MENU)
+        time.sleep(0.5)
+        pick(page, chooser, four_ways, LOAD_CONFIG)
+        start_img = wait(page, "the saved configuration's result again",
+                         lambda img: changed(start_img, img, MISS_RATE_BOX) == 0, timeout_s=30)
+        shutil.rmtree(scratch)
+        print("loaded configurations through the picker")
 
         # A click on a request (an ld_A row of the address plot) explains it above the plot.
         page.mouse.click(*REQUEST)
