@@ -7,12 +7,11 @@ Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed
 Chromium: Playwright's own browser download is not reachable here) and checks, from
 screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
 parameter change shows its result, saving offers downloads, a configuration loads through the
-file picker, a clicked request is explained,
-every view draws, the timing model runs, the kernel editor runs a kernel as it is typed,
-the browser's file picker opens a trace (the page's
-title names it) and a lesson opens (docs/web.md). Prints the time to the first picture and to
-a parameter change's picture. Exits non-zero on any failure, or on an error in the page's
-console.
+file picker, a clicked request is explained, every view draws, the timing model runs, the
+kernel editor runs a kernel as it is typed, the browser's file picker opens a trace (the
+page's title names it), a dropped file opens and a lesson opens (docs/web.md). Prints the time
+to the first picture and to a parameter change's picture. Exits non-zero on any failure, or on
+an error in the page's console.
 """
 
 import argparse
