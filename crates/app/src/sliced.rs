@@ -11,11 +11,12 @@
 use std::sync::Arc;
 
 use warpscope_core::config::SimConfig;
-use warpscope_core::sim::{Observer, RequestEvent, Session, SimError};
+use warpscope_core::sim::{Session, SimError};
 use warpscope_core::trace::{Columns, Kernel, Order};
 
 use super::data::{Points, SimData, TraceData};
 use super::job::{Finished, JobError, Progress, Step};
+use super::worker::Collect;
 
 /// Warp instructions issued between two looks at the clock.
 const WARP_INSTRUCTIONS: u64 = 2048;
@@ -70,7 +71,7 @@ impl Sliced {
         let Some(session) = &mut self.session else {
             return Ok(false);
         };
-        let mut obs = Gather {
+        let mut obs = Collect {
             points: &mut self.points,
             progress,
         };
@@ -177,7 +178,7 @@ impl Sliced {
         let Some(session) = self.session.take() else {
             return Err(JobError::Failed("the simulation ended twice".into()));
         };
-        let report = session.finish(&mut Gather {
+        let report = session.finish(&mut Collect {
             points: &mut self.points,
             progress,
         });
@@ -189,19 +190,4 @@ impl Sliced {
 
 fn failed(e: &SimError) -> JobError {
     JobError::Failed(super::worker::error_chain(e))
-}
-
-/// Gathers the run's requests for the views and relays its progress.
-struct Gather<'a> {
-    points: &'a mut Points,
-    progress: &'a Progress,
-}
-
-impl Observer for Gather<'_> {
-    fn on_request(&mut self, e: &RequestEvent) {
-        self.points.push(e);
-    }
-    fn progress(&mut self, done: u64, total: u64) -> bool {
-        self.progress.report(done, total)
-    }
 }

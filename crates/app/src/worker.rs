@@ -230,10 +230,11 @@ fn load_bytes(name: String, bytes: Arc<[u8]>, progress: &Arc<Progress>) -> Finis
     }
 }
 
-/// Collects the requests of a run for the views, and relays progress and cancellation.
-struct Collect<'a> {
-    points: Points,
-    progress: &'a Progress,
+/// Collects the requests of a run for the views, and relays progress and cancellation (a
+/// run on a worker here; a run in slices, `sliced.rs`, a slice at a time).
+pub(crate) struct Collect<'a> {
+    pub points: &'a mut Points,
+    pub progress: &'a Progress,
 }
 
 impl Observer for Collect<'_> {
@@ -264,17 +265,13 @@ pub fn simulate(
         return streamed::simulate(config, trace, progress, None);
     }
     progress.set_total(trace.trace.total_accesses() as u64);
+    let mut points = Points::default();
     let mut collect = Collect {
-        points: Points::default(),
+        points: &mut points,
         progress,
     };
     match warpscope_shell::timed::simulate(&config, &trace.trace.kernels, &mut collect, 0) {
-        Ok(report) => Ok(Arc::new(SimData::new(
-            config,
-            report,
-            collect.points,
-            trace,
-        ))),
+        Ok(report) => Ok(Arc::new(SimData::new(config, report, points, trace))),
         Err(sim::SimError::Cancelled) => Err(JobError::Cancelled),
         Err(e) => Err(JobError::Failed(error_chain(&e))),
     }
