@@ -32,6 +32,6 @@ cargo build --profile web -p warpscope-web --target wasm32-unknown-unknown
 mkdir -p "$out"
 wasm-bindgen --target web --no-typescript --out-dir "$out" \
     target/wasm32-unknown-unknown/web/warpscope_web.wasm
-cp web/index.html "$out/"
+cp web/index.html web/worker.js "$out/"
 echo "web/build.sh: the page is in $out ($(du -sh "$out" | cut -f1)); serve it with" \
      "python3 -m http.server -d $out"

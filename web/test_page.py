@@ -8,10 +8,11 @@ Chromium: Playwright's own browser download is not reachable here) and checks, f
 screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
 parameter change shows its result, saving offers downloads, a configuration loads through the
 file picker, a clicked request is explained, every view draws, the timing model runs, the
-kernel editor runs a kernel as it is typed, the browser's file picker opens a trace (the
-page's title names it), a dropped file opens and a lesson opens (docs/web.md). Prints the time
-to the first picture and to a parameter change's picture. Exits non-zero on any failure, or on
-an error in the page's console.
+kernel editor runs a kernel as it is typed (in workers; a long run lets the page draw and
+Cancel ends it), the browser's file picker opens a trace (read in a
+worker; the page's title names it), a dropped file opens and a lesson opens (docs/web.md).
+Prints the time to the first picture and to a parameter change's picture. Exits non-zero on
+any failure, or on an error in the page's console.
 """
 
 import argparse
@@ -105,6 +106,33 @@ WATCH_FRAMES = """() => {
     }).observe({ type: "longtask" });
 }"""
 
+# A kernel that computes for minutes (16384 threads, a million steps each) and makes one
+# access a thread; it takes the params the editor's matmul run left (n, bx, by).
+SPIN = """param n = 0;
+param bx = 0;
+param by = 0;
+param spins = 1000000;
+grid(64);
+block(256);
+int a[64 * 256];
+kernel spin {
+int t = blockIdx.x * 256 + threadIdx.x;
+int s = 0;
+for (int i = 0; i < spins; i++) { s += i; }
+a[t] = s;
+}
+"""
+
+# Counts the page's workers: started, and ended by the page (when their answer has come, or
+# their job was cancelled).
+COUNT_WORKERS = """
+    window.__workers = { started: 0, ended: 0 };
+    window.Worker = class extends window.Worker {
+        constructor(...args) { super(...args); window.__workers.started++; }
+        terminate() { window.__workers.ended++; super.terminate(); }
+    };
+"""
+
 # Drops a file (its text and name) on the page's canvas.
 DROP = """([text, name]) => {
     const data = new DataTransfer();
@@ -143,6 +171,8 @@ OPEN_BUTTON = (37, 97)
 EDITOR_BUTTON = (104, 184)
 EDITOR_PARAMS = (1100, 121)
 EDITOR_CLOSE = (1222, 87)
+EDITOR_SOURCE = (930, 400)
+EDITOR_CANCEL = (360, 788)
 OTHER_SIZES = [(1024, 700), (1600, 1000)]
 
 
@@ -203,6 +233,11 @@ def main():
         chooser = answer_choosers(page)
         page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
         page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+        # Counts the workers the page starts (loads and generations run in them) and ends.
+        page.add_init_script(COUNT_WORKERS)
+
+        def workers():
+            return page.evaluate("[window.__workers.started, window.__workers.ended]")
 
         start = time.monotonic()
         page.goto(url)
@@ -355,6 +390,7 @@ def main():
 
         # The kernel editor: it opens on the built-in kernel's source, which runs as written;
         # a new parameter runs it again (the title names the run).
+        before_editor = workers()[0]
         page.mouse.click(*EDITOR_BUTTON)
         page.wait_for_function("document.title.startsWith('matmul (kernel source) n=128')",
                                timeout=30_000)
@@ -364,17 +400,54 @@ def main():
         page.wait_for_function("document.title.startsWith('matmul (kernel source) n=64')",
                                timeout=30_000)
         keep(shot(page), "web-6-editor.png")
+        if workers()[0] < before_editor + 2:
+            sys.exit("test_page.py: the kernel editor's runs did not run in workers")
         print(f"kernel editor ran: {page.title()}")
+
+        # A long run (a program that computes for minutes) runs in a worker: the page keeps
+        # drawing and answering (no task holds it for 50 ms), and Cancel in the status bar
+        # ends the worker at once; the trace on screen stays.
+        page.mouse.click(*EDITOR_SOURCE)
+        page.keyboard.press("Control+A")
+        page.keyboard.type(SPIN)
+        page.wait_for_function("window.__workers.started > window.__workers.ended",
+                               timeout=10_000)
+        started, ended = workers()
+        page.evaluate(WATCH_FRAMES)
+        watched_at = page.evaluate("performance.now()")
+        time.sleep(1.5)
+        frames, held = page.evaluate(f"""() => [
+            window.__frames.filter((t) => t >= {watched_at}).length,
+            Math.max(0, ...window.__long.filter(([s]) => s >= {watched_at}).map(([s, d]) => d))]""")
+        running = shot(page)
+        keep(running, "web-7-worker-running.png")
+        if workers() != [started, ended]:
+            sys.exit(f"test_page.py: the long run's worker did not keep running ({workers()})")
+        if frames < 10 or held > 50:
+            sys.exit(f"test_page.py: the page did not keep drawing while a worker ran "
+                     f"({frames} frames in 1.5 s, a task of {held:.0f} ms)")
+        page.mouse.click(*EDITOR_CANCEL)
+        time.sleep(0.5)
+        if workers() != [started, ended + 1]:
+            sys.exit(f"test_page.py: Cancel did not end the long run's worker ({workers()})")
+        if not page.title().startswith("matmul (kernel source) n=64"):
+            sys.exit(f"test_page.py: after Cancel the page shows {page.title()!r}")
+        print(f"a long run went on in a worker ({frames} frames in 1.5 s, the page's longest "
+              f"task {held:.0f} ms) and Cancel ended it")
         page.mouse.click(*EDITOR_CLOSE)
         time.sleep(0.5)
 
-        # The browser's file picker (opened by rfd from the click) opens a trace file.
+        # The browser's file picker (opened by rfd from the click) opens a trace file, read
+        # in a worker.
+        before_pick = workers()[0]
         pick(page, chooser, args.trace)
         name = os.path.basename(args.trace)
         page.wait_for_function(f"document.title.startsWith({name!r})", timeout=30_000)
         opened = wait(page, f"the picture of {name}",
                       lambda img: coloured(img, plot_box()) > 300)
         keep(opened, "web-3-opened.png")
+        if workers()[0] != before_pick + 1:
+            sys.exit("test_page.py: the picked file was not read in a worker")
         print(f"opened through the picker: {page.title()}")
 
         # A file dropped on the page opens too (a drop of the din sample, as the browser

@@ -116,7 +116,7 @@ impl WarpscopeApp {
             Action::Cancel(p) => p.cancel(),
             Action::GenerateAnyway(q) => match q.pane {
                 Some(i) => self.generate_in_pane_limited(i, q.kernel, q.params, None),
-                None => self.generate_limited(q.kernel, q.params, None),
+                None => self.generate_limited(q.kernel, q.params, None, false),
             },
             Action::EditConfig(i, edit) => {
                 let edit = *edit;

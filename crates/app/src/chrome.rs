@@ -233,7 +233,9 @@ impl WarpscopeApp {
         let mut cancel = Vec::new();
         ui.horizontal(|ui| {
             for (label, p) in self.running() {
-                ui.spinner();
+                if p.watched() {
+                    ui.spinner();
+                }
                 ui.label(label);
                 // The bar and its stand-in take the same room, so the Cancel button after them
                 // stays put when the total becomes known (a click aimed at it still lands).

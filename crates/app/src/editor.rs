@@ -10,6 +10,7 @@ use egui::{RichText, Ui};
 
 use super::data::TraceData;
 use super::job::{take_finished, Job, JobError};
+use super::worker::{Loaded, Source};
 use super::WarpscopeApp;
 
 /// Seconds after the last keystroke before the source runs.
@@ -29,7 +30,7 @@ pub struct Editor {
     /// The (text, params) of the last frame: a change (typed or set) restarts the debounce.
     seen: (String, String),
     /// The program being run.
-    pub job: Option<Job<Arc<TraceData>>>,
+    pub job: Option<Job<Loaded>>,
     /// What is wrong with the source (from the check or the run).
     pub error: Option<String>,
     /// What the last good run gave.
@@ -78,33 +79,47 @@ impl Editor {
     }
 }
 
-/// Runs the editor's program; its trace is labelled with the kernel's name and params.
-fn run(
-    text: &str,
-    params: &str,
-    max_accesses: Option<u64>,
-    progress: &super::job::Progress,
-) -> super::job::Finished<Arc<TraceData>> {
-    let words: Vec<String> = params.split_whitespace().map(str::to_string).collect();
-    let pairs = warpscope_core::gen::parse_pairs(&words).map_err(JobError::Failed)?;
-    let t = super::worker::program(text, "kernel", &pairs, max_accesses, progress)?;
+/// The editor's run's trace, labelled with the kernel's name and the run's params.
+fn labelled(t: Arc<TraceData>, params: &str) -> Arc<TraceData> {
     let name = t
+        .trace
         .kernels
         .first()
-        .map_or("kernel", |k| k.name.as_str())
-        .to_string();
+        .map_or("kernel", |k| k.name.as_str());
     let mut label = format!("{name} (kernel source)");
-    for w in &words {
+    for w in params.split_whitespace() {
         label.push(' ');
         label.push_str(w);
     }
-    Ok(Arc::new(TraceData::new(t, label, None, None)))
+    match Arc::try_unwrap(t) {
+        Ok(mut data) => {
+            data.label = label;
+            Arc::new(data)
+        }
+        // Not expected (the job held the only other handle, and it has finished): the
+        // trace keeps the load's label.
+        Err(shared) => shared,
+    }
 }
 
 impl WarpscopeApp {
     /// The editor window, when open; starts a run once typing has stopped.
     pub(super) fn editor_window(&mut self, ctx: &egui::Context, now: f64) {
         if let Some(r) = take_finished(&mut self.editor.job) {
+            let params = self
+                .editor
+                .ran
+                .as_ref()
+                .map(|r| r.1.clone())
+                .unwrap_or_default();
+            let r = match r {
+                Ok(Loaded::Trace(t)) => Ok(labelled(t, &params)),
+                Ok(Loaded::TooLarge { projected }) => Err(JobError::Failed(format!(
+                    "about {projected} accesses would not fit in memory"
+                ))),
+                Ok(Loaded::Truncated { error }) => Err(JobError::Failed(error)),
+                Err(e) => Err(e),
+            };
             match r {
                 Ok(t) => {
                     self.editor.error = None;
@@ -159,13 +174,22 @@ impl WarpscopeApp {
                     e.error = None;
                     if e.ran.as_ref() != Some(&want) {
                         e.ran = Some(want.clone());
-                        let limit = self.max_generated_accesses;
                         let (text, params) = want;
-                        e.job = Some(Job::spawn(
-                            "Running the kernel source",
-                            &self.wake,
-                            move |p| run(&text, &params, limit, p),
-                        ));
+                        let words: Vec<String> =
+                            params.split_whitespace().map(str::to_string).collect();
+                        match warpscope_core::gen::parse_pairs(&words) {
+                            Err(err) => e.error = Some(err),
+                            Ok(params) => {
+                                let source = Source::Program {
+                                    text,
+                                    file: "kernel".into(),
+                                    params,
+                                    max_accesses: self.max_generated_accesses,
+                                };
+                                let label = "Running the kernel source".to_string();
+                                e.job = Some(super::remote::load_job(label, &self.wake, source));
+                            }
+                        }
                     }
                 }
             }

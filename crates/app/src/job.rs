@@ -19,23 +19,52 @@ pub struct Progress {
     done: AtomicU64,
     total: AtomicU64,
     cancel: AtomicBool,
+    /// Whether the job asks for a frame itself when its progress changes (a page's worker's
+    /// messages do), so that the UI need not draw frames to watch it.
+    wakes: AtomicBool,
+    /// Told of every change (done, total): how a page's worker passes its progress on to the
+    /// page ([`Progress::told`]).
+    listener: Option<Listener>,
 }
 
+/// What [`Progress::told`] tells.
+pub type Listener = Box<dyn Fn(u64, u64) + Send + Sync>;
+
 impl Progress {
+    /// Progress that tells `listener` of every change.
+    // Only the web build's worker tells anyone (and the tests).
+    #[cfg_attr(not(any(test, target_arch = "wasm32")), allow(dead_code))]
+    pub fn told(listener: Listener) -> Self {
+        Progress {
+            listener: Some(listener),
+            ..Progress::default()
+        }
+    }
     /// Records `done` of `total` and says whether to go on: the one progress relay of every
     /// job (simulation observers, the communication analysis, generators, file reads).
     pub fn report(&self, done: u64, total: u64) -> bool {
         self.done.store(done, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
+        self.tell();
         !self.cancelled()
     }
     /// Sets the amount the work will count up to.
     pub fn set_total(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);
+        self.tell();
     }
     /// Adds `n` to the amount done (bytes read).
     pub fn add(&self, n: u64) {
         self.done.fetch_add(n, Ordering::Relaxed);
+        self.tell();
+    }
+    fn tell(&self) {
+        if let Some(l) = &self.listener {
+            l(
+                self.done.load(Ordering::Relaxed),
+                self.total.load(Ordering::Relaxed),
+            );
+        }
     }
     /// Fraction done, if the total is known.
     pub fn fraction(&self) -> Option<f32> {
@@ -49,6 +78,16 @@ impl Progress {
     }
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
+    }
+    /// Says that the job asks for a frame itself when its progress changes.
+    // Only the web build's worker jobs do (and the tests').
+    #[cfg_attr(not(any(test, target_arch = "wasm32")), allow(dead_code))]
+    pub fn set_wakes(&self) {
+        self.wakes.store(true, Ordering::Relaxed);
+    }
+    /// Whether the UI must draw frames to show this job's progress move (it does not ask).
+    pub fn watched(&self) -> bool {
+        !self.wakes.load(Ordering::Relaxed)
     }
 }
 
@@ -73,6 +112,9 @@ pub struct Job<T> {
     deferred: Option<Box<dyn FnOnce() + Send>>,
     /// The work of a [`Job::stepped`] job, a slice each poll, and who to wake for the next.
     steps: Option<(Box<dyn Step<T>>, Wake)>,
+    /// What stops work done elsewhere ([`Job::guarded`]: a page's worker), dropped with the
+    /// job or when it is cancelled.
+    guard: Option<Box<dyn Send>>,
 }
 
 /// Work done a slice at a time on the caller's thread ([`Job::stepped`]): each call does
@@ -113,6 +155,7 @@ impl<T: Send + 'static> Job<T> {
                 rx: failed,
                 deferred: None,
                 steps: None,
+                guard: None,
             };
         }
         Job {
@@ -121,6 +164,7 @@ impl<T: Send + 'static> Job<T> {
             rx,
             deferred: None,
             steps: None,
+            guard: None,
         }
     }
 
@@ -136,6 +180,7 @@ impl<T: Send + 'static> Job<T> {
             rx,
             deferred: None,
             steps: Some((Box::new(work), wake.clone())),
+            guard: None,
         }
     }
 
@@ -155,6 +200,7 @@ impl<T: Send + 'static> Job<T> {
             rx,
             deferred: Some(Box::new(run)),
             steps: None,
+            guard: None,
         }
     }
 
@@ -198,12 +244,21 @@ impl<T> Job<T> {
             rx,
             deferred: None,
             steps: None,
+            guard: None,
         };
         let done = Completion {
             tx,
             wake: wake.clone(),
         };
         (job, done)
+    }
+    /// The job with `guard`, which stops its work when dropped: dropped with the job, or at
+    /// its first poll after it is cancelled (the job then finishes as cancelled).
+    // Only the web build's worker jobs are guarded (and the tests').
+    #[cfg_attr(not(any(test, target_arch = "wasm32")), allow(dead_code))]
+    pub fn guarded(mut self, guard: Box<dyn Send>) -> Self {
+        self.guard = Some(guard);
+        self
     }
     pub fn label(&self) -> &str {
         &self.label
@@ -230,6 +285,10 @@ impl<T> Job<T> {
                 wake();
             }
             return done;
+        }
+        if self.guard.is_some() && self.progress.cancelled() {
+            self.guard = None;
+            return Some(Err(JobError::Cancelled));
         }
         self.run_deferred();
         match self.rx.try_recv() {
@@ -417,5 +476,57 @@ mod tests {
             j.wait(Duration::from_secs(10)),
             Some(Err(JobError::Failed("the job stopped unexpectedly".into())))
         );
+    }
+
+    /// Sets its flag when dropped.
+    struct Flag(Arc<AtomicBool>);
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_guarded_job_stops_its_work_when_cancelled_or_dropped() {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (job, done) = Job::<u32>::pending("remote", &wake());
+        let mut job = job.guarded(Box::new(Flag(stopped.clone())));
+        assert_eq!(job.poll(), None);
+        assert!(!stopped.load(Ordering::Relaxed));
+        job.cancel();
+        assert_eq!(job.poll(), Some(Err(JobError::Cancelled)));
+        assert!(stopped.load(Ordering::Relaxed), "the guard was not dropped");
+        // A result that comes after is nobody's.
+        done.finish(Ok(1));
+
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (job, done) = Job::<u32>::pending("remote", &wake());
+        let mut job = job.guarded(Box::new(Flag(stopped.clone())));
+        done.finish(Ok(7));
+        assert_eq!(job.poll(), Some(Ok(7)));
+        assert!(!stopped.load(Ordering::Relaxed));
+        drop(job);
+        assert!(
+            stopped.load(Ordering::Relaxed),
+            "dropping the job kept the guard"
+        );
+    }
+
+    #[test]
+    fn told_progress_tells_every_change() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let p = Progress::told(Box::new(move |done, total| {
+            s.lock().unwrap().push((done, total))
+        }));
+        p.set_total(10);
+        p.add(3);
+        assert!(p.report(5, 10));
+        assert_eq!(*seen.lock().unwrap(), vec![(0, 10), (3, 10), (5, 10)]);
+        assert_eq!(p.fraction(), Some(0.5));
+        // The UI draws frames to watch it until it says it asks for them itself.
+        assert!(p.watched());
+        p.set_wakes();
+        assert!(!p.watched());
     }
 }

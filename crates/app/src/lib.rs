@@ -26,9 +26,11 @@ mod lesson_panel;
 mod over_time;
 mod pane_trace;
 mod raster;
+mod remote;
 mod screenshots;
 mod side;
 mod sliced;
+mod sliced_timed;
 mod streamed;
 mod sweep_run;
 mod sweep_view;
@@ -44,6 +46,8 @@ pub mod bench;
 mod tests;
 
 use actions::write_png;
+#[cfg(target_arch = "wasm32")]
+pub use remote::page::serve as serve_worker;
 use screenshots::ScreenshotPlan;
 #[cfg(not(target_arch = "wasm32"))]
 pub use window::run;
@@ -374,7 +378,7 @@ impl WarpscopeApp {
                 app.settings.generator_params = params.clone();
                 app.generate(kernel, params);
             }
-            (None, None) => app.generate(START_KERNEL.to_string(), START_PARAMS.to_string()),
+            (None, None) => app.generate_example(),
         }
         app
     }
@@ -413,7 +417,10 @@ impl WarpscopeApp {
         for a in actions {
             self.act(a, &ctx, now);
         }
-        if !self.running().is_empty() || self.panes.iter().any(|p| p.dirty_since.is_some()) {
+        // Frames while a job runs show its progress; a job that asks for them itself (a page's
+        // worker) needs none (on a page they take the CPU the worker and the drawing need).
+        let watched = self.running().iter().any(|(_, p)| p.watched());
+        if watched || self.panes.iter().any(|p| p.dirty_since.is_some()) {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
         }
     }

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::data::TraceData;
-use super::job::{Job, JobError};
-use super::worker::{self, Loaded, Source};
+use super::job::JobError;
+use super::remote;
+use super::worker::{Loaded, Source};
 use super::{Status, WarpscopeApp, DEBOUNCE};
 
 /// Identifies a trace for linking panes: panes showing the same trace share it.
@@ -81,9 +82,7 @@ impl WarpscopeApp {
         };
         self.status = Status::Info(label.clone());
         // Replaces (and so cancels) the pane's load that was running.
-        p.trace_load = Some(Job::spawn(label, &self.wake, move |progress| {
-            worker::load_source(source, progress)
-        }));
+        p.trace_load = Some(remote::load_job(label, &self.wake, source));
         true
     }
 

@@ -34,9 +34,7 @@ impl WarpscopeApp {
             allow_truncated,
         };
         // A new load replaces (and so cancels) the one running.
-        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
-            worker::load_source(source, p)
-        }));
+        self.loading = Some(remote::load_job(label, &self.wake, source));
     }
 
     /// Starts reading a trace file's bytes (the web build's picker, or a file dropped on the
@@ -48,16 +46,23 @@ impl WarpscopeApp {
         self.failed_file = None;
         self.load_file = None;
         let source = Source::Bytes { name, bytes };
-        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
-            worker::load_source(source, p)
-        }));
+        self.loading = Some(remote::load_job(label, &self.wake, source));
     }
 
     /// Starts generating a built-in kernel's trace; one projected to need more memory than
     /// the machine has free stops early and asks first ([`WarpscopeApp::too_large`]).
     pub(crate) fn generate(&mut self, kernel: String, params: String) {
         let limit = self.max_generated_accesses;
-        self.generate_limited(kernel, params, limit);
+        self.generate_limited(kernel, params, limit, false);
+    }
+
+    /// Generates the built-in example the app opens with. A page does it on its own thread
+    /// rather than in a worker: it is small (a few million accesses, under half a second),
+    /// comes before the user can ask for anything, and its first picture comes sooner (a
+    /// worker's start and the trace's way back to the page cost more than it does).
+    pub(crate) fn generate_example(&mut self) {
+        let limit = self.max_generated_accesses;
+        self.generate_limited(START_KERNEL.into(), START_PARAMS.into(), limit, true);
     }
 
     /// A generator's `key=value` parameters, or `None` with the error in the status bar.
@@ -96,6 +101,7 @@ impl WarpscopeApp {
         kernel: String,
         params: String,
         max_accesses: Option<u64>,
+        on_page: bool,
     ) {
         let Some(pairs) = self.generator_pairs(&kernel, &params) else {
             return;
@@ -111,9 +117,10 @@ impl WarpscopeApp {
             params: pairs,
             max_accesses,
         };
-        self.loading = Some(Job::spawn(label, &self.wake, move |p| {
-            worker::load_source(source, p)
-        }));
+        self.loading = Some(match on_page {
+            true => Job::spawn(label, &self.wake, move |p| worker::load_source(source, p)),
+            false => remote::load_job(label, &self.wake, source),
+        });
     }
 
     pub(super) fn remember(&mut self, path: &Path) {
@@ -250,9 +257,17 @@ impl WarpscopeApp {
                 }));
             } else {
                 pane.preview = None;
-                pane.sim = Some(if cfg!(target_arch = "wasm32") && config.timing.is_none() {
+                pane.sim = Some(if cfg!(target_arch = "wasm32") {
                     // A page runs it between frames: it draws and answers Cancel meanwhile.
-                    Job::stepped(label, &self.wake, sliced::Sliced::new(config, trace))
+                    match config.timing.is_some() {
+                        true => {
+                            let run = sliced_timed::SlicedTimed::new(config, trace);
+                            Job::stepped(label, &self.wake, run)
+                        }
+                        false => {
+                            Job::stepped(label, &self.wake, sliced::Sliced::new(config, trace))
+                        }
+                    }
                 } else {
                     Job::spawn(label, &self.wake, move |p| {
                         worker::simulate(config, &trace, p)
@@ -419,6 +434,8 @@ impl WarpscopeApp {
             out.extend(p.sim.iter().map(of));
             out.extend(p.views.running());
         }
+        // The kernel editor's run: its window says it runs; the status bar offers Cancel.
+        out.extend(self.editor.job.iter().map(of));
         out.extend(self.tasks.iter().map(of));
         out.extend(self.sweep_run.job.iter().map(of));
         out

@@ -1,5 +1,7 @@
 //! The web build's entry point: the page (`web/index.html`) loads this module, which starts
-//! the app (`warpscope_app::run_web`) in the page's canvas. It holds nothing else: the app is
+//! the app (`warpscope_app::run_web`) in the page's canvas; the page's worker
+//! (`web/worker.js`) loads it too, to load and generate traces off the page's thread
+//! ([`worker_run`]). It holds nothing else: the app is
 //! the desktop app's code, built without what a browser cannot run (docs/web.md). On other
 //! targets it is empty, so the workspace builds as before.
 
@@ -15,6 +17,11 @@ mod page {
     /// is written into the page, where the user sees it, and to the console.
     #[wasm_bindgen(start)]
     pub fn start() {
+        // The page's worker (`web/worker.js`) loads this module too: it has no window, and
+        // only answers what the page asks ([`worker_run`]).
+        if web_sys::window().is_none() {
+            return;
+        }
         wasm_bindgen_futures::spawn_local(async {
             match run().await {
                 Ok(()) => {
@@ -40,6 +47,13 @@ mod page {
             .dyn_into::<web_sys::HtmlCanvasElement>()
             .map_err(|_| format!("`{CANVAS}` is not a canvas"))?;
         warpscope_app::run_web(canvas).await
+    }
+
+    /// The page's worker's entry: runs one request of the page (a load or a generation) and
+    /// posts the answer (`warpscope_app::serve_worker`).
+    #[wasm_bindgen]
+    pub fn worker_run(message: JsValue) {
+        warpscope_app::serve_worker(message);
     }
 
     /// The page's loading message.

@@ -111,7 +111,7 @@ pub struct Points {
 
 /// Address ranges that hold data, packed one above the other so that buffers far apart in
 /// memory share one readable axis (Crawford 2014 fig. 8.1 draws each allocation separately).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Segments {
     /// (first byte, one past the last byte, axis offset of the first byte), by address.
     pub ranges: Vec<(u64, u64, f64)>,

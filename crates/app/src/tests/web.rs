@@ -189,6 +189,60 @@ fn a_simulation_run_in_slices_gives_the_whole_runs_result() {
     }
 }
 
+/// The web build's run of the timing model, in pieces between frames, gives what the
+/// desktop's worker thread gives.
+#[test]
+fn a_timing_model_run_in_slices_gives_the_whole_runs_result() {
+    use crate::job::{Progress, Step};
+    use warpscope_core::config::{preset, L2Config, SmSelection};
+    let accelsim = warpscope_core::trace::read_file(&support::sample("accelsim-matrixmul"), None)
+        .unwrap()
+        .0;
+    let traces = [
+        support::trace("matmul", &[("n", "48")]),
+        support::trace("hotspot", &[("steps", "2")]),
+        crate::worker::shared(accelsim, "accelsim-matrixmul"),
+    ];
+    let gtx470 = preset("gtx470-16k").unwrap();
+    let mut with_l2 = gtx470.clone();
+    with_l2.gpu.sms = 4;
+    with_l2.gpu.simulate = SmSelection::All;
+    with_l2.l2 = Some(L2Config::default());
+    for t in &traces {
+        for (c, cfg) in [&gtx470, &with_l2].into_iter().enumerate() {
+            let whole = support::simulate(t.clone(), cfg.clone());
+            let mut run = crate::sliced_timed::SlicedTimed::new(cfg.clone(), t.clone());
+            let progress = Progress::default();
+            let mut slices = 0;
+            let sliced = loop {
+                slices += 1;
+                if let Some(r) = run.step(&progress, web_time::Instant::now()) {
+                    break r.unwrap();
+                }
+            };
+            let what = format!("{} under configuration {c}", t.label);
+            assert!(
+                slices > t.trace.kernels.len() * 2,
+                "{what}: {slices} slices"
+            );
+            assert!(sliced.report.timing.is_some(), "{what}");
+            assert_eq!(
+                serde_json::to_value(&sliced.report).unwrap(),
+                serde_json::to_value(&whole.report).unwrap(),
+                "{what}"
+            );
+            let (a, b) = (&sliced.points, &whole.points);
+            assert!(!a.is_empty(), "{what}");
+            assert_eq!((&a.line, &a.time), (&b.line, &b.time), "{what}");
+            let ids = |p: &crate::data::Points| (p.cta.clone(), p.warp.clone(), p.inst.clone());
+            assert_eq!(ids(a), ids(b), "{what}");
+            let places = |p: &crate::data::Points| (p.kernel.clone(), p.sm.clone(), p.set.clone());
+            assert_eq!(places(a), places(b), "{what}");
+            assert_eq!(a.outcome, b.outcome, "{what}");
+        }
+    }
+}
+
 #[test]
 fn a_simulation_in_slices_reports_progress_and_stops_when_cancelled() {
     use crate::job::{Job, JobError};

@@ -13,7 +13,7 @@ mod requests;
 mod running;
 mod session;
 mod timed;
-pub use timed::{JobResult, StreamsWork, TimedJob, TimedPlan};
+pub use timed::{JobResult, StreamsWork, TimedJob, TimedPlan, TimedSteps};
 
 pub use crate::report::{
     short_name, Comparison, CtaRow, InstRow, KernelRow, OccupancySample, Report, ReuseMethod,

@@ -40,8 +40,8 @@ pub use format::Format;
 use format::{detect_with_extension, looks_binary};
 pub use model::{
     check_density, Access, AccessKind, AtomicOp, BuildError, Columns, Dim3, Instruction, Kernel,
-    KernelBuilder, KernelInfo, LoadGroups, MemSpace, Order, Trace, WarpInstructions,
-    LOAD_GROUPS_ATTRIBUTE,
+    KernelBuilder, KernelHeader, KernelInfo, KernelParts, LoadGroups, MemSpace, Order, PartsError,
+    Trace, WarpInstructions, LOAD_GROUPS_ATTRIBUTE,
 };
 pub use reader::bytes_to_read_on;
 use reader::ReadOn;

@@ -336,6 +336,53 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_run_in_pieces_gives_the_whole_runs_report_and_requests_in_its_order() {
+        let kernels = test_kernels();
+        for cfg in configs() {
+            let mut one = Seen::default();
+            let want = warpscope_core::sim::run_kernels(&cfg, &kernels, &mut one).expect("run");
+            let mut seen = Seen::default();
+            let mut steps = warpscope_core::sim::TimedSteps::new();
+            let mut pieces = 0;
+            let got = loop {
+                pieces += 1;
+                if let Some(r) = steps.step(&cfg, &kernels, &mut seen).expect("step") {
+                    break r;
+                }
+            };
+            // A piece a kernel's streams, then a piece a kernel and job, then the report.
+            let (jobs, _) = warpscope_core::sim::TimedJob::count(&cfg).expect("jobs");
+            assert_eq!(pieces, kernels.len() * (1 + jobs) + 1);
+            assert_eq!(json(&got), json(&want));
+            assert_eq!(seen.kernels, one.kernels);
+            assert!(seen.requests == one.requests, "the requests or their order");
+            assert!(seen.l2 == one.l2, "the L2's requests");
+            assert_eq!(seen.last_progress, one.last_progress);
+        }
+        // Cancelled in a piece, the run stops there, as the whole run does.
+        let kernels = warpscope_core::gen::generate("matmul", &[("n".into(), "64".into())])
+            .expect("matmul")
+            .kernels;
+        let cfg = configs().remove(0);
+        let cancelled = || Seen {
+            cancel_at: Some(2),
+            ..Seen::default()
+        };
+        let whole = warpscope_core::sim::run_kernels(&cfg, &kernels, &mut cancelled());
+        assert_eq!(whole.err(), Some(SimError::Cancelled));
+        let mut seen = cancelled();
+        let mut steps = warpscope_core::sim::TimedSteps::new();
+        let err = loop {
+            match steps.step(&cfg, &kernels, &mut seen) {
+                Ok(None) => continue,
+                Ok(Some(_)) => panic!("a cancelled run ended"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err, SimError::Cancelled);
+    }
+
     /// A source that sends `kernels` CTA by CTA (every other one whole), as a reader of a
     /// file grouped by CTA does; the CTAs in `order` where given.
     fn by_cta(kernels: Vec<Kernel>, order: Option<Vec<u32>>) -> lanes::Source {

@@ -45,8 +45,9 @@ impl JobResult {
 /// kernel by kernel as each kernel's CTAs' streams come ([`TimedJob::kernel`]): what a shell
 /// runs when the trace is read while the model runs (`shell::timed`).
 /// [`TimedPlan::run_job`] is one over every kernel.
-pub struct TimedJob<'c> {
-    cfg: &'c SimConfig,
+pub struct TimedJob {
+    /// The GPU's shape (the SMs' kernel starts).
+    gpu: GpuConfig,
     full: bool,
     keep_stats: bool,
     /// Its SMs, each with its engine and what it has run.
@@ -58,7 +59,7 @@ pub struct TimedJob<'c> {
     rows: u64,
 }
 
-impl<'c> TimedJob<'c> {
+impl TimedJob {
     /// How many jobs `cfg` asks for, and how many of them are the full model's (the first
     /// ones): runs times simulated SMs, one per simulated SM in order; with a simulated L2,
     /// one job a run, every SM in it.
@@ -69,7 +70,7 @@ impl<'c> TimedJob<'c> {
     }
 
     /// Job number `job` of `cfg`.
-    pub fn new(cfg: &'c SimConfig, job: usize) -> Result<Self, SimError> {
+    pub fn new(cfg: &SimConfig, job: usize) -> Result<Self, SimError> {
         let (t, sms, _) = TimedPlan::setting(cfg)?;
         let variants = Variant::all(t);
         let (_, per_run) = Self::count(cfg)?;
@@ -107,7 +108,7 @@ impl<'c> TimedJob<'c> {
             _ => None,
         };
         Ok(TimedJob {
-            cfg,
+            gpu: cfg.gpu.clone(),
             full: v == Variant::Full,
             keep_stats: matches!(v, Variant::Full | Variant::FullyAssociative),
             sms: mine.into_iter().map(engine).collect(),
@@ -147,7 +148,7 @@ impl<'c> TimedJob<'c> {
             total,
             refused: Default::default(),
         };
-        let gpu = &self.cfg.gpu;
+        let gpu = &self.gpu;
         if let Some(l2) = &mut self.l2 {
             l2.keep_events(self.full && hooks.observer.wants_requests());
         }

@@ -3,8 +3,10 @@
 
 mod job;
 mod report;
+mod steps;
 
 pub use job::{JobResult, TimedJob};
+pub use steps::TimedSteps;
 
 use super::{selected_sms, Observer, Report, RequestEvent, SimError};
 use crate::config::{SimConfig, TimingConfig};
@@ -139,7 +141,6 @@ impl<'a> TimedPlan<'a> {
         spread: Spread,
     ) -> Result<Self, SimError> {
         let (t, _, simulated) = Self::setting(cfg)?;
-        let n_sms = cfg.gpu.sms.max(1);
         // What each warp issues does not depend on timing: build the streams once for all runs.
         let simulated = &simulated;
         let pieces = pieces.max(1);
@@ -149,21 +150,7 @@ impl<'a> TimedPlan<'a> {
             for p in 0..pieces {
                 let ctas = (n as u64 * p as u64 / pieces as u64) as u32
                     ..(n as u64 * (p as u64 + 1) / pieces as u64) as u32;
-                works.push(Box::new(move || {
-                    let b = StreamsBuilder::new(
-                        k,
-                        cfg.schedule.warp_size,
-                        cfg.coalescing,
-                        &cfg.cache,
-                        &cfg.gpu,
-                        &t.rules,
-                        None,
-                    )
-                    .map_err(|e| timing_err(k, e))?
-                    .keep_stores(cfg.l2_simulated());
-                    let ctas = ctas.filter(|c| simulated[(c % n_sms) as usize]);
-                    Ok(WarpStreams::build_with(b, k, ctas))
-                }));
+                works.push(Box::new(move || build_streams(cfg, t, simulated, k, ctas)));
             }
         }
         let mut built = spread(works).into_iter();
@@ -219,6 +206,13 @@ impl<'a> TimedPlan<'a> {
         let (t, sms, _) = Self::setting(cfg)?;
         let rows_per_run = rows * sms.len() as u64 / cfg.gpu.sms.max(1) as u64;
         Ok(rows_per_run.max(1) * Variant::all(t).len() as u64)
+    }
+
+    /// The warp streams of kernel `k`'s CTAs on the simulated SMs, built whole (as
+    /// [`TimedPlan::new`] builds each kernel's).
+    pub fn kernel_streams(cfg: &SimConfig, k: &Kernel) -> Result<WarpStreams, SimError> {
+        let (t, _, simulated) = Self::setting(cfg)?;
+        build_streams(cfg, t, &simulated, k, 0..k.num_ctas())
     }
 
     /// What builds the streams of kernel `header`'s CTAs from their rows, for the jobs a shell
@@ -366,6 +360,31 @@ impl<'a> TimedPlan<'a> {
             l2.as_deref(),
         ))
     }
+}
+
+/// The warp streams of kernel `k`'s CTAs `ctas` that run on a simulated SM (`simulated`, by
+/// SM).
+fn build_streams(
+    cfg: &SimConfig,
+    t: &TimingConfig,
+    simulated: &[bool],
+    k: &Kernel,
+    ctas: std::ops::Range<u32>,
+) -> Result<WarpStreams, SimError> {
+    let n_sms = cfg.gpu.sms.max(1);
+    let b = StreamsBuilder::new(
+        k,
+        cfg.schedule.warp_size,
+        cfg.coalescing,
+        &cfg.cache,
+        &cfg.gpu,
+        &t.rules,
+        None,
+    )
+    .map_err(|e| timing_err(k, e))?
+    .keep_stores(cfg.l2_simulated());
+    let ctas = ctas.filter(|c| simulated.get((c % n_sms) as usize) == Some(&true));
+    Ok(WarpStreams::build_with(b, k, ctas))
 }
 
 fn timing_err(k: &Kernel, err: crate::timing::TimingError) -> SimError {

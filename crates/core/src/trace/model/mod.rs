@@ -513,6 +513,8 @@ pub struct KernelBuilder {
 mod builder;
 mod columns;
 mod kernel;
+mod parts;
+pub use parts::{KernelHeader, KernelParts, PartsError};
 
 #[cfg(test)]
 mod tests;

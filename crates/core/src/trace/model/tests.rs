@@ -94,3 +94,116 @@ fn builder_rejects_bad_rows() {
     ));
     assert!(KernelBuilder::new("k", Dim3::new(0, 1, 1), Dim3::x(2), Order::PerThread).is_err());
 }
+
+fn parts_of(name: &str, pairs: &[(&str, &str)]) -> Vec<Kernel> {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    crate::gen::generate(name, &pairs).unwrap().kernels
+}
+
+#[test]
+fn a_kernel_taken_apart_and_put_back_is_the_same_kernel() {
+    let mut kernels = parts_of("matmul", &[("n", "32")]);
+    kernels.extend(parts_of(
+        "hotspot",
+        &[("nx", "16"), ("ny", "16"), ("steps", "2")],
+    ));
+    let mut b = KernelBuilder::new("din", Dim3::x(1), Dim3::x(1), Order::Issued).unwrap();
+    let i = b.instruction("ld", None);
+    for addr in [64u64, 0, 4096] {
+        b.push(Access {
+            thread: 0,
+            inst: i,
+            dyn_inst: 0,
+            addr,
+            size: 4,
+            kind: AccessKind::Load,
+            space: MemSpace::Global,
+        })
+        .unwrap();
+    }
+    kernels.push(b.finish());
+    assert!(kernels.len() >= 4);
+    for k in kernels {
+        let back = Kernel::from_parts(k.clone().into_parts()).unwrap();
+        assert_eq!(back, k);
+        assert_eq!(back.cta_rows(1), k.cta_rows(1));
+    }
+}
+
+#[test]
+fn parts_that_do_not_fit_are_an_error_not_a_kernel() {
+    let k = parts_of("matmul", &[("n", "32")]).remove(0);
+    let mut p = k.clone().into_parts();
+    p.columns.size.pop();
+    assert_eq!(Kernel::from_parts(p), Err(PartsError::Lengths));
+    let mut p = k.clone().into_parts();
+    p.cta_starts.pop();
+    assert!(matches!(
+        Kernel::from_parts(p),
+        Err(PartsError::CtaStarts { .. })
+    ));
+    let mut p = k.clone().into_parts();
+    p.cta_starts.swap(1, 2);
+    assert!(matches!(
+        Kernel::from_parts(p),
+        Err(PartsError::CtaStarts { .. })
+    ));
+    let mut p = k.clone().into_parts();
+    p.columns.thread[3] = u32::MAX;
+    assert!(matches!(
+        Kernel::from_parts(p),
+        Err(PartsError::Build(BuildError::ThreadOutOfRange { .. }))
+    ));
+    let mut p = k.clone().into_parts();
+    p.columns.inst[0] = 99;
+    assert!(matches!(
+        Kernel::from_parts(p),
+        Err(PartsError::Build(BuildError::UnknownInstruction {
+            inst: 99,
+            ..
+        }))
+    ));
+    let mut p = k.clone().into_parts();
+    p.columns.flags[0] = 0x1f;
+    assert!(matches!(
+        Kernel::from_parts(p),
+        Err(PartsError::Build(BuildError::BadFlags { .. }))
+    ));
+    let mut p = k.into_parts();
+    p.header.grid = Dim3::x(0);
+    assert!(Kernel::from_parts(p).is_err());
+}
+
+#[test]
+fn rows_checked_in_pieces_make_the_kernel_the_whole_check_makes() {
+    let k = parts_of("matmul", &[("n", "32")]).remove(0);
+    let p = k.clone().into_parts();
+    let n = p.columns.len();
+    for start in (0..n).step_by(1000) {
+        p.check_rows(start..(start + 1000).min(n)).unwrap();
+    }
+    assert_eq!(Kernel::from_parts_rows_checked(p).unwrap(), k);
+    // A bad row is found by the piece that holds it, not by the others.
+    let mut p = k.clone().into_parts();
+    p.columns.thread[1500] = u32::MAX;
+    assert!(p.check_rows(0..1000).is_ok());
+    assert!(matches!(
+        p.check_rows(1000..2000),
+        Err(PartsError::Build(BuildError::ThreadOutOfRange { .. }))
+    ));
+    // Rows past the end, or a range backwards, are an error, not a panic.
+    assert_eq!(p.check_rows(n - 10..n + 10), Err(PartsError::Lengths));
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 20..10;
+    assert_eq!(p.check_rows(backwards), Err(PartsError::Lengths));
+    // Lengths and CTA starts are checked however the rows were.
+    let mut p = k.into_parts();
+    p.cta_starts.pop();
+    assert!(matches!(
+        Kernel::from_parts_rows_checked(p),
+        Err(PartsError::CtaStarts { .. })
+    ));
+}
