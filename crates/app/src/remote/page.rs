@@ -1,9 +1,13 @@
 //! The web build's worker (`web/worker.js`, the same module started in a Web Worker): the
-//! page starts one for each load or generation ([`start`]), sends it the request and a file's
-//! bytes, and takes its progress and answer as they come; a job cancelled or dropped ends its
-//! worker, so Cancel stops the work at once. In the worker, [`serve`] runs the request as
-//! the desktop's thread would (`worker::load_source`) and sends back the answer, each
-//! kernel's columns as typed arrays whose buffers are handed over, not copied.
+//! page gives each load or generation to a worker ([`start`]: the one kept from the last job,
+//! or a new one), sends it the request and a file's bytes, and takes its progress and answer
+//! as they come; a job cancelled or dropped ends its worker, so Cancel stops the work at once.
+//! A worker that answered is kept for the next job if it holds little memory (its code is
+//! then compiled to its fastest, and it starts at once), ended otherwise (a WebAssembly
+//! memory does not shrink). In the worker, [`serve`] runs the request as the desktop's
+//! thread would (`worker::load_source`) and sends back the answer, each kernel's columns as
+//! bytes whose buffers are handed over, not copied; the page copies them into its memory and
+//! checks them a piece at a time between frames ([`receive`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -11,7 +15,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use js_sys::{Array, BigUint64Array, Object, Reflect, Uint16Array, Uint32Array, Uint8Array};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use warpscope_core::trace::{Columns, KernelParts};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -23,21 +27,37 @@ use crate::worker::{self, Loaded};
 
 /// The worker's script, beside the page (`web/build.sh` puts it there).
 const SCRIPT: &str = "./worker.js";
+/// The most memory a worker may hold to be kept for the next job once it has answered (it
+/// starts that one at once, its code already compiled to its fastest): a worker that loaded a
+/// large trace holds that memory until it ends.
+const KEEP_BYTES: f64 = 256.0 * 1024.0 * 1024.0;
 /// The least time between two progress messages of a worker.
 const PROGRESS_MS: u64 = 100;
 
 /// A worker at work, and what answers its messages (kept as long as it may send any).
 struct Running {
     worker: Worker,
-    /// Ended already (its answer came).
-    ended: Cell<bool>,
+    /// Where it stands once its answer has come.
+    after: Cell<After>,
     _message: Closure<dyn FnMut(MessageEvent)>,
     _error: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+/// What becomes of a worker that has answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// It has not answered.
+    Working,
+    /// It holds little memory: the next job takes it once its job lets go of it.
+    Kept,
+    /// It has been ended (it held much memory).
+    Ended,
 }
 
 thread_local! {
     static RUNNING: RefCell<HashMap<u64, Running>> = RefCell::new(HashMap::new());
     static NEXT: Cell<u64> = const { Cell::new(0) };
+    static IDLE: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
 
 /// Ends its worker when dropped (with its job, or when the job is cancelled).
@@ -45,9 +65,18 @@ struct Ends(u64);
 
 impl Drop for Ends {
     fn drop(&mut self) {
-        if let Some(r) = RUNNING.with(|m| m.borrow_mut().remove(&self.0)) {
-            if !r.ended.get() {
-                r.worker.terminate();
+        let Some(r) = RUNNING.with(|m| m.borrow_mut().remove(&self.0)) else {
+            return;
+        };
+        match r.after.get() {
+            After::Working => r.worker.terminate(),
+            After::Ended => {}
+            After::Kept => {
+                r.worker.set_onmessage(None);
+                r.worker.set_onerror(None);
+                if let Some(old) = IDLE.with(|i| i.borrow_mut().replace(r.worker)) {
+                    old.terminate();
+                }
             }
         }
     }
@@ -86,7 +115,10 @@ pub fn start(
     request: Request,
     bytes: Option<Arc<[u8]>>,
 ) -> Result<Job<Loaded>, String> {
-    let worker = new_worker()?;
+    let worker = match IDLE.with(|i| i.borrow_mut().take()) {
+        Some(w) => w,
+        None => new_worker()?,
+    };
     let json = serde_json::to_string(&request).map_err(|e| e.to_string())?;
     let id = NEXT.with(|n| {
         n.set(n.get() + 1);
@@ -124,11 +156,20 @@ pub fn start(
                     wake();
                 }
                 Some("answer") => {
-                    // Its work is done: its memory goes now, not when the rows are in.
+                    // Its work is done: a worker that holds much memory lets go of it now, not
+                    // when the rows are in; one that holds little is kept for the next job.
+                    let memory = Reflect::get(&data, &"memory".into())
+                        .ok()
+                        .and_then(|m| m.as_f64())
+                        .unwrap_or(f64::INFINITY);
                     RUNNING.with(|m| {
                         if let Some(r) = m.borrow().get(&id) {
-                            r.worker.terminate();
-                            r.ended.set(true);
+                            if memory <= KEEP_BYTES {
+                                r.after.set(After::Kept);
+                            } else {
+                                r.worker.terminate();
+                                r.after.set(After::Ended);
+                            }
                         }
                     });
                     let (finish, progress, wake) = (finish.clone(), progress.clone(), wake.clone());
@@ -170,7 +211,7 @@ pub fn start(
             id,
             Running {
                 worker,
-                ended: Cell::new(false),
+                after: Cell::new(After::Working),
                 _message: message,
                 _error: error,
             },
@@ -185,31 +226,9 @@ fn set(o: &Object, key: &str, value: &JsValue) {
 }
 
 /// How long the page copies or checks an answer's rows before it lets the browser draw.
-const PIECE_MS: f64 = 8.0;
+const PIECE_MS: f64 = 12.0;
 /// Rows copied or checked between two looks at the clock.
-const ROWS: u32 = 1 << 16;
-
-/// A typed array of a column's elements, copied into the page's memory a part at a time.
-trait Typed: JsCast {
-    type Item: Copy;
-    fn len(&self) -> u32;
-    fn part(&self, from: u32, to: u32) -> Vec<Self::Item>;
-}
-
-macro_rules! typed {
-    ($($array:ty => $item:ty),*) => {$(
-        impl Typed for $array {
-            type Item = $item;
-            fn len(&self) -> u32 {
-                self.length()
-            }
-            fn part(&self, from: u32, to: u32) -> Vec<$item> {
-                self.subarray(from, to).to_vec()
-            }
-        }
-    )*};
-}
-typed!(BigUint64Array => u64, Uint32Array => u32, Uint16Array => u16, Uint8Array => u8);
+const ROWS: u32 = 1 << 18;
 
 /// Lets the browser draw a frame and answer input before the work goes on.
 async fn yield_to_page() {
@@ -264,19 +283,25 @@ impl Pieces<'_> {
         Ok(())
     }
 
-    /// The column in `value` copied into the page's memory, a part at a time.
-    async fn column<A: Typed>(&mut self, value: JsValue) -> Result<Vec<A::Item>, JobError> {
-        let array: A = value
-            .dyn_into()
-            .map_err(|_| JobError::Failed("the page's worker gave a broken column".into()))?;
-        let n = array.len();
-        self.room(n as usize * std::mem::size_of::<A::Item>())
-            .await?;
-        let mut out = Vec::with_capacity(n as usize);
+    /// The column in `value` (its bytes) copied into the page's memory, a part at a time.
+    async fn column<T: bytemuck::Pod>(&mut self, value: JsValue) -> Result<Vec<T>, JobError> {
+        let broken = || JobError::Failed("the page's worker gave a broken column".into());
+        let bytes: Uint8Array = value.dyn_into().map_err(|_| broken())?;
+        let size = std::mem::size_of::<T>();
+        let n = bytes.length() as usize;
+        if n % size != 0 {
+            return Err(broken());
+        }
+        self.room(n).await?;
+        let mut out: Vec<T> = Vec::with_capacity(n / size);
         let mut at = 0;
-        while at < n {
-            let to = at.saturating_add(ROWS).min(n);
-            out.extend_from_slice(&array.part(at, to));
+        while at < n / size {
+            let to = (at + ROWS as usize).min(n / size);
+            out.resize(to, T::zeroed());
+            let into: &mut [u8] = bytemuck::cast_slice_mut(&mut out[at..to]);
+            bytes
+                .subarray((at * size) as u32, (to * size) as u32)
+                .copy_to(into);
             self.done((to - at) as u64).await?;
             at = to;
         }
@@ -304,10 +329,8 @@ async fn receive(data: &JsValue, progress: &Progress, wake: &Wake) -> Result<Loa
     // Each row is copied (its six columns) and checked.
     let total_rows: u64 = (0..arrays.length() / 7)
         .map(|k| {
-            arrays
-                .get(k * 7)
-                .dyn_into::<BigUint64Array>()
-                .map_or(0, |a| a.length() as u64)
+            let addr = arrays.get(k * 7).dyn_into::<Uint8Array>();
+            addr.map_or(0, |a| a.length() as u64 / 8)
         })
         .sum();
     let mut pieces = Pieces {
@@ -321,14 +344,14 @@ async fn receive(data: &JsValue, progress: &Progress, wake: &Wake) -> Result<Loa
     for k in 0..arrays.length() / 7 {
         let get = |i: u32| arrays.get(k * 7 + i);
         let columns = Columns {
-            addr: pieces.column::<BigUint64Array>(get(0)).await?,
-            thread: pieces.column::<Uint32Array>(get(1)).await?,
-            inst: pieces.column::<Uint32Array>(get(2)).await?,
-            dyn_inst: pieces.column::<Uint32Array>(get(3)).await?,
-            size: pieces.column::<Uint16Array>(get(4)).await?,
-            flags: pieces.column::<Uint8Array>(get(5)).await?,
+            addr: pieces.column(get(0)).await?,
+            thread: pieces.column(get(1)).await?,
+            inst: pieces.column(get(2)).await?,
+            dyn_inst: pieces.column(get(3)).await?,
+            size: pieces.column(get(4)).await?,
+            flags: pieces.column(get(5)).await?,
         };
-        let starts = pieces.column::<Uint32Array>(get(6)).await?;
+        let starts = pieces.column(get(6)).await?;
         pieces.done(0).await?;
         rows.push((columns, starts));
     }
@@ -406,23 +429,32 @@ fn post(scope: &DedicatedWorkerGlobalScope, head: Answer, rows: Vec<Rows>) {
         .unwrap_or_default()
     });
     set(&msg, "kind", &"answer".into());
+    // How much memory the worker holds now (it keeps it: a WebAssembly memory does not
+    // shrink), for the page to decide whether to keep the worker for the next job.
+    let memory = wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map_or(0.0, |m| {
+            m.buffer()
+                .unchecked_into::<js_sys::ArrayBuffer>()
+                .byte_length() as f64
+        });
+    set(&msg, "memory", &memory.into());
     set(&msg, "head", &head.into());
     let arrays = Array::new();
     let transfer = Array::new();
     for (c, starts) in rows {
-        let parts: [JsValue; 7] = [
-            BigUint64Array::from(&c.addr[..]).into(),
-            Uint32Array::from(&c.thread[..]).into(),
-            Uint32Array::from(&c.inst[..]).into(),
-            Uint32Array::from(&c.dyn_inst[..]).into(),
-            Uint16Array::from(&c.size[..]).into(),
-            Uint8Array::from(&c.flags[..]).into(),
-            Uint32Array::from(&starts[..]).into(),
+        // Each column's bytes (typed arrays of wider elements are slower to make).
+        let parts: [Uint8Array; 7] = [
+            Uint8Array::from(bytemuck::cast_slice::<u64, u8>(&c.addr)),
+            Uint8Array::from(bytemuck::cast_slice::<u32, u8>(&c.thread)),
+            Uint8Array::from(bytemuck::cast_slice::<u32, u8>(&c.inst)),
+            Uint8Array::from(bytemuck::cast_slice::<u32, u8>(&c.dyn_inst)),
+            Uint8Array::from(bytemuck::cast_slice::<u16, u8>(&c.size)),
+            Uint8Array::from(&c.flags[..]),
+            Uint8Array::from(bytemuck::cast_slice::<u32, u8>(&starts)),
         ];
         for p in parts {
-            if let Ok(b) = Reflect::get(&p, &"buffer".into()) {
-                transfer.push(&b);
-            }
+            transfer.push(&p.buffer());
             arrays.push(&p);
         }
     }

@@ -47,16 +47,16 @@ impl JobResult {
 /// [`TimedPlan::run_job`] is one over every kernel.
 pub struct TimedJob {
     /// The GPU's shape (the SMs' kernel starts).
-    gpu: GpuConfig,
-    full: bool,
+    pub(super) gpu: GpuConfig,
+    pub(super) full: bool,
     keep_stats: bool,
     /// Its SMs, each with its engine and what it has run.
-    sms: Vec<(u32, Engine, Vec<KernelRun>)>,
+    pub(super) sms: Vec<(u32, Engine, Vec<KernelRun>)>,
     /// The L2 the SMs share, between their turns.
-    l2: Option<Box<L2Model>>,
+    pub(super) l2: Option<Box<L2Model>>,
     /// Requests told of so far.
-    order: u64,
-    rows: u64,
+    pub(super) order: u64,
+    pub(super) rows: u64,
 }
 
 impl TimedJob {

@@ -4,6 +4,7 @@
 mod job;
 mod report;
 mod steps;
+mod turns;
 
 pub use job::{JobResult, TimedJob};
 pub use steps::TimedSteps;
@@ -208,11 +209,16 @@ impl<'a> TimedPlan<'a> {
         Ok(rows_per_run.max(1) * Variant::all(t).len() as u64)
     }
 
-    /// The warp streams of kernel `k`'s CTAs on the simulated SMs, built whole (as
-    /// [`TimedPlan::new`] builds each kernel's).
-    pub fn kernel_streams(cfg: &SimConfig, k: &Kernel) -> Result<WarpStreams, SimError> {
+    /// The warp streams of kernel `k`'s CTAs `ctas` that run on the simulated SMs: a part of
+    /// the kernel's streams, which [`WarpStreams::join`] joins (as [`TimedPlan::new_with`]
+    /// builds them).
+    pub fn kernel_streams(
+        cfg: &SimConfig,
+        k: &Kernel,
+        ctas: std::ops::Range<u32>,
+    ) -> Result<WarpStreams, SimError> {
         let (t, _, simulated) = Self::setting(cfg)?;
-        build_streams(cfg, t, &simulated, k, 0..k.num_ctas())
+        build_streams(cfg, t, &simulated, k, ctas)
     }
 
     /// What builds the streams of kernel `header`'s CTAs from their rows, for the jobs a shell

@@ -1,14 +1,20 @@
 //! The timing model run a piece at a time, for a caller that cannot run it whole at once (the
 //! web build runs it between frames, where a whole run of a large trace would hold the page):
-//! each [`TimedSteps::step`] builds one kernel's warp streams, or runs one kernel of one job,
-//! and the last gives the report. The pieces are the ones [`super::run`] runs, in its order,
+//! each [`TimedSteps::step`] builds the warp streams of some of a kernel's CTAs, or runs some
+//! turns of one kernel of one job ([`TimedJob::turns`]), and the last gives the report. The pieces are the ones [`super::run`] runs, in its order,
 //! so the report and every request the observer sees are the ones a whole run gives.
 
+use super::turns::KernelTurns;
 use super::{JobResult, TimedJob, TimedPlan};
 use crate::config::SimConfig;
 use crate::sim::{Observer, Report, SimError};
 use crate::timing::WarpStreams;
 use crate::trace::Kernel;
+
+/// CTAs whose warp streams one piece builds.
+const CTAS: u32 = 16;
+/// Turns (an SM's issue of a warp instruction, or its wait for one) one piece runs.
+const TURNS: u32 = 1024;
 
 /// Where a run in pieces stands (it holds no reference to the configuration or the kernels,
 /// which each step is given: the same every time).
@@ -16,10 +22,13 @@ use crate::trace::Kernel;
 pub struct TimedSteps {
     /// Each kernel's warp streams, built so far.
     streams: Vec<WarpStreams>,
+    /// The parts of the next kernel's streams built so far ([`CTAS`] CTAs each).
+    parts: Vec<WarpStreams>,
     announced: bool,
-    /// The job running, and the next of its kernels to run.
+    /// The job running, the next of its kernels to run, and that kernel's turns once begun.
     job: Option<TimedJob>,
     kernel: usize,
+    turns: Option<KernelTurns>,
     results: Vec<JobResult>,
     /// Rows the finished jobs issued.
     rows_done: u64,
@@ -40,7 +49,19 @@ impl TimedSteps {
         observer: &mut dyn Observer,
     ) -> Result<Option<Report>, SimError> {
         if let Some(k) = launches.get(self.streams.len()) {
-            self.streams.push(TimedPlan::kernel_streams(cfg, k)?);
+            let from = self.parts.len() as u32 * CTAS;
+            let to = from.saturating_add(CTAS).min(k.num_ctas());
+            self.parts
+                .push(TimedPlan::kernel_streams(cfg, k, from..to)?);
+            if to >= k.num_ctas() {
+                let parts = std::mem::take(&mut self.parts);
+                let whole = WarpStreams::join(parts).ok_or_else(|| {
+                    SimError::Config(
+                        "a kernel's streams were built in parts that do not fit".into(),
+                    )
+                })?;
+                self.streams.push(whole);
+            }
             return Ok(None);
         }
         if !self.announced {
@@ -59,16 +80,20 @@ impl TimedSteps {
             if let (Some(k), Some(streams)) =
                 (launches.get(self.kernel), self.streams.get(self.kernel))
             {
-                let total = TimedPlan::progress_total(cfg, total_rows(launches))?;
-                job.kernel(
-                    k,
-                    streams.shape(),
-                    &mut &*streams,
-                    observer,
-                    self.rows_done,
-                    total,
-                )?;
-                self.kernel += 1;
+                match &mut self.turns {
+                    None => {
+                        let total = TimedPlan::progress_total(cfg, total_rows(launches))?;
+                        let shape = streams.shape();
+                        let run = job.begin_kernel(k, shape, observer, self.rows_done, total);
+                        self.turns = Some(run);
+                    }
+                    Some(run) => {
+                        if job.turns(run, k, &mut &*streams, observer, TURNS)? {
+                            self.turns = None;
+                            self.kernel += 1;
+                        }
+                    }
+                }
             }
             if self.kernel >= launches.len() {
                 if let Some(j) = self.job.take() {
