@@ -3,8 +3,10 @@
 //! each frame whether it is done ([`Job::poll`]). The work reports progress and checks for
 //! cancellation through one [`Progress`]; dropping the handle cancels the work, so replacing
 //! an owner's job with a newer one cancels the older one, and a result can only reach the
-//! owner that asked for it. A browser page starts no threads: there (the web build) the work
-//! runs on the UI thread at the job's first poll ([`Job::on_poll`]).
+//! owner that asked for it. A browser page starts no threads: there (the web build) a job is
+//! work done in slices between frames ([`Job::stepped`]), work done elsewhere and finished
+//! through a [`Completion`] ([`Job::pending`]; a page's worker, stopped by the job's guard,
+//! [`Job::guarded`]), or else run on the UI thread at the job's first poll ([`Job::on_poll`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};

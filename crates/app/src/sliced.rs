@@ -6,7 +6,7 @@
 //! or an issued-order kernel in chunks of rows. The result is the one
 //! `warpscope_shell::timed::simulate` gives for the same trace and configuration (the core
 //! promises a kernel given in pieces the whole kernel's result; `tests/web.rs` checks it).
-//! The timing model is not run this way: its plan of jobs runs whole (`Job::on_poll`).
+//! The timing model goes in its own pieces (`sliced_timed.rs`).
 
 use std::sync::Arc;
 

@@ -1,18 +1,17 @@
 //! The timing model run a piece at a time, for a caller that cannot run it whole at once (the
 //! web build runs it between frames, where a whole run of a large trace would hold the page):
-//! each [`TimedSteps::step`] builds the warp streams of some of a kernel's CTAs, or runs some
+//! each [`TimedSteps::step`] builds the warp streams of a kernel's next CTA on a simulated SM
+//! (the CTAs of the other SMs have none), or runs some
 //! turns of one kernel of one job ([`TimedJob::turns`]), and the last gives the report. The pieces are the ones [`super::run`] runs, in its order,
 //! so the report and every request the observer sees are the ones a whole run gives.
 
 use super::turns::KernelTurns;
 use super::{JobResult, TimedJob, TimedPlan};
 use crate::config::SimConfig;
-use crate::sim::{Observer, Report, SimError};
+use crate::sim::{selected_sms, Observer, Report, SimError};
 use crate::timing::WarpStreams;
 use crate::trace::Kernel;
 
-/// CTAs whose warp streams one piece builds.
-const CTAS: u32 = 16;
 /// Turns (an SM's issue of a warp instruction, or its wait for one) one piece runs.
 const TURNS: u32 = 1024;
 
@@ -22,8 +21,10 @@ const TURNS: u32 = 1024;
 pub struct TimedSteps {
     /// Each kernel's warp streams, built so far.
     streams: Vec<WarpStreams>,
-    /// The parts of the next kernel's streams built so far ([`CTAS`] CTAs each).
+    /// The parts of the next kernel's streams built so far (a CTA that runs on a simulated
+    /// SM each, and the CTAs before it that do not), and the CTA the next part starts at.
     parts: Vec<WarpStreams>,
+    next_cta: u32,
     announced: bool,
     /// The job running, the next of its kernels to run, and that kernel's turns once begun.
     job: Option<TimedJob>,
@@ -49,12 +50,20 @@ impl TimedSteps {
         observer: &mut dyn Observer,
     ) -> Result<Option<Report>, SimError> {
         if let Some(k) = launches.get(self.streams.len()) {
-            let from = self.parts.len() as u32 * CTAS;
-            let to = from.saturating_add(CTAS).min(k.num_ctas());
+            let sms = selected_sms(cfg);
+            let n_sms = cfg.gpu.sms.max(1);
+            let (from, n) = (self.next_cta, k.num_ctas());
+            let mut to = from;
+            while to < n && !sms.contains(&(to % n_sms)) {
+                to += 1;
+            }
+            let to = to.saturating_add(1).min(n);
+            self.next_cta = to;
             self.parts
                 .push(TimedPlan::kernel_streams(cfg, k, from..to)?);
             if to >= k.num_ctas() {
                 let parts = std::mem::take(&mut self.parts);
+                self.next_cta = 0;
                 let whole = WarpStreams::join(parts).ok_or_else(|| {
                     SimError::Config(
                         "a kernel's streams were built in parts that do not fit".into(),
