@@ -1,7 +1,7 @@
 //! The web build's entry point: the page (`web/index.html`) loads this module, which starts
 //! the app (`warpscope_app::run_web`) in the page's canvas; the page's worker
 //! (`web/worker.js`) loads it too, to load and generate traces off the page's thread
-//! ([`worker_run`]). It holds nothing else: the app is
+//! (`worker_run`). It holds nothing else: the app is
 //! the desktop app's code, built without what a browser cannot run (docs/web.md). On other
 //! targets it is empty, so the workspace builds as before.
 

@@ -1,8 +1,8 @@
 //! Loading and generating traces away from the page's UI thread. A browser page starts no
 //! threads, and a trace's reader or generator pushes what it reads to its receiver to the end,
 //! so it cannot be run a slice at a time between frames as a simulation is (`sliced.rs`);
-//! in the web build it runs in a Web Worker instead ([`page`]): a second instance of the same
-//! module, in a memory of its own, spoken to through [`wire`]. Elsewhere [`load_job`] runs
+//! in the web build it runs in a Web Worker instead (`page.rs`): a second instance of the same
+//! module, in a memory of its own, spoken to through `wire.rs`. Elsewhere [`load_job`] runs
 //! the load on a thread, as every job does.
 
 use super::job::{Job, Wake};
