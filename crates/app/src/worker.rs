@@ -31,11 +31,14 @@ pub enum Loaded {
     },
 }
 
-/// What loads a trace: a file, or a built-in generator.
-#[derive(Clone, Debug)]
+/// What loads a trace: a file, or a built-in generator. It crosses to a page's worker as
+/// JSON (`remote/wire.rs`), a file's bytes beside it rather than in it; a file named by its
+/// path never does (a page has none).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Source {
     /// Read a trace file (format detected unless given); with `allow_truncated`, keep the
     /// complete kernels before an error (the CLI's `--allow-truncated`).
+    #[serde(skip)]
     File {
         path: PathBuf,
         format: Option<trace::Format>,
@@ -46,7 +49,11 @@ pub enum Source {
     },
     /// A file's bytes handed over whole (the web build's file picker, or a file dropped on
     /// the page); `name` gives its extension and names it in errors.
-    Bytes { name: String, bytes: Arc<[u8]> },
+    Bytes {
+        name: String,
+        #[serde(skip)]
+        bytes: Arc<[u8]>,
+    },
     /// Run a built-in generator; stop (with [`Loaded::TooLarge`]) as soon as the trace is
     /// projected to hold more accesses than `max_accesses`.
     Generator {

@@ -17,11 +17,7 @@ pub mod wire;
 /// build (a file there is only ever bytes), on a thread of its own elsewhere.
 pub fn load_job(label: String, wake: &Wake, source: Source) -> Job<Loaded> {
     #[cfg(target_arch = "wasm32")]
-    if let Some(request) = wire::Request::of(&source) {
-        let bytes = match &source {
-            Source::Bytes { bytes, .. } => Some(bytes.clone()),
-            _ => None,
-        };
+    if let Some((request, bytes)) = wire::request(&source) {
         match page::start(&label, wake, request, bytes) {
             Ok(job) => return job,
             // No worker (a page opened from a file://, or a browser without module

@@ -21,7 +21,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, ErrorEvent, MessageEvent, Worker, WorkerOptions};
 
-use super::wire::{answer, result, Answer, Request, Rows};
+use super::wire::{answer, result, source, Answer, Rows};
 use crate::job::{Completion, Job, JobError, Progress, Wake};
 use crate::worker::{self, Loaded};
 
@@ -112,14 +112,13 @@ fn text(e: &JsValue) -> String {
 pub fn start(
     label: &str,
     wake: &Wake,
-    request: Request,
+    request: String,
     bytes: Option<Arc<[u8]>>,
 ) -> Result<Job<Loaded>, String> {
     let worker = match IDLE.with(|i| i.borrow_mut().take()) {
         Some(w) => w,
         None => new_worker()?,
     };
-    let json = serde_json::to_string(&request).map_err(|e| e.to_string())?;
     let id = NEXT.with(|n| {
         n.set(n.get() + 1);
         n.get()
@@ -196,7 +195,7 @@ pub fn start(
     worker.set_onmessage(Some(message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(error.as_ref().unchecked_ref()));
     let msg = Object::new();
-    set(&msg, "request", &json.into());
+    set(&msg, "request", &request.into());
     let transfer = Array::new();
     if let Some(b) = bytes {
         let array = Uint8Array::from(&b[..]);
@@ -391,10 +390,7 @@ pub fn serve(message: JsValue) {
         .ok()
         .and_then(|b| b.dyn_into::<Uint8Array>().ok())
         .map(|b| b.to_vec());
-    let source = serde_json::from_str::<Request>(&request)
-        .map_err(|e| format!("a broken request: {e}"))
-        .and_then(|r| r.into_source(bytes));
-    let source = match source {
+    let source = match source(&request, bytes) {
         Ok(s) => s,
         Err(e) => {
             let (head, rows) = answer(Err(JobError::Failed(e)));

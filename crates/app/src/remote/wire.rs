@@ -1,5 +1,5 @@
-//! What crosses between a page and its worker (`page.rs`): the request ([`Request`], a
-//! [`Source`] without a file's bytes, which go as they are), and the answer ([`Answer`], the
+//! What crosses between a page and its worker (`page.rs`): the request ([`request`]: the
+//! [`Source`] as JSON, a file's bytes beside it as they are), and the answer ([`Answer`], the
 //! result without its rows) with each kernel's columns beside it, which the page takes as
 //! typed arrays (a copy of memory, not a parse). Both ends are this code; the page still
 //! checks what comes back (`Kernel::from_parts`), so a broken answer is an error, not a
@@ -14,86 +14,30 @@ use crate::data::{Segments, TraceData};
 use crate::job::{Finished, JobError};
 use crate::worker::{Loaded, Source};
 
-/// What a page asks its worker to load: a [`Source`] without a file's bytes (they go beside
-/// it, as they are).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Request {
-    Bytes {
-        name: String,
-    },
-    Generator {
-        kernel: String,
-        params: Vec<(String, String)>,
-        max_accesses: Option<u64>,
-    },
-    Program {
-        text: String,
-        file: String,
-        params: Vec<(String, String)>,
-        max_accesses: Option<u64>,
-    },
+/// The request for `source` (JSON, a file's bytes left out) and the bytes that go beside
+/// it; `None` for a file named by its path (a page has none).
+pub fn request(source: &Source) -> Option<(String, Option<Arc<[u8]>>)> {
+    let bytes = match source {
+        Source::File { .. } => return None,
+        Source::Bytes { bytes, .. } => Some(bytes.clone()),
+        _ => None,
+    };
+    Some((serde_json::to_string(source).ok()?, bytes))
 }
 
-impl Request {
-    /// The request for `source`; `None` for a file named by its path (a page has none).
-    pub fn of(source: &Source) -> Option<Request> {
-        Some(match source.clone() {
-            Source::File { .. } => return None,
-            Source::Bytes { name, .. } => Request::Bytes { name },
-            Source::Generator {
-                kernel,
-                params,
-                max_accesses,
-            } => Request::Generator {
-                kernel,
-                params,
-                max_accesses,
-            },
-            Source::Program {
-                text,
-                file,
-                params,
-                max_accesses,
-            } => Request::Program {
-                text,
-                file,
-                params,
-                max_accesses,
-            },
-        })
-    }
-
-    /// The source again, with the file's bytes that came beside the request.
-    pub fn into_source(self, bytes: Option<Vec<u8>>) -> Result<Source, String> {
-        Ok(match self {
-            Request::Bytes { name } => Source::Bytes {
-                bytes: bytes
-                    .ok_or_else(|| format!("{name}: the file's bytes did not come"))?
-                    .into(),
-                name,
-            },
-            Request::Generator {
-                kernel,
-                params,
-                max_accesses,
-            } => Source::Generator {
-                kernel,
-                params,
-                max_accesses,
-            },
-            Request::Program {
-                text,
-                file,
-                params,
-                max_accesses,
-            } => Source::Program {
-                text,
-                file,
-                params,
-                max_accesses,
-            },
-        })
-    }
+/// The source a request names, with the file's bytes that came beside it.
+pub fn source(request: &str, bytes: Option<Vec<u8>>) -> Result<Source, String> {
+    let source: Source =
+        serde_json::from_str(request).map_err(|e| format!("a broken request: {e}"))?;
+    Ok(match source {
+        Source::Bytes { name, .. } => Source::Bytes {
+            bytes: bytes
+                .ok_or_else(|| format!("{name}: the file's bytes did not come"))?
+                .into(),
+            name,
+        },
+        other => other,
+    })
 }
 
 /// A worker's answer without the kernels' rows, which come beside it ([`Rows`]), one entry a

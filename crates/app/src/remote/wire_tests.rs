@@ -27,14 +27,12 @@ fn generator(kernel: &str, params: &[(&str, &str)], max: Option<u64>) -> Source 
 /// The source sent as a request (through JSON, as the page sends it), loaded, its answer
 /// sent back (through JSON) and taken.
 fn across(source: Source) -> Finished<Loaded> {
-    let request = Request::of(&source).unwrap();
-    let bytes = match &source {
-        Source::Bytes { bytes, .. } => Some(bytes.to_vec()),
-        _ => None,
-    };
-    let json = serde_json::to_string(&request).unwrap();
-    let there: Request = serde_json::from_str(&json).unwrap();
-    let source = there.into_source(bytes).unwrap();
+    let (json, bytes) = request(&source).unwrap();
+    assert!(
+        !json.contains("bytes"),
+        "the bytes went in the request: {json}"
+    );
+    let source = super::source(&json, bytes.map(|b| b.to_vec())).unwrap();
     let (head, rows) = answer(worker::load_source(source, &Arc::new(Progress::default())));
     let json = serde_json::to_string(&head).unwrap();
     result(serde_json::from_str(&json).unwrap(), rows, false)
@@ -130,11 +128,14 @@ fn a_file_named_by_its_path_is_not_sent_and_bytes_must_come() {
         allow_truncated: false,
         whole_up_to: 0,
     };
-    assert_eq!(Request::of(&file), None);
-    let e = Request::Bytes {
+    assert!(request(&file).is_none());
+    let bytes = Source::Bytes {
         name: "a.din".into(),
-    }
-    .into_source(None)
-    .unwrap_err();
+        bytes: b"0 10\n".to_vec().into(),
+    };
+    let (json, _) = request(&bytes).unwrap();
+    let e = source(&json, None).unwrap_err();
     assert!(e.contains("a.din"), "{e}");
+    let e = source("{\"File\":{}}", None).unwrap_err();
+    assert!(e.contains("a broken request"), "{e}");
 }
