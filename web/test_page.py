@@ -6,7 +6,7 @@
 Serves DIST on a local port, opens the page at 1280x800 with Playwright (pointed at Debian's
 Chromium: Playwright's own browser download is not reachable here) and checks, from
 screenshots of the page, that the built-in example (matmul on the Fermi 16 KB L1) is drawn, a
-parameter change shows its result, saving offers downloads, a configuration loads through the
+parameter change shows its result, saving offers downloads (the request table as CSV too), a configuration loads through the
 file picker, a clicked request is explained, every view draws, the timing model runs, the
 kernel editor runs a kernel as it is typed (in workers; a long run lets the page draw and
 Cancel ends it), the browser's file picker opens a trace (read in a
@@ -152,6 +152,7 @@ FILE_MENU = (19, 12)
 LOAD_CONFIG = (75, 95)
 SAVE_CONFIG = (75, 117)
 EXPORT_REPORT = (60, 150)
+EXPORT_REQUESTS = (80, 172)
 EXPORT_VIEW = (75, 195)
 WAYS_COMBO = (110, 429)
 EIGHT_WAY = (96, 525)
@@ -320,9 +321,16 @@ def main():
             img = Image.open(io.BytesIO(data)).convert("RGB")
             return coloured(img, (0, 0, img.width, img.height)) > 2000
 
+        def is_request_table(data):
+            """Every request of the example's run (15440 on SM 0), the desktop's columns."""
+            lines = data.decode().splitlines()
+            return (lines[0].startswith("order,sm,kernel,cta,warp,inst,inst_name")
+                    and len(lines) == 15441 and ",ld_A," in lines[1])
+
         for item, name, ok in [
             (SAVE_CONFIG, "warpscope-config.toml", lambda b: b"ways = 4" in b),
             (EXPORT_REPORT, "warpscope-report.json", lambda b: "misses" in json.loads(b)),
+            (EXPORT_REQUESTS, "warpscope-requests.csv", is_request_table),
             (EXPORT_VIEW, "warpscope-view.png", is_png_of_the_plot),
         ]:
             page.mouse.click(*FILE_MENU)

@@ -244,11 +244,14 @@ impl WarpscopeApp {
         }));
     }
 
-    /// The request table is written through polars, which this build leaves out.
+    /// A build without polars writes no table to a path: the page offers the request table
+    /// as a CSV download instead (`download.rs`).
     #[cfg(not(feature = "desktop"))]
-    pub(crate) fn export_requests(&mut self, _path: PathBuf) {
-        let why = Purpose::ExportRequests.unavailable().unwrap_or_default();
-        self.status = Status::Error(why.to_string());
+    pub(crate) fn export_requests(&mut self, path: PathBuf) {
+        self.status = Status::Error(format!(
+            "{}: this build offers the request table as a CSV download only",
+            path.display()
+        ));
     }
 
     /// Re-runs the active pane while writing every request to a table (on a worker).

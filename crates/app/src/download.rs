@@ -68,10 +68,23 @@ impl WarpscopeApp {
                 self.request_png(ctx);
                 return;
             }
+            // The pane's run again, writing every request (as the desktop's export does).
+            Purpose::ExportRequests => match self.pane_trace(a) {
+                Some(t) => {
+                    let cfg = &self.settings.panes[a].1;
+                    let progress = crate::job::Progress::default();
+                    crate::requests_csv::requests_csv(cfg, &t, &progress).map_err(|e| match e {
+                        crate::job::JobError::Failed(e) => format!("{name}: {e}"),
+                        crate::job::JobError::Cancelled => format!("{name}: cancelled"),
+                    })
+                }
+                None => Err("nothing to export yet: no trace".into()),
+            },
             _ => Err(format!("{}: not in the web page", purpose.title())),
         };
         let mime = match purpose {
             Purpose::ExportReport => "application/json",
+            Purpose::ExportRequests => "text/csv",
             _ => "text/plain",
         };
         self.status = match bytes.and_then(|b| offer(name, &b, mime)) {

@@ -55,12 +55,10 @@ impl Purpose {
     /// Why this build cannot do it, where it cannot (the web page leaves out polars): the
     /// menus say so instead of failing.
     pub fn unavailable(self) -> Option<&'static str> {
-        const POLARS: &str = "CSV and Parquet tables are read and written through polars, \
-             which the web page leaves out: use the desktop app";
+        const POLARS: &str = "CSV and Parquet tables are read through polars, which the web \
+             page leaves out: use the desktop app";
         match self {
-            Purpose::OpenSweep | Purpose::ExportRequests if !cfg!(feature = "desktop") => {
-                Some(POLARS)
-            }
+            Purpose::OpenSweep if !cfg!(feature = "desktop") => Some(POLARS),
             _ => None,
         }
     }
@@ -79,6 +77,8 @@ impl Purpose {
             Purpose::SaveConfig => "warpscope-config.toml",
             Purpose::ExportView => "warpscope-view.png",
             Purpose::ExportReport => "warpscope-report.json",
+            // The page writes CSV only (Parquet goes through polars).
+            Purpose::ExportRequests if !cfg!(feature = "desktop") => "warpscope-requests.csv",
             Purpose::ExportRequests => "warpscope-requests.parquet",
             _ => "",
         }

@@ -27,6 +27,7 @@ mod over_time;
 mod pane_trace;
 mod raster;
 mod remote;
+mod requests_csv;
 mod screenshots;
 mod side;
 mod sliced;

@@ -286,3 +286,40 @@ fn a_simulation_in_slices_reports_progress_and_stops_when_cancelled() {
         serde_json::to_value(&whole.report).unwrap()
     );
 }
+
+/// The web build's request table (CSV, written without polars) is the file the desktop
+/// writes through polars for the same run: byte for byte.
+#[test]
+fn the_pages_request_table_is_the_desktops() {
+    use warpscope_core::config::{preset, SmSelection};
+    let accelsim = warpscope_core::trace::read_file(&support::sample("accelsim-matrixmul"), None)
+        .unwrap()
+        .0;
+    let din = warpscope_core::trace::read_file(&support::sample("dinero-small.din"), None)
+        .unwrap()
+        .0;
+    let fermi = preset("fermi-16k").unwrap();
+    let mut every_sm = preset("volta").unwrap();
+    every_sm.gpu.simulate = SmSelection::All;
+    let gtx470 = preset("gtx470-16k").unwrap();
+    let cases = [
+        (support::trace("matmul", &[("n", "32")]), fermi.clone()),
+        (support::trace("hotspot", &[("steps", "2")]), every_sm),
+        (crate::worker::shared(din, "din"), fermi),
+        (crate::worker::shared(accelsim, "accelsim"), gtx470),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (t, cfg)) in cases.into_iter().enumerate() {
+        let progress = crate::job::Progress::default();
+        let page = crate::requests_csv::requests_csv(&cfg, &t, &progress).unwrap();
+        let path = dir.path().join(format!("r{i}.csv"));
+        let mut ex =
+            warpscope_core::sim::RequestExporter::create(&path, crate::worker::Relay(&progress))
+                .unwrap();
+        warpscope_shell::timed::simulate(&cfg, &t.trace.kernels, &mut ex, 0).unwrap();
+        let (rows, _) = ex.finish().unwrap();
+        assert!(rows > 10, "case {i}: {rows} requests");
+        let desktop = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(String::from_utf8(page).unwrap(), desktop, "case {i}");
+    }
+}

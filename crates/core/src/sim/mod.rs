@@ -21,8 +21,26 @@ pub use crate::report::{
 };
 pub use generated::{run_generated, GeneratedError, ToSession};
 #[cfg(feature = "tables")]
-pub use requests::{RequestExporter, REQUEST_COLUMNS};
+pub use requests::RequestExporter;
 pub use session::{ReuseStage, Session};
+
+/// The columns of the per-request table, in order (`RequestExporter` writes it with the
+/// `tables` feature; the web build's app without it).
+pub const REQUEST_COLUMNS: [&str; 13] = [
+    "order",
+    "sm",
+    "kernel",
+    "cta",
+    "warp",
+    "inst",
+    "inst_name",
+    "line_address",
+    "set",
+    "write",
+    "hit",
+    "miss_class",
+    "reuse_distance",
+];
 
 use crate::cache::{CacheModel, MissClass};
 use crate::config::{Coalescing, SimConfig, SmSelection};

@@ -6,30 +6,13 @@ use std::path::Path;
 
 use polars::prelude::*;
 
-use super::{Observer, RequestEvent};
+use super::{Observer, RequestEvent, REQUEST_COLUMNS};
 use crate::report::export::{ExportError, PartFile};
 use crate::report::tables::{TableFormat, Writer};
 use crate::trace::Kernel;
 
 /// Requests buffered before a batch is written.
 const BATCH: usize = 1 << 20;
-
-/// The columns of the per-request table, in order.
-pub const REQUEST_COLUMNS: [&str; 13] = [
-    "order",
-    "sm",
-    "kernel",
-    "cta",
-    "warp",
-    "inst",
-    "inst_name",
-    "line_address",
-    "set",
-    "write",
-    "hit",
-    "miss_class",
-    "reuse_distance",
-];
 
 #[derive(Default)]
 struct RequestColumns {
