@@ -90,6 +90,30 @@ def wait(page, what, ok, timeout_s=60):
         time.sleep(0.1)
 
 
+def settled(page, what, first, box, timeout_s=60):
+    """Screenshots from `first` on until `box` stops changing (the same twice, 0.3 s apart):
+    the view with its work done, not its progress."""
+    last = first
+    start = time.monotonic()
+    while True:
+        time.sleep(0.3)
+        img = shot(page)
+        if changed(last, img, box) == 0:
+            return img
+        if time.monotonic() - start > timeout_s:
+            img.save("/tmp/warpscope-web-failed.png")
+            sys.exit(f"test_page.py: {what} did not settle within {timeout_s} s "
+                     "(the page as it was: /tmp/warpscope-web-failed.png)")
+        last = img
+
+
+def longest_task_since(page, since_ms):
+    """The longest task (over 50 ms) that held the page since `since_ms` (its clock), in ms;
+    0 when none did."""
+    return page.evaluate(f"""() => Math.max(0, ...window.__long
+        .filter(([start]) => start >= {since_ms}).map(([s, d]) => d))""")
+
+
 def plot_box():
     """Where the plot is at 1280x800: right of the side panel, below the menu and header."""
     return (420, 120, WIDTH - 20, HEIGHT - 60)
@@ -160,10 +184,21 @@ FOUR_WAY = (96, 502)
 MISS_RATE_BOX = (305, 88, 400, 108)
 REQUEST = (700, 680)
 ADDRESS_TAB = (360, 43)
+PANES_MENU = (100, 12)
+SWEEP_ITEM = (160, 94)
+SWEEP_AXES = [((420, 196), "cache-size=4K,8K,16K"), ((420, 219), "ways=2,4,8")]
+RUN_SWEEP = (280, 266)
+SWEEP_HEATMAP_BOX = (190, 300, 1090, 700)
+SWEEP_WINDOW_BOX = (190, 90, 1090, 780)
+SWEEP_CLOSE = (1072, 107)
 VIEW_TABS = [("reuse distance", (474, 43)), ("miss categories", (585, 43)), ("sets", (666, 43)),
              ("communication", (760, 43)), ("performance model", (900, 43)),
              ("step through", (1019, 43)), ("L2", (1088, 43))]
 VIEW_BOX = (305, 80, 1275, 770)
+# The views whose work runs in pieces between frames, kept as they settle.
+VIEWS_KEPT = {"communication": "web-8-communication.png",
+              "performance model": "web-9-performance.png",
+              "step through": "web-10-step.png"}
 PRESET_COMBO = (100, 337)
 GTX470_16K = (100, 410)
 FERMI_16K = (100, 364)
@@ -223,6 +258,9 @@ def main():
     ap.add_argument("--budget-s", type=float, help="fail if the first picture takes longer")
     ap.add_argument("--change-budget-s", type=float,
                     help="fail if a parameter change takes longer to show")
+    ap.add_argument("--task-budget-ms", type=float, default=150,
+                    help="fail if an explanation, a view's work or a sweep holds the page "
+                         "longer at once (the browser's long tasks)")
     ap.add_argument("--trace", default="sample-traces/accelsim-matrixmul/kernel-1.traceg.xz",
                     help="the file opened through the picker")
     args = ap.parse_args()
@@ -373,20 +411,63 @@ def main():
         shutil.rmtree(scratch)
         print("loaded configurations through the picker")
 
-        # A click on a request (an ld_A row of the address plot) explains it above the plot.
+        # A click on a request (an ld_A row of the address plot) explains it above the plot,
+        # in pieces between frames: the longest task that held the page meanwhile is printed
+        # (each view's too, below).
+        held = {}
+        since = page.evaluate("performance.now()")
         page.mouse.click(*REQUEST)
         explained = wait(page, "the explanation of a clicked request",
                          lambda img: changed(start_img, img, EXPLAIN_BOX) > 0.3)
+        explained = settled(page, "the explanation", explained, EXPLAIN_BOX)
+        held["explain"] = longest_task_since(page, since)
         keep(explained, "web-2-explain.png")
 
         # Every view draws (each tab changes the picture), then the timing model runs (the
         # gtx470 preset: the address view's x axis becomes the issue cycle).
         last = explained
         for name, tab in VIEW_TABS:
+            since = page.evaluate("performance.now()")
             page.mouse.click(*tab)
             last = wait(page, f"the {name} view",
                         lambda img: changed(last, img, VIEW_BOX) > 0.2)
+            last = settled(page, f"the {name} view", last, VIEW_BOX)
+            held[name] = longest_task_since(page, since)
+            if name in VIEWS_KEPT:
+                keep(last, VIEWS_KEPT[name])
         print(f"views drawn: {', '.join(name for name, _ in VIEW_TABS)}")
+
+        # A sweep from the Panes menu (nine configurations, each valid with the Fermi hash)
+        # runs a point after the other in pieces between frames and shows its heatmap.
+        page.mouse.click(*ADDRESS_TAB)
+        time.sleep(0.5)
+        page.mouse.click(*PANES_MENU)
+        time.sleep(0.5)
+        page.mouse.click(*SWEEP_ITEM)
+        time.sleep(1)
+        for at, text in SWEEP_AXES:
+            page.mouse.click(*at)
+            page.keyboard.press("Control+A")
+            page.keyboard.type(text)
+        time.sleep(0.5)
+        before = shot(page)
+        since = page.evaluate("performance.now()")
+        page.mouse.click(*RUN_SWEEP)
+        swept = wait(page, "the sweep's heatmap",
+                     lambda img: coloured(img, SWEEP_HEATMAP_BOX) > 20000
+                     and changed(before, img, SWEEP_HEATMAP_BOX) > 0.3, timeout_s=120)
+        swept = settled(page, "the sweep", swept, SWEEP_WINDOW_BOX)
+        held["sweep"] = longest_task_since(page, since)
+        print("a sweep of 9 configurations ran in the page")
+        keep(swept, "web-11-sweep.png")
+        page.mouse.click(*SWEEP_CLOSE)
+        time.sleep(0.5)
+        print("the page's longest task (ms): " +
+              ", ".join(f"{name} {ms:.0f}" for name, ms in held.items()))
+        over = {name: ms for name, ms in held.items() if ms > args.task_budget_ms}
+        if over:
+            sys.exit(f"test_page.py: work held the page longer than {args.task_budget_ms} ms "
+                     f"at once: {over}")
         page.mouse.click(*ADDRESS_TAB)
         time.sleep(1)
         address = shot(page)

@@ -427,3 +427,53 @@ fn the_barrier_cost_grows_with_mwp() {
         base.cycles
     );
 }
+
+/// The inputs measured a piece at a time (the web build, between frames) are the ones
+/// measured whole, on generated kernels, the micro-benchmark and a recorded Accel-Sim trace
+/// (instruction counts and independent loads from the trace), and the errors too.
+#[test]
+fn inputs_measured_in_pieces_are_the_whole_measurements() {
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample-traces")
+        .join("accelsim-matrixmul");
+    let mut kernels = warpscope::trace::read_file(&sample, None)
+        .unwrap()
+        .0
+        .kernels;
+    for (name, pairs) in [("matmul", "n=64"), ("spmv", ""), ("hotspot", "steps=2")] {
+        let words: Vec<String> = pairs.split_whitespace().map(String::from).collect();
+        let pairs = warpscope::gen::parse_pairs(&words).unwrap();
+        kernels.extend(warpscope::gen::generate(name, &pairs).unwrap().kernels);
+    }
+    kernels.push(generated("merge=4"));
+    let din =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/dinero-small.din");
+    kernels.extend(warpscope::trace::read_file(&din, None).unwrap().0.kernels);
+    let given = analyze::Given::default();
+    let mut measured = 0;
+    for g in [analyze::gt200(), round_gpu()] {
+        for k in &kernels {
+            let whole = analyze::measure(k, &g, &given);
+            let mut m = analyze::Measuring::new(&g, &given);
+            let mut n = 0;
+            let cut = loop {
+                n += 1;
+                match m.step(k, &mut warpscope::sim::NoObserver) {
+                    Ok(None) => {}
+                    Ok(Some(x)) => break Ok(x),
+                    Err(e) => break Err(e),
+                }
+            };
+            match (whole, cut) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "{} on {}", k.name, g.name);
+                    assert!(n > 3, "{}: {n} pieces", k.name);
+                    measured += 1;
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", k.name),
+                (a, b) => panic!("{} on {}: {a:?} against {b:?}", k.name, g.name),
+            }
+        }
+    }
+    assert!(measured >= 8, "{measured}");
+}

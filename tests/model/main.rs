@@ -5,6 +5,7 @@
 mod analyzer;
 mod by_cta;
 mod explain;
+mod explain_pieces;
 mod fuzz_regressions;
 mod hardware;
 mod importers;

@@ -385,7 +385,7 @@ fn pane_view(
         // Nothing to show yet, or (a failed run, said above) nothing at all.
         if pane.sim.is_some() || pane.error.is_none() {
             col.centered_and_justified(|ui| {
-                ui.spinner();
+                crate::theme::working(ui);
             });
         }
         return Vec::new();

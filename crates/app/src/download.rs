@@ -68,15 +68,26 @@ impl WarpscopeApp {
                 self.request_png(ctx);
                 return;
             }
-            // The pane's run again, writing every request (as the desktop's export does).
+            // The pane's run again, writing every request (as the desktop's export does), in
+            // pieces between frames; the last offers the download.
             Purpose::ExportRequests => match self.pane_trace(a) {
                 Some(t) => {
-                    let cfg = &self.settings.panes[a].1;
-                    let progress = crate::job::Progress::default();
-                    crate::requests_csv::requests_csv(cfg, &t, &progress).map_err(|e| match e {
-                        crate::job::JobError::Failed(e) => format!("{name}: {e}"),
-                        crate::job::JobError::Cancelled => format!("{name}: cancelled"),
-                    })
+                    let cfg = self.settings.panes[a].1.clone();
+                    let mut pieces = crate::requests_csv::requests_csv(cfg, t);
+                    let job = crate::sliced::Slices::job(
+                        format!("Exporting {name}"),
+                        &self.wake,
+                        move |p: &crate::job::Progress| {
+                            let bytes = pieces(p)?;
+                            Some(bytes.and_then(|b| {
+                                offer(name, &b, "text/csv")
+                                    .map(|()| format!("Downloaded {name}"))
+                                    .map_err(crate::job::JobError::Failed)
+                            }))
+                        },
+                    );
+                    self.tasks.push(job);
+                    return;
                 }
                 None => Err("nothing to export yet: no trace".into()),
             },

@@ -4,7 +4,8 @@
 //! cancellation through one [`Progress`]; dropping the handle cancels the work, so replacing
 //! an owner's job with a newer one cancels the older one, and a result can only reach the
 //! owner that asked for it. A browser page starts no threads: there (the web build) a job is
-//! work done in slices between frames ([`Job::stepped`]), work done elsewhere and finished
+//! work done in slices between the browser's tasks ([`Job::stepped`], `tasks.rs`; in frames
+//! where the page offers no message channel), work done elsewhere and finished
 //! through a [`Completion`] ([`Job::pending`]; a page's worker, stopped by the job's guard,
 //! [`Job::guarded`]), or else run on the UI thread at the job's first poll ([`Job::on_poll`]).
 
@@ -170,11 +171,16 @@ impl<T: Send + 'static> Job<T> {
         }
     }
 
-    /// A job done in slices between frames on the caller's thread: each poll runs `work` for
-    /// a slice ([`SLICE`]) and asks for the next frame, so the UI draws (and its progress bar
-    /// and Cancel work) while it runs. The web build's pane simulations, which cannot run on
-    /// a thread there.
+    /// A job done in slices on the caller's thread: each poll runs `work` for a slice
+    /// ([`SLICE`]) and asks for the next frame, so the UI draws (and its progress bar and
+    /// Cancel work) while it runs. In a page the slices run between the browser's tasks
+    /// instead (`tasks.rs`): the web build's simulations, explanations, measurements and
+    /// sweeps, which cannot run on a thread there.
     pub fn stepped(label: impl Into<String>, wake: &Wake, work: impl Step<T> + 'static) -> Self {
+        #[cfg(target_arch = "wasm32")]
+        if crate::tasks::available() {
+            return Job::in_tasks(label, wake, work);
+        }
         let (_tx, rx) = channel();
         Job {
             label: label.into(),
@@ -184,6 +190,57 @@ impl<T: Send + 'static> Job<T> {
             steps: Some((Box::new(work), wake.clone())),
             guard: None,
         }
+    }
+
+    /// [`Job::stepped`] on a page: the slices run between the browser's tasks
+    /// (`tasks.rs`), not inside frames; the job asks for a frame when it finishes and now and
+    /// then to show its progress.
+    #[cfg(target_arch = "wasm32")]
+    fn in_tasks(label: impl Into<String>, wake: &Wake, mut work: impl Step<T> + 'static) -> Self {
+        let progress = Arc::new(Progress::default());
+        progress.set_wakes();
+        let (tx, rx) = channel();
+        let (p, wake) = (progress.clone(), wake.clone());
+        let mut framed = web_time::Instant::now();
+        let task = Box::new(move |until: web_time::Instant| {
+            let done = if p.cancelled() {
+                Some(Err(JobError::Cancelled))
+            } else {
+                work.step(&p, until)
+            };
+            let now = web_time::Instant::now();
+            match done {
+                Some(result) => {
+                    // The handle is gone when the job was dropped: nobody wants the result.
+                    let _ = tx.send(result);
+                    wake();
+                    true
+                }
+                None => {
+                    if now.duration_since(framed) >= crate::tasks::FRAME_EVERY {
+                        framed = now;
+                        wake();
+                    }
+                    false
+                }
+            }
+        });
+        let mut job = Job {
+            label: label.into(),
+            progress,
+            rx,
+            deferred: None,
+            steps: None,
+            guard: None,
+        };
+        if let Err(e) = crate::tasks::start(task) {
+            let (tx, rx) = channel();
+            let _ = tx.send(Err(JobError::Failed(format!(
+                "could not start the work: {e}"
+            ))));
+            job.rx = rx;
+        }
+        job
     }
 
     /// [`Job::spawn`] without a thread: the work runs on the caller's thread when the job is

@@ -31,10 +31,11 @@ mod requests_csv;
 mod screenshots;
 mod side;
 mod sliced;
-mod sliced_timed;
 mod streamed;
 mod sweep_run;
 mod sweep_view;
+#[cfg(target_arch = "wasm32")]
+mod tasks;
 mod theme;
 mod views;
 mod window;

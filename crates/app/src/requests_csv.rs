@@ -1,26 +1,48 @@
 //! The per-request table as CSV without polars: how the web build exports it (the desktop
 //! writes CSV or Parquet through polars, `RequestExporter`, which the web build leaves out).
-//! The same run (the pane's configuration on its trace, through the shell as the desktop runs
-//! it) and the same columns and values (`REQUEST_COLUMNS`; a test compares the two files),
-//! written to memory for a download.
+//! The same run (the pane's configuration on its trace, in the core's pieces between frames:
+//! the requests the desktop's run gives, in its order) and the same columns and values
+//! (`REQUEST_COLUMNS`; a test compares the two files), written to memory for a download.
+
+use std::sync::Arc;
 
 use warpscope_core::config::SimConfig;
-use warpscope_core::sim::{Observer, RequestEvent, SimError, REQUEST_COLUMNS};
+use warpscope_core::sim::{Observer, RequestEvent, RunSteps, SimError, REQUEST_COLUMNS};
 use warpscope_core::trace::{Instruction, Kernel};
 
 use super::data::TraceData;
 use super::job::{Finished, JobError, Progress};
 
 /// Writes every request of a run as a CSV row.
-struct RequestCsv<'a> {
+struct RequestCsv {
     out: csv::Writer<Vec<u8>>,
     /// Instruction names of each kernel announced so far.
     names: Vec<Vec<String>>,
-    progress: &'a Progress,
     error: Option<csv::Error>,
 }
 
-impl Observer for RequestCsv<'_> {
+/// The table being written, and the job's progress (a piece's).
+struct Writing<'a> {
+    table: &'a mut RequestCsv,
+    progress: &'a Progress,
+}
+
+impl Observer for Writing<'_> {
+    fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
+        self.table.on_kernel(kernel, header);
+    }
+    fn on_instructions(&mut self, kernel: u32, added: &[Instruction]) {
+        self.table.on_instructions(kernel, added);
+    }
+    fn on_request(&mut self, e: &RequestEvent) {
+        self.table.on_request(e);
+    }
+    fn progress(&mut self, done: u64, total: u64) -> bool {
+        self.progress.report(done, total) && self.table.error.is_none()
+    }
+}
+
+impl RequestCsv {
     fn on_kernel(&mut self, kernel: u32, header: &Kernel) {
         let k = kernel as usize;
         if self.names.len() <= k {
@@ -61,32 +83,50 @@ impl Observer for RequestCsv<'_> {
             self.error = Some(err);
         }
     }
-    fn progress(&mut self, done: u64, total: u64) -> bool {
-        self.progress.report(done, total) && self.error.is_none()
-    }
 }
 
-/// The table of every request of `cfg`'s run of `trace`, as CSV.
+/// The table of every request of `cfg`'s run of `trace`, as CSV: the job's pieces
+/// ([`crate::sliced::Slices::job`]), the run in the core's pieces.
 // The web build's export (`download.rs`), and the tests'.
 #[cfg_attr(not(any(test, target_arch = "wasm32")), allow(dead_code))]
-pub fn requests_csv(cfg: &SimConfig, trace: &TraceData, progress: &Progress) -> Finished<Vec<u8>> {
+pub fn requests_csv(
+    cfg: SimConfig,
+    trace: Arc<TraceData>,
+) -> impl FnMut(&Progress) -> Option<Finished<Vec<u8>>> + Send + 'static {
     let failed = |e: String| JobError::Failed(format!("writing the request table: {e}"));
-    let mut out = csv::Writer::from_writer(Vec::new());
-    out.write_record(REQUEST_COLUMNS)
-        .map_err(|e| failed(e.to_string()))?;
-    let mut table = RequestCsv {
-        out,
-        names: Vec::new(),
-        progress,
-        error: None,
-    };
-    let run = warpscope_shell::timed::simulate(cfg, &trace.trace.kernels, &mut table, 0);
-    if let Some(e) = table.error {
-        return Err(failed(e.to_string()));
+    let mut started: Option<(RequestCsv, RunSteps)> = None;
+    move |progress| {
+        let (table, run) = match &mut started {
+            Some(s) => s,
+            None => {
+                let mut out = csv::Writer::from_writer(Vec::new());
+                if let Err(e) = out.write_record(REQUEST_COLUMNS) {
+                    return Some(Err(failed(e.to_string())));
+                }
+                let table = RequestCsv {
+                    out,
+                    names: Vec::new(),
+                    error: None,
+                };
+                match RunSteps::new(&cfg) {
+                    Ok(run) => started.insert((table, run)),
+                    Err(e) => return Some(Err(failed(super::worker::error_chain(&e)))),
+                }
+            }
+        };
+        let mut writing = Writing { table, progress };
+        let step = run.step(&cfg, &trace.trace.kernels, &mut writing);
+        if let Some(e) = &table.error {
+            return Some(Err(failed(e.to_string())));
+        }
+        match step {
+            Ok(None) => None,
+            Ok(Some(_)) => {
+                let (table, _) = started.take()?;
+                Some(table.out.into_inner().map_err(|e| failed(e.to_string())))
+            }
+            Err(SimError::Cancelled) => Some(Err(JobError::Cancelled)),
+            Err(e) => Some(Err(failed(super::worker::error_chain(&e)))),
+        }
     }
-    match run {
-        Err(SimError::Cancelled) => return Err(JobError::Cancelled),
-        r => r.map_err(|e| failed(super::worker::error_chain(&e)))?,
-    };
-    table.out.into_inner().map_err(|e| failed(e.to_string()))
 }

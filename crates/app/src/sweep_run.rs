@@ -1,7 +1,8 @@
 //! Sweeps from inside the app: axes typed as `KEY=V1,V2,...` (the CLI's `--vary`, read by
 //! `config::grid`), run on the active pane's trace and configuration as a job (progress in
 //! the status bar, Cancel, every core), the result shown in the sweep window's heatmap as the
-//! table `warpscope sweep` would have written for the same grid.
+//! table `warpscope sweep` would have written for the same grid. A page (which has no
+//! threads) runs the points one after the other in pieces between frames ([`pieces`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use super::job::{Finished, Job, JobError, Progress};
 use super::sweep_view::{Key, SweepTable};
 use warpscope_core::config::{grid, ReuseMode, SimConfig};
 use warpscope_core::report::sweep_columns::{L2_METRICS, METRICS};
-use warpscope_core::sim::{Observer, Report};
+use warpscope_core::sim::{Observer, Report, RunSteps, SimError};
 
 /// Axis fields the form offers.
 const AXES: usize = 3;
@@ -90,6 +91,56 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     Ok(table(&trace.label, axes, &points, &reports))
+}
+
+/// [`run`] a point after the other, each point's run in the core's pieces: how a page runs a
+/// sweep between frames ([`crate::sliced::Slices::job`]). The same table.
+pub fn pieces(
+    trace: Arc<TraceData>,
+    base: &SimConfig,
+    axes: Vec<grid::Axis>,
+) -> impl FnMut(&Progress) -> Option<Finished<SweepTable>> + Send + 'static {
+    let mut base = base.clone();
+    base.reuse = ReuseMode::Off;
+    let points = grid::points(&axes);
+    let configs = grid::configs(&base, &points);
+    let mut reports: Vec<Report> = Vec::new();
+    let mut running: Option<RunSteps> = None;
+    move |progress| {
+        let configs = match &configs {
+            Ok(c) => c,
+            Err(e) => return Some(Err(JobError::Failed(e.clone()))),
+        };
+        let n = reports.len();
+        let (Some(c), Some(point)) = (configs.get(n), points.get(n)) else {
+            return Some(Ok(table(&trace.label, &axes, &points, &reports)));
+        };
+        let failed = |e: &SimError| match e {
+            SimError::Cancelled => JobError::Cancelled,
+            e => JobError::Failed(format!(
+                "{}: {}",
+                grid::describe(point),
+                super::worker::error_chain(e)
+            )),
+        };
+        let run = match &mut running {
+            Some(r) => r,
+            None => match RunSteps::new(c) {
+                Ok(r) => running.insert(r),
+                Err(e) => return Some(Err(failed(&e))),
+            },
+        };
+        match run.step(c, &trace.trace.kernels, &mut Stop(progress)) {
+            Ok(None) => None,
+            Ok(Some(r)) => {
+                reports.push(r);
+                running = None;
+                progress.report(reports.len() as u64, configs.len() as u64);
+                None
+            }
+            Err(e) => Some(Err(failed(&e))),
+        }
+    }
 }
 
 /// The sweep's table: what `SweepTable::read` gives for the CLI's file of the same sweep.
@@ -233,9 +284,12 @@ impl super::WarpscopeApp {
                         let base = base.clone();
                         let label = format!("Sweep: {points} configurations of pane {}", pane + 1);
                         self.sweep_run.error = None;
-                        self.sweep_run.job = Some(Job::spawn(label, &self.wake, move |p| {
-                            run(&trace, &base, &axes, p)
-                        }));
+                        self.sweep_run.job = Some(if crate::sliced::PIECES {
+                            let pieces = pieces(trace, &base, axes);
+                            crate::sliced::Slices::job(label, &self.wake, pieces)
+                        } else {
+                            Job::spawn(label, &self.wake, move |p| run(&trace, &base, &axes, p))
+                        });
                     }
                 });
                 if let Some(e) = &self.sweep_run.error {

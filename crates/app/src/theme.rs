@@ -126,6 +126,17 @@ pub fn colour_scale(ui: &mut egui::Ui, from: f32, low: &str, high: &str, what: &
     ui.label(egui::RichText::new(what).small().weak());
 }
 
+/// Shows that work for the view goes on: a spinner on the desktop; in a page a still mark,
+/// since a spinner asks for a frame every frame and there the frames take the time the work
+/// runs in between them (`tasks.rs`).
+pub fn working(ui: &mut egui::Ui) {
+    if cfg!(target_arch = "wasm32") {
+        ui.label(egui::RichText::new("…").weak());
+    } else {
+        ui.spinner();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::COLOUR_NAMES;
@@ -162,3 +173,4 @@ mod tests {
         }
     }
 }
+

@@ -259,15 +259,7 @@ impl WarpscopeApp {
                 pane.preview = None;
                 pane.sim = Some(if cfg!(target_arch = "wasm32") {
                     // A page runs it between frames: it draws and answers Cancel meanwhile.
-                    match config.timing.is_some() {
-                        true => {
-                            let run = sliced_timed::SlicedTimed::new(config, trace);
-                            Job::stepped(label, &self.wake, run)
-                        }
-                        false => {
-                            Job::stepped(label, &self.wake, sliced::Sliced::new(config, trace))
-                        }
-                    }
+                    Job::stepped(label, &self.wake, sliced::Sliced::new(config, trace))
                 } else {
                     Job::spawn(label, &self.wake, move |p| {
                         worker::simulate(config, &trace, p)

@@ -147,16 +147,31 @@ pub fn program(
     }
 }
 
-/// Analyzes the inter-CTA communication of `trace` (the Communication view).
-pub fn communicate(trace: &TraceData, progress: &Progress) -> Finished<super::data::CommData> {
-    let mut relay = |done: u64, total: u64| progress.report(done, total);
-    match warpscope_core::comm::analyze(&trace.trace, &mut relay) {
-        Ok(r) => Ok(super::data::CommData {
-            launch_pairs: r.launch_pairs(),
-            report: Arc::new(r),
-        }),
-        Err(warpscope_core::comm::CommError::Cancelled) => Err(JobError::Cancelled),
-        Err(e) => Err(JobError::Failed(format!("Communication analysis: {e}"))),
+/// The communication analysis of `trace`, a piece per call ([`crate::sliced::Slices::job`]:
+/// in pieces of a few milliseconds where [`crate::sliced::PIECES`], else whole launches).
+pub fn communicate(
+    trace: Arc<TraceData>,
+) -> impl FnMut(&Progress) -> Option<Finished<super::data::CommData>> + Send + 'static {
+    use warpscope_core::comm::{Analyzing, CommError, PIECE_ROWS};
+    let rows = if crate::sliced::PIECES {
+        PIECE_ROWS
+    } else {
+        usize::MAX
+    };
+    let mut analyzing = Analyzing::new(rows);
+    move |progress| {
+        let mut relay = |done: u64, total: u64| progress.report(done, total);
+        match analyzing.step(&trace.trace, &mut relay) {
+            Ok(None) => None,
+            Ok(Some(r)) => Some(Ok(super::data::CommData {
+                launch_pairs: r.launch_pairs(),
+                report: Arc::new(r),
+            })),
+            Err(CommError::Cancelled) => Some(Err(JobError::Cancelled)),
+            Err(e) => Some(Err(JobError::Failed(format!(
+                "Communication analysis: {e}"
+            )))),
+        }
     }
 }
 

@@ -651,7 +651,7 @@ fn panes_of_different_traces_show_their_own_communication() {
 fn the_communication_analysis_can_be_cancelled_and_run_again() {
     let t = trace("bfs-levels", &[("nodes", "200000"), ("degree", "8")]);
     let analyze = |t: Arc<crate::data::TraceData>| {
-        Job::spawn("comm", &no_wake(), move |p| worker::communicate(&t, p))
+        crate::sliced::Slices::job("comm", &no_wake(), worker::communicate(t))
     };
     let mut job = analyze(t.clone());
     job.cancel();

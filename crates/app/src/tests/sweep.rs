@@ -222,6 +222,30 @@ fn a_sweep_run_in_the_app_equals_the_clis() {
         assert_eq!(key.rows, app.keys[k + 1].rows, "{}", key.name);
     }
     assert_eq!(cli.values, app.values);
+    // The page's sweep, a point after the other in pieces between frames: the same table.
+    let trace = h.state().pane_trace(0).unwrap();
+    let base = h.state().settings.panes[0].1.clone();
+    let axes = warpscope_core::config::grid::axes(
+        &["cache-size=4K,16K".to_string(), "ways=1,2,4".to_string()],
+        &base,
+    )
+    .unwrap();
+    let progress = crate::job::Progress::default();
+    let mut job = crate::sweep_run::pieces(trace, &base, axes);
+    let mut slices = 0;
+    let paged = loop {
+        slices += 1;
+        if let Some(t) = crate::job::Step::step(
+            &mut crate::sliced::Slices(&mut job),
+            &progress,
+            web_time::Instant::now(),
+        ) {
+            break t.unwrap();
+        }
+    };
+    assert!(slices > 6, "{slices} slices");
+    assert_eq!(progress.fraction(), Some(1.0));
+    assert_eq!(paged.values, app.values);
     // Its heatmap is shown: ways along the columns, cache sizes along the rows.
     let s = h.state().sweep.selection.clone();
     assert_eq!((s.x, s.y), (2, 1));

@@ -211,7 +211,7 @@ fn a_timing_model_run_in_slices_gives_the_whole_runs_result() {
     for t in &traces {
         for (c, cfg) in [&gtx470, &with_l2].into_iter().enumerate() {
             let whole = support::simulate(t.clone(), cfg.clone());
-            let mut run = crate::sliced_timed::SlicedTimed::new(cfg.clone(), t.clone());
+            let mut run = crate::sliced::Sliced::new(cfg.clone(), t.clone());
             let progress = Progress::default();
             let mut slices = 0;
             let sliced = loop {
@@ -311,7 +311,12 @@ fn the_pages_request_table_is_the_desktops() {
     let dir = tempfile::tempdir().unwrap();
     for (i, (t, cfg)) in cases.into_iter().enumerate() {
         let progress = crate::job::Progress::default();
-        let page = crate::requests_csv::requests_csv(&cfg, &t, &progress).unwrap();
+        let mut pieces = crate::requests_csv::requests_csv(cfg.clone(), t.clone());
+        let page = loop {
+            if let Some(done) = pieces(&progress) {
+                break done.unwrap();
+            }
+        };
         let path = dir.path().join(format!("r{i}.csv"));
         let mut ex =
             warpscope_core::sim::RequestExporter::create(&path, crate::worker::Relay(&progress))

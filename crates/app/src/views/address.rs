@@ -12,6 +12,7 @@ use super::*;
 use crate::data::{InstFilter, Selection, SimData};
 use crate::job::{take_finished, Job, JobError};
 use crate::raster::{Band, Placement, Raster, RasterRequest, View as RasterView};
+use crate::sliced::{Slices, PIECES};
 use crate::theme;
 
 pub const ENTRY: super::Entry = super::Entry {
@@ -386,12 +387,11 @@ impl AddressView {
                 a.answer = None;
                 let (request, trace) = (a.request, cx.trace.clone());
                 let config = cx.data.config.clone();
-                self.jobs.explain = Some(Job::spawn(
+                let pieces = address_explain::explain(trace, config, generation, request, PIECES);
+                self.jobs.explain = Some(Slices::job(
                     format!("Explaining request {request} of pane {}", pane + 1),
                     cx.wake,
-                    move |progress| {
-                        address_explain::explain(&trace, &config, generation, request, progress)
-                    },
+                    pieces,
                 ));
             }
         }

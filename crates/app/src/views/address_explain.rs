@@ -3,6 +3,8 @@
 //! story with links to the previous use, the evicting request and the fetch in flight, and
 //! their marks in the scatter.
 
+use std::sync::Arc;
+
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Arrows, MarkerShape, PlotBounds, PlotPoint, PlotUi, Points, Text};
 
@@ -10,7 +12,7 @@ use crate::data::{SimData, TraceData};
 use crate::job::{Finished, JobError, Progress};
 use crate::theme;
 use warpscope_core::config::SimConfig;
-use warpscope_core::explain::{self, ExplainError, Explanation, Why};
+use warpscope_core::explain::{self, ExplainError, Explaining, Explanation, Why};
 
 /// An explanation and what it explains.
 pub struct Explained {
@@ -31,26 +33,37 @@ pub struct Asked {
     pub answer: Option<Result<Explanation, String>>,
 }
 
-/// The job: request `request` of `trace` simulated under `config`, explained.
+/// The job's pieces: request `request` of `trace` simulated under `config`, explained
+/// ([`crate::sliced::Slices::job`]; the runs a piece at a time where `pieces`).
 pub fn explain(
-    trace: &TraceData,
-    config: &SimConfig,
+    trace: Arc<TraceData>,
+    config: SimConfig,
     generation: u64,
     request: usize,
-    progress: &Progress,
-) -> Finished<Explained> {
-    match explain::explain(config, &trace.trace.kernels, request as u64, &mut |d, t| {
-        progress.report(d, t)
-    }) {
-        Ok(explanation) => Ok(Explained {
-            generation,
-            request,
-            explanation,
-        }),
-        Err(ExplainError::Cancelled) => Err(JobError::Cancelled),
-        Err(e) => Err(JobError::Failed(format!(
-            "explaining request {request}: {e}"
-        ))),
+    pieces: bool,
+) -> impl FnMut(&Progress) -> Option<Finished<Explained>> + Send + 'static {
+    let failed = move |e: ExplainError| match e {
+        ExplainError::Cancelled => JobError::Cancelled,
+        e => JobError::Failed(format!("explaining request {request}: {e}")),
+    };
+    let mut explaining = None;
+    move |progress| {
+        let e = match &mut explaining {
+            Some(e) => e,
+            None => match Explaining::new(&config, request as u64, pieces) {
+                Ok(e) => explaining.insert(e),
+                Err(e) => return Some(Err(failed(e))),
+            },
+        };
+        match e.step(&trace.trace.kernels, &mut |d, t| progress.report(d, t)) {
+            Ok(None) => None,
+            Ok(Some(explanation)) => Some(Ok(Explained {
+                generation,
+                request,
+                explanation,
+            })),
+            Err(e) => Some(Err(failed(e))),
+        }
     }
 }
 
@@ -95,7 +108,7 @@ pub fn panel(ui: &mut Ui, asked: &Asked) -> Option<PanelAction> {
             };
             ui.label(RichText::new(title).strong().color(colour));
             if asked.answer.is_none() {
-                ui.spinner();
+                crate::theme::working(ui);
             }
             ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                 if ui

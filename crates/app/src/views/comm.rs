@@ -105,9 +105,12 @@ impl CommView {
         self.cancelled = false;
         self.failed = None;
         let t = trace.clone();
-        self.analysis = Some(Job::spawn("Analyzing communication", wake, move |p| {
-            crate::worker::communicate(&t, p)
-        }));
+        let pieces = crate::worker::communicate(t);
+        self.analysis = Some(crate::sliced::Slices::job(
+            "Analyzing communication",
+            wake,
+            pieces,
+        ));
     }
 
     /// The selection (launch pair, counting transfers) of the density map on screen.
@@ -150,7 +153,7 @@ impl CommView {
                 }
                 return;
             }
-            ui.spinner();
+            crate::theme::working(ui);
             ui.label(match fraction {
                 Some(f) => format!("Analyzing inter-CTA communication: {:.0}%", 100.0 * f),
                 None => "Analyzing inter-CTA communication".to_string(),
@@ -459,14 +462,14 @@ impl CommView {
         let Some(d) = &st.density else {
             ui.vertical_centered(|ui| {
                 ui.add_space(ui.available_height() / 3.0);
-                ui.spinner();
+                crate::theme::working(ui);
                 ui.label("Preparing the density map");
             });
             return request;
         };
         if !current {
             ui.horizontal(|ui| {
-                ui.spinner();
+                crate::theme::working(ui);
                 ui.label("Updating the density map for the new selection");
             });
         }

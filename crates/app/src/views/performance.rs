@@ -16,7 +16,11 @@ use super::*;
 use crate::data::TraceData;
 use crate::job::{take_finished, Finished, Job, JobError, Progress};
 use crate::worker::Relay;
-use warpscope_core::analyze::{self, Analysis, GpuModel, KernelInputs, Measured, MwpLimit};
+use std::sync::Arc;
+
+use warpscope_core::analyze::{
+    self, Analysis, GpuModel, KernelInputs, Measured, Measuring, MwpLimit,
+};
 
 pub const ENTRY: super::Entry = super::Entry {
     view: super::View::Performance,
@@ -30,23 +34,32 @@ pub const ENTRY: super::Entry = super::Entry {
 /// memory, or one that does not fit, has its error instead).
 pub type Measurements = Vec<(String, Result<Measured, String>)>;
 
-/// Measures every kernel of `trace` on `gpu` (run as a job: its progress follows the
-/// timing-model runs, and cancelling the job stops them).
-pub fn measure(trace: &TraceData, gpu: &GpuModel, progress: &Progress) -> Finished<Measurements> {
-    let mut out = Vec::new();
-    for k in &trace.trace.kernels {
-        let m = analyze::measure_with(k, gpu, &analyze::Given::default(), &mut Relay(progress));
-        if matches!(
-            m,
-            Err(analyze::MeasureError::Sim(
-                warpscope_core::sim::SimError::Cancelled
-            ))
-        ) {
-            return Err(JobError::Cancelled);
-        }
-        out.push((k.name.clone(), m.map_err(|e| e.to_string())));
+/// The job's pieces: every kernel of `trace` measured on `gpu`, its runs a piece at a time
+/// ([`crate::sliced::Slices::job`]); its progress follows the runs, and cancelling the job
+/// stops them.
+pub fn measure(
+    trace: Arc<TraceData>,
+    gpu: GpuModel,
+) -> impl FnMut(&Progress) -> Option<Finished<Measurements>> + Send + 'static {
+    let mut out: Measurements = Vec::new();
+    let mut measuring = None;
+    move |progress| {
+        let Some(k) = trace.trace.kernels.get(out.len()) else {
+            return Some(Ok(std::mem::take(&mut out)));
+        };
+        let m = measuring.get_or_insert_with(|| Measuring::new(&gpu, &analyze::Given::default()));
+        let measured = match m.step(k, &mut Relay(progress)) {
+            Ok(None) => return None,
+            Err(analyze::MeasureError::Sim(warpscope_core::sim::SimError::Cancelled)) => {
+                return Some(Err(JobError::Cancelled))
+            }
+            Ok(Some(m)) => Ok(m),
+            Err(e) => Err(e.to_string()),
+        };
+        measuring = None;
+        out.push((k.name.clone(), measured));
+        None
     }
-    Ok(out)
 }
 
 /// The performance view of one pane.
@@ -100,10 +113,11 @@ impl PaneView for PerformanceView {
             if !self.asked {
                 self.asked = true;
                 let (trace, gpu) = (cx.trace.clone(), analyze::gt200());
-                self.job = Some(Job::spawn(
+                let mut pieces = measure(trace, gpu);
+                self.job = Some(crate::sliced::Slices::job(
                     format!("Measuring the model's inputs of pane {}", cx.pane + 1),
                     cx.wake,
-                    move |p| Ok((id, measure(&trace, &gpu, p)?)),
+                    move |p: &Progress| pieces(p).map(|r| r.map(|m| (id, m))),
                 ));
             }
             ui.centered_and_justified(|ui| {

@@ -85,30 +85,39 @@ pub struct Shown {
     pub snapshot: Result<Snapshot, String>,
 }
 
-/// The job: the state at request `request` of `trace` simulated under `config` (an error
-/// other than a cancel is shown in the view).
+/// The job's pieces: the state at request `request` of `trace` simulated under `config` (an
+/// error other than a cancel is shown in the view; [`crate::sliced::Slices::job`], the runs a
+/// piece at a time where `pieces`).
 pub fn snapshot(
-    trace: &crate::data::TraceData,
-    config: &warpscope_core::config::SimConfig,
+    trace: std::sync::Arc<crate::data::TraceData>,
+    config: warpscope_core::config::SimConfig,
     generation: u64,
     request: usize,
-    progress: &crate::job::Progress,
-) -> crate::job::Finished<Shown> {
-    let snapshot = warpscope_core::explain::step::snapshot(
-        config,
-        &trace.trace.kernels,
-        request as u64,
-        &mut |d, t| progress.report(d, t),
-    );
-    match snapshot {
-        Err(warpscope_core::explain::ExplainError::Cancelled) => {
-            Err(crate::job::JobError::Cancelled)
-        }
-        s => Ok(Shown {
-            generation,
-            request,
-            snapshot: s.map_err(|e| e.to_string()),
-        }),
+    pieces: bool,
+) -> impl FnMut(&crate::job::Progress) -> Option<crate::job::Finished<Shown>> + Send + 'static {
+    use warpscope_core::explain::{step::Stepping, ExplainError};
+    let mut stepping = None;
+    move |progress| {
+        let step = match &mut stepping {
+            Some(s) => Ok(s),
+            None => Stepping::new(&config, request as u64, pieces).map(|s| stepping.insert(s)),
+        };
+        let snapshot = match step {
+            Ok(s) => match s.step(&trace.trace.kernels, &mut |d, t| progress.report(d, t)) {
+                Ok(None) => return None,
+                Ok(Some(s)) => Ok(s),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        Some(match snapshot {
+            Err(ExplainError::Cancelled) => Err(crate::job::JobError::Cancelled),
+            s => Ok(Shown {
+                generation,
+                request,
+                snapshot: s.map_err(|e| e.to_string()),
+            }),
+        })
     }
 }
 
@@ -297,10 +306,11 @@ impl PaneView for StepView {
             self.asked = Some(want);
             let (generation, request) = want;
             let (trace, config) = (cx.trace.clone(), d.config.clone());
-            self.job = Some(Job::spawn(
+            let pieces = snapshot(trace, config, generation, request, crate::sliced::PIECES);
+            self.job = Some(crate::sliced::Slices::job(
                 format!("Stepping to request {request} in pane {}", cx.pane + 1),
                 cx.wake,
-                move |progress| snapshot(&trace, &config, generation, request, progress),
+                pieces,
             ));
         }
         ui.separator();
@@ -310,7 +320,7 @@ impl PaneView for StepView {
             .filter(|s| s.generation == cx.generation);
         match current.map(|s| &s.snapshot) {
             None => {
-                ui.spinner();
+                crate::theme::working(ui);
             }
             Some(Err(e)) => {
                 ui.label(RichText::new(e).color(ui.visuals().error_fg_color));
@@ -402,7 +412,7 @@ fn request_column(ui: &mut Ui, d: &SimData, s: &Snapshot, outcome: Outcome, stal
             .color(theme::outcome(outcome)),
         );
         if stale {
-            ui.spinner();
+            crate::theme::working(ui);
         }
     });
     ui.label(format!(

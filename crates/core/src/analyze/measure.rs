@@ -5,11 +5,12 @@
 //! comes from [`Given`], with documented defaults.
 
 use super::{GpuModel, KernelInputs};
+use crate::coalesce::Coalesced;
 use crate::config::{
     CacheConfig, Coalescing, GpuConfig, ScheduleConfig, SimConfig, SmSelection, TimingConfig,
 };
 use crate::sim::{self, NoObserver, SimError};
-use crate::trace::{AccessKind, Kernel};
+use crate::trace::{AccessKind, Columns, Kernel};
 use serde::Serialize;
 
 /// What the user gives for inputs a trace may lack (`None`: measured, or the default).
@@ -96,7 +97,7 @@ pub enum MeasureError {
 
 /// The simulation configuration the measurements use: the GPU's shape, GT200 coalescing into
 /// 128-byte lines.
-fn shape(g: &GpuModel) -> SimConfig {
+pub(super) fn shape(g: &GpuModel) -> SimConfig {
     SimConfig {
         coalescing: Coalescing::Gt200,
         cache: CacheConfig {
@@ -127,56 +128,84 @@ pub fn measure(k: &Kernel, g: &GpuModel, given: &Given) -> Result<Measured, Meas
 }
 
 /// [`measure`], telling `observer` how the timing-model run goes (it can stop it: then the
-/// error is [`SimError::Cancelled`]).
+/// error is [`SimError::Cancelled`]). [`Measuring`] does the same a piece at a time.
 pub fn measure_with(
     k: &Kernel,
     g: &GpuModel,
     given: &Given,
     observer: &mut dyn sim::Observer,
 ) -> Result<Measured, MeasureError> {
-    let cfg = shape(g);
-    let tpb = k.threads_per_cta();
-    let resident = resident_blocks(k, g)?;
-    let wpb = tpb.div_ceil(g.warp_size.max(1)).max(1);
-    let warps = (k.num_ctas() as u64 * wpb as u64).max(1) as f64;
-    let c = count_requests(k, &cfg)?;
-    let barriers = k
-        .columns()
-        .flags
-        .iter()
-        .filter(|&&f| crate::trace::model_flags(f).0 == AccessKind::Barrier)
-        .count() as f64;
-    let threads = (k.num_threads() as f64).max(1.0);
-    let requests = (c.loads + c.stores) as f64 / warps;
-    let s = sources(k, given, requests, warps, resident);
-    let raw = KernelInputs {
-        threads_per_block: tpb,
-        blocks: k.num_ctas() as u64,
-        active_blocks_per_sm: s.active_blocks.0,
-        instructions: s.instructions.0.max(requests),
-        high_latency: s.high_latency.0.min(s.instructions.0),
-        load_requests: c.loads as f64 / warps,
-        store_requests: c.stores as f64 / warps,
-        transactions: c.transactions.map(|t| t as f64 / warps),
-        sync: barriers / threads,
-        independent_loads: s.independent_loads.0,
-        duplicate_loads: 1.0,
-        vector: c.vector * 2 > c.loads + c.stores,
-    };
-    let duplicates = duplicates(k, g, &raw, observer)?;
-    let inputs = KernelInputs {
-        duplicate_loads: duplicates.ratio,
-        ..raw
-    };
-    Ok(Measured {
-        kernel: k.name.clone(),
-        inputs,
-        instructions_from: s.instructions.1,
-        high_latency_from: s.high_latency.1,
-        independent_loads_from: s.independent_loads.1,
-        active_blocks_from: s.active_blocks.1,
-        duplicates,
-    })
+    let c = count_requests(k, &shape(g))?;
+    let raw = Raw::of(k, g, given, c)?;
+    let cfg = duplicates_config(g, &raw.inputs)?;
+    let report = sim::run_kernels(&cfg, std::slice::from_ref(k), observer)?;
+    Ok(raw.measured(k, duplicates(&report)))
+}
+
+/// The inputs measured before the duplicate loads, and where those a trace may lack came
+/// from.
+pub(super) struct Raw {
+    pub inputs: KernelInputs,
+    sourced: Sourced,
+}
+
+impl Raw {
+    pub(super) fn of(
+        k: &Kernel,
+        g: &GpuModel,
+        given: &Given,
+        c: RequestCounts,
+    ) -> Result<Self, MeasureError> {
+        if c.loads + c.stores == 0 {
+            return Err(MeasureError::NoMemory {
+                kernel: k.name.clone(),
+            });
+        }
+        let tpb = k.threads_per_cta();
+        let resident = resident_blocks(k, g)?;
+        let wpb = tpb.div_ceil(g.warp_size.max(1)).max(1);
+        let warps = (k.num_ctas() as u64 * wpb as u64).max(1) as f64;
+        let barriers = k
+            .columns()
+            .flags
+            .iter()
+            .filter(|&&f| crate::trace::model_flags(f).0 == AccessKind::Barrier)
+            .count() as f64;
+        let threads = (k.num_threads() as f64).max(1.0);
+        let requests = (c.loads + c.stores) as f64 / warps;
+        let s = sources(k, given, requests, warps, resident);
+        let inputs = KernelInputs {
+            threads_per_block: tpb,
+            blocks: k.num_ctas() as u64,
+            active_blocks_per_sm: s.active_blocks.0,
+            instructions: s.instructions.0.max(requests),
+            high_latency: s.high_latency.0.min(s.instructions.0),
+            load_requests: c.loads as f64 / warps,
+            store_requests: c.stores as f64 / warps,
+            transactions: c.transactions.map(|t| t as f64 / warps),
+            sync: barriers / threads,
+            independent_loads: s.independent_loads.0,
+            duplicate_loads: 1.0,
+            vector: c.vector * 2 > c.loads + c.stores,
+        };
+        Ok(Raw { inputs, sourced: s })
+    }
+
+    pub(super) fn measured(self, k: &Kernel, duplicates: Duplicates) -> Measured {
+        let s = self.sourced;
+        Measured {
+            kernel: k.name.clone(),
+            inputs: KernelInputs {
+                duplicate_loads: duplicates.ratio,
+                ..self.inputs
+            },
+            instructions_from: s.instructions.1,
+            high_latency_from: s.high_latency.1,
+            independent_loads_from: s.independent_loads.1,
+            active_blocks_from: s.active_blocks.1,
+            duplicates,
+        }
+    }
 }
 
 /// Blocks resident on an SM at a time: the residency limits, and no more than an SM gets of
@@ -201,7 +230,8 @@ fn resident_blocks(k: &Kernel, g: &GpuModel) -> Result<u32, MeasureError> {
 }
 
 /// A kernel's warp requests by kind, and its transactions by segment size (32, 64, 128 B).
-struct RequestCounts {
+#[derive(Default)]
+pub(super) struct RequestCounts {
     loads: u64,
     stores: u64,
     /// Requests of 8-byte or wider accesses.
@@ -209,28 +239,21 @@ struct RequestCounts {
     transactions: [u64; 3],
 }
 
-/// Requests and transactions, through the scheduler and the GT200 coalescer; a kernel without
-/// memory requests is an error.
-fn count_requests(k: &Kernel, cfg: &SimConfig) -> Result<RequestCounts, MeasureError> {
-    let mut c = RequestCounts {
-        loads: 0,
-        stores: 0,
-        vector: 0,
-        transactions: [0; 3],
-    };
-    sim::each_warp_request(k, cfg, |rows, out| {
+impl RequestCounts {
+    /// Counts one warp instruction: its rows of `cols`, and the requests the coalescer made.
+    pub(super) fn add(&mut self, cols: &Columns, rows: &[u32], out: &[Coalesced]) {
         let first = rows
             .iter()
-            .map(|&r| k.access(r as usize))
+            .map(|&r| cols.access(r as usize))
             .find(|a| a.kind != AccessKind::Barrier && a.space.reaches_l1());
         let Some(a) = first else { return };
         if a.kind == AccessKind::Load {
-            c.loads += 1;
+            self.loads += 1;
         } else {
-            c.stores += 1;
+            self.stores += 1;
         }
         if a.size >= 8 {
-            c.vector += 1;
+            self.vector += 1;
         }
         // A segment's first 128-byte piece carries its transaction; segments are aligned to
         // their size, so one piece is the whole segment.
@@ -240,14 +263,15 @@ fn count_requests(k: &Kernel, cfg: &SimConfig) -> Result<RequestCounts, MeasureE
                 33..=64 => 1,
                 _ => 2,
             };
-            c.transactions[i] += 1;
+            self.transactions[i] += 1;
         }
-    })?;
-    if c.loads + c.stores == 0 {
-        return Err(MeasureError::NoMemory {
-            kernel: k.name.clone(),
-        });
     }
+}
+
+/// Requests and transactions, through the scheduler and the GT200 coalescer.
+pub(super) fn count_requests(k: &Kernel, cfg: &SimConfig) -> Result<RequestCounts, MeasureError> {
+    let mut c = RequestCounts::default();
+    sim::each_warp_request(k, cfg, |rows, out| c.add(k.columns(), rows, out))?;
     Ok(c)
 }
 
@@ -312,16 +336,14 @@ fn is_high_latency(opcode: &str) -> bool {
     opcode.starts_with("MUFU") || opcode.starts_with("DSQRT") || opcode.starts_with("DDIV")
 }
 
-/// Runs the timing model on SM 0 with no L1 to speak of (one 32-byte line: GT200 caches no
-/// global data) and unlimited MSHRs, each miss taking the request's memory latency (eq. 24),
-/// and takes its count of load pieces that found their piece in flight for another warp
-/// (`TimingReport::duplicate_loads`).
-fn duplicates(
-    k: &Kernel,
+/// The timing model on SM 0 with no L1 to speak of (one 32-byte line: GT200 caches no
+/// global data) and unlimited MSHRs, each miss taking the request's memory latency (eq. 24):
+/// the run whose count of load pieces that found their piece in flight for another warp
+/// (`TimingReport::duplicate_loads`) gives the duplicate loads ([`duplicates`]).
+pub(super) fn duplicates_config(
     g: &GpuModel,
     raw: &KernelInputs,
-    observer: &mut dyn sim::Observer,
-) -> Result<Duplicates, MeasureError> {
+) -> Result<SimConfig, MeasureError> {
     let a = super::analyze(raw, g)?;
     let mut cfg = shape(g);
     cfg.cache = CacheConfig {
@@ -342,11 +364,15 @@ fn duplicates(
         classify: false,
         ..TimingConfig::default()
     });
-    let report = sim::run_kernels(&cfg, std::slice::from_ref(k), observer)?;
+    Ok(cfg)
+}
+
+/// The duplicate loads of [`duplicates_config`]'s run.
+pub(super) fn duplicates(report: &sim::Report) -> Duplicates {
     // In the timing model stores go past the L1: its requests are the load pieces.
     let mut d = Duplicates {
         pieces: report.totals.requests,
-        in_flight: report.timing.map_or(0, |t| t.duplicate_loads),
+        in_flight: report.timing.as_ref().map_or(0, |t| t.duplicate_loads),
         ratio: 1.0,
     };
     let fetched = d.pieces.saturating_sub(d.in_flight);
@@ -355,5 +381,5 @@ fn duplicates(
     } else {
         1.0
     };
-    Ok(d)
+    d
 }

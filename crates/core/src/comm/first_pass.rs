@@ -14,9 +14,9 @@ use super::writers::{Retired, Writers};
 use crate::trace::{memory, Kernel, Trace};
 
 /// What the first pass carries from launch to launch.
-pub(super) struct FirstPass<'a> {
-    numbers: &'a Numbers,
-    launch_of: LaunchOf<'a>,
+pub(super) struct FirstPass {
+    numbers: Numbers,
+    launch_of: LaunchOf,
     /// [`counted_table`].
     classes: [u8; 256],
     writers: Writers,
@@ -53,7 +53,7 @@ pub(super) struct FirstPassResult {
 }
 
 /// The current launch, as its accesses are walked.
-struct Launch {
+pub(super) struct Launch {
     /// The writer number of CTA 0.
     base: u32,
     ctas: u32,
@@ -64,11 +64,11 @@ struct Launch {
     write_bytes: u64,
 }
 
-impl<'a> FirstPass<'a> {
-    pub fn new(trace: &Trace, numbers: &'a Numbers) -> Self {
+impl FirstPass {
+    pub fn new(trace: &Trace, numbers: &Numbers) -> Self {
         let most_ctas = trace.kernels.iter().map(|k| k.num_ctas()).max();
         FirstPass {
-            numbers,
+            numbers: numbers.clone(),
             launch_of: LaunchOf::new(&numbers.0),
             classes: counted_table(),
             writers: Writers::default(),
@@ -85,29 +85,45 @@ impl<'a> FirstPass<'a> {
         }
     }
 
-    /// Replays launch number `l`, `k`; `done` counts the accesses walked.
-    pub fn launch(
-        &mut self,
-        l: usize,
-        k: &Kernel,
-        done: &mut u64,
-        total: u64,
-        progress: &mut dyn FnMut(u64, u64) -> bool,
-    ) -> Result<(), CommError> {
+    /// Begins the replay of launch number `l`, `k`.
+    pub fn begin(&self, l: usize, k: &Kernel) -> Launch {
         let ctas = k.num_ctas();
-        let mut launch = Launch {
+        Launch {
             base: self.numbers.0[l],
             ctas,
             cta_of: CtaOf::new(k),
             last_load: vec![u64::MAX; ctas as usize],
             read_bytes: 0,
             write_bytes: 0,
-        };
-        let cols = k.columns();
-        each_access(cols, *done, total, progress, |flag, addr, thread, size| {
-            self.access(&mut launch, flag, addr, u64::from(size), thread)
-        })?;
-        *done += cols.len() as u64;
+        }
+    }
+
+    /// Replays rows `rows` of the launch begun, `k`; `done` counts the accesses walked.
+    pub fn rows(
+        &mut self,
+        launch: &mut Launch,
+        k: &Kernel,
+        rows: std::ops::Range<usize>,
+        done: &mut u64,
+        total: u64,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<(), CommError> {
+        let n = rows.len() as u64;
+        each_access(
+            k.columns(),
+            rows,
+            *done,
+            total,
+            progress,
+            |flag, addr, thread, size| self.access(launch, flag, addr, u64::from(size), thread),
+        )?;
+        *done += n;
+        Ok(())
+    }
+
+    /// Ends the replay of the launch begun, `k`, all its rows replayed.
+    pub fn end(&mut self, launch: Launch, k: &Kernel) {
+        let ctas = launch.ctas;
         let (communicated_read_bytes, in_degree) = self.drain_communication(ctas);
         let mut shared_bytes = 0;
         self.shared.drain(|_, _, bytes| shared_bytes += bytes);
@@ -126,7 +142,6 @@ impl<'a> FirstPass<'a> {
             in_degree,
             out_degree: vec![0; ctas as usize],
         });
-        Ok(())
     }
 
     /// One access of the current launch, of `size` bytes at `addr` by `thread`.
@@ -179,7 +194,7 @@ impl<'a> FirstPass<'a> {
         let mut communicated = 0;
         let mut in_degree = vec![0; ctas as usize];
         let (rows, seen, stamp) = (&mut self.rows, &mut self.seen, &mut self.stamp);
-        let (numbers, launch_of) = (self.numbers, &self.launch_of);
+        let (numbers, launch_of) = (&self.numbers, &self.launch_of);
         rows.clear();
         let mut reader_at = None;
         self.comm.drain(|reader, writer, bytes| {

@@ -21,6 +21,7 @@
 
 //!
 //! The analysis in modules, by concept:
+//! - [`analyzing`]: the analysis as a sequence of pieces ([`analyze`] takes whole launches);
 //! - [`first_pass`]: the replay against the last-writer map ([`writers`]), with the read
 //!   pieces of a launch reduced to distinct bytes per (reader, writer) in [`pieces`];
 //! - [`transfers`]: writer numbers and the merge of each launch's rows into the ordered list
@@ -30,6 +31,7 @@
 //! - [`report`]: the report and its assembly; [`sort`]: the counting sorts and their
 //!   comparison twins; [`tuning`]: every threshold that picks a fast path or sizes a buffer.
 
+mod analyzing;
 mod first_pass;
 mod pairs;
 mod passes;
@@ -41,53 +43,27 @@ mod transfers;
 mod tuning;
 mod writers;
 
+pub use analyzing::{Analyzing, PIECE_ROWS};
 pub use report::{
     Bisection, CommError, CommReport, LaunchComm, Measure, Pair, Strides, Transfer, MAX_STRIDES,
 };
 pub use strides::STRIDE_SLOTS;
 
-use crate::trace::{Dim3, Trace};
-use first_pass::{FirstPass, FirstPassResult};
-use transfers::{in_order, Numbers};
+use crate::trace::Trace;
 
 /// Analyzes the communication of `trace`. `progress(done, total)` is called every few tens of
 /// thousands of accesses (two passes: `total` is twice the accesses); returning `false`
-/// cancels.
+/// cancels. [`Analyzing`] does the same a piece at a time.
 pub fn analyze(
     trace: &Trace,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<CommReport, CommError> {
-    let total = 2 * trace.total_accesses() as u64;
-    let mut done = 0u64;
-    let numbers = Numbers::new(trace)?;
-    let mut first = FirstPass::new(trace, &numbers);
-    for (l, k) in trace.kernels.iter().enumerate() {
-        first.launch(l, k, &mut done, total, progress)?;
+    let mut analyzing = Analyzing::new(usize::MAX);
+    loop {
+        if let Some(r) = analyzing.step(trace, progress)? {
+            return Ok(r);
+        }
     }
-    let FirstPassResult {
-        into,
-        into_at,
-        per_launch,
-        retired,
-        retired_at,
-        load_strides,
-    } = first.finish();
-    let by_launch: Vec<_> = retired_at
-        .windows(2)
-        .map(|w| &retired[w[0]..w[1]])
-        .collect();
-    let store_strides =
-        passes::store_strides(trace, &numbers, &by_launch, &mut done, total, progress)?;
-    progress(total, total);
-
-    let grids: Vec<Dim3> = trace.kernels.iter().map(|k| k.grid).collect();
-    Ok(report::summarize(
-        trace,
-        in_order(&into, &into_at, &numbers, &grids),
-        per_launch,
-        load_strides,
-        store_strides,
-    ))
 }
 
 #[cfg(test)]

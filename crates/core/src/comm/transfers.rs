@@ -26,6 +26,7 @@ pub(super) fn by_writer(rows: &[Row], out: &mut Vec<Row>) {
 }
 
 /// The first writer number of each launch, and one past the last.
+#[derive(Clone)]
 pub(super) struct Numbers(pub Vec<u32>);
 
 impl Numbers {
@@ -50,15 +51,15 @@ impl Numbers {
 /// The launch of a writer number in a step or two: the launch at the start of each block of
 /// `1 << shift` writer numbers, blocks no longer than the smallest launch (unless the table
 /// would grow past [`LAUNCH_BLOCKS`]), so a block holds the start of few other launches.
-pub(super) struct LaunchOf<'a> {
-    first: &'a [u32],
+pub(super) struct LaunchOf {
+    first: Vec<u32>,
     shift: u32,
     at: Vec<usize>,
 }
 
-impl<'a> LaunchOf<'a> {
+impl LaunchOf {
     /// `first`: the first writer number of each launch, and the number past the last.
-    pub fn new(first: &'a [u32]) -> Self {
+    pub fn new(first: &[u32]) -> Self {
         let smallest = first
             .windows(2)
             .map(|w| w[1] - w[0])
@@ -77,7 +78,11 @@ impl<'a> LaunchOf<'a> {
                     .saturating_sub(1)
             })
             .collect();
-        LaunchOf { first, shift, at }
+        LaunchOf {
+            first: first.to_vec(),
+            shift,
+            at,
+        }
     }
 
     /// The launch whose writers include `writer` (the last launch with a first number at or

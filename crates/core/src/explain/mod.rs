@@ -15,16 +15,18 @@
 
 mod follow;
 mod l2;
+mod stages;
 pub mod step;
 mod words;
 
 use serde::Serialize;
 
 use crate::config::{choice, SimConfig, WritePolicy};
-use crate::sim::{self, RequestEvent, SimError};
+use crate::sim::{RequestEvent, SimError};
 use crate::trace::Kernel;
-use follow::{Find, Follow, Key, Lookup, Names};
+use follow::Names;
 pub use l2::InL2;
+pub use stages::Explaining;
 
 /// Why a request hit or missed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -207,198 +209,21 @@ pub enum ExplainError {
     Cancelled,
 }
 
-/// Runs the pipeline once with `observer`, which stops it (through `progress`) once it has
-/// what it needs; `keep_going` is the caller's cancel.
-fn run_until<O: follow::Stops>(
-    cfg: &SimConfig,
-    kernels: &[Kernel],
-    observer: &mut O,
-    keep_going: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<(), ExplainError> {
-    let mut relay = follow::Relay {
-        inner: observer,
-        keep_going,
-        cancelled: false,
-    };
-    match sim::run_kernels(cfg, kernels, &mut relay) {
-        Ok(_) => Ok(()),
-        Err(SimError::Cancelled) if relay.cancelled => Err(ExplainError::Cancelled),
-        Err(SimError::Cancelled) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// Request `request` of `cfg` on `kernels` (the n-th request the run gives an observer, from
-/// 0), explained. `keep_going(done, total)` is asked now and then; `false` cancels.
+/// 0), explained. `keep_going(done, total)` is asked now and then; `false` cancels. The runs
+/// behind it are run whole; [`Explaining`] runs them a piece at a time.
 pub fn explain(
     cfg: &SimConfig,
     kernels: &[Kernel],
     request: u64,
     keep_going: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<Explanation, ExplainError> {
-    cfg.validate().map_err(SimError::from)?;
-    let mut cfg = cfg.clone();
-    cfg.reuse = crate::config::ReuseMode::Off;
-    if let Some(t) = &mut cfg.timing {
-        t.classify = false;
-    }
-    let mut find = Find::new(request, cfg.cache.line_bytes);
-    run_until(&cfg, kernels, &mut find, keep_going)?;
-    let Some(target) = find.found else {
-        return Err(ExplainError::NoSuchRequest {
-            request,
-            requests: find.seen,
-        });
-    };
-    let names = find.names;
-    let l2 = cfg.l2.as_ref().filter(|_| cfg.l2_simulated()).map(|l2| {
-        l2::L2Follow::new(
-            target.line,
-            cfg.cache.line_bytes as u64,
-            l2.slice.line_bytes as u64,
-        )
-    });
-    let mut follow = Follow::new(request, target, allocates_writes(&cfg), l2);
-    run_until(&cfg, kernels, &mut follow, keep_going)?;
-    let key = Key::of(&target, follow.nth);
-    // The accesses: the timing model reports none, so look the request up without it.
-    let accesses = match (&cfg.timing, find.accesses) {
-        (None, a) => a,
-        (Some(_), _) => {
-            let mut plain = cfg.clone();
-            plain.timing = None;
-            let mut look = Lookup::new(key, cfg.cache.line_bytes);
-            run_until(&plain, kernels, &mut look, keep_going)?;
-            look.accesses
-        }
-    };
-    let mut ask = Asker {
-        kernels,
-        key,
-        keep_going,
-        counterfactuals: Vec::new(),
-    };
-    let why = if target.hit {
-        Why::Hit
-    } else if cfg.cache.bypass {
-        Why::Bypassed
-    } else if cfg.timing.is_some() {
-        timed_why(&mut ask, &cfg, &target)?
-    } else {
-        match target.class {
-            Some(crate::cache::MissClass::Compulsory) | None => Why::Compulsory,
-            Some(crate::cache::MissClass::Capacity) => Why::Capacity,
-            Some(crate::cache::MissClass::Conflict) => Why::Conflict,
-        }
-    };
-    // A line its previous use, a store, did not bring in (no write-allocate): more room
-    // changes nothing, allocating on stores would.
-    let not_brought_in = !target.hit
-        && cfg.timing.is_none()
-        && !allocates_writes(&cfg)
-        && follow.previous_was_store();
-    if why == Why::Bypassed {
-        let mut caching = cfg.clone();
-        caching.cache.bypass = false;
-        ask.ask("the L1 caching global data (l1-bypass off)".into(), caching)?;
-    } else if not_brought_in {
-        let mut allocating = cfg.clone();
-        allocating.cache.write_policy = WritePolicy::Wbwa;
-        let label =
-            choice::entry_of(&WritePolicy::Wbwa).map_or("write-back, allocate", |e| e.label);
-        let change = format!("{label} (stores fill lines)");
-        ask.ask(change, allocating)?;
-    } else if matches!(why, Why::Capacity | Why::Conflict) {
-        more_room(&mut ask, &cfg)?;
-    }
-    let counterfactuals = ask.counterfactuals;
-    let mut e = follow.finish(&cfg, &names, accesses, why, counterfactuals);
-    e.rule = words::rule(&e);
-    e.story = words::story(&e);
-    Ok(e)
-}
-
-/// Runs the request again under changed configurations, noting each answer.
-struct Asker<'a> {
-    kernels: &'a [Kernel],
-    key: Key,
-    keep_going: &'a mut dyn FnMut(u64, u64) -> bool,
-    counterfactuals: Vec<Counterfactual>,
-}
-
-impl Asker<'_> {
-    /// The request under `changed` (described by `change`), noted as a counterfactual; `None`
-    /// (and nothing noted) for a configuration that is not valid.
-    fn ask(
-        &mut self,
-        change: String,
-        changed: SimConfig,
-    ) -> Result<Option<RequestEvent>, ExplainError> {
-        if changed.validate().is_err() {
-            return Ok(None);
-        }
-        let mut look = Lookup::new(self.key, changed.cache.line_bytes);
-        run_until(&changed, self.kernels, &mut look, self.keep_going)?;
-        self.counterfactuals.push(Counterfactual {
-            change,
-            hit: look.found.map(|e| e.hit),
-        });
-        Ok(look.found)
-    }
-}
-
-/// Why a miss of the timing model missed: Nugteren et al. 2014 §6.1, read per request, each
-/// comparison run changing one thing (no latency, unlimited MSHRs, fully associative).
-fn timed_why(ask: &mut Asker, cfg: &SimConfig, target: &RequestEvent) -> Result<Why, ExplainError> {
-    let mut zero = cfg.clone();
-    let mut unlimited = cfg.clone();
-    let mut fa = cfg.clone();
-    if let Some(z) = &mut zero.timing {
-        z.hit_latency = 0;
-        z.miss_latency = 0;
-        z.l2_latency = 0;
-        z.miss_latency_stddev = 0.0;
-    }
-    if let Some(u) = &mut unlimited.timing {
-        u.mshrs = 0;
-        u.mshrs_per_warp = 0;
-    }
-    fa.cache.ways = 0;
-    let z = ask.ask("no latency".into(), zero)?;
-    let u = ask.ask("unlimited MSHRs".into(), unlimited)?;
-    let f = ask.ask("fully associative, same size".into(), fa)?;
-    Ok(if z.is_none_or(|z| z.set_distance.is_none()) {
-        Why::Compulsory
-    } else if target.set_distance.is_none() {
-        Why::Latency
-    } else if u.is_some_and(|u| u.hit) {
-        Why::Mshr
-    } else if f.is_some_and(|f| f.hit) {
-        Why::Conflict
-    } else {
-        Why::Capacity
-    })
-}
-
-/// More ways (and so more capacity), 2, 4 and 8 times, for the misses that more room could
-/// turn into hits; stops at the first that hits.
-fn more_room(ask: &mut Asker, cfg: &SimConfig) -> Result<(), ExplainError> {
-    for k in [2u32, 4, 8] {
-        let mut more = cfg.clone();
-        more.cache.size_bytes *= k as u64;
-        if more.cache.ways != 0 {
-            more.cache.ways *= k;
-        }
-        let change = format!(
-            "{} ways ({})",
-            more.cache.ways_effective(),
-            crate::report::text::size_words(more.cache.size_bytes)
-        );
-        if ask.ask(change, more)?.is_some_and(|e| e.hit) {
-            break;
+    let mut explaining = Explaining::new(cfg, request, false)?;
+    loop {
+        if let Some(e) = explaining.step(kernels, keep_going)? {
+            return Ok(e);
         }
     }
-    Ok(())
 }
 
 /// Whether a write that misses brings its line in (`wbwa` fetching it, `wtwa` without a

@@ -11,7 +11,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::follow::{Find, Stops};
-use super::{run_until, Access, ExplainError, Use};
+use super::stages::Running;
+use super::{Access, ExplainError, Use};
 use crate::cache::CacheModel;
 use crate::config::SimConfig;
 use crate::sim::{Observer, RequestEvent};
@@ -150,32 +151,117 @@ impl Stops for TimedSet {
 }
 
 /// The state at request `n` of `cfg` on `kernels` (numbered as [`super::explain`] numbers
-/// them). `keep_going(done, total)` is asked now and then; `false` cancels.
+/// them). `keep_going(done, total)` is asked now and then; `false` cancels. The runs behind
+/// it are run whole; [`Stepping`] runs them a piece at a time.
 pub fn snapshot(
     cfg: &SimConfig,
     kernels: &[Kernel],
     n: u64,
     keep_going: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<Snapshot, ExplainError> {
-    cfg.validate().map_err(crate::sim::SimError::from)?;
-    let mut cfg = cfg.clone();
-    cfg.reuse = crate::config::ReuseMode::Off;
-    if let Some(t) = &mut cfg.timing {
-        t.classify = false;
+    let mut stepping = Stepping::new(cfg, n, false)?;
+    loop {
+        if let Some(s) = stepping.step(kernels, keep_going)? {
+            return Ok(s);
+        }
     }
+}
+
+/// The state at request `n` being found, one run (or piece of one) per [`Stepping::step`]:
+/// the run to request `n`, then in the timing model a run that rebuilds its set.
+pub struct Stepping {
+    cfg: SimConfig,
+    n: u64,
+    pieces: bool,
+    stage: Stage,
+}
+
+enum Stage {
+    Step(Box<Running<Step>>),
+    Set(Box<Step>, RequestEvent, Box<Running<TimedSet>>),
+    Over,
+}
+
+impl Stepping {
+    /// The state at request `n` of `cfg`; `pieces`: each run a piece at a time, else whole.
+    pub fn new(cfg: &SimConfig, n: u64, pieces: bool) -> Result<Self, ExplainError> {
+        cfg.validate().map_err(crate::sim::SimError::from)?;
+        let mut cfg = cfg.clone();
+        cfg.reuse = crate::config::ReuseMode::Off;
+        if let Some(t) = &mut cfg.timing {
+            t.classify = false;
+        }
+        let step = Step {
+            find: Find::new(n, cfg.cache.line_bytes),
+            recent: VecDeque::new(),
+            set: None,
+        };
+        let stage = Stage::Step(Running::new(cfg.clone(), step, pieces)?);
+        Ok(Stepping {
+            cfg,
+            n,
+            pieces,
+            stage,
+        })
+    }
+
+    /// Does the next piece; the state once it is known. After it, or an error, it does
+    /// nothing more (`Ok(None)`).
+    pub fn step(
+        &mut self,
+        kernels: &[Kernel],
+        keep_going: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<Option<Snapshot>, ExplainError> {
+        let (cfg, n) = (&self.cfg, self.n);
+        match std::mem::replace(&mut self.stage, Stage::Over) {
+            Stage::Step(mut run) => {
+                if !run.piece(kernels, keep_going)? {
+                    self.stage = Stage::Step(run);
+                    return Ok(None);
+                }
+                let step = run.observer;
+                let Some(target) = step.find.found else {
+                    return Err(ExplainError::NoSuchRequest {
+                        request: n,
+                        requests: step.find.seen,
+                    });
+                };
+                if cfg.timing.is_none() {
+                    return Ok(Some(assemble(cfg, n, target, step, None)));
+                }
+                let set = TimedSet {
+                    n,
+                    seen: 0,
+                    target,
+                    latest: FxHashMap::default(),
+                    fetches: FxHashMap::default(),
+                };
+                let run = Running::new(cfg.clone(), set, self.pieces)?;
+                self.stage = Stage::Set(Box::new(step), target, run);
+                Ok(None)
+            }
+            Stage::Set(step, target, mut run) => {
+                if !run.piece(kernels, keep_going)? {
+                    self.stage = Stage::Set(step, target, run);
+                    return Ok(None);
+                }
+                Ok(Some(assemble(cfg, n, target, *step, Some(run.observer))))
+            }
+            Stage::Over => Ok(None),
+        }
+    }
+}
+
+/// The state from the run to request `n` (which found it) and, in the timing model, the run
+/// that rebuilt its set.
+fn assemble(
+    cfg: &SimConfig,
+    n: u64,
+    e: RequestEvent,
+    mut step: Step,
+    timed: Option<TimedSet>,
+) -> Snapshot {
     let line_bytes = cfg.cache.line_bytes as u64;
-    let mut step = Step {
-        find: Find::new(n, cfg.cache.line_bytes),
-        recent: VecDeque::new(),
-        set: None,
-    };
-    run_until(&cfg, kernels, &mut step, keep_going)?;
-    let Some(e) = step.find.found else {
-        return Err(ExplainError::NoSuchRequest {
-            request: n,
-            requests: step.find.seen,
-        });
-    };
     let accesses = std::mem::take(&mut step.find.accesses);
     let names = &step.find.names;
     let lines = line_groups(&accesses, line_bytes);
@@ -192,26 +278,16 @@ pub fn snapshot(
         policy_meaning,
         in_flight,
         mshrs,
-    } = match &cfg.timing {
-        None => untimed_set(step.set.take().unwrap_or_default(), &e, line_bytes),
-        Some(t) => {
-            let mut set = TimedSet {
-                n,
-                seen: 0,
-                target: e,
-                latest: FxHashMap::default(),
-                fetches: FxHashMap::default(),
-            };
-            run_until(&cfg, kernels, &mut set, keep_going)?;
-            timed_set(
-                set,
-                cfg.cache.ways_effective() as usize,
-                line_bytes,
-                t.mshrs,
-            )
-        }
+    } = match (&cfg.timing, timed) {
+        (Some(t), Some(set)) => timed_set(
+            set,
+            cfg.cache.ways_effective() as usize,
+            line_bytes,
+            t.mshrs,
+        ),
+        _ => untimed_set(step.set.take().unwrap_or_default(), &e, line_bytes),
     };
-    Ok(Snapshot {
+    Snapshot {
         request: names.use_of(n, &e),
         accesses,
         lines,
@@ -222,7 +298,7 @@ pub fn snapshot(
         recent,
         in_flight,
         mshrs,
-    })
+    }
 }
 
 /// The request's set as the step shows it: its ways, what their policy number means, the

@@ -140,6 +140,37 @@ impl WarpThreads<'_> {
 /// Produces the warp instructions of one kernel in issue order.
 pub struct Scheduler<'k> {
     k: &'k Kernel,
+    s: KernelSchedule,
+}
+
+impl<'k> Scheduler<'k> {
+    pub fn new(
+        k: &'k Kernel,
+        sched: &ScheduleConfig,
+        gpu: &GpuConfig,
+        seed: u64,
+    ) -> Result<Self, ScheduleError> {
+        Ok(Scheduler {
+            k,
+            s: KernelSchedule::new(k, sched, gpu, seed)?,
+        })
+    }
+
+    /// The SM a CTA ran on (after scheduling; `None` if it never ran).
+    pub fn cta_sm(&self, cta: u32) -> Option<u32> {
+        self.s.cta_sm(self.k, cta)
+    }
+
+    /// Writes the rows of the next warp instruction into `rows` and says where it ran;
+    /// `None` when the kernel is finished.
+    pub fn next(&mut self, rows: &mut Vec<u32>) -> Option<Issue> {
+        self.s.next(self.k, rows)
+    }
+}
+
+/// A [`Scheduler`] that does not hold its kernel: each call is given it (the same one every
+/// time), so a caller can keep it between calls (`sim::RunSteps`, a run in pieces).
+pub struct KernelSchedule {
     inner: Inner,
 }
 
@@ -152,16 +183,15 @@ enum Inner {
     },
 }
 
-impl<'k> Scheduler<'k> {
+impl KernelSchedule {
     pub fn new(
-        k: &'k Kernel,
+        k: &Kernel,
         sched: &ScheduleConfig,
         gpu: &GpuConfig,
         seed: u64,
     ) -> Result<Self, ScheduleError> {
         if k.order == Order::Issued {
-            return Ok(Scheduler {
-                k,
+            return Ok(KernelSchedule {
                 inner: Inner::Issued {
                     next: 0,
                     sms: gpu.sms.max(1),
@@ -177,25 +207,22 @@ impl<'k> Scheduler<'k> {
         s.end = starts[1..=threads].to_vec();
         s.avail = s.ctas();
         s.serve(&mut Whole(k.columns()));
-        Ok(Scheduler {
-            k,
+        Ok(KernelSchedule {
             inner: Inner::Threads(Box::new(s)),
         })
     }
 
-    /// The SM a CTA ran on (after scheduling; `None` if it never ran).
-    pub fn cta_sm(&self, cta: u32) -> Option<u32> {
+    /// [`Scheduler::cta_sm`] of kernel `k`.
+    pub fn cta_sm(&self, k: &Kernel, cta: u32) -> Option<u32> {
         match &self.inner {
             Inner::Threads(s) => s.cta_sm(cta),
-            Inner::Issued { sms, .. } => Some(issued_sm(&self.k.info.cta_sm, cta, *sms)),
+            Inner::Issued { sms, .. } => Some(issued_sm(&k.info.cta_sm, cta, *sms)),
         }
     }
 
-    /// Writes the rows of the next warp instruction into `rows` and says where it ran;
-    /// `None` when the kernel is finished.
-    pub fn next(&mut self, rows: &mut Vec<u32>) -> Option<Issue> {
+    /// [`Scheduler::next`] of kernel `k`.
+    pub fn next(&mut self, k: &Kernel, rows: &mut Vec<u32>) -> Option<Issue> {
         rows.clear();
-        let k = self.k;
         match &mut self.inner {
             Inner::Issued {
                 next,

@@ -12,6 +12,7 @@ mod issued;
 mod requests;
 mod running;
 mod session;
+mod steps;
 mod timed;
 pub use timed::{JobResult, StreamsWork, TimedJob, TimedPlan, TimedSteps};
 
@@ -22,7 +23,8 @@ pub use crate::report::{
 pub use generated::{run_generated, GeneratedError, ToSession};
 #[cfg(feature = "tables")]
 pub use requests::RequestExporter;
-pub use session::{ReuseStage, Session};
+pub use session::{ReuseStage, Session, WholeKernel};
+pub use steps::RunSteps;
 
 /// The columns of the per-request table, in order (`RequestExporter` writes it with the
 /// `tables` feature; the web build's app without it).
@@ -108,6 +110,17 @@ pub trait Observer {
     /// that reaches the L1, with its rows of `cols`: the accesses its requests come from. Not
     /// called in the timing model.
     fn on_warp_instruction(&mut self, _cols: &crate::trace::Columns, _rows: &[u32]) {}
+    /// Called for each warp instruction of a scheduled kernel that reaches the L1 of a
+    /// simulated SM, whatever [`Observer::wants_requests`] says, with its rows of `cols` and
+    /// the requests the coalescer made of them (the performance model's counts). Not called in
+    /// the timing model, nor for reference streams.
+    fn on_coalesced(
+        &mut self,
+        _cols: &crate::trace::Columns,
+        _rows: &[u32],
+        _requests: &[crate::coalesce::Coalesced],
+    ) {
+    }
     /// Called right after [`Observer::on_request`] with the L1 of the request's SM as the
     /// request left it (for the step-through view). Not called in the timing model.
     fn after_request(&mut self, _event: &RequestEvent, _cache: &CacheModel) {}

@@ -80,6 +80,7 @@ impl Running {
         if self.events {
             observer.on_warp_instruction(cols, rows);
         }
+        observer.on_coalesced(cols, rows, reqs);
         let inst = cols.inst[rows[0] as usize];
         let taken = &mut self.taken;
         taken.clear();

@@ -8,7 +8,7 @@ fn generated(name: &str, params: &[(&str, &str)]) -> CommReport {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let t = crate::gen::generate(name, &pairs).unwrap();
-    analyze(&t, &mut |_, _| true).unwrap()
+    whole_and_in_pieces(&t)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! launches ([`reference`]).
 
 use super::*;
-use crate::trace::{Access, AccessKind, AtomicOp, Kernel, KernelBuilder, MemSpace, Order};
+use crate::trace::{Access, AccessKind, AtomicOp, Dim3, Kernel, KernelBuilder, MemSpace, Order};
 
 /// One access of a hand-made launch: CTA, kind, address, size (thread 0 of the CTA).
 type Row = (u32, AccessKind, u64, u16);
@@ -43,7 +43,27 @@ fn kernel(
 }
 
 fn run(kernels: Vec<Kernel>) -> CommReport {
-    analyze(&Trace { kernels }, &mut |_, _| true).unwrap()
+    whole_and_in_pieces(&Trace { kernels })
+}
+
+/// The analysis of `t`, which a piece at a time (a few rows each, the most pieces it can
+/// take; and the page's size) gives too.
+fn whole_and_in_pieces(t: &Trace) -> CommReport {
+    let whole = analyze(t, &mut |_, _| true).unwrap();
+    for rows in [3, PIECE_ROWS] {
+        let mut a = Analyzing::new(rows);
+        let mut pieces = 0;
+        let cut = loop {
+            pieces += 1;
+            if let Some(r) = a.step(t, &mut |_, _| true).unwrap() {
+                break r;
+            }
+        };
+        assert_eq!(cut, whole, "in pieces of {rows} rows");
+        assert!(pieces > 2 * t.kernels.len(), "{pieces} pieces");
+        assert_eq!(a.step(t, &mut |_, _| true), Ok(None));
+    }
+    whole
 }
 
 const LD: AccessKind = AccessKind::Load;

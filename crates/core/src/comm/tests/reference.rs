@@ -180,7 +180,8 @@ proptest! {
     #[test]
     fn agrees_with_the_per_byte_reference(kernels in proptest::collection::vec(arb_launch(), 1..6)) {
         let trace = Trace { kernels };
-        let fast = analyze(&trace, &mut |_, _| true).unwrap();
+        // Whole, and in pieces of a few rows (the same report, or it panics).
+        let fast = super::whole_and_in_pieces(&trace);
         prop_assert_eq!(observed(&fast), reference(&trace));
         // The summary is consistent with the transfers.
         let sum: u64 = fast.pairs.iter().map(|p| p.2).sum();

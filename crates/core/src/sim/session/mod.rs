@@ -30,7 +30,7 @@ use crate::l2::L2Model;
 use crate::report::{KernelRow, Report};
 use crate::reuse::ReuseMeter;
 use crate::rng::Rng;
-use crate::schedule::{CtaScheduler, Scheduler, Step};
+use crate::schedule::{CtaScheduler, KernelSchedule, Step};
 use crate::trace::{Columns, Dim3, Instruction, Kernel, Order};
 
 /// Rows simulated between two progress reports of an in-memory reference stream.
@@ -322,18 +322,28 @@ impl Session {
             return self.scheduled_kernel(k, observer);
         }
         self.begin_stream(k, observer)?;
-        let cols = k.columns();
         let mut start = 0;
-        while start < cols.len() {
-            let end = (start + PROGRESS_ROWS).min(cols.len());
-            self.feed_rows(cols, start..end, observer);
-            start = end;
-            if !observer.progress(self.done, self.total) {
+        while start < k.len() {
+            let end = (start + PROGRESS_ROWS).min(k.len());
+            if !self.feed_range(k.columns(), start..end, observer) {
                 return Err(SimError::Cancelled);
             }
+            start = end;
         }
         self.end_stream(observer);
         Ok(())
+    }
+
+    /// Simulates rows `range` of `cols`, the next of the streamed kernel ([`Session::feed`]
+    /// without a copy of them). Returns `false` when the observer cancels.
+    pub fn feed_range(
+        &mut self,
+        cols: &Columns,
+        range: std::ops::Range<usize>,
+        observer: &mut dyn Observer,
+    ) -> bool {
+        self.feed_rows(cols, range, observer);
+        observer.progress(self.done, self.total)
     }
 
     /// Ends the run: writes back what is dirty and completes the report.
@@ -370,21 +380,59 @@ impl Session {
         k: &Kernel,
         observer: &mut dyn Observer,
     ) -> Result<(), SimError> {
-        let mut run = self.start_kernel(k, observer)?;
+        let mut whole = self.begin_whole(k, observer)?;
+        self.whole_go_on(&mut whole, k, u64::MAX, observer)?;
+        self.end_whole(whole, k);
+        Ok(())
+    }
+
+    /// Begins kernel `k`, held whole, as the next launch: [`Session::whole_go_on`] issues its
+    /// warp instructions, as many at a time as the caller likes, and [`Session::end_whole`]
+    /// ends it (the pieces of [`Session::kernel`], for a caller that runs a kernel held in
+    /// memory a piece at a time without copying its rows: `RunSteps`).
+    pub fn begin_whole(
+        &mut self,
+        k: &Kernel,
+        observer: &mut dyn Observer,
+    ) -> Result<WholeKernel, SimError> {
+        let run = self.start_kernel(k, observer)?;
         let cfg = &self.cfg;
-        let mut sched = Scheduler::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ run.ki as u64)
+        let sched = KernelSchedule::new(k, &cfg.schedule, &cfg.gpu, cfg.seed ^ run.ki as u64)
             .map_err(|source| SimError::Schedule {
                 kernel: k.name.clone(),
                 source,
             })?;
-        let mut rows = Vec::with_capacity(64);
-        while let Some(issue) = sched.next(&mut rows) {
-            run.issue(self, k.columns(), &rows, issue, observer)?;
+        Ok(WholeKernel {
+            run,
+            sched,
+            rows: Vec::with_capacity(64),
+        })
+    }
+
+    /// Issues at most `warp_instructions` more warp instructions of kernel `k` begun by
+    /// [`Session::begin_whole`]; returns whether it is finished.
+    pub fn whole_go_on(
+        &mut self,
+        w: &mut WholeKernel,
+        k: &Kernel,
+        warp_instructions: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<bool, SimError> {
+        for _ in 0..warp_instructions {
+            let Some(issue) = w.sched.next(k, &mut w.rows) else {
+                return Ok(true);
+            };
+            w.run.issue(self, k.columns(), &w.rows, issue, observer)?;
         }
-        let ctas = run.ctas.end(|c| sched.cta_sm(c));
+        Ok(false)
+    }
+
+    /// Ends kernel `k` begun by [`Session::begin_whole`] (every warp instruction issued).
+    pub fn end_whole(&mut self, w: WholeKernel, k: &Kernel) {
+        let WholeKernel { run, sched, .. } = w;
+        let ctas = run.ctas.end(|c| sched.cta_sm(k, c));
         self.report
             .add_whole_kernel(k, run.ki, run.warp_insts, &run.insts, ctas);
-        Ok(())
     }
 
     /// Takes instructions of the open kernel found since it began or since the last call,
@@ -447,6 +495,14 @@ impl Session {
             events: observer.wants_requests(),
         })
     }
+}
+
+/// A kernel held whole being run a piece at a time ([`Session::begin_whole`]): its
+/// counters and its scheduler, which does not hold the kernel.
+pub struct WholeKernel {
+    run: Running,
+    sched: KernelSchedule,
+    rows: Vec<u32>,
 }
 
 mod apart;

@@ -4,6 +4,19 @@ use super::builder::{rows_by_thread, thread_starts};
 use super::*;
 
 impl Columns {
+    /// Row `i` as an [`Access`].
+    pub fn access(&self, i: usize) -> Access {
+        let (kind, space) = super::unpack_flags(self.flags[i]);
+        Access {
+            thread: self.thread[i],
+            inst: self.inst[i],
+            dyn_inst: self.dyn_inst[i],
+            addr: self.addr[i],
+            size: self.size[i],
+            kind,
+            space,
+        }
+    }
     pub fn len(&self) -> usize {
         self.addr.len()
     }

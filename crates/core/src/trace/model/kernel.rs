@@ -75,16 +75,7 @@ impl Kernel {
     }
     /// Row `i` as an [`Access`].
     pub fn access(&self, i: usize) -> Access {
-        let (kind, space) = unpack_flags(self.cols.flags[i]);
-        Access {
-            thread: self.cols.thread[i],
-            inst: self.cols.inst[i],
-            dyn_inst: self.cols.dyn_inst[i],
-            addr: self.cols.addr[i],
-            size: self.cols.size[i],
-            kind,
-            space,
-        }
+        self.cols.access(i)
     }
     pub fn accesses(&self) -> impl Iterator<Item = Access> + '_ {
         (0..self.len()).map(|i| self.access(i))
