@@ -1,6 +1,6 @@
 //! The address-vs-time density raster: when more requests are in view than there are pixels,
-//! they are binned into an image off the UI thread (a job per request, [`draw`]) instead of
-//! drawn one marker each.
+//! they are binned into an image off the UI thread (a job per request, [`draw`], a part of the
+//! requests at a time) instead of drawn one marker each.
 
 use std::sync::Arc;
 
@@ -200,95 +200,138 @@ impl Placement {
     }
 }
 
-/// The raster of `data` inside `view` and the requests in it, drawn to the end (tests).
+/// The raster of `data` inside `view` and the requests in it, drawn at once (tests).
 #[cfg(test)]
 pub fn rasterize(data: &SimData, view: &View) -> (ColorImage, u64) {
-    let drawn = rasterize_until(data, view, &|| true);
-    drawn.unwrap_or_else(|| (ColorImage::new([1, 1], vec![Color32::TRANSPARENT]), 0))
+    rasterize_in_parts(data, view, usize::MAX)
 }
 
-/// Draws the raster `req` asks for as a job: a newer request drops this one, which stops it.
-pub fn draw(req: RasterRequest, progress: &Progress) -> Finished<Raster> {
-    let (image, _) = rasterize_until(&req.data, &req.view, &|| !progress.cancelled())
-        .ok_or(JobError::Cancelled)?;
-    Ok(Raster {
-        generation: req.generation,
-        view: req.view,
-        image,
-        placement: req.placement,
-    })
+/// [`rasterize`], `part` requests at a time (tests: the job's parts change nothing).
+#[cfg(test)]
+pub fn rasterize_in_parts(data: &SimData, view: &View, part: usize) -> (ColorImage, u64) {
+    let mut bins = Bins::new(view);
+    let mut from = 0;
+    while bins.add(data, view, from, part) > 0 {
+        from = from.saturating_add(part);
+    }
+    bins.image(view)
 }
 
-/// Bins the requests of `data` inside `view` into pixels, brighter the more requests a pixel
-/// holds (log scale), and counts them. Coloured by outcome, a pixel shows its miss share: from
-/// the hit colour (no misses) to the colour of its most recent miss class (all misses), so
-/// misses never vanish under hits. Otherwise a pixel takes its last request's colour. Asks
-/// `go_on` every 2^16 requests and gives up (`None`) when it says no.
-fn rasterize_until(
-    data: &SimData,
-    view: &View,
-    go_on: &dyn Fn() -> bool,
-) -> Option<(ColorImage, u64)> {
-    let (w, h) = (view.width.max(1), view.height.max(1));
-    let mut count = vec![0u32; w * h];
-    let mut misses = vec![0u32; w * h];
-    let mut colour = vec![Color32::TRANSPARENT; w * h];
-    let by_outcome = view.colour == ColourBy::Outcome;
-    let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
-    let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
-    let mut in_view = 0u64;
-    for (k, i) in data.visible(view.x[0], view.x[1]).enumerate() {
-        if k % (1 << 16) == 0 && !go_on() {
+/// Requests binned in one piece of a raster's job (a few milliseconds in a page).
+const PART: usize = 1 << 16;
+
+/// The job's pieces: the raster `req` asks for, [`PART`] requests at a time (a newer request
+/// drops the job, which stops it; [`crate::sliced::Slices::job`]).
+pub fn draw(req: RasterRequest) -> impl FnMut(&Progress) -> Option<Finished<Raster>> + Send {
+    let mut bins = Some(Bins::new(&req.view));
+    let mut from = 0;
+    move |progress| {
+        if progress.cancelled() {
+            return Some(Err(JobError::Cancelled));
+        }
+        let b = bins.as_mut()?;
+        if b.add(&req.data, &req.view, from, PART) > 0 {
+            from += PART;
             return None;
         }
-        if !data.points.of_inst(i, view.only) {
-            continue;
-        }
-        let px = (data.x(i) - view.x[0]) * sx;
-        let py = (view.y[1] - data.y[i]) * sy;
-        if !(px >= 0.0 && py >= 0.0 && px < w as f64 && py < h as f64) {
-            continue;
-        }
-        // Non-negative, so truncation is the floor.
-        let at = py as usize * w + px as usize;
-        count[at] += 1;
-        in_view += 1;
-        if by_outcome {
-            let o = data.points.outcome(i);
-            if o != Outcome::Hit {
-                misses[at] += 1;
-                colour[at] = theme::outcome(o);
-            }
-        } else {
-            colour[at] = view.colour.colour(data, i);
+        let (image, _) = bins.take()?.image(&req.view);
+        Some(Ok(Raster {
+            generation: req.generation,
+            view: req.view,
+            image,
+            placement: req.placement.clone(),
+        }))
+    }
+}
+
+/// The requests of a raster binned so far: per pixel, how many, how many missed, and the
+/// colour; and how many were in the view.
+struct Bins {
+    count: Vec<u32>,
+    misses: Vec<u32>,
+    colour: Vec<Color32>,
+    in_view: u64,
+}
+
+impl Bins {
+    fn new(view: &View) -> Self {
+        let n = view.width.max(1) * view.height.max(1);
+        Bins {
+            count: vec![0; n],
+            misses: vec![0; n],
+            colour: vec![Color32::TRANSPARENT; n],
+            in_view: 0,
         }
     }
-    let max = count.iter().copied().max().unwrap_or(0).max(1) as f32;
-    let hit = theme::outcome(Outcome::Hit);
-    let pixels = (0..w * h)
-        .map(|at| {
-            let c = count[at];
-            if c == 0 {
-                return Color32::TRANSPARENT;
+
+    /// Bins the requests `from..from + n` of those of `data` whose x is inside `view`; how
+    /// many there were (0: none left).
+    fn add(&mut self, data: &SimData, view: &View, from: usize, n: usize) -> usize {
+        let (w, h) = (view.width.max(1), view.height.max(1));
+        let by_outcome = view.colour == ColourBy::Outcome;
+        let sx = w as f64 / (view.x[1] - view.x[0]).max(1e-9);
+        let sy = h as f64 / (view.y[1] - view.y[0]).max(1e-9);
+        let part = data.visible(view.x[0], view.x[1]).part(from, n);
+        let taken = part.len();
+        for i in part {
+            if !data.points.of_inst(i, view.only) {
+                continue;
             }
-            let col = if by_outcome {
-                miss_share_colour(hit, colour[at], misses[at] as f32 / c as f32)
+            let px = (data.x(i) - view.x[0]) * sx;
+            let py = (view.y[1] - data.y[i]) * sy;
+            if !(px >= 0.0 && py >= 0.0 && px < w as f64 && py < h as f64) {
+                continue;
+            }
+            // Non-negative, so truncation is the floor.
+            let at = py as usize * w + px as usize;
+            self.count[at] += 1;
+            self.in_view += 1;
+            if by_outcome {
+                let o = data.points.outcome(i);
+                if o != Outcome::Hit {
+                    self.misses[at] += 1;
+                    self.colour[at] = theme::outcome(o);
+                }
             } else {
-                colour[at]
-            };
-            let t = 0.45 + 0.55 * ((c as f32).ln_1p() / max.ln_1p());
-            let [r, g, b, _] = col.to_array();
-            Color32::from_rgba_unmultiplied(r, g, b, (t * 255.0) as u8)
-        })
-        .collect();
-    Some((
-        ColorImage {
+                self.colour[at] = view.colour.colour(data, i);
+            }
+        }
+        taken
+    }
+
+    /// The image of the requests binned, brighter the more requests a pixel holds (log
+    /// scale), and how many there were. Coloured by outcome, a pixel shows its miss share:
+    /// from the hit colour (no misses) to the colour of its most recent miss class (all
+    /// misses), so misses never vanish under hits. Otherwise a pixel takes its last request's
+    /// colour.
+    fn image(self, view: &View) -> (ColorImage, u64) {
+        let (w, h) = (view.width.max(1), view.height.max(1));
+        let by_outcome = view.colour == ColourBy::Outcome;
+        let max = self.count.iter().copied().max().unwrap_or(0).max(1) as f32;
+        let hit = theme::outcome(Outcome::Hit);
+        let pixels = (0..w * h)
+            .map(|at| {
+                let c = self.count[at];
+                if c == 0 {
+                    return Color32::TRANSPARENT;
+                }
+                let col = if by_outcome {
+                    miss_share_colour(hit, self.colour[at], self.misses[at] as f32 / c as f32)
+                } else {
+                    self.colour[at]
+                };
+                let t = 0.45 + 0.55 * ((c as f32).ln_1p() / max.ln_1p());
+                let [r, g, b, _] = col.to_array();
+                Color32::from_rgba_unmultiplied(r, g, b, (t * 255.0) as u8)
+            })
+            .collect();
+        let image = ColorImage {
             size: [w, h],
             pixels,
             source_size: egui::vec2(w as f32, h as f32),
-        },
-        in_view,
-    ))
+        };
+        (image, self.in_view)
+    }
 }
 
 /// The colour of a pixel whose requests are `share` misses (0..=1): the hit colour mixed

@@ -458,6 +458,7 @@ mod segments;
 pub use miss_rows::{MissRow, MissTables, Per};
 pub use segments::array_labels;
 mod sim;
+pub use sim::Selecting;
 
 #[cfg(test)]
 mod tests {

@@ -112,3 +112,21 @@ impl Iterator for Visible<'_> {
 }
 
 impl ExactSizeIterator for Visible<'_> {}
+
+impl<'a> Visible<'a> {
+    /// Its requests `from..from + n` (fewer at the end, none past it): a job that takes the
+    /// requests in view a part at a time (the raster, a box's summary on a page).
+    pub fn part(self, from: usize, n: usize) -> Visible<'a> {
+        match self {
+            Visible::Range(r) => {
+                let start = r.start.saturating_add(from).min(r.end);
+                Visible::Range(start..start.saturating_add(n).min(r.end))
+            }
+            Visible::Sorted(it) => {
+                let all = it.as_slice();
+                let start = from.min(all.len());
+                Visible::Sorted(all[start..start.saturating_add(n).min(all.len())].iter())
+            }
+        }
+    }
+}

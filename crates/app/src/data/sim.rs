@@ -303,48 +303,88 @@ impl SimData {
     }
 
     /// Summarizes the requests inside a box of the address view (`x` and `y` in plot units,
-    /// bounds included).
+    /// bounds included), at once (the tests); the app makes it a part of the requests at a
+    /// time ([`Selecting`]).
+    #[cfg(test)]
     pub fn select(&self, x: [f64; 2], y: [f64; 2]) -> Selection {
-        let p = &self.points;
-        let mut s = Selection {
-            x,
-            y,
-            ..Selection::default()
-        };
-        let mut lines = rustc_hash::FxHashSet::default();
-        let mut ctas = rustc_hash::FxHashSet::default();
-        let mut warps = rustc_hash::FxHashSet::default();
-        let mut insts: rustc_hash::FxHashMap<(u16, u32), u64> = Default::default();
-        for i in self.visible(x[0], x[1]) {
-            let yi = self.y[i];
-            if !(yi >= y[0] && yi <= y[1]) {
+        let mut s = Selecting::new(x, y);
+        while s.add(self, usize::MAX) {}
+        s.finish()
+    }
+
+    /// The miss rate in percent.
+    pub fn miss_percent(&self) -> f64 {
+        self.report.miss_rate * 100.0
+    }
+}
+
+/// A box's summary ([`SimData::select`]) being made, a part of the requests in view at a
+/// time (how a page's job takes them).
+pub struct Selecting {
+    s: Selection,
+    lines: rustc_hash::FxHashSet<u64>,
+    ctas: rustc_hash::FxHashSet<(u16, u32)>,
+    warps: rustc_hash::FxHashSet<(u16, u32, u32)>,
+    insts: rustc_hash::FxHashMap<(u16, u32), u64>,
+    /// The requests in view taken so far.
+    from: usize,
+}
+
+impl Selecting {
+    pub fn new(x: [f64; 2], y: [f64; 2]) -> Self {
+        Selecting {
+            s: Selection {
+                x,
+                y,
+                ..Selection::default()
+            },
+            lines: Default::default(),
+            ctas: Default::default(),
+            warps: Default::default(),
+            insts: Default::default(),
+            from: 0,
+        }
+    }
+
+    /// Takes the next `n` requests in the box's x range of `data` (the same data each time);
+    /// `false` when none were left.
+    pub fn add(&mut self, data: &SimData, n: usize) -> bool {
+        let (p, s) = (&data.points, &mut self.s);
+        let part = data.visible(s.x[0], s.x[1]).part(self.from, n);
+        let taken = part.len();
+        self.from = self.from.saturating_add(taken);
+        for i in part {
+            let yi = data.y[i];
+            if !(yi >= s.y[0] && yi <= s.y[1]) {
                 continue;
             }
             s.requests += 1;
             s.outcomes[p.outcome(i) as usize] += 1;
             s.writes += p.is_write(i) as u64;
-            let line = p.line[i].saturating_mul(self.line_bytes);
+            let line = p.line[i].saturating_mul(data.line_bytes);
             s.lowest = s.lowest.min(line);
             s.highest = s.highest.max(line);
-            lines.insert(p.line[i]);
-            ctas.insert((p.kernel[i], p.cta[i]));
-            warps.insert((p.kernel[i], p.cta[i], p.warp[i]));
-            *insts.entry((p.kernel[i], p.inst[i])).or_default() += 1;
+            self.lines.insert(p.line[i]);
+            self.ctas.insert((p.kernel[i], p.cta[i]));
+            self.warps.insert((p.kernel[i], p.cta[i], p.warp[i]));
+            *self.insts.entry((p.kernel[i], p.inst[i])).or_default() += 1;
         }
-        s.lines = lines.len() as u64;
-        s.ctas = ctas.len() as u64;
-        s.warps = warps.len() as u64;
-        s.instructions = insts
+        taken > 0
+    }
+
+    /// The summary of the requests taken.
+    pub fn finish(self) -> Selection {
+        let mut s = self.s;
+        s.lines = self.lines.len() as u64;
+        s.ctas = self.ctas.len() as u64;
+        s.warps = self.warps.len() as u64;
+        s.instructions = self
+            .insts
             .into_iter()
             .map(|((k, i), n)| (k as u32, i, n))
             .collect();
         s.instructions
             .sort_unstable_by(|a, b| b.2.cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
         s
-    }
-
-    /// The miss rate in percent.
-    pub fn miss_percent(&self) -> f64 {
-        self.report.miss_rate * 100.0
     }
 }

@@ -373,6 +373,16 @@ fn in_the_timing_model_the_address_view_runs_on_cycles() {
         .collect();
     assert_eq!(inside, expected);
     assert!(!inside.is_empty());
+    // In parts (as the raster's job takes them), on both axes: the same requests, in order.
+    for (d, (lo, hi)) in [(&plain, (2.5, 40.0)), (&timed, (lo, hi))] {
+        let whole: Vec<usize> = d.visible(lo, hi).collect();
+        let parts: Vec<usize> = (0..whole.len() + 5)
+            .step_by(3)
+            .flat_map(|from| d.visible(lo, hi).part(from, 3))
+            .collect();
+        assert_eq!(parts, whole);
+        assert_eq!(d.visible(lo, hi).part(whole.len(), 3).count(), 0);
+    }
 }
 
 #[test]
@@ -403,6 +413,10 @@ fn a_box_selection_counts_exactly_the_requests_inside_it() {
     assert!(s.instructions.windows(2).all(|w| w[0].2 >= w[1].2));
     // An empty box holds nothing.
     assert_eq!(d.select([-10.0, -5.0], [0.0, 1e12]).requests, 0);
+    // Made a few requests at a time (as a page's job makes it): the same summary.
+    let mut parts = crate::data::Selecting::new(x, [y0, y1]);
+    while parts.add(&d, 7) {}
+    assert_eq!(parts.finish(), s);
 }
 
 #[test]

@@ -190,6 +190,21 @@ fn hovering_follows_the_same_access_across_panes() {
     let j = linked_request(&a, 5, &c).unwrap();
     assert_eq!(c.points.line[j], p.line[5] * 128 / 256);
     assert_eq!(c.points.inst[j], p.inst[5]);
+    // Looked up a few requests at a time (as a page's job does): the same answers.
+    for (src, dst) in [(&a, &b), (&a, &c), (&c, &a)] {
+        for i in (0..src.points.len()).step_by(97) {
+            let mut linking = crate::views::Linking::new(i);
+            let mut pieces = 0;
+            let found = loop {
+                pieces += 1;
+                if let Some(found) = linking.step(src, dst, 5) {
+                    break found;
+                }
+            };
+            assert_eq!(found, linked_request(src, i, dst), "request {i}");
+            assert!(pieces > 1);
+        }
+    }
 }
 
 #[test]
@@ -386,7 +401,7 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
 
 #[test]
 fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
-    use crate::job::{Job, JobError, Progress};
+    use crate::job::{JobError, Progress};
     use crate::raster::{draw, rasterize, ColourBy, Placement, RasterRequest, View as RasterView};
     let t = trace("matmul", &[("n", "32")]);
     let d = simulate(t.clone(), config::preset("fermi-16k").unwrap());
@@ -408,9 +423,12 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
             placement: Placement::of(3, &d),
         }
     };
+    // A part of the requests at a time, as the job takes them: the same picture.
+    assert!(want.1 > 100, "{} requests in view", want.1);
+    assert_eq!(crate::raster::rasterize_in_parts(&d, &view, 7), want);
     let wake: crate::job::Wake = std::sync::Arc::new(|| {});
     let r2 = request.clone();
-    let mut job = Job::spawn("raster", &wake, move |p| draw(r2(), p));
+    let mut job = crate::sliced::Slices::job("raster", &wake, draw(r2()));
     let r = job
         .wait(std::time::Duration::from_secs(60))
         .unwrap()
@@ -423,7 +441,10 @@ fn a_raster_job_draws_what_rasterize_draws_and_stops_when_cancelled() {
     );
     let cancelled = Progress::default();
     cancelled.cancel();
-    assert_eq!(draw(request(), &cancelled).err(), Some(JobError::Cancelled));
+    assert_eq!(
+        draw(request())(&cancelled).map(|r| r.err()),
+        Some(Some(JobError::Cancelled))
+    );
 }
 
 /// Steps `h` until `done` holds of its state (the views' jobs run on their own threads).

@@ -9,7 +9,7 @@ use super::address_hover::{request_tooltip, selection_panel};
 use super::address_streamed::{detail_buttons, drawn_note};
 use super::command::{Command, LinkKey, PaneCx, PaneView, Polled};
 use super::*;
-use crate::data::{InstFilter, Selection, SimData};
+use crate::data::{InstFilter, Selecting, Selection, SimData};
 use crate::job::{take_finished, Job, JobError};
 use crate::raster::{Band, Placement, Raster, RasterRequest, View as RasterView};
 use crate::sliced::{Slices, PIECES};
@@ -208,36 +208,88 @@ impl AddressView {
 /// occurrence among such requests (a warp issues its instructions in program order whatever
 /// the scheduling policy, so the k-th is the same dynamic access). With another line size
 /// the line holding the request's first byte is used. `None` if `dst` has no such request.
+/// The app looks it up a part at a time ([`Linking`]); the tests whole.
+#[cfg(test)]
 pub fn linked_request(src: &SimData, i: usize, dst: &SimData) -> Option<usize> {
-    let (p, q) = (&src.points, &dst.points);
-    if i >= p.len() {
-        return None;
-    }
-    let same = |pts: &crate::data::Points, j: usize| {
-        pts.kernel[j] == p.kernel[i]
-            && pts.cta[j] == p.cta[i]
-            && pts.warp[j] == p.warp[i]
-            && pts.inst[j] == p.inst[i]
-    };
-    let byte = p.line[i] * src.line_bytes;
-    let dst_line = byte / dst.line_bytes.max(1);
-    let src_line_of = |j: usize| p.line[j] * src.line_bytes / dst.line_bytes.max(1);
-    // Occurrence of this (instruction, line) among the source's requests before it.
-    let k = (0..i)
-        .filter(|&j| same(p, j) && src_line_of(j) == dst_line)
-        .count();
-    let mut found = None;
-    let mut seen = 0;
-    for j in 0..q.len() {
-        if same(q, j) && q.line[j] == dst_line {
-            found = Some(j);
-            if seen == k {
-                break;
-            }
-            seen += 1;
+    let mut linking = Linking::new(i);
+    loop {
+        if let Some(found) = linking.step(src, dst, usize::MAX) {
+            return found;
         }
     }
-    found
+}
+
+/// Requests a piece of a job looks at (the linked request's scans, a box's summary): a few
+/// milliseconds in a page.
+const PART: usize = 1 << 16;
+
+/// The request of another pane that serves the same access (`linked_request`) being looked
+/// up, a part of the requests at a time: the occurrences of the access among the source's
+/// requests before it, then the destination's requests.
+pub struct Linking {
+    i: usize,
+    /// Counting the occurrences before request `i` of the source (else searching the
+    /// destination), and the next request to look at.
+    counting: bool,
+    at: usize,
+    k: usize,
+    seen: usize,
+    found: Option<usize>,
+}
+
+impl Linking {
+    pub fn new(i: usize) -> Self {
+        Linking {
+            i,
+            counting: true,
+            at: 0,
+            k: 0,
+            seen: 0,
+            found: None,
+        }
+    }
+
+    /// Looks at the next `n` requests (the same `src` and `dst` each time); the answer once
+    /// it is known.
+    pub fn step(&mut self, src: &SimData, dst: &SimData, n: usize) -> Option<Option<usize>> {
+        let (p, q, i) = (&src.points, &dst.points, self.i);
+        if i >= p.len() {
+            return Some(None);
+        }
+        let same = |pts: &crate::data::Points, j: usize| {
+            pts.kernel[j] == p.kernel[i]
+                && pts.cta[j] == p.cta[i]
+                && pts.warp[j] == p.warp[i]
+                && pts.inst[j] == p.inst[i]
+        };
+        let byte = p.line[i] * src.line_bytes;
+        let dst_line = byte / dst.line_bytes.max(1);
+        if self.counting {
+            // Occurrence of this (instruction, line) among the source's requests before it.
+            let src_line_of = |j: usize| p.line[j] * src.line_bytes / dst.line_bytes.max(1);
+            let end = self.at.saturating_add(n).min(i);
+            self.k += (self.at..end)
+                .filter(|&j| same(p, j) && src_line_of(j) == dst_line)
+                .count();
+            self.at = end;
+            if end == i {
+                (self.counting, self.at) = (false, 0);
+            }
+            return None;
+        }
+        let end = self.at.saturating_add(n).min(q.len());
+        for j in self.at..end {
+            if same(q, j) && q.line[j] == dst_line {
+                self.found = Some(j);
+                if self.seen == self.k {
+                    return Some(self.found);
+                }
+                self.seen += 1;
+            }
+        }
+        self.at = end;
+        (end == q.len()).then_some(self.found)
+    }
 }
 
 impl PaneView for AddressView {
@@ -413,10 +465,16 @@ impl AddressView {
             if !current && self.select_asked != Some((x, y, generation)) {
                 self.select_asked = Some((x, y, generation));
                 let data = cx.data.clone();
-                self.jobs.select = Some(Job::spawn(
+                let mut selecting = Some(Selecting::new(x, y));
+                self.jobs.select = Some(Slices::job(
                     format!("Summarizing the selection of pane {}", cx.pane + 1),
                     cx.wake,
-                    move |_| Ok((data.select(x, y), generation)),
+                    move |_: &crate::job::Progress| {
+                        if selecting.as_mut()?.add(&data, PART) {
+                            return None;
+                        }
+                        Some(Ok((selecting.take()?.finish(), generation)))
+                    },
                 ));
             }
         }
@@ -578,10 +636,10 @@ impl AddressView {
                 data: data.clone(),
                 placement: Placement::of(cx.run, data),
             };
-            self.jobs.raster = Some(Job::spawn(
+            self.jobs.raster = Some(Slices::job(
                 format!("Drawing pane {}", cx.pane + 1),
                 cx.wake,
-                move |progress| crate::raster::draw(request, progress),
+                crate::raster::draw(request),
             ));
         }
         if !fresh {
@@ -667,10 +725,14 @@ impl AddressView {
                 if self.link_asked != Some(key) {
                     self.link_asked = Some(key);
                     let (src, request, dst) = (h.data.clone(), h.request, data.clone());
-                    self.jobs.link = Some(Job::spawn(
+                    let mut linking = Linking::new(request);
+                    self.jobs.link = Some(Slices::job(
                         "Finding the linked request",
                         cx.wake,
-                        move |_| Ok((key, linked_request(&src, request, &dst))),
+                        move |_: &crate::job::Progress| {
+                            let found = linking.step(&src, &dst, PART)?;
+                            Some(Ok((key, found)))
+                        },
                     ));
                 }
                 None

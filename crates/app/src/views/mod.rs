@@ -327,7 +327,7 @@ pub use step::StepView;
 // What only the app's tests name from outside the views.
 #[cfg(test)]
 pub use {
-    address::{linked_request, MARKER_LIMIT},
+    address::{linked_request, Linking, MARKER_LIMIT},
     address_hover::{store_note, timing_result},
     reuse::{distance_bin_x, limit_x},
     sets::{set_label, set_marks},
