@@ -1,6 +1,7 @@
-//! Work done a slice at a time on the UI thread between frames: how the web build runs what
-//! the desktop runs on a thread, where no thread can be started, so that the page still
-//! draws, shows the progress and answers Cancel meanwhile ([`crate::job::Job::stepped`]).
+//! Work done a slice at a time on the UI thread: how the web build runs what the desktop runs
+//! on a thread, where no thread can be started, so that the page still draws, shows the
+//! progress and answers Cancel meanwhile ([`crate::job::Job::stepped`]; on a page the slices
+//! run between the browser's tasks, `tasks.rs`).
 //! [`Slices`] turns any piecewise computation of the core (a run of the pipeline, an
 //! explanation, a step-through's state, a measurement) into a job's steps; [`Sliced`] is a
 //! pane's simulation, over the core's `RunSteps` (the pipeline in pieces, with or without the

@@ -318,8 +318,8 @@ impl SimData {
     }
 }
 
-/// A box's summary ([`SimData::select`]) being made, a part of the requests in view at a
-/// time (how a page's job takes them).
+/// A box's summary (`SimData::select` in the tests) being made, a part of the requests in
+/// view at a time (how a page's job takes them).
 pub struct Selecting {
     s: Selection,
     lines: rustc_hash::FxHashSet<u64>,

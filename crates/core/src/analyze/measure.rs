@@ -128,7 +128,7 @@ pub fn measure(k: &Kernel, g: &GpuModel, given: &Given) -> Result<Measured, Meas
 }
 
 /// [`measure`], telling `observer` how the timing-model run goes (it can stop it: then the
-/// error is [`SimError::Cancelled`]). [`Measuring`] does the same a piece at a time.
+/// error is [`SimError::Cancelled`]). [`super::Measuring`] does the same a piece at a time.
 pub fn measure_with(
     k: &Kernel,
     g: &GpuModel,

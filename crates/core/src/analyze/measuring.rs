@@ -16,6 +16,8 @@ use crate::trace::{Columns, Kernel};
 pub struct Measuring {
     g: GpuModel,
     given: Given,
+    /// The run that counts the requests: the GPU's shape, every SM simulated.
+    count: crate::config::SimConfig,
     stage: Stage,
 }
 
@@ -48,9 +50,12 @@ impl Observer for Counting<'_> {
 impl Measuring {
     /// The inputs of a kernel on `g`, what the user gave filling in what a trace lacks.
     pub fn new(g: &GpuModel, given: &Given) -> Self {
+        let mut count = shape(g);
+        count.gpu.simulate = SmSelection::All;
         Measuring {
             g: g.clone(),
             given: given.clone(),
+            count,
             stage: Stage::Count(None, RequestCounts::default()),
         }
     }
@@ -71,19 +76,13 @@ impl Measuring {
                 let counts = count_requests(k, &shape(&self.g))?;
                 self.counted(k, counts)?
             }
-            Stage::Count(None, counts) => {
-                let mut cfg = shape(&self.g);
-                cfg.gpu.simulate = SmSelection::All;
-                Stage::Count(Some(RunSteps::new(&cfg)?), counts)
-            }
+            Stage::Count(None, counts) => Stage::Count(Some(RunSteps::new(&self.count)?), counts),
             Stage::Count(Some(mut run), mut counts) => {
-                let mut cfg = shape(&self.g);
-                cfg.gpu.simulate = SmSelection::All;
                 let mut counting = Counting {
                     counts: &mut counts,
                     outer: observer,
                 };
-                match run.step(&cfg, std::slice::from_ref(k), &mut counting)? {
+                match run.step(&self.count, std::slice::from_ref(k), &mut counting)? {
                     None => Stage::Count(Some(run), counts),
                     Some(_) => self.counted(k, counts)?,
                 }
