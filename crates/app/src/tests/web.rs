@@ -136,7 +136,6 @@ fn the_page_refuses_a_file_too_large_to_hold_and_says_where_to_open_it() {
 /// desktop's worker thread gives: the report and every request the views draw.
 #[test]
 fn a_simulation_run_in_slices_gives_the_whole_runs_result() {
-    use crate::job::{Progress, Step};
     use warpscope_core::config::{preset, SmSelection};
     let file = |name: &str| {
         let t = warpscope_core::trace::read_file(&support::sample(name), None)
@@ -159,16 +158,7 @@ fn a_simulation_run_in_slices_gives_the_whole_runs_result() {
     for t in &traces {
         for (c, cfg) in [&fermi, &every_sm, &write_back].into_iter().enumerate() {
             let whole = support::simulate(t.clone(), cfg.clone());
-            let mut run = crate::sliced::Sliced::new(cfg.clone(), t.clone());
-            let progress = Progress::default();
-            let mut slices = 0;
-            let sliced = loop {
-                slices += 1;
-                // No time at all: one piece a slice, the most slices a run can take.
-                if let Some(r) = run.step(&progress, web_time::Instant::now()) {
-                    break r.unwrap();
-                }
-            };
+            let (sliced, slices) = in_slices(cfg, t);
             let what = format!("{} under configuration {c}", t.label);
             assert!(slices > 2, "{what}: {slices} slices");
             assert_eq!(
@@ -189,11 +179,28 @@ fn a_simulation_run_in_slices_gives_the_whole_runs_result() {
     }
 }
 
+/// A pane's run of `t` under `cfg` as the page makes it, one piece a slice (no time at all:
+/// the most slices a run can take), and how many slices it took.
+fn in_slices(
+    cfg: &warpscope_core::config::SimConfig,
+    t: &std::sync::Arc<crate::data::TraceData>,
+) -> (std::sync::Arc<crate::data::SimData>, usize) {
+    use crate::job::{Progress, Step};
+    let mut run = crate::sliced::Sliced::new(cfg.clone(), t.clone());
+    let progress = Progress::default();
+    let mut slices = 0;
+    loop {
+        slices += 1;
+        if let Some(r) = run.step(&progress, web_time::Instant::now()) {
+            return (r.unwrap(), slices);
+        }
+    }
+}
+
 /// The web build's run of the timing model, in pieces between frames, gives what the
 /// desktop's worker thread gives.
 #[test]
 fn a_timing_model_run_in_slices_gives_the_whole_runs_result() {
-    use crate::job::{Progress, Step};
     use warpscope_core::config::{preset, L2Config, SmSelection};
     let accelsim = warpscope_core::trace::read_file(&support::sample("accelsim-matrixmul"), None)
         .unwrap()
@@ -211,15 +218,7 @@ fn a_timing_model_run_in_slices_gives_the_whole_runs_result() {
     for t in &traces {
         for (c, cfg) in [&gtx470, &with_l2].into_iter().enumerate() {
             let whole = support::simulate(t.clone(), cfg.clone());
-            let mut run = crate::sliced::Sliced::new(cfg.clone(), t.clone());
-            let progress = Progress::default();
-            let mut slices = 0;
-            let sliced = loop {
-                slices += 1;
-                if let Some(r) = run.step(&progress, web_time::Instant::now()) {
-                    break r.unwrap();
-                }
-            };
+            let (sliced, slices) = in_slices(cfg, t);
             let what = format!("{} under configuration {c}", t.label);
             assert!(
                 slices > t.trace.kernels.len() * 2,

@@ -63,6 +63,18 @@ impl<O: Stops> Running<O> {
     }
 }
 
+/// The configuration an explanation's runs use, `cfg` checked: without what it does not
+/// need (reuse distances; the timing model's own miss classes, which it works out per request).
+pub(super) fn runs_config(cfg: &SimConfig) -> Result<SimConfig, ExplainError> {
+    cfg.validate().map_err(SimError::from)?;
+    let mut cfg = cfg.clone();
+    cfg.reuse = crate::config::ReuseMode::Off;
+    if let Some(t) = &mut cfg.timing {
+        t.classify = false;
+    }
+    Ok(cfg)
+}
+
 /// Request `request` of a configuration being explained, one run (or piece of one) per
 /// [`Explaining::step`].
 pub struct Explaining {
@@ -112,12 +124,7 @@ impl Explaining {
     /// The explanation of request `request` (the n-th request the run gives an observer,
     /// from 0) of `cfg`; `pieces`: each run a piece at a time, else whole.
     pub fn new(cfg: &SimConfig, request: u64, pieces: bool) -> Result<Self, ExplainError> {
-        cfg.validate().map_err(SimError::from)?;
-        let mut cfg = cfg.clone();
-        cfg.reuse = crate::config::ReuseMode::Off;
-        if let Some(t) = &mut cfg.timing {
-            t.classify = false;
-        }
+        let cfg = runs_config(cfg)?;
         let find = Find::new(request, cfg.cache.line_bytes);
         let stage = Stage::Find(Running::new(cfg.clone(), find, pieces)?);
         Ok(Explaining {

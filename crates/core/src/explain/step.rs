@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::follow::{Find, Stops};
-use super::stages::Running;
+use super::stages::{runs_config, Running};
 use super::{Access, ExplainError, Use};
 use crate::cache::CacheModel;
 use crate::config::SimConfig;
@@ -185,12 +185,7 @@ enum Stage {
 impl Stepping {
     /// The state at request `n` of `cfg`; `pieces`: each run a piece at a time, else whole.
     pub fn new(cfg: &SimConfig, n: u64, pieces: bool) -> Result<Self, ExplainError> {
-        cfg.validate().map_err(crate::sim::SimError::from)?;
-        let mut cfg = cfg.clone();
-        cfg.reuse = crate::config::ReuseMode::Off;
-        if let Some(t) = &mut cfg.timing {
-            t.classify = false;
-        }
+        let cfg = runs_config(cfg)?;
         let step = Step {
             find: Find::new(n, cfg.cache.line_bytes),
             recent: VecDeque::new(),
