@@ -30,11 +30,14 @@ pub struct SweepRun {
 impl Default for SweepRun {
     fn default() -> Self {
         SweepRun {
-            // Nugteren et al. 2014 fig. 12's grid: cache sizes by associativity.
+            // The values of Nugteren et al.'s (2014) fig. 12 for the cache size and the
+            // associativity (0.25x to 4x the 16 KB 4-way L1's), as a grid. Modulo set indexing,
+            // since the Fermi hash of the default preset indexes at most 64 sets (a 16 KB
+            // direct-mapped L1 has 128); a key with one value is not an axis of the heatmap.
             axes: [
                 "cache-size=4K,8K,16K,32K,64K".into(),
                 "ways=1,2,4,8,16".into(),
-                String::new(),
+                "set-index=modulo".into(),
             ],
             job: None,
             error: None,

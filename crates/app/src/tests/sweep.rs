@@ -293,3 +293,33 @@ fn a_sweep_over_the_l2_draws_its_columns_and_leaves_a_point_without_one_empty() 
         assert!(same(av, cv), "{an}: {av:?} vs {cv:?}");
     }
 }
+
+/// The form's own grid runs on the example the app opens with (the Fermi hash of its preset
+/// indexes at most 64 sets, which the grid's small associativities exceed without the form's
+/// modulo indexing), and its heatmap's axes are the two keys that vary.
+#[test]
+fn the_forms_default_sweep_runs_on_the_default_example() {
+    let a = app("matmul", "n=32");
+    let base = a.settings.panes[0].1.clone();
+    let form = crate::sweep_run::SweepRun::default();
+    let vary: Vec<String> = form
+        .axes
+        .iter()
+        .filter(|a| !a.is_empty())
+        .cloned()
+        .collect();
+    let axes = warpscope_core::config::grid::axes(&vary, &base).unwrap();
+    let points = warpscope_core::config::grid::points(&axes);
+    let configs = warpscope_core::config::grid::configs(&base, &points).unwrap();
+    assert_eq!(configs.len(), 25);
+    for c in &configs {
+        c.validate().unwrap();
+    }
+    let mut h = sweep_form(a);
+    run_sweep(&mut h, "Run 25 configurations");
+    let t = h.state().sweep.table.clone().unwrap();
+    let names: Vec<&str> = t.keys.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["input", "cache-size", "ways", "set-index"]);
+    let s = &h.state().sweep.selection;
+    assert_eq!((s.x, s.y), (2, 1), "ways across, cache sizes down");
+}
