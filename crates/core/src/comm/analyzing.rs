@@ -23,22 +23,26 @@ pub struct Analyzing {
 
 enum Stage {
     Start,
-    /// The first pass at launch `l`, and the launch begun with the next row to replay.
-    First {
-        numbers: Numbers,
-        first: Box<FirstPass>,
-        l: usize,
-        launch: Option<(Box<Launch>, usize)>,
-    },
-    /// The second pass at launch `l`, likewise.
-    Second {
-        numbers: Numbers,
-        found: Box<FirstPassResult>,
-        pass: Box<StridePass>,
-        l: usize,
-        launch: Option<(Box<StrideLaunch>, usize)>,
-    },
+    First(Box<FirstStage>),
+    Second(Box<SecondStage>),
     Over,
+}
+
+/// The first pass at launch `l`, and the launch begun with the next row to replay.
+struct FirstStage {
+    numbers: Numbers,
+    first: FirstPass,
+    l: usize,
+    launch: Option<(Launch, usize)>,
+}
+
+/// The second pass at launch `l`, likewise.
+struct SecondStage {
+    numbers: Numbers,
+    found: FirstPassResult,
+    pass: StridePass,
+    l: usize,
+    launch: Option<(StrideLaunch, usize)>,
 }
 
 impl Analyzing {
@@ -61,112 +65,105 @@ impl Analyzing {
         trace: &Trace,
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<Option<CommReport>, CommError> {
+        let r = self.advance(trace, progress);
+        if !matches!(r, Ok(None)) {
+            self.stage = Stage::Over;
+        }
+        r
+    }
+
+    fn advance(
+        &mut self,
+        trace: &Trace,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<Option<CommReport>, CommError> {
         let total = 2 * trace.total_accesses() as u64;
         let (rows, done) = (self.rows, &mut self.done);
-        self.stage = match std::mem::replace(&mut self.stage, Stage::Over) {
+        match &mut self.stage {
             Stage::Start => {
                 let numbers = Numbers::new(trace)?;
-                let first = Box::new(FirstPass::new(trace, &numbers));
-                Stage::First {
+                let first = FirstPass::new(trace, &numbers);
+                self.stage = Stage::First(Box::new(FirstStage {
                     numbers,
                     first,
                     l: 0,
                     launch: None,
+                }));
+            }
+            Stage::First(p) => {
+                let p = &mut **p;
+                let Some(k) = trace.kernels.get(p.l) else {
+                    if let Stage::First(p) = std::mem::replace(&mut self.stage, Stage::Over) {
+                        let FirstStage { numbers, first, .. } = *p;
+                        self.stage = Stage::Second(Box::new(SecondStage {
+                            numbers,
+                            found: first.finish(),
+                            pass: StridePass::default(),
+                            l: 0,
+                            launch: None,
+                        }));
+                    }
+                    return Ok(None);
+                };
+                match &mut p.launch {
+                    None => p.launch = Some((p.first.begin(p.l, k), 0)),
+                    Some((launch, next)) if *next < k.len() => {
+                        let to = next.saturating_add(rows).min(k.len());
+                        p.first.rows(launch, k, *next..to, done, total, progress)?;
+                        *next = to;
+                    }
+                    Some(_) => {
+                        if let Some((launch, _)) = p.launch.take() {
+                            p.first.end(launch, k);
+                        }
+                        p.l += 1;
+                    }
                 }
             }
-            Stage::First {
-                numbers,
-                mut first,
-                mut l,
-                launch,
-            } => match (trace.kernels.get(l), launch) {
-                (None, _) => Stage::Second {
-                    numbers,
-                    found: Box::new(first.finish()),
-                    pass: Box::default(),
-                    l: 0,
-                    launch: None,
-                },
-                (Some(k), None) => {
-                    let launch = Some((Box::new(first.begin(l, k)), 0));
-                    Stage::First {
-                        numbers,
-                        first,
-                        l,
-                        launch,
-                    }
-                }
-                (Some(k), Some((mut launch, next))) => {
-                    let launch = if next < k.len() {
-                        let to = next.saturating_add(rows).min(k.len());
-                        first.rows(&mut launch, k, next..to, done, total, progress)?;
-                        Some((launch, to))
-                    } else {
-                        first.end(*launch, k);
-                        l += 1;
-                        None
-                    };
-                    Stage::First {
-                        numbers,
-                        first,
-                        l,
-                        launch,
-                    }
-                }
-            },
-            Stage::Second {
-                numbers,
-                found,
-                mut pass,
-                mut l,
-                launch,
-            } => match (trace.kernels.get(l), launch) {
-                (None, _) => {
+            Stage::Second(p) => {
+                let p = &mut **p;
+                let Some(k) = trace.kernels.get(p.l) else {
                     progress(total, total);
-                    return Ok(Some(summarize(trace, &numbers, *found, *pass)));
-                }
-                (Some(k), None) => {
-                    let at = found.retired_at.get(l).copied().unwrap_or(0)
-                        ..found.retired_at.get(l + 1).copied().unwrap_or(0);
-                    let launch = StridePass::begin(&numbers, l, k, &found.retired, at);
-                    let launch = match launch {
-                        Some(launch) => Some((Box::new(launch), 0)),
-                        None => {
-                            // Nothing it wrote was communicated: nothing to walk.
-                            *done += k.len() as u64;
-                            l += 1;
-                            None
+                    if let Stage::Second(p) = std::mem::replace(&mut self.stage, Stage::Over) {
+                        let SecondStage {
+                            numbers,
+                            found,
+                            pass,
+                            ..
+                        } = *p;
+                        return Ok(Some(summarize(trace, &numbers, found, pass)));
+                    }
+                    return Ok(None);
+                };
+                match &mut p.launch {
+                    None => {
+                        let at = p.found.retired_at.get(p.l).copied().unwrap_or(0)
+                            ..p.found.retired_at.get(p.l + 1).copied().unwrap_or(0);
+                        let (numbers, retired) = (&p.numbers, &p.found.retired);
+                        match StridePass::begin(numbers, p.l, k, retired, at) {
+                            Some(launch) => p.launch = Some((launch, 0)),
+                            None => {
+                                // Nothing it wrote was communicated: nothing to walk.
+                                *done += k.len() as u64;
+                                p.l += 1;
+                            }
                         }
-                    };
-                    Stage::Second {
-                        numbers,
-                        found,
-                        pass,
-                        l,
-                        launch,
                     }
-                }
-                (Some(k), Some((mut launch, next))) => {
-                    let launch = if next < k.len() {
+                    Some((launch, next)) if *next < k.len() => {
                         let to = next.saturating_add(rows).min(k.len());
-                        let retired = &found.retired;
-                        pass.rows(&mut launch, k, retired, next..to, done, total, progress)?;
-                        Some((launch, to))
-                    } else {
-                        l += 1;
-                        None
-                    };
-                    Stage::Second {
-                        numbers,
-                        found,
-                        pass,
-                        l,
-                        launch,
+                        let retired = &p.found.retired;
+                        p.pass
+                            .rows(launch, k, retired, *next..to, done, total, progress)?;
+                        *next = to;
+                    }
+                    Some(_) => {
+                        p.launch = None;
+                        p.l += 1;
                     }
                 }
-            },
-            Stage::Over => Stage::Over,
-        };
+            }
+            Stage::Over => {}
+        }
         Ok(None)
     }
 }
