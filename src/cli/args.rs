@@ -48,6 +48,10 @@ pub struct Cli {
     /// A large trace file the screenshot plan opens streamed for its last shot (take.sh).
     #[arg(long, value_name = "FILE", hide = true)]
     pub shot_streamed: Option<PathBuf>,
+    /// Threads for the app's sweeps and timing-model runs (default: all cores; without the
+    /// app: for the simulation, as `sim --jobs`).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 /// Parses `WIDTHxHEIGHT`.

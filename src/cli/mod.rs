@@ -46,6 +46,7 @@ fn no_command(cli: Cli) -> Result<()> {
         sweep,
         stream,
         shot_streamed,
+        jobs,
         ..
     } = cli;
     if let Some(dir) = &screenshots {
@@ -60,6 +61,7 @@ fn no_command(cli: Cli) -> Result<()> {
             sweep,
             stream,
             shot_streamed,
+            jobs: jobs.unwrap_or(0),
         },
         screenshots,
     )
@@ -75,6 +77,7 @@ fn no_command(cli: Cli) -> Result<()> {
         file,
         screenshots,
         sweep,
+        jobs,
         ..
     } = cli;
     if screenshots.is_some() || sweep.is_some() {
@@ -84,6 +87,9 @@ fn no_command(cli: Cli) -> Result<()> {
     match file {
         Some(f) => words.extend(["--trace".to_string(), f.display().to_string()]),
         None => words.extend(["--kernel".to_string(), "matmul".to_string()]),
+    }
+    if let Some(n) = jobs {
+        words.extend(["--jobs".to_string(), n.to_string()]);
     }
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     simulate(SimArgs::parse_from_words(&words)?)

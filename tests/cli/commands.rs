@@ -538,6 +538,10 @@ fn no_arguments_simulates_the_builtin_example() {
         text.contains("kernel matmul") && text.contains("miss rate"),
         "{text}"
     );
+    // `--jobs` (the app's threads) is the simulation's here: the same report on one thread.
+    let one = warpscope(&["--jobs", "1"]);
+    assert!(one.status.success());
+    assert_eq!(String::from_utf8_lossy(&one.stdout), text);
 }
 
 /// With the app built in, no arguments open the window; where no display exists the

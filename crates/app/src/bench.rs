@@ -33,6 +33,7 @@ fn app(accesses: u64) -> Harness<'static, WarpscopeApp> {
             sweep: None,
             stream: false,
             shot_streamed: None,
+            jobs: 0,
         },
         Arc::new(|| {}),
     );

@@ -303,6 +303,7 @@ mod tests {
                 sweep: None,
                 stream: false,
                 shot_streamed: None,
+                jobs: 0,
             },
             Arc::new(|| {}),
         );

@@ -196,6 +196,9 @@ pub struct Startup {
     pub stream: bool,
     /// A trace file the screenshot plan opens streamed for its last shot.
     pub shot_streamed: Option<PathBuf>,
+    /// Threads for the work the app spreads over the cores (sweeps, the timing model's runs
+    /// and SMs); 0: one per core (`warpscope --jobs N`).
+    pub jobs: usize,
 }
 
 /// Something asked for by a menu, a shortcut or a button, handled after drawing.

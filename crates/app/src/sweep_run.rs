@@ -73,27 +73,42 @@ pub fn run(
     let configs = grid::configs(&base, &points).map_err(JobError::Failed)?;
     progress.set_total(configs.len() as u64);
     let done = AtomicU64::new(0);
-    let reports: Vec<Report> = configs
-        .par_iter()
-        .zip(&points)
-        .map(|(c, point)| {
-            let r =
-                warpscope_shell::timed::simulate(c, &trace.trace.kernels, &mut Stop(progress), 1);
-            progress.report(
-                done.fetch_add(1, Ordering::Relaxed) + 1,
-                configs.len() as u64,
-            );
-            r.map_err(|e| match e {
-                warpscope_core::sim::SimError::Cancelled => JobError::Cancelled,
-                e => JobError::Failed(format!(
-                    "{}: {}",
-                    grid::describe(point),
-                    super::worker::error_chain(&e)
-                )),
+    let reports: Vec<Report> = pool()?.install(|| {
+        configs
+            .par_iter()
+            .zip(&points)
+            .map(|(c, point)| {
+                let r = warpscope_shell::timed::simulate(
+                    c,
+                    &trace.trace.kernels,
+                    &mut Stop(progress),
+                    1,
+                );
+                progress.report(
+                    done.fetch_add(1, Ordering::Relaxed) + 1,
+                    configs.len() as u64,
+                );
+                r.map_err(|e| match e {
+                    warpscope_core::sim::SimError::Cancelled => JobError::Cancelled,
+                    e => JobError::Failed(format!(
+                        "{}: {}",
+                        grid::describe(point),
+                        super::worker::error_chain(&e)
+                    )),
+                })
             })
-        })
-        .collect::<Result<_, _>>()?;
+            .collect::<Result<_, _>>()
+    })?;
     Ok(table(&trace.label, axes, &points, &reports))
+}
+
+/// The threads a sweep's points are spread over: as many as `warpscope --jobs N` gives the
+/// app, one per core by default (`shell::lanes::cores`).
+pub(crate) fn pool() -> Result<rayon::ThreadPool, JobError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(warpscope_shell::lanes::cores(0))
+        .build()
+        .map_err(|e| JobError::Failed(format!("starting the sweep's threads: {e}")))
 }
 
 /// [`run`] a point after the other, each point's run in the core's pieces: how a page runs a
@@ -273,9 +288,17 @@ impl super::WarpscopeApp {
                             ready.is_ok() && !running,
                             egui::Button::new(format!("Run {points} configurations")),
                         )
-                        .on_hover_text(
-                            "On a worker, spread over the cores; Cancel in the status bar",
-                        );
+                        .on_hover_text(if crate::sliced::PIECES {
+                            "A point after the other, between the page's other work; Cancel in \
+                             the status bar"
+                                .to_string()
+                        } else {
+                            format!(
+                                "On a worker, spread over {} threads (warpscope --jobs N); \
+                                 Cancel in the status bar",
+                                warpscope_shell::lanes::cores(0)
+                            )
+                        });
                     if let Err(e) = &ready {
                         ui.colored_label(ui.visuals().warn_fg_color, e);
                     }

@@ -84,6 +84,7 @@ impl eframe::App for EframeApp {
 /// Opens the window (glow renderer: much faster than wgpu on software renderers).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn run(startup: Startup, shots: Option<PathBuf>) -> Result<(), String> {
+    warpscope_shell::lanes::set_default_jobs(startup.jobs);
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Warpscope")
@@ -142,6 +143,7 @@ pub async fn run_web(canvas: web_sys::HtmlCanvasElement) -> Result<(), String> {
         sweep: None,
         stream: false,
         shot_streamed: None,
+        jobs: 0,
     };
     eframe::WebRunner::new()
         .start(

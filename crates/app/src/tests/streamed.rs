@@ -48,6 +48,7 @@ fn streaming_app(file: PathBuf) -> WarpscopeApp {
             sweep: None,
             stream: true,
             shot_streamed: None,
+            jobs: 0,
         },
         Arc::new(|| {}),
     )

@@ -22,6 +22,7 @@ pub fn app(kernel: &str, params: &str) -> WarpscopeApp {
             sweep: None,
             stream: false,
             shot_streamed: None,
+            jobs: 0,
         },
         Arc::new(|| {}),
     );

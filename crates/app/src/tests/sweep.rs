@@ -323,3 +323,36 @@ fn the_forms_default_sweep_runs_on_the_default_example() {
     let s = &h.state().sweep.selection;
     assert_eq!((s.x, s.y), (2, 1), "ways across, cache sizes down");
 }
+
+/// `warpscope --jobs N` sizes the threads a sweep in the app is spread over (the shell's
+/// default for the app); the table is the same for any number of them.
+#[test]
+fn the_apps_jobs_size_a_sweeps_threads_and_not_its_table() {
+    use warpscope_shell::lanes::{cores, set_default_jobs};
+    let mut h = harness(app("matmul", "n=32"));
+    settle(&mut h);
+    let trace = h.state().pane_trace(0).unwrap();
+    let mut base = h.state().settings.panes[0].1.clone();
+    base.cache.set_index = warpscope_core::config::SetIndex::Modulo;
+    let axes = warpscope_core::config::grid::axes(
+        &["cache-size=4K,16K".to_string(), "ways=1,2,4".to_string()],
+        &base,
+    )
+    .unwrap();
+    let progress = std::sync::Arc::new(crate::job::Progress::default());
+    let mut run = |jobs: usize| {
+        set_default_jobs(jobs);
+        let threads = crate::sweep_run::pool().unwrap().current_num_threads();
+        let table = crate::sweep_run::run(&trace, &base, &axes, &progress).unwrap();
+        (threads, table.values)
+    };
+    let (three, on_three) = run(3);
+    let (one, on_one) = run(1);
+    set_default_jobs(0);
+    assert_eq!((three, one), (3, 1));
+    assert_eq!(
+        cores(0),
+        std::thread::available_parallelism().unwrap().get()
+    );
+    assert_eq!(on_three, on_one);
+}

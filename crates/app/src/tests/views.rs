@@ -359,6 +359,7 @@ fn a_trace_with_line_info_shows_misses_per_source_line() {
             sweep: None,
             stream: false,
             shot_streamed: None,
+            jobs: 0,
         },
         std::sync::Arc::new(|| {}),
     );

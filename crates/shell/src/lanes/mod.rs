@@ -411,8 +411,23 @@ fn give_copying(
     }
 }
 
-/// The number of lanes to use: `jobs`, or one per core when 0.
+/// The threads a front end gives work that it does not size itself (0: one per core): the
+/// app's `--jobs`, set once as it starts ([`set_default_jobs`]).
+static DEFAULT_JOBS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Makes `jobs` threads (0: one per core) what [`cores`]`(0)` gives from now on: the app's
+/// `--jobs`, which its timing-model runs and sweeps then use.
+pub fn set_default_jobs(jobs: usize) {
+    DEFAULT_JOBS.store(jobs, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The number of lanes to use: `jobs`, or when 0 the default ([`set_default_jobs`]), one
+/// per core unless a front end set it.
 pub fn cores(jobs: usize) -> usize {
+    let jobs = match jobs {
+        0 => DEFAULT_JOBS.load(std::sync::atomic::Ordering::Relaxed),
+        n => n,
+    };
     if jobs > 0 {
         return jobs;
     }

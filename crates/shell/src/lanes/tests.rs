@@ -185,3 +185,14 @@ fn a_run_measured_apart_stops_on_a_cancel_or_a_bad_file() {
     };
     assert!(e.contains("line 9"), "{e}");
 }
+
+/// A front end's default (the app's `--jobs`) stands in for 0, never for a number given.
+#[test]
+fn the_default_jobs_stand_in_for_zero_only() {
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(cores(0), all);
+    set_default_jobs(5);
+    assert_eq!((cores(0), cores(2)), (5, 2));
+    set_default_jobs(0);
+    assert_eq!(cores(0), all);
+}
