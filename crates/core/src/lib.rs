@@ -40,6 +40,7 @@ pub mod hwcheck;
 pub mod l2;
 pub mod lesson;
 pub mod linemap;
+pub mod linetable;
 pub mod report;
 pub mod reuse;
 pub mod rng;

@@ -18,6 +18,7 @@
 //! the values set; if fewer than a quarter of the pages' values are, it moves them to a hash
 //! map of one entry per line (about 2-3 times a page's bytes per line) and stays so.
 
+use crate::linetable::LineTable;
 use rustc_hash::FxHashMap;
 
 const PAGE_BITS: u32 = 8;
@@ -47,7 +48,7 @@ pub struct LineMap<V: Copy + Default + PartialEq> {
     /// lines of a buffer) finds most of them here, without hashing.
     recent: Vec<(u64, u32)>,
     /// Once the pages turned out mostly empty: a value per line set, instead of pages.
-    sparse: Option<FxHashMap<u64, V>>,
+    sparse: Option<LineTable<V>>,
     /// The count of pages at which how full they are is checked next.
     check_at: u32,
 }
@@ -78,7 +79,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
     /// (a sample of lines chosen by a hash).
     pub fn per_line() -> Self {
         LineMap {
-            sparse: Some(FxHashMap::default()),
+            sparse: Some(LineTable::default()),
             ..Self::checking_from(u32::MAX)
         }
     }
@@ -86,7 +87,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
     /// Calls `f` with every key whose value is not the default, and its value.
     pub fn for_each(&self, mut f: impl FnMut(u64, &V)) {
         if let Some(map) = &self.sparse {
-            for (&k, v) in map {
+            for (k, v) in map.iter() {
                 if *v != V::default() {
                     f(k, v);
                 }
@@ -106,14 +107,13 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
 
     /// Bytes its pages and their index hold (or its entries, once sparse).
     pub fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(u64, V)>() + 1;
         self.chunks
             .iter()
             .map(|c| c.capacity() * std::mem::size_of::<V>())
             .sum::<usize>()
             + self.chunks.capacity() * std::mem::size_of::<Vec<V>>()
             + self.pages.capacity() * 16
-            + self.sparse.as_ref().map_or(0, |m| m.capacity() * entry)
+            + self.sparse.as_ref().map_or(0, |m| m.heap_bytes())
     }
 
     /// Whether the values are held per line (the pages were mostly empty).
@@ -137,7 +137,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
             self.turn_to(page);
         }
         match &mut self.sparse {
-            Some(map) => map.entry(line).or_default(),
+            Some(map) => map.entry(line),
             None => {
                 &mut self.chunks[self.last_chunk as usize]
                     [self.last_start as usize + (line as usize & (PAGE - 1))]
@@ -196,7 +196,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
     /// Moves the values set into a map of one entry per line and drops the pages.
     #[cold]
     fn go_sparse(&mut self) {
-        let mut map = FxHashMap::default();
+        let mut map = LineTable::default();
         for (&page, &idx) in &self.pages {
             let (chunk, start) = Self::place(idx);
             let values = &self.chunks[chunk as usize][start as usize..][..PAGE];
@@ -220,10 +220,20 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         self.chunks.iter_mut().flatten().chain(sparse)
     }
 
+    /// Asks for the place of `line`'s value to be brought into the processor's caches, where
+    /// the values are held per line (a hint: see [`LineTable::prefetch`]); paged values, close
+    /// together, are left to the processor.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        if let Some(map) = &self.sparse {
+            map.prefetch(line);
+        }
+    }
+
     /// The value of `line` (default if never set), without changing the map.
     pub fn get(&self, line: u64) -> V {
         if let Some(map) = &self.sparse {
-            return map.get(&line).copied().unwrap_or_default();
+            return map.get(line).copied().unwrap_or_default();
         }
         let page = line >> PAGE_BITS;
         let place = if page == self.last_page {

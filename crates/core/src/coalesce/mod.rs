@@ -151,6 +151,12 @@ impl Coalescer {
         Some(ones << (lo - base))
     }
 
+    /// The line of byte `addr`.
+    #[inline]
+    pub(crate) fn line_of(&self, addr: u64) -> u64 {
+        addr >> self.line_shift
+    }
+
     /// Splits `[addr, addr+size)` at line boundaries into one request per line.
     #[inline]
     pub(crate) fn split(&self, addr: u64, size: u64, write: bool, mut emit: impl FnMut(Coalesced)) {

@@ -99,6 +99,19 @@ impl Marks {
         }
     }
 
+    /// Asks for what counting the marks around `pos` reads (its word of the bitmap and that
+    /// word's entry of level 0) to be brought into the processor's caches: a hint.
+    #[inline]
+    pub fn prefetch(&self, pos: usize) {
+        let w = pos / 64;
+        if let Some(word) = self.words.get(w) {
+            crate::trace::memory::prefetch(word);
+        }
+        if let Some(entry) = self.levels.first().and_then(|l| l.get(w)) {
+            crate::trace::memory::prefetch(entry);
+        }
+    }
+
     /// Number of marks at positions `> pos`.
     #[inline]
     pub fn count_after(&self, pos: usize) -> u64 {

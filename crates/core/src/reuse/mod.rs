@@ -308,6 +308,37 @@ impl ReuseTracker {
         Distances { whole, in_set }
     }
 
+    /// Whether the lines' last uses are held one per line (`LineMap::is_sparse`: lines far
+    /// apart), where each look-up is likely to miss the processor's caches and asking for
+    /// them ahead pays.
+    pub(crate) fn lines_far_apart(&self) -> bool {
+        self.last.is_sparse()
+    }
+
+    /// Asks for `line`'s last use to be brought into the processor's caches, a few uses
+    /// before it is measured (a hint; see `linetable`).
+    #[inline]
+    pub(crate) fn prefetch_line(&self, line: u64) {
+        self.last.prefetch(line);
+    }
+
+    /// Asks for the marks at `line`'s last uses to be brought into the processor's caches,
+    /// once its last use is (a hint: [`ReuseTracker::prefetch_line`] a few uses before).
+    #[inline]
+    pub(crate) fn prefetch_marks(&self, line: u64) {
+        let last = self.last.get(line);
+        if last.whole != 0 {
+            self.whole.marks.prefetch(last.whole as usize - 1);
+        }
+        if let Some(stack) = self
+            .sets
+            .get(last.set as usize)
+            .filter(|_| last.in_set != 0)
+        {
+            stack.marks.prefetch(last.in_set as usize - 1);
+        }
+    }
+
     /// A tracker of a sample of lines chosen by a hash: they lie far apart, so their last
     /// uses are kept one entry per line from the start (`LineMap::per_line`).
     pub(crate) fn for_sample(sets: usize) -> Self {

@@ -32,6 +32,15 @@ struct Apart {
 }
 
 impl Apart {
+    /// The exact tracker, when its lines' last uses are held one per line (lines far apart:
+    /// each look-up misses the processor's caches), for the look-ahead ([`Ahead`]).
+    fn far_apart(&self) -> Option<&crate::reuse::ReuseTracker> {
+        match &self.meter {
+            Some(ReuseMeter::Exact(t)) if t.lines_far_apart() => Some(t),
+            _ => None,
+        }
+    }
+
     #[inline]
     fn tag(&mut self, r: &Request, set: u32) -> Tag {
         let d = self.meter.as_mut().and_then(|m| m.access(r.line, set));
@@ -60,6 +69,55 @@ pub struct ReuseStage {
     grouping: Grouping,
     /// Requests measured: the session's own count must be the same when they meet again.
     requests: u64,
+    ahead: Ahead,
+}
+
+/// How far the exact tracker's look-ups were asked for ahead of the rows measured, where its
+/// lines lie far apart ([`Apart::far_apart`]), so that the cache misses of several rows
+/// overlap instead of following one another: a line's last use `SLOT_AHEAD` rows before it
+/// is measured, the marks at that last use `MARKS_AHEAD` rows before. (Asking ahead for the
+/// record of sectors seen, which `--reuse off` and sampled runs use, saved nothing on the
+/// corpus: its words lie close together.)
+#[derive(Clone, Copy, Debug, Default)]
+struct Ahead {
+    /// The rows these are of (their addresses' column).
+    rows: usize,
+    slot: usize,
+    marks: usize,
+}
+
+const SLOT_AHEAD: usize = 16;
+const MARKS_AHEAD: usize = 8;
+
+impl Ahead {
+    /// Asks for what measuring rows up to `end` of `cols` (and a few after) will read.
+    #[inline]
+    fn fetch(
+        &mut self,
+        t: &crate::reuse::ReuseTracker,
+        coalescer: &Coalescer,
+        cols: &Columns,
+        start: usize,
+        end: usize,
+    ) {
+        let rows = cols.addr.as_ptr() as usize;
+        if rows != self.rows || self.slot < start {
+            *self = Ahead {
+                rows,
+                slot: start,
+                marks: start,
+            };
+        }
+        let n = cols.len();
+        while self.slot < (end + SLOT_AHEAD).min(n) {
+            t.prefetch_line(coalescer.line_of(cols.addr[self.slot]));
+            self.slot += 1;
+        }
+        while self.marks < (end + MARKS_AHEAD).min(n) {
+            t.prefetch_marks(coalescer.line_of(cols.addr[self.marks]));
+            self.marks += 1;
+        }
+    }
 }
 
 impl ReuseStage {
@@ -85,6 +143,12 @@ impl ReuseStage {
         self.grouping = grouping;
     }
 
+    /// Whether it asked for its exact trackers' look-ups ahead of the rows ([`Ahead`]).
+    #[cfg(test)]
+    pub(crate) fn looked_ahead(&self) -> bool {
+        self.ahead.rows != 0
+    }
+
     /// The tags of the warp instruction left waiting, as the stream ends (the session's
     /// [`Session::end_stream`] simulates it).
     pub fn end_stream(&mut self, tags: &mut Vec<u8>) {
@@ -108,11 +172,15 @@ impl ReuseStage {
             index,
             coalescer,
             requests,
+            ahead,
             ..
         } = self;
         let Some(apart) = slots.get_mut(slot).and_then(|t| t.as_mut()) else {
             return;
         };
+        if let Some(t) = apart.far_apart() {
+            ahead.fetch(t, coalescer, cols, range.start, range.end);
+        }
         for r in range {
             if !model_flags(cols.flags[r]).1.reaches_l1() {
                 continue;
@@ -176,6 +244,7 @@ impl Session {
             stream: None,
             grouping: Grouping::default(),
             requests: 0,
+            ahead: Ahead::default(),
         })
     }
 

@@ -694,6 +694,18 @@ mod tests {
     /// The stream of `k` fed in chunks of 2 rows plus `extra` as one more chunk, with the
     /// distances measured apart or not; its report.
     fn fed(cfg: &SimConfig, k: &Kernel, extra: &Columns, apart: bool) -> Report {
+        fed_in(cfg, k, extra, apart, 2).0
+    }
+
+    /// [`fed`] in chunks of `rows` rows; and whether the stage, if any, asked for its
+    /// exact tracker's look-ups ahead (`apart::Ahead`).
+    fn fed_in(
+        cfg: &SimConfig,
+        k: &Kernel,
+        extra: &Columns,
+        apart: bool,
+        rows: usize,
+    ) -> (Report, bool) {
         let mut s = Session::new(cfg, 0).unwrap();
         let mut stage = apart.then(|| s.detach_reuse().unwrap());
         let mut tags = Vec::new();
@@ -703,10 +715,10 @@ mod tests {
         s.begin_stream(k, &mut NoObserver).unwrap();
         let cols = k.columns();
         let mut chunks: Vec<Columns> = (0..cols.len())
-            .step_by(2)
+            .step_by(rows)
             .map(|at| {
                 let mut c = Columns::default();
-                c.extend_from(cols, at..(at + 2).min(cols.len()));
+                c.extend_from(cols, at..(at + rows).min(cols.len()));
                 c
             })
             .collect();
@@ -719,13 +731,51 @@ mod tests {
             }
             assert!(s.feed(c, &mut NoObserver));
         }
+        let mut ahead = false;
         if let Some(mut stage) = stage {
             tags.clear();
             stage.end_stream(&mut tags);
             s.take_tags(&tags).unwrap();
+            ahead = stage.looked_ahead();
             s.attach_reuse(stage, &mut NoObserver).unwrap();
         }
-        s.finish(&mut NoObserver)
+        (s.finish(&mut NoObserver), ahead)
+    }
+
+    /// Lines far apart, so that the exact tracker holds their last uses one per line and the
+    /// stage asks for its look-ups ahead of the rows (`apart::Ahead`): the same report as
+    /// the session measuring them itself, whatever the chunks.
+    #[test]
+    fn looking_ahead_measured_apart_changes_nothing() {
+        let mut rng = crate::rng::Rng::new(5);
+        let mut addrs: Vec<u64> = Vec::new();
+        for _ in 0..30_000 {
+            let addr = match (rng.below(3), addrs.len()) {
+                (0, n) if n > 0 => addrs[rng.below(n as u64) as usize] + rng.below(256),
+                _ => rng.below(1 << 40),
+            };
+            addrs.push(addr);
+        }
+        let rows: Vec<_> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
+            .collect();
+        let k = kernel(&rows, None);
+        let cfg = SimConfig {
+            reuse: ReuseMode::Exact,
+            ..Default::default()
+        };
+        let want = fed_in(&cfg, &k, &Columns::default(), false, 1000).0;
+        assert!(want
+            .reuse
+            .as_ref()
+            .is_some_and(|r| r.distinct_lines > 20_000));
+        for rows in [1, 7, 1000, 4096] {
+            let (got, ahead) = fed_in(&cfg, &k, &Columns::default(), true, rows);
+            assert!(ahead, "{rows} rows a chunk");
+            assert_eq!(got, want, "{rows} rows a chunk");
+        }
     }
 
     #[test]
