@@ -16,7 +16,9 @@
 //! kernel uses one line in 14 of each buffer, so its pages would hold 14 times the values it
 //! sets. So whenever the pages double in number (from [`SPARSE_CHECK_PAGES`] on) the map counts
 //! the values set; if fewer than a quarter of the pages' values are, it moves them to a hash
-//! map of one entry per line (about 2-3 times a page's bytes per line) and stays so.
+//! table of one entry per line (about 2-3 times a page's bytes per line) and stays so: a
+//! [`LineTable`], whose slots a caller that knows the lines ahead can ask for
+//! ([`LineMap::prefetch`]).
 
 use crate::linetable::LineTable;
 use rustc_hash::FxHashMap;

@@ -340,7 +340,7 @@ fn the_apps_jobs_size_a_sweeps_threads_and_not_its_table() {
     )
     .unwrap();
     let progress = std::sync::Arc::new(crate::job::Progress::default());
-    let mut run = |jobs: usize| {
+    let run = |jobs: usize| {
         set_default_jobs(jobs);
         let threads = crate::sweep_run::pool().unwrap().current_num_threads();
         let table = crate::sweep_run::run(&trace, &base, &axes, &progress).unwrap();
