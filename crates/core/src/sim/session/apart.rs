@@ -100,6 +100,7 @@ impl Ahead {
         start: usize,
         end: usize,
     ) {
+        // The rows of the chunk, or of the warp instruction the last chunk left waiting.
         let rows = cols.addr.as_ptr() as usize;
         if rows != self.rows || self.slot < start {
             *self = Ahead {
@@ -138,6 +139,9 @@ impl ReuseStage {
         if self.stream.is_none() {
             return;
         }
+        // A new chunk, possibly in the room of the last one (a reader reuses its buffers): what
+        // was asked for ahead was of other rows.
+        self.ahead = Ahead::default();
         let mut grouping = std::mem::take(&mut self.grouping);
         grouping.feed(rows, 0..rows.len(), |c, r| self.instruction(c, r, tags));
         self.grouping = grouping;
