@@ -30,8 +30,11 @@ const CHUNK_PAGES_BITS: u32 = 12;
 pub const CHUNK_PAGES: usize = 1 << CHUNK_PAGES_BITS;
 /// Pages at which the map first checks how full they are (2^20 values).
 pub const SPARSE_CHECK_PAGES: u32 = 4096;
-/// Entries of the cache of pages looked up lately (a power of two).
+/// Entries of the cache of pages looked up lately (a power of two), at first; it grows with
+/// the pages, up to [`MOST_RECENT`], so that pages used at random in turn are found there.
 const RECENT: usize = 256;
+/// The most entries of the cache of pages looked up lately (256 KiB of them).
+const MOST_RECENT: usize = 1 << 14;
 
 #[derive(Clone, Debug)]
 pub struct LineMap<V: Copy + Default + PartialEq> {
@@ -153,7 +156,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         if self.recent.is_empty() {
             self.recent = vec![(0, 0); RECENT];
         }
-        let slot = page as usize & (RECENT - 1);
+        let slot = page as usize & (self.recent.len() - 1);
         if self.recent[slot].0 == page.wrapping_add(1) {
             let (chunk, start) = Self::place(self.recent[slot].1);
             self.last_page = page;
@@ -171,6 +174,9 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
             }
             let values = &mut self.chunks[chunk as usize];
             values.resize(values.len() + PAGE, V::default());
+            if self.used as usize > self.recent.len() && self.recent.len() < MOST_RECENT {
+                self.widen_recent();
+            }
             if self.used >= self.check_at {
                 self.check_at = self.check_at.saturating_mul(2);
                 if self.mostly_empty() {
@@ -181,6 +187,19 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         }
         self.last_page = page;
         (self.last_chunk, self.last_start) = (chunk, start);
+    }
+
+    /// Twice the entries of the cache of pages looked up lately, those it held kept.
+    #[cold]
+    fn widen_recent(&mut self) {
+        let old = std::mem::take(&mut self.recent);
+        self.recent = vec![(0, 0); old.len() * 2];
+        let mask = self.recent.len() - 1;
+        for (tag, idx) in old {
+            if tag != 0 {
+                self.recent[tag.wrapping_sub(1) as usize & mask] = (tag, idx);
+            }
+        }
     }
 
     /// Fewer than a quarter of the pages' values are set.
@@ -229,6 +248,51 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
     pub fn prefetch(&self, line: u64) {
         if let Some(map) = &self.sparse {
             map.prefetch(line);
+        }
+    }
+
+    /// [`LineMap::prefetch`], paged values too: the page of `line`, if it has one, is looked
+    /// up (and kept among the pages looked up lately, where the use that follows finds it
+    /// without hashing) and its value asked for. Changes no value.
+    #[inline]
+    pub fn prefetch_paged(&mut self, line: u64) {
+        if let Some(map) = &self.sparse {
+            map.prefetch(line);
+            return;
+        }
+        let page = line >> PAGE_BITS;
+        let slot = page as usize & self.recent.len().wrapping_sub(1);
+        let Some(&(tag, idx)) = self.recent.get(slot) else {
+            return;
+        };
+        let idx = if tag == page.wrapping_add(1) {
+            idx
+        } else {
+            match self.pages.get(&page) {
+                Some(&idx) => {
+                    self.recent[slot] = (page.wrapping_add(1), idx);
+                    idx
+                }
+                None => return,
+            }
+        };
+        let (chunk, start) = Self::place(idx);
+        if let Some(v) = self
+            .chunks
+            .get(chunk as usize)
+            .and_then(|c| c.get(start as usize + (line as usize & (PAGE - 1))))
+        {
+            crate::trace::memory::prefetch(v);
+        }
+    }
+
+    /// Bytes its values take (not counting the index of pages): what a caller weighs against
+    /// the processor's caches.
+    #[inline]
+    pub fn value_bytes(&self) -> usize {
+        match &self.sparse {
+            Some(map) => map.heap_bytes(),
+            None => self.used as usize * PAGE * std::mem::size_of::<V>(),
         }
     }
 

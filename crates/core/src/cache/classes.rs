@@ -14,6 +14,10 @@
 use super::{CacheArray, LruStack, MissClass, Request, Seen, Written};
 use crate::config::{CacheConfig, Replacement, WritePolicy};
 
+/// Bytes of the record of sectors seen beyond which it no longer stays in a core's own
+/// caches.
+const SEEN_SPREAD_BYTES: usize = 1 << 20;
+
 /// What the shadow and the record of sectors seen say of a request: the class its miss
 /// would have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +219,19 @@ impl Classifier {
             Some(d) if d < self.capacity => Tag::Hit,
             _ => self.unheld(r),
         }
+    }
+
+    /// Whether the record of sectors seen is larger than a core's own caches hold (so that
+    /// asking for its words ahead pays).
+    #[inline]
+    pub fn seen_spread(&self) -> bool {
+        self.seen.word_bytes() > SEEN_SPREAD_BYTES
+    }
+
+    /// Asks for the word of `line` in the record of sectors seen (a hint).
+    #[inline]
+    pub fn prefetch_seen(&mut self, line: u64) {
+        self.seen.prefetch(line);
     }
 
     /// A request the shadow does not hold: new or seen.

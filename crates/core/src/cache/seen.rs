@@ -47,6 +47,18 @@ impl Seen {
         was & want != want
     }
 
+    /// Asks for `line`'s word to be brought into the processor's caches (a hint).
+    #[inline]
+    pub fn prefetch(&mut self, line: u64) {
+        self.words.prefetch_paged((line << self.sector_bits) >> 6);
+    }
+
+    /// Bytes its words take.
+    #[inline]
+    pub fn word_bytes(&self) -> usize {
+        self.words.value_bytes()
+    }
+
     /// Lines of which some sector was recorded.
     pub fn lines(&self) -> u64 {
         self.lines

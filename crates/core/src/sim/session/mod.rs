@@ -778,6 +778,45 @@ mod tests {
         }
     }
 
+    /// Lines so many that the record of sectors seen outgrows a core's caches (over 4 GiB:
+    /// its words paged; over a TiB: one entry per word), so that the stage asks for its
+    /// words ahead of the rows (`apart::Ahead::fetch_seen`) without the exact tracker: the
+    /// same report as the session classifying them itself, whatever the chunks.
+    #[test]
+    fn looking_ahead_for_the_sectors_seen_changes_nothing() {
+        for (span, reuse) in [(32u64, ReuseMode::Off), (40, ReuseMode::Sampled)] {
+            let mut rng = crate::rng::Rng::new(span);
+            let mut addrs: Vec<u64> = Vec::new();
+            for _ in 0..150_000 {
+                let addr = match (rng.below(4), addrs.len()) {
+                    (0, n) if n > 0 => addrs[rng.below(n as u64) as usize] + rng.below(256),
+                    (1, n) if n > 0 => addrs[n - 1 - rng.below(n.min(300) as u64) as usize],
+                    _ => rng.below(1 << span),
+                };
+                addrs.push(addr);
+            }
+            let rows: Vec<_> = addrs
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
+                .collect();
+            let k = kernel(&rows, None);
+            let cfg = SimConfig {
+                reuse,
+                ..Default::default()
+            };
+            let want = fed_in(&cfg, &k, &Columns::default(), false, 1000).0;
+            let c = &want.totals;
+            let m = &c.miss_classes;
+            assert!(m.compulsory > 100_000 && m.capacity > 10_000, "{m:?}");
+            for rows in [1, 7, 4096] {
+                let (got, ahead) = fed_in(&cfg, &k, &Columns::default(), true, rows);
+                assert!(ahead, "{rows} rows a chunk");
+                assert_eq!(got, want, "{rows} rows a chunk");
+            }
+        }
+    }
+
     #[test]
     fn measured_apart_skips_what_the_stream_skips() {
         let cfg = SimConfig::default();
