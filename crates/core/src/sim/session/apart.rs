@@ -41,6 +41,15 @@ impl Apart {
         }
     }
 
+    /// Whether the record of sectors seen is asked about (unless the exact tracker's
+    /// distances stand for the shadow) and has outgrown a core's caches, so that its words
+    /// are worth asking for ahead.
+    #[inline]
+    fn asks_seen(&self) -> bool {
+        let exact = matches!(self.meter, Some(ReuseMeter::Exact(_)));
+        !(exact && self.classes.shadow_is_a_stack()) && self.classes.seen_spread()
+    }
+
     #[inline]
     fn tag(&mut self, r: &Request, set: u32) -> Tag {
         let d = self.meter.as_mut().and_then(|m| m.access(r.line, set));
@@ -75,16 +84,18 @@ pub struct ReuseStage {
 /// How far the exact tracker's look-ups were asked for ahead of the rows measured, where its
 /// lines lie far apart ([`Apart::far_apart`]), so that the cache misses of several rows
 /// overlap instead of following one another: a line's last use `SLOT_AHEAD` rows before it
-/// is measured, the marks at that last use `MARKS_AHEAD` rows before. Without the exact
-/// tracker (`--reuse off`, sampled), once the record of sectors seen outgrows a core's caches
-/// (lines at random over GiBs), its words are asked for `SEEN_AHEAD` rows before
-/// ([`Ahead::fetch_seen`]; the corpus's random mix with `--reuse off`: 1.6 s to 1.2 s).
+/// is measured, the marks at that last use `MARKS_AHEAD` rows before. Where the record of
+/// sectors seen is asked (`--reuse off` and sampled runs; exact ones whose shadow is not an
+/// LRU stack) and has outgrown a core's caches (lines at random over GiBs), its words are
+/// asked for `SEEN_AHEAD` rows before ([`Ahead::fetch_seen`]; the corpus's random mix with
+/// `--reuse off`: 1.6 s to 1.2 s).
 #[derive(Clone, Copy, Debug, Default)]
 struct Ahead {
     /// The rows these are of (their addresses' column).
     rows: usize,
     slot: usize,
     marks: usize,
+    seen: usize,
 }
 
 const SLOT_AHEAD: usize = 16;
@@ -97,11 +108,12 @@ impl Ahead {
     #[inline]
     fn of(&mut self, cols: &Columns, start: usize) {
         let rows = cols.addr.as_ptr() as usize;
-        if rows != self.rows || self.slot < start {
+        if rows != self.rows || self.slot.max(self.seen) < start {
             *self = Ahead {
                 rows,
                 slot: start,
                 marks: start,
+                seen: start,
             };
         }
     }
@@ -119,9 +131,9 @@ impl Ahead {
     ) {
         self.of(cols, start);
         let n = cols.len();
-        while self.slot < (end + SEEN_AHEAD).min(n) {
-            c.prefetch_seen(coalescer.line_of(cols.addr[self.slot]));
-            self.slot += 1;
+        while self.seen < (end + SEEN_AHEAD).min(n) {
+            c.prefetch_seen(coalescer.line_of(cols.addr[self.seen]));
+            self.seen += 1;
         }
     }
 
@@ -211,7 +223,8 @@ impl ReuseStage {
         };
         if let Some(t) = apart.far_apart() {
             ahead.fetch(t, coalescer, cols, range.start, range.end);
-        } else if apart.classes.seen_spread() {
+        }
+        if apart.asks_seen() {
             ahead.fetch_seen(&mut apart.classes, coalescer, cols, range.start, range.end);
         }
         for r in range {

@@ -779,12 +779,19 @@ mod tests {
     }
 
     /// Lines so many that the record of sectors seen outgrows a core's caches (over 4 GiB:
-    /// its words paged; over a TiB: one entry per word), so that the stage asks for its
-    /// words ahead of the rows (`apart::Ahead::fetch_seen`) without the exact tracker: the
-    /// same report as the session classifying them itself, whatever the chunks.
+    /// its words paged; over a TiB or 8 GiB: one entry per word), so that the stage asks for
+    /// its words ahead of the rows (`apart::Ahead::fetch_seen`), without the exact tracker or
+    /// beside it: the same report as the session classifying them itself, whatever the
+    /// chunks.
     #[test]
     fn looking_ahead_for_the_sectors_seen_changes_nothing() {
-        for (span, reuse) in [(32u64, ReuseMode::Off), (40, ReuseMode::Sampled)] {
+        // Write-through (the default): the shadow is an array, asked beside the exact tracker.
+        let wbwa = crate::config::WritePolicy::Wbwa;
+        for (span, reuse, write) in [
+            (32u64, ReuseMode::Off, wbwa),
+            (40, ReuseMode::Sampled, wbwa),
+            (33, ReuseMode::Exact, crate::config::WritePolicy::Wtna),
+        ] {
             let mut rng = crate::rng::Rng::new(span);
             let mut addrs: Vec<u64> = Vec::new();
             for _ in 0..150_000 {
@@ -801,10 +808,11 @@ mod tests {
                 .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
                 .collect();
             let k = kernel(&rows, None);
-            let cfg = SimConfig {
+            let mut cfg = SimConfig {
                 reuse,
                 ..Default::default()
             };
+            cfg.cache.write_policy = write;
             let want = fed_in(&cfg, &k, &Columns::default(), false, 1000).0;
             let c = &want.totals;
             let m = &c.miss_classes;
