@@ -40,6 +40,11 @@ impl KernelSink for Trace {
 pub trait CtaSink: KernelSink {
     fn begin_kernel(&mut self, header: &Kernel) -> Result<(), TraceError>;
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError>;
+    /// [`CtaSink::cta`] from a sender done with `rows`: a receiver that keeps them may take
+    /// them, leaving other room (empty) in their place, instead of copying them.
+    fn cta_taken(&mut self, cta: u32, rows: &mut Columns) -> Result<(), TraceError> {
+        self.cta(cta, rows)
+    }
     /// The next rows of an issued-order kernel.
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError>;
     fn end_kernel(&mut self) -> Result<(), TraceError>;

@@ -142,6 +142,11 @@ impl CtaSink for Fanout {
         let kernel = self.place.map(|(begun, _)| begun.saturating_sub(1));
         self.send(Piece::Cta(cta, Arc::new(copy), kernel))
     }
+    fn cta_taken(&mut self, cta: u32, rows: &mut Columns) -> Result<(), TraceError> {
+        let taken = std::mem::replace(rows, self.buffer());
+        let kernel = self.place.map(|(begun, _)| begun.saturating_sub(1));
+        self.send(Piece::Cta(cta, Arc::new(taken), kernel))
+    }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         let mut copy = self.buffer();
         copy.extend_from(rows, 0..rows.len());

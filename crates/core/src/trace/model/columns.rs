@@ -56,6 +56,16 @@ impl Columns {
         self.size.push(a.size);
         self.flags.push(pack_flags(a.kind, a.space));
     }
+    /// Writes `a` into row `i`, which is there.
+    #[inline]
+    pub fn set(&mut self, i: usize, a: &Access) {
+        self.addr[i] = a.addr;
+        self.thread[i] = a.thread;
+        self.inst[i] = a.inst;
+        self.dyn_inst[i] = a.dyn_inst;
+        self.size[i] = a.size;
+        self.flags[i] = pack_flags(a.kind, a.space);
+    }
     /// Appends rows `range` of `from`.
     pub fn extend_from(&mut self, from: &Columns, range: std::ops::Range<usize>) {
         self.addr.extend_from_slice(&from.addr[range.clone()]);

@@ -54,13 +54,13 @@ pub(crate) fn stream<R: BufRead, A: BufRead>(
     let tpb = walked.block.count();
     let last_cta = walked.max_tid as u64 / tpb;
     let second = walk(again()?, file, |_, l| {
-        let c = l.0 as u64 / tpb;
-        if cta.of != Some(c) {
+        if !cta.holds(l.0) {
+            let c = l.0 as u64 / tpb;
             if cta.of.is_some_and(|now| c < now) || c > last_cta {
                 return Err(changed(file));
             }
             cta.hand_on(out)?;
-            cta.of = Some(c);
+            cta.begin(c, tpb);
         }
         cta.lines.push(l);
         Ok(())
@@ -104,8 +104,8 @@ pub(crate) fn once<R: BufRead>(
         let Once::Begun(last) = state else {
             return Ok(());
         };
-        let c = l.0 as u64 / tpb;
-        if cta.of != Some(c) {
+        if !cta.holds(l.0) {
+            let c = l.0 as u64 / tpb;
             let again = |why: String| TraceError::read_again(file, Location::Row(row - 1), why);
             match cta.of {
                 Some(now) if c < now => {
@@ -121,7 +121,7 @@ pub(crate) fn once<R: BufRead>(
                 _ => {}
             }
             cta.hand_on(out)?;
-            cta.of = Some(c);
+            cta.begin(c, tpb);
         }
         cta.lines.push(l);
         Ok(())
@@ -182,21 +182,58 @@ fn too_many(rows: u64, file: &str) -> Result<(), TraceError> {
 #[derive(Default)]
 struct CtaRows {
     of: Option<u64>,
+    /// Its threads' ids: `first..end` (so that a line's CTA is known without a division
+    /// while it is this one's).
+    first: u64,
+    end: u64,
     lines: Vec<Line>,
     rows: Columns,
+    /// Per thread of the CTA: where its next row goes, then its loads and stores so far
+    /// ([`CtaRows::by_thread`]).
+    next: Vec<u32>,
+    counts: Vec<(u32, u32)>,
 }
 
+/// The most threads a CTA's lines are sorted by counting them per thread ([`CtaRows::by_thread`]);
+/// a larger CTA's are sorted by comparison.
+const COUNTED_THREADS: u64 = 1 << 16;
+
 impl CtaRows {
+    /// Whether thread `tid` is of the CTA gathered.
+    #[inline]
+    fn holds(&self, tid: u32) -> bool {
+        (self.first..self.end).contains(&(tid as u64)) && self.of.is_some()
+    }
+
+    /// Starts gathering CTA `c` of `tpb` threads.
+    fn begin(&mut self, c: u64, tpb: u64) {
+        self.of = Some(c);
+        self.first = c * tpb;
+        self.end = self.first.saturating_add(tpb);
+    }
+
     /// Hands the CTA gathered on (its lines sorted by thread, each thread's in file order)
     /// and starts the next empty.
     fn hand_on(&mut self, out: &mut dyn CtaSink) -> Result<(), TraceError> {
         let Some(c) = self.of else {
             return Ok(());
         };
+        self.rows.clear();
+        if self.end - self.first <= COUNTED_THREADS {
+            self.by_thread();
+        } else {
+            self.by_comparison();
+        }
+        self.lines.clear();
+        // `c` is below the grid's CTAs, which the header checked fit in a u32.
+        out.cta_taken(c as u32, &mut self.rows)
+    }
+
+    /// The lines into `rows` sorted by thread, each thread's in file order, by a stable sort.
+    fn by_comparison(&mut self) {
         if !self.lines.is_sorted_by_key(|l| l.0) {
             self.lines.sort_by_key(|l| l.0);
         }
-        self.rows.clear();
         let mut counts = (0u32, 0u32);
         let mut last = None;
         for &(tid, store, addr, size) in &self.lines {
@@ -206,9 +243,40 @@ impl CtaRows {
             }
             self.rows.push(&access(tid, store, addr, size, &mut counts));
         }
-        self.lines.clear();
-        // `c` is below the grid's CTAs, which the header checked fit in a u32.
-        out.cta(c as u32, &self.rows)
+    }
+
+    /// The lines into `rows` sorted by thread, each thread's in file order, by counting each
+    /// thread's lines and then placing every line where its thread's next row goes (the
+    /// released model's tracer interleaves a CTA's threads a warp instruction at a time, so a
+    /// comparison sort did most of its work moving lines).
+    fn by_thread(&mut self) {
+        let threads = (self.end - self.first) as usize;
+        let first = self.first as u32;
+        self.next.clear();
+        self.next.resize(threads + 1, 0);
+        for l in &self.lines {
+            self.next[(l.0 - first) as usize + 1] += 1;
+        }
+        for t in 1..=threads {
+            self.next[t] += self.next[t - 1];
+        }
+        self.counts.clear();
+        self.counts.resize(threads, (0, 0));
+        let n = self.lines.len();
+        let r = &mut self.rows;
+        r.addr.resize(n, 0);
+        r.thread.resize(n, 0);
+        r.inst.resize(n, 0);
+        r.dyn_inst.resize(n, 0);
+        r.size.resize(n, 0);
+        r.flags.resize(n, 0);
+        for &(tid, store, addr, size) in &self.lines {
+            let local = (tid - first) as usize;
+            let at = self.next[local] as usize;
+            self.next[local] += 1;
+            let a = access(tid, store, addr, size, &mut self.counts[local]);
+            r.set(at, &a);
+        }
     }
 }
 
@@ -293,4 +361,33 @@ pub(crate) fn last_line_thread(tail: &[u8], whole: bool) -> Option<u32> {
     super::walk::access_line(tail[start..].trim_ascii())
         .ok()
         .map(|l| l.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counting each thread's lines gives the rows a stable sort by thread gives.
+    #[test]
+    fn counting_threads_sorts_as_a_stable_sort() {
+        let mut rng = crate::rng::Rng::new(12);
+        for _ in 0..200 {
+            let tpb = 1 + rng.below(70);
+            let c = rng.below(5);
+            let mut a = CtaRows::default();
+            a.begin(c, tpb);
+            for _ in 0..rng.below(300) {
+                let tid = (c * tpb + rng.below(tpb)) as u32;
+                a.lines
+                    .push((tid, rng.below(3) == 0, rng.below(1 << 20), 4));
+            }
+            let mut b = CtaRows {
+                lines: a.lines.clone(),
+                ..CtaRows::default()
+            };
+            a.by_thread();
+            b.by_comparison();
+            assert_eq!(a.rows, b.rows, "{tpb} threads");
+        }
+    }
 }
