@@ -352,6 +352,9 @@ impl CtaSink for Counting<'_> {
     fn cta(&mut self, cta: u32, rows: &Columns) -> Result<(), TraceError> {
         self.inner.cta(cta, rows)
     }
+    fn cta_taken(&mut self, cta: u32, rows: &mut Columns) -> Result<(), TraceError> {
+        self.inner.cta_taken(cta, rows)
+    }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         self.inner.issued(rows)
     }

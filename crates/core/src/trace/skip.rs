@@ -174,6 +174,12 @@ impl CtaSink for SkipTo<'_> {
             Stage::Past => self.out.cta(cta, rows),
         }
     }
+    fn cta_taken(&mut self, cta: u32, rows: &mut Columns) -> Result<(), TraceError> {
+        match self.stage {
+            Stage::Past => self.out.cta_taken(cta, rows),
+            _ => self.cta(cta, rows),
+        }
+    }
     fn issued(&mut self, rows: &Columns) -> Result<(), TraceError> {
         match self.stage {
             Stage::Before => Ok(()),

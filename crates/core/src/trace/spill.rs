@@ -385,7 +385,7 @@ pub(crate) fn hand_on_by_cta(
     while let Some(r) = sorted.next().map_err(|e| TraceError::io(file, e))? {
         if current != Some(r.cta) {
             if let Some(c) = current {
-                out.cta(cta_of(c), &rows)?;
+                out.cta_taken(cta_of(c), &mut rows)?;
                 rows.clear();
             }
             current = Some(r.cta);
@@ -394,7 +394,7 @@ pub(crate) fn hand_on_by_cta(
         rows.push(&access(&r, thread));
     }
     if let Some(c) = current {
-        out.cta(cta_of(c), &rows)?;
+        out.cta_taken(cta_of(c), &mut rows)?;
     }
     Ok(())
 }

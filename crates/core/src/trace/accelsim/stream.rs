@@ -130,7 +130,7 @@ fn stream_kernel<R: BufRead>(
         match b.cta {
             Some(c) => {
                 rows.group_by_thread(c * tpb, tpb);
-                out.cta(c, &rows)?;
+                out.cta_taken(c, &mut rows)?;
             }
             None if b.mixed => {
                 return Err(TraceError::parse(
@@ -260,7 +260,7 @@ pub(super) fn read_on<R: BufRead>(
                 last = Some(c);
                 given.catch_up(read.instructions(), file, b.line, out)?;
                 rows.group_by_thread(c * tpb, tpb);
-                out.cta(c, &rows)?;
+                out.cta_taken(c, &mut rows)?;
             }
             None if b.mixed => {
                 return Err(stop(
