@@ -130,11 +130,9 @@ impl Ahead {
         end: usize,
     ) {
         self.of(cols, start);
-        let n = cols.len();
-        while self.seen < (end + SEEN_AHEAD).min(n) {
-            c.prefetch_seen(coalescer.line_of(cols.addr[self.seen]));
-            self.seen += 1;
-        }
+        lines_up_to(&mut self.seen, end + SEEN_AHEAD, cols, coalescer, |l| {
+            c.prefetch_seen(l)
+        });
     }
 
     /// Asks for what measuring rows up to `end` of `cols` (and a few after) will read.
@@ -148,15 +146,28 @@ impl Ahead {
         end: usize,
     ) {
         self.of(cols, start);
-        let n = cols.len();
-        while self.slot < (end + SLOT_AHEAD).min(n) {
-            t.prefetch_line(coalescer.line_of(cols.addr[self.slot]));
-            self.slot += 1;
-        }
-        while self.marks < (end + MARKS_AHEAD).min(n) {
-            t.prefetch_marks(coalescer.line_of(cols.addr[self.marks]));
-            self.marks += 1;
-        }
+        lines_up_to(&mut self.slot, end + SLOT_AHEAD, cols, coalescer, |l| {
+            t.prefetch_line(l)
+        });
+        lines_up_to(&mut self.marks, end + MARKS_AHEAD, cols, coalescer, |l| {
+            t.prefetch_marks(l)
+        });
+    }
+}
+
+/// Calls `f` with the line of each row of `cols` from `*cursor` up to `upto` (or the last
+/// row), moving the cursor past them.
+#[inline]
+fn lines_up_to(
+    cursor: &mut usize,
+    upto: usize,
+    cols: &Columns,
+    coalescer: &Coalescer,
+    mut f: impl FnMut(u64),
+) {
+    while *cursor < upto.min(cols.len()) {
+        f(coalescer.line_of(cols.addr[*cursor]));
+        *cursor += 1;
     }
 }
 

@@ -742,6 +742,17 @@ mod tests {
         (s.finish(&mut NoObserver), ahead)
     }
 
+    /// A reference stream of 8-byte accesses at `addrs`, of three instructions, a store in
+    /// four.
+    fn reference_stream(addrs: &[u64]) -> Kernel {
+        let rows: Vec<_> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
+            .collect();
+        kernel(&rows, None)
+    }
+
     /// Lines far apart, so that the exact tracker holds their last uses one per line and the
     /// stage asks for its look-ups ahead of the rows (`apart::Ahead`): the same report as
     /// the session measuring them itself, whatever the chunks.
@@ -756,12 +767,7 @@ mod tests {
             };
             addrs.push(addr);
         }
-        let rows: Vec<_> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
-            .collect();
-        let k = kernel(&rows, None);
+        let k = reference_stream(&addrs);
         let cfg = SimConfig {
             reuse: ReuseMode::Exact,
             ..Default::default()
@@ -802,12 +808,7 @@ mod tests {
                 };
                 addrs.push(addr);
             }
-            let rows: Vec<_> = addrs
-                .iter()
-                .enumerate()
-                .map(|(i, &a)| ((i % 3) as u32, i as u32, a, 8, (i % 4 == 0) as u8, 0))
-                .collect();
-            let k = kernel(&rows, None);
+            let k = reference_stream(&addrs);
             let mut cfg = SimConfig {
                 reuse,
                 ..Default::default()
