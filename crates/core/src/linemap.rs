@@ -110,7 +110,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
         }
     }
 
-    /// Bytes its pages and their index hold (or its entries, once sparse).
+    /// Bytes its pages and their indexes hold (or its entries, once sparse).
     pub fn heap_bytes(&self) -> usize {
         self.chunks
             .iter()
@@ -118,6 +118,7 @@ impl<V: Copy + Default + PartialEq> LineMap<V> {
             .sum::<usize>()
             + self.chunks.capacity() * std::mem::size_of::<Vec<V>>()
             + self.pages.capacity() * 16
+            + self.recent.capacity() * std::mem::size_of::<(u64, u32)>()
             + self.sparse.as_ref().map_or(0, |m| m.heap_bytes())
     }
 
