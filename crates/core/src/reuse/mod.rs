@@ -20,7 +20,7 @@ mod sampled;
 
 pub use marks::Marks;
 pub use meter::{ReuseHistograms, ReuseMeter};
-pub use sampled::{SampledTracker, NEAR_LINES, SAMPLE_LINES};
+pub use sampled::{SampledTracker, NEAR_LINES, SAMPLED_LINES, SAMPLE_LINES};
 
 use crate::linemap::LineMap;
 

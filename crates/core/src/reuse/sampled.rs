@@ -6,9 +6,14 @@
 //! one of its uses measured and an unsampled line none. Among the sampled lines the distances
 //! are exact ([`ReuseTracker`]); a distance of `d` sampled lines at sampling rate `R` stands
 //! for `d / R` lines, and each sampled use for `1 / R` uses. The rate starts at 1 (every
-//! line: the result is exact while the trace touches at most [`SAMPLE_LINES`] lines) and
-//! halves whenever the sample outgrows [`SAMPLE_LINES`]: the lines whose hash is above the new
-//! threshold leave it (they would not have been sampled at the new rate). What was counted
+//! line: the result is exact while the trace touches at most [`SAMPLE_LINES`] lines); once
+//! the trace outgrows that, it halves until the sample holds at most [`SAMPLED_LINES`] lines,
+//! and again whenever it outgrows them: the lines whose hash is above the new threshold leave
+//! it (they would not have been sampled at the new rate). The sample is smaller once it is a
+//! sample because its cost is one exact measurement per sampled use (a quarter of the lines
+//! measure a quarter of the uses), and the stack of recent lines below is deeper to make up
+//! for it: a sample errs most on the distances just past that stack, where few sampled lines
+//! stand for many uses (`docs/speed-history.md`, "A smaller sample, a deeper stack"). What was counted
 //! before stays, in estimated uses (the paper rescales its counts at each change of rate to
 //! the same effect); each bucket of the histogram is then twice as wide, the counts of an odd
 //! bucket split between its two neighbours. Halving, rather than lowering the threshold a line
@@ -37,12 +42,16 @@ use super::{Distances, Histogram, ReuseTracker};
 /// `2^HASH_BITS >> scale_bits`.
 const HASH_BITS: u32 = 24;
 
-/// Lines the sample holds at most; one more halves the sampling rate.
+/// Lines the sample holds at most while it holds every line (the distances are exact); one
+/// more, and the sampling rate falls until it holds at most [`SAMPLED_LINES`].
 pub const SAMPLE_LINES: usize = 1 << 15;
+
+/// Lines the sample holds at most once the rate has fallen below 1; one more halves it.
+pub const SAMPLED_LINES: usize = 1 << 13;
 
 /// The least depth of the near stack, below which the distances are measured without the
 /// sample (the cache's own capacity is always below it: its depth is at least twice that).
-pub const NEAR_LINES: usize = 1 << 10;
+pub const NEAR_LINES: usize = 1 << 12;
 
 /// Reuse distances estimated from the lines a hash samples, exact below a depth.
 #[derive(Clone, Debug)]
@@ -53,7 +62,9 @@ pub struct SampledTracker {
     sample: ReuseTracker,
     /// The sampling rate is `2^-scale_bits`.
     scale_bits: u32,
+    /// Lines the sample holds at most: at the full rate, and below it.
     max_lines: usize,
+    max_sampled: usize,
     /// Reuses found in the near stack, by distance (a whole-cache distance at the start of
     /// its segment), in the whole cache and within the set.
     near_whole: Vec<u64>,
@@ -151,14 +162,17 @@ impl SampledTracker {
     }
 
     /// One for a cache of `lines` lines whose near stack holds `depth` lines and whose sample
-    /// at most `max_lines` lines (tests use few).
+    /// at most `max_lines` lines at the full rate, and the same share of them as
+    /// [`SAMPLED_LINES`] is of [`SAMPLE_LINES`] below it (tests use few).
     pub fn holding(sets: usize, lines: usize, depth: usize, max_lines: usize) -> Self {
+        let max_lines = max_lines.max(1);
         SampledTracker {
             near: NearStack::new(depth, sets, lines),
             depth: depth.max(1) as u64,
             sample: ReuseTracker::for_sample(sets),
             scale_bits: 0,
-            max_lines: max_lines.max(1),
+            max_lines,
+            max_sampled: (max_lines / (SAMPLE_LINES / SAMPLED_LINES)).max(1),
             near_whole: Vec::new(),
             near_set: Vec::new(),
             far_whole: Vec::new(),
@@ -218,7 +232,7 @@ impl SampledTracker {
             if let (None, Some(d)) = (near_set, in_set) {
                 add(&mut self.far_set, d >> bits, weight);
             }
-            if self.sample.live_lines() > self.max_lines as u64 {
+            if self.sample.live_lines() > self.most_lines() {
                 self.halve();
             }
             // Exact at the full rate; the estimate past the near stack after.
@@ -243,11 +257,21 @@ impl SampledTracker {
         (near_whole.is_some() || far.is_some()).then_some(Distances { whole, in_set })
     }
 
-    /// Halves the sampling rate: the lines above the new threshold leave the sample.
+    /// Lines the sample may hold at the current rate.
+    #[inline]
+    fn most_lines(&self) -> u64 {
+        match self.scale_bits {
+            0 => self.max_lines as u64,
+            _ => self.max_sampled as u64,
+        }
+    }
+
+    /// Halves the sampling rate until the sample holds at most the lines it may at the new
+    /// rate: the lines above the new threshold leave it.
     #[cold]
     fn halve(&mut self) {
         self.exact = None;
-        while self.sample.live_lines() > self.max_lines as u64 && self.scale_bits < HASH_BITS {
+        while self.sample.live_lines() > self.most_lines() && self.scale_bits < HASH_BITS {
             self.scale_bits += 1;
             let limit = (1u64 << HASH_BITS) >> self.scale_bits;
             self.sample = self
@@ -415,11 +439,32 @@ mod tests {
         }
     }
 
+    /// Every line is in the sample up to `SAMPLE_LINES` distinct lines; one more, and the
+    /// rate falls until the sample holds at most `SAMPLED_LINES`, and stays so.
+    #[test]
+    fn the_sample_shrinks_once_it_is_a_sample() {
+        let mut t = SampledTracker::new(32, 128);
+        let touch = |t: &mut SampledTracker, lines: std::ops::Range<u64>| {
+            for line in lines {
+                t.access(line, (line % 32) as u32);
+            }
+        };
+        touch(&mut t, 0..SAMPLE_LINES as u64);
+        assert_eq!(t.scale_bits(), 0);
+        assert_eq!(t.sample.live_lines(), SAMPLE_LINES as u64);
+        touch(&mut t, SAMPLE_LINES as u64..SAMPLE_LINES as u64 + 1);
+        assert!(t.scale_bits() >= 2, "rate 1/{}", 1 << t.scale_bits());
+        assert!(t.sample.live_lines() <= SAMPLED_LINES as u64);
+        touch(&mut t, 1 << 20..1 << 22);
+        assert!(t.sample.live_lines() <= SAMPLED_LINES as u64);
+        assert!(t.sample.live_lines() > SAMPLED_LINES as u64 / 4);
+    }
+
     #[test]
     fn a_small_sample_estimates_the_miss_rate_curve() {
         let lines = trace(400_000, 2);
         let mut exact = ReuseTracker::new(1);
-        let mut sampled = SampledTracker::holding(1, 64, 512, 2048);
+        let mut sampled = SampledTracker::holding(1, 64, 512, 8192);
         for &l in &lines {
             exact.access(l, 0);
             sampled.access(l, 0);
