@@ -13,12 +13,12 @@
 //! sample because its cost is one exact measurement per sampled use (a quarter of the lines
 //! measure a quarter of the uses), and the stack of recent lines below is deeper to make up
 //! for it: a sample errs most on the distances just past that stack, where few sampled lines
-//! stand for many uses (`docs/speed-history.md`, "A smaller sample, a deeper stack"). What was counted
-//! before stays, in estimated uses (the paper rescales its counts at each change of rate to
-//! the same effect); each bucket of the histogram is then twice as wide, the counts of an odd
-//! bucket split between its two neighbours. Halving, rather than lowering the threshold a line
-//! at a time, keeps every scaled distance a multiple of a power of two, so the histogram has
-//! at most [`SAMPLE_LINES`] buckets at any rate.
+//! stand for many uses (`docs/speed-history.md`, "A smaller sample, a deeper stack"). What
+//! was counted before stays, in estimated uses (the paper rescales its counts at each change
+//! of rate to the same effect); each bucket of the histogram is then twice as wide, the counts
+//! of an odd bucket split between its two neighbours. Halving, rather than lowering the
+//! threshold a line at a time, keeps every scaled distance a multiple of a power of two, so the
+//! histogram has at most [`SAMPLE_LINES`] buckets at any rate.
 //!
 //! A sample cannot tell apart distances below `1 / R` (at a rate of 1/128, a cache of 16
 //! lines from one of 128, which is what a GPU's L1 holds), so every use also goes through a
