@@ -62,9 +62,8 @@ pub struct SampledTracker {
     sample: ReuseTracker,
     /// The sampling rate is `2^-scale_bits`.
     scale_bits: u32,
-    /// Lines the sample holds at most: at the full rate, and below it.
+    /// Lines the sample holds at most at the full rate (below it, [`SampledTracker::most_lines`]).
     max_lines: usize,
-    max_sampled: usize,
     /// Reuses found in the near stack, by distance (a whole-cache distance at the start of
     /// its segment), in the whole cache and within the set.
     near_whole: Vec<u64>,
@@ -165,14 +164,12 @@ impl SampledTracker {
     /// at most `max_lines` lines at the full rate, and the same share of them as
     /// [`SAMPLED_LINES`] is of [`SAMPLE_LINES`] below it (tests use few).
     pub fn holding(sets: usize, lines: usize, depth: usize, max_lines: usize) -> Self {
-        let max_lines = max_lines.max(1);
         SampledTracker {
             near: NearStack::new(depth, sets, lines),
             depth: depth.max(1) as u64,
             sample: ReuseTracker::for_sample(sets),
             scale_bits: 0,
-            max_lines,
-            max_sampled: (max_lines / (SAMPLE_LINES / SAMPLED_LINES)).max(1),
+            max_lines: max_lines.max(1),
             near_whole: Vec::new(),
             near_set: Vec::new(),
             far_whole: Vec::new(),
@@ -262,7 +259,7 @@ impl SampledTracker {
     fn most_lines(&self) -> u64 {
         match self.scale_bits {
             0 => self.max_lines as u64,
-            _ => self.max_sampled as u64,
+            _ => (self.max_lines / (SAMPLE_LINES / SAMPLED_LINES)).max(1) as u64,
         }
     }
 
